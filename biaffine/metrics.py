@@ -1,0 +1,307 @@
+"""Attachment scores of predicted dependency trees against gold trees.
+
+Counts add up over sentences (:class:`AttachmentScores`); percentages are derived from them.
+Punctuation is included by default, as in the CoNLL 2018 shared task scorer.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from biaffine.conllu_io import Sentence
+
+PUNCT = "PUNCT"
+
+__all__ = [
+    "PUNCT",
+    "AttachmentScores",
+    "EvaluationError",
+    "is_well_formed",
+    "score_corpus",
+    "score_sentence",
+    "score_sentences",
+    "universal_relation",
+]
+
+
+class EvaluationError(ValueError):
+    """Gold and predicted input that cannot be scored together (misaligned or unannotated)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttachmentScores:
+    """Counts behind the attachment scores of one sentence or a whole corpus.
+
+    Instances add up with ``+``; ``sum(scores, AttachmentScores())`` totals a corpus. Every
+    percentage is ``0.0`` when its denominator is zero.
+
+    Attributes:
+        n_sentences: sentences scored.
+        n_words: words counted for UAS/LAS (all words, or non-punctuation words only).
+        n_correct_heads: counted words whose predicted HEAD equals the gold HEAD.
+        n_correct_labeled: of those, words whose full DEPREL also matches (``nmod:poss != nmod``).
+        n_correct_universal: words with the right HEAD and the right universal DEPREL (subtype
+            after ``:`` stripped on both sides, as the CoNLL 2018 scorer counts LAS).
+        n_exact_unlabeled: sentences whose counted words all have the right HEAD.
+        n_exact_labeled: sentences whose counted words all have the right HEAD and full DEPREL.
+        n_gold_roots: words attached to ROOT (HEAD 0) in the gold trees.
+        n_correct_roots: of those, words the prediction also attaches to ROOT.
+        n_malformed: predicted sentences that are not single-rooted trees.
+    """
+
+    n_sentences: int = 0
+    n_words: int = 0
+    n_correct_heads: int = 0
+    n_correct_labeled: int = 0
+    n_correct_universal: int = 0
+    n_exact_unlabeled: int = 0
+    n_exact_labeled: int = 0
+    n_gold_roots: int = 0
+    n_correct_roots: int = 0
+    n_malformed: int = 0
+
+    def __add__(self, other: AttachmentScores) -> AttachmentScores:
+        """Sum of two sets of counts, field by field."""
+        if not isinstance(other, AttachmentScores):
+            return NotImplemented
+        totals = {f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
+        return AttachmentScores(**totals)
+
+    @property
+    def uas(self) -> float:
+        """Unlabeled attachment score: percent of counted words with the right HEAD."""
+        return _percent(self.n_correct_heads, self.n_words)
+
+    @property
+    def las(self) -> float:
+        """Labeled attachment score on full labels: right HEAD and exactly the gold DEPREL."""
+        return _percent(self.n_correct_labeled, self.n_words)
+
+    @property
+    def las_universal(self) -> float:
+        """LAS on universal relations, equal to the CoNLL 2018 scorer's LAS on gold tokens."""
+        return _percent(self.n_correct_universal, self.n_words)
+
+    @property
+    def uem(self) -> float:
+        """Unlabeled exact match: percent of sentences with every counted HEAD right."""
+        return _percent(self.n_exact_unlabeled, self.n_sentences)
+
+    @property
+    def lem(self) -> float:
+        """Labeled exact match: percent of sentences with every counted HEAD and DEPREL right."""
+        return _percent(self.n_exact_labeled, self.n_sentences)
+
+    @property
+    def root_accuracy(self) -> float:
+        """Percent of gold root words that the prediction attaches to ROOT."""
+        return _percent(self.n_correct_roots, self.n_gold_roots)
+
+    @property
+    def malformed_rate(self) -> float:
+        """Percent of predicted sentences with several words on ROOT, a cycle or a bad HEAD."""
+        return _percent(self.n_malformed, self.n_sentences)
+
+    def to_dict(self) -> dict[str, int | float]:
+        """All counts and percentages as plain JSON-able data."""
+        result: dict[str, int | float] = asdict(self)
+        for name in ("uas", "las", "las_universal", "uem", "lem", "root_accuracy"):
+            result[name] = getattr(self, name)
+        result["malformed_rate"] = self.malformed_rate
+        return result
+
+    def selection_key(self) -> tuple[float, float]:
+        """Key for best-dev model selection: LAS first, then UAS; larger is better."""
+        return (self.las, self.uas)
+
+    def is_better_than(self, other: AttachmentScores | None) -> bool:
+        """Whether these scores beat ``other`` (None, meaning no score yet, is always beaten)."""
+        return other is None or self.selection_key() > other.selection_key()
+
+
+def _percent(part: int, whole: int) -> float:
+    return 100.0 * part / whole if whole else 0.0
+
+
+def universal_relation(deprel: str) -> str:
+    """The universal part of a dependency relation: ``"nmod:poss"`` -> ``"nmod"``."""
+    return deprel.split(":", 1)[0]
+
+
+def is_well_formed(heads: Sequence[int]) -> bool:
+    """Whether ``heads`` form a tree over words 1..n with exactly one word on ROOT.
+
+    Args:
+        heads: HEAD of words 1..n (``heads[0]`` is the HEAD of word 1); 0 means ROOT.
+
+    Returns:
+        False on a HEAD outside 0..n, a cycle (including a word heading itself) or a number of
+        root words other than one; True otherwise (and for an empty sentence).
+    """
+    n = len(heads)
+    if n and sum(1 for head in heads if head == 0) != 1:
+        return False
+    if any(not 0 <= head <= n for head in heads):
+        return False
+    return not _has_cycle(heads)
+
+
+def _has_cycle(heads: Sequence[int]) -> bool:
+    # Walk up from each word; state 1 = on the current path, 2 = known to reach ROOT.
+    state = [0] * (len(heads) + 1)
+    state[0] = 2
+    for start in range(1, len(heads) + 1):
+        path = []
+        node = start
+        while state[node] == 0:
+            state[node] = 1
+            path.append(node)
+            node = heads[node - 1]
+        if state[node] == 1:
+            return True
+        for visited in path:
+            state[visited] = 2
+    return False
+
+
+def score_sentence(
+    gold_heads: Sequence[int],
+    gold_rels: Sequence[str],
+    pred_heads: Sequence[int],
+    pred_rels: Sequence[str],
+    upos: Sequence[str],
+    *,
+    exclude_punct: bool = False,
+) -> AttachmentScores:
+    """Attachment counts of one predicted sentence against its gold tree.
+
+    All sequences describe words 1..n in order (index 0 is word 1); HEAD 0 means ROOT.
+
+    Args:
+        gold_heads: gold HEAD per word.
+        gold_rels: gold DEPREL per word.
+        pred_heads: predicted HEAD per word (may be malformed: out of range, cycles, many roots).
+        pred_rels: predicted DEPREL per word.
+        upos: gold UPOS per word, used only to find punctuation.
+        exclude_punct: leave words with gold UPOS ``PUNCT`` out of the UAS/LAS counts. Exact
+            match (UEM/LEM) then looks at non-punctuation words only, so a sentence of
+            punctuation alone is an exact match. Root accuracy and the malformed count are
+            properties of whole trees and ignore this switch.
+
+    Returns:
+        Counts for this one sentence (``n_sentences == 1``).
+
+    Raises:
+        EvaluationError: if the sequences differ in length.
+    """
+    _check_lengths(gold_heads, gold_rels, pred_heads, pred_rels, upos)
+    heads = rels = universal = words = 0
+    for d, gold_head in enumerate(gold_heads):
+        if exclude_punct and upos[d] == PUNCT:
+            continue
+        words += 1
+        if pred_heads[d] != gold_head:
+            continue
+        heads += 1
+        rels += pred_rels[d] == gold_rels[d]
+        universal += universal_relation(pred_rels[d]) == universal_relation(gold_rels[d])
+    gold_roots = [d for d, head in enumerate(gold_heads) if head == 0]
+    return AttachmentScores(
+        n_sentences=1,
+        n_words=words,
+        n_correct_heads=heads,
+        n_correct_labeled=rels,
+        n_correct_universal=universal,
+        n_exact_unlabeled=int(heads == words),
+        n_exact_labeled=int(rels == words),
+        n_gold_roots=len(gold_roots),
+        n_correct_roots=sum(1 for d in gold_roots if pred_heads[d] == 0),
+        n_malformed=int(not is_well_formed(pred_heads)),
+    )
+
+
+def _check_lengths(*columns: Sequence[object]) -> None:
+    names = ("gold_heads", "gold_rels", "pred_heads", "pred_rels", "upos")
+    lengths = {name: len(column) for name, column in zip(names, columns, strict=True)}
+    if len(set(lengths.values())) > 1:
+        raise EvaluationError(f"columns of one sentence differ in length: {lengths}")
+
+
+def score_corpus(
+    gold_sentences: Iterable[Sentence],
+    pred_sentences: Iterable[Sentence],
+    *,
+    exclude_punct: bool = False,
+) -> AttachmentScores:
+    """Attachment counts of predicted sentences against gold sentences, paired in order.
+
+    Both inputs are consumed lazily, one sentence pair at a time. Tokenization must be the gold
+    one: the same number of sentences, of words per sentence, and the same FORMs.
+
+    Args:
+        gold_sentences: gold trees, e.g. ``read_conllu(gold_path)``.
+        pred_sentences: predicted trees for the same words.
+        exclude_punct: see :func:`score_sentence`.
+
+    Returns:
+        Corpus totals.
+
+    Raises:
+        EvaluationError: naming the sentence number (1-based), the predicted file and line and
+            what differs, when the inputs are misaligned or a sentence lacks HEAD annotation.
+    """
+    total = AttachmentScores()
+    previous: Sentence | None = None
+    pairs = itertools.zip_longest(gold_sentences, pred_sentences)
+    for number, (gold, pred) in enumerate(pairs, start=1):
+        _check_aligned(number, gold, pred, previous)
+        previous = pred
+        total += score_sentence(
+            gold.heads,
+            gold.deprels,
+            pred.heads,
+            pred.deprels,
+            gold.upos,
+            exclude_punct=exclude_punct,
+        )
+    return total
+
+
+score_sentences = score_corpus
+"""Alias of :func:`score_corpus` (the name used in the project's interface contract)."""
+
+
+def _check_aligned(
+    number: int, gold: Sentence | None, pred: Sentence | None, previous: Sentence | None
+) -> None:
+    if pred is None:
+        assert gold is not None  # zip_longest never yields two fill values
+        source = f"{previous.source}:{previous.line}: " if previous is not None else ""
+        raise EvaluationError(
+            f"{source}sentence {number}: the predicted file ends after {number - 1} "
+            f"sentences, but the gold file goes on ({gold.source}:{gold.line})"
+        )
+    where = f"{pred.source}:{pred.line}: sentence {number}"
+    if gold is None:
+        raise EvaluationError(f"{where}: the gold file ends after {number - 1} sentences")
+    if len(pred) != len(gold):
+        raise EvaluationError(
+            f"{where}: {len(pred)} words, but the gold sentence ({gold.source}:{gold.line}) "
+            f"has {len(gold)}"
+        )
+    for index, (pred_form, gold_form) in enumerate(zip(pred.forms, gold.forms, strict=True), start=1):
+        if pred_form != gold_form:
+            raise EvaluationError(
+                f"{where}: word {index} has FORM {pred_form!r}, but the gold sentence "
+                f"({gold.source}:{gold.line}) has {gold_form!r}"
+            )
+    for name, sentence in (("gold", gold), ("predicted", pred)):
+        if sentence.heads is None:
+            raise EvaluationError(
+                f"{sentence.source}:{sentence.line}: sentence {number}: "
+                f"the {name} sentence has no HEAD annotation ('_')"
+            )
