@@ -293,7 +293,8 @@ def _check_aligned(
             f"{where}: {len(pred)} words, but the gold sentence ({gold.source}:{gold.line}) "
             f"has {len(gold)}"
         )
-    for index, (pred_form, gold_form) in enumerate(zip(pred.forms, gold.forms, strict=True), start=1):
+    pairs = zip(pred.forms, gold.forms, strict=True)
+    for index, (pred_form, gold_form) in enumerate(pairs, start=1):
         if pred_form != gold_form:
             raise EvaluationError(
                 f"{where}: word {index} has FORM {pred_form!r}, but the gold sentence "

@@ -1,0 +1,280 @@
+"""Attachment scores checked by hand on small sentences, and against the CoNLL 2018 definitions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from biaffine.metrics import (
+    AttachmentScores,
+    EvaluationError,
+    is_well_formed,
+    score_corpus,
+    score_sentence,
+    score_sentences,
+    universal_relation,
+)
+
+# "The dog barks ." with the punctuation attached to the wrong word and one wrong label.
+GOLD_HEADS = [2, 3, 0, 3]
+GOLD_RELS = ["det", "nsubj", "root", "punct"]
+PRED_HEADS = [2, 3, 0, 2]
+PRED_RELS = ["det", "obj", "root", "punct"]
+UPOS = ["DET", "NOUN", "VERB", "PUNCT"]
+
+
+@dataclass
+class FakeSentence:
+    """Stand-in for conllu_io.Sentence: only what score_corpus reads."""
+
+    forms: list[str]
+    heads: list[int] | None
+    deprels: list[str]
+    upos: list[str] = field(default_factory=list)
+    source: str = "pred.conllu"
+    line: int = 1
+
+    def __post_init__(self) -> None:
+        self.upos = self.upos or ["X"] * len(self.forms)
+
+    def __len__(self) -> int:
+        return len(self.forms)
+
+
+def test_punctuation_included_by_default() -> None:
+    scores = score_sentence(GOLD_HEADS, GOLD_RELS, PRED_HEADS, PRED_RELS, UPOS)
+    assert scores.n_words == 4
+    assert scores.uas == 75.0  # punct has the wrong head
+    assert scores.las == 50.0  # ... and "dog" the wrong label
+    assert scores.las_universal == 50.0
+    assert (scores.uem, scores.lem) == (0.0, 0.0)
+
+
+def test_excluding_punctuation_drops_gold_punct_words() -> None:
+    scores = score_sentence(GOLD_HEADS, GOLD_RELS, PRED_HEADS, PRED_RELS, UPOS, exclude_punct=True)
+    assert scores.n_words == 3
+    assert scores.uas == 100.0
+    assert scores.las == pytest.approx(200 / 3)
+    assert scores.uem == 100.0  # exact match over non-punctuation words only
+    assert scores.lem == 0.0
+
+
+def test_excluding_punctuation_looks_at_gold_upos_only() -> None:
+    upos = ["DET", "PUNCT", "VERB", "NOUN"]  # "dog" tagged PUNCT in gold: it is the one left out
+    scores = score_sentence(GOLD_HEADS, GOLD_RELS, PRED_HEADS, PRED_RELS, upos, exclude_punct=True)
+    assert (scores.n_words, scores.n_correct_heads, scores.n_correct_labeled) == (3, 2, 2)
+
+
+def test_sentence_of_punctuation_only_is_an_exact_match_when_excluded() -> None:
+    scores = score_sentence(
+        [0, 1], ["root", "punct"], [2, 0], ["x", "y"], ["PUNCT"] * 2, exclude_punct=True
+    )
+    assert scores.n_words == 0
+    assert (scores.uem, scores.lem) == (100.0, 100.0)
+    assert scores.uas == 0.0  # no counted words: percentages of an empty total are 0
+    assert scores.root_accuracy == 0.0  # root accuracy ignores the switch
+    assert scores.n_gold_roots == 1
+
+
+def test_subtypes_count_wrong_in_las_but_right_in_universal_las() -> None:
+    gold_rels = ["nmod:poss", "root", "nmod", "obl:tmod"]
+    pred_rels = ["nmod", "root", "nmod:tmod", "obl:tmod"]
+    scores = score_sentence([2, 0, 2, 2], gold_rels, [2, 0, 2, 2], pred_rels, ["X"] * 4)
+    assert scores.uas == 100.0
+    assert scores.las == 50.0  # nmod:poss != nmod, nmod != nmod:tmod
+    assert scores.las_universal == 100.0
+    assert (scores.uem, scores.lem) == (100.0, 0.0)
+
+
+def test_universal_label_needs_the_right_head() -> None:
+    scores = score_sentence([2, 0], ["nmod:poss", "root"], [0, 0], ["nmod", "root"], ["X", "X"])
+    assert (scores.n_correct_heads, scores.n_correct_universal) == (1, 1)
+
+
+def test_universal_relation_strips_everything_after_the_first_colon() -> None:
+    assert universal_relation("nmod:poss") == "nmod"
+    assert universal_relation("acl:relcl:x") == "acl"
+    assert universal_relation("root") == "root"
+
+
+def test_several_words_on_root_is_malformed() -> None:
+    scores = score_sentence([2, 0, 2], ["a", "root", "b"], [0, 0, 2], ["a", "root", "b"], ["X"] * 3)
+    assert scores.n_malformed == 1
+    assert scores.malformed_rate == 100.0
+    assert scores.uas == pytest.approx(200 / 3)
+    assert scores.root_accuracy == 100.0
+
+
+def test_cycle_is_malformed() -> None:
+    pred = [0, 3, 2]  # one word on ROOT, but 2 <-> 3
+    scores = score_sentence([0, 1, 2], ["root", "a", "b"], pred, ["root", "a", "b"], ["X"] * 3)
+    assert scores.n_malformed == 1
+    assert scores.n_correct_heads == 2
+
+
+@pytest.mark.parametrize(
+    ("heads", "expected"),
+    [
+        ([0], True),
+        ([2, 0, 2], True),
+        ([0, 3, 1], True),
+        ([3, 3, 0, 3], True),
+        ([], True),
+        ([0, 0], False),  # two roots
+        ([2, 1], False),  # no root: a cycle
+        ([0, 2], False),  # self loop
+        ([0, 3, 2], False),  # cycle beside a root
+        ([0, 3, 4, 2], False),  # longer cycle
+        ([0, 3], False),  # head out of range
+        ([0, -1], False),  # negative head
+    ],
+)
+def test_is_well_formed(heads: list[int], expected: bool) -> None:
+    assert is_well_formed(heads) is expected
+
+
+def test_root_accuracy_counts_gold_root_words_attached_to_root() -> None:
+    right = score_sentence([2, 0], ["a", "root"], [2, 0], ["a", "root"], ["X"] * 2)
+    wrong = score_sentence([2, 0], ["a", "root"], [0, 1], ["root", "a"], ["X"] * 2)
+    total = right + wrong
+    assert total.n_gold_roots == 2
+    assert total.root_accuracy == 50.0
+    assert total.malformed_rate == 0.0
+
+
+def test_exact_match_over_sentences() -> None:
+    perfect = score_sentence(GOLD_HEADS, GOLD_RELS, GOLD_HEADS, GOLD_RELS, UPOS)
+    unlabeled_only = score_sentence(GOLD_HEADS, GOLD_RELS, GOLD_HEADS, PRED_RELS, UPOS)
+    wrong = score_sentence(GOLD_HEADS, GOLD_RELS, PRED_HEADS, PRED_RELS, UPOS)
+    total = perfect + unlabeled_only + wrong + wrong
+    assert total.n_sentences == 4
+    assert total.uem == 50.0
+    assert total.lem == 25.0
+
+
+def test_counts_add_up_field_by_field() -> None:
+    a = score_sentence(GOLD_HEADS, GOLD_RELS, PRED_HEADS, PRED_RELS, UPOS)
+    b = score_sentence([0, 0], ["root", "x"], [0, 1], ["root", "y"], ["X"] * 2)
+    total = a + b
+    assert total == AttachmentScores(
+        n_sentences=2,
+        n_words=6,
+        n_correct_heads=3 + 1,
+        n_correct_labeled=2 + 1,
+        n_correct_universal=2 + 1,
+        n_exact_unlabeled=0,
+        n_exact_labeled=0,
+        n_gold_roots=1 + 2,
+        n_correct_roots=1 + 1,
+        n_malformed=0,
+    )
+    assert total.uas == pytest.approx(400 / 6)
+    assert sum([a, b], AttachmentScores()) == total
+
+
+def test_empty_scores_are_zero_and_json_able() -> None:
+    empty = AttachmentScores()
+    data = empty.to_dict()
+    assert data["n_sentences"] == 0
+    assert all(data[name] == 0.0 for name in ("uas", "las", "las_universal", "uem", "lem"))
+    assert set(data) >= {"root_accuracy", "malformed_rate", "n_malformed"}
+
+
+def test_to_dict_holds_counts_and_percentages() -> None:
+    data = score_sentence(GOLD_HEADS, GOLD_RELS, PRED_HEADS, PRED_RELS, UPOS).to_dict()
+    assert data["n_words"] == 4
+    assert data["uas"] == 75.0
+    assert data["las"] == 50.0
+
+
+def test_best_dev_selection_prefers_las_then_uas() -> None:
+    high_las = AttachmentScores(n_sentences=1, n_words=10, n_correct_heads=8, n_correct_labeled=7)
+    high_uas = AttachmentScores(n_sentences=1, n_words=10, n_correct_heads=9, n_correct_labeled=6)
+    tie_better_uas = AttachmentScores(
+        n_sentences=1, n_words=10, n_correct_heads=9, n_correct_labeled=7
+    )
+    assert high_las.is_better_than(high_uas)
+    assert not high_uas.is_better_than(high_las)
+    assert tie_better_uas.is_better_than(high_las)
+    assert not high_las.is_better_than(high_las)
+    assert high_las.is_better_than(None)
+    best = max([high_uas, tie_better_uas, high_las], key=AttachmentScores.selection_key)
+    assert best is tie_better_uas
+
+
+def test_mismatched_column_lengths_are_refused() -> None:
+    with pytest.raises(EvaluationError, match="differ in length"):
+        score_sentence([0, 1], ["root", "x"], [0], ["root"], ["X", "X"])
+
+
+@st.composite
+def sentence_pairs(draw: st.DrawFn) -> tuple[list[int], list[str], list[int], list[str], list[str]]:
+    n = draw(st.integers(1, 8))
+    heads = st.lists(st.integers(0, n), min_size=n, max_size=n)
+    rels = st.lists(
+        st.sampled_from(["nmod", "nmod:poss", "obj", "punct", "root"]), min_size=n, max_size=n
+    )
+    upos = st.lists(st.sampled_from(["NOUN", "PUNCT"]), min_size=n, max_size=n)
+    return draw(heads), draw(rels), draw(heads), draw(rels), draw(upos)
+
+
+@given(st.lists(sentence_pairs(), min_size=1, max_size=4))
+def test_matches_conll2018_definitions_on_gold_tokens(pairs: list[tuple]) -> None:
+    # CoNLL 2018 scorer, gold tokenization: UAS = words with the right HEAD / words;
+    # LAS = right HEAD and right universal DEPREL / words; punctuation included.
+    total = sum((score_sentence(*pair) for pair in pairs), AttachmentScores())
+    words = [w for gh, gr, ph, pr, _ in pairs for w in zip(gh, gr, ph, pr, strict=True)]
+    uas = sum(gh == ph for gh, _, ph, _ in words)
+    las = sum(gh == ph and gr.split(":")[0] == pr.split(":")[0] for gh, gr, ph, pr in words)
+    assert total.uas == pytest.approx(100 * uas / len(words))
+    assert total.las_universal == pytest.approx(100 * las / len(words))
+    assert total.las <= total.las_universal <= total.uas
+
+
+def _sentence(forms: str, heads: list[int] | None, line: int = 1, source: str = "pred.conllu"):
+    words = forms.split()
+    return FakeSentence(words, heads, ["dep"] * len(words), source=source, line=line)
+
+
+def test_score_corpus_sums_sentences() -> None:
+    gold = [_sentence("a b", [2, 0]), _sentence("c", [0])]
+    pred = [_sentence("a b", [0, 1]), _sentence("c", [0])]
+    scores = score_corpus(gold, pred)
+    assert (scores.n_sentences, scores.n_words, scores.n_correct_heads) == (2, 3, 1)
+    assert scores.root_accuracy == 50.0
+    assert score_sentences(iter(gold), iter(pred)) == scores
+
+
+def test_score_corpus_names_a_word_count_mismatch() -> None:
+    gold = [
+        _sentence("a b", [2, 0], source="gold.conllu"),
+        _sentence("c d", [0, 1], 4, "gold.conllu"),
+    ]
+    pred = [_sentence("a b", [2, 0]), _sentence("c", [0], line=5)]
+    with pytest.raises(EvaluationError, match=r"pred\.conllu:5: sentence 2: 1 words.*has 2"):
+        score_corpus(gold, pred)
+
+
+def test_score_corpus_names_a_form_mismatch() -> None:
+    gold = [_sentence("a b", [2, 0], source="gold.conllu")]
+    pred = [_sentence("a x", [2, 0], line=3)]
+    with pytest.raises(
+        EvaluationError, match=r"pred\.conllu:3: sentence 1: word 2 has FORM 'x'.*'b'"
+    ):
+        score_corpus(gold, pred)
+
+
+def test_score_corpus_names_a_sentence_count_mismatch() -> None:
+    gold = [_sentence("a", [0], 1, "gold.conllu"), _sentence("b", [0], 4, "gold.conllu")]
+    with pytest.raises(EvaluationError, match=r"sentence 2: the predicted file ends after 1 "):
+        score_corpus(gold, [_sentence("a", [0])])
+    with pytest.raises(EvaluationError, match=r"pred\.conllu:7: sentence 3: the gold file ends"):
+        score_corpus(gold, [*gold, _sentence("c", [0], line=7)])
+
+
+def test_score_corpus_refuses_unannotated_predictions() -> None:
+    with pytest.raises(EvaluationError, match="no HEAD annotation"):
+        score_corpus([_sentence("a", [0])], [_sentence("a", None)])
