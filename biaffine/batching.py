@@ -1,0 +1,237 @@
+"""Sentences -> index arrays (encoded once) -> padded torch batches bucketed by length.
+
+Position 0 of every sentence is ROOT, so gold heads index the padded tensors directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from biaffine.conllu_io import Sentence
+from biaffine.vocab import PAD, ROOT, UNK, Vocab, Vocabs
+
+IGNORE_INDEX = -100
+"""Relation id of positions without a gold label (the default ``ignore_index`` of torch losses)."""
+
+IntArray = npt.NDArray[np.int64]
+Int32Array = npt.NDArray[np.int32]
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """One sentence as index arrays, position 0 = ROOT (see :func:`encode`).
+
+    Stored as int32 to halve the memory of a corpus held for many epochs; batches are int64.
+
+    Attributes:
+        words: int32[n+1] word ids, ROOT at 0.
+        chars: int32[n+1, C] char ids, PAD-filled after each word; row 0 is ``[ROOT, PAD, ...]``.
+            C = min(longest form, max_word_chars).
+        tags: int32[n+1] UPOS ids, ROOT at 0.
+        heads: int32[n+1] gold heads; 0 at position 0, and everywhere if the sentence has none.
+        rels: int32[n+1] gold relation ids; IGNORE_INDEX at 0 and where unknown or absent.
+    """
+
+    words: Int32Array
+    chars: Int32Array
+    tags: Int32Array
+    heads: Int32Array
+    rels: Int32Array
+
+    def __len__(self) -> int:
+        """Number of words n (ROOT excluded)."""
+        return self.words.shape[0] - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A padded batch; position 0 = ROOT, B sentences of at most N words, C chars per word.
+
+    Attributes:
+        words: long[B, N+1] word ids; ROOT at 0, PAD after each sentence.
+        chars: long[B, N+1, C] char ids; PAD-only rows for padding words.
+        tags: long[B, N+1] UPOS ids.
+        heads: long[B, N+1] gold heads; 0 at position 0 and padding (all 0 if unannotated).
+        rels: long[B, N+1] gold relation ids; -100 at position 0, padding, unknown or absent.
+        mask: bool[B, N+1]; True at words 1..n only.
+        lengths: long[B] words per sentence n.
+        indices: long[B] position of each sentence in the encoded input list.
+    """
+
+    words: torch.Tensor
+    chars: torch.Tensor
+    tags: torch.Tensor
+    heads: torch.Tensor
+    rels: torch.Tensor
+    mask: torch.Tensor
+    lengths: torch.Tensor
+    indices: torch.Tensor
+
+    @property
+    def batch_size(self) -> int:
+        """B, the number of sentences."""
+        return self.lengths.shape[0]
+
+    def to(self, device: torch.device | str, *, non_blocking: bool = False) -> Batch:
+        """A copy with every tensor on ``device``."""
+        moved = {
+            f.name: getattr(self, f.name).to(device, non_blocking=non_blocking)
+            for f in fields(self)
+        }
+        return Batch(**moved)
+
+
+def encode(
+    sentences: Sequence[Sentence], vocabs: Vocabs, *, max_word_chars: int = 20
+) -> list[Encoded]:
+    """Maps each sentence to index arrays once, for batching in every epoch.
+
+    Unknown words, chars and tags map to UNK; unknown relations to IGNORE_INDEX.
+
+    Args:
+        sentences: the sentences, in the order ``Batch.indices`` will refer to.
+        vocabs: vocabularies built on the training data.
+        max_word_chars: longer forms keep their first ``max_word_chars`` characters.
+
+    Returns:
+        One Encoded per sentence, in input order.
+    """
+    if max_word_chars < 1:
+        raise ValueError(f"max_word_chars must be >= 1, got {max_word_chars}")
+    char_rows: dict[str, list[int]] = {}  # forms repeat: compute each char row once
+    return [_encode_one(s, vocabs, max_word_chars, char_rows) for s in sentences]
+
+
+def _encode_one(sentence: Sentence, vocabs: Vocabs, max_chars: int, char_rows: dict) -> Encoded:
+    words, upos = vocabs.words.stoi, vocabs.upos.stoi
+    word_ids = [ROOT] + [words.get(form, UNK) for form in sentence.forms]
+    tag_ids = [ROOT] + [upos.get(tag, UNK) for tag in sentence.upos]
+    if sentence.heads is None:
+        heads = [0] * len(word_ids)
+        rels = [IGNORE_INDEX] * len(word_ids)
+    else:
+        heads = [0, *sentence.heads]
+        rels = [IGNORE_INDEX] + [vocabs.rels.get(r, IGNORE_INDEX) for r in sentence.deprels]
+    return Encoded(
+        words=np.array(word_ids, dtype=np.int32),
+        chars=_char_matrix(sentence.forms, vocabs.chars, max_chars, char_rows),
+        tags=np.array(tag_ids, dtype=np.int32),
+        heads=np.array(heads, dtype=np.int32),
+        rels=np.array(rels, dtype=np.int32),
+    )
+
+
+def _char_matrix(forms: list[str], chars: Vocab, max_chars: int, char_rows: dict) -> Int32Array:
+    """int32[n+1, C]: row 0 = [ROOT, PAD...], row i = chars of word i, PAD-filled."""
+    rows = []
+    for form in forms:
+        row = char_rows.get(form)
+        if row is None:
+            row = char_rows[form] = [chars[c] for c in form[:max_chars]]
+        rows.append(row)
+    width = max(map(len, rows))
+    flat = [ROOT] + [PAD] * (width - 1)
+    for row in rows:
+        flat += row
+        flat += [PAD] * (width - len(row))
+    return np.array(flat, dtype=np.int32).reshape(len(forms) + 1, width)
+
+
+def collate(items: Sequence[Encoded], indices: Sequence[int] | IntArray) -> Batch:
+    """Pads encoded sentences into one Batch.
+
+    Args:
+        items: B >= 1 encoded sentences.
+        indices: int[B], the position of each item in the caller's list (``Batch.indices``).
+    """
+    lengths = np.array([len(item) for item in items], dtype=np.int64)
+    size, width = len(items), max(item.chars.shape[1] for item in items)
+    positions = int(lengths.max()) + 1
+    words, tags, heads = (np.zeros((size, positions), dtype=np.int64) for _ in range(3))
+    rels = np.full((size, positions), IGNORE_INDEX, dtype=np.int64)
+    chars = np.zeros((size, positions, width), dtype=np.int64)
+    for b, item in enumerate(items):
+        m = len(item) + 1
+        words[b, :m], tags[b, :m], heads[b, :m], rels[b, :m] = (
+            item.words, item.tags, item.heads, item.rels,
+        )  # fmt: skip
+        chars[b, :m, : item.chars.shape[1]] = item.chars
+    arange = np.arange(positions)[None, :]  # [1, N+1]
+    mask = (arange >= 1) & (arange <= lengths[:, None])  # [B, N+1]
+    arrays = (words, chars, tags, heads, rels, mask, lengths, np.asarray(indices, dtype=np.int64))
+    return Batch(*(torch.from_numpy(array) for array in arrays))
+
+
+def plan_batches(
+    lengths: Sequence[int] | IntArray,
+    max_tokens: int,
+    *,
+    shuffle: bool,
+    seed: int = 0,
+    epoch: int = 0,
+) -> list[IntArray]:
+    """Groups sentence indices into length-bucketed batches under a padded token budget.
+
+    Sentences are sorted by length (ties broken at random when shuffling), cut greedily into
+    batches with ``B * max_length <= max_tokens`` (so at most ``max_tokens`` words), and the
+    batch order is shuffled. A sentence longer than ``max_tokens`` gets a batch of its own.
+
+    Args:
+        lengths: int[S] words per sentence.
+        max_tokens: the word budget per batch (padding counted, ROOT not).
+        shuffle: randomise tie order and batch order; otherwise batches run by increasing length.
+        seed: with ``epoch``, fixes the randomness: same (seed, epoch) -> same batches.
+        epoch: the epoch number, so each epoch gets a different order.
+
+    Returns:
+        int64 index arrays, each sorted by increasing length; together a partition of range(S).
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if shuffle:
+        rng = np.random.default_rng([seed, epoch])
+        order = np.lexsort((rng.random(lengths.shape[0]), lengths))
+    else:
+        order = np.argsort(lengths, kind="stable")
+    batches = _chunk(order, lengths[order].tolist(), max_tokens)
+    if shuffle:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
+    return batches
+
+
+def _chunk(order: IntArray, sorted_lengths: list[int], max_tokens: int) -> list[IntArray]:
+    batches, start = [], 0
+    for k, length in enumerate(sorted_lengths):  # lengths ascend: `length` is the batch maximum
+        if k > start and (k - start + 1) * length > max_tokens:
+            batches.append(order[start:k])
+            start = k
+    if start < len(sorted_lengths):
+        batches.append(order[start:])
+    return batches
+
+
+def batches_by_tokens(
+    encoded: Sequence[Encoded], max_tokens: int, *, shuffle: bool, seed: int = 0, epoch: int = 0
+) -> Iterator[Batch]:
+    """Yields padded batches of ``encoded`` as planned by :func:`plan_batches`.
+
+    Args:
+        encoded: sentences from :func:`encode`; ``Batch.indices`` are positions in this list.
+        max_tokens: at most this many words (padding included) per batch.
+        shuffle: random tie order and batch order (training); False gives a fixed order.
+        seed: random seed; batches are deterministic for (seed, epoch).
+        epoch: epoch number, varies the order between epochs.
+
+    Returns:
+        An iterator of Batch; every sentence appears in exactly one batch.
+    """
+    plan = plan_batches(
+        [len(e) for e in encoded], max_tokens, shuffle=shuffle, seed=seed, epoch=epoch
+    )
+    return (collate([encoded[i] for i in index], index) for index in plan)

@@ -1,0 +1,187 @@
+"""String <-> index vocabularies for words, characters, UPOS tags and dependency relations.
+
+Word, char and UPOS vocabularies start with the specials PAD=0, UNK=1, ROOT=2; the relation
+vocabulary has none. Both classes round-trip through plain JSON-able dicts for checkpoints.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from biaffine.conllu_io import Sentence
+
+PAD, UNK, ROOT = 0, 1, 2
+SPECIALS = ("<pad>", "<unk>", "<root>")
+
+
+class Vocab:
+    """An indexed list of strings; unknown strings map to UNK when the vocabulary has specials.
+
+    Attributes:
+        itos: index -> string; with specials ``itos[:3] == ["<pad>", "<unk>", "<root>"]``.
+        stoi: string -> index.
+        specials: whether PAD/UNK/ROOT occupy indices 0, 1, 2.
+    """
+
+    __slots__ = ("itos", "specials", "stoi")
+
+    def __init__(self, itos: Sequence[str], *, specials: bool = True) -> None:
+        """Wraps an index -> string list.
+
+        Raises:
+            ValueError: duplicate strings, or ``specials`` but the list does not start with them.
+        """
+        self.itos = list(itos)
+        self.specials = specials
+        self.stoi = {token: index for index, token in enumerate(self.itos)}
+        if len(self.stoi) != len(self.itos):
+            duplicates = sorted(t for t, c in Counter(self.itos).items() if c > 1)
+            raise ValueError(f"vocabulary has duplicate entries: {duplicates[:5]}")
+        if specials and tuple(self.itos[:3]) != SPECIALS:
+            raise ValueError(f"a vocabulary with specials must start with {SPECIALS}")
+
+    @classmethod
+    def build(
+        cls, tokens: Mapping[str, int] | Iterable[str], *, min_count: int = 1, specials: bool = True
+    ) -> Vocab:
+        """Builds a vocabulary from token counts (a Counter or mapping) or a stream of tokens.
+
+        Tokens are ordered by decreasing count, ties by the string itself, so the result does
+        not depend on the input order.
+
+        Args:
+            tokens: token -> count, or an iterable of tokens to count.
+            min_count: tokens seen fewer times are left out (they map to UNK).
+            specials: put PAD, UNK and ROOT first.
+
+        Raises:
+            ValueError: ``min_count < 1``.
+        """
+        if min_count < 1:
+            raise ValueError(f"min_count must be >= 1, got {min_count}")
+        counts = tokens if isinstance(tokens, Mapping) else Counter(tokens)
+        reserved = set(SPECIALS) if specials else set()
+        kept = [t for t, c in counts.items() if c >= min_count and t not in reserved]
+        kept.sort(key=lambda t: (-counts[t], t))
+        return cls([*SPECIALS, *kept] if specials else kept, specials=specials)
+
+    def __len__(self) -> int:
+        """Number of entries, specials included."""
+        return len(self.itos)
+
+    def __contains__(self, token: object) -> bool:
+        """Whether ``token`` has its own index."""
+        return token in self.stoi
+
+    def __getitem__(self, token: str) -> int:
+        """Index of ``token``: UNK if unknown and the vocabulary has specials.
+
+        Raises:
+            KeyError: unknown token in a vocabulary without specials.
+        """
+        index = self.stoi.get(token)
+        if index is not None:
+            return index
+        if self.specials:
+            return UNK
+        raise KeyError(f"{token!r} is not in this vocabulary (of {len(self)} entries)")
+
+    def get(self, token: str, default: int) -> int:
+        """Index of ``token``, or ``default`` if it has none (e.g. -100 for unknown relations)."""
+        return self.stoi.get(token, default)
+
+    def __eq__(self, other: object) -> bool:
+        """Same entries in the same order, and the same specials flag."""
+        if not isinstance(other, Vocab):
+            return NotImplemented
+        return self.itos == other.itos and self.specials == other.specials
+
+    def __repr__(self) -> str:
+        """Short summary with the first entries."""
+        return f"Vocab({len(self)} entries, specials={self.specials}, head={self.itos[:6]})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data: ``{"itos": list[str], "specials": bool}``."""
+        return {"itos": list(self.itos), "specials": self.specials}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Vocab:
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            ValueError: missing keys or entries that are not strings.
+        """
+        missing = {"itos", "specials"} - set(data)
+        if missing:
+            raise ValueError(f"vocabulary data lacks keys {sorted(missing)}")
+        itos = data["itos"]
+        if not isinstance(itos, list) or not all(isinstance(t, str) for t in itos):
+            raise ValueError("vocabulary 'itos' must be a list of strings")
+        return cls(itos, specials=bool(data["specials"]))
+
+
+@dataclass(slots=True)
+class Vocabs:
+    """The four vocabularies a parser needs (words as written, chars, UPOS, relations)."""
+
+    words: Vocab
+    chars: Vocab
+    upos: Vocab
+    rels: Vocab
+
+    @classmethod
+    def build(cls, sentences: Iterable[Sentence], *, min_word_count: int = 2) -> Vocabs:
+        """Same as :func:`build_vocabs`."""
+        return build_vocabs(sentences, min_word_count=min_word_count)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Plain data: one :meth:`Vocab.to_dict` per vocabulary name."""
+        return {name: getattr(self, name).to_dict() for name in _NAMES}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Mapping[str, Any]]) -> Vocabs:
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            ValueError: a vocabulary missing or malformed.
+        """
+        missing = set(_NAMES) - set(data)
+        if missing:
+            raise ValueError(f"vocabulary data lacks {sorted(missing)}")
+        return cls(**{name: Vocab.from_dict(data[name]) for name in _NAMES})
+
+
+_NAMES = ("words", "chars", "upos", "rels")
+
+
+def build_vocabs(sentences: Iterable[Sentence], *, min_word_count: int = 2) -> Vocabs:
+    """Counts forms, characters, UPOS tags and relations in one pass over ``sentences``.
+
+    Args:
+        sentences: training sentences (iterated once).
+        min_word_count: forms seen fewer times map to UNK (characters and tags keep everything).
+
+    Returns:
+        Vocabs; ``rels`` has no specials and skips ``_`` labels.
+    """
+    words: Counter[str] = Counter()
+    tags: Counter[str] = Counter()
+    rels: Counter[str] = Counter()
+    for sentence in sentences:
+        words.update(sentence.forms)
+        tags.update(sentence.upos)
+        rels.update(sentence.deprels)
+    rels.pop("_", None)
+    chars: Counter[str] = Counter()
+    for form, count in words.items():  # count characters once per distinct form
+        for char in form:
+            chars[char] += count
+    return Vocabs(
+        words=Vocab.build(words, min_count=min_word_count),
+        chars=Vocab.build(chars),
+        upos=Vocab.build(tags),
+        rels=Vocab.build(rels, specials=False),
+    )

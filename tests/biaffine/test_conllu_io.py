@@ -1,0 +1,423 @@
+"""Tests for biaffine.conllu_io: byte-exact round trips, with_tree, FILE:LINE errors, streaming."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from biaffine.conllu_io import (
+    ConlluError,
+    Sentence,
+    read_conllu,
+    read_text,
+    write_conllu,
+)
+
+TINY = Path(__file__).parents[1] / "data" / "tiny.conllu"
+WORD = "\t".join(["{i}", "w{i}", "_", "X", "_", "_", "{h}", "dep", "_", "_"])
+
+
+def word_line(i: int, head: int | str = 0) -> str:
+    return WORD.format(i=i, h=head)
+
+
+def to_text(sentences: list[Sentence]) -> str:
+    out = io.StringIO(newline="")
+    write_conllu(out, sentences)
+    return out.getvalue()
+
+
+def write_bytes(path: Path, data: str | bytes) -> Path:
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return path
+
+
+# --- the hand-written fixture -----------------------------------------------------------------
+
+
+def test_tiny_round_trip_is_byte_identical(tmp_path: Path) -> None:
+    sentences = list(read_conllu(TINY, require_trees=True))
+    out = tmp_path / "out.conllu"
+    write_conllu(out, sentences)
+    assert out.read_bytes() == TINY.read_bytes()
+    assert to_text(sentences).encode("utf-8") == TINY.read_bytes()
+
+
+def test_tiny_words_skip_ranges_and_empty_nodes_but_lines_keep_them() -> None:
+    sentences = list(read_conllu(TINY))
+    assert [len(s) for s in sentences] == [4, 9, 5, 7, 5, 4, 1]
+    mwt, empty, spaced, gonna = sentences[2], sentences[3], sentences[4], sentences[5]
+    assert mwt.forms == ["You", "ca", "n't", "go", "."]
+    assert any(line.startswith("2-3\tcan't\t") for line in mwt.lines)
+    assert "like" not in empty.forms[2:]
+    assert any(line.startswith("5.1\tlike\t") for line in empty.lines)
+    assert empty.heads == [2, 0, 2, 5, 2, 5, 2]
+    assert spaced.forms[2] == "10 000"
+    assert spaced.lemmas[2] == "10 000"
+    assert gonna.forms == ["Gon", "na", "go", "!"]
+    assert sentences[1].heads == [2, 4, 4, 0, 7, 7, 2, 4, 4]  # the non-projective tree
+    assert sentences[1].deprels[1] == "nsubj:pass"
+
+
+def test_tiny_metadata_comments_and_line_numbers() -> None:
+    sentences = list(read_conllu(TINY))
+    first = sentences[0]
+    assert first.comments[:3] == ["# newdoc id = tiny-doc-1", "# sent_id = tiny-1", "# newpar"]
+    assert first.metadata["text"] == "The cat sat."
+    assert sentences[5].metadata["text"] == "Gonna go!"  # '# text =X' without a space
+    assert [s.line for s in sentences] == [1, 10, 23, 32, 43, 52, 60]
+    assert all(s.source == str(TINY) for s in sentences)
+    assert TINY.read_text(encoding="utf-8").splitlines()[22] == "# sent_id = tiny-3-multiword"
+
+
+def test_reading_an_open_text_file_uses_its_name_or_stdin() -> None:
+    with open(TINY, encoding="utf-8", newline="") as file:
+        sentences = list(read_conllu(file))
+    assert sentences[0].source == str(TINY)
+    streamed = list(read_conllu(io.StringIO(TINY.read_text(encoding="utf-8"))))
+    assert streamed[0].source == "<stdin>"
+    assert to_text(streamed) == TINY.read_text(encoding="utf-8")
+
+
+# --- with_tree ------------------------------------------------------------------------------
+
+
+def changed_tree(sentence: Sentence) -> tuple[list[int], list[str]]:
+    n = len(sentence)
+    heads = [(i + 1) % (n + 1) for i in range(1, n + 1)]  # word i -> i+1, word n -> ROOT
+    return heads, [f"rel{i}" for i in range(1, n + 1)]
+
+
+@pytest.mark.parametrize("index", range(7))
+def test_with_tree_changes_only_head_and_deprel_columns(index: int) -> None:
+    sentence = list(read_conllu(TINY))[index]
+    before = list(sentence.lines)
+    heads, rels = changed_tree(sentence)
+    new = sentence.with_tree(heads, rels)
+    assert sentence.lines == before, "the original sentence must not change"
+    assert len(new.lines) == len(before)
+    words = dict(zip(new.word_lines, range(len(new)), strict=True))
+    for k, (old_line, new_line) in enumerate(zip(before, new.lines, strict=True)):
+        if k not in words:
+            assert new_line == old_line
+            continue
+        old_cols, new_cols = old_line[:-1].split("\t"), new_line[:-1].split("\t")
+        assert new_line.endswith("\n")
+        assert new_cols[:6] == old_cols[:6]
+        assert new_cols[8:] == old_cols[8:]  # DEPS and MISC untouched
+        assert new_cols[6:8] == [str(heads[words[k]]), rels[words[k]]]
+    assert new.heads == heads
+    assert new.deprels == rels
+    assert new.forms == sentence.forms
+    assert new.source == sentence.source
+
+
+def test_with_tree_output_reads_back_with_the_new_tree(tmp_path: Path) -> None:
+    sentences = list(read_conllu(TINY))
+    trees = [changed_tree(s) for s in sentences]
+    write_conllu(
+        tmp_path / "p.conllu", (s.with_tree(*t) for s, t in zip(sentences, trees, strict=True))
+    )
+    again = list(read_conllu(tmp_path / "p.conllu", require_trees=True))
+    assert [(s.heads, s.deprels) for s in again] == [(h, r) for h, r in trees]
+
+
+def test_with_tree_accepts_root_prefixed_arrays() -> None:
+    np = pytest.importorskip("numpy")
+    sentence = next(iter(read_conllu(TINY)))
+    heads = np.array([-1, 2, 3, 0, 3], dtype=np.int64)
+    new = sentence.with_tree(heads, ["<root>", "det", "nsubj", "root", "punct"])
+    assert new.lines == sentence.lines
+    assert new.heads == [2, 3, 0, 3]
+
+
+def test_with_tree_of_identical_tree_keeps_bytes() -> None:
+    sentences = list(read_conllu(TINY))
+    same = [s.with_tree(s.heads, s.deprels) for s in sentences]
+    assert to_text(same) == TINY.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("heads", "rels", "problem"),
+    [
+        ([2, 3, 0], ["a", "b", "c"], "heads has 3 entries for 4 words"),
+        ([2, 3, 0, 5], ["a", "b", "c", "d"], "head 5 of word 4 not in 0..4"),
+        ([2, 3, 0, -1], ["a", "b", "c", "d"], "head -1"),
+        ([2, 3, 0, 3], ["a", "b", "", "d"], "invalid label ''"),
+        ([2, 3, 0, 3], ["a", "b\tc", "c", "d"], "invalid label"),
+    ],
+)
+def test_with_tree_rejects_bad_trees(heads: list[int], rels: list[str], problem: str) -> None:
+    sentence = next(iter(read_conllu(TINY)))
+    with pytest.raises(ConlluError, match=f"^{TINY}:1: .*{problem}"):
+        sentence.with_tree(heads, rels)
+
+
+def test_with_tree_rejects_float_heads() -> None:
+    sentence = next(iter(read_conllu(TINY)))
+    with pytest.raises(TypeError):
+        sentence.with_tree([2.0, 3, 0, 3], ["a", "b", "c", "d"])
+
+
+# --- layout edge cases: every byte comes back ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(f"{word_line(1)}\n", id="no-final-blank-line"),
+        pytest.param(f"{word_line(1)}", id="no-final-newline"),
+        pytest.param(f"\n\n{word_line(1)}\n\n", id="leading-blank-lines"),
+        pytest.param(f"{word_line(1)}\n\n\n\n{word_line(1)}\n\n\n", id="several-blank-lines"),
+        pytest.param(f"{word_line(1)}\r\n\r\n{word_line(1)}\r\n\r\n", id="crlf"),
+        pytest.param(f"{word_line(1)}\n \t\n{word_line(1)}\n\n", id="whitespace-only-separator"),
+        pytest.param(f"# a\n#b=c\n# c = d = e\n{word_line(1)}\n\n", id="odd-comments"),
+        pytest.param(f"{word_line(1)}\n# late comment\n\n", id="comment-after-words"),
+        pytest.param(f"0.1\t_\t_\t_\t_\t_\t_\t_\t_\t_\n{word_line(1)}\n\n", id="empty-node-0.1"),
+    ],
+)
+def test_unusual_layouts_round_trip_byte_for_byte(tmp_path: Path, text: str) -> None:
+    path = write_bytes(tmp_path / "in.conllu", text)
+    sentences = list(read_conllu(path))
+    write_conllu(tmp_path / "out.conllu", sentences)
+    assert (tmp_path / "out.conllu").read_bytes() == path.read_bytes()
+
+
+def test_crlf_with_tree_keeps_crlf(tmp_path: Path) -> None:
+    path = write_bytes(tmp_path / "in.conllu", f"{word_line(1)}\r\n{word_line(2, 1)}\r\n\r\n")
+    sentence = next(read_conllu(path))
+    new = sentence.with_tree([2, 0], ["x", "root"])
+    assert new.lines[0] == word_line(1, 2).replace("dep", "x") + "\r\n"
+
+
+def test_writer_separates_a_sentence_read_without_closing_blank_line(tmp_path: Path) -> None:
+    last = next(read_conllu(write_bytes(tmp_path / "a.conllu", word_line(1))))
+    text = to_text([last, last])
+    assert text == f"{word_line(1)}\n\n{word_line(1)}"
+    assert len(list(read_conllu(io.StringIO(text)))) == 2
+
+
+def test_leading_bom_is_dropped(tmp_path: Path) -> None:
+    path = write_bytes(tmp_path / "bom.conllu", "\ufeff# x = y\n" + word_line(1) + "\n\n")
+    sentence = next(read_conllu(path))
+    assert sentence.metadata == {"x": "y"}
+    assert len(sentence) == 1
+
+
+def test_heads_none_when_some_head_is_underscore(tmp_path: Path) -> None:
+    path = write_bytes(tmp_path / "p.conllu", f"{word_line(1, '_')}\n{word_line(2)}\n\n")
+    sentence = next(read_conllu(path))
+    assert sentence.heads is None
+    assert to_text([sentence]).encode() == path.read_bytes()
+
+
+# --- malformed input: ConlluError naming file and line -----------------------------------------
+
+GOOD = f"# sent_id = 1\n{word_line(1)}\n{word_line(2, 1)}\n\n"
+MALFORMED = {
+    "too-few-columns": (f"{word_line(1)}\n1\tw\t_\t_\n\n", 2, "expected 10 tab-separated columns"),
+    "too-many-columns": (f"{word_line(1)}\textra\n\n", 1, "found 11"),
+    "spaces-not-tabs": (word_line(1).replace("\t", "  ") + "\n\n", 1, "found 1"),
+    "empty-column": (word_line(1).replace("\tX\t", "\t\t") + "\n\n", 1, "empty UPOS column"),
+    "head-not-integer": (f"{word_line(1, 'x')}\n\n", 1, "HEAD 'x' is not an integer"),
+    "head-leading-zero": (f"{word_line(1)}\n{word_line(2, '01')}\n\n", 2, "not an integer"),
+    "head-out-of-range": (f"{word_line(1)}\n{word_line(2, 3)}\n\n", 2, "HEAD 3 of word 2 not in"),
+    "head-negative": (f"{word_line(1, -1)}\n\n", 1, "HEAD -1 of word 1 not in 0..1"),
+    "ids-skip": (f"{word_line(1)}\n{word_line(3)}\n\n", 2, "word ID 3 out of order: expected 2"),
+    "ids-start-at-2": (f"{word_line(2)}\n\n", 1, "word ID 2 out of order: expected 1"),
+    "ids-repeat": (f"{word_line(1)}\n{word_line(1)}\n\n", 2, "word ID 1 out of order"),
+    "id-zero": (f"{word_line(0)}\n\n", 1, "word ID 0 out of order"),
+    "id-not-a-number": (word_line(1).replace("1", "a", 1) + "\n\n", 1, "invalid ID 'a'"),
+    "id-underscore": ("_" + word_line(1)[1:] + "\n\n", 1, "invalid ID '_'"),
+    "range-misplaced": (
+        f"{word_line(1)}\n1-2\tab\t_\t_\t_\t_\t_\t_\t_\t_\n{word_line(2)}\n\n",
+        2,
+        "multiword range 1-2 must start at the next word ID 2",
+    ),
+    "range-backwards": (f"2-1\tab\t_\t_\t_\t_\t_\t_\t_\t_\n{word_line(1)}\n\n", 1, "invalid ID"),
+    "empty-node-misplaced": (
+        f"{word_line(1)}\n2.1\tx\t_\t_\t_\t_\t_\t_\t_\t_\n\n",
+        2,
+        "empty node 2.1 must follow word 1",
+    ),
+    "comments-only": ("# sent_id = 1\n# text = nothing\n\n", 1, "sentence has no words"),
+    "ranges-only": ("1-2\tab\t_\t_\t_\t_\t_\t_\t_\t_\n\n", 1, "sentence has no words"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_malformed_input_raises_with_file_and_line(tmp_path: Path, kind: str) -> None:
+    text, line, problem = MALFORMED[kind]
+    # A valid sentence first, so the line number must be counted across sentences.
+    path = write_bytes(tmp_path / f"{kind}.conllu", GOOD + text)
+    offset = GOOD.count("\n")
+    with pytest.raises(ConlluError, match=problem) as info:
+        list(read_conllu(path))
+    assert str(info.value).startswith(f"{path}:{line + offset}: ")
+    assert isinstance(info.value, ValueError)
+    assert (info.value.source, info.value.line) == (str(path), line + offset)
+
+
+def test_malformed_stream_names_stdin() -> None:
+    with pytest.raises(ConlluError, match=r"^<stdin>:2: .*found 4"):
+        list(read_conllu(io.StringIO(f"{word_line(1)}\n1\tw\t_\t_\n\n")))
+
+
+@pytest.mark.parametrize(
+    ("head", "rel"), [("_", "dep"), (0, "_")], ids=["head-underscore", "deprel-underscore"]
+)
+def test_require_trees_refuses_unannotated_words(tmp_path: Path, head: object, rel: str) -> None:
+    bad = word_line(2, head).replace("\tdep\t", f"\t{rel}\t")
+    path = write_bytes(tmp_path / "u.conllu", f"{word_line(1)}\n{bad}\n\n")
+    assert len(list(read_conllu(path))) == 1  # fine for prediction input
+    with pytest.raises(ConlluError, match=rf"^{path}:2: HEAD and DEPREL must be annotated"):
+        list(read_conllu(path, require_trees=True))
+
+
+def test_missing_file_raises_at_call_time(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.conllu"
+    with pytest.raises(ConlluError, match=rf"^{missing}:0: no such file"):
+        read_conllu(missing)
+    with pytest.raises(ConlluError, match=rf"^{missing}:0: no such file"):
+        read_text(missing)
+    with pytest.raises(ConlluError, match=rf"^{tmp_path}:0: is a directory"):
+        read_conllu(tmp_path)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n  \n"], ids=["empty", "blank-lines"])
+def test_file_without_sentences_raises(tmp_path: Path, text: str) -> None:
+    path = write_bytes(tmp_path / "empty.conllu", text)
+    with pytest.raises(ConlluError, match=rf"^{path}:0: no sentences found"):
+        list(read_conllu(path))
+    with pytest.raises(ConlluError, match=rf"^{path}:0: no sentences found"):
+        list(read_text(path))
+
+
+def test_invalid_utf8_names_line_and_byte_offset(tmp_path: Path) -> None:
+    data = (GOOD + word_line(1)).encode() + b"\xff\n\n"
+    path = write_bytes(tmp_path / "latin.conllu", data)
+    with pytest.raises(ConlluError, match=r"not valid UTF-8: byte 0xff at byte offset") as info:
+        list(read_conllu(path))
+    assert str(info.value).startswith(f"{path}:5: ")
+    assert str(data.index(b"\xff")) in str(info.value)
+
+
+def test_invalid_utf8_in_a_text_stream_names_a_line() -> None:
+    stream = io.TextIOWrapper(io.BytesIO((GOOD + "1\t\xe9").encode("latin-1")), encoding="utf-8")
+    with pytest.raises(ConlluError, match=r":\d+: not valid UTF-8"):
+        list(read_conllu(stream))
+
+
+def test_conllu_error_pickles() -> None:
+    error = pickle.loads(pickle.dumps(ConlluError("f.conllu", 3, "bad")))
+    assert str(error) == "f.conllu:3: bad"
+    assert error.line == 3
+
+
+# --- streaming --------------------------------------------------------------------------------
+
+
+class CountingLines(io.TextIOBase):
+    """An endless text stream of one-word sentences that counts the lines handed out."""
+
+    name = "<endless>"
+
+    def __init__(self, n_sentences: int) -> None:
+        self.served = 0
+        self.n_sentences = n_sentences
+
+    def __iter__(self) -> Iterator[str]:  # type: ignore[override]
+        for _ in range(self.n_sentences):
+            for line in (f"{word_line(1)}\n", "\n"):
+                self.served += 1
+                yield line
+
+
+def test_reading_streams_without_loading_the_whole_input() -> None:
+    stream = CountingLines(100_000)
+    first = list(itertools.islice(read_conllu(stream), 3))
+    assert len(first) == 3
+    assert stream.served <= 10
+
+
+# --- plain text -------------------------------------------------------------------------------
+
+
+def test_read_text_builds_valid_conllu(tmp_path: Path) -> None:
+    path = write_bytes(tmp_path / "in.txt", "The  cat sat .\n\n  Hello\tworld !  \n")
+    sentences = list(read_text(path))
+    assert [s.forms for s in sentences] == [["The", "cat", "sat", "."], ["Hello", "world", "!"]]
+    assert [s.line for s in sentences] == [1, 3]
+    assert all(s.heads is None for s in sentences)
+    out = tmp_path / "out.conllu"
+    write_conllu(out, sentences)
+    lines = out.read_text(encoding="utf-8").split("\n")
+    assert lines[:2] == ["# text = The cat sat .", "1\tThe\t_\t_\t_\t_\t_\t_\t_\t_"]
+    assert all(len(line.split("\t")) == 10 for line in lines if line and line[0] != "#")
+    again = list(read_conllu(out))
+    assert [s.forms for s in again] == [s.forms for s in sentences]
+    assert again[1].metadata["text"] == "Hello world !"
+
+
+def test_read_text_from_stream_and_with_tree() -> None:
+    sentence = next(read_text(io.StringIO("a b\n")))
+    assert sentence.source == "<stdin>"
+    parsed = sentence.with_tree([0, 1], ["root", "dep"])
+    assert (
+        to_text([parsed])
+        == "# text = a b\n1\ta\t_\t_\t_\t_\t0\troot\t_\t_\n2\tb\t_\t_\t_\t_\t1\tdep\t_\t_\n\n"
+    )
+
+
+@pytest.mark.parametrize("forms", [[], ["a", ""], ["a\tb"], ["a\nb"]])
+def test_from_forms_rejects_bad_forms(forms: list[str]) -> None:
+    with pytest.raises(ConlluError, match=r"^x:4: "):
+        Sentence.from_forms(forms, source="x", line=4)
+
+
+def test_hand_built_sentence_writes_valid_conllu() -> None:
+    sentence = Sentence(
+        ["Dogs", "bark"], upos=["NOUN", "VERB"], heads=[2, 0], deprels=["nsubj", "root"]
+    )
+    assert sentence.lemmas == ["_", "_"]
+    again = next(read_conllu(io.StringIO(to_text([sentence])), require_trees=True))
+    assert (again.forms, again.upos, again.heads, again.deprels) == (
+        sentence.forms, sentence.upos, sentence.heads, sentence.deprels,
+    )  # fmt: skip
+    assert again.lines == sentence.lines
+    assert again.metadata == {"text": "Dogs bark"}
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"heads": [2, 3]},
+        {"heads": [0]},
+        {"upos": ["NOUN"]},
+        {"deprels": ["root", "a b\tc"]},
+    ],
+)
+def test_hand_built_sentence_rejects_inconsistent_columns(kwargs: dict) -> None:
+    with pytest.raises(ConlluError, match=r"^<unknown>:1: "):
+        Sentence(["Dogs", "bark"], **kwargs)
+
+
+# --- every real UD file -----------------------------------------------------------------------
+
+
+@pytest.mark.ud
+def test_every_ud_file_round_trips_byte_for_byte(ud_root: Path) -> None:
+    paths = sorted(ud_root.rglob("*.conllu"))
+    assert paths, f"no .conllu files under {ud_root}"
+    for path in paths:
+        sentences = list(read_conllu(path, require_trees=True))
+        data = path.read_bytes()
+        assert to_text(sentences).encode("utf-8") == data, f"{path} changed in a round trip"
+        sample = [s.with_tree(s.heads, s.deprels) for s in sentences[::25]]  # type: ignore[arg-type]
+        assert sample[0].lines == sentences[0].lines, path
+        assert to_text(sample) == to_text(sentences[::25]), path
