@@ -1,0 +1,230 @@
+"""Locating UD treebank files on disk, downloading missing ones, and holding out a dev split.
+
+Typed functions only: :func:`biaffine.training.train` reads the ``data`` config and calls them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from biaffine.conllu_io import Sentence, read_conllu
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DownloadError",
+    "Splits",
+    "TreebankFiles",
+    "download_file",
+    "load_splits",
+    "locate_treebank",
+    "project_root",
+    "resolve_root",
+    "split_off_dev",
+]
+
+DEFAULT_BASE_URL = "https://raw.githubusercontent.com/UniversalDependencies/{repo}/master/{file}"
+"""Raw file URL of a file in an official UD repository; ``{repo}`` is e.g. ``UD_English-EWT``."""
+
+SPLITS = ("train", "dev", "test")
+
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+
+class DownloadError(OSError):
+    """A treebank file could not be downloaded (HTTP error, unreachable host, empty body)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TreebankFiles:
+    """Paths of one treebank's splits; ``None`` where the treebank has no such split."""
+
+    train: Path | None
+    dev: Path | None
+    test: Path | None
+
+
+@dataclass(frozen=True, slots=True)
+class Splits:
+    """Gold sentences of a treebank's splits; ``test`` is None when the treebank has none."""
+
+    train: list[Sentence]
+    dev: list[Sentence]
+    test: list[Sentence] | None
+
+
+def project_root() -> Path:
+    """The repository root (the folder holding ``conf/``, ``train.py`` and ``biaffine/``)."""
+    return Path(__file__).resolve().parent.parent
+
+
+def resolve_root(root: str | os.PathLike[str] | None) -> Path:
+    """The folder that holds treebank folders.
+
+    Args:
+        root: a path (relative paths are taken from the current directory, which Hydra 1.3
+            leaves unchanged), or ``None`` for the project root, so that fixtures shipped with
+            the repository resolve from any working directory.
+    """
+    if root is None:
+        return project_root()
+    return Path(root).expanduser()
+
+
+def locate_treebank(
+    root: Path,
+    treebank: str,
+    names: dict[str, str | None],
+    *,
+    download: bool = False,
+    base_url: str = DEFAULT_BASE_URL,
+    timeout: float = 60.0,
+) -> TreebankFiles:
+    """Paths of a treebank's train/dev/test files, downloading missing ones if allowed.
+
+    Args:
+        root: folder holding treebank folders (e.g. ``$UD_ROOT``).
+        treebank: folder (and UD repository) name, e.g. ``UD_English-EWT``.
+        names: file name per split (``train``, ``dev``, ``test``); ``None`` for a missing split.
+        download: fetch files that are not on disk from ``base_url`` into ``root/treebank/``.
+        base_url: URL template with ``{repo}`` and ``{file}`` fields.
+        timeout: seconds to wait for the server on each request.
+
+    Raises:
+        FileNotFoundError: a named file is missing and ``download`` is False.
+        DownloadError: a download failed.
+    """
+    folder = root / treebank
+    paths = {split: folder / name if name else None for split, name in names.items()}
+    missing = [path for path in paths.values() if path is not None and not path.is_file()]
+    if missing and not download:
+        listed = ", ".join(str(path) for path in missing)
+        raise FileNotFoundError(
+            f"treebank file(s) not found: {listed}. Point data.root (or the UD_ROOT environment "
+            f"variable) at the folder holding {treebank}/, or set data.download=true."
+        )
+    for path in missing:
+        download_file(base_url.format(repo=treebank, file=path.name), path, timeout=timeout)
+    return TreebankFiles(**{split: paths.get(split) for split in SPLITS})
+
+
+def load_splits(
+    root: Path,
+    treebank: str,
+    names: dict[str, str | None],
+    *,
+    download: bool = False,
+    base_url: str = DEFAULT_BASE_URL,
+    dev_fraction: float = 0.1,
+    split_seed: int = 1,
+) -> Splits:
+    """Read a treebank's gold trees, holding out part of train as dev when it has no dev split.
+
+    Args:
+        root: folder holding treebank folders.
+        treebank: treebank folder name, e.g. ``UD_English-EWT``.
+        names: file name per split; ``None`` for a missing split (train is required).
+        download: fetch missing files (see :func:`locate_treebank`).
+        base_url: URL template for downloads.
+        dev_fraction: share of train held out as dev when ``names["dev"]`` is None.
+        split_seed: seed of that hold-out (see :func:`split_off_dev`).
+
+    Raises:
+        ValueError: if the treebank has no train split.
+        FileNotFoundError, DownloadError: see :func:`locate_treebank`.
+        biaffine.conllu_io.ConlluError: on malformed files or missing trees.
+    """
+    if names.get("train") is None:
+        raise ValueError(f"{treebank} has no train split (test only): it cannot be trained on")
+    files = locate_treebank(root, treebank, names, download=download, base_url=base_url)
+    train, test = _read(files.train), _read(files.test)
+    if files.dev is not None:
+        return Splits(train, _read(files.dev), test)
+    train, dev = split_off_dev(train, dev_fraction, seed=split_seed)
+    log.info(
+        "%s has no dev split: holding out %d of %d train sentences as dev "
+        "(data.dev_fraction=%s, data.split_seed=%s)",
+        treebank, len(dev), len(train) + len(dev), dev_fraction, split_seed,
+    )  # fmt: skip
+    return Splits(train, dev, test)
+
+
+def _read(path: Path | None) -> list[Sentence] | None:
+    return list(read_conllu(path, require_trees=True)) if path is not None else None
+
+
+def download_file(url: str, dest: Path, *, timeout: float = 60.0) -> Path:
+    """Download ``url`` to ``dest`` atomically: a temporary file in the same folder, then a rename.
+
+    A failed download leaves nothing behind, so a later run never mistakes a partial file for a
+    treebank.
+
+    Raises:
+        DownloadError: on an HTTP error status, an unreachable server or an empty body.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            size = _copy_url(url, out, timeout=timeout)
+        if size == 0:
+            raise DownloadError(f"downloading {url} gave an empty file")
+        os.replace(temp_name, dest)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return dest
+
+
+def _copy_url(url: str, out, *, timeout: float) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            size = 0
+            while chunk := response.read(1 << 20):
+                out.write(chunk)
+                size += len(chunk)
+            return size
+    except urllib.error.HTTPError as error:
+        raise DownloadError(
+            f"downloading {url} failed: HTTP {error.code} {error.reason}"
+        ) from error
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+        reason = getattr(error, "reason", error)
+        raise DownloadError(f"downloading {url} failed: {reason}") from error
+
+
+def split_off_dev(items: Sequence[T], fraction: float, *, seed: int) -> tuple[list[T], list[T]]:
+    """Hold out a random, seed-determined part of ``items`` as a dev set.
+
+    Both parts keep the original order. At least one item goes to each side.
+
+    Args:
+        items: training sentences.
+        fraction: share of ``items`` held out, in (0, 1).
+        seed: seed of the random choice; the same seed always holds out the same items.
+
+    Returns:
+        ``(train, dev)``.
+
+    Raises:
+        ValueError: if ``fraction`` is outside (0, 1) or there are fewer than two items.
+    """
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"dev_fraction={fraction} must lie strictly between 0 and 1")
+    if len(items) < 2:
+        raise ValueError(f"cannot hold out a dev set from {len(items)} training sentence(s)")
+    n_dev = min(max(1, round(fraction * len(items))), len(items) - 1)
+    held_out = set(random.Random(seed).sample(range(len(items)), n_dev))
+    train = [item for i, item in enumerate(items) if i not in held_out]
+    dev = [item for i, item in enumerate(items) if i in held_out]
+    return train, dev

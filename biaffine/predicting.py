@@ -1,0 +1,180 @@
+"""Parsing files with a trained checkpoint, streamed in chunks; optional scoring against gold.
+
+Typed functions only; ``predict.py`` turns its Hydra config into these arguments.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from biaffine import checkpoint
+from biaffine.conllu_io import Sentence, read_conllu, read_text, write_conllu
+from biaffine.inference import parse
+from biaffine.metrics import AttachmentScores, score_corpus
+from biaffine.model import BiaffineParser
+from biaffine.training import DecoderSettings
+from biaffine.vocab import Vocabs
+
+__all__ = ["FORMATS", "PredictResult", "predict"]
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("conllu", "text")
+STDIO = "-"
+
+
+@dataclass(slots=True)
+class PredictResult:
+    """What :func:`predict` did: counts, time, and the scores when gold trees were available."""
+
+    n_sentences: int = 0
+    n_words: int = 0
+    seconds: float = 0.0
+    scores: AttachmentScores | None = None
+    _gold_missing: bool = field(default=False, repr=False)
+
+    @property
+    def sentences_per_second(self) -> float:
+        """Parsing speed over the whole run (reading and writing included)."""
+        return self.n_sentences / self.seconds if self.seconds > 0 else 0.0
+
+
+def predict(
+    checkpoint_path: str | os.PathLike[str],
+    source: str | os.PathLike[str],
+    dest: str | os.PathLike[str] = STDIO,
+    *,
+    input_format: str = "conllu",
+    decoder: DecoderSettings | None = None,
+    evaluate: bool = False,
+    exclude_punct: bool = False,
+    max_tokens: int = 5000,
+    chunk_sentences: int = 10000,
+    device: str = "cpu",
+    threads: int | None = None,
+) -> PredictResult:
+    """Parse ``source`` with the model in ``checkpoint_path`` and write CoNLL-U to ``dest``.
+
+    Only HEAD and DEPREL of word lines change; every other byte of a CoNLL-U input comes back.
+
+    Args:
+        checkpoint_path: a ``best.pt`` or ``last.pt`` written by training.
+        source: input path, or ``-`` for stdin.
+        dest: output path, or ``-`` for stdout.
+        input_format: ``conllu``, or ``text`` (one pre-tokenized sentence per line).
+        decoder: tree decoder (default: MST with one word on ROOT).
+        evaluate: score the output against the input's gold trees (logged; skipped with a
+            warning when the input has none).
+        exclude_punct: with ``evaluate``, leave PUNCT out of UAS/LAS.
+        max_tokens: words per batch.
+        chunk_sentences: sentences read, parsed and written at a time (bounds memory).
+        device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
+        threads: torch CPU threads (None = torch's default).
+
+    Returns:
+        Counts, time, and the scores if ``evaluate`` found gold trees.
+
+    Raises:
+        ValueError: unknown format, or ``dest`` is the same file as ``source``.
+        biaffine.checkpoint.CheckpointError: unreadable checkpoint.
+        biaffine.conllu_io.ConlluError: malformed input.
+    """
+    _check_arguments(source, dest, input_format, chunk_sentences)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    model, vocabs = _load_model(checkpoint_path, device)
+    if input_format == "text" and model.config().get("use_tags"):
+        log.warning("the model embeds UPOS tags, which plain text input lacks: expect lower scores")
+    decoder = decoder if decoder is not None else DecoderSettings()
+    result, started = PredictResult(), time.perf_counter()
+    sentences = _read(source, input_format)
+    parsed = _parse_chunks(model, vocabs, sentences, decoder, max_tokens, chunk_sentences, result,
+                           evaluate=evaluate, exclude_punct=exclude_punct)  # fmt: skip
+    write_conllu(sys.stdout if str(dest) == STDIO else dest, parsed)
+    result.seconds = time.perf_counter() - started
+    _log_result(result, evaluate)
+    return result
+
+
+def _check_arguments(
+    source: str | os.PathLike[str], dest: str | os.PathLike[str], fmt: str, chunk: int
+) -> None:
+    if fmt not in FORMATS:
+        raise ValueError(f"format={fmt!r}; expected one of {', '.join(FORMATS)}")
+    if chunk < 1:
+        raise ValueError(f"chunk_sentences={chunk} must be >= 1")
+    files = STDIO not in (str(source), str(dest)) and Path(dest).exists()
+    if files and Path(dest).resolve() == Path(source).resolve():
+        raise ValueError(f"output {dest} is the input file: it would be overwritten while read")
+
+
+def _load_model(path: str | os.PathLike[str], device: str) -> tuple[BiaffineParser, Vocabs]:
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    saved = checkpoint.load(path, map_location=device)
+    model = checkpoint.build_model(saved).to(device)
+    log.info("loaded %s (trained on %s)", path, saved.metadata.get("treebank", "unknown data"))
+    return model, saved.vocabs
+
+
+def _read(source: str | os.PathLike[str], fmt: str) -> Iterator[Sentence]:
+    stream = sys.stdin if str(source) == STDIO else source
+    return read_text(stream) if fmt == "text" else read_conllu(stream)
+
+
+def _parse_chunks(
+    model: BiaffineParser,
+    vocabs: Vocabs,
+    sentences: Iterable[Sentence],
+    decoder: DecoderSettings,
+    max_tokens: int,
+    chunk_sentences: int,
+    result: PredictResult,
+    *,
+    evaluate: bool,
+    exclude_punct: bool,
+) -> Iterator[Sentence]:
+    """Parsed sentences in input order; updates ``result`` chunk by chunk."""
+    iterator = iter(sentences)
+    while chunk := list(itertools.islice(iterator, chunk_sentences)):
+        parsed = parse(model, vocabs, chunk, algorithm=decoder.algorithm,
+                       root_constraint=decoder.root_constraint, max_tokens=max_tokens)  # fmt: skip
+        result.n_sentences += len(chunk)
+        result.n_words += sum(len(s) for s in chunk)
+        if evaluate:
+            _score_chunk(chunk, parsed, result, exclude_punct)
+        yield from parsed
+
+
+def _score_chunk(
+    gold: list[Sentence], parsed: list[Sentence], result: PredictResult, exclude_punct: bool
+) -> None:
+    if result._gold_missing or any(s.heads is None for s in gold):
+        result._gold_missing, result.scores = True, None
+        return
+    scores = score_corpus(gold, parsed, exclude_punct=exclude_punct)
+    result.scores = scores if result.scores is None else result.scores + scores
+
+
+def _log_result(result: PredictResult, evaluate: bool) -> None:
+    log.info(
+        "parsed %d sentences (%d words) in %.2fs: %.1f sentences/s",
+        result.n_sentences, result.n_words, result.seconds, result.sentences_per_second,
+    )  # fmt: skip
+    if evaluate and result.scores is None:
+        log.warning("eval=true, but the input has no gold trees (HEAD '_'): nothing to score")
+    elif result.scores is not None:
+        s = result.scores
+        log.info(
+            "UAS %.2f LAS %.2f LAS(universal) %.2f UEM %.2f LEM %.2f root %.2f malformed %.2f",
+            s.uas, s.las, s.las_universal, s.uem, s.lem, s.root_accuracy, s.malformed_rate,
+        )  # fmt: skip

@@ -1,0 +1,171 @@
+"""Training loop: LR decay, progress bookkeeping, RNG state, early stopping, exact resume."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hydra import compose, initialize
+
+from biaffine import checkpoint
+from biaffine.metrics import AttachmentScores
+from biaffine.run_state import RunWriter, TrainState, get_rng_state, set_rng_state
+from biaffine.training import (
+    FitSettings,
+    TrainResult,
+    _stop_reason,
+    lr_decay_scheduler,
+    train,
+)
+
+# Several batches per epoch (max_tokens=20), so batch order and dropout RNG both matter.
+TINY = ["experiment=smoke", "trainer.max_tokens=20", "trainer.progress_bar=false"]
+
+
+def tiny_config(*overrides: str):
+    with initialize(version_base="1.3", config_path="../../conf"):
+        return compose("train", overrides=[*TINY, *overrides])
+
+
+def scores(heads: int, words: int = 10) -> AttachmentScores:
+    return AttachmentScores(
+        n_sentences=1, n_words=words, n_correct_heads=heads, n_correct_labeled=heads
+    )
+
+
+def epoch_records(run_dir: Path) -> list[dict]:
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    for record in records:
+        record.pop("seconds", None)  # wall-clock time is the one thing allowed to differ
+    return records
+
+
+def test_lr_decays_by_rate_every_decay_steps() -> None:
+    optimizer = torch.optim.Adam([torch.nn.Parameter(torch.zeros(2))], lr=2e-3)
+    scheduler = lr_decay_scheduler(optimizer, rate=0.75, steps=100)
+    for _ in range(200):
+        optimizer.step()
+        scheduler.step()
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(2e-3 * 0.75**2)
+    with pytest.raises(ValueError, match="lr_decay"):
+        lr_decay_scheduler(optimizer, rate=1.5, steps=100)
+
+
+def test_train_state_records_best_and_counts_bad_epochs() -> None:
+    state = TrainState()
+    for epoch, heads in enumerate([5, 7, 6, 7, 8], start=1):
+        state.epoch = epoch
+        state.record(scores(heads))
+        if epoch == 4:
+            assert (state.best_epoch, state.bad_epochs) == (2, 2)  # ties do not count as better
+    assert (state.best_epoch, state.bad_epochs) == (5, 0)
+    assert TrainState.from_dict(state.to_dict()) == state
+
+
+def test_stop_reasons() -> None:
+    settings = FitSettings(max_epochs=5, max_tokens=10, patience=2, max_steps=100)
+    assert _stop_reason(TrainState(epoch=4, step=10), settings, started=1e18) is None
+    assert _stop_reason(TrainState(epoch=5), settings, started=1e18) == "max_epochs"
+    assert _stop_reason(TrainState(epoch=1, bad_epochs=2), settings, started=1e18) == "patience"
+    assert _stop_reason(TrainState(epoch=1, step=100), settings, started=1e18) == "max_steps"
+    timed = FitSettings(max_epochs=5, max_tokens=10, max_minutes=0.0)
+    assert _stop_reason(TrainState(epoch=1), timed, started=0.0) == "max_minutes"
+
+
+def test_rng_state_is_plain_data_and_restores_every_generator(tmp_path: Path) -> None:
+    torch.save(get_rng_state(), tmp_path / "rng.pt")
+    expected = (random.random(), np.random.random(), torch.rand(3))  # noqa: NPY002
+    set_rng_state(torch.load(tmp_path / "rng.pt", weights_only=True))
+    again = (random.random(), np.random.random(), torch.rand(3))  # noqa: NPY002
+    assert expected[:2] == again[:2]
+    assert torch.equal(expected[2], again[2])
+
+
+def test_truncate_metrics_keeps_epochs_up_to_the_resumed_one(tmp_path: Path) -> None:
+    writer = RunWriter(tmp_path, model_config={}, vocabs=None, metadata={})  # type: ignore[arg-type]
+    for epoch in (1, 2, 3):
+        writer.append_metrics({"event": "epoch", "epoch": epoch})
+    writer.append_metrics({"event": "test", "epoch": 2})
+    writer.truncate_metrics(2)
+    assert [r["epoch"] for r in epoch_records(tmp_path)] == [1, 2]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> TrainResult:
+    """Three epochs in one go: the reference for the resume and seed tests."""
+    return train(tiny_config(), tmp_path_factory.mktemp("uninterrupted"))
+
+
+def test_resume_after_interruption_equals_uninterrupted_run(
+    tmp_path: Path, uninterrupted: TrainResult
+) -> None:
+    first = train(tiny_config("trainer.max_epochs=1"), tmp_path)
+    assert (first.epochs, first.stop_reason) == (1, "max_epochs")
+    resumed = train(tiny_config("trainer.resume=true"), tmp_path)
+    assert resumed.epochs == 3
+    assert resumed.steps == uninterrupted.steps
+    assert resumed.best_dev == uninterrupted.best_dev
+    assert resumed.test == uninterrupted.test
+    assert epoch_records(tmp_path) == epoch_records(uninterrupted.run_dir)
+    for name in ("last.pt", "best.pt"):
+        ours = checkpoint.load(tmp_path / name)
+        reference = checkpoint.load(uninterrupted.run_dir / name)
+        assert ours.state_dict.keys() == reference.state_dict.keys()
+        for key, value in ours.state_dict.items():
+            assert torch.equal(value, reference.state_dict[key]), (name, key)
+    ours = checkpoint.load(tmp_path / "last.pt").training_state
+    reference = checkpoint.load(uninterrupted.run_dir / "last.pt").training_state
+    assert ours["progress"] == reference["progress"]
+    assert ours["scheduler"] == reference["scheduler"]
+    for key, value in ours["optimizer"]["state"].items():
+        for name, tensor in value.items():
+            assert torch.equal(tensor, reference["optimizer"]["state"][key][name])
+
+
+def test_same_seed_gives_the_same_first_epoch_and_another_seed_does_not(
+    tmp_path: Path, uninterrupted: TrainResult
+) -> None:
+    # The interrupted run above already reproduces epoch 1 with the same seed; here the seed
+    # itself must matter (batch order, initial weights, dropout).
+    train(tiny_config("trainer.max_epochs=1", "trainer.seed=2"), tmp_path)
+    other = checkpoint.load(tmp_path / "last.pt").state_dict
+    reference = epoch_records(uninterrupted.run_dir)[0]
+    assert epoch_records(tmp_path)[0]["train_loss"] != reference["train_loss"]
+    assert any(not torch.equal(v, torch.zeros_like(v)) for v in other.values())
+
+
+def test_resume_without_last_checkpoint_names_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"last\.pt does not exist.*hydra\.run\.dir"):
+        train(tiny_config("trainer.resume=true"), tmp_path)
+
+
+def test_resume_from_another_run_dir_carries_best_and_metrics(
+    tmp_path: Path, uninterrupted: TrainResult
+) -> None:
+    last = uninterrupted.run_dir / "last.pt"
+    result = train(
+        tiny_config("trainer.resume=true", f"trainer.resume_from={last}", "trainer.max_epochs=3"),
+        tmp_path,
+    )
+    assert result.epochs == 3  # nothing left to do, but the test split is scored again
+    assert result.test == uninterrupted.test
+    assert (tmp_path / "best.pt").is_file()
+    records = epoch_records(tmp_path)
+    assert records == epoch_records(uninterrupted.run_dir)
+
+
+def test_patience_stops_early_when_dev_does_not_improve(tmp_path: Path) -> None:
+    # lr=0: the weights never change, so dev never improves after epoch 1.
+    cfg = tiny_config("trainer.patience=1", "trainer.max_epochs=5", "optimizer.lr=0.0")
+    result = train(cfg, tmp_path)
+    assert (result.stop_reason, result.epochs, result.best_epoch) == ("patience", 2, 1)
+
+
+def test_treebank_without_train_split_cannot_be_trained(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no train split"):
+        train(tiny_config("data.train=null"), tmp_path)

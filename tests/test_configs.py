@@ -1,0 +1,168 @@
+"""Every conf/ group option composes, and the model and optimizer instantiate from it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from biaffine.model import BiaffineParser
+from biaffine.training import fit_settings, lr_decay_scheduler
+
+CONF = Path(__file__).parent.parent / "conf"
+SIZES = {"n_words": 20, "n_chars": 15, "n_tags": 6, "n_rels": 5}
+# Small layers keep instantiation fast (orthogonal init of big LSTMs takes seconds); every
+# other configured key still reaches the constructor, so a typo in YAML still fails.
+SMALL = {"lstm_hidden": 8, "arc_mlp": 8, "rel_mlp": 8, "char_hidden": 8}
+PREDICT_REQUIRED = ["checkpoint=model.pt", "input=in.conllu"]
+
+
+def options(group: str) -> list[str]:
+    """Choices of a config group; files starting with '_' are bases, not choices."""
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml") if not p.stem.startswith("_"))
+
+
+def compose_train(*overrides: str):
+    with initialize(version_base="1.3", config_path="../conf"):
+        return compose("train", overrides=list(overrides))
+
+
+def compose_predict(*overrides: str, hydra: bool = False):
+    with initialize(version_base="1.3", config_path="../conf"):
+        return compose(
+            "predict", overrides=[*PREDICT_REQUIRED, *overrides], return_hydra_config=hydra
+        )
+
+
+def test_there_is_one_data_config_per_shared_treebank_plus_tiny() -> None:
+    shared = Path("/work/shared/ud")
+    if shared.is_dir():
+        folders = sorted(p.name for p in shared.glob("UD_*") if p.is_dir())
+        names = ["ud_" + f[3:].lower().replace("-", "_") for f in folders]
+        assert sorted([*names, "tiny"]) == options("data")
+    assert len(options("data")) >= 22
+
+
+@pytest.mark.parametrize("name", options("data"))
+def test_every_data_option_composes_and_names_the_files_on_disk(name: str) -> None:
+    data = compose_train(f"data={name}").data
+    keys = {"root", "treebank", "train", "dev", "test", "download", "base_url"}
+    assert keys | {"dev_fraction", "split_seed"} <= set(data)
+    assert data.download is False
+    assert "{repo}" in data.base_url
+    assert "{file}" in data.base_url
+    assert data.test is not None
+    if name == "tiny":
+        return
+    assert data.treebank.startswith("UD_")
+    ud_root = os.environ.get("UD_ROOT")
+    if ud_root and (Path(ud_root) / data.treebank).is_dir():
+        # Every split file that exists is named, and every split named null is absent.
+        on_disk = {p.name for p in (Path(ud_root) / data.treebank).glob("*.conllu")}
+        assert {data[split] for split in ("train", "dev", "test")} - {None} == on_disk
+
+
+def test_data_root_defaults_to_ud_root_env_and_can_be_overridden(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("UD_ROOT", "/some/where/ud")
+    assert compose_train().data.root == "/some/where/ud"
+    assert compose_train("data.root=/else").data.root == "/else"
+    monkeypatch.delenv("UD_ROOT")
+    assert compose_train().data.root == "ud"
+
+
+def test_tiny_data_resolves_from_the_project_root() -> None:
+    cfg = compose_train("data=tiny")
+    assert cfg.data.root is None
+    for split in ("train", "dev", "test"):
+        assert (CONF.parent / cfg.data.treebank / cfg.data[split]).is_file()
+
+
+@pytest.mark.parametrize("model", options("model"))
+@pytest.mark.parametrize("optimizer", options("optimizer"))
+def test_model_and_optimizer_instantiate(model: str, optimizer: str) -> None:
+    cfg = compose_train(f"model={model}", f"optimizer={optimizer}")
+    parser = instantiate(cfg.model, **SIZES, **SMALL, _convert_="all")
+    assert isinstance(parser, BiaffineParser)
+    adam = instantiate(cfg.optimizer, _convert_="all")(parser.parameters())
+    assert isinstance(adam, torch.optim.Adam)
+    assert tuple(adam.param_groups[0]["betas"]) == (0.9, 0.9)
+    scheduler = lr_decay_scheduler(
+        adam, rate=cfg.trainer.lr_decay, steps=cfg.trainer.lr_decay_steps
+    )
+    assert scheduler.get_last_lr() == [pytest.approx(2e-3)]
+
+
+@pytest.mark.parametrize("experiment", options("experiment"))
+def test_every_experiment_composes_and_instantiates(experiment: str) -> None:
+    cfg = compose_train(f"experiment={experiment}")
+    assert isinstance(instantiate(cfg.model, **SIZES, **SMALL, _convert_="all"), BiaffineParser)
+    fit_settings(cfg)
+
+
+def test_dozat_manning_2017_has_the_paper_settings() -> None:
+    cfg = compose_train("experiment=dozat_manning_2017")
+    m, o, t = cfg.model, cfg.optimizer, cfg.trainer
+    assert (m.lstm_layers, m.lstm_hidden, m.arc_mlp, m.rel_mlp) == (3, 400, 500, 100)
+    assert (m.word_dim, m.tag_dim, m.use_tags) == (100, 100, True)
+    assert m.embed_dropout == m.lstm_dropout == m.mlp_dropout == 0.33
+    assert (o.lr, list(o.betas)) == (2e-3, [0.9, 0.9])
+    assert (t.lr_decay, t.lr_decay_steps, t.clip, t.max_tokens) == (0.75, 5000, 5.0, 5000)
+
+
+@pytest.mark.parametrize("decoder", options("decoder"))
+def test_every_decoder_composes_for_train_and_predict(decoder: str) -> None:
+    expected = {
+        "mst": ("mst", True),
+        "mst_multiroot": ("mst", False),
+        "eisner": ("eisner", True),
+        "greedy": ("greedy", False),
+    }[decoder]
+    for cfg in (compose_train(f"decoder={decoder}"), compose_predict(f"decoder={decoder}")):
+        assert (cfg.decoder.algorithm, cfg.decoder.root_constraint) == expected
+    settings = fit_settings(compose_train(f"decoder={decoder}"))
+    assert (settings.decoder.algorithm, settings.decoder.root_constraint) == expected
+
+
+def test_trainer_defaults_are_typed_and_complete() -> None:
+    cfg = compose_train()
+    settings = fit_settings(cfg)
+    assert settings.max_epochs >= 1
+    assert settings.clip == 5.0
+    assert cfg.trainer.resume is False
+    assert cfg.trainer.lr_decay == 0.75
+    assert cfg.trainer.lr_decay_steps == 5000
+    assert cfg.trainer.device == "cpu"
+    assert OmegaConf.missing_keys(cfg) == set()
+
+
+def test_predict_requires_checkpoint_and_input_and_writes_stdout_by_default() -> None:
+    with initialize(version_base="1.3", config_path="../conf"):
+        cfg = compose("predict")
+    assert OmegaConf.missing_keys(cfg) == {"checkpoint", "input"}
+    cfg = compose_predict()
+    assert (cfg.output, cfg.format, cfg.eval) == ("-", "conllu", False)
+    assert (cfg.decoder.algorithm, cfg.decoder.root_constraint) == ("mst", True)
+
+
+def test_predict_hydra_keeps_stdout_clean_and_writes_no_files() -> None:
+    hydra = compose_predict(hydra=True).hydra
+    assert hydra.output_subdir is None
+    for logging in (hydra.job_logging, hydra.hydra_logging):
+        handlers = logging.handlers
+        assert all(h.get("stream") == "ext://sys.stderr" for h in handlers.values())
+        assert all("filename" not in h for h in handlers.values())
+
+
+def test_multirun_jobs_get_their_own_subdirs() -> None:
+    with initialize(version_base="1.3", config_path="../conf"):
+        cfg = compose("train", return_hydra_config=True)
+    assert "${hydra.job.num}" in OmegaConf.to_container(cfg.hydra.sweep)["subdir"]
+    assert cfg.hydra.job.chdir is False
+    assert os.sep not in OmegaConf.to_container(cfg.hydra.sweep)["subdir"]

@@ -1,0 +1,145 @@
+"""End to end on the tiny fixture treebank: train, then predict; by function and by command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize
+from omegaconf import OmegaConf
+
+from biaffine import checkpoint
+from biaffine.conllu_io import read_conllu
+from biaffine.metrics import is_well_formed
+from biaffine.predicting import predict
+from biaffine.training import DecoderSettings, TrainResult, train
+
+ROOT = Path(__file__).parent.parent
+TINY = ROOT / "tests" / "data" / "tiny.conllu"
+OVERRIDES = ["experiment=smoke", "trainer.max_epochs=2", "trainer.progress_bar=false"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> TrainResult:
+    with initialize(version_base="1.3", config_path="../conf"):
+        cfg = compose("train", overrides=OVERRIDES)
+    return train(cfg, tmp_path_factory.mktemp("run"))
+
+
+def assert_only_head_and_deprel_differ(source: str, output: str) -> None:
+    """Same lines in the same order; word lines may differ in HEAD and DEPREL only."""
+    source_lines, output_lines = source.splitlines(), output.splitlines()
+    assert len(output_lines) == len(source_lines)
+    for number, (ours, theirs) in enumerate(zip(output_lines, source_lines, strict=True), 1):
+        if theirs.split("\t", 1)[0].isdigit():
+            ours_cols, theirs_cols = ours.split("\t"), theirs.split("\t")
+            assert len(ours_cols) == 10, number
+            del ours_cols[6:8], theirs_cols[6:8]
+            assert ours_cols == theirs_cols, f"line {number}"
+        else:
+            assert ours == theirs, f"line {number}"
+
+
+def assert_parsed_trees(path: Path, rels: list[str]) -> None:
+    sentences = list(read_conllu(path, require_trees=True))
+    assert len(sentences) == 7
+    for sentence in sentences:
+        assert is_well_formed(sentence.heads), sentence.line
+        assert set(sentence.deprels) <= set(rels)
+
+
+def test_training_writes_checkpoints_metrics_and_config(trained: TrainResult) -> None:
+    run = trained.run_dir
+    assert (trained.epochs, trained.stop_reason) == (2, "max_epochs")
+    assert trained.test is not None
+    assert trained.test.n_sentences == 7
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["event"], r["epoch"]) for r in records] == [
+        ("epoch", 1),
+        ("epoch", 2),
+        ("test", trained.best_epoch),
+    ]
+    assert records[-1]["test"]["las"] == trained.test.las
+    config = OmegaConf.load(run / "config.yaml")
+    assert config.trainer.max_epochs == 2
+    assert config.data.treebank == "tests/data"
+    for name in ("best.pt", "last.pt"):
+        payload = torch.load(run / name, weights_only=True)  # plain data only
+        assert payload["metadata"]["config"]["model"]["lstm_hidden"] == 16
+    assert torch.load(run / "best.pt", weights_only=True)["training_state"] is None
+
+
+def test_predict_changes_only_head_and_deprel(trained: TrainResult, tmp_path: Path) -> None:
+    out = tmp_path / "out.conllu"
+    result = predict(trained.run_dir / "best.pt", TINY, out, evaluate=True)
+    assert (result.n_sentences, result.n_words) == (7, 35)
+    assert_only_head_and_deprel_differ(TINY.read_text(), out.read_text())
+    rels = checkpoint.load(trained.run_dir / "best.pt").vocabs.rels.itos
+    assert_parsed_trees(out, rels)
+    # Same model, data and decoder as the final test evaluation of training.
+    assert result.scores == trained.test
+
+
+@pytest.mark.parametrize("decoder", [DecoderSettings("eisner", True), DecoderSettings("greedy")])
+def test_predict_with_other_decoders(
+    trained: TrainResult, tmp_path: Path, decoder: DecoderSettings
+) -> None:
+    out = tmp_path / "out.conllu"
+    predict(trained.run_dir / "last.pt", TINY, out, decoder=decoder, chunk_sentences=3)
+    assert_only_head_and_deprel_differ(TINY.read_text(), out.read_text())
+
+
+def test_predict_plain_text_input(trained: TrainResult, tmp_path: Path) -> None:
+    forms = [sentence.forms for sentence in read_conllu(TINY)]
+    source = tmp_path / "in.txt"
+    source.write_text("".join(" ".join(f) + "\n" for f in forms if " " not in "".join(f)))
+    out = tmp_path / "out.conllu"
+    result = predict(trained.run_dir / "best.pt", source, out, input_format="text", evaluate=True)
+    parsed = list(read_conllu(out, require_trees=True))
+    assert [s.forms for s in parsed] == [f for f in forms if " " not in "".join(f)]
+    assert result.scores is None  # no gold trees in plain text: evaluation is skipped
+
+
+def test_predict_refuses_to_overwrite_its_input(trained: TrainResult, tmp_path: Path) -> None:
+    copy = tmp_path / "in.conllu"
+    copy.write_text(TINY.read_text())
+    with pytest.raises(ValueError, match="is the input file"):
+        predict(trained.run_dir / "best.pt", copy, copy)
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    # The decoders run as plain Python here: JIT-compiling them again in each child process
+    # would dominate the test time, and the parse results are the same.
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "HYDRA_FULL_ERROR": "1"}
+    result = subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_command_line_multirun_train_then_predict_to_stdout(tmp_path: Path) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    sweep = tmp_path / "sweep"
+    train_args = [str(ROOT / "train.py"), "-m", "experiment=smoke", "trainer.max_epochs=1"]
+    train_args += ["trainer.seed=1,2", f"hydra.sweep.dir={sweep}"]
+    run(train_args, cwd)
+    jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
+    assert [p.name for p in jobs] == ["0_tiny", "1_tiny"]
+    for job in jobs:
+        assert {"best.pt", "last.pt", "metrics.jsonl", "config.yaml", "train.log"} <= {
+            p.name for p in job.iterdir()
+        }
+    assert "epoch 1" in (jobs[0] / "train.log").read_text()
+    predict_args = [str(ROOT / "predict.py"), f"checkpoint={jobs[0] / 'best.pt'}"]
+    predicted = run([*predict_args, f"input={TINY}", "eval=true"], cwd)
+    assert_only_head_and_deprel_differ(TINY.read_text(), predicted.stdout)
+    assert "sentences/s" in predicted.stderr
+    assert "UAS" in predicted.stderr
+    assert list(cwd.iterdir()) == []  # nothing written into the working directory
