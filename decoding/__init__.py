@@ -1,0 +1,23 @@
+"""Exact dependency-tree decoders on dense arc scores (numpy + numba, no deep-learning framework).
+
+Position 0 is ROOT; word *i* sits at position *i*, exactly its CoNLL-U ``ID``, so gold ``HEAD``
+values index tensors directly, with no ±1 shifting anywhere. Scores are **dependent-major**:
+``scores[d, h]`` is the score of the arc *h → d* (a row is the head distribution of one dependent,
+as ``log_softmax(dim=-1)`` produces). ``-inf`` forbids an arc; NaN is rejected. ``lengths`` count
+words, excluding ROOT. Decoders return ``heads`` as int64 with ``heads[0] == -1`` and ``-1`` at
+padding.
+
+Example::
+
+    import decoding
+
+    heads = decoding.mst(scores, lengths)  # float[B, N+1, N+1] -> int64[B, N+1], one root each
+    heads = decoding.eisner(matrix, root_constraint=False)  # float[n+1, n+1] -> int64[n+1]
+    assert decoding.is_tree(heads, projective=True, root_constraint=False)
+    total = decoding.tree_score(matrix, heads)
+"""
+
+from .api import eisner, greedy, mst
+from .trees import count_roots, is_projective, is_tree, tree_score
+
+__all__ = ["count_roots", "eisner", "greedy", "is_projective", "is_tree", "mst", "tree_score"]

@@ -1,0 +1,75 @@
+"""Slow exact baselines for tests and benchmarks: best of n roots, and the per-word argmax floor.
+
+Never used by :func:`decoding.mst`; they exist to check and to time :mod:`decoding.tarjan`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+from .tarjan import mst_kernel
+from .trees import greedy_kernel as argmax_floor_kernel
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+__all__ = ["argmax_floor_kernel", "best_of_roots_kernel"]
+
+
+@numba.njit(cache=True)
+def best_of_roots_kernel(scores: FloatArray, heads: IntArray) -> int:
+    """Best single-rooted tree by trying every root word, O(n^3) (as Stanza, SuPar and Trankit do).
+
+    For each word r with a finite ROOT arc, runs the unconstrained Tarjan (1977) decoder with
+    every other ROOT arc forbidden and keeps the best weight (first r on ties). Exact, like
+    Gabow & Tarjan (1984), but n times slower; a test oracle and benchmark baseline.
+
+    Args:
+        scores: float64[n+1, n+1], C-contiguous, ``scores[d, h]`` scores the arc h -> d.
+        heads: int64[n+1] output, ``heads[0] = -1``.
+
+    Returns:
+        0 on success, 1 if no spanning arborescence exists, 2 if none has a single root.
+    """
+    n = scores.shape[0] - 1
+    status = mst_kernel(scores, False, heads)
+    if status != 0 or _count_roots(heads, n) == 1:
+        return status  # an unconstrained optimum with one root is also the constrained optimum
+    work = scores.copy()
+    candidate = np.empty(n + 1, dtype=np.int64)
+    best = -np.inf
+    found = False
+    for r in range(1, n + 1):
+        if scores[r, 0] == -np.inf:
+            continue
+        for d in range(1, n + 1):
+            work[d, 0] = scores[d, 0] if d == r else -np.inf
+        if mst_kernel(work, False, candidate) != 0:
+            continue
+        weight = _weight(scores, candidate, n)
+        if not found or weight > best:
+            best = weight
+            heads[:] = candidate
+            found = True
+    return 0 if found else 2
+
+
+@numba.njit(cache=True)
+def _count_roots(heads: IntArray, n: int) -> int:
+    """Number of words attached to ROOT."""
+    roots = 0
+    for d in range(1, n + 1):
+        if heads[d] == 0:
+            roots += 1
+    return roots
+
+
+@numba.njit(cache=True)
+def _weight(scores: FloatArray, heads: IntArray, n: int) -> float:
+    """Sum of the tree's arc scores."""
+    total = 0.0
+    for d in range(1, n + 1):
+        total += scores[d, heads[d]]
+    return total

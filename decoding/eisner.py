@@ -1,0 +1,161 @@
+"""Best projective dependency tree (Eisner 1996), with an optional single-root condition.
+
+One-sentence kernel only; :mod:`decoding.api` validates and :mod:`decoding._batch` batches.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+# Span kinds on the reconstruction stack. A complete span [s, t] pointing left has its head at t,
+# pointing right at s; an incomplete span additionally holds the arc between s and t.
+_COMPLETE_LEFT = 0
+_COMPLETE_RIGHT = 1
+_INCOMPLETE_LEFT = 2
+_INCOMPLETE_RIGHT = 3
+
+
+@numba.njit(cache=True)
+def _arc(scores: FloatArray, head: int, dep: int) -> float:
+    """Score of head -> dep; ROOT never depends on anything."""
+    if dep == 0:
+        return -np.inf
+    return scores[dep, head]
+
+
+@numba.njit(cache=True)
+def _fill_incomplete(
+    scores: FloatArray, chart: FloatArray, split: IntArray, s: int, t: int
+) -> None:
+    best = -np.inf
+    best_q = s
+    for q in range(s, t):  # strict '>' keeps the lowest split on ties
+        value = chart[_COMPLETE_RIGHT, s, q] + chart[_COMPLETE_LEFT, q + 1, t]
+        if value > best:
+            best = value
+            best_q = q
+    chart[_INCOMPLETE_LEFT, s, t] = best + _arc(scores, t, s)
+    chart[_INCOMPLETE_RIGHT, s, t] = best + _arc(scores, s, t)
+    split[_INCOMPLETE_LEFT, s, t] = best_q
+    split[_INCOMPLETE_RIGHT, s, t] = best_q
+
+
+@numba.njit(cache=True)
+def _fill_complete(chart: FloatArray, split: IntArray, s: int, t: int) -> None:
+    best = -np.inf
+    best_q = s
+    for q in range(s, t):
+        value = chart[_COMPLETE_LEFT, s, q] + chart[_INCOMPLETE_LEFT, q, t]
+        if value > best:
+            best = value
+            best_q = q
+    chart[_COMPLETE_LEFT, s, t] = best
+    split[_COMPLETE_LEFT, s, t] = best_q
+    best = -np.inf
+    best_q = t
+    for q in range(s + 1, t + 1):
+        value = chart[_INCOMPLETE_RIGHT, s, q] + chart[_COMPLETE_RIGHT, q, t]
+        if value > best:
+            best = value
+            best_q = q
+    chart[_COMPLETE_RIGHT, s, t] = best
+    split[_COMPLETE_RIGHT, s, t] = best_q
+
+
+@numba.njit(cache=True)
+def _chart(scores: FloatArray) -> tuple[FloatArray, IntArray]:
+    """Best score and split point of every span [s, t] of nodes 0..n, indexed [kind, s, t]."""
+    m = scores.shape[0]
+    chart = np.zeros((4, m, m))  # single-node complete spans score 0
+    chart[_INCOMPLETE_LEFT] = -np.inf
+    chart[_INCOMPLETE_RIGHT] = -np.inf
+    split = np.zeros((4, m, m), dtype=np.int64)
+    for width in range(1, m):
+        for s in range(m - width):
+            _fill_incomplete(scores, chart, split, s, s + width)
+            _fill_complete(chart, split, s, s + width)
+    return chart, split
+
+
+@numba.njit(cache=True)
+def _best_root_word(scores: FloatArray, chart: FloatArray) -> tuple[float, int]:
+    """Single root: ROOT -> r with r heading words 1..r on its left and r..n on its right."""
+    n = scores.shape[0] - 1
+    best = -np.inf
+    best_r = 1
+    for r in range(1, n + 1):
+        value = scores[r, 0] + chart[_COMPLETE_LEFT, 1, r] + chart[_COMPLETE_RIGHT, r, n]
+        if value > best:
+            best = value
+            best_r = r
+    return best, best_r
+
+
+@numba.njit(cache=True)
+def _backtrack(stack: IntArray, top: int, split: IntArray, heads: IntArray) -> None:
+    """Pop spans from ``stack`` (rows of (kind, s, t)) until empty, writing heads."""
+    while top > 0:
+        top -= 1
+        kind, s, t = stack[top, 0], stack[top, 1], stack[top, 2]
+        if s == t:
+            continue
+        q = split[kind, s, t]
+        if kind == _COMPLETE_LEFT:
+            stack[top] = (_COMPLETE_LEFT, s, q)
+            stack[top + 1] = (_INCOMPLETE_LEFT, q, t)
+        elif kind == _COMPLETE_RIGHT:
+            stack[top] = (_INCOMPLETE_RIGHT, s, q)
+            stack[top + 1] = (_COMPLETE_RIGHT, q, t)
+        else:
+            if kind == _INCOMPLETE_LEFT:
+                heads[s] = t
+            else:
+                heads[t] = s
+            stack[top] = (_COMPLETE_RIGHT, s, q)
+            stack[top + 1] = (_COMPLETE_LEFT, q + 1, t)
+        top += 2
+
+
+@numba.njit(cache=True)
+def eisner_kernel(scores: FloatArray, root_constraint: bool, heads: IntArray) -> int:
+    """Heads of the best projective tree for one sentence (Eisner 1996).
+
+    With ``root_constraint`` ROOT takes exactly one child: the best root word r is chosen jointly
+    with complete spans over words 1..r and r..n, which never contain ROOT (the single-root variant
+    of Koo et al. 2007 in the first-order case). O(n^3) time, O(n^2) memory; the tree is read back
+    with an explicit stack. Ties go to the lowest split point and the lowest root word.
+
+    Args:
+        scores: float64[n+1, n+1], C-contiguous; ``scores[d, h]`` scores h -> d, ``-inf`` forbids
+            it. No NaN; row 0 and the diagonal are never read.
+        root_constraint: exactly one word attaches to ROOT if True.
+        heads: int64[n+1], overwritten with the heads; ``heads[0] = -1``.
+
+    Returns:
+        0 on success, 1 if every projective tree uses a forbidden arc (``heads`` is then all -1).
+    """
+    n = scores.shape[0] - 1
+    heads[:] = -1
+    chart, split = _chart(scores)
+    # Rows (kind, s, t); the open spans overlap only at their ends, so 4n + 4 rows are plenty.
+    stack = np.empty((4 * n + 4, 3), dtype=np.int64)
+    if root_constraint:
+        best, root_word = _best_root_word(scores, chart)
+        heads[root_word] = 0
+        stack[0] = (_COMPLETE_LEFT, 1, root_word)
+        stack[1] = (_COMPLETE_RIGHT, root_word, n)
+        top = 2
+    else:
+        best = chart[_COMPLETE_RIGHT, 0, n]
+        stack[0] = (_COMPLETE_RIGHT, 0, n)
+        top = 1
+    if best == -np.inf:
+        heads[:] = -1
+        return 1
+    _backtrack(stack, top, split, heads)
+    return 0

@@ -1,0 +1,400 @@
+"""Exact maximum spanning arborescence and single-rooted dependency tree for one sentence.
+
+Tarjan's (1977) dense O(n^2) form of Chu & Liu (1965) / Edmonds (1967), with the root constraint of
+Gabow & Tarjan (1984) as adapted by Zmigrod, Vieira & Cotterell (2020), in the contraction form
+of Camerini, Fratta & Maffioli (1979): supernodes with fresh ids, expanded in reverse order.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+# (scores, sup_val, sup_arc): the input, then per slot the row and the column of the supernode that
+# occupies it, as adjusted values and original arcs h * (n+1) + d; see _tarjan.
+Graph = tuple[FloatArray, FloatArray, IntArray]
+# (in_val, in_arc, uf, cparent, wc, slot, occ, cycle): per node id 0..2n the chosen arc's adjusted
+# value and original arc, the supernode union-find, the uncompressed contraction tree, the
+# weak-component union-find and the node's slot; per slot 0..n its live node (-1 when free); and a
+# scratch buffer for cycles.
+Forest = tuple[FloatArray, IntArray, IntArray, IntArray, IntArray, IntArray, IntArray, IntArray]
+Alternatives = tuple[FloatArray, IntArray]
+
+OK = 0
+NO_ARBORESCENCE = 1
+NO_SINGLE_ROOT = 2
+
+
+@numba.njit(cache=True)
+def mst_kernel(scores: FloatArray, root_constraint: bool, heads: IntArray) -> int:
+    """Maximum spanning arborescence rooted at 0 (Chu & Liu 1965; Edmonds 1967; Tarjan 1977).
+
+    With ``root_constraint`` exactly one word attaches to ROOT (Gabow & Tarjan 1984, as adapted to
+    dependency parsing by Zmigrod, Vieira & Cotterell 2020). Runs in O(n^2) time and memory.
+
+    Args:
+        scores: float64[n+1, n+1], C-contiguous, ``scores[d, h]`` scores the arc h -> d. Row 0 and
+            the diagonal are ignored; ``-inf`` forbids an arc. No NaN (checked by the caller).
+        root_constraint: require exactly one arc out of ROOT.
+        heads: int64[n+1] output; ``heads[0] = -1`` and ``heads[d]`` is the head of word d.
+
+    Returns:
+        0 on success, 1 if no spanning arborescence exists, 2 if arborescences exist but none
+        has a single root (only with ``root_constraint``). ``heads`` is unspecified unless 0.
+    """
+    n = scores.shape[0] - 1
+    best = np.empty((2, n + 1))
+    alt_head = np.empty(n + 1, dtype=np.int64)
+    if not _argmax_heads(scores, heads, best, alt_head):
+        return NO_ARBORESCENCE
+    # Fast path: when every word's best head already forms a tree, nothing can beat it.
+    if _is_tree(heads, n, root_constraint):
+        return OK
+    return _tarjan(scores, root_constraint, heads, best, alt_head)
+
+
+@numba.njit(cache=True)
+def _argmax_heads(
+    scores: FloatArray, heads: IntArray, best: FloatArray, alt_head: IntArray
+) -> bool:
+    """Per-word best head (ties -> lowest head) and best non-root head, with their scores.
+
+    ``best[0, d]`` scores ``heads[d]``, ``best[1, d]`` scores ``alt_head[d]``. Returns False if
+    some word has no finite head.
+    """
+    n = scores.shape[0] - 1
+    heads[0] = -1
+    feasible = True
+    for d in range(1, n + 1):
+        value = -np.inf
+        arg = -1
+        for h in range(1, d):  # two loops instead of testing h != d on every score
+            if scores[d, h] > value:
+                value = scores[d, h]
+                arg = h
+        for h in range(d + 1, n + 1):
+            if scores[d, h] > value:
+                value = scores[d, h]
+                arg = h
+        alt_head[d] = arg
+        best[1, d] = value
+        if scores[d, 0] >= value and scores[d, 0] > -np.inf:
+            value = scores[d, 0]
+            arg = 0
+        heads[d] = arg
+        best[0, d] = value
+        feasible = feasible and arg >= 0
+    return feasible
+
+
+@numba.njit(cache=True)
+def _is_tree(heads: IntArray, n: int, single_root: bool) -> bool:
+    """Whether ``heads`` (all in 0..n) is acyclic, and single-rooted if asked; O(n)."""
+    # state: 0 unseen, d = on the walk started at d, -1 known to reach ROOT.
+    state = np.zeros(n + 1, dtype=np.int64)
+    state[0] = -1
+    roots = 0
+    for d in range(1, n + 1):
+        if heads[d] == 0:
+            roots += 1
+        x = d
+        while state[x] == 0:
+            state[x] = d
+            x = heads[x]
+        if state[x] == d:
+            return False
+        x = d
+        while state[x] == d:
+            state[x] = -1
+            x = heads[x]
+    return roots == 1 or not single_root
+
+
+@numba.njit(cache=True, inline="always")
+def _find(parent: IntArray, x: int) -> int:
+    """Root of ``x`` in a union-find forest, halving the path on the way (no recursion)."""
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@numba.njit(cache=True, inline="always")
+def _entry(graph: Graph, forest: Forest, v: int, u: int) -> tuple[float, int]:
+    """(adjusted value, original arc) of the best arc from live node u into live node v."""
+    scores, sup_val, sup_arc = graph
+    slot = forest[5]
+    n1 = scores.shape[0]
+    if v >= n1:
+        return sup_val[slot[v], slot[u]], sup_arc[slot[v], slot[u]]
+    if u >= n1:
+        return sup_val[slot[u], n1 + v], sup_arc[slot[u], n1 + v]
+    return scores[v, u], u * n1 + v
+
+
+@numba.njit(cache=True)
+def _best_source(graph: Graph, forest: Forest, v: int, lo: int) -> int:
+    """Live node in a slot >= lo with the best arc into supernode v (ties -> lowest slot), or -1."""
+    sup_val = graph[1]
+    slot, occ = forest[5], forest[6]
+    r = slot[v]
+    value = -np.inf
+    arg = -1
+    for t in range(lo, occ.shape[0]):
+        if occ[t] >= 0 and t != r and sup_val[r, t] > value:
+            value = sup_val[r, t]
+            arg = t
+    return occ[arg] if arg >= 0 else -1
+
+
+@numba.njit(cache=True)
+def _collect_cycle(forest: Forest, x: int) -> int:
+    """Store the cycle of chosen arcs through x in ``cycle[:k]``, a supernode first if any."""
+    _, in_arc, uf, _, _, _, occ, cycle = forest
+    n1 = occ.shape[0]
+    k = 0
+    y = x
+    while k < n1:
+        cycle[k] = y
+        if y >= n1 > cycle[0]:  # c will reuse cycle[0]'s slot: nested contractions share rows
+            cycle[0], cycle[k] = y, cycle[0]
+        k += 1
+        y = _find(uf, in_arc[y] // n1)
+        if y == x:
+            break
+    return k
+
+
+@numba.njit(cache=True)
+def _merge_rows(graph: Graph, forest: Forest, k: int) -> None:
+    """Row of the new supernode: best arc into C from each live node, relative to C's arcs."""
+    # Entering C at member v replaces v's chosen arc, so the arc is worth inc[v, u] - in_val[v]
+    # (Tarjan 1977; the constant weight of C changes no argmax). cycle[0]'s row is updated in
+    # place: it is read before it is written, element by element.
+    scores, sup_val, sup_arc = graph
+    in_val, _, _, _, _, slot, occ, cycle = forest
+    n1 = scores.shape[0]
+    s0 = slot[cycle[0]]
+    for i in range(k):
+        v = cycle[i]
+        for t in range(n1):
+            if occ[t] < 0 or t == s0:  # free slots hold the other members
+                continue
+            if v >= n1:
+                value, arc = sup_val[slot[v], t], sup_arc[slot[v], t]
+            elif occ[t] == t:
+                value, arc = scores[v, t], t * n1 + v
+            else:
+                value, arc = sup_val[t, n1 + v], sup_arc[t, n1 + v]
+            if i == 0 or value - in_val[v] > sup_val[s0, t]:
+                sup_val[s0, t] = value - in_val[v]
+                sup_arc[s0, t] = arc
+
+
+@numba.njit(cache=True)
+def _merge_columns(graph: Graph, forest: Forest, k: int) -> None:
+    """Column of the new supernode in every live row: the best arc leaving C."""
+    scores, sup_val, sup_arc = graph
+    slot, occ, cycle = forest[5], forest[6], forest[7]
+    n1 = scores.shape[0]
+    s0 = slot[cycle[0]]
+    for t in range(1, n1):
+        y = occ[t]
+        if y < 0 or t == s0:
+            continue
+        best = -np.inf
+        best_arc = -1
+        for i in range(k):
+            value, arc = _entry(graph, forest, y, cycle[i])
+            if value > best:
+                best = value
+                best_arc = arc
+        # Original rows keep supernode columns in the supernode's slot, so scores is never copied.
+        r, col = (t, s0) if y >= n1 else (s0, n1 + y)
+        sup_val[r, col] = best
+        sup_arc[r, col] = best_arc
+
+
+@numba.njit(cache=True)
+def _contract(graph: Graph, forest: Forest, x: int, c: int) -> None:
+    """Contract the cycle of chosen arcs through x into the fresh supernode c; O(n |C|)."""
+    _, _, uf, cparent, wc, slot, occ, cycle = forest
+    k = _collect_cycle(forest, x)
+    for i in range(k):
+        uf[cycle[i]] = c
+        cparent[cycle[i]] = c  # never compressed: expansion walks it to find entrance sites
+        occ[slot[cycle[i]]] = -1
+    slot[c] = slot[cycle[0]]
+    occ[slot[c]] = c
+    wc[c] = _find(wc, cycle[0])  # c inherits the weak component of the subtrees hanging off C
+    _merge_rows(graph, forest, k)
+    _merge_columns(graph, forest, k)
+
+
+@numba.njit(cache=True)
+def _choose(graph: Graph, forest: Forest, v: int, u: int) -> None:
+    """Make the best arc from u the chosen arc of v."""
+    in_val, in_arc = forest[0], forest[1]
+    in_val[v], in_arc[v] = _entry(graph, forest, v, u)
+
+
+@numba.njit(cache=True)
+def _contraction_phase(graph: Graph, forest: Forest, heads: IntArray, best: FloatArray) -> int:
+    """Give every supernode its best incoming arc, contracting cycles; next free id, or -1."""
+    in_val, in_arc, uf, _, wc, _, _, _ = forest
+    n1 = heads.shape[0]
+    c = n1
+    for v in range(1, n1):
+        # An original row only gains merged columns that keep its maximum, so the greedy argmax
+        # stays a best choice and the row need not be scanned again.
+        in_val[v] = best[v]
+        in_arc[v] = heads[v] * n1 + v
+        x = v
+        while True:
+            source = _find(wc, _find(uf, in_arc[x] // n1))
+            target = _find(wc, x)
+            if source != target:  # x had no chosen arc, so its component is its own subtree
+                wc[target] = source
+                break
+            _contract(graph, forest, x, c)
+            x = c
+            c += 1
+            u = _best_source(graph, forest, x, 0)
+            if u < 0:  # no arc enters this set of words: no arborescence at all
+                return -1
+            _choose(graph, forest, x, u)
+    return c
+
+
+@numba.njit(cache=True)
+def _cheapest_swap(in_val: FloatArray, alt_val: FloatArray, roots: IntArray, count: int) -> int:
+    """Position in ``roots[:count]`` of the child whose move to its alternative loses least."""
+    cost = np.inf
+    arg = -1
+    for i in range(count):
+        if in_val[roots[i]] - alt_val[roots[i]] < cost:
+            cost = in_val[roots[i]] - alt_val[roots[i]]
+            arg = i
+    return arg  # -1 when no root child has a finite alternative
+
+
+@numba.njit(cache=True)
+def _below(forest: Forest, s: int, v: int) -> bool:
+    """Whether s lies in v's subtree of chosen arcs (walk up from s until v or ROOT)."""
+    in_arc, uf, occ = forest[1], forest[2], forest[6]
+    while s != 0:
+        if s == v:
+            return True
+        s = _find(uf, in_arc[s] // occ.shape[0])
+    return False
+
+
+@numba.njit(cache=True)
+def _set_alternative(graph: Graph, forest: Forest, alt: Alternatives, v: int) -> None:
+    """Cache supernode v's best incoming arc from a non-root node as (value, original arc)."""
+    # Cached by original arc, never by node id: later contractions only merge columns (keeping
+    # this maximum), and the union-find resolves the source when it is used.
+    u = _best_source(graph, forest, v, 1)
+    alt[0][v], alt[1][v] = _entry(graph, forest, v, u) if u >= 0 else (-np.inf, -1)
+
+
+@numba.njit(cache=True)
+def _root_phase(
+    graph: Graph, forest: Forest, alt_best: FloatArray, alt_head: IntArray, c: int
+) -> int:
+    """Move root children to their alternatives until one is left; next free id, or -1."""
+    # Gabow & Tarjan (1984); Zmigrod et al. (2020, Theorem 2). roots[:count] is the set R.
+    in_val, in_arc, uf, _, _, _, occ, _ = forest
+    n1 = occ.shape[0]
+    alt = (np.empty(2 * n1 - 1), np.empty(2 * n1 - 1, dtype=np.int64))
+    roots = np.empty(n1, dtype=np.int64)
+    count = 0
+    for v in range(1, c):
+        if uf[v] != v or in_arc[v] // n1 != 0:
+            continue
+        roots[count] = v
+        count += 1
+        if v >= n1:
+            _set_alternative(graph, forest, alt, v)
+        else:  # merged columns only repeat scores of v's row: the greedy pass has its best
+            alt[0][v] = alt_best[v]
+            alt[1][v] = alt_head[v] * n1 + v if alt_head[v] >= 0 else -1
+    while count > 1:
+        i = _cheapest_swap(in_val, alt[0], roots, count)
+        if i < 0:  # every root child can only be entered from ROOT
+            return -1
+        v = roots[i]
+        count -= 1
+        roots[i] = roots[count]
+        # The ROOT entry of v stays: a contraction below may have to bring v back onto ROOT.
+        in_val[v] = alt[0][v]
+        in_arc[v] = alt[1][v]
+        if _below(forest, _find(uf, in_arc[v] // n1), v):
+            _contract(graph, forest, v, c)
+            # Its ROOT entry is >= cost(v) >= 0 and every other entry <= 0, so it takes ROOT;
+            # forcing it avoids a tied arc from its own subtree closing another cycle.
+            _choose(graph, forest, c, 0)
+            roots[count] = c
+            count += 1
+            _set_alternative(graph, forest, alt, c)
+            c += 1
+    return c
+
+
+@numba.njit(cache=True)
+def _expand(forest: Forest, c: int, heads: IntArray) -> None:
+    """Break contracted cycles, newest first, at the member holding the entering arc's dependent."""
+    in_arc, cparent = forest[1], forest[3]
+    n1 = heads.shape[0]
+    for s in range(c - 1, n1 - 1, -1):
+        j = in_arc[s] % n1
+        while cparent[j] != s and cparent[j] != j:
+            j = cparent[j]
+        in_arc[j] = in_arc[s]  # j drops its cycle arc; every other member keeps its own
+    heads[0] = -1
+    for d in range(1, n1):
+        heads[d] = in_arc[d] // n1
+
+
+@numba.njit(cache=True)
+def _tarjan(
+    scores: FloatArray, root_constraint: bool, heads: IntArray, best: FloatArray, alt_head: IntArray
+) -> int:
+    """Contraction phase, optional root phase and expansion."""
+    n1 = scores.shape[0]
+    m = 2 * n1 - 1  # nodes 0..n, then at most n - 1 supernodes
+    # Arcs between original words are read from ``scores`` in place. A supernode takes over the
+    # slot of one of its members, a supernode one when it can, so nested contractions reuse the
+    # same few rows; np.empty leaves the rows of slots never taken untouched.
+    sup_val = np.empty((n1, 2 * n1))
+    sup_arc = np.empty((n1, 2 * n1), dtype=np.int64)
+    ints = np.empty((7, m), dtype=np.int64)
+    in_arc, uf, cparent, wc, slot, occ, cycle = (
+        ints[0],
+        ints[1],
+        ints[2],
+        ints[3],
+        ints[4],
+        ints[5, :n1],
+        ints[6],
+    )
+    for x in range(m):
+        uf[x] = x
+        cparent[x] = x
+        wc[x] = x
+        slot[x] = x  # a supernode's slot is set when it is created
+    occ[:] = slot[:n1]
+    forest = (np.empty(m), in_arc, uf, cparent, wc, slot, occ, cycle)
+    graph = (scores, sup_val, sup_arc)
+    c = _contraction_phase(graph, forest, heads, best[0])
+    if c < 0:
+        return NO_ARBORESCENCE
+    if root_constraint:
+        c = _root_phase(graph, forest, best[1], alt_head, c)
+        if c < 0:
+            return NO_SINGLE_ROOT
+    _expand(forest, c, heads)
+    return OK

@@ -1,0 +1,223 @@
+"""Tree checks and scores for head vectors: is_tree, is_projective, count_roots, tree_score, greedy.
+
+Python functions accept one head vector ``int[n+1]`` or a padded batch ``int[B, N+1]`` (``-1`` at
+position 0 and padding); the ``@njit`` kernels below them work on one sentence.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@numba.njit(cache=True)
+def _heads_in_range(heads: IntArray, n: int) -> bool:
+    for d in range(1, n + 1):  # noqa: SIM110 (numba cannot compile all() over a generator)
+        if heads[d] < 0 or heads[d] > n or heads[d] == d:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def _acyclic(heads: IntArray, n: int) -> bool:
+    """Every word reaches ROOT by following heads (heads already in range)."""
+    state = np.zeros(n + 1, dtype=np.int64)  # 0 unseen, 1 on the current path, 2 reaches ROOT
+    state[0] = 2
+    for start in range(1, n + 1):
+        v = start
+        while state[v] == 0:
+            state[v] = 1
+            v = heads[v]
+        if state[v] == 1:
+            return False
+        v = start
+        while state[v] == 1:
+            state[v] = 2
+            v = heads[v]
+    return True
+
+
+@numba.njit(cache=True)
+def count_roots_kernel(heads: IntArray, n: int) -> int:
+    """Number of words 1..n whose head is ROOT."""
+    roots = 0
+    for d in range(1, n + 1):
+        if heads[d] == 0:
+            roots += 1
+    return roots
+
+
+@numba.njit(cache=True)
+def projective_kernel(heads: IntArray, n: int) -> bool:
+    """No two arcs cross (ROOT at position 0, its arcs included); heads already in range."""
+    for a in range(1, n + 1):
+        lo_a, hi_a = min(a, heads[a]), max(a, heads[a])
+        for b in range(a + 1, n + 1):
+            lo_b, hi_b = min(b, heads[b]), max(b, heads[b])
+            if lo_a < lo_b < hi_a < hi_b or lo_b < lo_a < hi_b < hi_a:
+                return False
+    return True
+
+
+@numba.njit(cache=True)
+def is_tree_kernel(heads: IntArray, n: int, root_constraint: bool, projective: bool) -> bool:
+    """Whether heads[1..n] form a dependency tree rooted at 0 (``heads[0]`` is not read)."""
+    if n < 1 or not _heads_in_range(heads, n) or not _acyclic(heads, n):
+        return False
+    if root_constraint and count_roots_kernel(heads, n) != 1:
+        return False
+    return not projective or projective_kernel(heads, n)
+
+
+@numba.njit(cache=True)
+def greedy_kernel(scores: FloatArray, heads: IntArray) -> int:
+    """Per-word argmax head (ties to the lowest head); may not be a tree.
+
+    Returns 0, or 1 if some word has no finite head score (its head is then -1).
+    """
+    n = scores.shape[0] - 1
+    heads[:] = -1
+    status = 0
+    for d in range(1, n + 1):
+        best = -np.inf
+        for h in range(n + 1):
+            if h != d and scores[d, h] > best:
+                best = scores[d, h]
+                heads[d] = h
+        if heads[d] < 0:
+            status = 1
+    return status
+
+
+@numba.njit(cache=True)
+def tree_score_kernel(scores: FloatArray, heads: IntArray, n: int) -> float:
+    """Sum of ``scores[d, heads[d]]`` over words 1..n (heads already in range)."""
+    total = 0.0
+    for d in range(1, n + 1):
+        total += scores[d, heads[d]]
+    return total
+
+
+def _as_heads(heads: npt.ArrayLike, lengths: npt.ArrayLike | None) -> tuple[IntArray, IntArray]:
+    """Heads as int64[B, N+1] and lengths int64[B]; lengths default to the last non -1 position."""
+    array = np.asarray(heads)
+    if array.ndim not in (1, 2) or array.shape[-1] < 1:
+        raise ValueError(f"heads must be int[n+1] or int[B, N+1], got shape {array.shape}")
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"heads must hold integers, got dtype {array.dtype}")
+    batch = np.ascontiguousarray(array.reshape(-1, array.shape[-1]), dtype=np.int64)
+    if array.ndim == 1:
+        if lengths is not None:
+            raise ValueError("lengths is only for a batch of head vectors (2-D heads)")
+        return batch, np.array([batch.shape[1] - 1], dtype=np.int64)
+    if lengths is None:
+        present = batch[:, 1:] != -1  # [B, N]
+        last = present.shape[1] - np.argmax(present[:, ::-1], axis=1)
+        return batch, np.where(present.any(axis=1), last, 0).astype(np.int64)
+    sizes = np.asarray(lengths)
+    if sizes.shape != (batch.shape[0],) or not np.issubdtype(sizes.dtype, np.integer):
+        raise ValueError(f"lengths must be int[{batch.shape[0]}], got {sizes.dtype}{sizes.shape}")
+    bad = np.flatnonzero((sizes < 0) | (sizes >= batch.shape[1]))
+    if bad.size:
+        b = bad[0]
+        raise ValueError(f"sentence {b}: lengths[{b}]={sizes[b]} outside [0, {batch.shape[1] - 1}]")
+    return batch, sizes.astype(np.int64)
+
+
+def is_tree(
+    heads: npt.ArrayLike,
+    lengths: npt.ArrayLike | None = None,
+    *,
+    root_constraint: bool = True,
+    projective: bool = False,
+) -> bool | BoolArray:
+    """Whether each head vector is a dependency tree rooted at position 0.
+
+    A tree gives each word 1..n one head in 0..n other than itself and has no cycle; with
+    ``root_constraint`` exactly one word attaches to ROOT, with ``projective`` no two arcs cross.
+
+    Args:
+        heads: int[n+1] (one sentence of n words) or int[B, N+1] (padded batch). Position 0 is
+            not read.
+        lengths: int[B], words per sentence, batch only. Defaults to the last position whose head
+            is not ``-1``, so decoder output with ``-1`` padding needs no lengths.
+        root_constraint: require exactly one child of ROOT.
+        projective: require a projective tree.
+
+    Returns:
+        A bool for one sentence, bool[B] for a batch.
+
+    Raises:
+        ValueError: on a shape, dtype or lengths problem (not on a malformed tree).
+    """
+    batch, sizes = _as_heads(heads, lengths)
+    result = np.array(
+        [
+            is_tree_kernel(row, n, root_constraint, projective)
+            for row, n in zip(batch, sizes, strict=True)
+        ],
+        dtype=np.bool_,
+    )
+    return bool(result[0]) if np.ndim(heads) == 1 else result
+
+
+def is_projective(heads: npt.ArrayLike) -> bool:
+    """Whether one tree ``int[n+1]`` has no crossing arcs (ROOT arcs included).
+
+    Raises:
+        ValueError: if ``heads`` is not a tree (without the single-root condition).
+    """
+    if np.ndim(heads) != 1:
+        raise ValueError(f"heads must be int[n+1], got shape {np.shape(heads)}")
+    batch, sizes = _as_heads(heads, None)
+    if not is_tree_kernel(batch[0], sizes[0], False, False):
+        raise ValueError("heads is not a tree, so projectivity is undefined")
+    return bool(projective_kernel(batch[0], sizes[0]))
+
+
+def count_roots(heads: npt.ArrayLike) -> int:
+    """Number of words attached to ROOT in one head vector ``int[n+1]``."""
+    if np.ndim(heads) != 1:
+        raise ValueError(f"heads must be int[n+1], got shape {np.shape(heads)}")
+    batch, sizes = _as_heads(heads, None)
+    return int(count_roots_kernel(batch[0], sizes[0]))
+
+
+def tree_score(
+    scores: npt.ArrayLike, heads: npt.ArrayLike, lengths: npt.ArrayLike | None = None
+) -> float | FloatArray:
+    """Total score of the arcs in ``heads``: the sum of ``scores[d, heads[d]]`` over words d.
+
+    Works for any head vector with heads in range, trees or not (e.g. :func:`decoding.greedy`).
+
+    Args:
+        scores: float[n+1, n+1] or float[B, N+1, N+1], dependent-major (``scores[..., d, h]``).
+        heads: int[n+1] or int[B, N+1], matching ``scores``.
+        lengths: int[B], batch only; defaults as in :func:`is_tree`.
+
+    Returns:
+        A float for one sentence, float64[B] for a batch.
+
+    Raises:
+        ValueError: on mismatched shapes or a head outside 0..n (or pointing at its own word).
+    """
+    matrix = np.asarray(scores, dtype=np.float64)
+    batch, sizes = _as_heads(heads, lengths)
+    expected = (*np.shape(heads), np.shape(heads)[-1])
+    if matrix.shape != expected:
+        raise ValueError(f"scores shape {matrix.shape} does not match heads: expected {expected}")
+    matrix = np.ascontiguousarray(matrix.reshape(-1, *matrix.shape[-2:]))
+    totals = np.empty(batch.shape[0])
+    for b, (row, n) in enumerate(zip(batch, sizes, strict=True)):
+        if not _heads_in_range(row, n):
+            d = next(d for d in range(1, n + 1) if not 0 <= row[d] <= n or row[d] == d)
+            raise ValueError(
+                f"sentence {b}: heads[{d}]={row[d]} is not a head in 0..{n} other than {d}"
+            )
+        totals[b] = tree_score_kernel(matrix[b], row, n)
+    return float(totals[0]) if np.ndim(heads) == 1 else totals

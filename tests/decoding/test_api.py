@@ -1,0 +1,203 @@
+"""Public API: orientation, input normalisation, batching, padding and error messages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import FEASIBLE_KINDS, padded_batches, score_matrices
+
+import decoding
+from decoding.api import _best_of_roots
+
+DECODERS = {
+    "mst": lambda s, lengths=None: decoding.mst(s, lengths),
+    "mst_multiroot": lambda s, lengths=None: decoding.mst(s, lengths, root_constraint=False),
+    "eisner": lambda s, lengths=None: decoding.eisner(s, lengths),
+    "eisner_multiroot": lambda s, lengths=None: decoding.eisner(s, lengths, root_constraint=False),
+    "greedy": decoding.greedy,
+    "best_of_roots": _best_of_roots,
+}
+TREE_DECODERS = ["mst", "mst_multiroot", "eisner", "eisner_multiroot", "best_of_roots"]
+
+# Dependent-major: row d is the head distribution of word d. Row 0 is garbage that a head-major
+# reading would take for ROOT's arcs (and then return [-1, 2, 0]).
+ASYMMETRIC = np.array([[0.0, 9.0, 9.0], [5.0, 0.0, 0.0], [0.0, 4.0, 0.0]])
+
+
+@pytest.mark.parametrize("name", list(DECODERS))
+def test_scores_are_dependent_major(name):
+    np.testing.assert_array_equal(DECODERS[name](ASYMMETRIC), [-1, 0, 1])
+
+
+@pytest.mark.parametrize("name", list(DECODERS))
+@given(batch=padded_batches())
+def test_batch_equals_one_sentence_at_a_time_despite_padding_garbage(name, batch):
+    scores, lengths, sentences = batch
+    heads = DECODERS[name](scores, lengths)
+    assert heads.shape == scores.shape[:2]
+    assert heads.dtype == np.int64
+    for b, matrix in enumerate(sentences):
+        n = len(matrix) - 1
+        np.testing.assert_array_equal(heads[b, : n + 1], DECODERS[name](matrix))
+        assert (heads[b, n + 1 :] == -1).all()
+
+
+@pytest.mark.parametrize("name", TREE_DECODERS)
+@given(scores=score_matrices(max_words=8, kinds=FEASIBLE_KINDS))
+def test_decoders_return_trees_with_minus_one_at_root(name, scores):
+    heads = DECODERS[name](scores)
+    assert heads.shape == (len(scores),)
+    assert heads.dtype == np.int64
+    assert heads[0] == -1
+    assert decoding.is_tree(heads, root_constraint=name in ("mst", "eisner", "best_of_roots"))
+
+
+@pytest.mark.parametrize("name", list(DECODERS))
+def test_float32_and_strided_inputs_give_float64_result(name):
+    rng = np.random.default_rng(32)
+    scores = rng.normal(size=(3, 7, 7)).astype(np.float32)
+    expected = DECODERS[name](scores.astype(np.float64))
+    np.testing.assert_array_equal(DECODERS[name](scores), expected)
+    fortran = np.asfortranarray(scores)
+    np.testing.assert_array_equal(DECODERS[name](fortran), expected)
+    strided = np.repeat(np.repeat(scores, 2, axis=1), 2, axis=2)[:, ::2, ::2]
+    np.testing.assert_array_equal(
+        DECODERS[name](strided, [6, 3, 1]), DECODERS[name](scores, [6, 3, 1])
+    )
+
+
+def test_lengths_accept_lists_and_other_integer_dtypes():
+    scores = np.random.default_rng(0).normal(size=(2, 5, 5))
+    expected = decoding.mst(scores, np.array([4, 2]))
+    np.testing.assert_array_equal(decoding.mst(scores, [4, 2]), expected)
+    np.testing.assert_array_equal(decoding.mst(scores, np.array([4, 2], dtype=np.int32)), expected)
+    np.testing.assert_array_equal(decoding.mst(scores), decoding.mst(scores, [4, 4]))
+
+
+def test_decoders_leave_input_unchanged():
+    scores = np.random.default_rng(1).normal(size=(2, 5, 5))
+    scores[:, 0, :] = np.nan
+    scores[1, 3:, :] = np.inf
+    before = scores.copy()
+    for decode in DECODERS.values():
+        decode(scores, [4, 2])
+    np.testing.assert_array_equal(scores, before)
+
+
+def test_torch_cpu_tensor_is_accepted():
+    torch = pytest.importorskip("torch")
+    scores = torch.randn(2, 6, 6, generator=torch.Generator().manual_seed(0))
+    lengths = torch.tensor([5, 3])
+    expected = decoding.mst(scores.numpy().astype(np.float64), lengths.numpy())
+    np.testing.assert_array_equal(decoding.mst(scores, lengths), expected)
+
+
+def test_empty_batch_gives_empty_heads():
+    heads = decoding.mst(np.zeros((0, 4, 4)))
+    assert heads.shape == (0, 4)
+    assert heads.dtype == np.int64
+
+
+@given(st.data())
+def test_greedy_takes_row_argmax_with_lowest_head_on_ties(data):
+    scores = data.draw(score_matrices(max_words=8, kinds=("ties", "normal")))
+    heads = decoding.greedy(scores)
+    masked = scores.copy()
+    np.fill_diagonal(masked, -np.inf)
+    np.testing.assert_array_equal(heads[1:], np.argmax(masked[1:], axis=1))
+
+
+def _batch_with_bad_sentence_3(fix) -> np.ndarray:
+    scores = np.random.default_rng(3).normal(size=(5, 5, 5))
+    fix(scores[3])
+    return scores
+
+
+def _set(index, value):
+    def fix(matrix):
+        matrix[index] = value
+
+    return fix
+
+
+def _no_spanning_tree(matrix):
+    matrix[:] = -np.inf
+    matrix[1, 2] = matrix[2, 1] = 1.0  # words 1 and 2 only point at each other
+    matrix[3, 0] = matrix[4, 3] = 1.0
+
+
+def _two_forced_roots(matrix):
+    matrix[1:3, 1:] = -np.inf  # words 1 and 2 can only attach to ROOT
+
+
+def _only_non_projective(matrix):
+    matrix[:] = -np.inf  # 0->2, 2->3, 3->1, 3->4: arcs (0, 2) and (1, 3) cross
+    matrix[2, 0] = matrix[3, 2] = matrix[1, 3] = matrix[4, 3] = 1.0
+
+
+@pytest.mark.parametrize(
+    ("fix", "decoders", "message"),
+    [
+        (_set((2, 1), np.nan), list(DECODERS), r"sentence 3: NaN at scores\[3, 2, 1\]"),
+        (_set((4, 0), np.inf), list(DECODERS), r"sentence 3: \+inf at scores\[3, 4, 0\]"),
+        (_set((2, slice(None)), -np.inf), list(DECODERS), "sentence 3: word 2 has no finite head"),
+        (_set((slice(None), 0), -np.inf), TREE_DECODERS, "sentence 3: no word can attach to ROOT"),
+        (
+            _no_spanning_tree,
+            ["mst", "mst_multiroot", "best_of_roots"],
+            "sentence 3: no spanning tree",
+        ),
+        (_no_spanning_tree, ["eisner", "eisner_multiroot"], "sentence 3: no projective tree"),
+        (_two_forced_roots, ["mst", "best_of_roots"], "sentence 3: no tree with a single root"),
+        (_two_forced_roots, ["eisner"], "sentence 3: no projective tree with a single root"),
+        (_only_non_projective, ["eisner", "eisner_multiroot"], "sentence 3: no projective tree"),
+    ],
+)
+def test_infeasible_or_invalid_scores_raise_naming_the_sentence(fix, decoders, message):
+    scores = _batch_with_bad_sentence_3(fix)
+    for name in decoders:
+        with pytest.raises(ValueError, match=message):
+            DECODERS[name](scores)
+
+
+def test_single_matrix_errors_name_sentence_0():
+    scores = np.zeros((4, 4))
+    scores[2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"sentence 0: NaN at scores\[2, 1\] \(arc 1 -> 2\)"):
+        decoding.mst(scores)
+
+
+def test_nan_and_inf_outside_sentences_are_ignored():
+    scores = np.zeros((2, 5, 5))
+    scores[:, 0, :] = np.nan  # row 0
+    scores[:, np.arange(5), np.arange(5)] = np.inf  # diagonal
+    scores[1, 3:, :] = np.nan  # padding of sentence 1 (n = 2)
+    scores[1, :, 3:] = np.nan
+    for decode in DECODERS.values():
+        assert (decode(scores, [4, 2])[1, 3:] == -1).all()
+
+
+@pytest.mark.parametrize(
+    ("scores", "lengths", "message"),
+    [
+        (np.zeros(4), None, "shape"),
+        (np.zeros((2, 2, 3, 3)), None, "shape"),
+        (np.zeros((3, 4)), None, "square"),
+        (np.zeros((2, 3, 4)), None, "square"),
+        (np.zeros((3, 3), dtype=np.int64), None, "dtype int64"),
+        (np.zeros((3, 3), dtype=bool), None, "dtype bool"),
+        (np.zeros((3, 3), dtype=complex), None, "dtype complex128"),
+        (np.zeros((1, 1)), None, "at least one word"),
+        (np.zeros((5, 4, 4)), [3, 3], r"lengths must have shape \(5,\)"),
+        (np.zeros((5, 4, 4)), [3.0] * 5, "lengths must hold integers"),
+        (np.zeros((5, 4, 4)), [3, 3, 3, 4, 3], r"sentence 3: lengths\[3\]=4 is outside \[1, N=3\]"),
+        (np.zeros((5, 4, 4)), [3, 3, 3, 0, 3], r"sentence 3: lengths\[3\]=0"),
+        (np.zeros((4, 4)), [3], "lengths is only for batched"),
+    ],
+)
+def test_malformed_input_raises_value_error(scores, lengths, message):
+    for decode in DECODERS.values():
+        with pytest.raises(ValueError, match=message):
+            decode(scores, lengths)
