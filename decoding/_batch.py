@@ -1,14 +1,17 @@
-"""Parallel batch drivers: one ``prange`` iteration per sentence, each on its own contiguous copy.
+"""Batch drivers: check and copy each sentence, decode it, and spread sentences over threads.
 
-Deliberately ``parallel=True`` without ``cache=True`` (that combination has a segfault history in
-numba); the one-sentence kernels they call are cached. Inputs are trusted: :mod:`decoding.api`
-validates them first.
+The loops are cached, GIL-free numba functions run on a few Python threads, instead of
+``parallel=True`` drivers: those cannot be cached safely (numba #8578) and recompiling them cost
+every process 10-30 s before its first decode. Each sentence is decoded on its own contiguous
+copy with row 0 and the diagonal set to ``-inf``, so the kernels never see NaN there, and the copy
+doubles as the value check (NaN, +inf, words without a finite head) that :mod:`decoding.api`
+turns into error messages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -22,73 +25,127 @@ from .trees import greedy_kernel
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
+# Algorithms understood by :func:`_decode_range`.
+MST, EISNER, GREEDY, BEST_OF_ROOTS = 0, 1, 2, 3
 
-@numba.njit(cache=True)
-def _sentence(scores: FloatArray, b: int, n: int) -> FloatArray:
-    """Contiguous copy of sentence b's (n+1, n+1) block with row 0 and the diagonal set to -inf."""
-    matrix = scores[b, : n + 1, : n + 1].copy()
+# Status codes per sentence. 1 and 2 come from the kernels; 3-6 from the checks in `_copy`.
+OK, NO_TREE, NO_SINGLE_ROOT, NAN, POSINF, NO_HEAD, NO_ROOT_ARC = range(7)
+
+# Below this many score entries in a batch, threads cost more than they save.
+_MIN_PARALLEL_WORK = 50_000
+
+
+@numba.njit(cache=True, nogil=True)
+def _copy(scores: FloatArray, b: int, n: int, need_root: bool, where: IntArray) -> FloatArray:
+    """Sentence b as a contiguous float64[n+1, n+1] with row 0 and the diagonal ``-inf``.
+
+    Checks values on the way: sets ``where = (status, d, h)`` for the first NaN, else the first
+    +inf, else the first word without a finite head, else (if ``need_root``) a ROOT column
+    without any finite arc; leaves ``where[0] = OK`` otherwise.
+    """
+    matrix = np.empty((n + 1, n + 1))
     matrix[0, :] = -np.inf
+    nan_at = inf_at = no_head = -1
+    root_arcs = 0
     for d in range(1, n + 1):
-        matrix[d, d] = -np.inf
+        finite = 0
+        for h in range(n + 1):
+            value = scores[b, d, h] if h != d else -np.inf
+            matrix[d, h] = value
+            if np.isnan(value):
+                nan_at = d * (n + 1) + h if nan_at < 0 else nan_at
+            elif value == np.inf:
+                inf_at = d * (n + 1) + h if inf_at < 0 else inf_at
+            elif value > -np.inf:
+                finite += 1
+                root_arcs += h == 0
+        if finite == 0 and no_head < 0:
+            no_head = d * (n + 1)
+    where[0] = OK
+    for status, at in ((NAN, nan_at), (POSINF, inf_at), (NO_HEAD, no_head)):
+        if at >= 0 and where[0] == OK:
+            where[0], where[1], where[2] = status, at // (n + 1), at % (n + 1)
+    if where[0] == OK and need_root and root_arcs == 0:
+        where[0] = NO_ROOT_ARC
     return matrix
 
 
-# Adapters to the common kernel signature. Not cached: numba's cache would not notice edits to
-# the modules of the kernels they call.
-@numba.njit
-def _greedy(matrix: FloatArray, root_constraint: bool, heads: IntArray) -> int:
-    return greedy_kernel(matrix, heads)
-
-
-@numba.njit
-def _best_of_roots(matrix: FloatArray, root_constraint: bool, heads: IntArray) -> int:
+@numba.njit(cache=True, nogil=True)
+def _decode_one(algorithm: int, matrix: FloatArray, root_constraint: bool, heads: IntArray) -> int:
+    if algorithm == MST:
+        return mst_kernel(matrix, root_constraint, heads)
+    if algorithm == EISNER:
+        return eisner_kernel(matrix, root_constraint, heads)
+    if algorithm == GREEDY:
+        return greedy_kernel(matrix, heads)
     return best_of_roots_kernel(matrix, heads)
 
 
-def _driver(kernel: Callable[[FloatArray, bool, IntArray], int]) -> Callable[..., Any]:
-    """A parallel loop over sentences for one ``kernel(matrix, root_constraint, heads) -> status``.
-
-    One driver per kernel, so a process links (and compiles) only the decoders it uses.
-    """
-
-    @numba.njit(parallel=True)
-    def decode(scores: FloatArray, lengths: IntArray, root_constraint: bool):
-        batch, width = scores.shape[0], scores.shape[1]
-        heads = np.full((batch, width), -1, dtype=np.int64)
-        status = np.zeros(batch, dtype=np.int64)
-        for b in numba.prange(batch):
-            n = lengths[b]
-            sentence_heads = np.empty(n + 1, dtype=np.int64)
-            status[b] = kernel(_sentence(scores, b, n), root_constraint, sentence_heads)
-            heads[b, 1 : n + 1] = sentence_heads[1:]
-        return heads, status
-
-    return decode
-
-
-_mst = _driver(mst_kernel)
-_eisner = _driver(eisner_kernel)
-_greedy_driver = _driver(_greedy)
-_best_of_roots_driver = _driver(_best_of_roots)
+@numba.njit(cache=True, nogil=True)
+def _decode_range(
+    algorithm: int,
+    scores: FloatArray,
+    lengths: IntArray,
+    root_constraint: bool,
+    heads: IntArray,
+    where: IntArray,
+    start: int,
+    step: int,
+) -> None:
+    """Decode sentences start, start + step, ... into ``heads`` [B, N+1]; ``where`` [B, 3]."""
+    need_root = algorithm != GREEDY
+    for b in range(start, scores.shape[0], step):
+        n = lengths[b]
+        matrix = _copy(scores, b, n, need_root, where[b])
+        if where[b, 0] != OK:
+            continue
+        sentence = np.empty(n + 1, dtype=np.int64)
+        where[b, 0] = _decode_one(algorithm, matrix, root_constraint, sentence)
+        if where[b, 0] == OK:
+            heads[b, 1 : n + 1] = sentence[1:]
 
 
-def mst(scores: FloatArray, lengths: IntArray, root_constraint: bool) -> tuple[IntArray, IntArray]:
-    """Tarjan / Gabow-Tarjan per sentence: (heads int64[B, N+1], status int64[B])."""
-    return _mst(scores, lengths, root_constraint)
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
 
 
-def eisner(
-    scores: FloatArray, lengths: IntArray, root_constraint: bool
+def _executor() -> ThreadPoolExecutor:
+    global _pool  # one pool per process, created on first parallel use
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=numba.config.NUMBA_NUM_THREADS)
+        return _pool
+
+
+def decode(
+    algorithm: int, scores: FloatArray, lengths: IntArray, root_constraint: bool
 ) -> tuple[IntArray, IntArray]:
-    """Eisner per sentence: (heads int64[B, N+1], status int64[B])."""
-    return _eisner(scores, lengths, root_constraint)
+    """Decode every sentence of a checked batch.
 
+    Args:
+        algorithm: MST, EISNER, GREEDY or BEST_OF_ROOTS.
+        scores: float64[B, N+1, N+1], C-contiguous, dependent-major.
+        lengths: int64[B], each in [1, N].
+        root_constraint: exactly one word on ROOT (MST and EISNER only).
 
-def greedy(scores: FloatArray, lengths: IntArray) -> tuple[IntArray, IntArray]:
-    """Per-word argmax per sentence: (heads int64[B, N+1], status int64[B])."""
-    return _greedy_driver(scores, lengths, False)
-
-
-def best_of_roots(scores: FloatArray, lengths: IntArray) -> tuple[IntArray, IntArray]:
-    """Exact single-root baseline (every root word in turn), for tests and benchmarks."""
-    return _best_of_roots_driver(scores, lengths, True)
+    Returns:
+        heads int64[B, N+1] (-1 at ROOT, padding and failed sentences) and where int64[B, 3]:
+        (status, d, h) per sentence, status OK or one of the codes above.
+    """
+    batch, width = scores.shape[0], scores.shape[1]
+    heads = np.full((batch, width), -1, dtype=np.int64)
+    where = np.zeros((batch, 3), dtype=np.int64)
+    threads = min(numba.get_num_threads(), batch)
+    if threads <= 1 or int(np.square(lengths).sum()) < _MIN_PARALLEL_WORK:
+        _decode_range(algorithm, scores, lengths, root_constraint, heads, where, 0, 1)
+        return heads, where
+    # Interleaved shares balance threads well whether or not sentences are sorted by length.
+    jobs = [
+        _executor().submit(
+            _decode_range, algorithm, scores, lengths, root_constraint, heads, where, t, threads
+        )
+        for t in range(threads)
+    ]
+    for job in jobs:
+        job.result()
+    return heads, where

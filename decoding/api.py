@@ -6,8 +6,6 @@ input. ``is_tree`` and ``tree_score`` live in :mod:`decoding.trees` and are re-e
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import numpy.typing as npt
 
@@ -18,7 +16,6 @@ __all__ = ["eisner", "greedy", "is_tree", "mst", "tree_score"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 
 
 def _prefix(b: int) -> str:
@@ -65,62 +62,34 @@ def _lengths(lengths: npt.ArrayLike | None, size: int, width: int, single: bool)
     return array.astype(np.int64)
 
 
-def _inside(lengths: IntArray, width: int) -> BoolArray:
-    """bool[B, N+1, N+1]: arcs h -> d with 1 <= d <= n, 0 <= h <= n, h != d, per sentence."""
-    positions = np.arange(width + 1)
-    heads_ok = positions[None, :] <= lengths[:, None]  # [B, N+1]
-    words_ok = heads_ok & (positions[None, :] >= 1)  # [B, N+1]
-    return words_ok[:, :, None] & heads_ok[:, None, :] & ~np.eye(width + 1, dtype=np.bool_)
-
-
-def _first(mask: BoolArray) -> tuple[int, ...] | None:
-    hits = np.argwhere(mask)
-    return tuple(int(i) for i in hits[0]) if hits.size else None
-
-
-def _check_values(scores: FloatArray, lengths: IntArray, single: bool, need_root: bool) -> None:
-    """Raise on NaN or +inf inside a sentence and on words (or ROOT) without any finite arc."""
-    inside = _inside(lengths, scores.shape[1] - 1)
-    for problem, test in (("NaN", np.isnan), ("+inf", np.isposinf)):
-        where = _first(test(scores) & inside)
-        if where is not None:
-            b, d, h = where
-            index = f"[{d}, {h}]" if single else f"[{b}, {d}, {h}]"
-            raise ValueError(f"{_prefix(b)}{problem} at scores{index} (arc {h} -> {d})")
-    finite = np.isfinite(scores) & inside  # [B, N+1, N+1]
-    where = _first(~finite.any(axis=2) & inside.any(axis=2))
-    if where is not None:
-        b, d = where
-        raise ValueError(
-            f"{_prefix(b)}word {d} has no finite head score: every arc into it is -inf"
-        )
-    if need_root:
-        where = _first(~finite[:, :, 0].any(axis=1))
-        if where is not None:
-            raise ValueError(f"{_prefix(where[0])}no word can attach to ROOT: column 0 is all -inf")
-
-
-def _raise_for_status(status: IntArray, reasons: dict[int, str]) -> None:
-    bad = np.flatnonzero(status)
-    if bad.size:
-        b = int(bad[0])
-        raise ValueError(f"{_prefix(b)}{reasons[int(status[b])]}")
-
-
-_Driver = Callable[[FloatArray, IntArray], tuple[IntArray, IntArray]]
+def _raise_for_status(where: IntArray, single: bool, reasons: dict[int, str]) -> None:
+    """Raise for the first sentence whose check or decoding failed; ``where`` is [B, 3]."""
+    bad = np.flatnonzero(where[:, 0])
+    if not bad.size:
+        return
+    b = int(bad[0])
+    status, d, h = (int(v) for v in where[b])
+    index = f"[{d}, {h}]" if single else f"[{b}, {d}, {h}]"
+    messages = {
+        _batch.NAN: f"NaN at scores{index} (arc {h} -> {d})",
+        _batch.POSINF: f"+inf at scores{index} (arc {h} -> {d})",
+        _batch.NO_HEAD: f"word {d} has no finite head score: every arc into it is -inf",
+        _batch.NO_ROOT_ARC: "no word can attach to ROOT: column 0 is all -inf",
+        **reasons,
+    }
+    raise ValueError(f"{_prefix(b)}{messages[status]}")
 
 
 def _run(
-    driver: _Driver,
+    algorithm: int,
     scores: npt.ArrayLike,
     lengths: npt.ArrayLike | None,
-    need_root: bool,
+    root_constraint: bool,
     reasons: dict[int, str],
 ) -> IntArray:
     batch, sizes, single = _as_batch(scores, lengths)
-    _check_values(batch, sizes, single, need_root)
-    heads, status = driver(batch, sizes)
-    _raise_for_status(status, reasons)
+    heads, where = _batch.decode(algorithm, batch, sizes, root_constraint)
+    _raise_for_status(where, single, reasons)
     return heads[0] if single else heads
 
 
@@ -152,13 +121,8 @@ def mst(
             sentence, or when the ``-inf`` masks leave no (single-rooted) tree. The message names
             the sentence.
     """
-    return _run(
-        lambda batch, sizes: _batch.mst(batch, sizes, root_constraint),
-        scores,
-        lengths,
-        True,
-        {1: _NO_TREE, 2: _NO_SINGLE_ROOT},
-    )
+    reasons = {_batch.NO_TREE: _NO_TREE, _batch.NO_SINGLE_ROOT: _NO_SINGLE_ROOT}
+    return _run(_batch.MST, scores, lengths, root_constraint, reasons)
 
 
 def eisner(
@@ -180,11 +144,11 @@ def eisner(
     """
     reason = "no projective tree" + (" with a single root" if root_constraint else "")
     return _run(
-        lambda batch, sizes: _batch.eisner(batch, sizes, root_constraint),
+        _batch.EISNER,
         scores,
         lengths,
-        True,
-        {1: f"{reason} exists under the -inf masks"},
+        root_constraint,
+        {_batch.NO_TREE: f"{reason} exists under the -inf masks"},
     )
 
 
@@ -205,9 +169,10 @@ def greedy(scores: npt.ArrayLike, lengths: npt.ArrayLike | None = None) -> IntAr
         ValueError: on a bad shape, dtype or lengths, NaN or +inf inside a sentence, or a word
             whose every head is ``-inf``.
     """
-    return _run(_batch.greedy, scores, lengths, False, {1: "a word has no finite head score"})
+    return _run(_batch.GREEDY, scores, lengths, False, {})
 
 
 def _best_of_roots(scores: npt.ArrayLike, lengths: npt.ArrayLike | None = None) -> IntArray:
     """Exact single-root MST by trying every root word (O(n^3)); for tests and benchmarks only."""
-    return _run(_batch.best_of_roots, scores, lengths, True, {1: _NO_TREE, 2: _NO_SINGLE_ROOT})
+    reasons = {_batch.NO_TREE: _NO_TREE, _batch.NO_SINGLE_ROOT: _NO_SINGLE_ROOT}
+    return _run(_batch.BEST_OF_ROOTS, scores, lengths, True, reasons)
