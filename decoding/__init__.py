@@ -17,7 +17,18 @@ Example::
     total = decoding.tree_score(matrix, heads)
 """
 
+from ._batch import get_num_threads, set_num_threads
 from .api import eisner, greedy, mst
 from .trees import count_roots, is_projective, is_tree, tree_score
 
-__all__ = ["count_roots", "eisner", "greedy", "is_projective", "is_tree", "mst", "tree_score"]
+__all__ = [
+    "count_roots",
+    "eisner",
+    "get_num_threads",
+    "greedy",
+    "is_projective",
+    "is_tree",
+    "mst",
+    "set_num_threads",
+    "tree_score",
+]

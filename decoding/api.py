@@ -22,10 +22,8 @@ def _prefix(b: int) -> str:
     return f"sentence {b}: "
 
 
-def _as_batch(
-    scores: npt.ArrayLike, lengths: npt.ArrayLike | None
-) -> tuple[FloatArray, IntArray, bool]:
-    """Scores as C-contiguous float64[B, N+1, N+1], lengths as int64[B], and whether 2-D."""
+def _as_scores(scores: npt.ArrayLike) -> FloatArray:
+    """Scores as C-contiguous float64[n+1, n+1] or float64[B, N+1, N+1], checked for shape."""
     array = np.asarray(scores)
     if array.ndim not in (2, 3):
         raise ValueError(
@@ -33,23 +31,19 @@ def _as_batch(
         )
     if array.shape[-1] != array.shape[-2]:
         raise ValueError(f"scores must be square in its last two axes, got shape {array.shape}")
-    if not np.issubdtype(array.dtype, np.floating):
+    if array.dtype.kind != "f":
         raise ValueError(
             f"scores must be float32 or float64 (-inf masks arcs), got dtype {array.dtype}"
         )
     if array.shape[-1] < 2:
         raise ValueError(f"scores must cover ROOT and at least one word, got shape {array.shape}")
-    single = array.ndim == 2
-    batch = np.ascontiguousarray(array.reshape(-1, *array.shape[-2:]), dtype=np.float64)
-    return batch, _lengths(lengths, batch.shape[0], batch.shape[1] - 1, single), single
+    return np.ascontiguousarray(array, dtype=np.float64)
 
 
-def _lengths(lengths: npt.ArrayLike | None, size: int, width: int, single: bool) -> IntArray:
+def _lengths(lengths: npt.ArrayLike | None, size: int, width: int) -> IntArray:
     """Lengths as int64[size], each in [1, width]."""
     if lengths is None:
         return np.full(size, width, dtype=np.int64)
-    if single:
-        raise ValueError("lengths is only for batched scores float[B, N+1, N+1]")
     array = np.asarray(lengths)
     if array.shape != (size,):
         raise ValueError(f"lengths must have shape ({size},) to match scores, got {array.shape}")
@@ -62,13 +56,9 @@ def _lengths(lengths: npt.ArrayLike | None, size: int, width: int, single: bool)
     return array.astype(np.int64)
 
 
-def _raise_for_status(where: IntArray, single: bool, reasons: dict[int, str]) -> None:
-    """Raise for the first sentence whose check or decoding failed; ``where`` is [B, 3]."""
-    bad = np.flatnonzero(where[:, 0])
-    if not bad.size:
-        return
-    b = int(bad[0])
-    status, d, h = (int(v) for v in where[b])
+def _error(b: int, where: IntArray, single: bool, reasons: dict[int, str]) -> ValueError:
+    """The error for sentence b, whose check or decoding failed with ``where = (status, d, h)``."""
+    status, d, h = (int(v) for v in where)
     index = f"[{d}, {h}]" if single else f"[{b}, {d}, {h}]"
     messages = {
         _batch.NAN: f"NaN at scores{index} (arc {h} -> {d})",
@@ -77,7 +67,7 @@ def _raise_for_status(where: IntArray, single: bool, reasons: dict[int, str]) ->
         _batch.NO_ROOT_ARC: "no word can attach to ROOT: column 0 is all -inf",
         **reasons,
     }
-    raise ValueError(f"{_prefix(b)}{messages[status]}")
+    return ValueError(f"{_prefix(b)}{messages[status]}")
 
 
 def _run(
@@ -87,10 +77,20 @@ def _run(
     root_constraint: bool,
     reasons: dict[int, str],
 ) -> IntArray:
-    batch, sizes, single = _as_batch(scores, lengths)
-    heads, where = _batch.decode(algorithm, batch, sizes, root_constraint)
-    _raise_for_status(where, single, reasons)
-    return heads[0] if single else heads
+    array = _as_scores(scores)
+    if array.ndim == 2:
+        if lengths is not None:
+            raise ValueError("lengths is only for batched scores float[B, N+1, N+1]")
+        heads, where = _batch.decode_single(algorithm, array, root_constraint)
+        if where[0] != _batch.OK:
+            raise _error(0, where, True, reasons)
+        return heads
+    sizes = _lengths(lengths, array.shape[0], array.shape[1] - 1)
+    heads, where = _batch.decode(algorithm, array, sizes, root_constraint)
+    failed = np.flatnonzero(where[:, 0])
+    if failed.size:
+        raise _error(int(failed[0]), where[failed[0]], False, reasons)
+    return heads
 
 
 _NO_TREE = "no spanning tree exists: the -inf masks cut some word off from ROOT"

@@ -1,0 +1,240 @@
+"""One-file checkpoints of plain data (no pickled objects), written atomically.
+
+A checkpoint is a dict of strings, numbers, lists, dicts and tensors, so it loads with
+``torch.load(path, weights_only=True)`` and can be inspected without this package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import biaffine
+from biaffine.model import BiaffineParser
+from biaffine.vocab import Vocabs
+
+__all__ = ["FORMAT", "VERSION", "Checkpoint", "CheckpointError", "build_model", "load", "save"]
+
+FORMAT = "rootparse-checkpoint"
+VERSION = 1
+_REQUIRED = (
+    "package_version", "model_config", "vocabs", "state_dict", "metadata", "training_state",
+)  # fmt: skip
+_SCALARS = (bool, int, float, str)
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is missing, truncated, corrupt, foreign, or of another format version."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """The contents of a checkpoint file.
+
+    Attributes:
+        model_config: ``BiaffineParser`` keyword arguments (``BiaffineParser.config()``).
+        vocabs: the vocabularies, rebuilt with ``Vocabs.from_dict``.
+        state_dict: model weights.
+        metadata: free plain data (training data, best dev scores, resolved config, ...).
+        training_state: optimizer/scheduler/epoch state for resuming, or None.
+        package_version: version of the package that wrote the file.
+    """
+
+    model_config: dict[str, Any]
+    vocabs: Vocabs
+    state_dict: dict[str, torch.Tensor]
+    metadata: dict[str, Any]
+    training_state: dict[str, Any] | None
+    package_version: str
+
+
+def save(
+    path: str | os.PathLike[str],
+    *,
+    model_config: Mapping[str, Any],
+    vocabs: Vocabs | Mapping[str, Any],
+    state_dict: Mapping[str, torch.Tensor],
+    metadata: Mapping[str, Any],
+    training_state: Mapping[str, Any] | None = None,
+) -> None:
+    """Write a checkpoint atomically: a crash leaves the old file or the new one, never half.
+
+    Args:
+        path: destination file; its folder must exist.
+        model_config: ``model.config()``.
+        vocabs: a :class:`Vocabs` or its ``to_dict()``.
+        state_dict: ``model.state_dict()``.
+        metadata: plain data to keep with the model.
+        training_state: plain data to resume training (e.g. ``optimizer.state_dict()``), or None.
+
+    Raises:
+        TypeError: if any value is not plain data (it would not load with ``weights_only=True``).
+    """
+    payload = {
+        "format": FORMAT,
+        "version": VERSION,
+        "package_version": biaffine.__version__,
+        "model_config": model_config,
+        "vocabs": vocabs.to_dict() if isinstance(vocabs, Vocabs) else vocabs,
+        "state_dict": {k: v.detach().cpu() for k, v in state_dict.items()},
+        "metadata": metadata,
+        "training_state": training_state,
+    }
+    _atomic_torch_save(_plain(payload, "checkpoint"), Path(path))
+
+
+def _plain(value: Any, where: str) -> Any:
+    """A copy made of dicts, lists, tuples, scalars and tensors (what weights_only accepts).
+
+    Mappings and sequences such as OmegaConf containers become dicts and lists; anything else
+    raises TypeError here rather than producing a file that cannot be loaded.
+    """
+    if value is None or type(value) in _SCALARS or isinstance(value, torch.Tensor):
+        return value
+    # Subclasses (numpy scalars, IntEnum, ...) would be pickled as such and then refused by
+    # weights_only loading; metric values are often numpy floats.
+    if isinstance(value, np.generic):
+        return _plain(value.item(), where)
+    if isinstance(value, _SCALARS):
+        return _base_scalar(value)
+    if isinstance(value, Mapping):
+        for key in value:
+            if not isinstance(key, (str, int)):
+                raise TypeError(f"{where}: key {key!r} is a {type(key).__name__}, not str or int")
+        return {key: _plain(item, f"{where}[{key!r}]") for key, item in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_plain(item, f"{where}[{i}]") for i, item in enumerate(value))
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        return [_plain(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    raise TypeError(f"{where} is a {type(value).__name__}; checkpoints hold plain data only")
+
+
+def _base_scalar(value: bool | int | float | str) -> bool | int | float | str:
+    for kind in _SCALARS:  # bool first: it is also an int
+        if isinstance(value, kind):
+            return kind(value)
+    raise TypeError(f"not a scalar: {value!r}")
+
+
+def _atomic_torch_save(payload: dict[str, Any], path: Path) -> None:
+    # The temporary file lives in the destination folder so os.replace is a same-disk rename.
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            torch.save(payload, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Persist the rename itself (POSIX); not possible on every platform, hence best effort."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> Checkpoint:
+    """Read a checkpoint written by :func:`save`, with ``weights_only=True``.
+
+    Args:
+        path: checkpoint file.
+        map_location: device for the tensors.
+
+    Returns:
+        The :class:`Checkpoint`.
+
+    Raises:
+        CheckpointError: if the file is missing, truncated or corrupt, holds pickled objects,
+            is not a rootparse checkpoint, or has another format version.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"{path}: no such checkpoint file")
+    if not path.is_file():
+        raise CheckpointError(f"{path}: is not a file, so not a checkpoint")
+    payload = _read(path, map_location)
+    _check_format(payload, path)
+    try:
+        vocabs = Vocabs.from_dict(payload["vocabs"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"{path}: invalid vocabularies ({error})") from error
+    return Checkpoint(
+        model_config=payload["model_config"],
+        vocabs=vocabs,
+        state_dict=payload["state_dict"],
+        metadata=payload["metadata"],
+        training_state=payload["training_state"],
+        package_version=str(payload["package_version"]),
+    )
+
+
+def _read(path: Path, map_location: str | torch.device) -> Any:
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as error:
+        if "weights_only" in str(error) or "Weights only" in str(error):
+            raise CheckpointError(
+                f"{path}: holds pickled Python objects, so it is not a {FORMAT} file "
+                "(those contain plain data only)"
+            ) from error
+        raise CheckpointError(f"{path}: corrupt checkpoint ({error})") from error
+    except Exception as error:
+        # Unpickling arbitrary bytes fails in many ways (RuntimeError from the zip reader,
+        # EOFError, KeyError, struct.error, ...): all mean the file is damaged.
+        raise CheckpointError(
+            f"{path}: truncated or corrupt checkpoint (the write may have been interrupted): "
+            f"{type(error).__name__}: {error}"
+        ) from error
+
+
+def _check_format(payload: Any, path: Path) -> None:
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not a {FORMAT} file")
+    if payload.get("version") != VERSION:
+        raise CheckpointError(
+            f"{path}: checkpoint format version {payload.get('version')!r}; this version of "
+            f"rootparse ({biaffine.__version__}) reads version {VERSION} only"
+        )
+    missing = [key for key in _REQUIRED if key not in payload]
+    if missing:
+        raise CheckpointError(f"{path}: checkpoint lacks {', '.join(missing)}")
+
+
+def build_model(checkpoint: Checkpoint) -> BiaffineParser:
+    """The parser stored in a checkpoint, weights loaded, in eval mode.
+
+    Raises:
+        CheckpointError: if the config does not fit ``BiaffineParser`` or the weights do not
+            fit the config.
+    """
+    try:
+        model = BiaffineParser(**checkpoint.model_config)
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"model config does not fit BiaffineParser: {error}") from error
+    try:
+        model.load_state_dict(checkpoint.state_dict)
+    except RuntimeError as error:
+        raise CheckpointError(f"weights do not fit the model config: {error}") from error
+    return model.eval()

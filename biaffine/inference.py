@@ -1,0 +1,129 @@
+"""From scores to trees: decode heads with :mod:`decoding`, pick labels, and parse sentences."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+import decoding
+from biaffine.batching import batches_by_tokens, encode
+
+if TYPE_CHECKING:
+    from biaffine.conllu_io import Sentence
+    from biaffine.model import BiaffineParser
+    from biaffine.vocab import Vocabs
+
+__all__ = ["ALGORITHMS", "decode", "parse"]
+
+ALGORITHMS = ("mst", "eisner", "greedy")
+IntArray = npt.NDArray[np.int64]
+
+
+def decode(
+    arc_scores: torch.Tensor,
+    rel_scores: torch.Tensor,
+    lengths: torch.Tensor,
+    *,
+    algorithm: str = "mst",
+    root_constraint: bool = True,
+) -> tuple[IntArray, IntArray]:
+    """Best tree per sentence, then the best label of each chosen arc (Dozat & Manning, 2017).
+
+    Heads are decoded from head log-probabilities; labels come after heads, as the argmax of
+    the label scores at each decoded (dependent, head) pair.
+
+    Args:
+        arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d.
+        rel_scores: float[B, N+1, N+1, R] label scores.
+        lengths: long[B] words per sentence, excluding ROOT.
+        algorithm: ``"mst"`` (Tarjan/Gabow-Tarjan, non-projective), ``"eisner"``
+            (projective) or ``"greedy"`` (per-word argmax, may not be a tree).
+        root_constraint: exactly one word attaches to ROOT (mst and eisner; greedy ignores it).
+
+    Returns:
+        (heads, rels): int64 numpy arrays [B, N+1], ``-1`` at ROOT and at padding; rels are
+        label ids.
+
+    Raises:
+        ValueError: for an unknown algorithm, or from :mod:`decoding` (NaN scores, bad lengths).
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm={algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+    # Row-wise log_softmax changes no decoder's choice, but keeps scores in a common range.
+    scores = arc_scores.detach().to("cpu", torch.float64).log_softmax(-1).numpy()
+    sizes = lengths.detach().to("cpu", torch.int64).numpy()
+    threads = torch.get_num_threads()
+    if algorithm == "mst":
+        heads = decoding.mst(scores, sizes, root_constraint=root_constraint)
+    elif algorithm == "eisner":
+        heads = decoding.eisner(scores, sizes, root_constraint=root_constraint)
+    else:
+        heads = decoding.greedy(scores, sizes)
+    if torch.get_num_threads() != threads:
+        # numba's OpenMP layer shares libgomp with torch and, when it starts its thread pool,
+        # resets torch's thread count too (to all cores): oversubscribed, the LSTM ran 4x slower.
+        torch.set_num_threads(threads)
+    return heads, _labels_at(rel_scores.detach(), heads)
+
+
+def _labels_at(rel_scores: torch.Tensor, heads: IntArray) -> IntArray:
+    """Argmax label ids int64[B, N+1] at the decoded arcs; -1 where heads is -1."""
+    head_index = torch.from_numpy(heads).to(rel_scores.device)
+    index = head_index.clamp(min=0)[..., None, None].expand(-1, -1, 1, rel_scores.shape[-1])
+    rels = rel_scores.gather(2, index).squeeze(2).argmax(-1)  # [B, N+1]
+    return rels.masked_fill(head_index < 0, -1).cpu().numpy().astype(np.int64)
+
+
+def parse(
+    model: BiaffineParser,
+    vocabs: Vocabs,
+    sentences: Sequence[Sentence],
+    *,
+    algorithm: str = "mst",
+    root_constraint: bool = True,
+    max_tokens: int = 5000,
+    bf16: bool = False,
+) -> list[Sentence]:
+    """Parse sentences: every word gets a predicted HEAD and DEPREL.
+
+    Args:
+        model: a trained parser (switched to eval mode here).
+        vocabs: the vocabularies the model was trained with.
+        sentences: input sentences; existing HEAD/DEPREL values are ignored and replaced.
+        algorithm: decoder, see :func:`decode`.
+        root_constraint: one word on ROOT per sentence, see :func:`decode`.
+        max_tokens: words per batch (memory vs speed).
+        bf16: run the network's matrix products in bfloat16 (``torch.autocast``): about 3x
+            faster on CPUs with native bf16 (AVX512-BF16, AMX), slower on others. Measured on
+            EWT dev with a partly trained model: 0.2% of heads changed, UAS/LAS within 0.01.
+
+    Returns:
+        New sentences in input order (``Sentence.with_tree``); all other columns unchanged.
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm={algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+    model.eval()
+    device = next(model.parameters()).device
+    parsed: list[Sentence | None] = [None] * len(sentences)
+    with torch.inference_mode():
+        for batch in batches_by_tokens(encode(sentences, vocabs), max_tokens, shuffle=False):
+            batch = batch.to(device)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                scores = model(batch)
+            heads, rels = decode(
+                scores.arc_scores, scores.rel_scores, batch.lengths,
+                algorithm=algorithm, root_constraint=root_constraint,
+            )  # fmt: skip
+            for row, index in enumerate(batch.indices.tolist()):
+                parsed[index] = _with_tree(sentences[index], heads[row], rels[row], vocabs)
+    return parsed  # type: ignore[return-value]  # every index is filled exactly once
+
+
+def _with_tree(sentence: Sentence, heads: IntArray, rels: IntArray, vocabs: Vocabs) -> Sentence:
+    n = len(sentence)
+    labels = vocabs.rels.itos
+    return sentence.with_tree(heads[1 : n + 1].tolist(), [labels[r] for r in rels[1 : n + 1]])

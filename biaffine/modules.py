@@ -1,0 +1,297 @@
+"""Small neural building blocks of the parser: dropout variants, MLP, Biaffine and a char encoder.
+
+Nothing here knows about parsing; shapes use B = batch, L = sequence length, D = features.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
+
+__all__ = [
+    "MLP",
+    "Biaffine",
+    "CharEncoder",
+    "IndependentDropout",
+    "SharedDropout",
+    "shared_dropout_packed",
+    "word_dropout",
+]
+
+
+def _check_probability(p: float, name: str = "p") -> None:
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"{name}={p} must be in [0, 1)")
+
+
+class SharedDropout(nn.Module):
+    """Dropout with one mask per sequence, shared across time steps (Gal & Ghahramani, 2016).
+
+    Dozat & Manning (2017) drop the same units at every position of a sentence, which
+    regularises recurrent and MLP layers better than independent per-position masks.
+    """
+
+    def __init__(self, p: float = 0.5) -> None:
+        """Create the layer.
+
+        Args:
+            p: probability of zeroing a feature, in [0, 1).
+        """
+        super().__init__()
+        _check_probability(p)
+        self.p = p
+
+    def extra_repr(self) -> str:  # noqa: D102
+        return f"p={self.p}"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Apply the dropout.
+
+        Args:
+            x: float[B, L, D].
+
+        Returns:
+            float[B, L, D]; unchanged in eval mode, otherwise masked with one [B, 1, D] mask
+            and rescaled by 1 / (1 - p).
+        """
+        if not self.training or self.p == 0.0:
+            return x
+        mask = x.new_empty(x.shape[0], 1, x.shape[2]).bernoulli_(1.0 - self.p) / (1.0 - self.p)
+        return x * mask
+
+
+def shared_dropout_packed(packed: PackedSequence, p: float) -> PackedSequence:
+    """:class:`SharedDropout` for a packed batch, avoiding an unpack/repack between LSTM layers.
+
+    Args:
+        packed: a PackedSequence whose ``data`` is float[T, D] (T = total tokens).
+        p: probability of zeroing a feature, in [0, 1).
+
+    Returns:
+        A PackedSequence with the same structure; every row of one sequence shares a mask.
+    """
+    if p == 0.0:
+        return packed
+    n_seqs = int(packed.batch_sizes[0])
+    mask = packed.data.new_empty(n_seqs, packed.data.shape[1]).bernoulli_(1.0 - p) / (1.0 - p)
+    # Rows of packed.data are time-major: step t holds sorted sequences 0..batch_sizes[t]-1.
+    seq_of_row = torch.cat([torch.arange(int(size)) for size in packed.batch_sizes])  # [T]
+    data = packed.data * mask[seq_of_row.to(packed.data.device)]
+    return PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
+
+
+class IndependentDropout(nn.Module):
+    """Drop whole embedding vectors, each input independently (Dozat & Manning, 2017, sec. 4).
+
+    With k inputs at one position, the survivors are scaled by k / (number kept), so when the
+    word vector is dropped the character (or tag) vector carries the full signal; when all are
+    dropped the position gets zeros.
+    """
+
+    def __init__(self, p: float = 0.33) -> None:
+        """Create the layer.
+
+        Args:
+            p: probability of dropping one input vector at one position, in [0, 1).
+        """
+        super().__init__()
+        _check_probability(p)
+        self.p = p
+
+    def extra_repr(self) -> str:  # noqa: D102
+        return f"p={self.p}"
+
+    def forward(self, *embeddings: torch.Tensor) -> list[torch.Tensor]:
+        """Apply the dropout.
+
+        Args:
+            *embeddings: k tensors float[B, L, D_i] with the same B and L.
+
+        Returns:
+            The k tensors, each position of each zeroed with probability p and rescaled.
+        """
+        if not self.training or self.p == 0.0:
+            return list(embeddings)
+        first = embeddings[0]
+        keep = [first.new_empty(first.shape[:2]).bernoulli_(1.0 - self.p) for _ in embeddings]
+        scale = len(embeddings) / torch.stack(keep).sum(0).clamp(min=1.0)  # [B, L]
+        return [e * (k * scale).unsqueeze(-1) for e, k in zip(embeddings, keep, strict=True)]
+
+
+def word_dropout(
+    words: torch.Tensor, p: float, *, unk_index: int, mask: torch.Tensor
+) -> torch.Tensor:
+    """Replace word ids by UNK with probability p, so the UNK embedding gets trained.
+
+    Args:
+        words: long[B, L] word ids.
+        p: replacement probability in [0, 1); callers apply it only in training.
+        unk_index: id of the unknown-word entry.
+        mask: bool[B, L], True at real words (ROOT and padding are never replaced).
+
+    Returns:
+        long[B, L] word ids.
+    """
+    _check_probability(p)
+    if p == 0.0:
+        return words
+    drop = (torch.rand(words.shape, device=words.device) < p) & mask
+    return words.masked_fill(drop, unk_index)
+
+
+class MLP(nn.Module):
+    """Linear -> LeakyReLU(0.1) -> SharedDropout: arc/label projections (Dozat & Manning, 2017)."""
+
+    def __init__(self, n_in: int, n_out: int, *, dropout: float = 0.33) -> None:
+        """Create the layer.
+
+        Args:
+            n_in: input features.
+            n_out: output features.
+            dropout: SharedDropout probability on the output.
+        """
+        super().__init__()
+        self.linear = nn.Linear(n_in, n_out)
+        self.activation = nn.LeakyReLU(0.1)
+        self.dropout = SharedDropout(dropout)
+        # Orthogonal init as in Dozat & Manning's code; keeps activations well scaled at start.
+        nn.init.orthogonal_(self.linear.weight)
+        nn.init.zeros_(self.linear.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Project.
+
+        Args:
+            x: float[B, L, n_in].
+
+        Returns:
+            float[B, L, n_out].
+        """
+        return self.dropout(self.activation(self.linear(x)))
+
+
+class Biaffine(nn.Module):
+    """Biaffine scorer s[b, i, j, o] = [x_i; 1]^T U_o [y_j; 1] (Dozat & Manning, 2017, eq. 2-3).
+
+    A bias on the x side adds a term that depends on y only: with x = dependents and y = heads,
+    ``bias_x=True`` is the paper's head prior ``H u``. U starts at zero as in the paper, so every
+    arc (and label) is equally likely at the first step.
+    """
+
+    def __init__(self, n_in: int, n_out: int = 1, *, bias_x: bool = True, bias_y: bool = True):
+        """Create the layer.
+
+        Args:
+            n_in: features of x and y.
+            n_out: output channels (1 for arcs, R for labels).
+            bias_x: append a constant 1 to x.
+            bias_y: append a constant 1 to y.
+        """
+        super().__init__()
+        self.n_in, self.n_out, self.bias_x, self.bias_y = n_in, n_out, bias_x, bias_y
+        self.chunk_elements = 1 << 18  # size of the x U intermediate per chunk (1 MiB)
+        self.weight = nn.Parameter(torch.zeros(n_out, n_in + bias_x, n_in + bias_y))
+
+    def extra_repr(self) -> str:  # noqa: D102
+        return f"n_in={self.n_in}, n_out={self.n_out}, bias_x={self.bias_x}, bias_y={self.bias_y}"
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Score every (x_i, y_j) pair.
+
+        Args:
+            x: float[B, Lx, n_in].
+            y: float[B, Ly, n_in].
+
+        Returns:
+            float[B, Lx, Ly, n_out] (a permuted view, channels last).
+        """
+        if self.bias_x:
+            x = torch.cat([x, x.new_ones(*x.shape[:-1], 1)], -1)
+        if self.bias_y:
+            y = torch.cat([y, y.new_ones(*y.shape[:-1], 1)], -1)
+        batch, n_x, n_y = x.shape[0], x.shape[1], y.shape[1]
+        weight = self.weight.transpose(0, 1).reshape(x.shape[2], -1)  # [Dx, O * Dy]
+        # x U is [B, Lx, O, Dy], several times larger than the output for labels; in chunks of
+        # sentences it stays in cache instead of going through memory (about 25% faster).
+        step = max(1, self.chunk_elements // (n_x * weight.shape[1]))
+        chunks = zip(x.split(step), y.split(step), strict=True)
+        pieces = [self._chunk(xc, yc, weight) for xc, yc in chunks]
+        scores = pieces[0] if len(pieces) == 1 else torch.cat(pieces)  # [B, Lx * O, Ly]
+        return scores.view(batch, n_x, self.n_out, n_y).transpose(2, 3)
+
+    def _chunk(self, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """Scores [b, Lx * O, Ly] from two large matmuls instead of b * O small ones."""
+        xu = (x @ weight).view(x.shape[0], -1, y.shape[2])  # [b, Lx * O, Dy]
+        return torch.bmm(xu, y.transpose(1, 2))
+
+
+class CharEncoder(nn.Module):
+    """Word vectors from characters: char embeddings -> BiLSTM -> final states -> Linear.
+
+    As in Dozat, Qi & Manning (2017), this gives every word form, seen or not, a vector. The
+    BiLSTM runs once per distinct word form of the batch, not once per token: on CPU this cuts
+    its work by the batch's token/type ratio (2-3x for 5,000-token batches of English).
+    """
+
+    def __init__(
+        self,
+        n_chars: int,
+        *,
+        char_dim: int = 50,
+        hidden: int = 100,
+        n_out: int = 100,
+        pad_index: int = 0,
+    ) -> None:
+        """Create the encoder.
+
+        Args:
+            n_chars: size of the character vocabulary.
+            char_dim: character embedding size.
+            hidden: BiLSTM hidden size per direction.
+            n_out: output features per word.
+            pad_index: character id used for padding.
+        """
+        super().__init__()
+        self.pad_index, self.n_out = pad_index, n_out
+        self.embed = nn.Embedding(n_chars, char_dim, padding_idx=pad_index)
+        self.lstm = nn.LSTM(char_dim, hidden, batch_first=True, bidirectional=True)
+        self.proj = nn.Linear(2 * hidden, n_out)
+
+    def forward(self, chars: torch.Tensor) -> torch.Tensor:
+        """Encode.
+
+        Args:
+            chars: long[B, L, C] character ids per word, left-aligned, padded with ``pad_index``.
+
+        Returns:
+            float[B, L, n_out]; all-padding words get zeros.
+        """
+        batch, length, width = chars.shape
+        types, inverse = _unique_rows(chars.reshape(-1, width))
+        lengths = (types != self.pad_index).sum(1)  # [U]
+        real = lengths > 0
+        packed = pack_padded_sequence(
+            self.embed(types[real]), lengths[real].cpu(), batch_first=True, enforce_sorted=False
+        )
+        _, (final, _) = self.lstm(packed)  # final: [2, U_real, hidden], forward then backward
+        vectors = self.proj(torch.cat([final[0], final[1]], -1))
+        out = vectors.new_zeros(types.shape[0], self.n_out)
+        out[real] = vectors
+        return out[inverse].view(batch, length, self.n_out)
+
+
+def _unique_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Distinct rows long[U, C] and, for each input row, its index long[R] among them.
+
+    Same result as ``torch.unique(rows, dim=0, return_inverse=True)`` up to the order of the
+    distinct rows. On CPU, numpy sorts each row as one opaque byte string, which is about 20x
+    faster than torch's row-by-row comparisons (it was 5% of parsing time).
+    """
+    if rows.device.type != "cpu":
+        return torch.unique(rows, dim=0, return_inverse=True)
+    array = np.ascontiguousarray(rows.numpy())
+    keys = array.view(np.dtype((np.void, array.dtype.itemsize * array.shape[1]))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return torch.from_numpy(array[first]), torch.from_numpy(inverse.reshape(-1))

@@ -1,0 +1,213 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from biaffine import checkpoint
+from biaffine.batching import batches_by_tokens, encode
+from biaffine.checkpoint import CheckpointError, build_model, load, save
+from biaffine.conllu_io import Sentence, read_conllu
+from biaffine.model import BiaffineParser
+from biaffine.vocab import Vocabs, build_vocabs
+
+TINY_CONLLU = Path(__file__).parents[1] / "data" / "tiny.conllu"
+TINY = {
+    "word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10,
+    "lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6, "tag_loss_weight": 0.5,
+}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def sentences() -> list[Sentence]:
+    return list(read_conllu(TINY_CONLLU))
+
+
+@pytest.fixture(scope="module")
+def vocabs(sentences: list[Sentence]) -> Vocabs:
+    return build_vocabs(sentences, min_word_count=1)
+
+
+@pytest.fixture
+def parser(vocabs: Vocabs) -> BiaffineParser:
+    torch.manual_seed(0)
+    model = BiaffineParser(
+        len(vocabs.words), len(vocabs.chars), len(vocabs.upos), len(vocabs.rels), **TINY
+    )
+    with torch.no_grad():
+        for param in model.parameters():
+            param.add_(torch.randn_like(param) * 0.1)  # move away from the zero init
+    return model.eval()
+
+
+@pytest.fixture
+def saved(
+    tmp_path: Path, parser: BiaffineParser, vocabs: Vocabs, sentences: list[Sentence]
+) -> Path:
+    path = tmp_path / "model.pt"
+    optimizer = torch.optim.Adam(parser.parameters())
+    parser.train()
+    batch = next(batches_by_tokens(encode(sentences, vocabs), 1000, shuffle=False))
+    parser.loss(parser(batch), batch).backward()
+    optimizer.step()
+    parser.eval()
+    save(
+        path,
+        model_config=parser.config(),
+        vocabs=vocabs,
+        state_dict=parser.state_dict(),
+        metadata={"train": "tiny.conllu", "best_dev": {"las": 12.5, "epoch": 3}},
+        training_state={
+            "optimizer": optimizer.state_dict(),
+            "epoch": 3,
+            "rng": torch.get_rng_state(),
+        },
+    )
+    return path
+
+
+def scores_of(model: BiaffineParser, vocabs: Vocabs, sentences: list[Sentence]):
+    batch = next(batches_by_tokens(encode(sentences, vocabs), 1000, shuffle=False))
+    with torch.inference_mode():
+        return model.eval()(batch)
+
+
+def test_save_load_gives_identical_predictions(saved, parser, vocabs, sentences) -> None:
+    ckpt = load(saved)
+    rebuilt = build_model(ckpt)
+    assert ckpt.vocabs.to_dict() == vocabs.to_dict()
+    assert ckpt.model_config == parser.config()
+    before, after = scores_of(parser, vocabs, sentences), scores_of(rebuilt, ckpt.vocabs, sentences)
+    assert torch.equal(before.arc_scores, after.arc_scores)
+    assert torch.equal(before.rel_scores, after.rel_scores)
+    assert torch.equal(before.tag_scores, after.tag_scores)
+
+
+def test_checkpoint_holds_plain_data_only(saved) -> None:
+    raw = torch.load(saved, weights_only=True)
+    assert raw["format"] == checkpoint.FORMAT
+    assert raw["version"] == checkpoint.VERSION
+    assert isinstance(raw["package_version"], str)
+    assert raw["metadata"]["best_dev"]["las"] == 12.5
+    assert set(raw["vocabs"]) == {"words", "chars", "upos", "rels"}
+
+
+def test_training_state_round_trips(saved, parser) -> None:
+    ckpt = load(saved)
+    assert ckpt.training_state is not None
+    assert ckpt.training_state["epoch"] == 3
+    optimizer = torch.optim.Adam(parser.parameters())
+    optimizer.load_state_dict(ckpt.training_state["optimizer"])
+    assert ckpt.training_state["rng"].dtype == torch.uint8
+
+
+def test_save_leaves_no_temporary_file_and_replaces_atomically(saved) -> None:
+    first = saved.read_bytes()
+    ckpt = load(saved)
+    save(
+        saved, model_config=ckpt.model_config, vocabs=ckpt.vocabs, state_dict=ckpt.state_dict,
+        metadata={"second": True}, training_state=None,
+    )  # fmt: skip
+    assert [p.name for p in saved.parent.iterdir()] == [saved.name]
+    assert saved.read_bytes() != first
+    assert load(saved).metadata == {"second": True}
+    assert load(saved).training_state is None
+
+
+def test_save_rejects_objects_that_would_need_pickle(tmp_path, parser, vocabs) -> None:
+    with pytest.raises(TypeError, match=r"checkpoint\['metadata'\]\['scores'\] is a ndarray"):
+        save(
+            tmp_path / "x.pt", model_config=parser.config(), vocabs=vocabs,
+            state_dict=parser.state_dict(), metadata={"scores": np.zeros(3)},
+        )  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_converts_mapping_and_sequence_types(tmp_path, parser, vocabs) -> None:
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create({"data": {"files": ["a", "b"]}, "seed": 1})
+    path = tmp_path / "x.pt"
+    save(
+        path, model_config=parser.config(), vocabs=vocabs.to_dict(),
+        state_dict=parser.state_dict(), metadata={"config": cfg},
+    )  # fmt: skip
+    assert load(path).metadata == {"config": {"data": {"files": ["a", "b"]}, "seed": 1}}
+
+
+def test_save_converts_scalar_subclasses(tmp_path, parser, vocabs) -> None:
+    path = tmp_path / "x.pt"
+    metadata = {"las": np.float64(80.5), "epoch": np.int64(3), "ok": np.bool_(True)}
+    save(
+        path, model_config=parser.config(), vocabs=vocabs,
+        state_dict=parser.state_dict(), metadata=metadata,
+    )  # fmt: skip
+    loaded = load(path).metadata
+    assert loaded == {"las": 80.5, "epoch": 3, "ok": True}
+    assert [type(v) for v in loaded.values()] == [float, int, bool]
+
+
+def test_missing_file(tmp_path) -> None:
+    with pytest.raises(CheckpointError, match="no such checkpoint file"):
+        load(tmp_path / "absent.pt")
+    with pytest.raises(CheckpointError, match="is not a file"):
+        load(tmp_path)
+
+
+@pytest.mark.parametrize("keep", [0.0, 0.5, 0.9])
+def test_truncated_file(saved, keep: float) -> None:
+    data = saved.read_bytes()
+    saved.write_bytes(data[: int(len(data) * keep)])
+    with pytest.raises(CheckpointError, match="truncated or corrupt"):
+        load(saved)
+
+
+def test_wrong_version(saved) -> None:
+    raw = torch.load(saved, weights_only=True)
+    torch.save({**raw, "version": 2}, saved)
+    with pytest.raises(CheckpointError, match="format version 2"):
+        load(saved)
+
+
+def test_not_our_format(tmp_path) -> None:
+    path = tmp_path / "other.pt"
+    torch.save({"state_dict": {}}, path)
+    with pytest.raises(CheckpointError, match="not a rootparse-checkpoint file"):
+        load(path)
+    path.write_text("hello")
+    with pytest.raises(CheckpointError, match="truncated or corrupt"):
+        load(path)
+
+
+def test_pickled_objects_are_refused(tmp_path) -> None:
+    path = tmp_path / "pickled.pt"
+    torch.save({"format": checkpoint.FORMAT, "object": Path("x")}, path)
+    with pytest.raises(CheckpointError, match="pickled Python objects"):
+        load(path)
+
+
+def test_weights_that_do_not_fit_the_config(saved) -> None:
+    raw = torch.load(saved, weights_only=True)
+    raw["model_config"]["lstm_hidden"] = 11
+    torch.save(raw, saved)
+    with pytest.raises(CheckpointError, match="weights do not fit"):
+        build_model(load(saved))
+
+
+def test_unknown_config_key(saved) -> None:
+    raw = torch.load(saved, weights_only=True)
+    raw["model_config"]["_target_"] = "biaffine.model.BiaffineParser"
+    torch.save(raw, saved)
+    with pytest.raises(CheckpointError, match="does not fit BiaffineParser"):
+        build_model(load(saved))

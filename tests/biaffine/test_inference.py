@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import decoding
+from biaffine.batching import batches_by_tokens, encode
+from biaffine.conllu_io import Sentence, read_conllu
+from biaffine.inference import decode, parse
+from biaffine.model import BiaffineParser
+from biaffine.vocab import Vocabs, build_vocabs
+
+TINY_CONLLU = Path(__file__).parents[1] / "data" / "tiny.conllu"
+TINY = {
+    "word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10,
+    "lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6,
+}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def sentences() -> list[Sentence]:
+    return list(read_conllu(TINY_CONLLU))
+
+
+@pytest.fixture(scope="module")
+def vocabs(sentences: list[Sentence]) -> Vocabs:
+    return build_vocabs(sentences, min_word_count=1)
+
+
+def untrained(vocabs: Vocabs) -> BiaffineParser:
+    torch.manual_seed(0)
+    parser = BiaffineParser(
+        len(vocabs.words), len(vocabs.chars), len(vocabs.upos), len(vocabs.rels), **TINY
+    )
+    with torch.no_grad():  # U starts at zero (all scores tie); make the test scores informative
+        parser.arc_attn.weight.normal_()
+        parser.rel_attn.weight.normal_()
+    return parser.eval()
+
+
+def model_scores(vocabs: Vocabs, sentences: list[Sentence]):
+    batch = next(batches_by_tokens(encode(sentences, vocabs), 10_000, shuffle=False))
+    with torch.inference_mode():
+        return untrained(vocabs)(batch), batch
+
+
+@pytest.mark.parametrize("root_constraint", [True, False])
+@pytest.mark.parametrize("algorithm", ["mst", "eisner"])
+def test_decode_gives_trees(vocabs, sentences, algorithm: str, root_constraint: bool) -> None:
+    scores, batch = model_scores(vocabs, sentences)
+    heads, rels = decode(
+        scores.arc_scores, scores.rel_scores, batch.lengths,
+        algorithm=algorithm, root_constraint=root_constraint,
+    )  # fmt: skip
+    lengths = batch.lengths.numpy()
+    assert heads.dtype == np.int64
+    assert heads.shape == rels.shape == tuple(batch.words.shape)
+    projective = algorithm == "eisner"
+    assert decoding.is_tree(heads, root_constraint=root_constraint, projective=projective).all()
+    if root_constraint:
+        assert ((heads == 0).sum(1) == 1).all()
+    for b, n in enumerate(lengths):
+        assert heads[b, 0] == rels[b, 0] == -1
+        assert (heads[b, n + 1 :] == -1).all()
+        assert (rels[b, n + 1 :] == -1).all()
+
+
+def test_mst_has_exactly_one_root_word_even_when_scores_prefer_many() -> None:
+    arc_scores = torch.full((1, 4, 4), -5.0)
+    arc_scores[0, 1:, 0] = 5.0  # every word prefers ROOT
+    heads, _ = decode(arc_scores, torch.zeros(1, 4, 4, 2), torch.tensor([3]), algorithm="mst")
+    assert (heads[0, 1:] == 0).sum() == 1
+    assert decoding.is_tree(heads[0])
+    multi, _ = decode(arc_scores, torch.zeros(1, 4, 4, 2), torch.tensor([3]), root_constraint=False)
+    assert (multi[0, 1:] == 0).all()
+
+
+def test_greedy_picks_the_row_argmax_and_labels_follow_heads(vocabs, sentences) -> None:
+    scores, batch = model_scores(vocabs, sentences)
+    heads, rels = decode(scores.arc_scores, scores.rel_scores, batch.lengths, algorithm="greedy")
+    mask = batch.mask.numpy()
+    assert np.array_equal(heads[mask], scores.arc_scores.argmax(-1).numpy()[mask])
+    for b, d in zip(*np.nonzero(mask), strict=True):
+        assert rels[b, d] == scores.rel_scores[b, d, heads[b, d]].argmax().item()
+
+
+def test_decode_orientation_is_dependent_major() -> None:
+    # Word 1 strongly prefers head 2 (row 1, column 2), word 2 prefers ROOT.
+    arc_scores = torch.tensor([[[0.0, 0.0, 0.0], [0.0, 0.0, 9.0], [9.0, 0.0, 0.0]]])
+    heads, _ = decode(arc_scores, torch.zeros(1, 3, 3, 1), torch.tensor([2]))
+    assert heads.tolist() == [[-1, 2, 0]]
+
+
+def test_decode_keeps_torchs_thread_count() -> None:
+    # numba's OpenMP layer would otherwise reset it when its pool starts (see inference.decode).
+    decode(torch.zeros(1, 3, 3), torch.zeros(1, 3, 3, 1), torch.tensor([2]))
+    assert torch.get_num_threads() == 1
+
+
+def test_decode_rejects_an_unknown_algorithm() -> None:
+    with pytest.raises(ValueError, match="algorithm='cky'"):
+        decode(torch.zeros(1, 2, 2), torch.zeros(1, 2, 2, 1), torch.tensor([1]), algorithm="cky")
+
+
+def test_parse_returns_trees_in_input_order(vocabs, sentences) -> None:
+    parser = untrained(vocabs)
+    one_batch = parse(parser, vocabs, sentences, algorithm="mst", root_constraint=True)
+    many_batches = parse(parser, vocabs, sentences, algorithm="mst", max_tokens=1)
+    assert [s.forms for s in one_batch] == [s.forms for s in sentences]
+    assert [s.heads for s in one_batch] == [s.heads for s in many_batches]
+    assert [s.deprels for s in one_batch] == [s.deprels for s in many_batches]
+    for gold, pred in zip(sentences, one_batch, strict=True):
+        assert decoding.is_tree(np.array([-1, *pred.heads]))
+        assert set(pred.deprels) <= set(vocabs.rels.itos)
+        assert pred.upos == gold.upos
+        assert pred.lines[0] == gold.lines[0]
+
+
+def test_parse_in_bf16_gives_trees(vocabs, sentences) -> None:
+    parsed = parse(untrained(vocabs), vocabs, sentences, bf16=True)
+    assert [s.forms for s in parsed] == [s.forms for s in sentences]
+    for pred in parsed:
+        assert decoding.is_tree(np.array([-1, *pred.heads]))
+
+
+def test_parse_of_nothing_is_nothing(vocabs) -> None:
+    assert parse(untrained(vocabs), vocabs, []) == []
+
+
+def test_parse_reproduces_a_memorised_treebank(vocabs, sentences) -> None:
+    torch.manual_seed(0)
+    parser = BiaffineParser(
+        len(vocabs.words), len(vocabs.chars), len(vocabs.upos), len(vocabs.rels),
+        **{**TINY, "lstm_hidden": 24, "arc_mlp": 24, "rel_mlp": 12},
+        embed_dropout=0.0, lstm_dropout=0.0, mlp_dropout=0.0,
+    )  # fmt: skip
+    batch = next(batches_by_tokens(encode(sentences, vocabs), 10_000, shuffle=False))
+    optimizer = torch.optim.Adam(parser.parameters(), lr=1e-2, betas=(0.9, 0.9))
+    for _ in range(150):
+        optimizer.zero_grad()
+        parser.loss(parser(batch), batch).backward()
+        optimizer.step()
+    parsed = parse(parser, vocabs, sentences, algorithm="mst")
+    assert [s.heads for s in parsed] == [s.heads for s in sentences]
+    assert [s.deprels for s in parsed] == [s.deprels for s in sentences]

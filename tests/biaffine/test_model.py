@@ -1,0 +1,182 @@
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pytest
+import torch
+
+from biaffine.batching import Batch
+from biaffine.model import BiaffineParser
+
+N_WORDS, N_CHARS, N_TAGS, N_RELS = 20, 15, 6, 4
+TINY = {
+    "word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "tag_dim": 4,
+    "lstm_hidden": 10, "lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6, "tag_mlp": 5,
+}  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    # Tiny matrices: a second intra-op thread only adds synchronisation (10x slower on a busy CPU).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny_parser(**overrides: object) -> BiaffineParser:
+    torch.manual_seed(0)
+    return BiaffineParser(N_WORDS, N_CHARS, N_TAGS, N_RELS, **{**TINY, **overrides})
+
+
+def sentence(n: int, seed: int) -> dict[str, torch.Tensor]:
+    """Random ids for n words and a random single-rooted (maybe non-projective) tree."""
+    g = torch.Generator().manual_seed(seed)
+    chars = torch.zeros(n + 1, 5, dtype=torch.long)
+    chars[0, 0] = 2
+    for i in range(1, n + 1):
+        k = int(torch.randint(1, 6, (1,), generator=g))
+        chars[i, :k] = torch.randint(3, N_CHARS, (k,), generator=g)
+    order = (torch.randperm(n, generator=g) + 1).tolist()
+    heads = torch.zeros(n + 1, dtype=torch.long)
+    for k, word in enumerate(order[1:], start=1):
+        heads[word] = order[int(torch.randint(0, k, (1,), generator=g))]
+    return {
+        "words": torch.cat([torch.tensor([2]), torch.randint(3, N_WORDS, (n,), generator=g)]),
+        "chars": chars,
+        "tags": torch.cat([torch.tensor([2]), torch.randint(3, N_TAGS, (n,), generator=g)]),
+        "heads": heads,
+        "rels": torch.cat([torch.tensor([-100]), torch.randint(0, N_RELS, (n,), generator=g)]),
+    }
+
+
+def make_batch(sentences: Sequence[dict[str, torch.Tensor]]) -> Batch:
+    """A padded Batch built by hand (PAD=0, ROOT at position 0)."""
+    lengths = torch.tensor([len(s["words"]) - 1 for s in sentences])
+    width, size = int(lengths.max()) + 1, len(sentences)
+    fields = {
+        "words": torch.zeros(size, width, dtype=torch.long),
+        "chars": torch.zeros(size, width, 5, dtype=torch.long),
+        "tags": torch.zeros(size, width, dtype=torch.long),
+        "heads": torch.zeros(size, width, dtype=torch.long),
+        "rels": torch.full((size, width), -100, dtype=torch.long),
+    }
+    for b, s in enumerate(sentences):
+        for key, tensor in fields.items():
+            tensor[b, : len(s[key])] = s[key]
+    mask = torch.arange(width).unsqueeze(0) <= lengths.unsqueeze(1)
+    mask[:, 0] = False
+    return Batch(**fields, mask=mask, lengths=lengths, indices=torch.arange(size))
+
+
+def test_output_shapes_and_masked_heads() -> None:
+    parser = tiny_parser().eval()
+    batch = make_batch([sentence(5, 0), sentence(3, 1)])
+    scores = parser(batch)
+    assert scores.arc_scores.shape == (2, 6, 6)
+    assert scores.rel_scores.shape == (2, 6, 6, N_RELS)
+    assert scores.tag_scores is None
+    arcs = scores.arc_scores
+    assert torch.isneginf(arcs[1, :, 4:]).all()  # heads beyond length 3
+    assert torch.isneginf(arcs.diagonal(dim1=1, dim2=2)).all()
+    assert torch.isfinite(arcs[0, 1:, :]).sum() == 5 * 5  # each word: 6 heads minus itself
+
+
+def test_padding_does_not_change_a_sentences_scores() -> None:
+    parser = tiny_parser().eval()
+    short = sentence(4, 3)
+    alone = parser(make_batch([short]))
+    padded = parser(make_batch([sentence(9, 4), short]))
+    assert torch.allclose(alone.arc_scores[0], padded.arc_scores[1, :5, :5], atol=1e-6)
+    assert torch.allclose(alone.rel_scores[0], padded.rel_scores[1, :5, :5], atol=1e-6)
+
+
+def test_config_rebuilds_the_same_architecture() -> None:
+    parser = tiny_parser(use_tags=True)
+    config = parser.config()
+    assert config["n_words"] == N_WORDS
+    assert config["use_tags"] is True
+    assert all(isinstance(v, (int, float, bool)) for v in config.values())
+    clone = BiaffineParser(**config)
+    clone.load_state_dict(parser.state_dict())
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"lstm_layers": 0}, "lstm_layers=0"),
+        ({"mlp_dropout": 1.0}, "mlp_dropout=1.0"),
+        ({"tag_loss_weight": -1.0}, "tag_loss_weight"),
+        ({"use_tags": True, "tag_loss_weight": 0.5}, "would predict the input"),
+    ],
+)
+def test_bad_hyperparameters_fail_in_words(overrides: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        tiny_parser(**overrides)
+
+
+def test_unknown_hyperparameter_is_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        tiny_parser(lstm_hiden=3)
+
+
+def test_tagger_head_adds_tag_scores_and_loss() -> None:
+    batch = make_batch([sentence(5, 0)])
+    plain = tiny_parser().eval()
+    multi = tiny_parser(tag_loss_weight=1.0).eval()
+    scores = multi(batch)
+    assert scores.tag_scores is not None
+    assert scores.tag_scores.shape == (1, 6, N_TAGS)
+    assert multi.loss(scores, batch) > plain.loss(plain(batch), batch)
+
+
+def test_use_tags_reads_the_input_tags() -> None:
+    parser = tiny_parser(use_tags=True, embed_dropout=0.0).eval()
+    batch = make_batch([sentence(5, 0)])
+    other = make_batch([{**sentence(5, 0), "tags": torch.tensor([2, 3, 3, 3, 3, 3])}])
+    with torch.no_grad():
+        parser.arc_attn.weight.normal_()
+    assert not torch.allclose(parser(batch).arc_scores, parser(other).arc_scores)
+
+
+def test_loss_is_finite_when_no_label_is_known() -> None:
+    parser = tiny_parser()
+    raw = sentence(4, 0)
+    batch = make_batch([{**raw, "rels": torch.full((5,), -100)}])
+    loss = parser.loss(parser(batch), batch)
+    assert torch.isfinite(loss)
+    loss.backward()
+
+
+def test_training_mode_is_stochastic_and_eval_is_not() -> None:
+    parser = tiny_parser(word_dropout=0.3)
+    batch = make_batch([sentence(6, 0), sentence(4, 1)])
+    with torch.no_grad():
+        parser.arc_attn.weight.normal_()
+        parser.train()
+        assert not torch.allclose(parser(batch).arc_scores, parser(batch).arc_scores)
+        parser.eval()
+        assert torch.equal(parser(batch).arc_scores, parser(batch).arc_scores)
+
+
+def test_overfits_two_sentences() -> None:
+    parser = tiny_parser(
+        lstm_hidden=24, arc_mlp=24, rel_mlp=12, embed_dropout=0.0, lstm_dropout=0.0, mlp_dropout=0.0
+    )
+    batch = make_batch([sentence(7, 10), sentence(5, 11)])
+    optimizer = torch.optim.Adam(parser.parameters(), lr=1e-2, betas=(0.9, 0.9))
+    losses = []
+    for _ in range(150):
+        optimizer.zero_grad()
+        loss = parser.loss(parser(batch), batch)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.1 * losses[0]
+    parser.eval()
+    with torch.no_grad():
+        scores = parser(batch)
+    heads = scores.arc_scores.argmax(-1)
+    rels = scores.rel_scores.argmax(-1).gather(2, heads.unsqueeze(-1)).squeeze(-1)
+    assert torch.equal(heads[batch.mask], batch.heads[batch.mask])  # UAS 100%
+    assert torch.equal(rels[batch.mask], batch.rels[batch.mask])  # LAS 100%
