@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -11,13 +13,13 @@ import torch
 
 import decoding
 from biaffine.batching import batches_by_tokens, encode
+from biaffine.conllu_io import Sentence
 
 if TYPE_CHECKING:
-    from biaffine.conllu_io import Sentence
     from biaffine.model import BiaffineParser
     from biaffine.vocab import Vocabs
 
-__all__ = ["ALGORITHMS", "decode", "parse"]
+__all__ = ["ALGORITHMS", "Parsed", "decode", "parse", "parse_with_decoders"]
 
 ALGORITHMS = ("mst", "eisner", "greedy")
 IntArray = npt.NDArray[np.int64]
@@ -78,6 +80,14 @@ def _labels_at(rel_scores: torch.Tensor, heads: IntArray) -> IntArray:
     return rels.masked_fill(head_index < 0, -1).cpu().numpy().astype(np.int64)
 
 
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """Sentences parsed by one decoder, and the seconds spent in that decoder alone."""
+
+    sentences: list[Sentence]
+    decode_seconds: float
+
+
 def parse(
     model: BiaffineParser,
     vocabs: Vocabs,
@@ -104,23 +114,58 @@ def parse(
     Returns:
         New sentences in input order (``Sentence.with_tree``); all other columns unchanged.
     """
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm={algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+    decoders = {"": (algorithm, root_constraint)}
+    options = {"max_tokens": max_tokens, "bf16": bf16}
+    return parse_with_decoders(model, vocabs, sentences, decoders, **options)[""].sentences
+
+
+def parse_with_decoders(
+    model: BiaffineParser,
+    vocabs: Vocabs,
+    sentences: Sequence[Sentence],
+    decoders: Mapping[str, tuple[str, bool]],
+    *,
+    max_tokens: int = 5000,
+    bf16: bool = False,
+) -> dict[str, Parsed]:
+    """Score sentences once and decode the same scores with several decoders.
+
+    Args:
+        model: a trained parser (switched to eval mode here).
+        vocabs: the vocabularies the model was trained with.
+        sentences: input sentences; existing HEAD/DEPREL values are ignored and replaced.
+        decoders: name -> (algorithm, root_constraint), see :func:`decode`.
+        max_tokens: words per batch.
+        bf16: see :func:`parse`.
+
+    Returns:
+        name -> :class:`Parsed`, sentences in input order, with the decoding time of that
+        decoder (label selection included, network excluded).
+    """
+    for algorithm, _ in decoders.values():
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm={algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
     model.eval()
     device = next(model.parameters()).device
-    parsed: list[Sentence | None] = [None] * len(sentences)
+    parsed: dict[str, list[Sentence | None]] = {name: [None] * len(sentences) for name in decoders}
+    seconds = dict.fromkeys(decoders, 0.0)
     with torch.inference_mode():
         for batch in batches_by_tokens(encode(sentences, vocabs), max_tokens, shuffle=False):
             batch = batch.to(device)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 scores = model(batch)
-            heads, rels = decode(
-                scores.arc_scores, scores.rel_scores, batch.lengths,
-                algorithm=algorithm, root_constraint=root_constraint,
-            )  # fmt: skip
-            for row, index in enumerate(batch.indices.tolist()):
-                parsed[index] = _with_tree(sentences[index], heads[row], rels[row], vocabs)
-    return parsed  # type: ignore[return-value]  # every index is filled exactly once
+            for name, (algorithm, root_constraint) in decoders.items():
+                started = time.perf_counter()
+                heads, rels = decode(
+                    scores.arc_scores, scores.rel_scores, batch.lengths,
+                    algorithm=algorithm, root_constraint=root_constraint,
+                )  # fmt: skip
+                seconds[name] += time.perf_counter() - started
+                for row, index in enumerate(batch.indices.tolist()):
+                    tree = _with_tree(sentences[index], heads[row], rels[row], vocabs)
+                    parsed[name][index] = tree
+    # Every index is filled exactly once per decoder.
+    return {name: Parsed(parsed[name], seconds[name]) for name in decoders}  # type: ignore[arg-type]
 
 
 def _with_tree(sentence: Sentence, heads: IntArray, rels: IntArray, vocabs: Vocabs) -> Sentence:
