@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .tarjan import mst_kernel
+from .trees import count_roots_kernel, tree_score_kernel
 from .trees import greedy_kernel as argmax_floor_kernel
 
 FloatArray = npt.NDArray[np.float64]
@@ -35,7 +36,7 @@ def best_of_roots_kernel(scores: FloatArray, heads: IntArray) -> int:
     """
     n = scores.shape[0] - 1
     status = mst_kernel(scores, False, heads)
-    if status != 0 or _count_roots(heads, n) == 1:
+    if status != 0 or count_roots_kernel(heads, n) == 1:
         return status  # an unconstrained optimum with one root is also the constrained optimum
     work = scores.copy()
     candidate = np.empty(n + 1, dtype=np.int64)
@@ -48,28 +49,9 @@ def best_of_roots_kernel(scores: FloatArray, heads: IntArray) -> int:
             work[d, 0] = scores[d, 0] if d == r else -np.inf
         if mst_kernel(work, False, candidate) != 0:
             continue
-        weight = _weight(scores, candidate, n)
+        weight = tree_score_kernel(scores, candidate, n)
         if not found or weight > best:
             best = weight
             heads[:] = candidate
             found = True
     return 0 if found else 2
-
-
-@numba.njit(cache=True)
-def _count_roots(heads: IntArray, n: int) -> int:
-    """Number of words attached to ROOT."""
-    roots = 0
-    for d in range(1, n + 1):
-        if heads[d] == 0:
-            roots += 1
-    return roots
-
-
-@numba.njit(cache=True)
-def _weight(scores: FloatArray, heads: IntArray, n: int) -> float:
-    """Sum of the tree's arc scores."""
-    total = 0.0
-    for d in range(1, n + 1):
-        total += scores[d, heads[d]]
-    return total

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -10,33 +9,16 @@ import torch
 from biaffine import checkpoint
 from biaffine.batching import batches_by_tokens, encode
 from biaffine.checkpoint import CheckpointError, build_model, load, save
-from biaffine.conllu_io import Sentence, read_conllu
+from biaffine.conllu_io import Sentence
 from biaffine.model import BiaffineParser
-from biaffine.vocab import Vocabs, build_vocabs
+from biaffine.vocab import Vocabs
 
-TINY_CONLLU = Path(__file__).parents[1] / "data" / "tiny.conllu"
 TINY = {
     "word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10,
     "lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6, "tag_loss_weight": 0.5,
 }  # fmt: skip
 
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def sentences() -> list[Sentence]:
-    return list(read_conllu(TINY_CONLLU))
-
-
-@pytest.fixture(scope="module")
-def vocabs(sentences: list[Sentence]) -> Vocabs:
-    return build_vocabs(sentences, min_word_count=1)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 import torch
@@ -14,14 +14,7 @@ TINY = {
     "lstm_hidden": 10, "lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6, "tag_mlp": 5,
 }  # fmt: skip
 
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    # Tiny matrices: a second intra-op thread only adds synchronisation (10x slower on a busy CPU).
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def tiny_parser(**overrides: object) -> BiaffineParser:
