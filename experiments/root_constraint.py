@@ -228,7 +228,7 @@ def write_page(rows: Sequence[dict[str, Any]], page: Path, plot_path: Path | Non
         "",
         "Reproduce (models as in `conf/experiment/root_study.yaml` and `ewt_cpu_2h.yaml`):",
         "",
-        "    python train.py -m experiment=root_study \\",
+        "    python train.py -m experiment=root_study hydra.sweep.dir=multirun/root_study \\",
         "      'data=glob(ud_*,exclude=[ud_english_ewt,ud_upper_sorbian_ufal])'",
         "    python train.py experiment=ewt_cpu_2h hydra.run.dir=outputs/ewt",
         "    python experiments/root_constraint.py multirun/root_study outputs/ewt/best.pt",
