@@ -7,7 +7,7 @@ import torch
 import decoding
 from biaffine.batching import batches_by_tokens, encode
 from biaffine.conllu_io import Sentence
-from biaffine.inference import decode, parse
+from biaffine.inference import ALGORITHMS, decode, parse, warm_up
 from biaffine.model import BiaffineParser
 from biaffine.vocab import Vocabs
 
@@ -92,6 +92,13 @@ def test_decode_keeps_torchs_thread_count() -> None:
 def test_decode_rejects_an_unknown_algorithm() -> None:
     with pytest.raises(ValueError, match="algorithm='cky'"):
         decode(torch.zeros(1, 2, 2), torch.zeros(1, 2, 2, 1), torch.tensor([1]), algorithm="cky")
+
+
+def test_warm_up_loads_every_decoder_and_rejects_an_unknown_one() -> None:
+    warm_up({f"{a}-{r}": (a, r) for a in ALGORITHMS for r in (True, False)})
+    warm_up()
+    with pytest.raises(ValueError, match="algorithm='cky'"):
+        warm_up({"x": ("cky", True)})
 
 
 def test_parse_returns_trees_in_input_order(vocabs, sentences) -> None:
