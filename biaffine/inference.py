@@ -16,46 +16,43 @@ from biaffine.batching import batches_by_tokens, encode
 from biaffine.conllu_io import Sentence
 
 if TYPE_CHECKING:
-    from biaffine.model import BiaffineParser
+    from biaffine.model import ArcRelScores, BiaffineParser
     from biaffine.vocab import Vocabs
 
-__all__ = ["ALGORITHMS", "Parsed", "decode", "parse", "parse_with_decoders", "warm_up"]
+__all__ = [
+    "ALGORITHMS", "Parsed", "decode", "decode_heads", "parse", "parse_with_decoders", "warm_up",
+]  # fmt: skip
 
 ALGORITHMS = ("mst", "eisner", "greedy")
 IntArray = npt.NDArray[np.int64]
 
 
-def decode(
+def decode_heads(
     arc_scores: torch.Tensor,
-    rel_scores: torch.Tensor,
     lengths: torch.Tensor,
     *,
     algorithm: str = "mst",
     root_constraint: bool = True,
-) -> tuple[IntArray, IntArray]:
-    """Best tree per sentence, then the best label of each chosen arc (Dozat & Manning, 2017).
+) -> IntArray:
+    """Best tree per sentence from a batch of arc scores.
 
-    Heads are decoded from head log-probabilities; labels come after heads, as the argmax of
-    the label scores at each decoded (dependent, head) pair.
+    Heads are decoded from head log-probabilities (row-wise log-softmax), which changes no
+    decoder's choice but keeps scores in a common range.
 
     Args:
         arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d.
-        rel_scores: float[B, N+1, N+1, R] label scores.
         lengths: long[B] words per sentence, excluding ROOT.
         algorithm: ``"mst"`` (Tarjan/Gabow-Tarjan, non-projective), ``"eisner"``
             (projective) or ``"greedy"`` (per-word argmax, may not be a tree).
         root_constraint: exactly one word attaches to ROOT (mst and eisner; greedy ignores it).
 
     Returns:
-        (heads, rels): int64 numpy arrays [B, N+1], ``-1`` at ROOT and at padding; rels are
-        label ids.
+        heads: int64 numpy array [B, N+1], ``-1`` at ROOT and at padding.
 
     Raises:
         ValueError: for an unknown algorithm, or from :mod:`decoding` (NaN scores, bad lengths).
     """
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm={algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
-    # Row-wise log_softmax changes no decoder's choice, but keeps scores in a common range.
+    _check_algorithm(algorithm)
     scores = arc_scores.detach().to("cpu", torch.float64).log_softmax(-1).numpy()
     sizes = lengths.detach().to("cpu", torch.int64).numpy()
     threads = torch.get_num_threads()
@@ -69,7 +66,39 @@ def decode(
         # numba's OpenMP layer shares libgomp with torch and, when it starts its thread pool,
         # resets torch's thread count too (to all cores): oversubscribed, the LSTM ran 4x slower.
         torch.set_num_threads(threads)
-    return heads, _labels_at(rel_scores.detach(), heads)
+    return heads
+
+
+def decode(
+    model: BiaffineParser,
+    scores: ArcRelScores,
+    lengths: torch.Tensor,
+    *,
+    algorithm: str = "mst",
+    root_constraint: bool = True,
+) -> tuple[IntArray, IntArray]:
+    """Heads with :func:`decode_heads`, then the best label of each chosen arc.
+
+    Labels come after heads (Dozat & Manning, 2017): the argmax of the label scores at each
+    decoded (dependent, head) pair, scored for those arcs only.
+
+    Args:
+        model: the parser that produced ``scores``.
+        scores: its output for one batch.
+        lengths: long[B] words per sentence, excluding ROOT.
+        algorithm: see :func:`decode_heads`.
+        root_constraint: see :func:`decode_heads`.
+
+    Returns:
+        (heads, rels): int64 numpy arrays [B, N+1], ``-1`` at ROOT and at padding; rels are
+        label ids.
+    """
+    heads = decode_heads(
+        scores.arc_scores, lengths, algorithm=algorithm, root_constraint=root_constraint
+    )
+    head_index = torch.from_numpy(heads).to(scores.rel_dep.device)
+    rels = model.rel_scores_at(scores, head_index).argmax(-1)  # [B, N+1]
+    return heads, rels.masked_fill(head_index < 0, -1).cpu().numpy().astype(np.int64)
 
 
 def warm_up(decoders: Mapping[str, tuple[str, bool]] | None = None) -> None:
@@ -83,18 +112,14 @@ def warm_up(decoders: Mapping[str, tuple[str, bool]] | None = None) -> None:
             None loads the default (``mst`` with the root constraint).
     """
     settings = decoders.values() if decoders is not None else [("mst", True)]
-    scores = torch.zeros(1, 3, 3)
     for algorithm, root_constraint in settings:
-        decode(scores, scores[..., None], torch.tensor([2]), algorithm=algorithm,
-               root_constraint=root_constraint)  # fmt: skip
+        decode_heads(torch.zeros(1, 3, 3), torch.tensor([2]), algorithm=algorithm,
+                     root_constraint=root_constraint)  # fmt: skip
 
 
-def _labels_at(rel_scores: torch.Tensor, heads: IntArray) -> IntArray:
-    """Argmax label ids int64[B, N+1] at the decoded arcs; -1 where heads is -1."""
-    head_index = torch.from_numpy(heads).to(rel_scores.device)
-    index = head_index.clamp(min=0)[..., None, None].expand(-1, -1, 1, rel_scores.shape[-1])
-    rels = rel_scores.gather(2, index).squeeze(2).argmax(-1)  # [B, N+1]
-    return rels.masked_fill(head_index < 0, -1).cpu().numpy().astype(np.int64)
+def _check_algorithm(algorithm: str) -> None:
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm={algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,11 +182,10 @@ def parse_with_decoders(
 
     Returns:
         name -> :class:`Parsed`, sentences in input order, with the decoding time of that
-        decoder (label selection included, network excluded).
+        decoder (the labels of its arcs included, the network's shared forward pass excluded).
     """
     for algorithm, _ in decoders.values():
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm={algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+        _check_algorithm(algorithm)
     warm_up(decoders)  # keeps kernel loading out of the decoding times
     model.eval()
     device = next(model.parameters()).device
@@ -174,10 +198,12 @@ def parse_with_decoders(
                 scores = model(batch)
             for name, (algorithm, root_constraint) in decoders.items():
                 started = time.perf_counter()
-                heads, rels = decode(
-                    scores.arc_scores, scores.rel_scores, batch.lengths,
-                    algorithm=algorithm, root_constraint=root_constraint,
-                )  # fmt: skip
+                # Labels are scored here, so in the same precision as the rest of the network.
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                    heads, rels = decode(
+                        model, scores, batch.lengths,
+                        algorithm=algorithm, root_constraint=root_constraint,
+                    )  # fmt: skip
                 seconds[name] += time.perf_counter() - started
                 for row, index in enumerate(batch.indices.tolist()):
                     tree = _with_tree(sentences[index], heads[row], rels[row], vocabs)

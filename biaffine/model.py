@@ -34,15 +34,21 @@ _SIZES = (
 class ArcRelScores:
     """Raw (unnormalised) scores of one batch; position 0 is ROOT.
 
+    Label scores are left unmultiplied: labels are only ever needed at one head per word (gold
+    heads in training, decoded heads in parsing), so :meth:`BiaffineParser.rel_scores_at`
+    scores just those arcs, and :meth:`BiaffineParser.rel_scores` all pairs when wanted.
+
     Attributes:
         arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d. Heads
             beyond a sentence's length and self-loops (the diagonal) are ``-inf``.
-        rel_scores: float[B, N+1, N+1, R], label scores of every (d, h) pair.
+        rel_dep: float[B, N+1, rel_mlp], label MLP vectors of the words as dependents.
+        rel_head: float[B, N+1, rel_mlp], label MLP vectors of the words as heads.
         tag_scores: float[B, N+1, n_tags] UPOS scores, or None when the tagger head is off.
     """
 
     arc_scores: torch.Tensor
-    rel_scores: torch.Tensor
+    rel_dep: torch.Tensor
+    rel_head: torch.Tensor
     tag_scores: torch.Tensor | None = None
 
 
@@ -192,16 +198,29 @@ class BiaffineParser(nn.Module):
 
         Returns:
             :class:`ArcRelScores` with arc_scores [B, N+1, N+1] (dependent-major, invalid heads
-            at ``-inf``), rel_scores [B, N+1, N+1, R] and tag_scores [B, N+1, n_tags] or None.
+            at ``-inf``), the label MLP vectors and tag_scores [B, N+1, n_tags] or None.
         """
         states = self._encode(self._embed(batch), batch.lengths)
         arc_scores = self.arc_attn(self.arc_dep(states), self.arc_head(states)).squeeze(-1)
         arc_scores = arc_scores.masked_fill(
             ~self._valid_heads(batch.lengths, states.shape[1]), float("-inf")
         )
-        rel_scores = self.rel_attn(self.rel_dep(states), self.rel_head(states))
         tag_scores = self.tagger(states) if self.tagger is not None else None
-        return ArcRelScores(arc_scores, rel_scores, tag_scores)
+        return ArcRelScores(arc_scores, self.rel_dep(states), self.rel_head(states), tag_scores)
+
+    def rel_scores_at(self, scores: ArcRelScores, heads: torch.Tensor) -> torch.Tensor:
+        """Label scores of one arc per word: float[B, N+1, R] for the arcs heads[b, d] -> d.
+
+        Args:
+            scores: the output of :meth:`forward`.
+            heads: long[B, N+1]; negative entries (ROOT, padding) score an arbitrary arc.
+        """
+        index = heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, scores.rel_head.shape[-1])
+        return self.rel_attn.score_pairs(scores.rel_dep, scores.rel_head.gather(1, index))
+
+    def rel_scores(self, scores: ArcRelScores) -> torch.Tensor:
+        """Label scores of every (dependent, head) pair: float[B, N+1, N+1, R]."""
+        return self.rel_attn(scores.rel_dep, scores.rel_head)
 
     def _embed(self, batch: Batch) -> torch.Tensor:
         """Input vectors float[B, N+1, D_in]."""
@@ -250,9 +269,7 @@ class BiaffineParser(nn.Module):
         """
         mask = batch.mask
         arc_loss = F.cross_entropy(scores.arc_scores[mask], batch.heads[mask])
-        n_rels = scores.rel_scores.shape[-1]
-        index = batch.heads.clamp(min=0)[..., None, None].expand(-1, -1, 1, n_rels)
-        gold_arc_rels = scores.rel_scores.gather(2, index).squeeze(2)  # [B, N+1, R]
+        gold_arc_rels = self.rel_scores_at(scores, batch.heads)  # [B, N+1, R]
         rel_loss = _mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
         loss = arc_loss + rel_loss
         if scores.tag_scores is not None:

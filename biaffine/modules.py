@@ -207,10 +207,7 @@ class Biaffine(nn.Module):
         Returns:
             float[B, Lx, Ly, n_out] (a permuted view, channels last).
         """
-        if self.bias_x:
-            x = torch.cat([x, x.new_ones(*x.shape[:-1], 1)], -1)
-        if self.bias_y:
-            y = torch.cat([y, y.new_ones(*y.shape[:-1], 1)], -1)
+        x, y = self._with_bias(x, y)
         batch, n_x, n_y = x.shape[0], x.shape[1], y.shape[1]
         weight = self.weight.transpose(0, 1).reshape(x.shape[2], -1)  # [Dx, O * Dy]
         # x U is [B, Lx, O, Dy], several times larger than the output for labels; in chunks of
@@ -221,10 +218,45 @@ class Biaffine(nn.Module):
         scores = pieces[0] if len(pieces) == 1 else torch.cat(pieces)  # [B, Lx * O, Ly]
         return scores.view(batch, n_x, self.n_out, n_y).transpose(2, 3)
 
+    def _with_bias(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both inputs, each with a constant 1 feature appended where the layer has that bias."""
+        if self.bias_x:
+            x = torch.cat([x, x.new_ones(*x.shape[:-1], 1)], -1)
+        if self.bias_y:
+            y = torch.cat([y, y.new_ones(*y.shape[:-1], 1)], -1)
+        return x, y
+
     def _chunk(self, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """Scores [b, Lx * O, Ly] from two large matmuls instead of b * O small ones."""
         xu = (x @ weight).view(x.shape[0], -1, y.shape[2])  # [b, Lx * O, Dy]
         return torch.bmm(xu, y.transpose(1, 2))
+
+    def score_pairs(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Score aligned pairs only: s[b, i, o] = [x_i; 1]^T U_o [y_i; 1].
+
+        With ``y`` the head vectors gathered at chosen heads, this scores the labels of those
+        arcs alone: ``forward`` would also multiply by every other head (an L times larger
+        second product) and build a [B, L, L, n_out] tensor only to read L entries of it.
+
+        Args:
+            x: float[B, L, n_in].
+            y: float[B, L, n_in], ``y[b, i]`` paired with ``x[b, i]``.
+
+        Returns:
+            float[B, L, n_out].
+        """
+        x, y = self._with_bias(x, y)
+        shape = x.shape[:-1]
+        x, y = x.reshape(-1, x.shape[-1]), y.reshape(-1, y.shape[-1])
+        weight = self.weight.transpose(0, 1).reshape(x.shape[1], -1)  # [Dx, O * Dy]
+        # x U is [pairs, O, Dy]: in chunks of rows it stays in cache, as in forward.
+        step = max(1, self.chunk_elements // weight.shape[1])
+        pieces = [
+            torch.bmm((xc @ weight).view(len(xc), self.n_out, -1), yc.unsqueeze(-1)).squeeze(-1)
+            for xc, yc in zip(x.split(step), y.split(step), strict=True)
+        ]
+        scores = pieces[0] if len(pieces) == 1 else torch.cat(pieces)  # [pairs, O]
+        return scores.view(*shape, self.n_out)
 
 
 class CharEncoder(nn.Module):

@@ -7,7 +7,7 @@ import torch
 import decoding
 from biaffine.batching import batches_by_tokens, encode
 from biaffine.conllu_io import Sentence
-from biaffine.inference import ALGORITHMS, decode, parse, warm_up
+from biaffine.inference import ALGORITHMS, decode, decode_heads, parse, warm_up
 from biaffine.model import BiaffineParser
 from biaffine.vocab import Vocabs
 
@@ -32,18 +32,18 @@ def untrained(vocabs: Vocabs) -> BiaffineParser:
 
 def model_scores(vocabs: Vocabs, sentences: list[Sentence]):
     batch = next(batches_by_tokens(encode(sentences, vocabs), 10_000, shuffle=False))
+    model = untrained(vocabs)
     with torch.inference_mode():
-        return untrained(vocabs)(batch), batch
+        return model, model(batch), batch
 
 
 @pytest.mark.parametrize("root_constraint", [True, False])
 @pytest.mark.parametrize("algorithm", ["mst", "eisner"])
 def test_decode_gives_trees(vocabs, sentences, algorithm: str, root_constraint: bool) -> None:
-    scores, batch = model_scores(vocabs, sentences)
+    model, scores, batch = model_scores(vocabs, sentences)
     heads, rels = decode(
-        scores.arc_scores, scores.rel_scores, batch.lengths,
-        algorithm=algorithm, root_constraint=root_constraint,
-    )  # fmt: skip
+        model, scores, batch.lengths, algorithm=algorithm, root_constraint=root_constraint
+    )
     lengths = batch.lengths.numpy()
     assert heads.dtype == np.int64
     assert heads.shape == rels.shape == tuple(batch.words.shape)
@@ -60,38 +60,40 @@ def test_decode_gives_trees(vocabs, sentences, algorithm: str, root_constraint: 
 def test_mst_has_exactly_one_root_word_even_when_scores_prefer_many() -> None:
     arc_scores = torch.full((1, 4, 4), -5.0)
     arc_scores[0, 1:, 0] = 5.0  # every word prefers ROOT
-    heads, _ = decode(arc_scores, torch.zeros(1, 4, 4, 2), torch.tensor([3]), algorithm="mst")
+    heads = decode_heads(arc_scores, torch.tensor([3]), algorithm="mst")
     assert (heads[0, 1:] == 0).sum() == 1
     assert decoding.is_tree(heads[0])
-    multi, _ = decode(arc_scores, torch.zeros(1, 4, 4, 2), torch.tensor([3]), root_constraint=False)
+    multi = decode_heads(arc_scores, torch.tensor([3]), root_constraint=False)
     assert (multi[0, 1:] == 0).all()
 
 
 def test_greedy_picks_the_row_argmax_and_labels_follow_heads(vocabs, sentences) -> None:
-    scores, batch = model_scores(vocabs, sentences)
-    heads, rels = decode(scores.arc_scores, scores.rel_scores, batch.lengths, algorithm="greedy")
+    model, scores, batch = model_scores(vocabs, sentences)
+    heads, rels = decode(model, scores, batch.lengths, algorithm="greedy")
     mask = batch.mask.numpy()
     assert np.array_equal(heads[mask], scores.arc_scores.argmax(-1).numpy()[mask])
+    with torch.inference_mode():
+        all_pairs = model.rel_scores(scores)
     for b, d in zip(*np.nonzero(mask), strict=True):
-        assert rels[b, d] == scores.rel_scores[b, d, heads[b, d]].argmax().item()
+        assert rels[b, d] == all_pairs[b, d, heads[b, d]].argmax().item()
 
 
 def test_decode_orientation_is_dependent_major() -> None:
     # Word 1 strongly prefers head 2 (row 1, column 2), word 2 prefers ROOT.
     arc_scores = torch.tensor([[[0.0, 0.0, 0.0], [0.0, 0.0, 9.0], [9.0, 0.0, 0.0]]])
-    heads, _ = decode(arc_scores, torch.zeros(1, 3, 3, 1), torch.tensor([2]))
+    heads = decode_heads(arc_scores, torch.tensor([2]))
     assert heads.tolist() == [[-1, 2, 0]]
 
 
 def test_decode_keeps_torchs_thread_count() -> None:
-    # numba's OpenMP layer would otherwise reset it when its pool starts (see inference.decode).
-    decode(torch.zeros(1, 3, 3), torch.zeros(1, 3, 3, 1), torch.tensor([2]))
+    # numba's OpenMP layer would otherwise reset it when its pool starts (see decode_heads).
+    decode_heads(torch.zeros(1, 3, 3), torch.tensor([2]))
     assert torch.get_num_threads() == 1
 
 
 def test_decode_rejects_an_unknown_algorithm() -> None:
     with pytest.raises(ValueError, match="algorithm='cky'"):
-        decode(torch.zeros(1, 2, 2), torch.zeros(1, 2, 2, 1), torch.tensor([1]), algorithm="cky")
+        decode_heads(torch.zeros(1, 2, 2), torch.tensor([1]), algorithm="cky")
 
 
 def test_warm_up_loads_every_decoder_and_rejects_an_unknown_one() -> None:

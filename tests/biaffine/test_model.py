@@ -67,7 +67,8 @@ def test_output_shapes_and_masked_heads() -> None:
     batch = make_batch([sentence(5, 0), sentence(3, 1)])
     scores = parser(batch)
     assert scores.arc_scores.shape == (2, 6, 6)
-    assert scores.rel_scores.shape == (2, 6, 6, N_RELS)
+    assert parser.rel_scores(scores).shape == (2, 6, 6, N_RELS)
+    assert parser.rel_scores_at(scores, batch.heads).shape == (2, 6, N_RELS)
     assert scores.tag_scores is None
     arcs = scores.arc_scores
     assert torch.isneginf(arcs[1, :, 4:]).all()  # heads beyond length 3
@@ -81,7 +82,21 @@ def test_padding_does_not_change_a_sentences_scores() -> None:
     alone = parser(make_batch([short]))
     padded = parser(make_batch([sentence(9, 4), short]))
     assert torch.allclose(alone.arc_scores[0], padded.arc_scores[1, :5, :5], atol=1e-6)
-    assert torch.allclose(alone.rel_scores[0], padded.rel_scores[1, :5, :5], atol=1e-6)
+    full_alone, full_padded = parser.rel_scores(alone), parser.rel_scores(padded)
+    assert torch.allclose(full_alone[0], full_padded[1, :5, :5], atol=1e-6)
+
+
+def test_label_scores_at_given_heads_equal_those_of_all_pairs() -> None:
+    parser = tiny_parser().eval()
+    with torch.no_grad():
+        parser.rel_attn.weight.normal_()  # U starts at zero: make the scores differ
+    batch = make_batch([sentence(6, 5), sentence(2, 6)])
+    scores = parser(batch)
+    heads = torch.tensor([[-1, 2, 0, 2, 6, 3, 3], [-1, 0, 1, -1, -1, -1, -1]])
+    at_heads = parser.rel_scores_at(scores, heads)
+    full = parser.rel_scores(scores)
+    for b, d in zip(*torch.nonzero(heads >= 0, as_tuple=True), strict=True):
+        assert torch.allclose(at_heads[b, d], full[b, d, heads[b, d]], atol=1e-5)
 
 
 def test_config_rebuilds_the_same_architecture() -> None:
@@ -170,6 +185,6 @@ def test_overfits_two_sentences() -> None:
     with torch.no_grad():
         scores = parser(batch)
     heads = scores.arc_scores.argmax(-1)
-    rels = scores.rel_scores.argmax(-1).gather(2, heads.unsqueeze(-1)).squeeze(-1)
+    rels = parser.rel_scores(scores).argmax(-1).gather(2, heads.unsqueeze(-1)).squeeze(-1)
     assert torch.equal(heads[batch.mask], batch.heads[batch.mask])  # UAS 100%
     assert torch.equal(rels[batch.mask], batch.rels[batch.mask])  # LAS 100%
