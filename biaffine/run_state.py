@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from torch.optim.swa_utils import AveragedModel
 
 from biaffine import checkpoint
 from biaffine.metrics import AttachmentScores
@@ -111,6 +112,7 @@ class RunWriter:
         optimizer: torch.optim.Optimizer,
         scheduler: torch.optim.lr_scheduler.LRScheduler,
         state: TrainState,
+        average: AveragedModel | None = None,
     ) -> Path:
         """Write ``last.pt``: the model plus all that :func:`restore` needs to continue."""
         training_state = {
@@ -119,6 +121,8 @@ class RunWriter:
             "progress": state.to_dict(),
             "rng": get_rng_state(),
         }
+        if average is not None:
+            training_state["average"] = average.state_dict()
         return self._save(LAST, model, state, training_state)
 
     def _save(self, name: str, model: nn.Module, state: TrainState, training: dict | None) -> Path:
@@ -184,15 +188,32 @@ def restore(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
+    average: AveragedModel | None = None,
 ) -> TrainState:
     """Load weights, optimizer, scheduler and RNG states from a ``last.pt``; return its progress.
 
+    Args:
+        saved: a loaded ``last.pt``.
+        model: receives the weights.
+        optimizer: receives the optimizer state.
+        scheduler: receives the learning-rate schedule's state.
+        average: receives the weight average, when the run keeps one.
+
     Raises:
-        ValueError: if the checkpoint has no training state (a ``best.pt``).
+        ValueError: if the checkpoint has no training state (a ``best.pt``), or the run kept a
+            weight average and ``average`` is None, or the other way round.
     """
     training = saved.training_state
     if training is None:
         raise ValueError("this checkpoint has no training state: only last.pt files can resume")
+    if ("average" in training) != (average is not None):
+        kept = "kept" if "average" in training else "did not keep"
+        raise ValueError(
+            f"the run being resumed {kept} a weight average (trainer.ema_decay): resume it "
+            "with the ema_decay it started with"
+        )
+    if average is not None:
+        average.load_state_dict(training["average"])
     model.load_state_dict(saved.state_dict)
     optimizer.load_state_dict(training["optimizer"])
     scheduler.load_state_dict(training["scheduler"])

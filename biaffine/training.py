@@ -20,6 +20,7 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
+from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 
 from biaffine import checkpoint, data
@@ -48,6 +49,7 @@ __all__ = [
     "setup_torch",
     "train",
     "train_epoch",
+    "weight_average",
 ]
 
 log = logging.getLogger(__name__)
@@ -133,11 +135,12 @@ def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
     )
     _log_data(splits, vocabs)
     model, optimizer, scheduler = _build(cfg, vocabs, device)
+    average = weight_average(model, t.ema_decay) if t.ema_decay is not None else None
     metadata = {"config": OmegaConf.to_container(cfg, resolve=True), "treebank": cfg.data.treebank}
     writer = RunWriter(run_dir, model_config=model.config(), vocabs=vocabs, metadata=metadata)
     state = None
     if resumed is not None:
-        state = restore(resumed, model, optimizer, scheduler)
+        state = restore(resumed, model, optimizer, scheduler, average)
         writer.truncate_metrics(state.epoch)
         log.info("resumed after epoch %d (step %d)", state.epoch, state.step)
     settings = fit_settings(cfg)
@@ -153,6 +156,7 @@ def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
         writer=writer,
         device=device,
         state=state,
+        average=average,
     )
     if state.best_dev is None:
         raise ValueError("no epoch was trained: trainer.max_epochs must be at least 1")
@@ -230,6 +234,27 @@ def lr_decay_scheduler(optimizer: torch.optim.Optimizer, *, rate: float, steps: 
     return torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=rate ** (1.0 / steps))
 
 
+def weight_average(model: nn.Module, decay: float) -> AveragedModel:
+    """An exponential moving average of ``model``'s weights, updated after every step.
+
+    The average of the last few thousand steps generalizes better than the final weights of a
+    short run whose learning rate is still far from zero (Polyak & Juditsky, 1992). The decay
+    warms up as ``min(decay, (1 + k) / (10 + k))`` after k updates, so the first epochs are not
+    dominated by the random initial weights.
+
+    Raises:
+        ValueError: if ``decay`` is not in (0, 1).
+    """
+    if not 0.0 < decay < 1.0:
+        raise ValueError(f"ema_decay={decay} must be in (0, 1), or null to score the weights")
+
+    def update(averaged: list[torch.Tensor], current: list[torch.Tensor], k: torch.Tensor) -> None:
+        weight = 1.0 - min(decay, (1.0 + float(k)) / (10.0 + float(k)))
+        torch._foreach_lerp_(averaged, current, weight)
+
+    return AveragedModel(model, multi_avg_fn=update)
+
+
 # ---------------------------------------------------------------------------------------------
 # The typed loop.
 
@@ -246,6 +271,7 @@ def fit(
     writer: RunWriter,
     device: torch.device | str = "cpu",
     state: TrainState | None = None,
+    average: AveragedModel | None = None,
 ) -> tuple[TrainState, str]:
     """Train epoch by epoch, score dev after each, keep ``best.pt`` and ``last.pt`` up to date.
 
@@ -260,23 +286,27 @@ def fit(
         writer: writes checkpoints and metrics lines into the run directory.
         device: where batches go.
         state: progress restored from ``last.pt``; None starts from scratch.
+        average: a :func:`weight_average` of ``model``, updated every step: dev is scored, and
+            ``best.pt`` written, with its weights; None uses the model's own.
 
     Returns:
         The final progress, and why training stopped: ``max_epochs``, ``patience``,
         ``max_steps`` or ``max_minutes``.
     """
     state = state if state is not None else TrainState()
+    scored = average.module if average is not None else model
     started = time.monotonic()
     while (reason := _stop_reason(state, settings, started)) is None:
         epoch_started = time.monotonic()
         loss = train_epoch(
-            model, optimizer, scheduler, train_data, settings=settings, state=state, device=device
-        )
-        dev_scores = _score(model, vocabs, dev, settings)
+            model, optimizer, scheduler, train_data,
+            settings=settings, state=state, device=device, average=average,
+        )  # fmt: skip
+        dev_scores = _score(scored, vocabs, dev, settings)
         improved = state.record(dev_scores)
         if improved:
-            writer.save_best(model, state)
-        writer.save_last(model, optimizer, scheduler, state)
+            writer.save_best(scored, state)
+        writer.save_last(model, optimizer, scheduler, state, average)
         lr = scheduler.get_last_lr()[0]
         seconds = round(time.monotonic() - epoch_started, 3)
         _report_epoch(writer, state, loss=loss, lr=lr, dev=dev_scores, seconds=seconds)
@@ -331,8 +361,11 @@ def train_epoch(
     settings: FitSettings,
     state: TrainState,
     device: torch.device | str = "cpu",
+    average: AveragedModel | None = None,
 ) -> float:
     """One pass over shuffled token-budget batches; advances ``state.epoch`` and ``state.step``.
+
+    ``average``, if given, takes the weights after every optimizer step.
 
     Returns:
         The mean training loss per word.
@@ -362,6 +395,8 @@ def train_epoch(
                 f"loss is {loss} at epoch {state.epoch}, step {state.step + 1}"
             )
         scheduler.step()
+        if average is not None:
+            average.update_parameters(model)
         state.step += 1
         n = int(batch.lengths.sum())
         total, words = total + loss * n, words + n

@@ -20,6 +20,7 @@ from biaffine.training import (
     _stop_reason,
     lr_decay_scheduler,
     train,
+    weight_average,
 )
 
 # Several batches per epoch (max_tokens=20), so batch order and dropout RNG both matter.
@@ -54,6 +55,23 @@ def test_lr_decays_by_rate_every_decay_steps() -> None:
     assert optimizer.param_groups[0]["lr"] == pytest.approx(2e-3 * 0.75**2)
     with pytest.raises(ValueError, match="lr_decay"):
         lr_decay_scheduler(optimizer, rate=1.5, steps=100)
+
+
+def test_weight_average_warms_up_then_follows_the_decay() -> None:
+    model = torch.nn.Linear(1, 1, bias=False)
+    average = weight_average(model, decay=0.5)
+    expected = None
+    for k, value in enumerate([4.0, 8.0, 0.0, 2.0, 6.0]):
+        with torch.no_grad():
+            model.weight.fill_(value)
+        average.update_parameters(model)
+        # The first update copies; update k (k earlier ones) keeps min(0.5, (1 + k) / (10 + k))
+        # of the average: 2/11, 3/12, 4/13, 5/14 here, the decay itself only from k = 8 on.
+        keep = min(0.5, (1 + k) / (10 + k))
+        expected = value if expected is None else keep * expected + (1 - keep) * value
+        assert average.module.weight.item() == pytest.approx(expected)
+    with pytest.raises(ValueError, match=r"ema_decay=1\.0"):
+        weight_average(model, decay=1.0)
 
 
 def test_train_state_records_best_and_counts_bad_epochs() -> None:
@@ -169,3 +187,29 @@ def test_patience_stops_early_when_dev_does_not_improve(tmp_path: Path) -> None:
 def test_treebank_without_train_split_cannot_be_trained(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no train split"):
         train(tiny_config("data.train=null"), tmp_path)
+
+
+def test_weight_average_is_scored_kept_and_resumed_exactly(tmp_path: Path) -> None:
+    ema = "trainer.ema_decay=0.9"
+    whole = train(tiny_config(ema), tmp_path / "whole")
+    first = train(tiny_config(ema, "trainer.max_epochs=1"), tmp_path / "parts")
+    assert first.epochs == 1
+    resumed = train(tiny_config(ema, "trainer.resume=true"), tmp_path / "parts")
+    assert (resumed.best_dev, resumed.test) == (whole.best_dev, whole.test)
+    assert epoch_records(tmp_path / "parts") == epoch_records(whole.run_dir)
+    last = checkpoint.load(whole.run_dir / "last.pt")
+    average = last.training_state["average"]
+    assert int(average["n_averaged"]) == whole.steps
+    best = checkpoint.load(whole.run_dir / "best.pt").state_dict
+    resumed_best = checkpoint.load(tmp_path / "parts" / "best.pt").state_dict
+    assert all(torch.equal(best[k], resumed_best[k]) for k in best)
+    if whole.best_epoch == whole.epochs:  # then best.pt holds the final average
+        assert all(torch.equal(best[k], average[f"module.{k}"]) for k in best)
+    # The average is not the weights: best.pt of an averaged run is not last.pt's weights.
+    assert any(not torch.equal(average[f"module.{k}"], v) for k, v in last.state_dict.items())
+
+
+def test_resume_refuses_to_add_or_drop_the_weight_average(tmp_path: Path) -> None:
+    train(tiny_config("trainer.max_epochs=1"), tmp_path)
+    with pytest.raises(ValueError, match="did not keep a weight average"):
+        train(tiny_config("trainer.resume=true", "trainer.ema_decay=0.9"), tmp_path)
