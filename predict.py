@@ -18,6 +18,7 @@ def main(cfg: DictConfig) -> None:
         cfg.checkpoint, cfg.input, cfg.output, input_format=cfg.format, decoder=decoder,
         evaluate=cfg.eval, exclude_punct=cfg.exclude_punct, max_tokens=cfg.max_tokens,
         chunk_sentences=cfg.chunk_sentences, device=cfg.device, threads=cfg.threads,
+        int8=cfg.int8,
     )  # fmt: skip
 
 

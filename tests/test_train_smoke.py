@@ -14,9 +14,10 @@ from hydra import compose, initialize
 from omegaconf import OmegaConf
 
 from biaffine import checkpoint
+from biaffine.batching import batches_by_tokens, encode
 from biaffine.conllu_io import read_conllu
 from biaffine.metrics import is_well_formed
-from biaffine.predicting import predict
+from biaffine.predicting import predict, quantized
 from biaffine.training import DecoderSettings, TrainResult, train
 
 ROOT = Path(__file__).parent.parent
@@ -92,6 +93,33 @@ def test_predict_with_other_decoders(
     out = tmp_path / "out.conllu"
     predict(trained.run_dir / "last.pt", TINY, out, decoder=decoder, chunk_sentences=3)
     assert_only_head_and_deprel_differ(TINY.read_text(), out.read_text())
+
+
+def test_predict_in_int8_gives_trees_and_refuses_a_gpu(trained: TrainResult, tmp_path: Path):
+    out = tmp_path / "out.conllu"
+    result = predict(trained.run_dir / "best.pt", TINY, out, evaluate=True, int8=True)
+    assert_only_head_and_deprel_differ(TINY.read_text(), out.read_text())
+    assert_parsed_trees(out, checkpoint.load(trained.run_dir / "best.pt").vocabs.rels.itos)
+    assert result.scores is not None
+    assert result.scores.n_words == 35
+    with pytest.raises(ValueError, match="int8=true runs on the CPU only"):
+        predict(trained.run_dir / "best.pt", TINY, out, int8=True, device="cuda")
+
+
+def test_quantized_model_has_int8_lstms_and_close_scores(trained: TrainResult) -> None:
+    saved = checkpoint.load(trained.run_dir / "best.pt")
+    model = checkpoint.build_model(saved).eval()
+    small = quantized(model)
+    assert all(not isinstance(m, torch.nn.LSTM) for m in small.modules())
+    assert any(isinstance(m, torch.nn.LSTM) for m in model.modules())  # the original is kept
+    batch = next(
+        batches_by_tokens(encode(list(read_conllu(TINY)), saved.vocabs), 1000, shuffle=False)
+    )
+    with torch.inference_mode():
+        full, approx = model(batch).arc_scores, small(batch).arc_scores
+    finite = torch.isfinite(full)
+    assert torch.equal(finite, torch.isfinite(approx))
+    assert torch.allclose(full[finite], approx[finite], atol=0.05 * float(full[finite].abs().max()))
 
 
 def test_predict_plain_text_input(trained: TrainResult, tmp_path: Path) -> None:
