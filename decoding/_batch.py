@@ -45,29 +45,53 @@ def _copy(scores: FloatArray, b: int, n: int, need_root: bool, where: IntArray) 
     """
     matrix = np.empty((n + 1, n + 1))
     matrix[0, :] = -np.inf
-    nan_at = inf_at = no_head = -1
+    clean = True  # no NaN or +inf so far
+    no_head = -1
     root_arcs = 0
     for d in range(1, n + 1):
-        finite = 0
-        for h in range(n + 1):
-            value = scores[b, d, h] if h != d else -np.inf
-            matrix[d, h] = value
-            if np.isnan(value):
-                nan_at = d * (n + 1) + h if nan_at < 0 else nan_at
-            elif value == np.inf:
-                inf_at = d * (n + 1) + h if inf_at < 0 else inf_at
-            elif value > -np.inf:
-                finite += 1
-                root_arcs += h == 0
-        if finite == 0 and no_head < 0:
-            no_head = d * (n + 1)
+        # Two spans around the diagonal, so the inner loops test nothing but the values.
+        clean_left, best_left = _copy_span(scores, b, d, 0, d, matrix)
+        clean_right, best_right = _copy_span(scores, b, d, d + 1, n + 1, matrix)
+        matrix[d, d] = -np.inf
+        clean = clean & clean_left & clean_right
+        if max(best_left, best_right) == -np.inf and no_head < 0:
+            no_head = d
+        root_arcs += matrix[d, 0] > -np.inf
     where[0] = OK
-    for status, at in ((NAN, nan_at), (POSINF, inf_at), (NO_HEAD, no_head)):
-        if at >= 0 and where[0] == OK:
-            where[0], where[1], where[2] = status, at // (n + 1), at % (n + 1)
-    if where[0] == OK and need_root and root_arcs == 0:
+    if not clean:  # rare: find the first NaN, else the first +inf, in a second pass
+        _locate_invalid(scores, b, n, where)
+    elif no_head >= 0:
+        where[0], where[1], where[2] = NO_HEAD, no_head, 0
+    elif need_root and root_arcs == 0:
         where[0] = NO_ROOT_ARC
     return matrix
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _copy_span(
+    scores: FloatArray, b: int, d: int, lo: int, hi: int, matrix: FloatArray
+) -> tuple[bool, float]:
+    """Copy ``scores[b, d, lo:hi]``; whether it is free of NaN and +inf, and its maximum."""
+    clean = True
+    best = -np.inf
+    for h in range(lo, hi):
+        value = scores[b, d, h]
+        matrix[d, h] = value
+        clean = clean & (value < np.inf)  # one test rules out both NaN and +inf
+        best = max(best, value)
+    return clean, best
+
+
+@numba.njit(cache=True, nogil=True)
+def _locate_invalid(scores: FloatArray, b: int, n: int, where: IntArray) -> None:
+    """``where = (NAN, d, h)`` for the first NaN off the diagonal, else the first +inf."""
+    for status in (NAN, POSINF):
+        for d in range(1, n + 1):
+            for h in range(n + 1):
+                value = scores[b, d, h]
+                if h != d and (np.isnan(value) if status == NAN else value == np.inf):
+                    where[0], where[1], where[2] = status, d, h
+                    return
 
 
 @numba.njit(cache=True, nogil=True)

@@ -169,6 +169,21 @@ def test_single_matrix_errors_name_sentence_0():
         decoding.mst(scores)
 
 
+def test_a_nan_is_named_before_an_earlier_inf_and_both_before_a_missing_head():
+    scores = np.zeros((5, 5))
+    scores[1, 2] = np.inf
+    scores[3, :] = -np.inf  # word 3 has no head
+    scores[4, 2] = np.nan
+    with pytest.raises(ValueError, match=r"NaN at scores\[4, 2\]"):
+        decoding.mst(scores)
+    scores[4, 2] = 0.0
+    with pytest.raises(ValueError, match=r"\+inf at scores\[1, 2\]"):
+        decoding.mst(scores)
+    scores[1, 2] = 0.0
+    with pytest.raises(ValueError, match="word 3 has no finite head"):
+        decoding.mst(scores)
+
+
 def test_nan_and_inf_outside_sentences_are_ignored():
     scores = np.zeros((2, 5, 5))
     scores[:, 0, :] = np.nan  # row 0
