@@ -209,7 +209,7 @@ class Biaffine(nn.Module):
         """
         x, y = self._with_bias(x, y)
         batch, n_x, n_y = x.shape[0], x.shape[1], y.shape[1]
-        weight = self.weight.transpose(0, 1).reshape(x.shape[2], -1)  # [Dx, O * Dy]
+        weight = self._flat_weight()
         # x U is [B, Lx, O, Dy], several times larger than the output for labels; in chunks of
         # sentences it stays in cache instead of going through memory (about 25% faster).
         step = max(1, self.chunk_elements // (n_x * weight.shape[1]))
@@ -225,6 +225,10 @@ class Biaffine(nn.Module):
         if self.bias_y:
             y = torch.cat([y, y.new_ones(*y.shape[:-1], 1)], -1)
         return x, y
+
+    def _flat_weight(self) -> torch.Tensor:
+        """U as one matrix [Dx, O * Dy], so that x U is a single matmul for every channel."""
+        return self.weight.transpose(0, 1).reshape(self.weight.shape[1], -1)
 
     def _chunk(self, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """Scores [b, Lx * O, Ly] from two large matmuls instead of b * O small ones."""
@@ -248,7 +252,7 @@ class Biaffine(nn.Module):
         x, y = self._with_bias(x, y)
         shape = x.shape[:-1]
         x, y = x.reshape(-1, x.shape[-1]), y.reshape(-1, y.shape[-1])
-        weight = self.weight.transpose(0, 1).reshape(x.shape[1], -1)  # [Dx, O * Dy]
+        weight = self._flat_weight()
         # x U is [pairs, O, Dy]: in chunks of rows it stays in cache, as in forward.
         step = max(1, self.chunk_elements // weight.shape[1])
         pieces = [
