@@ -51,7 +51,11 @@ def mst_kernel(scores: FloatArray, root_constraint: bool, heads: IntArray) -> in
     if not _argmax_heads(scores, heads, best, alt_head):
         return NO_ARBORESCENCE
     # Fast path: when every word's best head already forms a tree, nothing can beat it.
-    if _is_tree(heads, n, root_constraint):
+    roots = _count_roots(heads, n)
+    if roots == 1 or (roots > 1 and not root_constraint):
+        return OK
+    # Acyclic but several words on ROOT: the root phase alone may finish without a contraction.
+    if roots > 1 and _swap_roots(heads, best, alt_head, roots):
         return OK
     return _tarjan(scores, root_constraint, heads, best, alt_head)
 
@@ -91,8 +95,8 @@ def _argmax_heads(
 
 
 @numba.njit(cache=True)
-def _is_tree(heads: IntArray, n: int, single_root: bool) -> bool:
-    """Whether ``heads`` (all in 0..n) is acyclic, and single-rooted if asked; O(n)."""
+def _count_roots(heads: IntArray, n: int) -> int:
+    """Number of words on ROOT if ``heads`` (all in 0..n) is acyclic, else -1; O(n)."""
     # state: 0 unseen, d = on the walk started at d, -1 known to reach ROOT.
     state = np.zeros(n + 1, dtype=np.int64)
     state[0] = -1
@@ -105,12 +109,52 @@ def _is_tree(heads: IntArray, n: int, single_root: bool) -> bool:
             state[x] = d
             x = heads[x]
         if state[x] == d:
-            return False
+            return -1
         x = d
         while state[x] == d:
             state[x] = -1
             x = heads[x]
-    return roots == 1 or not single_root
+    return roots
+
+
+@numba.njit(cache=True)
+def _swap_roots(heads: IntArray, best: FloatArray, alt_head: IntArray, count: int) -> bool:
+    """The root phase on an acyclic argmax ``heads`` with ``count`` > 1 words on ROOT.
+
+    Moves words off ROOT in exactly the order :func:`_root_phase` would, without its O(n^2)
+    workspace. Returns False, with ``heads`` restored, when a move would close a cycle (that
+    needs a contraction) or no word on ROOT has another head: :func:`_tarjan` takes over then.
+    """
+    n = heads.shape[0] - 1
+    roots = np.empty(count, dtype=np.int64)  # roots[:count] on ROOT, roots[count:] moved off
+    k = 0
+    for v in range(1, n + 1):
+        if heads[v] == 0:
+            roots[k] = v
+            k += 1
+    moved = True
+    while count > 1 and moved:
+        i = _cheapest_swap(best[0], best[1], roots, count)
+        moved = i >= 0 and not _reaches(heads, alt_head[roots[i]], roots[i])
+        if moved:
+            v = roots[i]
+            heads[v] = alt_head[v]
+            count -= 1
+            roots[i], roots[count] = roots[count], v
+    if not moved:
+        for v in roots[count:]:
+            heads[v] = 0
+    return moved
+
+
+@numba.njit(cache=True)
+def _reaches(heads: IntArray, s: int, v: int) -> bool:
+    """Whether the chain of heads from s meets v before ROOT (s lies in v's subtree)."""
+    while s != 0:
+        if s == v:
+            return True
+        s = heads[s]
+    return False
 
 
 @numba.njit(cache=True, inline="always")
@@ -303,14 +347,21 @@ def _set_alternative(graph: Graph, forest: Forest, alt: Alternatives, v: int) ->
 
 @numba.njit(cache=True)
 def _root_phase(
-    graph: Graph, forest: Forest, alt_best: FloatArray, alt_head: IntArray, c: int
+    graph: Graph,
+    forest: Forest,
+    alt: Alternatives,
+    roots: IntArray,
+    alt_best: FloatArray,
+    alt_head: IntArray,
+    c: int,
 ) -> int:
-    """Move root children to their alternatives until one is left; next free id, or -1."""
-    # Gabow & Tarjan (1984); Zmigrod et al. (2020, Theorem 2). roots[:count] is the set R.
+    """Move root children to their alternatives until one is left; next free id, or -1.
+
+    ``alt`` (per node id) and ``roots`` (n+1) are workspace; ``roots[:count]`` is the set R.
+    """
+    # Gabow & Tarjan (1984); Zmigrod et al. (2020, Theorem 2).
     in_val, in_arc, uf, _, _, _, occ, _ = forest
     n1 = occ.shape[0]
-    alt = (np.empty(2 * n1 - 1), np.empty(2 * n1 - 1, dtype=np.int64))
-    roots = np.empty(n1, dtype=np.int64)
     count = 0
     for v in range(1, c):
         if uf[v] != v or in_arc[v] // n1 != 0:
@@ -368,32 +419,30 @@ def _tarjan(
     m = 2 * n1 - 1  # nodes 0..n, then at most n - 1 supernodes
     # Arcs between original words are read from ``scores`` in place. A supernode takes over the
     # slot of one of its members, a supernode one when it can, so nested contractions reuse the
-    # same few rows; np.empty leaves the rows of slots never taken untouched.
-    sup_val = np.empty((n1, 2 * n1))
-    sup_arc = np.empty((n1, 2 * n1), dtype=np.int64)
-    ints = np.empty((7, m), dtype=np.int64)
-    in_arc, uf, cparent, wc, slot, occ, cycle = (
-        ints[0],
-        ints[1],
-        ints[2],
-        ints[3],
-        ints[4],
-        ints[5, :n1],
-        ints[6],
-    )
+    # same few rows; np.empty leaves the rows of slots never taken untouched. One float and one
+    # int buffer hold everything: allocations are a large share of the time on short sentences.
+    size = n1 * 2 * n1
+    floats = np.empty(size + 2 * m)
+    ints = np.empty(size + 9 * m, dtype=np.int64)
+    sup_val = floats[:size].reshape((n1, 2 * n1))
+    sup_arc = ints[:size].reshape((n1, 2 * n1))
+    node = ints[size:].reshape((9, m))
+    in_arc, uf, cparent, wc, slot, cycle = node[0], node[1], node[2], node[3], node[4], node[5]
+    occ = node[6, :n1]
     for x in range(m):
         uf[x] = x
         cparent[x] = x
         wc[x] = x
         slot[x] = x  # a supernode's slot is set when it is created
     occ[:] = slot[:n1]
-    forest = (np.empty(m), in_arc, uf, cparent, wc, slot, occ, cycle)
+    forest = (floats[size : size + m], in_arc, uf, cparent, wc, slot, occ, cycle)
     graph = (scores, sup_val, sup_arc)
     c = _contraction_phase(graph, forest, heads, best[0])
     if c < 0:
         return NO_ARBORESCENCE
     if root_constraint:
-        c = _root_phase(graph, forest, best[1], alt_head, c)
+        alt = (floats[size + m :], node[7])
+        c = _root_phase(graph, forest, alt, node[8, :n1], best[1], alt_head, c)
         if c < 0:
             return NO_SINGLE_ROOT
     _expand(forest, c, heads)

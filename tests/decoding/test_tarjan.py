@@ -8,9 +8,10 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from decoding import tarjan
 from decoding.baselines import best_of_roots_kernel
 from decoding.tarjan import mst_kernel
 
@@ -181,6 +182,31 @@ def test_root_constraint_matches_best_of_roots(kind: str, data: st.DataObject):
         assert is_tree(heads, True)
         assert weight(scores, heads) == pytest.approx(weight(scores, expected_heads))
         assert weight(scores, heads) <= weight(scores, decode(scores, False)[1]) + 1e-9
+
+
+@pytest.mark.parametrize("kind", ["normal", "tied", "masked"])
+@given(data=st.data())
+def test_acyclic_shortcut_gives_the_full_root_phase_result(kind: str, data: st.DataObject):
+    # When the argmax is acyclic with several words on ROOT, mst_kernel first tries the root
+    # phase without the contraction workspace; it must end where the full algorithm ends (same
+    # heads, same status), including when it gives up half-way and restores the argmax.
+    scores = np.ascontiguousarray(data.draw(score_matrices(kind, min_words=2, max_words=30)))
+    n1 = scores.shape[0]
+    # Lift the arcs of a random forest with at least two words on ROOT to the top of their rows
+    # (or level with it: ties), so that the argmax is usually that forest.
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    order = rng.permutation(np.arange(1, n1))
+    for i, d in enumerate(order):
+        h = 0 if i < 2 else int(rng.choice(np.concatenate([[0], order[:i]])))
+        top = scores[d, np.arange(n1) != d].max()
+        scores[d, h] = (top if np.isfinite(top) else 0.0) + rng.integers(0, 2)
+    heads, best, alt_head = np.empty(n1, np.int64), np.empty((2, n1)), np.empty(n1, np.int64)
+    feasible = tarjan._argmax_heads(scores, heads, best, alt_head)
+    assume(feasible and tarjan._count_roots(heads, n1 - 1) > 1)
+    status, shortcut = decode(scores, True)
+    assert status == tarjan._tarjan(scores, True, heads, best, alt_head)
+    if status == 0:
+        assert shortcut.tolist() == heads.tolist()
 
 
 # ---------------------------------------------------------------- hand-built and edge cases
