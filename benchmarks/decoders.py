@@ -883,11 +883,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--hang-timeout", type=float, default=900, help="abort if one (distribution, n) cell hangs"
     )
+    parser.add_argument(
+        "--matrices", type=int, help="random matrices per cell (default 15; 3 with --quick)"
+    )
     args = parser.parse_args(argv)
     lengths = QUICK_LENGTHS if args.quick else FULL_LENGTHS
     # Cost varies between matrices (how many roots the unconstrained tree has): a median over
-    # 15 keeps one unlucky draw from deciding a ratio; cell_seconds bounds the total anyway.
-    args.matrices = 3 if args.quick else 15
+    # 15 keeps one unlucky draw from deciding a ratio. Each cell gets about cell_seconds of
+    # timing, whatever the number of matrices.
+    if args.matrices is None:
+        args.matrices = 3 if args.quick else 15
+    elif args.matrices < 1:
+        parser.error("--matrices must be at least 1")
     args.cell_seconds = 0.03 if args.quick else 0.2
     args.min_repeats = 3
     args.batch_size = 400 if args.quick else 2000
