@@ -25,7 +25,9 @@ from biaffine.vocab import Vocabs
 __all__ = ["FORMAT", "VERSION", "Checkpoint", "CheckpointError", "build_model", "load", "save"]
 
 FORMAT = "rootparse-checkpoint"
-VERSION = 1
+# Bumped whenever saved state stops fitting the code. 2: each BiLSTM layer holds one LSTM per
+# direction (BiLSTM), so version-1 state_dict keys no longer match.
+VERSION = 2
 _REQUIRED = (
     "package_version", "model_config", "vocabs", "state_dict", "metadata", "training_state",
 )  # fmt: skip

@@ -8,16 +8,15 @@ from typing import Any
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from biaffine.batching import IGNORE_INDEX, Batch
 from biaffine.modules import (
     MLP,
     Biaffine,
+    BiLSTM,
     CharEncoder,
     IndependentDropout,
     SharedDropout,
-    shared_dropout_packed,
 )
 from biaffine.modules import word_dropout as drop_words
 from biaffine.vocab import PAD, UNK
@@ -154,17 +153,16 @@ class BiaffineParser(nn.Module):
     def _build_encoder(self) -> None:
         cfg = self._config
         n_in = cfg["word_dim"] + cfg["char_out"] + (cfg["tag_dim"] if cfg["use_tags"] else 0)
-        # One single-layer LSTM per level so that dropout between levels can share its mask
+        # One single-layer BiLSTM per level so that dropout between levels can share its mask
         # across time (Dozat & Manning, 2017); nn.LSTM(num_layers=k, dropout=p) would not.
-        layers = []
-        for i in range(cfg["lstm_layers"]):
-            size = n_in if i == 0 else 2 * cfg["lstm_hidden"]
-            layers.append(nn.LSTM(size, cfg["lstm_hidden"], batch_first=True, bidirectional=True))
-        self.lstms = nn.ModuleList(layers)
-        for lstm in self.lstms:
-            for name, param in lstm.named_parameters():
-                # Orthogonal weights and zero biases, following Dozat & Manning's released code.
-                (nn.init.orthogonal_ if name.startswith("weight") else nn.init.zeros_)(param)
+        self.lstms = nn.ModuleList(
+            BiLSTM(n_in if i == 0 else 2 * cfg["lstm_hidden"], cfg["lstm_hidden"])
+            for i in range(cfg["lstm_layers"])
+        )
+        for name, param in self.lstms.named_parameters():
+            # Orthogonal weights and zero biases, following Dozat & Manning's released code.
+            is_weight = name.rsplit(".", 1)[-1].startswith("weight")
+            (nn.init.orthogonal_ if is_weight else nn.init.zeros_)(param)
         self.lstm_dropout = SharedDropout(cfg["lstm_dropout"])
 
     def _build_scorers(self) -> None:
@@ -233,17 +231,15 @@ class BiaffineParser(nn.Module):
         return torch.cat(self.embed_dropout(*embeddings), -1)
 
     def _encode(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """BiLSTM states [B, N+1, 2H]; packing keeps padding out of both directions."""
-        total = x.shape[1]
-        packed = pack_padded_sequence(
-            self.lstm_dropout(x), (lengths + 1).cpu(), batch_first=True, enforce_sorted=False
-        )
-        for i, lstm in enumerate(self.lstms):
-            if i > 0 and self.training:
-                packed = shared_dropout_packed(packed, self.lstm_dropout.p)
-            packed, _ = lstm(packed)
-        states, _ = pad_packed_sequence(packed, batch_first=True, total_length=total)
-        return self.lstm_dropout(states)
+        """BiLSTM states float[B, N+1, 2H] from inputs float[B, N+1, D_in]; zeros at padding.
+
+        Shared dropout on the input and output of every layer; ``lengths`` long[B] counts
+        words, so each sequence is ``lengths + 1`` long with ROOT.
+        """
+        with_root = lengths + 1
+        for lstm in self.lstms:
+            x = lstm(self.lstm_dropout(x), with_root)
+        return self.lstm_dropout(x)
 
     @staticmethod
     def _valid_heads(lengths: torch.Tensor, total: int) -> torch.Tensor:

@@ -8,15 +8,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
+from torch.nn.utils.rnn import pack_padded_sequence
 
 __all__ = [
     "MLP",
+    "BiLSTM",
     "Biaffine",
     "CharEncoder",
     "IndependentDropout",
     "SharedDropout",
-    "shared_dropout_packed",
     "word_dropout",
 ]
 
@@ -60,26 +60,6 @@ class SharedDropout(nn.Module):
             return x
         mask = x.new_empty(x.shape[0], 1, x.shape[2]).bernoulli_(1.0 - self.p) / (1.0 - self.p)
         return x * mask
-
-
-def shared_dropout_packed(packed: PackedSequence, p: float) -> PackedSequence:
-    """:class:`SharedDropout` for a packed batch, avoiding an unpack/repack between LSTM layers.
-
-    Args:
-        packed: a PackedSequence whose ``data`` is float[T, D] (T = total tokens).
-        p: probability of zeroing a feature, in [0, 1).
-
-    Returns:
-        A PackedSequence with the same structure; every row of one sequence shares a mask.
-    """
-    if p == 0.0:
-        return packed
-    n_seqs = int(packed.batch_sizes[0])
-    mask = packed.data.new_empty(n_seqs, packed.data.shape[1]).bernoulli_(1.0 - p) / (1.0 - p)
-    # Rows of packed.data are time-major: step t holds sorted sequences 0..batch_sizes[t]-1.
-    seq_of_row = torch.cat([torch.arange(int(size)) for size in packed.batch_sizes])  # [T]
-    data = packed.data * mask[seq_of_row.to(packed.data.device)]
-    return PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
 
 
 class IndependentDropout(nn.Module):
@@ -261,6 +241,61 @@ class Biaffine(nn.Module):
         ]
         scores = pieces[0] if len(pieces) == 1 else torch.cat(pieces)  # [pairs, O]
         return scores.view(*shape, self.n_out)
+
+
+class BiLSTM(nn.Module):
+    """One bidirectional LSTM layer over a padded batch, exact for every sequence length.
+
+    ``nn.LSTM(bidirectional=True)`` on a padded batch would run its backward direction through
+    the padding before the words. Packing avoids that, but on CPU PyTorch then takes a slower
+    step-by-step path: at parser sizes (64 sentences x 24 words, 512 -> 2 x 256) packed input
+    is 1.3-1.5x slower in training and 1.8x slower in inference than dense input. Here each
+    direction is its own LSTM on dense tensors; the backward one reads every sequence reversed
+    within its own length, so padding only ever follows the words.
+    """
+
+    def __init__(self, n_in: int, hidden: int) -> None:
+        """Create the layer.
+
+        Args:
+            n_in: input features.
+            hidden: LSTM size per direction; the output has 2 * hidden features.
+        """
+        super().__init__()
+        self.forward_lstm = nn.LSTM(n_in, hidden, batch_first=True)
+        self.backward_lstm = nn.LSTM(n_in, hidden, batch_first=True)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Run both directions.
+
+        Args:
+            x: float[B, L, n_in]; positions at or beyond a sequence's length are padding.
+            lengths: long[B], each in [1, L].
+
+        Returns:
+            float[B, L, 2 * hidden]: forward then backward states; zeros at padding.
+        """
+        reverse = _reversal_index(lengths, x.shape[1])  # [B, L]
+        forward_states, _ = self.forward_lstm(x)
+        backward_states, _ = self.backward_lstm(_gather_steps(x, reverse))
+        states = torch.cat([forward_states, _gather_steps(backward_states, reverse)], -1)
+        padding = torch.arange(x.shape[1], device=x.device) >= lengths.unsqueeze(1)  # [B, L]
+        return states.masked_fill(padding.unsqueeze(-1), 0.0)
+
+
+def _reversal_index(lengths: torch.Tensor, total: int) -> torch.Tensor:
+    """long[B, total]: position t of sequence b maps to lengths[b] - 1 - t; padding to itself.
+
+    The map is its own inverse, so one index both reverses the input and restores the output.
+    """
+    positions = torch.arange(total, device=lengths.device).unsqueeze(0)  # [1, total]
+    ends = lengths.unsqueeze(1)  # [B, 1]
+    return torch.where(positions < ends, ends - 1 - positions, positions)
+
+
+def _gather_steps(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """x[b, index[b, t]] for every b, t: float[B, L, D] from float[B, L, D] and long[B, L]."""
+    return x.gather(1, index.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
 
 
 class CharEncoder(nn.Module):

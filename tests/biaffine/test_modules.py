@@ -7,11 +7,11 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from biaffine.modules import (
     MLP,
     Biaffine,
+    BiLSTM,
     CharEncoder,
     IndependentDropout,
     SharedDropout,
     _unique_rows,
-    shared_dropout_packed,
     word_dropout,
 )
 
@@ -41,15 +41,40 @@ def test_dropout_rejects_bad_probability(p: float) -> None:
         IndependentDropout(p)
 
 
-def test_shared_dropout_packed_shares_mask_within_each_sequence() -> None:
-    lengths = torch.tensor([3, 5, 1])
-    packed = pack_padded_sequence(
-        torch.ones(3, 5, 8), lengths, batch_first=True, enforce_sorted=False
-    )
-    out, _ = pad_packed_sequence(shared_dropout_packed(packed, 0.5), batch_first=True)
+def _packed_reference(layer: BiLSTM, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """The same layer as one packed nn.LSTM(bidirectional=True): the textbook computation."""
+    hidden = layer.forward_lstm.hidden_size
+    reference = torch.nn.LSTM(x.shape[-1], hidden, batch_first=True, bidirectional=True)
+    with torch.no_grad():
+        for name, param in layer.forward_lstm.named_parameters():
+            getattr(reference, name).copy_(param)
+            getattr(reference, f"{name}_reverse").copy_(getattr(layer.backward_lstm, name))
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    out, _ = pad_packed_sequence(reference(packed)[0], batch_first=True, total_length=x.shape[1])
+    return out
+
+
+def test_bilstm_equals_packed_bidirectional_lstm() -> None:
+    layer = BiLSTM(6, 5)
+    lengths = torch.tensor([3, 7, 1, 7, 5])
+    x = torch.randn(5, 7, 6)
+    expected = _packed_reference(layer, x, lengths)
+    assert torch.allclose(layer(x, lengths), expected, atol=1e-6)
+    # Padding content must not reach any word, in either direction.
+    garbage = x.clone()
     for b, n in enumerate(lengths.tolist()):
-        assert torch.equal(out[b, :n], out[b, :1].expand(n, 8))
-        assert torch.equal(out[b, n:], torch.zeros(5 - n, 8))
+        garbage[b, n:] = 1e3
+    assert torch.allclose(layer(garbage, lengths), expected, atol=1e-6)
+
+
+def test_bilstm_gradients_reach_words_only() -> None:
+    layer = BiLSTM(4, 3)
+    lengths = torch.tensor([2, 4])
+    x = torch.randn(2, 4, 4, requires_grad=True)
+    layer(x, lengths).sum().backward()
+    assert torch.count_nonzero(x.grad[0, 2:]) == 0
+    assert torch.all(x.grad[0, :2].abs().sum(-1) > 0)
+    assert torch.all(x.grad[1].abs().sum(-1) > 0)
 
 
 def test_independent_dropout_rescales_survivors() -> None:
