@@ -346,6 +346,8 @@ class CharEncoder(nn.Module):
         packed = pack_padded_sequence(
             self.embed(types[real]), lengths[real].cpu(), batch_first=True, enforce_sorted=False
         )
+        # Packed, unlike BiLSTM: word lengths vary far more than sentence lengths in a batch,
+        # and one dense call per word length measured 2.5x slower (many small calls).
         _, (final, _) = self.lstm(packed)  # final: [2, U_real, hidden], forward then backward
         vectors = self.proj(torch.cat([final[0], final[1]], -1))
         out = vectors.new_zeros(types.shape[0], self.n_out)
