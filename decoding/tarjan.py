@@ -54,10 +54,15 @@ def mst_kernel(scores: FloatArray, root_constraint: bool, heads: IntArray) -> in
     roots = _count_roots(heads, n)
     if roots == 1 or (roots > 1 and not root_constraint):
         return OK
-    # Acyclic but several words on ROOT: the root phase alone may finish without a contraction.
-    if roots > 1 and _swap_roots(heads, best, alt_head, roots):
+    if roots < 0:
+        return _tarjan(scores, root_constraint, heads, best, alt_head, np.empty(0, np.int64), 0)
+    # Acyclic but several words on ROOT: the root phase may finish without a contraction, and
+    # when it needs one, the full algorithm resumes where the moves on the head vector stopped.
+    on_root = np.empty(roots, dtype=np.int64)
+    left = _swap_roots(heads, best, alt_head, on_root, roots)
+    if left == 1:
         return OK
-    return _tarjan(scores, root_constraint, heads, best, alt_head)
+    return _tarjan(scores, root_constraint, heads, best, alt_head, on_root, left)
 
 
 @numba.njit(cache=True)
@@ -118,33 +123,32 @@ def _count_roots(heads: IntArray, n: int) -> int:
 
 
 @numba.njit(cache=True)
-def _swap_roots(heads: IntArray, best: FloatArray, alt_head: IntArray, count: int) -> bool:
+def _swap_roots(
+    heads: IntArray, best: FloatArray, alt_head: IntArray, roots: IntArray, count: int
+) -> int:
     """The root phase on an acyclic argmax ``heads`` with ``count`` > 1 words on ROOT.
 
     Moves words off ROOT in exactly the order :func:`_root_phase` would, without its O(n^2)
-    workspace. Returns False, with ``heads`` restored, when a move would close a cycle (that
-    needs a contraction) or no word on ROOT has another head: :func:`_tarjan` takes over then.
+    workspace, and stops before a move that would close a cycle (that needs a contraction) or
+    when no word on ROOT has another head. Returns how many words are left on ROOT, listed in
+    ``roots[:left]`` (int64[count] output) in the order :func:`_root_phase` resumes from;
+    ``heads`` stays acyclic throughout.
     """
     n = heads.shape[0] - 1
-    roots = np.empty(count, dtype=np.int64)  # roots[:count] on ROOT, roots[count:] moved off
     k = 0
     for v in range(1, n + 1):
         if heads[v] == 0:
             roots[k] = v
             k += 1
-    moved = True
-    while count > 1 and moved:
+    while count > 1:
         i = _cheapest_swap(best[0], best[1], roots, count)
-        moved = i >= 0 and not _reaches(heads, alt_head[roots[i]], roots[i])
-        if moved:
-            v = roots[i]
-            heads[v] = alt_head[v]
-            count -= 1
-            roots[i], roots[count] = roots[count], v
-    if not moved:
-        for v in roots[count:]:
-            heads[v] = 0
-    return moved
+        if i < 0 or _reaches(heads, alt_head[roots[i]], roots[i]):
+            break
+        v = roots[i]
+        heads[v] = alt_head[v]
+        count -= 1
+        roots[i] = roots[count]
+    return count
 
 
 @numba.njit(cache=True)
@@ -346,7 +350,7 @@ def _set_alternative(graph: Graph, forest: Forest, alt: Alternatives, v: int) ->
 
 
 @numba.njit(cache=True)
-def _root_phase(
+def _root_candidates(
     graph: Graph,
     forest: Forest,
     alt: Alternatives,
@@ -355,12 +359,11 @@ def _root_phase(
     alt_head: IntArray,
     c: int,
 ) -> int:
-    """Move root children to their alternatives until one is left; next free id, or -1.
+    """After the contraction phase: store the live nodes on ROOT in ``roots``, return how many.
 
-    ``alt`` (per node id) and ``roots`` (n+1) are workspace; ``roots[:count]`` is the set R.
+    Caches each one's best non-root alternative in ``alt`` on the way.
     """
-    # Gabow & Tarjan (1984); Zmigrod et al. (2020, Theorem 2).
-    in_val, in_arc, uf, _, _, _, occ, _ = forest
+    in_arc, uf, occ = forest[1], forest[2], forest[6]
     n1 = occ.shape[0]
     count = 0
     for v in range(1, c):
@@ -370,9 +373,31 @@ def _root_phase(
         count += 1
         if v >= n1:
             _set_alternative(graph, forest, alt, v)
-        else:  # merged columns only repeat scores of v's row: the greedy pass has its best
-            alt[0][v] = alt_best[v]
-            alt[1][v] = alt_head[v] * n1 + v if alt_head[v] >= 0 else -1
+        else:
+            _word_alternative(alt, v, alt_best, alt_head, n1)
+    return count
+
+
+@numba.njit(cache=True, inline="always")
+def _word_alternative(
+    alt: Alternatives, v: int, alt_best: FloatArray, alt_head: IntArray, n1: int
+) -> None:
+    """Word v's best non-root arc, from the greedy pass: merged columns only repeat its row."""
+    alt[0][v] = alt_best[v]
+    alt[1][v] = alt_head[v] * n1 + v if alt_head[v] >= 0 else -1
+
+
+@numba.njit(cache=True)
+def _root_phase(
+    graph: Graph, forest: Forest, alt: Alternatives, roots: IntArray, count: int, c: int
+) -> int:
+    """Move root children to their alternatives until one is left; next free id, or -1.
+
+    ``roots[:count]`` is the set R, each with its alternative in ``alt`` (per node id).
+    """
+    # Gabow & Tarjan (1984); Zmigrod et al. (2020, Theorem 2).
+    in_val, in_arc, uf = forest[0], forest[1], forest[2]
+    n1 = forest[6].shape[0]
     while count > 1:
         i = _cheapest_swap(in_val, alt[0], roots, count)
         if i < 0:  # every root child can only be entered from ROOT
@@ -412,13 +437,24 @@ def _expand(forest: Forest, c: int, heads: IntArray) -> None:
 
 @numba.njit(cache=True)
 def _tarjan(
-    scores: FloatArray, root_constraint: bool, heads: IntArray, best: FloatArray, alt_head: IntArray
+    scores: FloatArray,
+    root_constraint: bool,
+    heads: IntArray,
+    best: FloatArray,
+    alt_head: IntArray,
+    roots: IntArray,
+    count: int,
 ) -> int:
-    """Contraction phase, optional root phase and expansion."""
+    """Contraction phase, optional root phase and expansion.
+
+    With ``count`` = 0, ``heads`` is the argmax and everything runs. With ``count`` > 1,
+    ``heads`` is acyclic as :func:`_swap_roots` left it, with ``roots[:count]`` on ROOT: there
+    is nothing to contract, and the root phase resumes from there.
+    """
     n1 = scores.shape[0]
     m = 2 * n1 - 1  # nodes 0..n, then at most n - 1 supernodes
     # Arcs between original words are read from ``scores`` in place. A supernode takes over the
-    # slot of one of its members, a supernode one when it can, so nested contractions reuse the
+    # slot of one of its members, a supernode one when it can, so nested contractions share the
     # same few rows; np.empty leaves the rows of slots never taken untouched. One float and one
     # int buffer hold everything: allocations are a large share of the time on short sentences.
     size = n1 * 2 * n1
@@ -435,14 +471,26 @@ def _tarjan(
         wc[x] = x
         slot[x] = x  # a supernode's slot is set when it is created
     occ[:] = slot[:n1]
-    forest = (floats[size : size + m], in_arc, uf, cparent, wc, slot, occ, cycle)
+    in_val = floats[size : size + m]
+    forest = (in_val, in_arc, uf, cparent, wc, slot, occ, cycle)
     graph = (scores, sup_val, sup_arc)
-    c = _contraction_phase(graph, forest, heads, best[0])
-    if c < 0:
-        return NO_ARBORESCENCE
+    alt = (floats[size + m :], node[7])
+    if count == 0:
+        c = _contraction_phase(graph, forest, heads, best[0])
+        if c < 0:
+            return NO_ARBORESCENCE
+        if root_constraint:
+            roots = node[8, :n1]
+            count = _root_candidates(graph, forest, alt, roots, best[1], alt_head, c)
+    else:  # no cycle: every word keeps its current head, the moved ones their alternative
+        c = n1
+        for v in range(1, n1):
+            in_val[v] = scores[v, heads[v]]
+            in_arc[v] = heads[v] * n1 + v
+        for i in range(count):
+            _word_alternative(alt, roots[i], best[1], alt_head, n1)
     if root_constraint:
-        alt = (floats[size + m :], node[7])
-        c = _root_phase(graph, forest, alt, node[8, :n1], best[1], alt_head, c)
+        c = _root_phase(graph, forest, alt, roots, count, c)
         if c < 0:
             return NO_SINGLE_ROOT
     _expand(forest, c, heads)

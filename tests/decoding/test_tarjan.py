@@ -187,9 +187,10 @@ def test_root_constraint_matches_best_of_roots(kind: str, data: st.DataObject):
 @pytest.mark.parametrize("kind", ["normal", "tied", "masked"])
 @given(data=st.data())
 def test_acyclic_shortcut_gives_the_full_root_phase_result(kind: str, data: st.DataObject):
-    # When the argmax is acyclic with several words on ROOT, mst_kernel first tries the root
-    # phase without the contraction workspace; it must end where the full algorithm ends (same
-    # heads, same status), including when it gives up half-way and restores the argmax.
+    # When the argmax is acyclic with several words on ROOT, mst_kernel first runs the root
+    # phase without the contraction workspace, then resumes the full algorithm where a move
+    # would close a cycle; it must end where the full algorithm from the argmax ends (same
+    # heads, same status).
     scores = np.ascontiguousarray(data.draw(score_matrices(kind, min_words=2, max_words=30)))
     n1 = scores.shape[0]
     # Lift the arcs of a random forest with at least two words on ROOT to the top of their rows
@@ -204,7 +205,7 @@ def test_acyclic_shortcut_gives_the_full_root_phase_result(kind: str, data: st.D
     feasible = tarjan._argmax_heads(scores, heads, best, alt_head)
     assume(feasible and tarjan._count_roots(heads, n1 - 1) > 1)
     status, shortcut = decode(scores, True)
-    assert status == tarjan._tarjan(scores, True, heads, best, alt_head)
+    assert status == tarjan._tarjan(scores, True, heads, best, alt_head, np.empty(0, np.int64), 0)
     if status == 0:
         assert shortcut.tolist() == heads.tolist()
 
@@ -223,6 +224,28 @@ def test_root_swap_cycle_instance_keeps_root_arc(fill: float):
     assert weight(scores, heads) == 25
     status, heads = decode(scores, False)
     assert (status, heads.tolist()) == (0, [-1, 0, 1, 0])
+
+
+def test_resumed_root_phase_counts_moved_words_at_their_new_arcs():
+    # Argmax: 1 <- 3; 2, 3, 4 <- ROOT; 5 <- 4. On the head vector the root phase moves 3 under
+    # 5, then stops: moving 4 under 5 closes a cycle. The full algorithm resumes there, and a
+    # later contraction takes in 3, whose chosen arc must count at its new value 5 -> 3, not
+    # ROOT -> 3 (found by a mutation search against brute force: that gives 31, not 32).
+    scores = np.array(
+        [
+            [2, 3, 8, 1, 8, 2],
+            [6, 4, 4, 8, 1, 2],
+            [8, 3, 9, 0, 1, 4],
+            [8, 5, 6, 0, 1, 7],
+            [8, 6, 4, 4, 9, 7],
+            [3, 1, 0, 3, 4, 1],
+        ],
+        dtype=float,
+    )
+    status, heads = decode(scores, True)
+    assert status == 0
+    assert is_tree(heads, single_root=True)
+    assert weight(scores, heads) == brute_force(scores, single_root=True)[1] == 32
 
 
 def test_orientation_is_dependent_major():
