@@ -31,6 +31,11 @@ MST, EISNER, GREEDY, BEST_OF_ROOTS = 0, 1, 2, 3
 # Status codes per sentence. 1 and 2 come from the kernels; 3-6 from the checks in `_copy`.
 OK, NO_TREE, NO_SINGLE_ROOT, NAN, POSINF, NO_HEAD, NO_ROOT_ARC = range(7)
 
+# Threads take blocks of this many consecutive sentences in turn: interleaving blocks keeps
+# the shares balanced when a batch is sorted by length, and whole blocks keep two threads from
+# writing the same cache line of ``where`` (3 int64 per sentence) over and over.
+_BLOCK = 16
+
 # Below this many score entries in a batch, threads cost more than they save.
 _MIN_PARALLEL_WORK = 50_000
 
@@ -106,6 +111,28 @@ def _decode_one(algorithm: int, matrix: FloatArray, root_constraint: bool, heads
 
 
 @numba.njit(cache=True, nogil=True)
+def _decode_sentence(
+    algorithm: int,
+    scores: FloatArray,
+    lengths: IntArray,
+    root_constraint: bool,
+    heads: IntArray,
+    where: IntArray,
+    b: int,
+    need_root: bool,
+) -> None:
+    """Check, copy and decode sentence b into ``heads[b]``, its status into ``where[b]``."""
+    n = lengths[b]
+    matrix = _copy(scores, b, n, need_root, where[b])
+    if where[b, 0] != OK:
+        return
+    sentence = np.empty(n + 1, dtype=np.int64)
+    where[b, 0] = _decode_one(algorithm, matrix, root_constraint, sentence)
+    if where[b, 0] == OK:
+        heads[b, 1 : n + 1] = sentence[1:]
+
+
+@numba.njit(cache=True, nogil=True)
 def _decode_range(
     algorithm: int,
     scores: FloatArray,
@@ -116,17 +143,17 @@ def _decode_range(
     start: int,
     step: int,
 ) -> None:
-    """Decode sentences start, start + step, ... into ``heads`` [B, N+1]; ``where`` [B, 3]."""
+    """Decode the blocks of sentences start, start + step, ... into ``heads`` [B, N+1].
+
+    Sentence b belongs to block b // _BLOCK; ``where`` is int64[B, 3].
+    """
     need_root = algorithm != GREEDY
-    for b in range(start, scores.shape[0], step):
-        n = lengths[b]
-        matrix = _copy(scores, b, n, need_root, where[b])
-        if where[b, 0] != OK:
-            continue
-        sentence = np.empty(n + 1, dtype=np.int64)
-        where[b, 0] = _decode_one(algorithm, matrix, root_constraint, sentence)
-        if where[b, 0] == OK:
-            heads[b, 1 : n + 1] = sentence[1:]
+    batch = scores.shape[0]
+    for first in range(start * _BLOCK, batch, step * _BLOCK):
+        for b in range(first, min(first + _BLOCK, batch)):
+            _decode_sentence(
+                algorithm, scores, lengths, root_constraint, heads, where, b, need_root
+            )
 
 
 @numba.njit(cache=True, nogil=True)
@@ -200,7 +227,7 @@ def decode(
     if threads <= 1 or int(np.square(lengths).sum()) < _MIN_PARALLEL_WORK:
         _decode_range(algorithm, scores, lengths, root_constraint, heads, where, 0, 1)
         return heads, where
-    # Interleaved shares balance threads well whether or not sentences are sorted by length.
+    # Interleaved blocks balance threads well whether or not sentences are sorted by length.
     jobs = [
         _executor().submit(
             _decode_range, algorithm, scores, lengths, root_constraint, heads, where, t, threads

@@ -216,3 +216,23 @@ def test_malformed_input_raises_value_error(scores, lengths, message):
     for decode in DECODERS.values():
         with pytest.raises(ValueError, match=message):
             decode(scores, lengths)
+
+
+@pytest.mark.parametrize("name", ["mst", "eisner"])
+def test_threaded_batch_equals_one_sentence_at_a_time(name):
+    # Enough score entries for the threaded path, and a batch size that is no multiple of the
+    # threads' block of sentences, so the last block is partial.
+    rng = np.random.default_rng(11)
+    lengths = rng.integers(1, 41, size=301)
+    scores = rng.normal(size=(len(lengths), 41, 41))
+    threads = decoding.get_num_threads()
+    try:
+        decoding.set_num_threads(2)
+        heads = DECODERS[name](scores, lengths)
+    finally:
+        decoding.set_num_threads(threads)
+    for b, n in enumerate(lengths):
+        np.testing.assert_array_equal(
+            heads[b, : n + 1], DECODERS[name](scores[b, : n + 1, : n + 1])
+        )
+        assert (heads[b, n + 1 :] == -1).all()
