@@ -111,28 +111,6 @@ def _decode_one(algorithm: int, matrix: FloatArray, root_constraint: bool, heads
 
 
 @numba.njit(cache=True, nogil=True)
-def _decode_sentence(
-    algorithm: int,
-    scores: FloatArray,
-    lengths: IntArray,
-    root_constraint: bool,
-    heads: IntArray,
-    where: IntArray,
-    b: int,
-    need_root: bool,
-) -> None:
-    """Check, copy and decode sentence b into ``heads[b]``, its status into ``where[b]``."""
-    n = lengths[b]
-    matrix = _copy(scores, b, n, need_root, where[b])
-    if where[b, 0] != OK:
-        return
-    sentence = np.empty(n + 1, dtype=np.int64)
-    where[b, 0] = _decode_one(algorithm, matrix, root_constraint, sentence)
-    if where[b, 0] == OK:
-        heads[b, 1 : n + 1] = sentence[1:]
-
-
-@numba.njit(cache=True, nogil=True)
 def _decode_range(
     algorithm: int,
     scores: FloatArray,
@@ -151,9 +129,14 @@ def _decode_range(
     batch = scores.shape[0]
     for first in range(start * _BLOCK, batch, step * _BLOCK):
         for b in range(first, min(first + _BLOCK, batch)):
-            _decode_sentence(
-                algorithm, scores, lengths, root_constraint, heads, where, b, need_root
-            )
+            n = lengths[b]
+            matrix = _copy(scores, b, n, need_root, where[b])
+            if where[b, 0] != OK:
+                continue
+            sentence = np.empty(n + 1, dtype=np.int64)
+            where[b, 0] = _decode_one(algorithm, matrix, root_constraint, sentence)
+            if where[b, 0] == OK:
+                heads[b, 1 : n + 1] = sentence[1:]
 
 
 @numba.njit(cache=True, nogil=True)
