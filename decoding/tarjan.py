@@ -54,11 +54,11 @@ def mst_kernel(scores: FloatArray, root_constraint: bool, heads: IntArray) -> in
     roots = _count_roots(heads, n)
     if roots == 1 or (roots > 1 and not root_constraint):
         return OK
+    on_root = np.empty(n + 1, dtype=np.int64)  # the root phase's set R, in either case
     if roots < 0:
-        return _tarjan(scores, root_constraint, heads, best, alt_head, np.empty(0, np.int64), 0)
+        return _tarjan(scores, root_constraint, heads, best, alt_head, on_root, 0)
     # Acyclic but several words on ROOT: the root phase may finish without a contraction, and
     # when it needs one, the full algorithm resumes where the moves on the head vector stopped.
-    on_root = np.empty(roots, dtype=np.int64)
     left = _swap_roots(heads, best, alt_head, on_root, roots)
     if left == 1:
         return OK
@@ -131,7 +131,7 @@ def _swap_roots(
     Moves words off ROOT in exactly the order :func:`_root_phase` would, without its O(n^2)
     workspace, and stops before a move that would close a cycle (that needs a contraction) or
     when no word on ROOT has another head. Returns how many words are left on ROOT, listed in
-    ``roots[:left]`` (int64[count] output) in the order :func:`_root_phase` resumes from;
+    ``roots[:left]`` (int64[>= count] output) in the order :func:`_root_phase` resumes from;
     ``heads`` stays acyclic throughout.
     """
     n = heads.shape[0] - 1
@@ -447,9 +447,10 @@ def _tarjan(
 ) -> int:
     """Contraction phase, optional root phase and expansion.
 
-    With ``count`` = 0, ``heads`` is the argmax and everything runs. With ``count`` > 1,
-    ``heads`` is acyclic as :func:`_swap_roots` left it, with ``roots[:count]`` on ROOT: there
-    is nothing to contract, and the root phase resumes from there.
+    ``roots`` is int64[n+1] workspace for the root phase's set R. With ``count`` = 0,
+    ``heads`` is the argmax and everything runs. With ``count`` > 1, ``heads`` is acyclic as
+    :func:`_swap_roots` left it, with ``roots[:count]`` on ROOT: there is nothing to contract,
+    and the root phase resumes from there.
     """
     n1 = scores.shape[0]
     m = 2 * n1 - 1  # nodes 0..n, then at most n - 1 supernodes
@@ -459,10 +460,10 @@ def _tarjan(
     # int buffer hold everything: allocations are a large share of the time on short sentences.
     size = n1 * 2 * n1
     floats = np.empty(size + 2 * m)
-    ints = np.empty(size + 9 * m, dtype=np.int64)
+    ints = np.empty(size + 8 * m, dtype=np.int64)
     sup_val = floats[:size].reshape((n1, 2 * n1))
     sup_arc = ints[:size].reshape((n1, 2 * n1))
-    node = ints[size:].reshape((9, m))
+    node = ints[size:].reshape((8, m))
     in_arc, uf, cparent, wc, slot, cycle = node[0], node[1], node[2], node[3], node[4], node[5]
     occ = node[6, :n1]
     for x in range(m):
@@ -480,7 +481,6 @@ def _tarjan(
         if c < 0:
             return NO_ARBORESCENCE
         if root_constraint:
-            roots = node[8, :n1]
             count = _root_candidates(graph, forest, alt, roots, best[1], alt_head, c)
     else:  # no cycle: every word keeps its current head, the moved ones their alternative
         c = n1

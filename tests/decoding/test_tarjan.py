@@ -205,7 +205,7 @@ def test_acyclic_shortcut_gives_the_full_root_phase_result(kind: str, data: st.D
     feasible = tarjan._argmax_heads(scores, heads, best, alt_head)
     assume(feasible and tarjan._count_roots(heads, n1 - 1) > 1)
     status, shortcut = decode(scores, True)
-    assert status == tarjan._tarjan(scores, True, heads, best, alt_head, np.empty(0, np.int64), 0)
+    assert status == tarjan._tarjan(scores, True, heads, best, alt_head, np.empty(n1, np.int64), 0)
     if status == 0:
         assert shortcut.tolist() == heads.tolist()
 
