@@ -35,6 +35,8 @@ class Encoded:
         tags: int32[n+1] UPOS ids, ROOT at 0.
         heads: int32[n+1] gold heads; 0 at position 0, and everywhere if the sentence has none.
         rels: int32[n+1] gold relation ids; IGNORE_INDEX at 0 and where unknown or absent.
+        xpos: int32[n+1] XPOS ids, ROOT at 0.
+        feats: int32[n+1] FEATS ids (the whole FEATS string is one class), ROOT at 0.
     """
 
     words: Int32Array
@@ -42,6 +44,8 @@ class Encoded:
     tags: Int32Array
     heads: Int32Array
     rels: Int32Array
+    xpos: Int32Array
+    feats: Int32Array
 
     def __len__(self) -> int:
         """Number of words n (ROOT excluded)."""
@@ -61,6 +65,8 @@ class Batch:
         mask: bool[B, N+1]; True at words 1..n only.
         lengths: long[B] words per sentence n.
         indices: long[B] position of each sentence in the encoded input list.
+        xpos: long[B, N+1] XPOS ids.
+        feats: long[B, N+1] FEATS ids.
     """
 
     words: torch.Tensor
@@ -71,6 +77,8 @@ class Batch:
     mask: torch.Tensor
     lengths: torch.Tensor
     indices: torch.Tensor
+    xpos: torch.Tensor
+    feats: torch.Tensor
 
     @property
     def batch_size(self) -> int:
@@ -108,9 +116,7 @@ def encode(
 
 
 def _encode_one(sentence: Sentence, vocabs: Vocabs, max_chars: int, char_rows: dict) -> Encoded:
-    words, upos = vocabs.words.stoi, vocabs.upos.stoi
-    word_ids = [ROOT] + [words.get(form, UNK) for form in sentence.forms]
-    tag_ids = [ROOT] + [upos.get(tag, UNK) for tag in sentence.upos]
+    word_ids = _ids(sentence.forms, vocabs.words)
     if sentence.heads is None:
         heads = [0] * len(word_ids)
         rels = [IGNORE_INDEX] * len(word_ids)
@@ -120,10 +126,18 @@ def _encode_one(sentence: Sentence, vocabs: Vocabs, max_chars: int, char_rows: d
     return Encoded(
         words=np.array(word_ids, dtype=np.int32),
         chars=_char_matrix(sentence.forms, vocabs.chars, max_chars, char_rows),
-        tags=np.array(tag_ids, dtype=np.int32),
+        tags=np.array(_ids(sentence.upos, vocabs.upos), dtype=np.int32),
         heads=np.array(heads, dtype=np.int32),
         rels=np.array(rels, dtype=np.int32),
+        xpos=np.array(_ids(sentence.xpos, vocabs.xpos), dtype=np.int32),
+        feats=np.array(_ids(sentence.feats, vocabs.feats), dtype=np.int32),
     )
+
+
+def _ids(column: list[str], vocab: Vocab) -> list[int]:
+    """[ROOT, ids of the column's strings...], UNK for unknown strings."""
+    stoi = vocab.stoi
+    return [ROOT] + [stoi.get(token, UNK) for token in column]
 
 
 def _char_matrix(forms: list[str], chars: Vocab, max_chars: int, char_rows: dict) -> Int32Array:
@@ -152,19 +166,23 @@ def collate(items: Sequence[Encoded], indices: Sequence[int] | IntArray) -> Batc
     lengths = np.array([len(item) for item in items], dtype=np.int64)
     size, width = len(items), max(item.chars.shape[1] for item in items)
     positions = int(lengths.max()) + 1
-    words, tags, heads = (np.zeros((size, positions), dtype=np.int64) for _ in range(3))
-    rels = np.full((size, positions), IGNORE_INDEX, dtype=np.int64)
+    columns = {name: np.zeros((size, positions), dtype=np.int64) for name in _WORD_COLUMNS}
+    columns["rels"].fill(IGNORE_INDEX)
     chars = np.zeros((size, positions, width), dtype=np.int64)
     for b, item in enumerate(items):
         m = len(item) + 1
-        words[b, :m], tags[b, :m], heads[b, :m], rels[b, :m] = (
-            item.words, item.tags, item.heads, item.rels,
-        )  # fmt: skip
+        for name, column in columns.items():
+            column[b, :m] = getattr(item, name)
         chars[b, :m, : item.chars.shape[1]] = item.chars
     arange = np.arange(positions)[None, :]  # [1, N+1]
     mask = (arange >= 1) & (arange <= lengths[:, None])  # [B, N+1]
-    arrays = (words, chars, tags, heads, rels, mask, lengths, np.asarray(indices, dtype=np.int64))
-    return Batch(*(torch.from_numpy(array) for array in arrays))
+    arrays = columns | {"chars": chars, "mask": mask, "lengths": lengths}
+    arrays["indices"] = np.asarray(indices, dtype=np.int64)
+    return Batch(**{name: torch.from_numpy(array) for name, array in arrays.items()})
+
+
+_WORD_COLUMNS = ("words", "tags", "heads", "rels", "xpos", "feats")
+"""Encoded fields with one id per position, padded into long[B, N+1] by :func:`collate`."""
 
 
 def plan_batches(

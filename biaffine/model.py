@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F  # noqa: N812
@@ -25,8 +25,24 @@ __all__ = ["ArcRelScores", "BiaffineParser"]
 
 _SIZES = (
     "n_words", "n_chars", "n_tags", "n_rels", "word_dim", "char_dim", "char_hidden", "char_out",
-    "tag_dim", "lstm_hidden", "lstm_layers", "arc_mlp", "rel_mlp", "tag_mlp",
+    "tag_dim", "lstm_hidden", "lstm_layers", "arc_mlp", "rel_mlp", "tag_mlp", "n_xpos", "n_feats",
 )  # fmt: skip
+
+
+class _Tagger(NamedTuple):
+    """Where an auxiliary tagger's settings and gold ids live."""
+
+    gold: str  # Batch field of the gold ids
+    weight: str  # constructor argument: loss weight (0 = no tagger)
+    size: str  # constructor argument: number of classes
+    attribute: str  # module attribute (the UPOS one keeps its original name, "tagger")
+
+
+_TAGGERS = {
+    "upos": _Tagger("tags", "tag_loss_weight", "n_tags", "tagger"),
+    "xpos": _Tagger("xpos", "xpos_loss_weight", "n_xpos", "xpos_tagger"),
+    "feats": _Tagger("feats", "feats_loss_weight", "n_feats", "feats_tagger"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +58,15 @@ class ArcRelScores:
             beyond a sentence's length and self-loops (the diagonal) are ``-inf``.
         rel_dep: float[B, N+1, rel_mlp], label MLP vectors of the words as dependents.
         rel_head: float[B, N+1, rel_mlp], label MLP vectors of the words as heads.
-        tag_scores: float[B, N+1, n_tags] UPOS scores, or None when the tagger head is off.
+        tag_scores: auxiliary tagger scores by column, ``"upos"`` float[B, N+1, n_tags],
+            ``"xpos"`` float[B, N+1, n_xpos], ``"feats"`` float[B, N+1, n_feats]; only the
+            taggers whose loss weight is > 0 are present.
     """
 
     arc_scores: torch.Tensor
     rel_dep: torch.Tensor
     rel_head: torch.Tensor
-    tag_scores: torch.Tensor | None = None
+    tag_scores: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 class BiaffineParser(nn.Module):
@@ -56,8 +74,9 @@ class BiaffineParser(nn.Module):
 
     Input vectors are [word embedding; char BiLSTM vector (Dozat, Qi & Manning, 2017); optional
     UPOS embedding], then a stacked BiLSTM, four MLPs (arc/label x dependent/head), a biaffine
-    arc scorer with a head prior, and a biaffine label scorer. An optional auxiliary UPOS
-    classifier on the BiLSTM states (``tag_loss_weight > 0``) adds multi-task supervision.
+    arc scorer with a head prior, and a biaffine label scorer. Optional auxiliary UPOS, XPOS and
+    FEATS classifiers on the BiLSTM states (``tag_loss_weight``, ``xpos_loss_weight``,
+    ``feats_loss_weight`` > 0) add multi-task supervision; they are trained, never used to parse.
     Defaults are sized for training and parsing on a 2-core CPU; the paper used
     lstm_hidden=400, arc_mlp=500.
     """
@@ -85,6 +104,10 @@ class BiaffineParser(nn.Module):
         mlp_dropout: float = 0.33,
         word_dropout: float = 0.0,
         tag_loss_weight: float = 0.0,
+        n_xpos: int = 3,
+        n_feats: int = 3,
+        xpos_loss_weight: float = 0.0,
+        feats_loss_weight: float = 0.0,
     ) -> None:
         """Build the network.
 
@@ -109,6 +132,10 @@ class BiaffineParser(nn.Module):
             mlp_dropout: shared dropout after the MLPs.
             word_dropout: probability of replacing a word id by UNK in training.
             tag_loss_weight: weight of the auxiliary UPOS loss; 0 disables the tagger head.
+            n_xpos: XPOS vocabulary size (used only if ``xpos_loss_weight > 0``).
+            n_feats: FEATS vocabulary size (used only if ``feats_loss_weight > 0``).
+            xpos_loss_weight: weight of the auxiliary XPOS loss; 0 disables that head.
+            feats_loss_weight: weight of the auxiliary FEATS loss; 0 disables that head.
 
         Raises:
             ValueError: on sizes < 1, probabilities outside [0, 1), a negative loss weight, or
@@ -130,8 +157,9 @@ class BiaffineParser(nn.Module):
         for key in ("embed_dropout", "lstm_dropout", "mlp_dropout", "word_dropout"):
             if not 0.0 <= cfg[key] < 1.0:
                 raise ValueError(f"{key}={cfg[key]} must be in [0, 1)")
-        if cfg["tag_loss_weight"] < 0:
-            raise ValueError(f"tag_loss_weight={cfg['tag_loss_weight']} must be >= 0")
+        for tagger in _TAGGERS.values():
+            if cfg[tagger.weight] < 0:
+                raise ValueError(f"{tagger.weight}={cfg[tagger.weight]} must be >= 0")
         if cfg["use_tags"] and cfg["tag_loss_weight"] > 0:
             raise ValueError("use_tags=True with tag_loss_weight > 0 would predict the input UPOS")
 
@@ -175,12 +203,14 @@ class BiaffineParser(nn.Module):
         # Arcs: bias on the dependent side only, i.e. the paper's head prior term H u.
         self.arc_attn = Biaffine(cfg["arc_mlp"], 1, bias_x=True, bias_y=False)
         self.rel_attn = Biaffine(cfg["rel_mlp"], cfg["n_rels"], bias_x=True, bias_y=True)
-        self.tagger: nn.Sequential | None = None
-        if cfg["tag_loss_weight"] > 0:
-            self.tagger = nn.Sequential(
-                MLP(n_states, cfg["tag_mlp"], dropout=drop),
-                nn.Linear(cfg["tag_mlp"], cfg["n_tags"]),
-            )
+        for tagger in _TAGGERS.values():
+            head = None
+            if cfg[tagger.weight] > 0:
+                head = nn.Sequential(
+                    MLP(n_states, cfg["tag_mlp"], dropout=drop),
+                    nn.Linear(cfg["tag_mlp"], cfg[tagger.size]),
+                )
+            setattr(self, tagger.attribute, head)
 
     def config(self) -> dict[str, Any]:
         """Constructor arguments as plain data: ``BiaffineParser(**config)`` rebuilds the model."""
@@ -196,14 +226,18 @@ class BiaffineParser(nn.Module):
 
         Returns:
             :class:`ArcRelScores` with arc_scores [B, N+1, N+1] (dependent-major, invalid heads
-            at ``-inf``), the label MLP vectors and tag_scores [B, N+1, n_tags] or None.
+            at ``-inf``), the label MLP vectors and the scores of the auxiliary taggers.
         """
         states = self._encode(self._embed(batch), batch.lengths)
         arc_scores = self.arc_attn(self.arc_dep(states), self.arc_head(states)).squeeze(-1)
         arc_scores = arc_scores.masked_fill(
             ~self._valid_heads(batch.lengths, states.shape[1]), float("-inf")
         )
-        tag_scores = self.tagger(states) if self.tagger is not None else None
+        tag_scores = {
+            column: head(states)
+            for column, tagger in _TAGGERS.items()
+            if (head := getattr(self, tagger.attribute)) is not None
+        }
         return ArcRelScores(arc_scores, self.rel_dep(states), self.rel_head(states), tag_scores)
 
     def rel_scores_at(self, scores: ArcRelScores, heads: torch.Tensor) -> torch.Tensor:
@@ -250,7 +284,7 @@ class BiaffineParser(nn.Module):
         return in_sentence.unsqueeze(1) & not_self
 
     def loss(self, scores: ArcRelScores, batch: Batch) -> torch.Tensor:
-        """Training loss: head cross entropy + label cross entropy at gold arcs (+ tag loss).
+        """Training loss: head cross entropy + label cross entropy at gold arcs (+ tag losses).
 
         Each term is a mean over the words it covers (Dozat & Manning, 2017, sec. 3): heads
         over ``mask``, labels over words whose gold label is known (``rels != -100``).
@@ -258,7 +292,7 @@ class BiaffineParser(nn.Module):
         Args:
             scores: the output of :meth:`forward` on ``batch``.
             batch: reads ``heads`` long[B, N+1], ``rels`` long[B, N+1], ``mask`` bool[B, N+1]
-                and ``tags`` long[B, N+1] (only with the tagger head).
+                and, for the auxiliary taggers present, ``tags``/``xpos``/``feats`` long[B, N+1].
 
         Returns:
             A scalar tensor.
@@ -268,9 +302,11 @@ class BiaffineParser(nn.Module):
         gold_arc_rels = self.rel_scores_at(scores, batch.heads)  # [B, N+1, R]
         rel_loss = _mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
         loss = arc_loss + rel_loss
-        if scores.tag_scores is not None:
-            tag_loss = F.cross_entropy(scores.tag_scores[mask], batch.tags[mask])
-            loss = loss + self._config["tag_loss_weight"] * tag_loss
+        for column, tag_scores in scores.tag_scores.items():
+            tagger = _TAGGERS[column]
+            gold = getattr(batch, tagger.gold)
+            tag_loss = F.cross_entropy(tag_scores[mask], gold[mask])
+            loss = loss + self._config[tagger.weight] * tag_loss
         return loss
 
 

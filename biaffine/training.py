@@ -12,7 +12,7 @@ import math
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -179,6 +179,7 @@ def _build(
     """Instantiate the model (sized by the vocabularies), its optimizer and the LR decay."""
     sizes = {"n_words": len(vocabs.words), "n_chars": len(vocabs.chars)}
     sizes |= {"n_tags": len(vocabs.upos), "n_rels": len(vocabs.rels)}
+    sizes |= {"n_xpos": len(vocabs.xpos), "n_feats": len(vocabs.feats)}
     model = instantiate(cfg.model, **sizes, _convert_="all").to(device)
     optimizer = instantiate(cfg.optimizer, _convert_="all")(model.parameters())
     t = cfg.trainer
@@ -223,7 +224,7 @@ def _log_data(splits: data.Splits, vocabs: Vocabs) -> None:
         if sentences is not None:
             words = sum(len(s) for s in sentences)
             log.info("%s: %d sentences, %d words", name, len(sentences), words)
-    sizes = {name: len(getattr(vocabs, name)) for name in ("words", "chars", "upos", "rels")}
+    sizes = {f.name: len(getattr(vocabs, f.name)) for f in fields(vocabs)}
     log.info("vocabulary sizes: %s", sizes)
 
 

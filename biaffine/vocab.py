@@ -1,6 +1,6 @@
-"""String <-> index vocabularies for words, characters, UPOS tags and dependency relations.
+"""String <-> index vocabularies for words, characters, tags (UPOS, XPOS, FEATS) and relations.
 
-Word, char and UPOS vocabularies start with the specials PAD=0, UNK=1, ROOT=2; the relation
+Word, char and tag vocabularies start with the specials PAD=0, UNK=1, ROOT=2; the relation
 vocabulary has none. Both classes round-trip through plain JSON-able dicts for checkpoints.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from biaffine.conllu_io import Sentence
@@ -125,12 +125,17 @@ class Vocab:
 
 @dataclass(slots=True)
 class Vocabs:
-    """The four vocabularies a parser needs (words as written, chars, UPOS, relations)."""
+    """The vocabularies a parser needs: words as written, chars, UPOS, relations, XPOS, FEATS.
+
+    XPOS and FEATS (each whole FEATS string is one class) serve only the auxiliary taggers.
+    """
 
     words: Vocab
     chars: Vocab
     upos: Vocab
     rels: Vocab
+    xpos: Vocab = field(default_factory=lambda: Vocab(SPECIALS))
+    feats: Vocab = field(default_factory=lambda: Vocab(SPECIALS))
 
     @classmethod
     def build(cls, sentences: Iterable[Sentence], *, min_word_count: int = 2) -> Vocabs:
@@ -143,22 +148,24 @@ class Vocabs:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, Any]]) -> Vocabs:
-        """Inverse of :meth:`to_dict`.
+        """Inverse of :meth:`to_dict`; XPOS and FEATS may be absent (specials only then).
 
         Raises:
-            ValueError: a vocabulary missing or malformed.
+            ValueError: a required vocabulary missing, or any one malformed.
         """
-        missing = set(_NAMES) - set(data)
+        missing = set(_REQUIRED) - set(data)
         if missing:
             raise ValueError(f"vocabulary data lacks {sorted(missing)}")
-        return cls(**{name: Vocab.from_dict(data[name]) for name in _NAMES})
+        return cls(**{name: Vocab.from_dict(data[name]) for name in _NAMES if name in data})
 
 
-_NAMES = ("words", "chars", "upos", "rels")
+# Checkpoints written before the XPOS/FEATS taggers existed lack those two vocabularies.
+_REQUIRED = ("words", "chars", "upos", "rels")
+_NAMES = (*_REQUIRED, "xpos", "feats")
 
 
 def build_vocabs(sentences: Iterable[Sentence], *, min_word_count: int = 2) -> Vocabs:
-    """Counts forms, characters, UPOS tags and relations in one pass over ``sentences``.
+    """Counts forms, characters, UPOS, XPOS, FEATS and relations in one pass over ``sentences``.
 
     Args:
         sentences: training sentences (iterated once).
@@ -168,11 +175,12 @@ def build_vocabs(sentences: Iterable[Sentence], *, min_word_count: int = 2) -> V
         Vocabs; ``rels`` has no specials and skips ``_`` labels.
     """
     words: Counter[str] = Counter()
-    tags: Counter[str] = Counter()
-    rels: Counter[str] = Counter()
+    tags, xpos, feats, rels = (Counter[str]() for _ in range(4))
     for sentence in sentences:
         words.update(sentence.forms)
         tags.update(sentence.upos)
+        xpos.update(sentence.xpos)
+        feats.update(sentence.feats)
         rels.update(sentence.deprels)
     rels.pop("_", None)
     chars: Counter[str] = Counter()
@@ -184,4 +192,6 @@ def build_vocabs(sentences: Iterable[Sentence], *, min_word_count: int = 2) -> V
         chars=Vocab.build(chars),
         upos=Vocab.build(tags),
         rels=Vocab.build(rels, specials=False),
+        xpos=Vocab.build(xpos),
+        feats=Vocab.build(feats),
     )

@@ -47,7 +47,8 @@ def synthetic(lengths: list[int]) -> list[Encoded]:
         heads = np.arange(-1, n, dtype=np.int32)
         heads[0] = 0
         rels = np.array([IGNORE_INDEX] + [s % 7] * n, dtype=np.int32)
-        items.append(Encoded(words=ids, chars=chars, tags=ids.copy(), heads=heads, rels=rels))
+        tags = {name: ids.copy() for name in ("tags", "xpos", "feats")}
+        items.append(Encoded(words=ids, chars=chars, heads=heads, rels=rels, **tags))
     return items
 
 
@@ -60,9 +61,8 @@ def test_encode_puts_root_at_position_zero(tiny: list[Sentence], vocabs: Vocabs)
     for sentence, item in zip(tiny, encoded, strict=True):
         n = len(sentence)
         assert len(item) == n
-        assert (
-            item.words.shape == item.tags.shape == item.heads.shape == item.rels.shape == (n + 1,)
-        )
+        for name in ("words", "tags", "heads", "rels", "xpos", "feats"):
+            assert getattr(item, name).shape == (n + 1,), name
         assert item.words[0] == ROOT
         assert item.tags[0] == ROOT
         assert item.heads[0] == 0
@@ -70,6 +70,8 @@ def test_encode_puts_root_at_position_zero(tiny: list[Sentence], vocabs: Vocabs)
         assert item.rels[0] == IGNORE_INDEX
         assert [vocabs.rels.itos[r] for r in item.rels[1:]] == sentence.deprels
         assert [vocabs.upos.itos[t] for t in item.tags[1:]] == sentence.upos
+        assert [vocabs.xpos.itos[t] for t in item.xpos[1:]] == sentence.xpos
+        assert [vocabs.feats.itos[t] for t in item.feats[1:]] == sentence.feats
         assert item.chars[0].tolist() == [ROOT] + [PAD] * (item.chars.shape[1] - 1)
 
 

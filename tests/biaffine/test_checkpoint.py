@@ -15,7 +15,7 @@ from biaffine.vocab import Vocabs
 
 TINY = {
     "word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10,
-    "lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6, "tag_loss_weight": 0.5,
+    "lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6, "tag_loss_weight": 0.5, "feats_loss_weight": 0.5,
 }  # fmt: skip
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -25,8 +25,9 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 def parser(vocabs: Vocabs) -> BiaffineParser:
     torch.manual_seed(0)
     model = BiaffineParser(
-        len(vocabs.words), len(vocabs.chars), len(vocabs.upos), len(vocabs.rels), **TINY
-    )
+        len(vocabs.words), len(vocabs.chars), len(vocabs.upos), len(vocabs.rels),
+        n_feats=len(vocabs.feats), **TINY,
+    )  # fmt: skip
     with torch.no_grad():
         for param in model.parameters():
             param.add_(torch.randn_like(param) * 0.1)  # move away from the zero init
@@ -75,7 +76,9 @@ def test_save_load_gives_identical_predictions(saved, parser, vocabs, sentences)
     assert torch.equal(before.rel_dep, after.rel_dep)
     assert torch.equal(before.rel_head, after.rel_head)
     assert torch.equal(parser.rel_attn.weight, rebuilt.rel_attn.weight)
-    assert torch.equal(before.tag_scores, after.tag_scores)
+    assert before.tag_scores.keys() == after.tag_scores.keys()
+    for column, tag_scores in before.tag_scores.items():
+        assert torch.equal(tag_scores, after.tag_scores[column])
 
 
 def test_checkpoint_holds_plain_data_only(saved) -> None:
@@ -84,7 +87,7 @@ def test_checkpoint_holds_plain_data_only(saved) -> None:
     assert raw["version"] == checkpoint.VERSION
     assert isinstance(raw["package_version"], str)
     assert raw["metadata"]["best_dev"]["las"] == 12.5
-    assert set(raw["vocabs"]) == {"words", "chars", "upos", "rels"}
+    assert set(raw["vocabs"]) == {"words", "chars", "upos", "rels", "xpos", "feats"}
 
 
 def test_training_state_round_trips(saved, parser) -> None:

@@ -4,14 +4,16 @@ from collections.abc import Sequence
 
 import pytest
 import torch
+import torch.nn.functional as F  # noqa: N812
 
 from biaffine.batching import Batch
-from biaffine.model import BiaffineParser
+from biaffine.model import ArcRelScores, BiaffineParser
 
-N_WORDS, N_CHARS, N_TAGS, N_RELS = 20, 15, 6, 4
+N_WORDS, N_CHARS, N_TAGS, N_RELS, N_XPOS, N_FEATS = 20, 15, 6, 4, 8, 9
 TINY = {
     "word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "tag_dim": 4,
     "lstm_hidden": 10, "lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6, "tag_mlp": 5,
+    "n_xpos": N_XPOS, "n_feats": N_FEATS,
 }  # fmt: skip
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -40,6 +42,8 @@ def sentence(n: int, seed: int) -> dict[str, torch.Tensor]:
         "tags": torch.cat([torch.tensor([2]), torch.randint(3, N_TAGS, (n,), generator=g)]),
         "heads": heads,
         "rels": torch.cat([torch.tensor([-100]), torch.randint(0, N_RELS, (n,), generator=g)]),
+        "xpos": torch.cat([torch.tensor([2]), torch.randint(3, N_XPOS, (n,), generator=g)]),
+        "feats": torch.cat([torch.tensor([2]), torch.randint(3, N_FEATS, (n,), generator=g)]),
     }
 
 
@@ -53,6 +57,8 @@ def make_batch(sentences: Sequence[dict[str, torch.Tensor]]) -> Batch:
         "tags": torch.zeros(size, width, dtype=torch.long),
         "heads": torch.zeros(size, width, dtype=torch.long),
         "rels": torch.full((size, width), -100, dtype=torch.long),
+        "xpos": torch.zeros(size, width, dtype=torch.long),
+        "feats": torch.zeros(size, width, dtype=torch.long),
     }
     for b, s in enumerate(sentences):
         for key, tensor in fields.items():
@@ -69,7 +75,7 @@ def test_output_shapes_and_masked_heads() -> None:
     assert scores.arc_scores.shape == (2, 6, 6)
     assert parser.rel_scores(scores).shape == (2, 6, 6, N_RELS)
     assert parser.rel_scores_at(scores, batch.heads).shape == (2, 6, N_RELS)
-    assert scores.tag_scores is None
+    assert scores.tag_scores == {}
     arcs = scores.arc_scores
     assert torch.isneginf(arcs[1, :, 4:]).all()  # heads beyond length 3
     assert torch.isneginf(arcs.diagonal(dim1=1, dim2=2)).all()
@@ -128,14 +134,39 @@ def test_unknown_hyperparameter_is_a_type_error() -> None:
         tiny_parser(lstm_hiden=3)
 
 
-def test_tagger_head_adds_tag_scores_and_loss() -> None:
+@pytest.mark.parametrize(
+    ("weight", "column", "size"),
+    [("tag_loss_weight", "upos", N_TAGS), ("xpos_loss_weight", "xpos", N_XPOS),
+     ("feats_loss_weight", "feats", N_FEATS)],
+)  # fmt: skip
+def test_each_tagger_head_adds_its_scores_and_loss(weight: str, column: str, size: int) -> None:
     batch = make_batch([sentence(5, 0)])
     plain = tiny_parser().eval()
-    multi = tiny_parser(tag_loss_weight=1.0).eval()
+    multi = tiny_parser(**{weight: 1.0}).eval()
     scores = multi(batch)
-    assert scores.tag_scores is not None
-    assert scores.tag_scores.shape == (1, 6, N_TAGS)
+    assert set(scores.tag_scores) == {column}
+    assert scores.tag_scores[column].shape == (1, 6, size)
     assert multi.loss(scores, batch) > plain.loss(plain(batch), batch)
+
+
+def test_each_tagger_loss_reads_its_own_gold_column() -> None:
+    parser = tiny_parser(tag_loss_weight=1.0, xpos_loss_weight=0.5, feats_loss_weight=2.0).eval()
+    batch = make_batch([sentence(5, 0), sentence(3, 1)])
+    scores = parser(batch)
+    mask = batch.mask
+    expected = parser.loss(ArcRelScores(scores.arc_scores, scores.rel_dep, scores.rel_head), batch)
+    for column, gold, weight in (("upos", batch.tags, 1.0), ("xpos", batch.xpos, 0.5),
+                                 ("feats", batch.feats, 2.0)):  # fmt: skip
+        expected = expected + weight * F.cross_entropy(scores.tag_scores[column][mask], gold[mask])
+    assert torch.allclose(parser.loss(scores, batch), expected)
+
+
+def test_upos_tagger_keeps_its_state_dict_keys() -> None:
+    """Version-2 checkpoints (before XPOS/FEATS) store the UPOS tagger under ``tagger.``."""
+    keys = tiny_parser(tag_loss_weight=1.0, feats_loss_weight=1.0).state_dict()
+    assert any(key.startswith("tagger.") for key in keys)
+    assert any(key.startswith("feats_tagger.") for key in keys)
+    assert not any(key.startswith("xpos_tagger.") for key in keys)
 
 
 def test_use_tags_reads_the_input_tags() -> None:

@@ -90,6 +90,9 @@ def test_build_vocabs_on_tiny() -> None:
     assert {"T", "0", " ", "'"} <= set(vocabs.chars.itos)  # every char of every form
     assert vocabs.upos.itos[:3] == list(SPECIALS)
     assert "PUNCT" in vocabs.upos
+    assert vocabs.xpos.itos[3:5] == [".", "NN"]  # by frequency, 6 each, then the string
+    assert vocabs.feats.itos[3] == "_"  # FEATS strings are whole classes, "_" included
+    assert "Mood=Ind|Tense=Past|VerbForm=Fin" in vocabs.feats
     assert not vocabs.rels.specials
     assert "_" not in vocabs.rels
     assert {"root", "nsubj:pass", "orphan", "obl:tmod"} <= set(vocabs.rels.itos)
@@ -103,3 +106,11 @@ def test_vocabs_to_dict_round_trips_through_json() -> None:
     assert Vocabs.from_dict(data) == vocabs
     with pytest.raises(ValueError, match="lacks"):
         Vocabs.from_dict({k: v for k, v in data.items() if k != "rels"})
+
+
+def test_vocabs_without_xpos_and_feats_load_with_specials_only() -> None:
+    """Checkpoints written before the XPOS/FEATS taggers store four vocabularies."""
+    data = Vocabs.build(read_conllu(TINY)).to_dict()
+    old = Vocabs.from_dict({k: v for k, v in data.items() if k not in ("xpos", "feats")})
+    assert old.xpos.itos == old.feats.itos == list(SPECIALS)
+    assert old.upos == Vocabs.from_dict(data).upos
