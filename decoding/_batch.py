@@ -159,6 +159,7 @@ def decode_single(
 
 _threads = numba.config.NUMBA_NUM_THREADS  # cores, or the NUMBA_NUM_THREADS variable
 _pool: ThreadPoolExecutor | None = None
+_pool_size = 0
 _pool_lock = threading.Lock()
 
 
@@ -168,11 +169,10 @@ def set_num_threads(threads: int) -> None:
     Plain Python threads, not numba's threading layer: starting that layer would reset the
     OpenMP thread count that PyTorch shares with it.
     """
-    global _threads, _pool
+    global _threads
     if not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
-    with _pool_lock:
-        _threads, _pool = threads, None
+    _threads = threads
 
 
 def get_num_threads() -> int:
@@ -180,11 +180,18 @@ def get_num_threads() -> int:
     return _threads
 
 
-def _executor() -> ThreadPoolExecutor:
-    global _pool  # one pool per process, created on first parallel use
+def _executor(threads: int) -> ThreadPoolExecutor:
+    """The process's pool, grown to at least ``threads`` workers.
+
+    The pool outlives changes of the thread count: a fresh pool per change would start new
+    threads (each with a new malloc arena) inside the next timed call.
+    """
+    global _pool, _pool_size
     with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=_threads)
+        if _pool is None or _pool_size < threads:
+            # A caller may still be submitting to the old pool: dropping it (not shutting it
+            # down) lets those jobs run; its idle workers exit once it is garbage-collected.
+            _pool, _pool_size = ThreadPoolExecutor(max_workers=threads), threads
         return _pool
 
 
@@ -211,8 +218,9 @@ def decode(
         _decode_range(algorithm, scores, lengths, root_constraint, heads, where, 0, 1)
         return heads, where
     # Interleaved blocks balance threads well whether or not sentences are sorted by length.
+    pool = _executor(threads)
     jobs = [
-        _executor().submit(
+        pool.submit(
             _decode_range, algorithm, scores, lengths, root_constraint, heads, where, t, threads
         )
         for t in range(threads)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from strategies import FEASIBLE_KINDS, padded_batches, score_matrices
 
 import decoding
+from decoding import _batch
 from decoding.api import _best_of_roots
 
 DECODERS = {
@@ -216,6 +217,21 @@ def test_malformed_input_raises_value_error(scores, lengths, message):
     for decode in DECODERS.values():
         with pytest.raises(ValueError, match=message):
             decode(scores, lengths)
+
+
+def test_thread_pool_survives_changes_of_the_thread_count():
+    # A new pool per change would start fresh threads inside the next decode call.
+    threads = decoding.get_num_threads()
+    try:
+        decoding.set_num_threads(2)
+        pool = _batch._executor(2)
+        decoding.set_num_threads(1)
+        decoding.set_num_threads(2)
+        assert _batch._executor(2) is pool
+        assert _batch._executor(1) is pool  # a larger pool serves fewer threads
+        assert _batch._executor(3) is not pool  # and grows when more are asked for
+    finally:
+        decoding.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("name", ["mst", "eisner"])
