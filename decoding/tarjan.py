@@ -249,19 +249,22 @@ def _merge_columns(graph: Graph, forest: Forest, k: int) -> None:
     slot, occ, cycle = forest[5], forest[6], forest[7]
     n1 = scores.shape[0]
     s0 = slot[cycle[0]]
+    # A supernode cycle[0] already holds its best arc into y where C's goes (C takes its slot):
+    # start from it. Saves a third of the work when the root phase grows one supernode by a
+    # short path at a time.
+    first = 1 if cycle[0] >= n1 else 0
     for t in range(1, n1):
         y = occ[t]
         if y < 0 or t == s0:
             continue
-        best = -np.inf
-        best_arc = -1
-        for i in range(k):
+        # Original rows keep supernode columns in the supernode's slot, so scores is never copied.
+        r, col = (t, s0) if y >= n1 else (s0, n1 + y)
+        best, best_arc = (sup_val[r, col], sup_arc[r, col]) if first else (-np.inf, -1)
+        for i in range(first, k):
             value, arc = _entry(graph, forest, y, cycle[i])
             if value > best:
                 best = value
                 best_arc = arc
-        # Original rows keep supernode columns in the supernode's slot, so scores is never copied.
-        r, col = (t, s0) if y >= n1 else (s0, n1 + y)
         sup_val[r, col] = best
         sup_arc[r, col] = best_arc
 
