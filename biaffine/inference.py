@@ -204,7 +204,7 @@ def parse_with_decoders(
         for batch in batches_by_tokens(encode(sentences, vocabs), max_tokens, shuffle=False):
             batch = batch.to(device)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                scores = model(batch)
+                scores = model(batch, tag=False)
             for name, (algorithm, root_constraint) in decoders.items():
                 started = time.perf_counter()
                 heads = decode_heads(

@@ -147,6 +147,9 @@ def test_each_tagger_head_adds_its_scores_and_loss(weight: str, column: str, siz
     assert set(scores.tag_scores) == {column}
     assert scores.tag_scores[column].shape == (1, 6, size)
     assert multi.loss(scores, batch) > plain.loss(plain(batch), batch)
+    untagged = multi(batch, tag=False)
+    assert untagged.tag_scores == {}
+    assert torch.equal(untagged.arc_scores, scores.arc_scores)
 
 
 def test_each_tagger_loss_reads_its_own_gold_column() -> None:
