@@ -25,15 +25,15 @@ from .trees import greedy_kernel
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-# Algorithms understood by :func:`_decode_range`.
+# Algorithms understood by :func:`_decode_one`.
 MST, EISNER, GREEDY, BEST_OF_ROOTS = 0, 1, 2, 3
 
 # Status codes per sentence. 1 and 2 come from the kernels; 3-6 from the checks in `_copy`.
 OK, NO_TREE, NO_SINGLE_ROOT, NAN, POSINF, NO_HEAD, NO_ROOT_ARC = range(7)
 
-# Threads take blocks of this many consecutive sentences in turn: interleaving blocks keeps
-# the shares balanced when a batch is sorted by length, and whole blocks keep two threads from
-# writing the same cache line of ``where`` (3 int64 per sentence) over and over.
+# Threads claim blocks of this many consecutive sentences: whole blocks keep two threads from
+# writing the same cache line of ``where`` (3 int64 per sentence) over and over, and small ones
+# leave little work for one thread alone at the end of a batch.
 _BLOCK = 16
 
 # Below this many score entries in a batch, threads cost more than they save.
@@ -111,32 +111,51 @@ def _decode_one(algorithm: int, matrix: FloatArray, root_constraint: bool, heads
 
 
 @numba.njit(cache=True, nogil=True)
-def _decode_range(
+def _decode_sentence(
     algorithm: int,
     scores: FloatArray,
     lengths: IntArray,
     root_constraint: bool,
     heads: IntArray,
     where: IntArray,
-    start: int,
-    step: int,
+    b: int,
 ) -> None:
-    """Decode the blocks of sentences start, start + step, ... into ``heads`` [B, N+1].
+    """Check, copy and decode sentence b into ``heads[b]`` [N+1] and ``where[b]`` [3]."""
+    n = lengths[b]
+    matrix = _copy(scores, b, n, algorithm != GREEDY, where[b])
+    if where[b, 0] != OK:
+        return
+    sentence = np.empty(n + 1, dtype=np.int64)
+    where[b, 0] = _decode_one(algorithm, matrix, root_constraint, sentence)
+    if where[b, 0] == OK:
+        heads[b, 1 : n + 1] = sentence[1:]
 
-    Sentence b belongs to block b // _BLOCK; ``where`` is int64[B, 3].
+
+@numba.njit(cache=True, nogil=True)
+def _decode_blocks(
+    algorithm: int,
+    scores: FloatArray,
+    lengths: IntArray,
+    root_constraint: bool,
+    heads: IntArray,
+    where: IntArray,
+    claimed: npt.NDArray[np.bool_],
+) -> None:
+    """Decode each block of ``_BLOCK`` consecutive sentences that no other thread has claimed.
+
+    ``claimed`` is bool[ceil(B / _BLOCK)], shared by the threads. They all walk the blocks in the
+    same order and take the next free one (a dynamic schedule), so a thread that starts late or
+    gets less of the CPU takes fewer blocks instead of holding up the batch. A claim is a plain
+    read then write, not an atomic operation: two threads that reach the same block at the same
+    instant both decode it, into the same values, so the result stays exact.
     """
-    need_root = algorithm != GREEDY
     batch = scores.shape[0]
-    for first in range(start * _BLOCK, batch, step * _BLOCK):
-        for b in range(first, min(first + _BLOCK, batch)):
-            n = lengths[b]
-            matrix = _copy(scores, b, n, need_root, where[b])
-            if where[b, 0] != OK:
-                continue
-            sentence = np.empty(n + 1, dtype=np.int64)
-            where[b, 0] = _decode_one(algorithm, matrix, root_constraint, sentence)
-            if where[b, 0] == OK:
-                heads[b, 1 : n + 1] = sentence[1:]
+    for block in range(claimed.shape[0]):
+        if claimed[block]:
+            continue
+        claimed[block] = True
+        for b in range(block * _BLOCK, min((block + 1) * _BLOCK, batch)):
+            _decode_sentence(algorithm, scores, lengths, root_constraint, heads, where, b)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -153,7 +172,7 @@ def decode_single(
     where = np.zeros((1, 3), dtype=np.int64)
     lengths = np.full(1, width - 1, dtype=np.int64)
     scores = matrix.reshape((1, width, width))
-    _decode_range(algorithm, scores, lengths, root_constraint, heads, where, 0, 1)
+    _decode_sentence(algorithm, scores, lengths, root_constraint, heads, where, 0)
     return heads[0], where[0]
 
 
@@ -213,18 +232,15 @@ def decode(
     batch, width = scores.shape[0], scores.shape[1]
     heads = np.full((batch, width), -1, dtype=np.int64)
     where = np.zeros((batch, 3), dtype=np.int64)
+    claimed = np.zeros(-(-batch // _BLOCK), dtype=np.bool_)
+    args = (algorithm, scores, lengths, root_constraint, heads, where, claimed)
     threads = min(_threads, batch)
     if threads <= 1 or int(np.square(lengths).sum()) < _MIN_PARALLEL_WORK:
-        _decode_range(algorithm, scores, lengths, root_constraint, heads, where, 0, 1)
+        _decode_blocks(*args)
         return heads, where
-    # Interleaved blocks balance threads well whether or not sentences are sorted by length.
-    pool = _executor(threads)
-    jobs = [
-        pool.submit(
-            _decode_range, algorithm, scores, lengths, root_constraint, heads, where, t, threads
-        )
-        for t in range(threads)
-    ]
+    # The calling thread works too: one thread fewer to wake, and it starts at once.
+    jobs = [_executor(threads - 1).submit(_decode_blocks, *args) for _ in range(threads - 1)]
+    _decode_blocks(*args)
     for job in jobs:
         job.result()
     return heads, where

@@ -59,7 +59,7 @@ def mst_kernel(scores: FloatArray, root_constraint: bool, heads: IntArray) -> in
         return _tarjan(scores, root_constraint, heads, best, alt_head, on_root, 0)
     # Acyclic but several words on ROOT: the root phase may finish without a contraction, and
     # when it needs one, the full algorithm resumes where the moves on the head vector stopped.
-    left = _swap_roots(heads, best, alt_head, on_root, roots)
+    left = _swap_roots(scores, heads, best, alt_head, on_root, roots)
     if left == 1:
         return OK
     return _tarjan(scores, root_constraint, heads, best, alt_head, on_root, left)
@@ -124,15 +124,21 @@ def _count_roots(heads: IntArray, n: int) -> int:
 
 @numba.njit(cache=True)
 def _swap_roots(
-    heads: IntArray, best: FloatArray, alt_head: IntArray, roots: IntArray, count: int
+    scores: FloatArray,
+    heads: IntArray,
+    best: FloatArray,
+    alt_head: IntArray,
+    roots: IntArray,
+    count: int,
 ) -> int:
     """The root phase on an acyclic argmax ``heads`` with ``count`` > 1 words on ROOT.
 
     Moves words off ROOT in exactly the order :func:`_root_phase` would, without its O(n^2)
-    workspace, and stops before a move that would close a cycle (that needs a contraction) or
-    when no word on ROOT has another head. Returns how many words are left on ROOT, listed in
-    ``roots[:left]`` (int64[>= count] output) in the order :func:`_root_phase` resumes from;
-    ``heads`` stays acyclic throughout.
+    workspace, each to its lowest best non-root head, or on ties to another one if that would
+    close a cycle. Stops before a move that closes a cycle whichever best head it takes (that
+    needs a contraction) or when no word on ROOT has another head. Returns how many words are
+    left on ROOT, listed in ``roots[:left]`` (int64[>= count] output) in the order
+    :func:`_root_phase` resumes from; ``heads`` stays acyclic throughout.
     """
     n = heads.shape[0] - 1
     k = 0
@@ -142,13 +148,46 @@ def _swap_roots(
             k += 1
     while count > 1:
         i = _cheapest_swap(best[0], best[1], roots, count)
-        if i < 0 or _reaches(heads, alt_head[roots[i]], roots[i]):
+        if i < 0:
             break
         v = roots[i]
-        heads[v] = alt_head[v]
+        h = alt_head[v]
+        if _reaches(heads, h, v):
+            h = _tied_head_outside(scores, heads, v, best[1, v])
+            if h < 0:
+                break
+        heads[v] = h
         count -= 1
         roots[i] = roots[count]
     return count
+
+
+@numba.njit(cache=True)
+def _tied_head_outside(scores: FloatArray, heads: IntArray, v: int, value: float) -> int:
+    """Lowest non-root head of v that scores ``value`` and lies outside v's subtree, or -1; O(n).
+
+    Any best non-root arc is a valid choice for v once its ROOT arc is gone (Chu-Liu-Edmonds may
+    break ties any way), so on tied scores a move that the lowest best head would turn into a
+    cycle can often go to another best head instead, with no contraction at all.
+    """
+    n = heads.shape[0] - 1
+    side = np.zeros(n + 1, dtype=np.int64)  # 0 unknown, 1 in v's subtree, 2 outside it
+    side[v] = 1
+    side[0] = 2
+    for h in range(1, n + 1):
+        if h == v or scores[v, h] != value:
+            continue
+        x = h
+        while side[x] == 0:
+            x = heads[x]
+        found = side[x]
+        x = h
+        while side[x] == 0:  # label the walked path: each word is walked once per call
+            side[x] = found
+            x = heads[x]
+        if found == 2:
+            return h
+    return -1
 
 
 @numba.njit(cache=True)

@@ -189,8 +189,9 @@ def test_root_constraint_matches_best_of_roots(kind: str, data: st.DataObject):
 def test_acyclic_shortcut_gives_the_full_root_phase_result(kind: str, data: st.DataObject):
     # When the argmax is acyclic with several words on ROOT, mst_kernel first runs the root
     # phase without the contraction workspace, then resumes the full algorithm where a move
-    # would close a cycle; it must end where the full algorithm from the argmax ends (same
-    # heads, same status).
+    # would close a cycle; it must end as well as the full algorithm from the argmax ends (same
+    # status, a single-rooted tree of the same weight: on ties the shortcut may take another
+    # best head, so the heads themselves can differ).
     scores = np.ascontiguousarray(data.draw(score_matrices(kind, min_words=2, max_words=30)))
     n1 = scores.shape[0]
     # Lift the arcs of a random forest with at least two words on ROOT to the top of their rows
@@ -207,7 +208,8 @@ def test_acyclic_shortcut_gives_the_full_root_phase_result(kind: str, data: st.D
     status, shortcut = decode(scores, True)
     assert status == tarjan._tarjan(scores, True, heads, best, alt_head, np.empty(n1, np.int64), 0)
     if status == 0:
-        assert shortcut.tolist() == heads.tolist()
+        assert is_tree(shortcut, single_root=True)
+        assert weight(scores, shortcut) == pytest.approx(weight(scores, heads))
 
 
 # ---------------------------------------------------------------- hand-built and edge cases
@@ -224,6 +226,47 @@ def test_root_swap_cycle_instance_keeps_root_arc(fill: float):
     assert weight(scores, heads) == 25
     status, heads = decode(scores, False)
     assert (status, heads.tolist()) == (0, [-1, 0, 1, 0])
+
+
+def test_tied_best_head_outside_the_subtree_avoids_a_contraction():
+    # Argmax: 1 <- ROOT, 2 <- 1, 3 <- ROOT. Word 1 is the cheaper one to move (5 - 3 vs 5 - 0);
+    # its lowest best non-root head 2 lies in its own subtree, but head 3 scores the same 3 and
+    # does not: the move goes there, and no contraction is needed (optimum 13 = 5 + 3 + 5).
+    scores = np.array(
+        [
+            [0, 0, 0, 0],
+            [5, NEG_INF, 3, 3],
+            [0, 5, NEG_INF, 0],
+            [5, 0, 0, NEG_INF],
+        ]
+    )
+    heads, best, alt_head = np.empty(4, np.int64), np.empty((2, 4)), np.empty(4, np.int64)
+    assert tarjan._argmax_heads(scores, heads, best, alt_head)
+    assert heads.tolist() == [-1, 0, 1, 0]
+    left = tarjan._swap_roots(scores, heads, best, alt_head, np.empty(4, np.int64), 2)
+    assert (left, heads.tolist()) == (1, [-1, 3, 1, 0])
+    status, heads = decode(scores, True)
+    assert (status, heads.tolist()) == (0, [-1, 3, 1, 0])
+    assert weight(scores, heads) == brute_force(scores, single_root=True)[1] == 13
+
+
+def test_tied_heads_inside_the_subtree_still_contract():
+    # As above, but head 3 scores less than head 2: every best head of word 1 closes a cycle,
+    # so the shortcut stops and the contraction finds 3 <- ROOT, 1 <- 3, 2 <- 1 anyway.
+    scores = np.array(
+        [
+            [0, 0, 0, 0],
+            [5, NEG_INF, 3, 2],
+            [0, 5, NEG_INF, 0],
+            [5, 0, 0, NEG_INF],
+        ]
+    )
+    heads, best, alt_head = np.empty(4, np.int64), np.empty((2, 4)), np.empty(4, np.int64)
+    assert tarjan._argmax_heads(scores, heads, best, alt_head)
+    assert tarjan._swap_roots(scores, heads, best, alt_head, np.empty(4, np.int64), 2) == 2
+    status, heads = decode(scores, True)
+    assert (status, heads.tolist()) == (0, [-1, 3, 1, 0])
+    assert weight(scores, heads) == brute_force(scores, single_root=True)[1] == 12
 
 
 def test_resumed_root_phase_counts_moved_words_at_their_new_arcs():
