@@ -212,8 +212,9 @@ def _find_driver(single: bool) -> tuple[str, Callable] | None:
     if single and hasattr(_batch, "decode_single") and hasattr(_batch, "MST"):
 
         def call(scores: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-            heads, where = _batch.decode_single(_batch.MST, scores[0], True)
-            _kernel_status(int(where[0]), "decode_single")
+            heads = np.full(scores.shape[1], -1, dtype=np.int64)
+            status, _, _ = _batch.decode_single(_batch.MST, scores[0], True, heads)
+            _kernel_status(status, "decode_single")
             return heads[None]
 
         return "decoding._batch.decode_single(MST, ...)", call
@@ -909,7 +910,7 @@ def main(argv: list[str] | None = None) -> None:
     args.cell_seconds = 0.03 if args.quick else 0.2
     args.min_repeats = 3
     args.batch_size = 400 if args.quick else 2000
-    args.batch_repeats = 3 if args.quick else 11
+    args.batch_repeats = 3 if args.quick else 31
     args.batch_tokens = 5000
 
     rng = np.random.default_rng(args.seed)

@@ -140,17 +140,21 @@ def _decode_blocks(
     heads: IntArray,
     where: IntArray,
     claimed: npt.NDArray[np.bool_],
+    start: int,
 ) -> None:
     """Decode each block of ``_BLOCK`` consecutive sentences that no other thread has claimed.
 
-    ``claimed`` is bool[ceil(B / _BLOCK)], shared by the threads. They all walk the blocks in the
-    same order and take the next free one (a dynamic schedule), so a thread that starts late or
-    gets less of the CPU takes fewer blocks instead of holding up the batch. A claim is a plain
-    read then write, not an atomic operation: two threads that reach the same block at the same
-    instant both decode it, into the same values, so the result stays exact.
+    ``claimed`` is bool[ceil(B / _BLOCK)], shared by the threads. Each walks the blocks from its
+    own ``start`` (so that they do not all begin on block 0), wrapping around, and takes every
+    free one it meets (a dynamic schedule): a thread that starts late or gets less of the CPU
+    takes fewer blocks instead of holding up the batch. A claim is a plain read then write, not
+    an atomic operation: two threads that reach the same block at the same instant both decode
+    it, into the same values, so the result stays exact.
     """
     batch = scores.shape[0]
-    for block in range(claimed.shape[0]):
+    blocks = claimed.shape[0]
+    for i in range(blocks):
+        block = (start + i) % blocks
         if claimed[block]:
             continue
         claimed[block] = True
@@ -160,20 +164,22 @@ def _decode_blocks(
 
 @numba.njit(cache=True, nogil=True)
 def decode_single(
-    algorithm: int, matrix: FloatArray, root_constraint: bool
-) -> tuple[IntArray, IntArray]:
-    """One checked float64[n+1, n+1] matrix: heads int64[n+1] and where int64[3].
+    algorithm: int, matrix: FloatArray, root_constraint: bool, heads: IntArray
+) -> tuple[int, int, int]:
+    """One checked float64[n+1, n+1] matrix into ``heads`` int64[n+1] (all -1 on entry).
 
-    A separate entry point because a numba call costs about 1 microsecond per argument, which
-    dominates the decoding time of short sentences.
+    Returns ``(status, d, h)`` as in ``where``. A separate entry point because a numba call costs
+    about 1 microsecond per argument, and boxing a returned array as much again: that dominates
+    the decoding time of short sentences. The caller's buffer and plain integers avoid the boxing.
     """
     width = matrix.shape[0]
-    heads = np.full((1, width), -1, dtype=np.int64)
     where = np.zeros((1, 3), dtype=np.int64)
     lengths = np.full(1, width - 1, dtype=np.int64)
     scores = matrix.reshape((1, width, width))
-    _decode_sentence(algorithm, scores, lengths, root_constraint, heads, where, 0)
-    return heads[0], where[0]
+    _decode_sentence(
+        algorithm, scores, lengths, root_constraint, heads.reshape((1, width)), where, 0
+    )
+    return where[0, 0], where[0, 1], where[0, 2]
 
 
 _threads = numba.config.NUMBA_NUM_THREADS  # cores, or the NUMBA_NUM_THREADS variable
@@ -232,15 +238,16 @@ def decode(
     batch, width = scores.shape[0], scores.shape[1]
     heads = np.full((batch, width), -1, dtype=np.int64)
     where = np.zeros((batch, 3), dtype=np.int64)
-    claimed = np.zeros(-(-batch // _BLOCK), dtype=np.bool_)
-    args = (algorithm, scores, lengths, root_constraint, heads, where, claimed)
-    threads = min(_threads, batch)
+    blocks = -(-batch // _BLOCK)
+    args = (algorithm, scores, lengths, root_constraint, heads, where, np.zeros(blocks, np.bool_))
+    threads = min(_threads, blocks)
     if threads <= 1 or int(np.square(lengths).sum()) < _MIN_PARALLEL_WORK:
-        _decode_blocks(*args)
+        _decode_blocks(*args, 0)
         return heads, where
     # The calling thread works too: one thread fewer to wake, and it starts at once.
-    jobs = [_executor(threads - 1).submit(_decode_blocks, *args) for _ in range(threads - 1)]
-    _decode_blocks(*args)
+    pool = _executor(threads - 1)
+    jobs = [pool.submit(_decode_blocks, *args, t * blocks // threads) for t in range(1, threads)]
+    _decode_blocks(*args, 0)
     for job in jobs:
         job.result()
     return heads, where

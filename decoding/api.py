@@ -56,7 +56,9 @@ def _lengths(lengths: npt.ArrayLike | None, size: int, width: int) -> IntArray:
     return array.astype(np.int64)
 
 
-def _error(b: int, where: IntArray, single: bool, reasons: dict[int, str]) -> ValueError:
+def _error(
+    b: int, where: IntArray | tuple[int, int, int], single: bool, reasons: dict[int, str]
+) -> ValueError:
     """The error for sentence b, whose check or decoding failed with ``where = (status, d, h)``."""
     status, d, h = (int(v) for v in where)
     index = f"[{d}, {h}]" if single else f"[{b}, {d}, {h}]"
@@ -81,9 +83,10 @@ def _run(
     if array.ndim == 2:
         if lengths is not None:
             raise ValueError("lengths is only for batched scores float[B, N+1, N+1]")
-        heads, where = _batch.decode_single(algorithm, array, root_constraint)
-        if where[0] != _batch.OK:
-            raise _error(0, where, True, reasons)
+        heads = np.full(array.shape[0], -1, dtype=np.int64)
+        status, d, h = _batch.decode_single(algorithm, array, root_constraint, heads)
+        if status != _batch.OK:
+            raise _error(0, (status, d, h), True, reasons)
         return heads
     sizes = _lengths(lengths, array.shape[0], array.shape[1] - 1)
     heads, where = _batch.decode(algorithm, array, sizes, root_constraint)

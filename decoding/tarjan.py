@@ -52,6 +52,12 @@ def mst_kernel(scores: FloatArray, root_constraint: bool, heads: IntArray) -> in
         return NO_ARBORESCENCE
     # Fast path: when every word's best head already forms a tree, nothing can beat it.
     roots = _count_roots(heads, n)
+    if (
+        roots < 0
+        and _cycle_has_tie(scores, heads, best[0], -roots)
+        and _tied_tree(scores, heads, best[0])
+    ):
+        roots = _count_roots(heads, n)
     if roots == 1 or (roots > 1 and not root_constraint):
         return OK
     on_root = np.empty(n + 1, dtype=np.int64)  # the root phase's set R, in either case
@@ -101,7 +107,7 @@ def _argmax_heads(
 
 @numba.njit(cache=True)
 def _count_roots(heads: IntArray, n: int) -> int:
-    """Number of words on ROOT if ``heads`` (all in 0..n) is acyclic, else -1; O(n)."""
+    """Words on ROOT if ``heads`` (in 0..n) is acyclic, else -x for a word x on a cycle; O(n)."""
     # state: 0 unseen, d = on the walk started at d, -1 known to reach ROOT.
     state = np.zeros(n + 1, dtype=np.int64)
     state[0] = -1
@@ -114,12 +120,58 @@ def _count_roots(heads: IntArray, n: int) -> int:
             state[x] = d
             x = heads[x]
         if state[x] == d:
-            return -1
+            return -x
         x = d
         while state[x] == d:
             state[x] = -1
             x = heads[x]
     return roots
+
+
+@numba.njit(cache=True)
+def _cycle_has_tie(scores: FloatArray, heads: IntArray, best: FloatArray, x: int) -> bool:
+    """Whether a word on the cycle of ``heads`` through x has a second best head; O(n |cycle|)."""
+    n1 = heads.shape[0]
+    v = x
+    for _ in range(n1):  # at most n words on the cycle
+        for h in range(n1):
+            if h != v and h != heads[v] and scores[v, h] == best[v]:
+                return True
+        v = heads[v]
+        if v == x:
+            break
+    return False
+
+
+@numba.njit(cache=True)
+def _tied_tree(scores: FloatArray, heads: IntArray, best: FloatArray) -> bool:
+    """Re-pick every word's head among its best ones so that they form a tree, if any do; O(n^2).
+
+    Breadth-first search from ROOT along best arcs: when it reaches every word, its tree gives
+    each word a best head, so it is a maximum arborescence, found without a contraction. On
+    tied scores a cyclic argmax often hides such a tree. Words whose best heads include ROOT are
+    reached first, so they stay on ROOT, as the argmax has them. ``best[d]`` scores word d's best
+    head; ``heads`` changes only if the search succeeds.
+    """
+    n1 = heads.shape[0]
+    parent = np.full(n1, -1, dtype=np.int64)
+    queue = np.empty(n1, dtype=np.int64)
+    queue[0] = 0
+    parent[0] = 0
+    reached = 1
+    for i in range(n1):
+        if i == reached:
+            return False  # the words left have best heads only among themselves
+        u = queue[i]
+        for d in range(1, n1):
+            if parent[d] < 0 and d != u and scores[d, u] == best[d]:
+                parent[d] = u
+                queue[reached] = d
+                reached += 1
+        if reached == n1:
+            break
+    heads[1:] = parent[1:]
+    return True
 
 
 @numba.njit(cache=True)

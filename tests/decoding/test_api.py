@@ -252,3 +252,21 @@ def test_threaded_batch_equals_one_sentence_at_a_time(name):
             heads[b, : n + 1], DECODERS[name](scores[b, : n + 1, : n + 1])
         )
         assert (heads[b, n + 1 :] == -1).all()
+
+
+def test_block_schedule_skips_claimed_blocks_and_wraps_around():
+    # Threads share one claim flag per block of sentences: a thread starting at a later block
+    # wraps around to the first, and leaves alone every block another thread has claimed.
+    rng = np.random.default_rng(5)
+    size = 2 * _batch._BLOCK + 3  # three blocks, the last one partial
+    lengths = rng.integers(1, 9, size=size)
+    scores = rng.normal(size=(size, 9, 9))
+    heads = np.full((size, 9), -1, dtype=np.int64)
+    where = np.zeros((size, 3), dtype=np.int64)
+    claimed = np.array([False, True, False])
+    _batch._decode_blocks(_batch.MST, scores, lengths, True, heads, where, claimed, 2)
+    assert claimed.all()
+    block = np.arange(size) // _batch._BLOCK
+    expected = decoding.mst(scores, lengths)
+    np.testing.assert_array_equal(heads[block != 1], expected[block != 1])
+    assert (heads[block == 1] == -1).all()

@@ -269,6 +269,55 @@ def test_tied_heads_inside_the_subtree_still_contract():
     assert weight(scores, heads) == brute_force(scores, single_root=True)[1] == 12
 
 
+def test_tied_best_heads_that_form_a_tree_replace_a_cyclic_argmax():
+    # Argmax (lowest best head): 1 <- 2, 2 <- 1, a cycle; 3 <- ROOT. Word 1 also scores 2 from
+    # word 3, so the best arcs hold the tree 3 <- ROOT, 1 <- 3, 2 <- 1: found without a
+    # contraction, and optimal with or without the root constraint (the sum of row maxima).
+    scores = np.array(
+        [
+            [0, 0, 0, 0],
+            [0, NEG_INF, 2, 2],
+            [0, 2, NEG_INF, 0],
+            [2, 0, 0, NEG_INF],
+        ]
+    )
+    heads, best, alt_head = np.empty(4, np.int64), np.empty((2, 4)), np.empty(4, np.int64)
+    assert tarjan._argmax_heads(scores, heads, best, alt_head)
+    assert heads.tolist() == [-1, 2, 1, 0]
+    cycle_word = -tarjan._count_roots(heads, 3)
+    assert cycle_word in (1, 2)
+    assert tarjan._cycle_has_tie(scores, heads, best[0], cycle_word)
+    assert tarjan._tied_tree(scores, heads, best[0])
+    assert heads.tolist() == [-1, 3, 1, 0]
+    for root_constraint in (True, False):
+        assert decode(scores, root_constraint)[1].tolist() == [-1, 3, 1, 0]
+
+
+def test_tied_best_heads_inside_a_closed_cycle_leave_it_to_contraction():
+    # Words 1, 2, 3 have best heads only among themselves (1 ties between 2 and 3): no choice
+    # of best heads is a tree, the heads stay as they were, and the contraction decides.
+    scores = np.array(
+        [
+            [0, 0, 0, 0, 0],
+            [0, NEG_INF, 2, 2, 0],
+            [0, 2, NEG_INF, 1, 0],
+            [0, 2, 1, NEG_INF, 0],
+            [2, 0, 0, 0, NEG_INF],
+        ]
+    )
+    heads, best, alt_head = np.empty(5, np.int64), np.empty((2, 5)), np.empty(5, np.int64)
+    assert tarjan._argmax_heads(scores, heads, best, alt_head)
+    argmax = heads.tolist()
+    assert tarjan._cycle_has_tie(scores, heads, best[0], -tarjan._count_roots(heads, 4))
+    assert not tarjan._tied_tree(scores, heads, best[0])
+    assert heads.tolist() == argmax
+    for root_constraint in (True, False):
+        status, heads = decode(scores, root_constraint)
+        assert status == 0
+        assert is_tree(heads, root_constraint)
+        assert weight(scores, heads) == brute_force(scores, root_constraint)[1]
+
+
 def test_resumed_root_phase_counts_moved_words_at_their_new_arcs():
     # Argmax: 1 <- 3; 2, 3, 4 <- ROOT; 5 <- 4. On the head vector the root phase moves 3 under
     # 5, then stops: moving 4 under 5 closes a cycle. The full algorithm resumes there, and a
