@@ -5,7 +5,8 @@ The loops are cached, GIL-free numba functions run on a few Python threads, inst
 every process 10-30 s before its first decode. Each sentence is decoded on its own contiguous
 copy with row 0 and the diagonal set to ``-inf``, so the kernels never see NaN there, and the copy
 doubles as the value check (NaN, +inf, words without a finite head) that :mod:`decoding.api`
-turns into error messages.
+turns into error messages. The one exception is a sentence that fills its matrix, decoded by MST:
+it is only checked, since the MST kernel never reads row 0 or the diagonal.
 """
 
 from __future__ import annotations
@@ -44,24 +45,37 @@ _MIN_PARALLEL_WORK = 50_000
 def _copy(scores: FloatArray, b: int, n: int, need_root: bool, where: IntArray) -> FloatArray:
     """Sentence b as a contiguous float64[n+1, n+1] with row 0 and the diagonal ``-inf``.
 
-    Checks values on the way: sets ``where = (status, d, h)`` for the first NaN, else the first
-    +inf, else the first word without a finite head, else (if ``need_root``) a ROOT column
-    without any finite arc; leaves ``where[0] = OK`` otherwise.
+    Checks values on the way, as :func:`_check` does.
     """
     matrix = np.empty((n + 1, n + 1))
     matrix[0, :] = -np.inf
+    for d in range(1, n + 1):
+        matrix[d, d] = -np.inf
+    _check(scores, b, n, need_root, where, matrix)
+    return matrix
+
+
+@numba.njit(cache=True, nogil=True)
+def _check(
+    scores: FloatArray, b: int, n: int, need_root: bool, where: IntArray, copy: FloatArray
+) -> None:
+    """Check sentence b's values, copying them into ``copy`` [n+1, n+1] unless it is empty.
+
+    Sets ``where = (status, d, h)`` for the first NaN, else the first +inf, else the first word
+    without a finite head, else (if ``need_root``) a ROOT column without any finite arc; leaves
+    ``where[0] = OK`` otherwise. Row 0 and the diagonal are neither checked nor copied.
+    """
     clean = True  # no NaN or +inf so far
     no_head = -1
     root_arcs = 0
     for d in range(1, n + 1):
         # Two spans around the diagonal, so the inner loops test nothing but the values.
-        clean_left, best_left = _copy_span(scores, b, d, 0, d, matrix)
-        clean_right, best_right = _copy_span(scores, b, d, d + 1, n + 1, matrix)
-        matrix[d, d] = -np.inf
+        clean_left, best_left = _copy_span(scores, b, d, 0, d, copy)
+        clean_right, best_right = _copy_span(scores, b, d, d + 1, n + 1, copy)
         clean = clean & clean_left & clean_right
         if max(best_left, best_right) == -np.inf and no_head < 0:
             no_head = d
-        root_arcs += matrix[d, 0] > -np.inf
+        root_arcs += scores[b, d, 0] > -np.inf
     where[0] = OK
     if not clean:  # rare: find the first NaN, else the first +inf, in a second pass
         _locate_invalid(scores, b, n, where)
@@ -69,19 +83,23 @@ def _copy(scores: FloatArray, b: int, n: int, need_root: bool, where: IntArray) 
         where[0], where[1], where[2] = NO_HEAD, no_head, 0
     elif need_root and root_arcs == 0:
         where[0] = NO_ROOT_ARC
-    return matrix
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _copy_span(
     scores: FloatArray, b: int, d: int, lo: int, hi: int, matrix: FloatArray
 ) -> tuple[bool, float]:
-    """Copy ``scores[b, d, lo:hi]``; whether it is free of NaN and +inf, and its maximum."""
+    """Whether ``scores[b, d, lo:hi]`` is free of NaN and +inf, and its maximum.
+
+    Copies the span into ``matrix`` unless that is empty.
+    """
+    copy = matrix.shape[0] > 0  # the same for every h: compiled as two loops, one per case
     clean = True
     best = -np.inf
     for h in range(lo, hi):
         value = scores[b, d, h]
-        matrix[d, h] = value
+        if copy:
+            matrix[d, h] = value
         clean = clean & (value < np.inf)  # one test rules out both NaN and +inf
         best = max(best, value)
     return clean, best
@@ -122,7 +140,13 @@ def _decode_sentence(
 ) -> None:
     """Check, copy and decode sentence b into ``heads[b]`` [N+1] and ``where[b]`` [3]."""
     n = lengths[b]
-    matrix = _copy(scores, b, n, algorithm != GREEDY, where[b])
+    if algorithm == MST and n + 1 == scores.shape[1]:
+        # The sentence fills its matrix, a contiguous one, and the MST kernel never reads row 0
+        # or the diagonal: check the values and decode in place, without a copy.
+        matrix = scores[b]
+        _check(scores, b, n, True, where[b], np.empty((0, 0)))
+    else:
+        matrix = _copy(scores, b, n, algorithm != GREEDY, where[b])
     if where[b, 0] != OK:
         return
     sentence = np.empty(n + 1, dtype=np.int64)

@@ -195,6 +195,20 @@ def test_nan_and_inf_outside_sentences_are_ignored():
         assert (decode(scores, [4, 2])[1, 3:] == -1).all()
 
 
+@pytest.mark.parametrize("name", sorted(DECODERS))
+@pytest.mark.parametrize("garbage", [np.nan, np.inf, 1e9])
+def test_garbage_on_row_0_and_the_diagonal_of_a_full_matrix_changes_nothing(name, garbage):
+    # A sentence that fills its matrix is decoded by MST in place, without the copy that sets
+    # row 0 and the diagonal to -inf: the kernel must never read them.
+    rng = np.random.default_rng(4)
+    clean = rng.normal(size=(3, 12, 12))
+    dirty = clean.copy()
+    dirty[:, 0, :] = garbage
+    dirty[:, np.arange(12), np.arange(12)] = garbage
+    np.testing.assert_array_equal(DECODERS[name](dirty[0]), DECODERS[name](clean[0]))
+    np.testing.assert_array_equal(DECODERS[name](dirty), DECODERS[name](clean))
+
+
 @pytest.mark.parametrize(
     ("scores", "lengths", "message"),
     [
