@@ -74,6 +74,14 @@ def decode(scores: np.ndarray, root_constraint: bool) -> tuple[int, np.ndarray]:
     return status, heads
 
 
+def argmax_state(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernel's greedy pass: heads, best[2, n+1] (best and best non-root score), alt_head."""
+    n1 = scores.shape[0]
+    heads, best, alt_head = np.empty(n1, np.int64), np.empty((2, n1)), np.empty(n1, np.int64)
+    assert tarjan._argmax_heads(scores, heads, best, alt_head)
+    return heads, best, alt_head
+
+
 def best_of_roots(scores: np.ndarray) -> tuple[int, np.ndarray]:
     heads = np.full(scores.shape[0], -7, dtype=np.int64)
     return best_of_roots_kernel(np.ascontiguousarray(scores), heads), heads
@@ -240,8 +248,7 @@ def test_tied_best_head_outside_the_subtree_avoids_a_contraction():
             [5, 0, 0, NEG_INF],
         ]
     )
-    heads, best, alt_head = np.empty(4, np.int64), np.empty((2, 4)), np.empty(4, np.int64)
-    assert tarjan._argmax_heads(scores, heads, best, alt_head)
+    heads, best, alt_head = argmax_state(scores)
     assert heads.tolist() == [-1, 0, 1, 0]
     left = tarjan._swap_roots(scores, heads, best, alt_head, np.empty(4, np.int64), 2)
     assert (left, heads.tolist()) == (1, [-1, 3, 1, 0])
@@ -261,8 +268,7 @@ def test_tied_heads_inside_the_subtree_still_contract():
             [5, 0, 0, NEG_INF],
         ]
     )
-    heads, best, alt_head = np.empty(4, np.int64), np.empty((2, 4)), np.empty(4, np.int64)
-    assert tarjan._argmax_heads(scores, heads, best, alt_head)
+    heads, best, alt_head = argmax_state(scores)
     assert tarjan._swap_roots(scores, heads, best, alt_head, np.empty(4, np.int64), 2) == 2
     status, heads = decode(scores, True)
     assert (status, heads.tolist()) == (0, [-1, 3, 1, 0])
@@ -281,8 +287,7 @@ def test_tied_best_heads_that_form_a_tree_replace_a_cyclic_argmax():
             [2, 0, 0, NEG_INF],
         ]
     )
-    heads, best, alt_head = np.empty(4, np.int64), np.empty((2, 4)), np.empty(4, np.int64)
-    assert tarjan._argmax_heads(scores, heads, best, alt_head)
+    heads, best, _ = argmax_state(scores)
     assert heads.tolist() == [-1, 2, 1, 0]
     cycle_word = -tarjan._count_roots(heads, 3)
     assert cycle_word in (1, 2)
@@ -305,8 +310,7 @@ def test_tied_best_heads_inside_a_closed_cycle_leave_it_to_contraction():
             [2, 0, 0, 0, NEG_INF],
         ]
     )
-    heads, best, alt_head = np.empty(5, np.int64), np.empty((2, 5)), np.empty(5, np.int64)
-    assert tarjan._argmax_heads(scores, heads, best, alt_head)
+    heads, best, _ = argmax_state(scores)
     argmax = heads.tolist()
     assert tarjan._cycle_has_tie(scores, heads, best[0], -tarjan._count_roots(heads, 4))
     assert not tarjan._tied_tree(scores, heads, best[0])
