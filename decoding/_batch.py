@@ -29,7 +29,7 @@ IntArray = npt.NDArray[np.int64]
 # Algorithms understood by :func:`_decode_one`.
 MST, EISNER, GREEDY, BEST_OF_ROOTS = 0, 1, 2, 3
 
-# Status codes per sentence. 1 and 2 come from the kernels; 3-6 from the checks in `_copy`.
+# Status codes per sentence. 1 and 2 come from the kernels; 3-6 from the checks in `_check`.
 OK, NO_TREE, NO_SINGLE_ROOT, NAN, POSINF, NO_HEAD, NO_ROOT_ARC = range(7)
 
 # Threads claim blocks of this many consecutive sentences: whole blocks keep two threads from
@@ -138,7 +138,10 @@ def _decode_sentence(
     where: IntArray,
     b: int,
 ) -> None:
-    """Check, copy and decode sentence b into ``heads[b]`` [N+1] and ``where[b]`` [3]."""
+    """Check, copy (unless MST decodes it in place) and decode sentence b.
+
+    Writes ``heads[b]`` [N+1] and ``where[b]`` [3].
+    """
     n = lengths[b]
     if algorithm == MST and n + 1 == scores.shape[1]:
         # The sentence fills its matrix, a contiguous one, and the MST kernel never reads row 0
