@@ -16,11 +16,26 @@ IntArray = npt.NDArray[np.int64]
 # (scores, sup_val, sup_arc): the input, then per slot the row and the column of the supernode that
 # occupies it, as adjusted values and original arcs h * (n+1) + d; see _tarjan.
 Graph = tuple[FloatArray, FloatArray, IntArray]
-# (in_val, in_arc, uf, cparent, wc, slot, occ, cycle): per node id 0..2n the chosen arc's adjusted
-# value and original arc, the supernode union-find, the uncompressed contraction tree, the
-# weak-component union-find and the node's slot; per slot 0..n its live node (-1 when free); and a
-# scratch buffer for cycles.
-Forest = tuple[FloatArray, IntArray, IntArray, IntArray, IntArray, IntArray, IntArray, IntArray]
+# (in_val, in_arc, uf, cparent, wc, slot, occ, cycle, words, sups, place): per node id 0..2n the
+# chosen arc's adjusted value and original arc, the supernode union-find, the uncompressed
+# contraction tree, the weak-component union-find and the node's slot; per slot 0..n its live node
+# (-1 when free); a scratch buffer for cycles; the slots that hold an original word and those that
+# hold a supernode, as lists with their length first (ROOT's slot 0 is in neither); and each
+# listed slot's place in its list. Scans over the two lists skip free slots, and each of their
+# loops reads one kind of row, so it needs no test of what a slot holds.
+Forest = tuple[
+    FloatArray,
+    IntArray,
+    IntArray,
+    IntArray,
+    IntArray,
+    IntArray,
+    IntArray,
+    IntArray,
+    IntArray,
+    IntArray,
+    IntArray,
+]
 Alternatives = tuple[FloatArray, IntArray]
 
 OK = 0
@@ -276,23 +291,31 @@ def _entry(graph: Graph, forest: Forest, v: int, u: int) -> tuple[float, int]:
 
 @numba.njit(cache=True)
 def _best_source(graph: Graph, forest: Forest, v: int, lo: int) -> int:
-    """Live node in a slot >= lo with the best arc into supernode v (ties -> lowest slot), or -1."""
+    """Live node with the best arc into supernode v, or -1; ``lo`` = 1 leaves ROOT out.
+
+    Ties go to ROOT, then to words, then to supernodes, each in the order of their slot lists.
+    """
     sup_val = graph[1]
-    slot, occ = forest[5], forest[6]
+    slot, occ, words, sups = forest[5], forest[6], forest[8], forest[9]
     r = slot[v]
-    value = -np.inf
-    arg = -1
-    for t in range(lo, occ.shape[0]):
-        if occ[t] >= 0 and t != r and sup_val[r, t] > value:
-            value = sup_val[r, t]
-            arg = t
-    return occ[arg] if arg >= 0 else -1
+    row = sup_val[r]
+    value = row[0] if lo == 0 else -np.inf
+    arg = 0 if lo == 0 else -1
+    for j in range(1, 1 + words[0]):
+        if row[words[j]] > value:
+            value = row[words[j]]
+            arg = words[j]
+    for j in range(1, 1 + sups[0]):
+        if sups[j] != r and row[sups[j]] > value:
+            value = row[sups[j]]
+            arg = sups[j]
+    return occ[arg] if value > -np.inf else -1
 
 
 @numba.njit(cache=True)
 def _collect_cycle(forest: Forest, x: int) -> int:
     """Store the cycle of chosen arcs through x in ``cycle[:k]``, a supernode first if any."""
-    _, in_arc, uf, _, _, _, occ, cycle = forest
+    in_arc, uf, occ, cycle = forest[1], forest[2], forest[6], forest[7]
     n1 = occ.shape[0]
     k = 0
     y = x
@@ -307,70 +330,119 @@ def _collect_cycle(forest: Forest, x: int) -> int:
     return k
 
 
+@numba.njit(cache=True, inline="always")
+def _keep_better(
+    val: FloatArray, arc: IntArray, t: int, value: float, source: int, first: bool
+) -> None:
+    """Store (value, source) at ``t`` of a row being merged if first or better than it."""
+    if first or value > val[t]:
+        val[t] = value
+        arc[t] = source
+
+
 @numba.njit(cache=True)
 def _merge_rows(graph: Graph, forest: Forest, k: int) -> None:
     """Row of the new supernode: best arc into C from each live node, relative to C's arcs."""
     # Entering C at member v replaces v's chosen arc, so the arc is worth inc[v, u] - in_val[v]
     # (Tarjan 1977; the constant weight of C changes no argmax). cycle[0]'s row is updated in
-    # place: it is read before it is written, element by element.
+    # place: it is read before it is written, element by element. Each member's kind picks one
+    # of two loops per slot list, so the inner loops test nothing but the values.
     scores, sup_val, sup_arc = graph
-    in_val, _, _, _, _, slot, occ, cycle = forest
+    in_val, slot, cycle, words, sups = forest[0], forest[5], forest[7], forest[8], forest[9]
     n1 = scores.shape[0]
     s0 = slot[cycle[0]]
+    val, arc = sup_val[s0], sup_arc[s0]
     for i in range(k):
         v = cycle[i]
-        for t in range(n1):
-            if occ[t] < 0 or t == s0:  # free slots hold the other members
-                continue
-            if v >= n1:
-                value, arc = sup_val[slot[v], t], sup_arc[slot[v], t]
-            elif occ[t] == t:
-                value, arc = scores[v, t], t * n1 + v
-            else:
-                value, arc = sup_val[t, n1 + v], sup_arc[t, n1 + v]
-            if i == 0 or value - in_val[v] > sup_val[s0, t]:
-                sup_val[s0, t] = value - in_val[v]
-                sup_arc[s0, t] = arc
+        shift = in_val[v]
+        first = i == 0
+        if v >= n1:
+            r = slot[v]
+            _keep_better(val, arc, 0, sup_val[r, 0] - shift, sup_arc[r, 0], first)
+            for j in range(1, 1 + words[0]):
+                t = words[j]
+                _keep_better(val, arc, t, sup_val[r, t] - shift, sup_arc[r, t], first)
+            for j in range(1, 1 + sups[0]):
+                t = sups[j]
+                if t != s0:
+                    _keep_better(val, arc, t, sup_val[r, t] - shift, sup_arc[r, t], first)
+        else:
+            _keep_better(val, arc, 0, scores[v, 0] - shift, v, first)
+            for j in range(1, 1 + words[0]):
+                t = words[j]
+                _keep_better(val, arc, t, scores[v, t] - shift, t * n1 + v, first)
+            for j in range(1, 1 + sups[0]):
+                t = sups[j]
+                if t != s0:  # a supernode's column of an original row lies in its own row
+                    value = sup_val[t, n1 + v] - shift
+                    _keep_better(val, arc, t, value, sup_arc[t, n1 + v], first)
 
 
 @numba.njit(cache=True)
 def _merge_columns(graph: Graph, forest: Forest, k: int) -> None:
     """Column of the new supernode in every live row: the best arc leaving C."""
+    # Original rows keep supernode columns in the supernode's slot, so scores is never copied:
+    # the column of C in word y's row lies at sup_val[s0, n1 + y], in supernode t's row at
+    # sup_val[t, s0].
     scores, sup_val, sup_arc = graph
-    slot, occ, cycle = forest[5], forest[6], forest[7]
+    slot, cycle, words, sups = forest[5], forest[7], forest[8], forest[9]
     n1 = scores.shape[0]
     s0 = slot[cycle[0]]
+    out_val, out_arc = sup_val[s0, n1:], sup_arc[s0, n1:]
     # A supernode cycle[0] already holds its best arc into y where C's goes (C takes its slot):
     # start from it. Saves a third of the work when the root phase grows one supernode by a
     # short path at a time.
-    first = 1 if cycle[0] >= n1 else 0
-    for t in range(1, n1):
-        y = occ[t]
-        if y < 0 or t == s0:
-            continue
-        # Original rows keep supernode columns in the supernode's slot, so scores is never copied.
-        r, col = (t, s0) if y >= n1 else (s0, n1 + y)
-        best, best_arc = (sup_val[r, col], sup_arc[r, col]) if first else (-np.inf, -1)
-        for i in range(first, k):
-            value, arc = _entry(graph, forest, y, cycle[i])
-            if value > best:
-                best = value
-                best_arc = arc
-        sup_val[r, col] = best
-        sup_arc[r, col] = best_arc
+    for i in range(1 if cycle[0] >= n1 else 0, k):
+        u = cycle[i]
+        r = slot[u]
+        first = i == 0
+        if u >= n1:
+            for j in range(1, 1 + words[0]):
+                y = words[j]
+                _keep_better(out_val, out_arc, y, sup_val[r, n1 + y], sup_arc[r, n1 + y], first)
+        else:
+            for j in range(1, 1 + words[0]):
+                y = words[j]
+                _keep_better(out_val, out_arc, y, scores[y, u], u * n1 + y, first)
+        for j in range(1, 1 + sups[0]):
+            t = sups[j]
+            if t != s0:
+                _keep_better(sup_val[t], sup_arc[t], s0, sup_val[t, r], sup_arc[t, r], first)
+
+
+@numba.njit(cache=True, inline="always")
+def _unlist(slots: IntArray, place: IntArray, t: int) -> None:
+    """Remove slot t from the list ``slots`` (count first) by moving the last one into its place."""
+    last = slots[slots[0]]
+    slots[place[t]] = last
+    place[last] = place[t]
+    slots[0] -= 1
 
 
 @numba.njit(cache=True)
 def _contract(graph: Graph, forest: Forest, x: int, c: int) -> None:
     """Contract the cycle of chosen arcs through x into the fresh supernode c; O(n |C|)."""
-    _, _, uf, cparent, wc, slot, occ, cycle = forest
+    uf, cparent, wc, slot, occ, cycle = (
+        forest[2],
+        forest[3],
+        forest[4],
+        forest[5],
+        forest[6],
+        forest[7],
+    )
+    words, sups, place = forest[8], forest[9], forest[10]
+    n1 = occ.shape[0]
     k = _collect_cycle(forest, x)
     for i in range(k):
         uf[cycle[i]] = c
         cparent[cycle[i]] = c  # never compressed: expansion walks it to find entrance sites
         occ[slot[cycle[i]]] = -1
+        _unlist(sups if cycle[i] >= n1 else words, place, slot[cycle[i]])
     slot[c] = slot[cycle[0]]
     occ[slot[c]] = c
+    sups[0] += 1
+    sups[sups[0]] = slot[c]
+    place[slot[c]] = sups[0]
     wc[c] = _find(wc, cycle[0])  # c inherits the weak component of the subtrees hanging off C
     _merge_rows(graph, forest, k)
     _merge_columns(graph, forest, k)
@@ -386,7 +458,7 @@ def _choose(graph: Graph, forest: Forest, v: int, u: int) -> None:
 @numba.njit(cache=True)
 def _contraction_phase(graph: Graph, forest: Forest, heads: IntArray, best: FloatArray) -> int:
     """Give every supernode its best incoming arc, contracting cycles; next free id, or -1."""
-    in_val, in_arc, uf, _, wc, _, _, _ = forest
+    in_val, in_arc, uf, wc = forest[0], forest[1], forest[2], forest[4]
     n1 = heads.shape[0]
     c = n1
     for v in range(1, n1):
@@ -554,20 +626,25 @@ def _tarjan(
     # int buffer hold everything: allocations are a large share of the time on short sentences.
     size = n1 * 2 * n1
     floats = np.empty(size + 2 * m)
-    ints = np.empty(size + 8 * m, dtype=np.int64)
+    ints = np.empty(size + 11 * m, dtype=np.int64)
     sup_val = floats[:size].reshape((n1, 2 * n1))
     sup_arc = ints[:size].reshape((n1, 2 * n1))
-    node = ints[size:].reshape((8, m))
+    node = ints[size:].reshape((11, m))
     in_arc, uf, cparent, wc, slot, cycle = node[0], node[1], node[2], node[3], node[4], node[5]
     occ = node[6, :n1]
+    words, sups, place = node[8, : n1 + 1], node[9, : n1 + 1], node[10, :n1]  # m >= n1 + 1
     for x in range(m):
         uf[x] = x
         cparent[x] = x
         wc[x] = x
         slot[x] = x  # a supernode's slot is set when it is created
     occ[:] = slot[:n1]
+    words[0] = n1 - 1
+    words[1:n1] = slot[1:n1]
+    place[:] = slot[:n1]
+    sups[0] = 0
     in_val = floats[size : size + m]
-    forest = (in_val, in_arc, uf, cparent, wc, slot, occ, cycle)
+    forest = (in_val, in_arc, uf, cparent, wc, slot, occ, cycle, words, sups, place)
     graph = (scores, sup_val, sup_arc)
     alt = (floats[size + m :], node[7])
     if count == 0:
