@@ -16,26 +16,22 @@ IntArray = npt.NDArray[np.int64]
 # (scores, sup_val, sup_arc): the input, then per slot the row and the column of the supernode that
 # occupies it, as adjusted values and original arcs h * (n+1) + d; see _tarjan.
 Graph = tuple[FloatArray, FloatArray, IntArray]
-# (in_val, in_arc, uf, cparent, wc, slot, occ, cycle, words, sups, place): per node id 0..2n the
-# chosen arc's adjusted value and original arc, the supernode union-find, the uncompressed
-# contraction tree, the weak-component union-find and the node's slot; per slot 0..n its live node
-# (-1 when free); a scratch buffer for cycles; the slots that hold an original word and those that
-# hold a supernode, as lists with their length first (ROOT's slot 0 is in neither); and each
-# listed slot's place in its list. Scans over the two lists skip free slots, and each of their
-# loops reads one kind of row, so it needs no test of what a slot holds.
-Forest = tuple[
-    FloatArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-    IntArray,
-]
+# (in_val, node): per node id 0..2n the chosen arc's adjusted value, then int64[_ROWS, 2n+1] whose
+# rows are named below. Two arrays, not one per row: every call between the kernel's functions
+# passes them on, and numba passes each array as a struct of 7 or more words.
+Forest = tuple[FloatArray, npt.NDArray[np.int64]]
+# Per node id: the chosen arc (original arc h * (n+1) + d), the supernode union-find, the
+# uncompressed contraction tree, the weak-component union-find, the node's slot, and the cached
+# alternative arc of the root phase.
+IN_ARC, UF, CPARENT, WC, SLOT, ALT_ARC = range(6)
+# Per slot 0..n its live node (-1 when free); a scratch buffer for cycles; the slots that hold an
+# original word and those that hold a supernode, as lists with their length first (ROOT's slot 0
+# is in neither), and each listed slot's place in its list (scans over the lists skip free slots,
+# and each loop reads one kind of row, testing nothing else); the supernode whose column is not
+# written yet (-1 if none), how many members' columns it waits for, then those members (see
+# _contract).
+OCC, CYCLE, WORDS, SUPS, PLACE, PENDING = range(6, 12)
+_ROWS = 12
 Alternatives = tuple[FloatArray, IntArray]
 
 OK = 0
@@ -268,6 +264,12 @@ def _reaches(heads: IntArray, s: int, v: int) -> bool:
 
 
 @numba.njit(cache=True, inline="always")
+def _width(forest: Forest) -> int:
+    """The number of original nodes, n + 1 (ROOT included)."""
+    return (forest[1].shape[1] + 1) // 2
+
+
+@numba.njit(cache=True, inline="always")
 def _find(parent: IntArray, x: int) -> int:
     """Root of ``x`` in a union-find forest, halving the path on the way (no recursion)."""
     while parent[x] != x:
@@ -280,7 +282,8 @@ def _find(parent: IntArray, x: int) -> int:
 def _entry(graph: Graph, forest: Forest, v: int, u: int) -> tuple[float, int]:
     """(adjusted value, original arc) of the best arc from live node u into live node v."""
     scores, sup_val, sup_arc = graph
-    slot = forest[5]
+    node = forest[1]
+    slot = node[SLOT]
     n1 = scores.shape[0]
     if v >= n1:
         return sup_val[slot[v], slot[u]], sup_arc[slot[v], slot[u]]
@@ -296,7 +299,8 @@ def _best_source(graph: Graph, forest: Forest, v: int, lo: int) -> int:
     Ties go to ROOT, then to words, then to supernodes, each in the order of their slot lists.
     """
     sup_val = graph[1]
-    slot, occ, words, sups = forest[5], forest[6], forest[8], forest[9]
+    node = forest[1]
+    slot, occ, words, sups = node[SLOT], node[OCC], node[WORDS], node[SUPS]
     r = slot[v]
     row = sup_val[r]
     value = row[0] if lo == 0 else -np.inf
@@ -315,8 +319,9 @@ def _best_source(graph: Graph, forest: Forest, v: int, lo: int) -> int:
 @numba.njit(cache=True)
 def _collect_cycle(forest: Forest, x: int) -> int:
     """Store the cycle of chosen arcs through x in ``cycle[:k]``, a supernode first if any."""
-    in_arc, uf, occ, cycle = forest[1], forest[2], forest[6], forest[7]
-    n1 = occ.shape[0]
+    node = forest[1]
+    in_arc, uf, cycle = node[IN_ARC], node[UF], node[CYCLE]
+    n1 = _width(forest)
     k = 0
     y = x
     while k < n1:
@@ -348,7 +353,8 @@ def _merge_rows(graph: Graph, forest: Forest, k: int) -> None:
     # place: it is read before it is written, element by element. Each member's kind picks one
     # of two loops per slot list, so the inner loops test nothing but the values.
     scores, sup_val, sup_arc = graph
-    in_val, slot, cycle, words, sups = forest[0], forest[5], forest[7], forest[8], forest[9]
+    node = forest[1]
+    in_val, slot, cycle, words, sups = forest[0], node[SLOT], node[CYCLE], node[WORDS], node[SUPS]
     n1 = scores.shape[0]
     s0 = slot[cycle[0]]
     val, arc = sup_val[s0], sup_arc[s0]
@@ -379,23 +385,25 @@ def _merge_rows(graph: Graph, forest: Forest, k: int) -> None:
 
 
 @numba.njit(cache=True)
-def _merge_columns(graph: Graph, forest: Forest, k: int) -> None:
-    """Column of the new supernode in every live row: the best arc leaving C."""
+def _fold_columns(
+    graph: Graph, forest: Forest, s0: int, members: IntArray, lo: int, hi: int, fresh: bool
+) -> None:
+    """Fold the arcs out of ``members[lo:hi]`` into the column of the supernode in slot s0.
+
+    With ``fresh`` the first member's arcs replace what the column held.
+    """
     # Original rows keep supernode columns in the supernode's slot, so scores is never copied:
-    # the column of C in word y's row lies at sup_val[s0, n1 + y], in supernode t's row at
+    # the column of s0 in word y's row lies at sup_val[s0, n1 + y], in supernode t's row at
     # sup_val[t, s0].
     scores, sup_val, sup_arc = graph
-    slot, cycle, words, sups = forest[5], forest[7], forest[8], forest[9]
+    node = forest[1]
+    slot, words, sups = node[SLOT], node[WORDS], node[SUPS]
     n1 = scores.shape[0]
-    s0 = slot[cycle[0]]
     out_val, out_arc = sup_val[s0, n1:], sup_arc[s0, n1:]
-    # A supernode cycle[0] already holds its best arc into y where C's goes (C takes its slot):
-    # start from it. Saves a third of the work when the root phase grows one supernode by a
-    # short path at a time.
-    for i in range(1 if cycle[0] >= n1 else 0, k):
-        u = cycle[i]
+    for i in range(lo, hi):
+        u = members[i]
         r = slot[u]
-        first = i == 0
+        first = fresh and i == lo
         if u >= n1:
             for j in range(1, 1 + words[0]):
                 y = words[j]
@@ -410,6 +418,17 @@ def _merge_columns(graph: Graph, forest: Forest, k: int) -> None:
                 _keep_better(sup_val[t], sup_arc[t], s0, sup_val[t, r], sup_arc[t, r], first)
 
 
+@numba.njit(cache=True)
+def _flush_columns(graph: Graph, forest: Forest) -> None:
+    """Write the column of the supernode whose column is pending, if any (see :func:`_contract`)."""
+    node = forest[1]
+    slot, pending = node[SLOT], node[PENDING]
+    if pending[0] >= 0:
+        _fold_columns(graph, forest, slot[pending[0]], pending, 2, 2 + pending[1], False)
+        pending[0] = -1
+        pending[1] = 0
+
+
 @numba.njit(cache=True, inline="always")
 def _unlist(slots: IntArray, place: IntArray, t: int) -> None:
     """Remove slot t from the list ``slots`` (count first) by moving the last one into its place."""
@@ -422,43 +441,61 @@ def _unlist(slots: IntArray, place: IntArray, t: int) -> None:
 @numba.njit(cache=True)
 def _contract(graph: Graph, forest: Forest, x: int, c: int) -> None:
     """Contract the cycle of chosen arcs through x into the fresh supernode c; O(n |C|)."""
+    node = forest[1]
     uf, cparent, wc, slot, occ, cycle = (
-        forest[2],
-        forest[3],
-        forest[4],
-        forest[5],
-        forest[6],
-        forest[7],
+        node[UF],
+        node[CPARENT],
+        node[WC],
+        node[SLOT],
+        node[OCC],
+        node[CYCLE],
     )
-    words, sups, place = forest[8], forest[9], forest[10]
-    n1 = occ.shape[0]
+    words, sups, place = node[WORDS], node[SUPS], node[PLACE]
+    n1 = _width(forest)
+    pending = node[PENDING]
     k = _collect_cycle(forest, x)
+    head = cycle[0]
+    if pending[0] >= 0 and pending[0] != head:  # the merges read every column but head's
+        _flush_columns(graph, forest)
     for i in range(k):
         uf[cycle[i]] = c
         cparent[cycle[i]] = c  # never compressed: expansion walks it to find entrance sites
         occ[slot[cycle[i]]] = -1
         _unlist(sups if cycle[i] >= n1 else words, place, slot[cycle[i]])
-    slot[c] = slot[cycle[0]]
-    occ[slot[c]] = c
+    s0 = slot[head]
+    slot[c] = s0
+    occ[s0] = c
     sups[0] += 1
-    sups[sups[0]] = slot[c]
-    place[slot[c]] = sups[0]
-    wc[c] = _find(wc, cycle[0])  # c inherits the weak component of the subtrees hanging off C
+    sups[sups[0]] = s0
+    place[s0] = sups[0]
+    wc[c] = _find(wc, head)  # c inherits the weak component of the subtrees hanging off C
     _merge_rows(graph, forest, k)
-    _merge_columns(graph, forest, k)
+    if head < n1:
+        _fold_columns(graph, forest, s0, cycle, 0, k, True)
+        return
+    # A supernode head already holds its column where C's goes (C takes its slot). The other
+    # members' columns are folded in only when something reads C's column (a contraction C is
+    # not the head of, or an alternative of another supernode): when the root phase grows one
+    # supernode a short path at a time, nothing does until it ends.
+    pending[0] = c
+    for i in range(1, k):
+        pending[2 + pending[1]] = cycle[i]
+        pending[1] += 1
 
 
 @numba.njit(cache=True)
 def _choose(graph: Graph, forest: Forest, v: int, u: int) -> None:
     """Make the best arc from u the chosen arc of v."""
-    in_val, in_arc = forest[0], forest[1]
+    node = forest[1]
+    in_val, in_arc = forest[0], node[IN_ARC]
     in_val[v], in_arc[v] = _entry(graph, forest, v, u)
 
 
 @numba.njit(cache=True)
 def _contraction_phase(graph: Graph, forest: Forest, heads: IntArray, best: FloatArray) -> int:
     """Give every supernode its best incoming arc, contracting cycles; next free id, or -1."""
-    in_val, in_arc, uf, wc = forest[0], forest[1], forest[2], forest[4]
+    node = forest[1]
+    in_val, in_arc, uf, wc = forest[0], node[IN_ARC], node[UF], node[WC]
     n1 = heads.shape[0]
     c = n1
     for v in range(1, n1):
@@ -498,11 +535,13 @@ def _cheapest_swap(in_val: FloatArray, alt_val: FloatArray, roots: IntArray, cou
 @numba.njit(cache=True)
 def _below(forest: Forest, s: int, v: int) -> bool:
     """Whether s lies in v's subtree of chosen arcs (walk up from s until v or ROOT)."""
-    in_arc, uf, occ = forest[1], forest[2], forest[6]
+    node = forest[1]
+    in_arc, uf = node[IN_ARC], node[UF]
+    n1 = _width(forest)
     while s != 0:
         if s == v:
             return True
-        s = _find(uf, in_arc[s] // occ.shape[0])
+        s = _find(uf, in_arc[s] // n1)
     return False
 
 
@@ -529,8 +568,9 @@ def _root_candidates(
 
     Caches each one's best non-root alternative in ``alt`` on the way.
     """
-    in_arc, uf, occ = forest[1], forest[2], forest[6]
-    n1 = occ.shape[0]
+    node = forest[1]
+    in_arc, uf = node[IN_ARC], node[UF]
+    n1 = _width(forest)
     count = 0
     for v in range(1, c):
         if uf[v] != v or in_arc[v] // n1 != 0:
@@ -562,8 +602,9 @@ def _root_phase(
     ``roots[:count]`` is the set R, each with its alternative in ``alt`` (per node id).
     """
     # Gabow & Tarjan (1984); Zmigrod et al. (2020, Theorem 2).
-    in_val, in_arc, uf = forest[0], forest[1], forest[2]
-    n1 = forest[6].shape[0]
+    node = forest[1]
+    in_val, in_arc, uf = forest[0], node[IN_ARC], node[UF]
+    n1 = _width(forest)
     while count > 1:
         i = _cheapest_swap(in_val, alt[0], roots, count)
         if i < 0:  # every root child can only be entered from ROOT
@@ -589,7 +630,8 @@ def _root_phase(
 @numba.njit(cache=True)
 def _expand(forest: Forest, c: int, heads: IntArray) -> None:
     """Break contracted cycles, newest first, at the member holding the entering arc's dependent."""
-    in_arc, cparent = forest[1], forest[3]
+    node = forest[1]
+    in_arc, cparent = node[IN_ARC], node[CPARENT]
     n1 = heads.shape[0]
     for s in range(c - 1, n1 - 1, -1):
         j = in_arc[s] % n1
@@ -626,38 +668,39 @@ def _tarjan(
     # int buffer hold everything: allocations are a large share of the time on short sentences.
     size = n1 * 2 * n1
     floats = np.empty(size + 2 * m)
-    ints = np.empty(size + 11 * m, dtype=np.int64)
+    ints = np.empty(size + _ROWS * m, dtype=np.int64)
     sup_val = floats[:size].reshape((n1, 2 * n1))
     sup_arc = ints[:size].reshape((n1, 2 * n1))
-    node = ints[size:].reshape((11, m))
-    in_arc, uf, cparent, wc, slot, cycle = node[0], node[1], node[2], node[3], node[4], node[5]
-    occ = node[6, :n1]
-    words, sups, place = node[8, : n1 + 1], node[9, : n1 + 1], node[10, :n1]  # m >= n1 + 1
+    node = ints[size:].reshape((_ROWS, m))
+    uf, cparent, wc, slot = node[UF], node[CPARENT], node[WC], node[SLOT]
     for x in range(m):
         uf[x] = x
         cparent[x] = x
         wc[x] = x
         slot[x] = x  # a supernode's slot is set when it is created
-    occ[:] = slot[:n1]
-    words[0] = n1 - 1
-    words[1:n1] = slot[1:n1]
-    place[:] = slot[:n1]
-    sups[0] = 0
+    node[OCC, :n1] = slot[:n1]
+    node[WORDS, 0] = n1 - 1  # m >= n1 + 1
+    node[WORDS, 1:n1] = slot[1:n1]
+    node[PLACE, :n1] = slot[:n1]
+    node[SUPS, 0] = 0
+    node[PENDING, 0] = -1  # no supernode's column is pending
+    node[PENDING, 1] = 0
     in_val = floats[size : size + m]
-    forest = (in_val, in_arc, uf, cparent, wc, slot, occ, cycle, words, sups, place)
+    forest = (in_val, node)
     graph = (scores, sup_val, sup_arc)
-    alt = (floats[size + m :], node[7])
+    alt = (floats[size + m :], node[ALT_ARC])
     if count == 0:
         c = _contraction_phase(graph, forest, heads, best[0])
         if c < 0:
             return NO_ARBORESCENCE
         if root_constraint:
+            _flush_columns(graph, forest)  # alternatives read every live column
             count = _root_candidates(graph, forest, alt, roots, best[1], alt_head, c)
     else:  # no cycle: every word keeps its current head, the moved ones their alternative
         c = n1
         for v in range(1, n1):
             in_val[v] = scores[v, heads[v]]
-            in_arc[v] = heads[v] * n1 + v
+            node[IN_ARC, v] = heads[v] * n1 + v
         for i in range(count):
             _word_alternative(alt, roots[i], best[1], alt_head, n1)
     if root_constraint:
