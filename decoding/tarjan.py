@@ -476,7 +476,9 @@ def _contract(graph: Graph, forest: Forest, x: int, c: int) -> None:
     # A supernode head already holds its column where C's goes (C takes its slot). The other
     # members' columns are folded in only when something reads C's column (a contraction C is
     # not the head of, or an alternative of another supernode): when the root phase grows one
-    # supernode a short path at a time, nothing does until it ends.
+    # supernode a short path at a time, nothing does until it ends. The row has room: each node
+    # is a member once, and the at most 2n - 2 nodes other than ROOT and c fit in the 2n - 1
+    # places after the two counters.
     pending[0] = c
     for i in range(1, k):
         pending[2 + pending[1]] = cycle[i]
