@@ -419,11 +419,11 @@ def _fold_columns(
 
 
 @numba.njit(cache=True)
-def _flush_columns(graph: Graph, forest: Forest) -> None:
-    """Write the column of the supernode whose column is pending, if any (see :func:`_contract`)."""
+def _flush_columns(graph: Graph, forest: Forest, reader: int) -> None:
+    """Write the pending column (see :func:`_contract`) unless there is none or it is reader's."""
     node = forest[1]
     slot, pending = node[SLOT], node[PENDING]
-    if pending[0] >= 0:
+    if pending[0] >= 0 and pending[0] != reader:
         _fold_columns(graph, forest, slot[pending[0]], pending, 2, 2 + pending[1], False)
         pending[0] = -1
         pending[1] = 0
@@ -442,21 +442,18 @@ def _unlist(slots: IntArray, place: IntArray, t: int) -> None:
 def _contract(graph: Graph, forest: Forest, x: int, c: int) -> None:
     """Contract the cycle of chosen arcs through x into the fresh supernode c; O(n |C|)."""
     node = forest[1]
-    uf, cparent, wc, slot, occ, cycle = (
-        node[UF],
-        node[CPARENT],
-        node[WC],
-        node[SLOT],
-        node[OCC],
+    uf, cparent, wc, slot, occ = node[UF], node[CPARENT], node[WC], node[SLOT], node[OCC]
+    cycle, words, sups, place, pending = (
         node[CYCLE],
+        node[WORDS],
+        node[SUPS],
+        node[PLACE],
+        node[PENDING],
     )
-    words, sups, place = node[WORDS], node[SUPS], node[PLACE]
     n1 = _width(forest)
-    pending = node[PENDING]
     k = _collect_cycle(forest, x)
     head = cycle[0]
-    if pending[0] >= 0 and pending[0] != head:  # the merges read every column but head's
-        _flush_columns(graph, forest)
+    _flush_columns(graph, forest, head)  # the merges read every column but head's
     for i in range(k):
         uf[cycle[i]] = c
         cparent[cycle[i]] = c  # never compressed: expansion walks it to find entrance sites
@@ -552,6 +549,7 @@ def _set_alternative(graph: Graph, forest: Forest, alt: Alternatives, v: int) ->
     """Cache supernode v's best incoming arc from a non-root node as (value, original arc)."""
     # Cached by original arc, never by node id: later contractions only merge columns (keeping
     # this maximum), and the union-find resolves the source when it is used.
+    _flush_columns(graph, forest, v)  # v's row holds every other live node's column
     u = _best_source(graph, forest, v, 1)
     alt[0][v], alt[1][v] = _entry(graph, forest, v, u) if u >= 0 else (-np.inf, -1)
 
@@ -696,7 +694,6 @@ def _tarjan(
         if c < 0:
             return NO_ARBORESCENCE
         if root_constraint:
-            _flush_columns(graph, forest)  # alternatives read every live column
             count = _root_candidates(graph, forest, alt, roots, best[1], alt_head, c)
     else:  # no cycle: every word keeps its current head, the moved ones their alternative
         c = n1
