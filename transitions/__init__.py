@@ -1,0 +1,7 @@
+"""Transition systems for dependency parsing, their oracles and projectivization (numpy + numba).
+
+Torch-free, like :mod:`decoding`: positions are the project's (0 is ROOT, word *i* at position
+*i*), trees come back as ``heads`` int64 with ``heads[0] == -1``, many configurations advance
+together in arrays, and nothing here takes a model: a search calls a scoring function that the
+torch side provides.
+"""
