@@ -133,17 +133,16 @@ def _check_heads(heads: npt.ArrayLike) -> IntArray:
     array = np.asarray(heads)
     if array.ndim != 1 or array.shape[0] < 2:
         raise ValueError(f"heads must be int[n+1] with n >= 1 words, got shape {array.shape}")
-    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
+    if array.dtype.kind not in "iu":
         raise ValueError(f"heads must hold integers, got dtype {array.dtype}")
     tree = array.astype(np.int64)  # a copy: the kernels work in place
     n = tree.shape[0] - 1
     if tree[0] != -1:
         raise ValueError(f"heads[0] must be -1 (heads is int[n+1], ROOT first), got {tree[0]}")
-    bad = np.flatnonzero((tree[1:] < 0) | (tree[1:] > n) | (tree[1:] == np.arange(1, n + 1)))
-    if bad.size:
-        d = bad[0] + 1
-        raise ValueError(f"heads[{d}]={tree[d]} is not a head in 0..{n} other than {d}")
-    if not is_tree_kernel(tree, n, False, False):
+    if not is_tree_kernel(tree, n, False, False):  # the fast path; words are found only on error
+        for d in range(1, n + 1):
+            if not 0 <= tree[d] <= n or tree[d] == d:
+                raise ValueError(f"heads[{d}]={tree[d]} is not a head in 0..{n} other than {d}")
         raise ValueError("heads has a cycle, so it is not a tree")
     return tree
 
@@ -228,7 +227,7 @@ def projectivize(
             )
     original = tree.copy()
     n_lifts = lift_kernel(tree, n)
-    lifted = np.flatnonzero(tree != original)
+    lifted = np.flatnonzero(tree != original) if n_lifts else ()
     encoded = labels.copy()
     for d in lifted:
         encoded[d] = f"{labels[d]}{separator}{labels[original[d]]}"
