@@ -253,7 +253,7 @@ def _search(children: list[list[int]], start: int, skip: int, label: str, base: 
         v = queue.popleft()
         if base[v] == label:
             return v
-        queue.extend(c for c in children[v] if c != skip)
+        queue.extend(children[v])  # skip is a child of start only
     return -1
 
 
