@@ -4,6 +4,14 @@ Non-projective trees by the Matrix-Tree theorem (Koo et al., 2007), projective o
 inside algorithm, each with or without the single-root constraint. Scores follow the project's
 convention: ``arc_scores[b, d, h]`` scores the arc h -> d, position 0 is ROOT, row 0 and the
 diagonal are ignored, ``-inf`` forbids an arc, and ``lengths[b]`` counts the words of sentence b.
+
+Precision: the projective inside pass is in log space and exact at any magnitude. The
+determinant is not: when the words' best heads form a cycle that every tree must break at a
+cost of G nats, the Laplacian is singular up to exp(-G), so float64 loses log Z for G beyond
+about 35 (both variants; the single-root one shifts its ROOT column, which saves the commonest
+case, a word cycle above every ROOT arc). Such a sentence gives NaN where the sign reveals it,
+and can be silently inexact otherwise (scores uniform over +-1e3: about a quarter of 2-5 word
+sentences). Moderate scores (differences of a few tens, as a parser's) are far from this.
 """
 
 from __future__ import annotations
@@ -238,13 +246,9 @@ def _matrix_tree(
 ) -> torch.Tensor:
     """Log det of the (root-replaced) Laplacian over words 1..N, float64[B]; -inf without tree."""
     batch, size = scores.shape[0], scores.shape[-1]
-    # Every tree takes one arc per word row, so shifting row d by its max shifts every tree's
-    # score by the same amount: exact, and finer than one shift per sentence (no row underflows
-    # to all zeros). Detached: log Z does not depend on the shift, only the rounding does.
     rows = torch.where(allowed, scores, torch.full_like(scores, -math.inf))[:, 1:]  # [B, N, N+1]
-    shift = rows.detach().amax(-1, keepdim=True)  # [B, N, 1]
-    shift = torch.where(shift > -math.inf, shift, torch.zeros_like(shift))
-    weights = torch.exp(rows - shift)  # [B, d, h]; 0 where forbidden
+    rows, offset = _shift_rows(rows, root_constraint)
+    weights = torch.exp(rows)  # [B, d, h]; 0 where forbidden
     arcs = weights[..., 1:]  # [B, N, N] between words (dependent-major, so L transposed)
     in_weight = (weights if not root_constraint else arcs).sum(-1)  # [B, N]
     laplacian = torch.diag_embed(in_weight) - arcs
@@ -257,8 +261,32 @@ def _matrix_tree(
     # the identity, so that their log det is finite and its gradient 0 instead of NaN.
     laplacian = laplacian + torch.diag_embed(padding.to(scores.dtype))
     laplacian = torch.where(feasible.view(-1, 1, 1), laplacian, eye)
-    logdet = torch.linalg.slogdet(laplacian).logabsdet + shift.sum((-1, -2))
+    sign, logdet = torch.linalg.slogdet(laplacian)
+    # The determinant of a feasible sentence is a sum of positive tree weights; a sign <= 0
+    # means float64 lost it to cancellation (see the module docstring): NaN, never a wrong value.
+    logdet = torch.where(sign > 0, logdet + offset, torch.full_like(logdet, math.nan))
     return torch.where(feasible, logdet, torch.full_like(logdet, -math.inf))
+
+
+def _shift_rows(rows: torch.Tensor, root_constraint: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log weights float64[B, N, N+1] shifted so that exp stays in range, and the float64[B] shift.
+
+    Every tree takes one arc per word, so shifting row d by its max shifts every tree's score by
+    the same amount: exact, and finer than one shift per sentence (no row underflows to zeros).
+    With one root, every tree also takes exactly one ROOT arc, so the ROOT column is shifted too,
+    which keeps it from underflowing when the words' best heads are other words. The shifts are
+    detached: log Z does not depend on them, only its rounding does.
+    """
+    shift = rows.detach().amax(-1, keepdim=True)  # [B, N, 1]
+    shift = torch.where(shift > -math.inf, shift, torch.zeros_like(shift))  # word without head
+    rows = rows - shift
+    offset = shift.sum((-1, -2))  # [B]
+    if root_constraint:
+        root = rows[..., 0].detach().amax(-1)  # [B]
+        root = torch.where(root > -math.inf, root, torch.zeros_like(root))
+        rows = torch.cat([rows[..., :1] - root.view(-1, 1, 1), rows[..., 1:]], dim=-1)
+        offset = offset + root
+    return rows, offset
 
 
 def _has_tree(allowed: torch.Tensor, lengths: torch.Tensor, root_constraint: bool) -> torch.Tensor:

@@ -308,3 +308,14 @@ def test_two_roots_are_fine_without_the_root_constraint():
     heads = torch.tensor([[-1, 0, 0, 1]])
     loss = crf_loss(torch.zeros(1, 4, 4), heads, torch.tensor([3]), root_constraint=False)
     assert float(loss) == pytest.approx(math.log(16) / 3)  # Cayley: 4^2 trees, all equal
+
+
+def test_a_cycle_of_best_heads_far_above_every_tree_is_nan_not_wrong_for_the_determinant():
+    # Words 1 and 2 prefer each other by 1e3 over ROOT: every tree pays 1e3 to break the cycle.
+    scores = torch.full((1, 3, 3), -1e3, dtype=torch.float64)
+    scores[0, 1, 2] = scores[0, 2, 1] = 0.0
+    lengths = torch.tensor([2])
+    expected = -1e3 + math.log(2)  # 0 -> 1 -> 2 and 0 -> 2 -> 1 (+ e^-2000 for two roots)
+    assert float(log_partition(scores, lengths)[0]) == pytest.approx(expected)  # ROOT shift
+    assert float(log_partition(scores, lengths, projective=True)[0]) == pytest.approx(expected)
+    assert math.isnan(float(log_partition(scores, lengths, root_constraint=False)[0]))
