@@ -261,7 +261,7 @@ def _matrix_tree(
     # the identity, so that their log det is finite and its gradient 0 instead of NaN.
     laplacian = laplacian + torch.diag_embed(padding.to(scores.dtype))
     laplacian = torch.where(feasible.view(-1, 1, 1), laplacian, eye)
-    sign, logdet = torch.linalg.slogdet(laplacian)
+    sign, logdet = _SignedLogDet.apply(laplacian)
     # The determinant of a feasible sentence is a sum of positive tree weights; a sign <= 0
     # means float64 lost it to cancellation (see the module docstring): NaN, never a wrong value.
     logdet = torch.where(sign > 0, logdet + offset, torch.full_like(logdet, math.nan))
@@ -348,3 +348,29 @@ def _inside(scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool) 
     total = left_start[:, 1, : size - 1] + right + scores[:, 1:, 0]
     total = torch.where(roots <= lengths.unsqueeze(-1), total, _NEG)  # r beyond the sentence
     return total.logsumexp(-1)
+
+
+class _SignedLogDet(torch.autograd.Function):
+    """``torch.linalg.slogdet`` whose backward reuses the LU factors for A^-T.
+
+    Torch's own backward spends seconds per EWT batch on CPU in ``linalg_lu_solve`` (its
+    right-hand side is a broadcast gradient); here one batched solve against the identity.
+    """
+
+    @staticmethod
+    def forward(ctx, matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        lu, pivots, _ = torch.linalg.lu_factor_ex(matrix)
+        diagonal = lu.diagonal(dim1=-2, dim2=-1)  # [B, M]
+        steps = torch.arange(1, matrix.shape[-1] + 1, device=matrix.device)
+        swaps = (pivots != steps).sum(-1)  # row exchanges of the LU
+        sign = diagonal.sign().prod(-1) * (1 - 2 * (swaps % 2)).to(matrix.dtype)
+        ctx.save_for_backward(lu, pivots)
+        ctx.mark_non_differentiable(sign)
+        return sign, diagonal.abs().log().sum(-1)
+
+    @staticmethod
+    def backward(ctx, _: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        lu, pivots = ctx.saved_tensors
+        eye = torch.eye(lu.shape[-1], dtype=lu.dtype, device=lu.device).expand_as(lu)
+        inverse_t = torch.linalg.lu_solve(lu, pivots, eye.contiguous(), adjoint=True)  # A^-T
+        return grad.view(-1, 1, 1) * inverse_t
