@@ -281,17 +281,14 @@ def _slot_offsets(arcs: Sequence[Arc], n: int) -> tuple[list[float], list[float]
         for slot, (_, k, is_head) in enumerate(word_ends):
             offsets = head_offsets if is_head else dependent_offsets
             offsets[k] = (slot - middle) * SLOT
-            if arcs[k].head == 0:
-                head_offsets[k] = offsets[k]
     return head_offsets, dependent_offsets
 
 
-def _ends_per_word(arc_sets: Iterable[Sequence[Arc]], n: int) -> list[int]:
+def _ends_per_word(arcs: Iterable[Arc], n: int) -> list[int]:
     counts = [0] * (n + 1)
-    for arcs in arc_sets:
-        for arc in arcs:
-            counts[arc.dependent] += 1
-            counts[arc.head] += arc.head != 0
+    for arc in arcs:
+        counts[arc.dependent] += 1
+        counts[arc.head] += arc.head != 0
     return counts
 
 
@@ -315,7 +312,7 @@ def layout_sentence(
         The layout; every arc's horizontal stretch is long enough for its label.
     """
     n = len(forms)
-    slots = _ends_per_word((above, below), n)
+    slots = list(map(max, _ends_per_word(above, n), _ends_per_word(below, n)))
     column = [0.0] + [
         max(
             text_width(forms[i - 1], FORM_SIZE),
@@ -330,9 +327,13 @@ def layout_sentence(
         extra = text_width(form, TAG_SIZE) + WORD_PAD - room
         if extra > 0:
             column[last] += extra
-    x = [float(MARGIN)]
-    for i in range(1, n + 1):
-        x.append(x[i - 1] + (column[i - 1] + column[i]) / 2)
+    # Arc ends fan out up to `reach` from their word's centre; neighbours keep their centres
+    # twice that apart, so every end stays nearer its own word than any other.
+    reach = [(max(k, 1) - 1) / 2 * SLOT + ARROW / 2 + 1 for k in slots]
+    x = [float(MARGIN), MARGIN + column[1] / 2]
+    for i in range(2, n + 1):
+        apart = max((column[i - 1] + column[i]) / 2, 2 * max(reach[i - 1], reach[i]) + 2)
+        x.append(x[i - 1] + apart)
     offsets = [_slot_offsets(arcs, n) for arcs in (above, below)]
     _make_room_for_labels(x, [(above, *offsets[0]), (below, *offsets[1])])
     x = [float(round(value)) for value in x]  # whole pixels: 2-pixel lines stay sharp

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import decoding
@@ -75,30 +75,39 @@ def _points(d: str) -> list[tuple[float, float]]:
     return points
 
 
+def _box(group: ET.Element) -> tuple[float, float, float, float]:
+    rect = group.find(f"{SVG}rect")
+    return tuple(float(rect.get(k)) for k in ("x", "y", "width", "height"))
+
+
 def _drawn(svg: str) -> tuple[list[float], dict[int, dict], list[tuple[float, ...]]]:
-    """Word centres, the drawn arcs by dependent (above the words), and the label boxes."""
+    """Word centres, the arcs drawn above the words by dependent, and all label boxes.
+
+    An arc is a dict: head, points (its line's corners), tip (of the arrowhead), top (the
+    y of its highest point), colour, and box (x, y, width, height of its label, if any).
+    """
     root = ET.fromstring(svg)
     centres = [float(t.get("x")) for t in root.iter(f"{SVG}text") if t.get("class") == "form"]
-    arcs = {}
+    arcs, boxes = {}, []
     for group in root.iter(f"{SVG}g"):
-        classes = (group.get("class") or "").split()
-        if "arc" not in classes or "gold" in classes:
+        kind, status = (group.get("class") or "").split()
+        dependent = int(group.get("data-dependent"))
+        if kind == "label":
+            boxes.append(_box(group))
+            if status != "gold":
+                arcs[dependent]["box"] = boxes[-1]
             continue
-        line, arrow = (p for p in group.iter(f"{SVG}path"))
+        if status == "gold":
+            continue
+        line, arrow = group.iter(f"{SVG}path")
         points = _points(line.get("d"))
-        tip = _points(arrow.get("d"))[2]
-        arcs[int(group.get("data-dependent"))] = {
+        arcs[dependent] = {
             "head": int(group.get("data-head")),
             "points": points,
-            "tip": tip,
+            "tip": _points(arrow.get("d"))[2],
             "top": min(y for _, y in points),
             "colour": line.get("stroke"),
         }
-    boxes = [
-        tuple(float(r.get(k)) for k in ("x", "y", "width", "height"))
-        for r in root.iter(f"{SVG}rect")
-        if r.get("width") != "100%"
-    ]
     return centres, arcs, boxes
 
 
@@ -106,9 +115,8 @@ def _nearest_word(centres: list[float], x: float) -> int:
     return 1 + int(np.argmin([abs(c - x) for c in centres]))
 
 
-@given(parsed_sentences())
-def test_every_arc_joins_its_head_and_its_dependent(sentence):
-    centres, arcs, _ = _drawn(sentence_svg(sentence))
+def _check_ends(sentence: Sentence, centres: list[float], arcs: dict[int, dict]) -> None:
+    """Every word has its arc, from over its head to over itself."""
     assert sorted(arcs) == list(range(1, len(sentence) + 1))
     for dependent, arc in arcs.items():
         assert arc["head"] == sentence.heads[dependent - 1]
@@ -128,9 +136,8 @@ def _reach(arc: dict) -> tuple[float, float]:
     return (-1.0, x_tip) if arc["head"] == 0 else (min(x_head, x_tip), max(x_head, x_tip))
 
 
-@given(parsed_sentences())
-def test_drawn_arcs_cross_exactly_where_the_tree_arcs_cross_and_nested_ones_sit_inside(sentence):
-    _, drawn, _ = _drawn(sentence_svg(sentence))
+def _check_crossings(sentence: Sentence, drawn: dict[int, dict]) -> None:
+    """Drawn arcs cross exactly where the tree's arcs cross; nested ones are drawn inside."""
     tree = {arc.dependent: arc for arc in sentence_arcs(sentence)}
     for a, b in itertools.permutations(drawn, 2):
         (a_low, a_high), (b_low, b_high) = _reach(drawn[a]), _reach(drawn[b])
@@ -147,23 +154,57 @@ def test_drawn_arcs_cross_exactly_where_the_tree_arcs_cross_and_nested_ones_sit_
             assert drawn[b]["top"] > drawn[a]["top"]
 
 
+def _check_labels(sentence: Sentence, arcs: dict[int, dict]) -> None:
+    """Labels sit on their arc's horizontal stretch (clear of the corners) or over ROOT arrows."""
+    for dependent, arc in arcs.items():
+        if sentence.deprels[dependent - 1] == "_":
+            assert "box" not in arc
+            continue
+        x, y, width, height = arc["box"]
+        low, high = sorted((arc["points"][0][0], arc["tip"][0]))
+        if arc["head"] == 0:  # over the ROOT arrow, centred on it
+            assert x + width / 2 == pytest.approx(low, abs=0.1)
+            assert y + height < arc["top"]
+        else:  # on the horizontal stretch, clear of the rounded corners
+            assert y < arc["top"] < y + height
+            assert low + 5 <= x
+            assert x + width <= high - 5
+
+
+# A hub with many arc ends beside short words: its ends fan out far from its centre.
+@example(Sentence(["a", ",", "a", "a", "a", "a", "a", "a"], heads=[2, 0, 2, 2, 2, 2, 2, 2]))
+@given(parsed_sentences())
+def test_every_arc_joins_its_head_and_its_dependent(sentence):
+    centres, arcs, _ = _drawn(sentence_svg(sentence))
+    _check_ends(sentence, centres, arcs)
+
+
+@given(parsed_sentences())
+def test_drawn_arcs_cross_exactly_where_the_tree_arcs_cross_and_nested_ones_sit_inside(sentence):
+    _check_crossings(sentence, _drawn(sentence_svg(sentence))[1])
+
+
 @given(parsed_sentences())
 def test_every_label_fits_on_its_arc(sentence):
-    _, arcs, boxes = _drawn(sentence_svg(sentence))
-    for x, y, width, height in boxes:
-        centre = (x + width / 2, y + height / 2)
-        owners = [
-            a
-            for a in arcs.values()
-            if a["head"] != 0
-            and abs(a["top"] - centre[1]) < 1e-6
-            and min(a["points"][0][0], a["tip"][0])
-            < centre[0]
-            < max(a["points"][0][0], a["tip"][0])
-        ]
-        for arc in owners:
-            stretch = abs(arc["points"][0][0] - arc["tip"][0])
-            assert width <= stretch
+    _check_labels(sentence, _drawn(sentence_svg(sentence))[1])
+
+
+@pytest.mark.ud
+@pytest.mark.slow
+def test_a_real_treebank_is_drawn_right(ewt_dir: Path, tmp_path: Path):
+    path = ewt_dir / "en_ewt-ud-dev.conllu"
+    out = tmp_path / "dev.html"
+    assert main([str(path), "-o", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    sentences = list(read_conllu(path))
+    assert page.count("<svg ") == len(sentences)
+    heads = [np.array([-1, *s.heads], dtype=np.int64) for s in sentences]
+    assert page.count("; non-projective)") == sum(not decoding.is_projective(h) for h in heads)
+    for sentence in sentences:
+        centres, arcs, _ = _drawn(sentence_svg(sentence))
+        _check_ends(sentence, centres, arcs)
+        _check_crossings(sentence, arcs)
+        _check_labels(sentence, arcs)
 
 
 @given(trees())
