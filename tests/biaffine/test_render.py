@@ -273,6 +273,14 @@ def test_multiword_tokens_are_drawn_under_their_words():
     assert token_texts == ["can't"]
 
 
+def test_malformed_predictions_still_draw_one_arc_per_word():
+    # 1 <-> 2 is a cycle, word 3 is its own head, 4 and 5 both hang from ROOT.
+    sentence = Sentence(list("abcde"), heads=[2, 1, 3, 0, 0], deprels=list("vwxyz"))
+    _, arcs, _ = _drawn(sentence_svg(sentence))
+    assert {d: arc["head"] for d, arc in arcs.items()} == {1: 2, 2: 1, 3: 3, 4: 0, 5: 0}
+    assert arcs[1]["top"] != arcs[2]["top"]  # the two arcs of the cycle stay apart
+
+
 def test_words_only_when_heads_are_missing():
     sentence = Sentence(["Just", "words"])
     root = ET.fromstring(sentence_svg(sentence))
