@@ -22,7 +22,9 @@ from typing import Any
 __all__ = ["CURVES", "Curves", "main", "plot_run", "read_curves"]
 
 CURVES = "curves.png"
-METRICS = "metrics.jsonl"  # the name biaffine.run_state writes (not imported: it needs torch)
+METRICS = (
+    "metrics.jsonl"  # the name biaffine.training.run_state writes (not imported: it needs torch)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +52,7 @@ def read_curves(path: str | Path) -> Curves:
     """The curves in a ``metrics.jsonl`` file (``event: epoch`` and ``event: test`` records).
 
     Args:
-        path: the file, as :class:`biaffine.run_state.RunWriter` writes it.
+        path: the file, as :class:`biaffine.training.run_state.RunWriter` writes it.
 
     Returns:
         The per-epoch values. A resumed run may repeat an epoch; the later record wins.

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from biaffine.conllu_io import Sentence, read_conllu
+from biaffine.data.conllu import Sentence, read_conllu
 
 __all__ = [
     "COLOURS",

@@ -15,7 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import decoding
-from biaffine.conllu_io import Sentence, read_conllu, write_conllu
+from biaffine.data.conllu import Sentence, read_conllu, write_conllu
 from biaffine.render import (
     COLOURS,
     Arc,

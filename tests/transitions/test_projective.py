@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import decoding
-from biaffine.conllu_io import read_conllu
+from biaffine.data.conllu import read_conllu
 from transitions.projective import (
     ProjectivityStats,
     deprojectivize,
