@@ -19,15 +19,20 @@ Example::
 
 from ._batch import get_num_threads, set_num_threads
 from .api import eisner, greedy, mst
+from .constrained import constrained
+from .kbest import KBest, kbest
 from .trees import count_roots, is_projective, is_tree, tree_score
 
 __all__ = [
+    "KBest",
+    "constrained",
     "count_roots",
     "eisner",
     "get_num_threads",
     "greedy",
     "is_projective",
     "is_tree",
+    "kbest",
     "mst",
     "set_num_threads",
     "tree_score",
