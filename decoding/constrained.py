@@ -26,14 +26,13 @@ from .api import _as_scores, _error
 from .eisner import eisner_kernel
 from .tarjan import mst_kernel
 
-__all__ = ["ALGORITHMS", "check_sentence", "constrained", "restrict"]
+__all__ = ["check_sentence", "constrained"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-# The exact decoders that constrained decoding and k-best search (decoding.kbest) can run.
-ALGORITHMS = {"mst": mst_kernel, "eisner": eisner_kernel}
+_ALGORITHMS = {"mst": mst_kernel, "eisner": eisner_kernel}
 
 _NO_TREE = "no tree satisfies the constraints"
 
@@ -63,21 +62,12 @@ def check_sentence(scores: npt.ArrayLike) -> FloatArray:
     return matrix
 
 
-def restrict(matrix: FloatArray, fixed: IntArray) -> FloatArray:
-    """``matrix`` with every head of word d but ``fixed[d]`` set to ``-inf`` (where >= 0), in place.
-
-    Args:
-        matrix: float64[n+1, n+1], dependent-major.
-        fixed: int64[n+1], the forced head of each word, -1 where free.
-
-    Returns:
-        ``matrix`` itself.
-    """
+def _restrict(matrix: FloatArray, fixed: IntArray) -> None:
+    """Set every head of word d but ``fixed[d]`` to ``-inf`` in ``matrix``, where fixed[d] >= 0."""
     words = np.flatnonzero(fixed >= 0)
     kept = matrix[words, fixed[words]]  # [n_fixed]
     matrix[words] = -np.inf
     matrix[words, fixed[words]] = kept
-    return matrix
 
 
 def _fixed_heads(fixed_heads: npt.ArrayLike | None, n: int) -> IntArray:
@@ -214,20 +204,20 @@ def constrained(
             forbidden, fixed heads that form a cycle, two words fixed on ROOT under
             ``root_constraint``, crossing fixed arcs for ``"eisner"``, or masks that leave none.
     """
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {algorithm!r}")
+    if algorithm not in _ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {sorted(_ALGORITHMS)}, got {algorithm!r}")
     matrix = check_sentence(scores)
     n = matrix.shape[0] - 1
     fixed = _fixed_heads(fixed_heads, n).copy()
     _add_root(fixed, root, n)
     matrix[_forbidden(forbidden, n)] = -np.inf
     _check_fixed(matrix, fixed, root, root_constraint, algorithm == "eisner")
-    restrict(matrix, fixed)
+    _restrict(matrix, fixed)
     no_head = np.flatnonzero(np.max(matrix[1:], axis=1) == -np.inf)  # [n] -> words without heads
     if no_head.size:
         raise ValueError(f"{_NO_TREE}: every head of word {no_head[0] + 1} is forbidden")
     heads = np.full(n + 1, -1, dtype=np.int64)
-    if ALGORITHMS[algorithm](matrix, root_constraint, heads) != 0:
+    if _ALGORITHMS[algorithm](matrix, root_constraint, heads) != 0:
         kind = "projective " if algorithm == "eisner" else ""
         single = " with a single root" if root_constraint else ""
         raise ValueError(f"{_NO_TREE}: the masks leave no {kind}tree{single}")

@@ -16,25 +16,28 @@ Example::
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import numpy.typing as npt
 
 from . import _batch
 from .api import _as_scores, _error, _lengths
-from .constrained import ALGORITHMS, check_sentence, restrict
+from .constrained import check_sentence
+from .eisner import eisner_kernel
+from .tarjan import mst_kernel
 from .trees import tree_score_kernel
 
 __all__ = ["KBest", "kbest"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-Kernel = Callable[[FloatArray, bool, IntArray], int]
-# A subproblem: the trees whose word d has head fixed[d] wherever fixed[d] >= 0, and that use
-# none of the banned arcs (d, h).
-Arcs = tuple[tuple[int, int], ...]
+# Decoders by name, as codes that the compiled search understands.
+_MST, _EISNER = 0, 1
+_CODES = {"mst": _MST, "eisner": _EISNER}
+# A subproblem: the trees whose word d has head fixed[d] wherever fixed[d] >= 0 (int64[n+1]),
+# and that use none of the banned arcs, rows (d, h) of int64[m, 2].
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,68 +55,100 @@ class KBest:
     scores: FloatArray
 
 
+@numba.njit(cache=True)
 def _solve(
-    matrix: FloatArray, fixed: IntArray, banned: Arcs, kernel: Kernel, root_constraint: bool
-) -> tuple[IntArray, float] | None:
-    """Best tree (and its score) of a subproblem, or None when it holds no tree; O(n^2) + kernel."""
-    work = restrict(matrix.copy(), fixed)
-    if banned:
-        deps, heads_ = zip(*banned, strict=True)
-        work[list(deps), list(heads_)] = -np.inf  # [n_banned]
-    heads = np.full(matrix.shape[0], -1, dtype=np.int64)
-    if kernel(work, root_constraint, heads) != 0:
-        return None
-    return heads, tree_score_kernel(matrix, heads, matrix.shape[0] - 1)
+    matrix: FloatArray,
+    algorithm: int,
+    root_constraint: bool,
+    fixed: IntArray,
+    banned: IntArray,
+    work: FloatArray,
+    heads: IntArray,
+) -> float:
+    """Best tree of a subproblem into ``heads`` and its score, ``-inf`` if it holds no tree.
+
+    ``work`` is scratch space shaped like ``matrix``; O(n^2) plus the decoder.
+    """
+    n = matrix.shape[0] - 1
+    work[:] = matrix
+    for d in range(1, n + 1):
+        if fixed[d] >= 0:
+            kept = matrix[d, fixed[d]]
+            work[d, :] = -np.inf
+            work[d, fixed[d]] = kept
+    for i in range(banned.shape[0]):
+        work[banned[i, 0], banned[i, 1]] = -np.inf
+    if algorithm == _MST:
+        status = mst_kernel(work, root_constraint, heads)
+    else:
+        status = eisner_kernel(work, root_constraint, heads)
+    return tree_score_kernel(matrix, heads, n) if status == 0 else -np.inf
 
 
+@numba.njit(cache=True)
 def _children(
     matrix: FloatArray,
-    heads: IntArray,
-    fixed: IntArray,
-    banned: Arcs,
-    kernel: Kernel,
+    algorithm: int,
     root_constraint: bool,
-) -> list[tuple[float, IntArray, IntArray, Arcs]]:
-    """Split a subproblem without its best tree ``heads`` into disjoint subproblems, each solved.
+    tree: IntArray,
+    fixed: IntArray,
+    banned: IntArray,
+) -> tuple[IntArray, FloatArray]:
+    """Split a subproblem without its best tree into disjoint subproblems, and solve each.
 
-    With d_1 < ... < d_m the words free in the subproblem, child j keeps the heads of ``heads``
-    for d_1..d_(j-1) and bans the one of d_j, so every other tree of the subproblem lies in
-    exactly one child. Returns (score, best tree, fixed, banned) of each child that holds a tree.
+    With d_1 < ... < d_m the words free in the subproblem, child j keeps the heads that ``tree``
+    gives d_1..d_(j-1) and bans the one of d_j, so every other tree of the subproblem lies in
+    exactly one child. Returns each child's best tree int64[m, n+1] and score float64[m]
+    (``-inf`` for a child without trees).
     """
-    fixed = fixed.copy()
-    children = []
-    for d in np.flatnonzero(fixed < 0)[1:]:  # skip ROOT, whose fixed entry is -1
-        arcs = (*banned, (int(d), int(heads[d])))
-        solved = _solve(matrix, fixed, arcs, kernel, root_constraint)
-        if solved is not None:
-            children.append((solved[1], solved[0], fixed.copy(), arcs))
-        fixed[d] = heads[d]
-    return children
+    n = matrix.shape[0] - 1
+    free = np.flatnonzero(fixed[1:] < 0) + 1
+    heads = np.full((free.shape[0], n + 1), -1, dtype=np.int64)
+    scores = np.empty(free.shape[0])
+    child_fixed = fixed.copy()
+    child_banned = np.empty((banned.shape[0] + 1, 2), dtype=np.int64)
+    child_banned[:-1] = banned
+    work = np.empty_like(matrix)
+    for j in range(free.shape[0]):
+        d = free[j]
+        child_banned[-1, 0], child_banned[-1, 1] = d, tree[d]
+        scores[j] = _solve(
+            matrix, algorithm, root_constraint, child_fixed, child_banned, work, heads[j]
+        )
+        child_fixed[d] = tree[d]
+    return heads, scores
 
 
 def _sentence(
-    matrix: FloatArray, k: int, kernel: Kernel, root_constraint: bool
+    matrix: FloatArray, k: int, algorithm: int, root_constraint: bool
 ) -> tuple[list[IntArray], list[float]]:
     """The k best trees of one checked sentence and their scores (fewer if fewer exist)."""
-    free = np.full(matrix.shape[0], -1, dtype=np.int64)
-    first = _solve(matrix, free, (), kernel, root_constraint)
-    if first is None:
+    n = matrix.shape[0] - 1
+    free = np.full(n + 1, -1, dtype=np.int64)
+    none = np.empty((0, 2), dtype=np.int64)
+    first = np.full(n + 1, -1, dtype=np.int64)
+    score = _solve(matrix, algorithm, root_constraint, free, none, np.empty_like(matrix), first)
+    if score == -np.inf:
         return [], []
     # Max-heap on score; the counter breaks ties first in, first out and keeps arrays uncompared.
-    queue = [(-first[1], 0, first[0], free, ())]
+    queue = [(-score, 0, first, free, none)]
     pushed = 1
     trees, weights = [], []
     while queue:
-        negative, _, heads, fixed, banned = heapq.heappop(queue)
-        trees.append(heads)
+        negative, _, tree, fixed, banned = heapq.heappop(queue)
+        trees.append(tree)
         weights.append(-negative)
         if len(trees) == k:
             break
-        for weight, child, child_fixed, child_banned in _children(
-            matrix, heads, fixed, banned, kernel, root_constraint
-        ):
-            heapq.heappush(queue, (-weight, pushed, child, child_fixed, child_banned))
-            pushed += 1
+        heads, scores = _children(matrix, algorithm, root_constraint, tree, fixed, banned)
+        child_fixed = fixed.copy()
+        for j, d in enumerate(np.flatnonzero(fixed[1:] < 0) + 1):
+            if scores[j] > -np.inf:
+                child_banned = np.vstack((banned, [(d, tree[d])]))  # [m + 1, 2]
+                entry = (-scores[j], pushed, heads[j], child_fixed.copy(), child_banned)
+                heapq.heappush(queue, entry)
+                pushed += 1
+            child_fixed[d] = tree[d]
     return trees, weights
 
 
@@ -160,14 +195,14 @@ def kbest(
     """
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {algorithm!r}")
-    kernel = ALGORITHMS[algorithm]
+    if algorithm not in _CODES:
+        raise ValueError(f"algorithm must be one of {sorted(_CODES)}, got {algorithm!r}")
+    code = _CODES[algorithm]
     array = _as_scores(scores)
     if array.ndim == 2:
         if lengths is not None:
             raise ValueError("lengths is only for batched scores float[B, N+1, N+1]")
-        trees, weights = _sentence(check_sentence(array), int(k), kernel, root_constraint)
+        trees, weights = _sentence(check_sentence(array), int(k), code, root_constraint)
         if not trees:
             raise _no_tree(0, algorithm, root_constraint)
         return KBest(np.stack(trees), np.array(weights))
@@ -179,7 +214,7 @@ def kbest(
         matrix = _batch._copy(array, b, n, True, where)
         if where[0] != _batch.OK:
             raise _error(b, where, False, {})
-        trees, weights = _sentence(matrix, int(k), kernel, root_constraint)
+        trees, weights = _sentence(matrix, int(k), code, root_constraint)
         if not trees:
             raise _no_tree(b, algorithm, root_constraint)
         heads[b, : len(trees), : n + 1] = trees
