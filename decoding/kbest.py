@@ -46,8 +46,9 @@ class KBest:
 
     Attributes:
         heads: int64[K', n+1] for one sentence (K' <= k trees when fewer exist), or
-            int64[B, k, N+1] for a batch, where missing trees and padding are -1.
-        scores: float64[K'] or float64[B, k], each tree's score (sum of its arc scores),
+            int64[B, K', N+1] for a batch (K' <= k the most trees of any sentence), where
+            missing trees and padding are -1.
+        scores: float64[K'] or float64[B, K'], each tree's score (sum of its arc scores),
             non-increasing; ``-inf`` for a missing tree of a batch.
     """
 
@@ -186,8 +187,9 @@ def kbest(
 
     Returns:
         :class:`KBest` with heads int64[K', n+1] and scores float64[K'] for one sentence (K' = k,
-        or fewer when fewer trees exist), or heads int64[B, k, N+1] and scores float64[B, k]
-        for a batch (missing trees are rows of -1 scoring ``-inf``).
+        or fewer when fewer trees exist), or heads int64[B, K', N+1] and scores float64[B, K']
+        for a batch, K' the most trees found for any sentence (missing trees are rows of -1
+        scoring ``-inf``).
 
     Raises:
         ValueError: on bad input, as :func:`decoding.mst`, a bad ``k`` or ``algorithm``, or a
@@ -197,26 +199,39 @@ def kbest(
         raise ValueError(f"k must be a positive integer, got {k!r}")
     if algorithm not in _CODES:
         raise ValueError(f"algorithm must be one of {sorted(_CODES)}, got {algorithm!r}")
-    code = _CODES[algorithm]
     array = _as_scores(scores)
     if array.ndim == 2:
         if lengths is not None:
             raise ValueError("lengths is only for batched scores float[B, N+1, N+1]")
-        trees, weights = _sentence(check_sentence(array), int(k), code, root_constraint)
+        trees, weights = _sentence(
+            check_sentence(array), int(k), _CODES[algorithm], root_constraint
+        )
         if not trees:
             raise _no_tree(0, algorithm, root_constraint)
         return KBest(np.stack(trees), np.array(weights))
     sizes = _lengths(lengths, array.shape[0], array.shape[1] - 1)
-    heads = np.full((array.shape[0], k, array.shape[1]), -1, dtype=np.int64)
-    weights_out = np.full((array.shape[0], k), -np.inf)
+    return _batch_kbest(array, sizes, int(k), algorithm, root_constraint)
+
+
+def _batch_kbest(
+    array: FloatArray, sizes: IntArray, k: int, algorithm: str, root_constraint: bool
+) -> KBest:
+    """The k best trees of each sentence of a batch float64[B, N+1, N+1], one after another."""
+    found = []
     where = np.zeros(3, dtype=np.int64)
     for b, n in enumerate(sizes):
         matrix = _batch._copy(array, b, n, True, where)
         if where[0] != _batch.OK:
             raise _error(b, where, False, {})
-        trees, weights = _sentence(matrix, int(k), code, root_constraint)
+        trees, weights = _sentence(matrix, k, _CODES[algorithm], root_constraint)
         if not trees:
             raise _no_tree(b, algorithm, root_constraint)
-        heads[b, : len(trees), : n + 1] = trees
-        weights_out[b, : len(trees)] = weights
-    return KBest(heads, weights_out)
+        found.append((trees, weights))
+    # As many rows as the sentence with the most trees has, not k: k may be far beyond that.
+    rows = max(len(weights) for _, weights in found)
+    heads = np.full((array.shape[0], rows, array.shape[1]), -1, dtype=np.int64)
+    scores = np.full((array.shape[0], rows), -np.inf)
+    for b, (trees, weights) in enumerate(found):
+        heads[b, : len(trees), : sizes[b] + 1] = trees
+        scores[b, : len(trees)] = weights
+    return KBest(heads, scores)
