@@ -120,36 +120,53 @@ def _children(
     return heads, scores
 
 
+# A subproblem as (fixed, banned, its best tree); its children exist only as (parent, j) until
+# popped, since most of them never are.
+Subproblem = tuple[IntArray, IntArray, IntArray]
+
+
+def _child(parent: Subproblem, j: int) -> tuple[IntArray, IntArray]:
+    """Fixed heads and banned arcs of child j of ``parent``, as :func:`_children` builds them."""
+    fixed, banned, tree = parent
+    free = np.flatnonzero(fixed[1:] < 0) + 1
+    child_fixed = fixed.copy()
+    child_fixed[free[:j]] = tree[free[:j]]
+    d = free[j]
+    return child_fixed, np.vstack((banned, [(d, tree[d])]))  # [n+1], [m+1, 2]
+
+
 def _sentence(
     matrix: FloatArray, k: int, algorithm: int, root_constraint: bool
 ) -> tuple[list[IntArray], list[float]]:
     """The k best trees of one checked sentence and their scores (fewer if fewer exist)."""
     n = matrix.shape[0] - 1
-    free = np.full(n + 1, -1, dtype=np.int64)
-    none = np.empty((0, 2), dtype=np.int64)
+    fixed = np.full(n + 1, -1, dtype=np.int64)
+    banned = np.empty((0, 2), dtype=np.int64)
     first = np.full(n + 1, -1, dtype=np.int64)
-    score = _solve(matrix, algorithm, root_constraint, free, none, np.empty_like(matrix), first)
+    score = _solve(matrix, algorithm, root_constraint, fixed, banned, np.empty_like(matrix), first)
     if score == -np.inf:
         return [], []
     # Max-heap on score; the counter breaks ties first in, first out and keeps arrays uncompared.
-    queue = [(-score, 0, first, free, none)]
+    # Entries (-score, counter, the best trees of a parent's children, j, parent): child j's
+    # tree is row j of that array.
+    queue: list = [(-score, 0, first[None], 0, None)]
     pushed = 1
     trees, weights = [], []
     while queue:
-        negative, _, tree, fixed, banned = heapq.heappop(queue)
+        negative, _, candidates, j, parent = heapq.heappop(queue)
+        tree = candidates[j]
         trees.append(tree)
         weights.append(-negative)
         if len(trees) == k:
             break
+        if parent is not None:
+            fixed, banned = _child(parent, j)
         heads, scores = _children(matrix, algorithm, root_constraint, tree, fixed, banned)
-        child_fixed = fixed.copy()
-        for j, d in enumerate(np.flatnonzero(fixed[1:] < 0) + 1):
-            if scores[j] > -np.inf:
-                child_banned = np.vstack((banned, [(d, tree[d])]))  # [m + 1, 2]
-                entry = (-scores[j], pushed, heads[j], child_fixed.copy(), child_banned)
-                heapq.heappush(queue, entry)
+        node = (fixed, banned, tree)
+        for child, value in enumerate(scores.tolist()):
+            if value > -np.inf:
+                heapq.heappush(queue, (-value, pushed, heads, child, node))
                 pushed += 1
-            child_fixed[d] = tree[d]
     return trees, weights
 
 
