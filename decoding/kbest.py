@@ -1,4 +1,4 @@
-"""The k best dependency trees of a sentence, in order of score (Lawler 1972 on exact decoders).
+"""The k best dependency trees of a sentence, best first: Lawler (1972) on the exact MST decoder.
 
 Example::
 
@@ -6,7 +6,7 @@ Example::
     import decoding
 
     scores = np.random.default_rng(0).normal(size=(6, 6))  # float[n+1, n+1], n = 5 words
-    best = decoding.kbest(scores, 3)  # single-rooted, non-projective
+    best = decoding.kbest(scores, 3)  # single-rooted, projective or not
     best.heads  # int64[3, 6]: the 3 best trees, best first
     best.scores  # float64[3], non-increasing
     assert best.scores[0] == decoding.tree_score(scores, decoding.mst(scores))
@@ -25,7 +25,7 @@ import numpy.typing as npt
 from . import _batch
 from .api import _as_scores, _error, _lengths
 from .constrained import check_sentence
-from .eisner import eisner_kernel
+from .kbest_eisner import kbest_eisner_kernel
 from .tarjan import mst_kernel
 from .trees import tree_score_kernel
 
@@ -33,9 +33,7 @@ __all__ = ["KBest", "kbest"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-# Decoders by name, as codes that the compiled search understands.
-_MST, _EISNER = 0, 1
-_CODES = {"mst": _MST, "eisner": _EISNER}
+_ALGORITHMS = ("eisner", "mst")
 # A subproblem: the trees whose word d has head fixed[d] wherever fixed[d] >= 0 (int64[n+1]),
 # and that use none of the banned arcs, rows (d, h) of int64[m, 2].
 
@@ -59,7 +57,6 @@ class KBest:
 @numba.njit(cache=True)
 def _solve(
     matrix: FloatArray,
-    algorithm: int,
     root_constraint: bool,
     fixed: IntArray,
     banned: IntArray,
@@ -79,17 +76,14 @@ def _solve(
             work[d, fixed[d]] = kept
     for i in range(banned.shape[0]):
         work[banned[i, 0], banned[i, 1]] = -np.inf
-    if algorithm == _MST:
-        status = mst_kernel(work, root_constraint, heads)
-    else:
-        status = eisner_kernel(work, root_constraint, heads)
-    return tree_score_kernel(matrix, heads, n) if status == 0 else -np.inf
+    if mst_kernel(work, root_constraint, heads) != 0:
+        return -np.inf
+    return tree_score_kernel(matrix, heads, n)
 
 
 @numba.njit(cache=True)
 def _children(
     matrix: FloatArray,
-    algorithm: int,
     root_constraint: bool,
     tree: IntArray,
     fixed: IntArray,
@@ -113,9 +107,7 @@ def _children(
     for j in range(free.shape[0]):
         d = free[j]
         child_banned[-1, 0], child_banned[-1, 1] = d, tree[d]
-        scores[j] = _solve(
-            matrix, algorithm, root_constraint, child_fixed, child_banned, work, heads[j]
-        )
+        scores[j] = _solve(matrix, root_constraint, child_fixed, child_banned, work, heads[j])
         child_fixed[d] = tree[d]
     return heads, scores
 
@@ -135,15 +127,15 @@ def _child(parent: Subproblem, j: int) -> tuple[IntArray, IntArray]:
     return child_fixed, np.vstack((banned, [(d, tree[d])]))  # [n+1], [m+1, 2]
 
 
-def _sentence(
-    matrix: FloatArray, k: int, algorithm: int, root_constraint: bool
+def _lawler(
+    matrix: FloatArray, k: int, root_constraint: bool
 ) -> tuple[list[IntArray], list[float]]:
     """The k best trees of one checked sentence and their scores (fewer if fewer exist)."""
     n = matrix.shape[0] - 1
     fixed = np.full(n + 1, -1, dtype=np.int64)
     banned = np.empty((0, 2), dtype=np.int64)
     first = np.full(n + 1, -1, dtype=np.int64)
-    score = _solve(matrix, algorithm, root_constraint, fixed, banned, np.empty_like(matrix), first)
+    score = _solve(matrix, root_constraint, fixed, banned, np.empty_like(matrix), first)
     if score == -np.inf:
         return [], []
     # Max-heap on score; the counter breaks ties first in, first out and keeps arrays uncompared.
@@ -161,13 +153,25 @@ def _sentence(
             break
         if parent is not None:
             fixed, banned = _child(parent, j)
-        heads, scores = _children(matrix, algorithm, root_constraint, tree, fixed, banned)
+        heads, scores = _children(matrix, root_constraint, tree, fixed, banned)
         node = (fixed, banned, tree)
         for child, value in enumerate(scores.tolist()):
             if value > -np.inf:
                 heapq.heappush(queue, (-value, pushed, heads, child, node))
                 pushed += 1
     return trees, weights
+
+
+def _sentence(
+    matrix: FloatArray, k: int, algorithm: str, root_constraint: bool
+) -> tuple[IntArray, FloatArray]:
+    """The k best trees int64[K', n+1] of one checked sentence and their scores float64[K']."""
+    if algorithm == "eisner":
+        return kbest_eisner_kernel(matrix, k, root_constraint)
+    trees, weights = _lawler(matrix, k, root_constraint)
+    if not trees:
+        return np.empty((0, matrix.shape[0]), dtype=np.int64), np.empty(0)
+    return np.stack(trees), np.array(weights)
 
 
 def _no_tree(b: int, algorithm: str, root_constraint: bool) -> ValueError:
@@ -184,15 +188,18 @@ def kbest(
     root_constraint: bool = True,
     lengths: npt.ArrayLike | None = None,
 ) -> KBest:
-    """The k highest-scoring trees per sentence, best first (Lawler 1972's partition).
+    """The k highest-scoring trees per sentence, best first (Lawler 1972; Huang & Chiang 2005).
 
-    Exact: the trees found so far split the remaining ones into disjoint subproblems (arcs
-    forced in, arcs banned), and each subproblem's best tree comes from the exact decoder on
-    the masked matrix, so the i-th tree returned is the best of all trees not returned before.
-    Tied trees come in any order among themselves. Each tree returned spawns at most n
-    subproblems, so with ``"mst"`` (Tarjan 1977; Gabow & Tarjan 1984 for one root) this costs
-    O(k n^3) time, and O(k n^4) with ``"eisner"`` (Eisner 1996, projective trees only). Camerini,
-    Fratta & Maffioli (1980) and Zmigrod, Vieira & Cotterell (2021) reach O(k n^2) for "mst".
+    Exact; tied trees come in any order among themselves.
+
+    - ``"mst"``: Lawler's partition. The trees found so far split the remaining ones into
+      disjoint subproblems (arcs forced in, arcs banned), and each subproblem's best tree comes
+      from the exact MST decoder (Tarjan 1977; Gabow & Tarjan 1984 for one root) on the masked
+      matrix, so the i-th tree returned is the best of all trees not returned before. Each tree
+      returned spawns at most n subproblems of O(n^2) each: O(k n^3) time. Camerini, Fratta &
+      Maffioli (1980) and Zmigrod, Vieira & Cotterell (2021) reach O(k n^2).
+    - ``"eisner"``: projective trees only, from Eisner's (1996) chart with the k best items per
+      span (see :mod:`decoding.kbest_eisner`): O(n^3 + n^2 k log(n + k)) time, O(n^2 k) memory.
 
     Args:
         scores: float[n+1, n+1] or float[B, N+1, N+1]; ``scores[..., d, h]`` scores the arc
@@ -214,18 +221,16 @@ def kbest(
     """
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
-    if algorithm not in _CODES:
-        raise ValueError(f"algorithm must be one of {sorted(_CODES)}, got {algorithm!r}")
+    if algorithm not in _ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {list(_ALGORITHMS)}, got {algorithm!r}")
     array = _as_scores(scores)
     if array.ndim == 2:
         if lengths is not None:
             raise ValueError("lengths is only for batched scores float[B, N+1, N+1]")
-        trees, weights = _sentence(
-            check_sentence(array), int(k), _CODES[algorithm], root_constraint
-        )
-        if not trees:
+        heads, weights = _sentence(check_sentence(array), int(k), algorithm, root_constraint)
+        if not weights.size:
             raise _no_tree(0, algorithm, root_constraint)
-        return KBest(np.stack(trees), np.array(weights))
+        return KBest(heads, weights)
     sizes = _lengths(lengths, array.shape[0], array.shape[1] - 1)
     return _batch_kbest(array, sizes, int(k), algorithm, root_constraint)
 
@@ -240,8 +245,8 @@ def _batch_kbest(
         matrix = _batch._copy(array, b, n, True, where)
         if where[0] != _batch.OK:
             raise _error(b, where, False, {})
-        trees, weights = _sentence(matrix, k, _CODES[algorithm], root_constraint)
-        if not trees:
+        trees, weights = _sentence(matrix, k, algorithm, root_constraint)
+        if not weights.size:
             raise _no_tree(b, algorithm, root_constraint)
         found.append((trees, weights))
     # As many rows as the sentence with the most trees has, not k: k may be far beyond that.

@@ -79,18 +79,24 @@ def test_kbest_first_tree_is_the_one_best_decoder_tree(algorithm, scores, root_c
     np.testing.assert_array_equal(best.heads[0], decoder(scores, root_constraint=root_constraint))
 
 
-@given(batch=padded_batches(max_words=5), k=st.integers(1, 4), root_constraint=st.booleans())
+@given(
+    batch=padded_batches(max_words=5),
+    k=st.integers(1, 4),
+    algorithm=st.sampled_from(ALGORITHMS),
+    root_constraint=st.booleans(),
+)
 def test_kbest_batch_equals_one_sentence_at_a_time_despite_padding_garbage(
-    batch, k, root_constraint
+    batch, k, algorithm, root_constraint
 ):
     scores, lengths, sentences = batch
-    result = decoding.kbest(scores, k, root_constraint=root_constraint, lengths=lengths)
+    options = {"algorithm": algorithm, "root_constraint": root_constraint}
+    result = decoding.kbest(scores, k, lengths=lengths, **options)
     rows = result.scores.shape[1]
     assert result.heads.shape == (len(sentences), rows, scores.shape[1])
     assert result.scores.shape == (len(sentences), rows)
     counts = []
     for b, matrix in enumerate(sentences):
-        alone = decoding.kbest(matrix, k, root_constraint=root_constraint)
+        alone = decoding.kbest(matrix, k, **options)
         count, n = len(alone.scores), len(matrix) - 1
         np.testing.assert_array_equal(result.heads[b, :count, : n + 1], alone.heads)
         np.testing.assert_array_equal(result.scores[b, :count], alone.scores)
