@@ -3,7 +3,8 @@
 Every projective tree has exactly one derivation in Eisner's chart, so the k best derivations
 are the k best trees. Each span keeps its k best items, best first, and merges those of its two
 halves lazily over split points (Huang & Chiang 2005, Algorithm 1): O(n^3 + n^2 k log(n + k))
-time and O(n^2 k) memory. One-sentence kernel; :func:`decoding.kbest` validates its input.
+time and O(n^2 k) memory (about 128 (n+1)^2 k bytes), with k capped at the number of trees,
+counted first. One-sentence kernel; :func:`decoding.kbest` validates its input.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def _merge(
     for q in range(left.shape[0]):
         value = left[q, 0] + right[q, 0] + offset[q]
         if value > -np.inf:
-            heapq.heappush(heap, (-value, q, 0, 0))
+            heap.append((-value, q, 0, 0))
+    heapq.heapify(heap)  # O(Q), where Q pushes would cost O(Q log Q)
     for rank in range(k):
         if not heap:
             return
@@ -110,6 +112,41 @@ def _chart(scores: FloatArray, k: int) -> tuple[FloatArray, IntArray]:
 
 
 @numba.njit(cache=True)
+def _count(scores: FloatArray, root_constraint: bool, cap: int) -> int:
+    """How many projective trees use only finite arcs, or ``cap`` if more.
+
+    Eisner's recursion with sums of products; counts saturate at ``cap``, so they never
+    overflow (and never meet inf * 0).
+    """
+    m = scores.shape[0]
+    count = np.zeros((4, m, m))
+    for s in range(m):
+        count[_COMPLETE_LEFT, s, s] = count[_COMPLETE_RIGHT, s, s] = 1.0
+    for width in range(1, m):
+        for s in range(m - width):
+            t = s + width
+            inner = 0.0
+            for q in range(s, t):
+                inner += count[_COMPLETE_RIGHT, s, q] * count[_COMPLETE_LEFT, q + 1, t]
+            count[_INCOMPLETE_LEFT, s, t] = min(cap, inner) * (s > 0 and scores[s, t] > -np.inf)
+            count[_INCOMPLETE_RIGHT, s, t] = min(cap, inner) * (scores[t, s] > -np.inf)
+            left = right = 0.0
+            for q in range(s, t):
+                left += count[_COMPLETE_LEFT, s, q] * count[_INCOMPLETE_LEFT, q, t]
+                right += count[_INCOMPLETE_RIGHT, s, q + 1] * count[_COMPLETE_RIGHT, q + 1, t]
+            count[_COMPLETE_LEFT, s, t] = min(cap, left)
+            count[_COMPLETE_RIGHT, s, t] = min(cap, right)
+    n = m - 1
+    if not root_constraint:
+        return int(count[_COMPLETE_RIGHT, 0, n])
+    total = 0.0
+    for r in range(1, n + 1):
+        if scores[r, 0] > -np.inf:
+            total += count[_COMPLETE_LEFT, 1, r] * count[_COMPLETE_RIGHT, r, n]
+    return int(min(cap, total))
+
+
+@numba.njit(cache=True)
 def _backtrack(back: IntArray, stack: IntArray, top: int, heads: IntArray) -> None:
     """Pop items (kind, s, t, rank) from ``stack`` until it is empty, writing heads."""
     while top > 0:
@@ -154,6 +191,9 @@ def kbest_eisner_kernel(
         number of projective trees with only finite arcs (0 if there is none).
     """
     n = scores.shape[0] - 1
+    k = _count(scores, root_constraint, k)  # the chart holds no more items than trees exist
+    if k == 0:
+        return np.empty((0, n + 1), dtype=np.int64), np.empty(0)
     chart, back = _chart(scores, k)
     values = np.empty(k)
     top_back = np.zeros((k, 3), dtype=np.int64)

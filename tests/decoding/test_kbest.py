@@ -46,6 +46,12 @@ def test_kbest_scores_equal_brute_force_top_k(algorithm, scores, k, root_constra
     _check_against_brute_force(scores, k, algorithm, root_constraint)
 
 
+@given(scores=score_matrices(max_words=5), root_constraint=st.booleans())
+def test_kbest_eisner_with_a_huge_k_returns_every_projective_tree(scores, root_constraint):
+    # The chart is sized by a count of the trees under the -inf masks: the count must be exact.
+    _check_against_brute_force(scores, 10**9, "eisner", root_constraint)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 @settings(max_examples=12)
@@ -69,6 +75,13 @@ def test_kbest_with_k_beyond_the_count_returns_every_tree_once(algorithm, root_c
     )
     assert {tuple(heads) for heads in result.heads} == {heads for _, heads in expected}
     assert len(result.heads) == len(expected)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_kbest_with_a_huge_k_returns_the_few_trees_that_exist(algorithm):
+    # The Eisner chart sizes its lists by the number of trees, not by k.
+    result = decoding.kbest(np.zeros((4, 4)), 10**12, algorithm=algorithm)
+    assert len(result.scores) == (7 if algorithm == "eisner" else 9)
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
