@@ -31,6 +31,7 @@ def _merge(
     base: int,
     values: FloatArray,
     back: IntArray,
+    heap: list[tuple[float, int, int, int]],
 ) -> None:
     """The k best sums ``left[q, i] + right[q, j] + offset[q]`` over split q and ranks i, j.
 
@@ -38,12 +39,11 @@ def _merge(
     items. Writes ``values`` float[k], best first (``-inf`` where fewer exist), and ``back``
     int[k, 3] rows (base + q, i, j). Pair (i, j) enters the frontier after (i, j - 1), or after
     (i - 1, 0) when j = 0, which never scores less: every pair enters once, none before its
-    turn.
+    turn. ``heap`` is an empty list of (-sum, q, i, j), reused from call to call.
     """
     k = values.shape[0]
     values[:] = -np.inf
-    heap = [(0.0, 0, 0, 0)]  # (-sum, q, i, j); seeded so that numba can type it
-    heap.pop()
+    heap.clear()
     for q in range(left.shape[0]):
         value = left[q, 0] + right[q, 0] + offset[q]
         if value > -np.inf:
@@ -62,23 +62,32 @@ def _merge(
 
 
 @numba.njit(cache=True)
-def _fill_span(scores: FloatArray, chart: FloatArray, back: IntArray, s: int, t: int) -> None:
+def _fill_span(
+    scores: FloatArray,
+    chart: FloatArray,
+    back: IntArray,
+    s: int,
+    t: int,
+    heap: list[tuple[float, int, int, int]],
+) -> None:
     """The k best items of the four spans over [s, t], from narrower spans."""
-    k = chart.shape[3]
-    zero = np.zeros(t - s + 1)
-    values = np.empty(k)
+    zero = np.zeros(t - s)  # no offsets: t - s split points in each of the three merges
     # Incomplete: s's right half [s, q] and t's left half [q + 1, t], plus the arc between.
+    inner = chart[_INCOMPLETE_RIGHT, s, t]
     _merge(
         chart[_COMPLETE_RIGHT, s, s:t],
         chart[_COMPLETE_LEFT, s + 1 : t + 1, t],
         zero,
         s,
-        values,
+        inner,
         back[_INCOMPLETE_LEFT, s, t],
+        heap,
     )
     back[_INCOMPLETE_RIGHT, s, t] = back[_INCOMPLETE_LEFT, s, t]
-    chart[_INCOMPLETE_LEFT, s, t] = values + (scores[s, t] if s > 0 else -np.inf)  # t -> s
-    chart[_INCOMPLETE_RIGHT, s, t] = values + scores[t, s]  # s -> t
+    to_left = scores[s, t] if s > 0 else -np.inf  # the arc t -> s; ROOT has no head
+    for rank in range(chart.shape[3]):
+        chart[_INCOMPLETE_LEFT, s, t, rank] = inner[rank] + to_left
+        inner[rank] += scores[t, s]  # the arc s -> t
     _merge(
         chart[_COMPLETE_LEFT, s, s:t],
         chart[_INCOMPLETE_LEFT, s:t, t],
@@ -86,6 +95,7 @@ def _fill_span(scores: FloatArray, chart: FloatArray, back: IntArray, s: int, t:
         s,
         chart[_COMPLETE_LEFT, s, t],
         back[_COMPLETE_LEFT, s, t],
+        heap,
     )
     _merge(
         chart[_INCOMPLETE_RIGHT, s, s + 1 : t + 1],
@@ -94,6 +104,7 @@ def _fill_span(scores: FloatArray, chart: FloatArray, back: IntArray, s: int, t:
         s + 1,
         chart[_COMPLETE_RIGHT, s, t],
         back[_COMPLETE_RIGHT, s, t],
+        heap,
     )
 
 
@@ -105,10 +116,19 @@ def _chart(scores: FloatArray, k: int) -> tuple[FloatArray, IntArray]:
     back = np.zeros((4, m, m, k, 3), dtype=np.int64)
     for s in range(m):  # a single node is one complete span of score 0
         chart[_COMPLETE_LEFT, s, s, 0] = chart[_COMPLETE_RIGHT, s, s, 0] = 0.0
+    heap = _new_heap()
     for width in range(1, m):
         for s in range(m - width):
-            _fill_span(scores, chart, back, s, s + width)
+            _fill_span(scores, chart, back, s, s + width, heap)
     return chart, back
+
+
+@numba.njit(cache=True)
+def _new_heap() -> list[tuple[float, int, int, int]]:
+    """An empty list of (-sum, q, i, j), typed: numba infers a list's type from a first item."""
+    heap = [(0.0, 0, 0, 0)]
+    heap.pop()
+    return heap
 
 
 @numba.njit(cache=True)
@@ -202,7 +222,7 @@ def kbest_eisner_kernel(
         for r in range(1, n + 1):
             offset[r - 1] = scores[r, 0]
         left, right = chart[_COMPLETE_LEFT, 1, 1:], chart[_COMPLETE_RIGHT, 1:, n]  # [n, k]
-        _merge(left, right, offset, 1, values, top_back)
+        _merge(left, right, offset, 1, values, top_back, _new_heap())
     else:
         values[:] = chart[_COMPLETE_RIGHT, 0, n]
     found = 0
