@@ -93,6 +93,24 @@ def test_kbest_first_tree_is_the_one_best_decoder_tree(algorithm, scores, root_c
 
 
 @given(
+    scores=score_matrices(max_words=9, kinds=FEASIBLE_KINDS),
+    k=st.integers(1, 8),
+    root_constraint=st.booleans(),
+)
+def test_kbest_projective_scores_at_most_free_scores_rank_by_rank(scores, k, root_constraint):
+    free = decoding.kbest(scores, k, root_constraint=root_constraint)
+    projective = decoding.kbest(scores, k, algorithm="eisner", root_constraint=root_constraint)
+    slack = oracle.tolerance(scores)
+    assert len(projective.scores) <= len(free.scores)
+    assert np.all(projective.scores <= free.scores[: len(projective.scores)] + slack)
+    for heads in projective.heads:
+        assert decoding.is_tree(heads, root_constraint=root_constraint, projective=True)
+    if all(decoding.is_projective(heads) for heads in free.heads):
+        # Then the free list is also the best projective one.
+        np.testing.assert_allclose(projective.scores, free.scores, rtol=0, atol=slack)
+
+
+@given(
     batch=padded_batches(max_words=5),
     k=st.integers(1, 4),
     algorithm=st.sampled_from(ALGORITHMS),
