@@ -9,8 +9,6 @@ counted first. One-sentence kernel; :func:`decoding.kbest` validates its input.
 
 from __future__ import annotations
 
-import heapq
-
 import numba
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +22,48 @@ _COMPLETE_LEFT, _COMPLETE_RIGHT, _INCOMPLETE_LEFT, _INCOMPLETE_RIGHT = range(4)
 
 
 @numba.njit(cache=True)
+def _before(keys: FloatArray, items: IntArray, a: int, b: int) -> bool:
+    """Whether heap entry a comes first: higher sum, then lower (q, i, j), as tuples compare."""
+    if keys[a] != keys[b]:
+        return keys[a] > keys[b]
+    for c in range(3):
+        if items[a, c] != items[b, c]:
+            return items[a, c] < items[b, c]
+    return False
+
+
+@numba.njit(cache=True)
+def _swap(keys: FloatArray, items: IntArray, a: int, b: int) -> None:
+    keys[a], keys[b] = keys[b], keys[a]
+    for c in range(3):
+        items[a, c], items[b, c] = items[b, c], items[a, c]
+
+
+@numba.njit(cache=True)
+def _sift_down(keys: FloatArray, items: IntArray, pos: int, size: int) -> None:
+    while True:
+        first = pos
+        for child in (2 * pos + 1, 2 * pos + 2):
+            if child < size and _before(keys, items, child, first):
+                first = child
+        if first == pos:
+            return
+        _swap(keys, items, pos, first)
+        pos = first
+
+
+@numba.njit(cache=True)
+def _push(keys: FloatArray, items: IntArray, size: int, key: float, q: int, i: int, j: int) -> int:
+    """Add (key, q, i, j) to the heap of ``size`` entries; returns the new size."""
+    keys[size], items[size, 0], items[size, 1], items[size, 2] = key, q, i, j
+    pos = size
+    while pos > 0 and _before(keys, items, pos, (pos - 1) // 2):
+        _swap(keys, items, pos, (pos - 1) // 2)
+        pos = (pos - 1) // 2
+    return size + 1
+
+
+@numba.njit(cache=True)
 def _merge(
     left: FloatArray,
     right: FloatArray,
@@ -31,7 +71,8 @@ def _merge(
     base: int,
     values: FloatArray,
     back: IntArray,
-    heap: list[tuple[float, int, int, int]],
+    keys: FloatArray,
+    items: IntArray,
 ) -> None:
     """The k best sums ``left[q, i] + right[q, j] + offset[q]`` over split q and ranks i, j.
 
@@ -39,26 +80,32 @@ def _merge(
     items. Writes ``values`` float[k], best first (``-inf`` where fewer exist), and ``back``
     int[k, 3] rows (base + q, i, j). Pair (i, j) enters the frontier after (i, j - 1), or after
     (i - 1, 0) when j = 0, which never scores less: every pair enters once, none before its
-    turn. ``heap`` is an empty list of (-sum, q, i, j), reused from call to call.
+    turn. The frontier is a binary max-heap in ``keys`` float[>= Q + k] and ``items``
+    int[>= Q + k, 3], scratch space; ties go to the lowest split, as in decoding.eisner.
     """
     k = values.shape[0]
     values[:] = -np.inf
-    heap.clear()
+    size = 0
     for q in range(left.shape[0]):
         value = left[q, 0] + right[q, 0] + offset[q]
         if value > -np.inf:
-            heap.append((-value, q, 0, 0))
-    heapq.heapify(heap)  # O(Q), where Q pushes would cost O(Q log Q)
+            keys[size], items[size, 0], items[size, 1], items[size, 2] = value, q, 0, 0
+            size += 1
+    for pos in range(size // 2 - 1, -1, -1):  # heapify in O(Q)
+        _sift_down(keys, items, pos, size)
     for rank in range(k):
-        if not heap:
+        if size == 0:
             return
-        negative, q, i, j = heapq.heappop(heap)
-        values[rank] = -negative
+        q, i, j = items[0, 0], items[0, 1], items[0, 2]
+        values[rank] = keys[0]
         back[rank, 0], back[rank, 1], back[rank, 2] = base + q, i, j
+        size -= 1
+        _swap(keys, items, 0, size)
+        _sift_down(keys, items, 0, size)
         if j + 1 < k and left[q, i] + right[q, j + 1] > -np.inf:
-            heapq.heappush(heap, (-(left[q, i] + right[q, j + 1] + offset[q]), q, i, j + 1))
+            size = _push(keys, items, size, left[q, i] + right[q, j + 1] + offset[q], q, i, j + 1)
         if j == 0 and i + 1 < k and left[q, i + 1] + right[q, 0] > -np.inf:
-            heapq.heappush(heap, (-(left[q, i + 1] + right[q, 0] + offset[q]), q, i + 1, 0))
+            size = _push(keys, items, size, left[q, i + 1] + right[q, 0] + offset[q], q, i + 1, 0)
 
 
 @numba.njit(cache=True)
@@ -68,7 +115,8 @@ def _fill_span(
     back: IntArray,
     s: int,
     t: int,
-    heap: list[tuple[float, int, int, int]],
+    keys: FloatArray,
+    items: IntArray,
 ) -> None:
     """The k best items of the four spans over [s, t], from narrower spans."""
     zero = np.zeros(t - s)  # no offsets: t - s split points in each of the three merges
@@ -81,7 +129,8 @@ def _fill_span(
         s,
         inner,
         back[_INCOMPLETE_LEFT, s, t],
-        heap,
+        keys,
+        items,
     )
     back[_INCOMPLETE_RIGHT, s, t] = back[_INCOMPLETE_LEFT, s, t]
     to_left = scores[s, t] if s > 0 else -np.inf  # the arc t -> s; ROOT has no head
@@ -95,7 +144,8 @@ def _fill_span(
         s,
         chart[_COMPLETE_LEFT, s, t],
         back[_COMPLETE_LEFT, s, t],
-        heap,
+        keys,
+        items,
     )
     _merge(
         chart[_INCOMPLETE_RIGHT, s, s + 1 : t + 1],
@@ -104,7 +154,8 @@ def _fill_span(
         s + 1,
         chart[_COMPLETE_RIGHT, s, t],
         back[_COMPLETE_RIGHT, s, t],
-        heap,
+        keys,
+        items,
     )
 
 
@@ -116,19 +167,17 @@ def _chart(scores: FloatArray, k: int) -> tuple[FloatArray, IntArray]:
     back = np.zeros((4, m, m, k, 3), dtype=np.int64)
     for s in range(m):  # a single node is one complete span of score 0
         chart[_COMPLETE_LEFT, s, s, 0] = chart[_COMPLETE_RIGHT, s, s, 0] = 0.0
-    heap = _new_heap()
+    keys, items = _frontier(m, k)
     for width in range(1, m):
         for s in range(m - width):
-            _fill_span(scores, chart, back, s, s + width, heap)
+            _fill_span(scores, chart, back, s, s + width, keys, items)
     return chart, back
 
 
 @numba.njit(cache=True)
-def _new_heap() -> list[tuple[float, int, int, int]]:
-    """An empty list of (-sum, q, i, j), typed: numba infers a list's type from a first item."""
-    heap = [(0.0, 0, 0, 0)]
-    heap.pop()
-    return heap
+def _frontier(m: int, k: int) -> tuple[FloatArray, IntArray]:
+    """Scratch space for :func:`_merge` over at most m split points: keys and items."""
+    return np.empty(m + k), np.empty((m + k, 3), dtype=np.int64)
 
 
 @numba.njit(cache=True)
@@ -222,7 +271,8 @@ def kbest_eisner_kernel(
         for r in range(1, n + 1):
             offset[r - 1] = scores[r, 0]
         left, right = chart[_COMPLETE_LEFT, 1, 1:], chart[_COMPLETE_RIGHT, 1:, n]  # [n, k]
-        _merge(left, right, offset, 1, values, top_back, _new_heap())
+        keys, items = _frontier(n, k)
+        _merge(left, right, offset, 1, values, top_back, keys, items)
     else:
         values[:] = chart[_COMPLETE_RIGHT, 0, n]
     found = 0
