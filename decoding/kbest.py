@@ -47,7 +47,7 @@ class KBest:
             int64[B, K', N+1] for a batch (K' <= k the most trees of any sentence), where
             missing trees and padding are -1.
         scores: float64[K'] or float64[B, K'], each tree's score (sum of its arc scores),
-            non-increasing; ``-inf`` for a missing tree of a batch.
+            non-increasing (up to rounding); ``-inf`` for a missing tree of a batch.
     """
 
     heads: IntArray
@@ -83,7 +83,7 @@ def _solve(
 
 @numba.njit(cache=True)
 def _bounds(matrix: FloatArray, tree: IntArray, fixed: IntArray, banned: IntArray) -> FloatArray:
-    """An upper bound on the best tree of each child of a subproblem (see :func:`_child`).
+    """An upper bound on the best tree of each child of a subproblem.
 
     With d_1 < ... < d_m the words free in the subproblem, child j keeps the heads that
     ``tree`` (the subproblem's best) gives d_1..d_(j-1) and bans the one of d_j, so every other
