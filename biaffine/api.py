@@ -28,6 +28,7 @@ import io
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -35,12 +36,13 @@ from torch import nn
 
 import decoding
 from biaffine import checkpoint
-from biaffine.data.batching import batches_by_tokens, encode
+from biaffine.data.batching import Batch, batches_by_tokens, encode
 from biaffine.data.conllu import Sentence, read_conllu, write_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, parse
 from biaffine.inference.graph import choose_labels, decode_heads
 from biaffine.nn.treecrf import marginals, tree_log_prob
+from biaffine.parsers.biaffine import ArcRelScores
 from biaffine.runtime import select_device, set_threads
 
 __all__ = ["ParsedTree", "Parser"]
@@ -135,8 +137,7 @@ class Parser:
         if not probabilities:
             parsed = parse(self.model, self.vocabs, sentences, settings, max_tokens=max_tokens)
             return [ParsedTree(sentence) for sentence in parsed]
-        if getattr(self.model, "family", None) != "graph":
-            raise ValueError("probabilities=True needs a graph parser (head marginals)")
+        self._require_graph("probabilities=True")
         return self._parse_with_probabilities(sentences, settings, max_tokens)
 
     def to_conllu(self, trees: Sequence[ParsedTree]) -> str:
@@ -145,34 +146,157 @@ class Parser:
         write_conllu(out, [tree.sentence for tree in trees])
         return out.getvalue()
 
+    def kbest(
+        self,
+        inputs: Inputs,
+        k: int,
+        *,
+        decoder: str = "mst",
+        root_constraint: bool = True,
+        max_tokens: int = 5000,
+    ) -> list[list[ParsedTree]]:
+        """The k highest-scoring trees of each sentence, best first (graph parsers).
+
+        Args:
+            inputs: as :meth:`parse`.
+            k: trees per sentence (fewer when a sentence has fewer trees).
+            decoder: ``mst`` (non-projective trees, :func:`decoding.kbest`) or ``eisner``.
+            root_constraint: exactly one word on ROOT in every tree.
+            max_tokens: words per batch.
+
+        Returns:
+            Per sentence, up to k :class:`ParsedTree` whose ``log_prob`` is the tree's score
+            (the sum of its arcs' head log-probabilities, as the decoders maximize).
+
+        Raises:
+            ValueError: k < 1, a decoder without k-best, or a parser that is not a graph parser.
+        """
+        if k < 1 or decoder not in ("mst", "eisner"):
+            raise ValueError(f"k={k} must be >= 1 and decoder={decoder!r} one of mst, eisner")
+        self._require_graph("kbest")
+        sentences = list(_sentences(inputs))
+        results: list[list[ParsedTree]] = [[] for _ in sentences]
+        for batch, scores, index in self._scored(sentences, max_tokens):
+            n = int(batch.lengths[index.row])
+            matrix = scores.arc_scores[index.row, : n + 1, : n + 1].double().log_softmax(-1)
+            best = decoding.kbest(
+                matrix.cpu().numpy(), k, algorithm=decoder, root_constraint=root_constraint
+            )
+            for heads, score in zip(best.heads, best.scores, strict=True):
+                tree = self._labelled(sentences[index.sentence], scores, index.row, heads)
+                results[index.sentence].append(ParsedTree(tree, log_prob=float(score)))
+        return results
+
+    def parse_constrained(
+        self,
+        inputs: Inputs,
+        fixed_heads: Sequence[Sequence[int | None]],
+        *,
+        decoder: str = "mst",
+        root_constraint: bool = True,
+        max_tokens: int = 5000,
+    ) -> list[ParsedTree]:
+        """The best trees that keep some heads fixed (partially annotated input), graph parsers.
+
+        Args:
+            inputs: as :meth:`parse`.
+            fixed_heads: per sentence, one entry per word: its fixed head (0 = ROOT), or None
+                where the parser chooses.
+            decoder: ``mst`` or ``eisner`` (exact under the constraints).
+            root_constraint: exactly one word on ROOT.
+            max_tokens: words per batch.
+
+        Raises:
+            ValueError: lengths that do not match, or constraints that admit no tree (the message
+                names the sentence and why, e.g. fixed heads that form a cycle).
+        """
+        self._require_graph("constrained parsing")
+        sentences = list(_sentences(inputs))
+        if len(fixed_heads) != len(sentences):
+            raise ValueError(f"{len(fixed_heads)} head lists for {len(sentences)} sentences")
+        results: list[ParsedTree | None] = [None] * len(sentences)
+        for batch, scores, index in self._scored(sentences, max_tokens):
+            n = int(batch.lengths[index.row])
+            given = fixed_heads[index.sentence]
+            if len(given) != n:
+                raise ValueError(f"sentence {index.sentence}: {len(given)} heads for {n} words")
+            fixed = np.array([-1, *(-1 if h is None else h for h in given)], dtype=np.int64)
+            matrix = scores.arc_scores[index.row, : n + 1, : n + 1].double().log_softmax(-1)
+            try:
+                options = {"algorithm": decoder, "root_constraint": root_constraint}
+                heads = decoding.constrained(matrix.cpu().numpy(), fixed_heads=fixed, **options)
+            except ValueError as error:
+                raise ValueError(f"sentence {index.sentence}: {error}") from None
+            tree = self._labelled(sentences[index.sentence], scores, index.row, heads)
+            results[index.sentence] = ParsedTree(tree)
+        return results  # type: ignore[return-value]  (every index filled once)
+
+    def _require_graph(self, what: str) -> None:
+        if getattr(self.model, "family", None) != "graph":
+            raise ValueError(f"{what} needs a graph parser (arc scores)")
+
+    def _scored(
+        self, sentences: list[Sentence], max_tokens: int
+    ) -> Iterator[tuple[Batch, ArcRelScores, _Row]]:
+        """Every sentence once: its batch, the batch's scores and where it sits in the batch."""
+        batches = batches_by_tokens(encode(sentences, self.vocabs), max_tokens, shuffle=False)
+        # no_grad, not inference_mode: head marginals are the gradient of log Z.
+        with torch.no_grad():
+            for batch in batches:
+                batch = batch.to(self.device)
+                scores = self.model(batch, tag=False)
+                for row, index in enumerate(batch.indices.tolist()):
+                    yield batch, scores, _Row(row, index)
+
+    def _labelled(
+        self, sentence: Sentence, scores: ArcRelScores, row: int, heads: np.ndarray
+    ) -> Sentence:
+        """``sentence`` with the tree ``heads`` (int64[n+1]) and its best labels."""
+        one = ArcRelScores(
+            scores.arc_scores[row : row + 1],
+            scores.rel_dep[row : row + 1],
+            scores.rel_head[row : row + 1],
+        )
+        width = one.arc_scores.shape[1]
+        padded = np.full((1, width), -1, dtype=np.int64)
+        padded[0, : heads.shape[0]] = heads
+        rels = choose_labels(self.model, one, padded)[0]
+        n = len(sentence)
+        labels = self.vocabs.rels.itos
+        return sentence.with_tree(heads[1 : n + 1].tolist(), [labels[r] for r in rels[1 : n + 1]])
+
     def _parse_with_probabilities(
         self, sentences: list[Sentence], settings: DecoderSettings, max_tokens: int
     ) -> list[ParsedTree]:
         trees: list[ParsedTree | None] = [None] * len(sentences)
         labels = self.vocabs.rels.itos
-        # no_grad, not inference_mode: the head marginals are the gradient of log Z.
-        with torch.no_grad():
-            batches = batches_by_tokens(encode(sentences, self.vocabs), max_tokens, shuffle=False)
-            for batch in batches:
-                batch = batch.to(self.device)
-                scores = self.model(batch, tag=False)
+        last = None
+        for batch, scores, index in self._scored(sentences, max_tokens):
+            if batch is not last:  # the whole batch at once, at its first sentence
+                last = batch
                 heads = decode_heads(scores.arc_scores, batch.lengths, settings)
                 rels = choose_labels(self.model, scores, heads)
                 probs = _arc_probabilities(scores.arc_scores, heads, batch.lengths, settings)
                 label_probs = _label_probabilities(self.model, scores, heads, rels)
                 log_probs = _tree_log_probs(scores.arc_scores, heads, batch.lengths, settings)
-                for row, index in enumerate(batch.indices.tolist()):
-                    n = int(batch.lengths[row])
-                    tree = sentences[index].with_tree(
-                        heads[row, 1 : n + 1].tolist(), [labels[r] for r in rels[row, 1 : n + 1]]
-                    )
-                    trees[index] = ParsedTree(
-                        tree,
-                        head_probs=probs[row, 1 : n + 1].tolist(),
-                        label_probs=label_probs[row, 1 : n + 1].tolist(),
-                        log_prob=float(log_probs[row]),
-                    )
+            row, n = index.row, len(sentences[index.sentence])
+            tree = sentences[index.sentence].with_tree(
+                heads[row, 1 : n + 1].tolist(), [labels[r] for r in rels[row, 1 : n + 1]]
+            )
+            trees[index.sentence] = ParsedTree(
+                tree,
+                head_probs=probs[row, 1 : n + 1].tolist(),
+                label_probs=label_probs[row, 1 : n + 1].tolist(),
+                log_prob=float(log_probs[row]),
+            )
         return trees  # type: ignore[return-value]  (every index filled once)
+
+
+class _Row(NamedTuple):
+    """Where a sentence sits: its row in the batch, its index in the input."""
+
+    row: int
+    sentence: int
 
 
 def _sentences(inputs: Inputs) -> Iterator[Sentence]:

@@ -124,3 +124,40 @@ def test_parse_keeps_input_order_across_batches(checkpoint_path) -> None:
     many = parser.parse(sentences, max_tokens=1, probabilities=True)
     assert [t.heads for t in one] == [t.heads for t in many]
     assert np.allclose([t.log_prob for t in one], [t.log_prob for t in many])
+
+
+@pytest.mark.parametrize("decoder", ["mst", "eisner"])
+def test_kbest_starts_with_the_best_tree_and_goes_down(checkpoint_path, sentences, decoder) -> None:
+    parser = Parser.load(checkpoint_path, threads=1)
+    best = parser.parse(sentences, decoder=decoder)
+    lists = parser.kbest(sentences, 4, decoder=decoder)
+    for one, trees in zip(best, lists, strict=True):
+        assert trees[0].heads == one.heads
+        assert trees[0].deprels == one.deprels
+        scores = [t.log_prob for t in trees]
+        assert scores == sorted(scores, reverse=True)
+        assert len({tuple(t.heads) for t in trees}) == len(trees)
+        for tree in trees:
+            vector = np.array([-1, *tree.heads])
+            assert decoding.is_tree(vector, projective=decoder == "eisner")
+
+
+def test_constrained_parsing_keeps_the_given_heads(checkpoint_path, sentences) -> None:
+    parser = Parser.load(checkpoint_path, threads=1)
+    free = parser.parse(sentences)
+    # Fix every word's gold head in the first half of each sentence, leave the rest free.
+    fixed = [[h if i < len(s) // 2 else None for i, h in enumerate(s.heads)] for s in sentences]
+    constrained = parser.parse_constrained(sentences, fixed)
+    for given, tree in zip(fixed, constrained, strict=True):
+        assert all(h is None or h == got for h, got in zip(given, tree.heads, strict=True))
+        assert decoding.is_tree(np.array([-1, *tree.heads]))
+    no_constraint = parser.parse_constrained(sentences, [[None] * len(s) for s in sentences])
+    assert [t.heads for t in no_constraint] == [t.heads for t in free]
+
+
+def test_constraints_that_admit_no_tree_name_the_sentence(checkpoint_path, sentences) -> None:
+    parser = Parser.load(checkpoint_path, threads=1)
+    cyclic = [[None] * len(s) for s in sentences]
+    cyclic[1][:2] = [2, 1]  # words 1 and 2 head each other
+    with pytest.raises(ValueError, match="sentence 1: no tree satisfies the constraints"):
+        parser.parse_constrained(sentences, cyclic)
