@@ -199,6 +199,7 @@ def _log_result(result: PredictResult, evaluate: bool) -> None:
         s = result.scores
         figures = (s.uas, s.las, s.las_universal, s.uem, s.lem, s.root_accuracy, s.malformed_rate)
         log.info(
-            "UAS %.2f LAS %.2f LAS(universal) %.2f UEM %.2f LEM %.2f root %.2f malformed %.2f",
+            "UAS %.2f, LAS %.2f (full DEPREL), LAS %.2f (universal DEPREL, as the CoNLL 2018 "
+            "scorer), UEM %.2f, LEM %.2f, root accuracy %.2f, malformed %.2f (tree or root label)",
             *figures,
         )
