@@ -6,10 +6,8 @@ A checkpoint is a dict of strings, numbers, lists, dicts and tensors, so it load
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from torch import nn
 
 import biaffine
 from biaffine.data.vocab import Vocabs
+from biaffine.files import atomic_open
 from biaffine.parsers import build_parser
 
 __all__ = ["FORMAT", "VERSION", "Checkpoint", "CheckpointError", "build_model", "load", "save"]
@@ -140,33 +139,9 @@ def _base_scalar(value: bool | int | float | str) -> bool | int | float | str:
 
 
 def _atomic_torch_save(payload: dict[str, Any], path: Path) -> None:
-    # The temporary file lives in the destination folder so os.replace is a same-disk rename.
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save(payload, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Persist the rename itself (POSIX); not possible on every platform, hence best effort."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    # The temporary file lives in the destination folder so the rename stays on one disk.
+    with atomic_open(path, "wb") as handle:
+        torch.save(payload, handle)
 
 
 def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> Checkpoint:

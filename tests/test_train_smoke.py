@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from biaffine import checkpoint
 from biaffine.data.batching import batches_by_tokens, encode
-from biaffine.data.conllu import read_conllu
+from biaffine.data.conllu import ConlluError, read_conllu
 from biaffine.inference import DecoderSettings
 from biaffine.metrics import is_well_formed
 from biaffine.predicting import predict, quantized
@@ -140,6 +140,37 @@ def test_predict_refuses_to_overwrite_its_input(trained: TrainResult, tmp_path: 
     copy.write_text(TINY.read_text())
     with pytest.raises(ValueError, match="is the input file"):
         predict(trained.run_dir / "best.pt", copy, copy)
+
+
+def test_predict_refuses_a_hard_link_to_its_input(trained: TrainResult, tmp_path: Path) -> None:
+    source, link = tmp_path / "in.conllu", tmp_path / "out.conllu"
+    source.write_text(TINY.read_text())
+    os.link(source, link)
+    with pytest.raises(ValueError, match="is the input file"):
+        predict(trained.run_dir / "best.pt", source, link)
+    assert source.read_text() == TINY.read_text()
+
+
+def test_a_failed_predict_leaves_the_old_output_untouched(
+    trained: TrainResult, tmp_path: Path
+) -> None:
+    # The first sentences parse (and, chunk by chunk, stream out) before the bad line is read.
+    source, out = tmp_path / "in.conllu", tmp_path / "out.conllu"
+    source.write_text(TINY.read_text() + "1\tbroken line\n\n")
+    out.write_text("an earlier result\n")
+    with pytest.raises(ConlluError):
+        predict(trained.run_dir / "best.pt", source, out, chunk_sentences=1)
+    assert out.read_text() == "an earlier result\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.conllu", "out.conllu"]
+
+
+def test_predict_output_mode_follows_the_umask(trained: TrainResult, tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        predict(trained.run_dir / "best.pt", TINY, tmp_path / "out.conllu")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.conllu").stat().st_mode & 0o777 == 0o644
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:

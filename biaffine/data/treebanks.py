@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.files import atomic_open
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -173,16 +173,9 @@ def download_file(url: str, dest: Path, *, timeout: float = 60.0) -> Path:
         DownloadError: on an HTTP error status, an unreachable server or an empty body.
     """
     dest.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            size = _copy_url(url, out, timeout=timeout)
-        if size == 0:
+    with atomic_open(dest, "wb") as out:
+        if _copy_url(url, out, timeout=timeout) == 0:
             raise DownloadError(f"downloading {url} gave an empty file")
-        os.replace(temp_name, dest)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
     return dest
 
 

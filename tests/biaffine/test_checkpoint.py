@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +116,16 @@ def test_save_leaves_no_temporary_file_and_replaces_atomically(saved) -> None:
     assert saved.read_bytes() != first
     assert load(saved).metadata == {"second": True}
     assert load(saved).training_state is None
+
+
+def test_a_checkpoint_gets_the_mode_the_umask_gives(tmp_path, parser, vocabs) -> None:
+    old = os.umask(0o022)
+    try:
+        save(tmp_path / "m.pt", parser=parser.kind, model_config=parser.config(), vocabs=vocabs,
+             state_dict=parser.state_dict(), metadata={})  # fmt: skip
+    finally:
+        os.umask(old)
+    assert (tmp_path / "m.pt").stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
 
 
 def test_save_rejects_objects_that_would_need_pickle(tmp_path, parser, vocabs) -> None:
