@@ -264,7 +264,7 @@ def test_not_our_format(tmp_path) -> None:
 def test_pickled_objects_are_refused(tmp_path) -> None:
     path = tmp_path / "pickled.pt"
     torch.save({"format": checkpoint.FORMAT, "object": Path("x")}, path)
-    with pytest.raises(CheckpointError, match="pickled Python objects"):
+    with pytest.raises(CheckpointError, match=r"pickled Python object \(pathlib\.\w*Path\)"):
         load(path)
 
 
@@ -282,3 +282,32 @@ def test_unknown_config_key(saved) -> None:
     torch.save(raw, saved)
     with pytest.raises(CheckpointError, match="model config does not fit the 'biaffine' parser"):
         build_model(load(saved))
+
+
+def test_random_bytes_are_corrupt_not_pickled_objects(tmp_path) -> None:
+    path = tmp_path / "best.pt"
+    path.write_bytes(np.random.default_rng(0).bytes(4000))
+    with pytest.raises(CheckpointError, match="truncated or corrupt") as caught:
+        load(path)
+    assert "pickled" not in str(caught.value)
+
+
+class _Malicious:
+    def __reduce__(self):
+        return (os.system, ("echo pwned",))
+
+
+def test_a_malicious_pickle_is_named_and_torchs_retry_advice_never_shown(tmp_path) -> None:
+    path = tmp_path / "best.pt"
+    torch.save({"format": checkpoint.FORMAT, "payload": _Malicious()}, path)
+    with pytest.raises(CheckpointError, match=r"pickled Python object \(posix\.system\)") as caught:
+        load(path)
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__  # the chained torch message is not printed
+    assert "weights_only" not in str(caught.value)
+
+
+def test_a_missing_gpu_is_named_not_blamed_on_the_file(saved) -> None:
+    with pytest.raises(CheckpointError, match=r"device=cuda:7 is not available") as caught:
+        load(saved, map_location="cuda:7")
+    assert "corrupt" not in str(caught.value)
