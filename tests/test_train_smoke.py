@@ -173,15 +173,31 @@ def test_predict_output_mode_follows_the_umask(trained: TrainResult, tmp_path: P
     assert (tmp_path / "out.conllu").stat().st_mode & 0o777 == 0o644
 
 
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def run(args: list[str], cwd: Path, status: int = 0, **env: str) -> subprocess.CompletedProcess:
     # The decoders run as plain Python here: JIT-compiling them again in each child process
     # would dominate the test time, and the parse results are the same.
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "HYDRA_FULL_ERROR": "1"}
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "HYDRA_FULL_ERROR": "1", **env}
     result = subprocess.run(
         [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == status, result.stderr[-3000:]
     return result
+
+
+def test_user_errors_are_one_line_on_stderr_and_exit_2(tmp_path: Path) -> None:
+    missing = run([str(ROOT / "predict.py"), f"checkpoint={tmp_path / 'best.pt'}", f"input={TINY}"],
+                  tmp_path, status=2)  # fmt: skip
+    assert missing.stderr == f"error: {tmp_path / 'best.pt'}: no such checkpoint file\n"
+    assert missing.stdout == ""
+    run_dir = tmp_path / "run"
+    args = [str(ROOT / "train.py"), "data.root=/nonexistent", f"hydra.run.dir={run_dir}"]
+    no_data = run(args, tmp_path, status=2)
+    assert "Traceback" not in no_data.stderr
+    assert no_data.stderr.splitlines()[-1].startswith("error: treebank file(s) not found")
+    assert "data=tiny (or experiment=smoke) works offline" in no_data.stderr
+    assert not run_dir.exists()  # the failed run wrote nothing, so left no folder behind
+    debug = run(args, tmp_path, status=1, ROOTPARSE_DEBUG="1")
+    assert "Traceback" in debug.stderr
 
 
 def test_command_line_multirun_train_then_predict_to_stdout(tmp_path: Path) -> None:

@@ -111,7 +111,8 @@ def locate_treebank(
         listed = ", ".join(str(path) for path in missing)
         raise FileNotFoundError(
             f"treebank file(s) not found: {listed}. Point data.root (or the UD_ROOT environment "
-            f"variable) at the folder holding {treebank}/, or set data.download=true."
+            f"variable) at the folder holding {treebank}/, or set data.download=true. To try "
+            "rootparse without treebanks, data=tiny (or experiment=smoke) works offline."
         )
     for path in missing:
         download_file(base_url.format(repo=treebank, file=path.name), path, timeout=timeout)
