@@ -23,6 +23,7 @@ __all__ = [
     "DownloadError",
     "Splits",
     "TreebankFiles",
+    "discover_files",
     "download_file",
     "load_splits",
     "locate_treebank",
@@ -117,6 +118,35 @@ def locate_treebank(
     for path in missing:
         download_file(base_url.format(repo=treebank, file=path.name), path, timeout=timeout)
     return TreebankFiles(**{split: paths.get(split) for split in SPLITS})
+
+
+def discover_files(folder: Path, names: dict[str, str | None]) -> dict[str, str | None]:
+    """Fill the splits named None with the folder's standard ``*-ud-{split}.conllu`` file.
+
+    A split with no such file stays None (no dev: part of train is held out; no test: none).
+
+    Args:
+        folder: a treebank folder on disk, e.g. ``$UD_ROOT/UD_Czech-PDT``.
+        names: file name per split; None means "find it".
+
+    Raises:
+        FileNotFoundError: if ``folder`` does not exist.
+        ValueError: if several files match one split.
+    """
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"treebank folder {folder} not found: check data.treebank and data.root (or the "
+            "UD_ROOT environment variable)"
+        )
+    found = dict(names)
+    for split, name in names.items():
+        if name is None:
+            matches = sorted(path.name for path in folder.glob(f"*-ud-{split}.conllu"))
+            if len(matches) > 1:
+                raise ValueError(f"{folder}: several {split} files ({', '.join(matches)})")
+            found[split] = matches[0] if matches else None
+    log.info("%s: found %s", folder, found)
+    return found
 
 
 def load_splits(
