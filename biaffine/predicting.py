@@ -142,9 +142,12 @@ def _check_arguments(
 def _load_model(
     path: str | os.PathLike[str], device: str, *, int8: bool = False
 ) -> tuple[nn.Module, Vocabs]:
+    # int8 is refused by name first: on a machine without the GPU, that is the clearer error.
+    if int8 and device not in ("cpu", "auto"):
+        raise ValueError(f"int8=true runs on the CPU only, not on device={device!r}")
     device = select_device(device)
     if int8 and device.type != "cpu":
-        raise ValueError(f"int8=true runs on the CPU only, not on device={device!r}")
+        raise ValueError(f"int8=true runs on the CPU only, not on device={device!r} (auto)")
     saved = checkpoint.load(path, map_location=device)
     model = checkpoint.build_model(saved).to(device)
     log.info("loaded %s (trained on %s)", path, saved.metadata.get("treebank", "unknown data"))
