@@ -16,10 +16,12 @@ Probabilities (graph parsers): the arc scores define a distribution over single-
 (``P(tree) ∝ exp(sum of its arc scores)``, the tree-CRF of :mod:`biaffine.nn.treecrf`); a head
 probability is the marginal of that arc (Matrix-Tree theorem, Koo et al. 2007), the tree's
 log-probability its normalized score, and a label probability the softmax of the label scores
-at the chosen arc. For a model trained with the local loss these are the globally normalized
-reading of its scores, not calibrated confidences. The determinant loses float64 precision when
-the words' best heads form a cycle whose cheapest break costs more than about 35 nats; such a
-sentence gets NaN probabilities rather than wrong ones.
+at the chosen arc (labels follow UD's rule: ``root`` on the ROOT arc and nowhere else; the
+probability reported is the model's softmax probability of the label chosen). For a model
+trained with the local loss these are the globally normalized reading of its scores, not
+calibrated confidences. The determinant loses float64 precision when the words' best heads form
+a cycle whose cheapest break costs more than about 35 nats; such a sentence gets NaN
+probabilities rather than wrong ones.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from biaffine.data.batching import Batch, batches_by_tokens, encode
 from biaffine.data.conllu import Sentence, read_conllu, write_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, parse
-from biaffine.inference.graph import choose_labels, decode_heads
+from biaffine.inference.graph import choose_labels, decode_heads, root_label_id
 from biaffine.nn.treecrf import marginals, tree_log_prob
 from biaffine.parsers.biaffine import ArcRelScores
 from biaffine.runtime import select_device, set_threads
@@ -85,6 +87,7 @@ class Parser:
         self.model = model.eval()
         self.vocabs = vocabs
         self.device = device
+        self._root_label = root_label_id(vocabs.rels)
 
     @classmethod
     def load(
@@ -260,7 +263,7 @@ class Parser:
         width = one.arc_scores.shape[1]
         padded = np.full((1, width), -1, dtype=np.int64)
         padded[0, : heads.shape[0]] = heads
-        rels = choose_labels(self.model, one, padded)[0]
+        rels = choose_labels(self.model, one, padded, root_label=self._root_label)[0]
         n = len(sentence)
         labels = self.vocabs.rels.itos
         return sentence.with_tree(heads[1 : n + 1].tolist(), [labels[r] for r in rels[1 : n + 1]])
@@ -275,7 +278,7 @@ class Parser:
             if batch is not last:  # the whole batch at once, at its first sentence
                 last = batch
                 heads = decode_heads(scores.arc_scores, batch.lengths, settings)
-                rels = choose_labels(self.model, scores, heads)
+                rels = choose_labels(self.model, scores, heads, root_label=self._root_label)
                 probs = _arc_probabilities(scores.arc_scores, heads, batch.lengths, settings)
                 label_probs = _label_probabilities(self.model, scores, heads, rels)
                 log_probs = _tree_log_probs(scores.arc_scores, heads, batch.lengths, settings)
