@@ -95,6 +95,93 @@ def test_torch_cpu_tensor_is_accepted():
     np.testing.assert_array_equal(decoding.mst(scores, lengths), expected)
 
 
+class _FakeTensor:
+    """A tensor in the eyes of duck typing, and no array at all to numpy."""
+
+    def __init__(self, requires_grad=False, device="cpu", dtype="fake.float32"):
+        self.requires_grad = requires_grad
+        self.device = type("Device", (), {"type": device, "__str__": lambda _: device})()
+        self.dtype = dtype
+
+    def detach(self):
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        raise RuntimeError("Can't call numpy() on Tensor that requires grad.\nUse detach().")
+
+
+@pytest.mark.parametrize(
+    ("fake", "message"),
+    [
+        (_FakeTensor(requires_grad=True), r"^scores is a tensor that requires grad: pass scores\."),
+        (_FakeTensor(device="cuda:0"), r"^scores is on device cuda:0: pass scores\.cpu\(\)$"),
+        (_FakeTensor(dtype="fake.bfloat16"), r"^scores has dtype bfloat16, .*scores\.float\(\)$"),
+        (_FakeTensor(), r"^scores cannot be read as a numpy array: Can't call numpy\(\)[^\n]*$"),
+    ],
+)
+def test_tensors_numpy_cannot_read_raise_one_line_value_errors(fake, message):
+    for decode in DECODERS.values():
+        with pytest.raises(ValueError, match=message):
+            decode(fake)
+    with pytest.raises(ValueError, match=message):
+        decoding.tree_score(fake, [-1, 0])
+
+
+def test_torch_tensors_numpy_cannot_read_name_the_fix():
+    torch = pytest.importorskip("torch")
+    scores = torch.randn(4, 4)
+    cases = [
+        (
+            scores.requires_grad_(),
+            r"scores is a tensor that requires grad: pass scores\.detach\(\)",
+        ),
+        (scores.detach().bfloat16(), r"scores has dtype bfloat16, .*: pass scores\.float\(\)"),
+        (torch.zeros(4, 4, device="meta"), r"scores is on device meta: pass scores\.cpu\(\)"),
+    ]
+    for tensor, message in cases:
+        for decode in DECODERS.values():
+            with pytest.raises(ValueError, match=message):
+                decode(tensor)
+        with pytest.raises(ValueError, match=message):
+            decoding.tree_score(tensor, [-1, 0, 1, 1])
+    lengths = torch.tensor([3.0], requires_grad=True)
+    with pytest.raises(ValueError, match=r"lengths is a tensor that requires grad"):
+        decoding.mst(scores.detach()[None], lengths)
+    with pytest.raises(ValueError, match=r"heads has dtype bfloat16"):
+        decoding.is_tree(torch.tensor([-1, 0, 1]).bfloat16())
+    heads = torch.tensor([[-1, 0, 1, 1]])
+    with pytest.raises(ValueError, match=r"lengths is a tensor that requires grad"):
+        decoding.is_tree(heads, torch.tensor([3.0], requires_grad=True))
+    assert decoding.is_tree(heads, torch.tensor([3])).all()
+
+
+def test_float16_scores_decode_as_their_float64_values():
+    scores = np.random.default_rng(16).normal(size=(3, 7, 7)).astype(np.float16)
+    scores[1, 2, :3] = -np.inf
+    for decode in DECODERS.values():
+        np.testing.assert_array_equal(decode(scores), decode(scores.astype(np.float64)))
+    heads = decoding.mst(scores[0])
+    assert decoding.tree_score(scores[0], heads) == decoding.tree_score(
+        scores[0].astype(np.float64), heads
+    )
+
+
+def test_ragged_lists_and_other_dtypes_raise_value_errors():
+    for decode in DECODERS.values():
+        with pytest.raises(ValueError, match=r"^scores cannot be read as a numpy array"):
+            decode([[0.0, 1.0], [2.0]])
+        with pytest.raises(ValueError, match="float16, float32 or float64"):
+            decode(np.zeros((3, 3), dtype=np.longdouble))
+    with pytest.raises(ValueError, match=r"float16, float32 or float64 .* got dtype int64$"):
+        decoding.tree_score(np.zeros((3, 3), dtype=np.int64), [-1, 0, 1])
+    with pytest.raises(ValueError, match=r"^heads cannot be read as a numpy array"):
+        decoding.is_tree([[-1, 0], [-1]])
+    with pytest.raises(ValueError, match=r"^lengths cannot be read as a numpy array"):
+        decoding.mst(np.zeros((2, 3, 3)), [[1], 2])
+    with pytest.raises(ValueError, match="lengths must hold integers, got dtype float64"):
+        decoding.is_tree(np.array([[-1, 0]]), [1.0])
+
+
 def test_empty_batch_gives_empty_heads():
     heads = decoding.mst(np.zeros((0, 4, 4)))
     assert heads.shape == (0, 4)
