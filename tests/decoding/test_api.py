@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -11,6 +16,10 @@ from strategies import FEASIBLE_KINDS, padded_batches, score_matrices
 import decoding
 from decoding import _batch
 from decoding.api import _best_of_roots
+from decoding.eisner import eisner_kernel
+from decoding.trees import greedy_kernel
+
+NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 
 DECODERS = {
     "mst": lambda s, lengths=None: decoding.mst(s, lengths),
@@ -365,9 +374,50 @@ def test_block_schedule_skips_claimed_blocks_and_wraps_around():
     heads = np.full((size, 9), -1, dtype=np.int64)
     where = np.zeros((size, 3), dtype=np.int64)
     claimed = np.array([False, True, False])
-    _batch._decode_blocks(_batch.MST, scores, lengths, True, heads, where, claimed, 2)
+    _batch.BLOCKS[_batch.MST](scores, lengths, True, heads, where, claimed, 2)
     assert claimed.all()
     block = np.arange(size) // _batch._BLOCK
     expected = decoding.mst(scores, lengths)
     np.testing.assert_array_equal(heads[block != 1], expected[block != 1])
     assert (heads[block == 1] == -1).all()
+
+
+@pytest.mark.skipif(NO_JIT, reason="signatures exist only for compiled functions")
+def test_each_driver_and_kernel_compiles_once_whatever_the_input():
+    # Every specialisation compiles (and reoptimises the kernels it links) once more in a fresh
+    # environment: a constant argument such as b = 0 or need_root = True must not make its own.
+    rng = np.random.default_rng(6)
+    for dtype in (np.float32, np.float64):
+        for decode in (decoding.mst, decoding.eisner, decoding.greedy):
+            scores = rng.normal(size=(3, 6, 6)).astype(dtype)
+            scores[1, 2, 3] = np.nan  # the error path compiles too
+            for batch, lengths in ((scores[0], None), (scores, None), (scores, [5, 2, 4])):
+                with contextlib.suppress(ValueError):
+                    decode(batch, lengths)
+                if decode is not decoding.greedy:
+                    decode(batch[..., :3, :3], root_constraint=False)
+    compiled = [_batch._check, _batch._copy, _batch._locate_invalid, eisner_kernel, greedy_kernel]
+    compiled += [*_batch._SINGLE.values(), *_batch.BLOCKS.values()]
+    for function in compiled:
+        assert len(function.signatures) <= 1, (function, function.signatures)
+        for argument in (function.signatures or [()])[0]:
+            assert "Literal" not in str(argument), (function, function.signatures)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NO_JIT, reason="signatures exist only for compiled functions")
+def test_a_process_compiles_only_the_decoder_it_calls():
+    code = (
+        "import numpy as np, decoding\n"
+        "from decoding.baselines import best_of_roots_kernel\n"
+        "from decoding.eisner import eisner_kernel\n"
+        "from decoding.trees import greedy_kernel\n"
+        "decoding.mst(np.zeros((3, 3)))\n"
+        "decoding.mst(np.zeros((2, 3, 3)), [2, 1])\n"
+        "kernels = (eisner_kernel, greedy_kernel, best_of_roots_kernel)\n"
+        "print([len(kernel.signatures) for kernel in kernels])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
+    )
+    assert result.stdout.strip() == "[0, 0, 0]"
