@@ -25,6 +25,8 @@ from .trees import greedy_kernel
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+Where = tuple[int, int, int]  # (status, d, h), as a row of ``where``
 
 # Algorithms understood by :func:`_decode_one`.
 MST, EISNER, GREEDY, BEST_OF_ROOTS = 0, 1, 2, 3
@@ -42,8 +44,8 @@ _MIN_PARALLEL_WORK = 50_000
 
 
 @numba.njit(cache=True, nogil=True)
-def _copy(scores: FloatArray, b: int, n: int, need_root: bool, where: IntArray) -> FloatArray:
-    """Sentence b as a contiguous float64[n+1, n+1] with row 0 and the diagonal ``-inf``.
+def _copy(sentence: FloatArray, n: int, need_root: bool, where: IntArray) -> FloatArray:
+    """``sentence[:n+1, :n+1]`` as a contiguous float64[n+1, n+1], row 0 and diagonal ``-inf``.
 
     Checks values on the way, as :func:`_check` does.
     """
@@ -51,15 +53,17 @@ def _copy(scores: FloatArray, b: int, n: int, need_root: bool, where: IntArray) 
     matrix[0, :] = -np.inf
     for d in range(1, n + 1):
         matrix[d, d] = -np.inf
-    _check(scores, b, n, need_root, where, matrix)
+    _check(sentence, n, need_root, where, matrix)
     return matrix
 
 
 @numba.njit(cache=True, nogil=True)
 def _check(
-    scores: FloatArray, b: int, n: int, need_root: bool, where: IntArray, copy: FloatArray
+    sentence: FloatArray, n: int, need_root: bool, where: IntArray, copy: FloatArray
 ) -> None:
-    """Check sentence b's values, copying them into ``copy`` [n+1, n+1] unless it is empty.
+    """Check the first n words of ``sentence`` [N+1, N+1], copying them into ``copy`` [n+1, n+1].
+
+    Copies nothing if ``copy`` is empty.
 
     Sets ``where = (status, d, h)`` for the first NaN, else the first +inf, else the first word
     without a finite head, else (if ``need_root``) a ROOT column without any finite arc; leaves
@@ -70,15 +74,15 @@ def _check(
     root_arcs = 0
     for d in range(1, n + 1):
         # Two spans around the diagonal, so the inner loops test nothing but the values.
-        clean_left, best_left = _copy_span(scores, b, d, 0, d, copy)
-        clean_right, best_right = _copy_span(scores, b, d, d + 1, n + 1, copy)
+        clean_left, best_left = _copy_span(sentence, d, 0, d, copy)
+        clean_right, best_right = _copy_span(sentence, d, d + 1, n + 1, copy)
         clean = clean & clean_left & clean_right
         if max(best_left, best_right) == -np.inf and no_head < 0:
             no_head = d
-        root_arcs += scores[b, d, 0] > -np.inf
+        root_arcs += sentence[d, 0] > -np.inf
     where[0] = OK
     if not clean:  # rare: find the first NaN, else the first +inf, in a second pass
-        _locate_invalid(scores, b, n, where)
+        _locate_invalid(sentence, n, where)
     elif no_head >= 0:
         where[0], where[1], where[2] = NO_HEAD, no_head, 0
     elif need_root and root_arcs == 0:
@@ -87,9 +91,9 @@ def _check(
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _copy_span(
-    scores: FloatArray, b: int, d: int, lo: int, hi: int, matrix: FloatArray
+    sentence: FloatArray, d: int, lo: int, hi: int, matrix: FloatArray
 ) -> tuple[bool, float]:
-    """Whether ``scores[b, d, lo:hi]`` is free of NaN and +inf, and its maximum.
+    """Whether ``sentence[d, lo:hi]`` is free of NaN and +inf, and its maximum.
 
     Copies the span into ``matrix`` unless that is empty.
     """
@@ -97,7 +101,7 @@ def _copy_span(
     clean = True
     best = -np.inf
     for h in range(lo, hi):
-        value = scores[b, d, h]
+        value = sentence[d, h]
         if copy:
             matrix[d, h] = value
         clean = clean & (value < np.inf)  # one test rules out both NaN and +inf
@@ -106,18 +110,25 @@ def _copy_span(
 
 
 @numba.njit(cache=True, nogil=True)
-def _locate_invalid(scores: FloatArray, b: int, n: int, where: IntArray) -> None:
+def _locate_invalid(sentence: FloatArray, n: int, where: IntArray) -> None:
     """``where = (NAN, d, h)`` for the first NaN off the diagonal, else the first +inf."""
     for status in (NAN, POSINF):
         for d in range(1, n + 1):
             for h in range(n + 1):
-                value = scores[b, d, h]
+                value = sentence[d, h]
                 if h != d and (np.isnan(value) if status == NAN else value == np.inf):
                     where[0], where[1], where[2] = status, d, h
                     return
 
 
-@numba.njit(cache=True, nogil=True)
+# The drivers below are inlined (at numba's level) into one pair of entry points per algorithm,
+# where ``algorithm`` is a constant: numba then drops the other algorithms' branches before
+# typing them, so a process compiles only the kernels it calls. Each entry point is compiled
+# once, with the kernels linked in; a kernel called from a separately compiled layer in between
+# would be optimised once more for every such layer.
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _decode_one(algorithm: int, matrix: FloatArray, root_constraint: bool, heads: IntArray) -> int:
     if algorithm == MST:
         return mst_kernel(matrix, root_constraint, heads)
@@ -128,7 +139,21 @@ def _decode_one(algorithm: int, matrix: FloatArray, root_constraint: bool, heads
     return best_of_roots_kernel(matrix, heads)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
+def _checked(algorithm: int, sentence: FloatArray, n: int, where: IntArray) -> FloatArray:
+    """The matrix to decode the first n words of ``sentence`` [N+1, N+1] from, once checked.
+
+    A copy, unless MST decodes a sentence that fills its matrix: the MST kernel never reads row 0
+    or the diagonal, so it decodes a contiguous matrix in place, only checked.
+    """
+    need_root = algorithm != GREEDY  # a variable, so _check and _copy see a plain bool
+    if algorithm == MST and n + 1 == sentence.shape[0]:
+        _check(sentence, n, need_root, where, np.empty((0, 0)))
+        return sentence
+    return _copy(sentence, n, need_root, where)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _decode_sentence(
     algorithm: int,
     scores: FloatArray,
@@ -138,27 +163,22 @@ def _decode_sentence(
     where: IntArray,
     b: int,
 ) -> None:
-    """Check, copy (unless MST decodes it in place) and decode sentence b.
+    """Check, copy (see :func:`_checked`) and decode sentence b.
 
-    Writes ``heads[b]`` [N+1] and ``where[b]`` [3].
+    Writes ``heads[b]`` [N+1] (only if decoding succeeds) and ``where[b]`` [3].
     """
     n = lengths[b]
-    if algorithm == MST and n + 1 == scores.shape[1]:
-        # The sentence fills its matrix, a contiguous one, and the MST kernel never reads row 0
-        # or the diagonal: check the values and decode in place, without a copy.
-        matrix = scores[b]
-        _check(scores, b, n, True, where[b], np.empty((0, 0)))
-    else:
-        matrix = _copy(scores, b, n, algorithm != GREEDY, where[b])
+    matrix = _checked(algorithm, scores[b], n, where[b])
     if where[b, 0] != OK:
         return
     sentence = np.empty(n + 1, dtype=np.int64)
     where[b, 0] = _decode_one(algorithm, matrix, root_constraint, sentence)
     if where[b, 0] == OK:
-        heads[b, 1 : n + 1] = sentence[1:]
+        for d in range(1, n + 1):  # a loop: slice assignment compiles numba's shape errors
+            heads[b, d] = sentence[d]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _decode_blocks(
     algorithm: int,
     scores: FloatArray,
@@ -166,7 +186,7 @@ def _decode_blocks(
     root_constraint: bool,
     heads: IntArray,
     where: IntArray,
-    claimed: npt.NDArray[np.bool_],
+    claimed: BoolArray,
     start: int,
 ) -> None:
     """Decode each block of ``_BLOCK`` consecutive sentences that no other thread has claimed.
@@ -189,24 +209,116 @@ def _decode_blocks(
             _decode_sentence(algorithm, scores, lengths, root_constraint, heads, where, b)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _decode_single(
+    algorithm: int, matrix: FloatArray, root_constraint: bool, heads: IntArray
+) -> Where:
+    where = np.zeros(3, dtype=np.int64)
+    matrix = _checked(algorithm, matrix, matrix.shape[0] - 1, where)
+    if where[0] == OK:
+        where[0] = _decode_one(algorithm, matrix, root_constraint, heads)
+    return where[0], where[1], where[2]
+
+
+# Entry points: (one matrix, blocks of a batch) per algorithm; see decode_single and decode.
+
+
 @numba.njit(cache=True, nogil=True)
+def _mst_single(matrix: FloatArray, root_constraint: bool, heads: IntArray) -> Where:
+    return _decode_single(MST, matrix, root_constraint, heads)
+
+
+@numba.njit(cache=True, nogil=True)
+def _mst_blocks(
+    scores: FloatArray,
+    lengths: IntArray,
+    root_constraint: bool,
+    heads: IntArray,
+    where: IntArray,
+    claimed: BoolArray,
+    start: int,
+) -> None:
+    _decode_blocks(MST, scores, lengths, root_constraint, heads, where, claimed, start)
+
+
+@numba.njit(cache=True, nogil=True)
+def _eisner_single(matrix: FloatArray, root_constraint: bool, heads: IntArray) -> Where:
+    return _decode_single(EISNER, matrix, root_constraint, heads)
+
+
+@numba.njit(cache=True, nogil=True)
+def _eisner_blocks(
+    scores: FloatArray,
+    lengths: IntArray,
+    root_constraint: bool,
+    heads: IntArray,
+    where: IntArray,
+    claimed: BoolArray,
+    start: int,
+) -> None:
+    _decode_blocks(EISNER, scores, lengths, root_constraint, heads, where, claimed, start)
+
+
+@numba.njit(cache=True, nogil=True)
+def _greedy_single(matrix: FloatArray, root_constraint: bool, heads: IntArray) -> Where:
+    return _decode_single(GREEDY, matrix, root_constraint, heads)
+
+
+@numba.njit(cache=True, nogil=True)
+def _greedy_blocks(
+    scores: FloatArray,
+    lengths: IntArray,
+    root_constraint: bool,
+    heads: IntArray,
+    where: IntArray,
+    claimed: BoolArray,
+    start: int,
+) -> None:
+    _decode_blocks(GREEDY, scores, lengths, root_constraint, heads, where, claimed, start)
+
+
+@numba.njit(cache=True, nogil=True)
+def _best_of_roots_single(matrix: FloatArray, root_constraint: bool, heads: IntArray) -> Where:
+    return _decode_single(BEST_OF_ROOTS, matrix, root_constraint, heads)
+
+
+@numba.njit(cache=True, nogil=True)
+def _best_of_roots_blocks(
+    scores: FloatArray,
+    lengths: IntArray,
+    root_constraint: bool,
+    heads: IntArray,
+    where: IntArray,
+    claimed: BoolArray,
+    start: int,
+) -> None:
+    _decode_blocks(BEST_OF_ROOTS, scores, lengths, root_constraint, heads, where, claimed, start)
+
+
+_SINGLE = {
+    MST: _mst_single,
+    EISNER: _eisner_single,
+    GREEDY: _greedy_single,
+    BEST_OF_ROOTS: _best_of_roots_single,
+}
+BLOCKS = {
+    MST: _mst_blocks,
+    EISNER: _eisner_blocks,
+    GREEDY: _greedy_blocks,
+    BEST_OF_ROOTS: _best_of_roots_blocks,
+}
+
+
 def decode_single(
     algorithm: int, matrix: FloatArray, root_constraint: bool, heads: IntArray
-) -> tuple[int, int, int]:
-    """One checked float64[n+1, n+1] matrix into ``heads`` int64[n+1] (all -1 on entry).
+) -> Where:
+    """One float64[n+1, n+1] matrix into ``heads`` int64[n+1], unspecified unless status is OK.
 
     Returns ``(status, d, h)`` as in ``where``. A separate entry point because a numba call costs
     about 1 microsecond per argument, and boxing a returned array as much again: that dominates
     the decoding time of short sentences. The caller's buffer and plain integers avoid the boxing.
     """
-    width = matrix.shape[0]
-    where = np.zeros((1, 3), dtype=np.int64)
-    lengths = np.full(1, width - 1, dtype=np.int64)
-    scores = matrix.reshape((1, width, width))
-    _decode_sentence(
-        algorithm, scores, lengths, root_constraint, heads.reshape((1, width)), where, 0
-    )
-    return where[0, 0], where[0, 1], where[0, 2]
+    return _SINGLE[algorithm](matrix, root_constraint, heads)
 
 
 _threads = numba.config.NUMBA_NUM_THREADS  # cores, or the NUMBA_NUM_THREADS variable
@@ -266,15 +378,16 @@ def decode(
     heads = np.full((batch, width), -1, dtype=np.int64)
     where = np.zeros((batch, 3), dtype=np.int64)
     blocks = -(-batch // _BLOCK)
-    args = (algorithm, scores, lengths, root_constraint, heads, where, np.zeros(blocks, np.bool_))
+    args = (scores, lengths, root_constraint, heads, where, np.zeros(blocks, np.bool_))
+    run = BLOCKS[algorithm]
     threads = min(_threads, blocks)
     if threads <= 1 or int(np.square(lengths).sum()) < _MIN_PARALLEL_WORK:
-        _decode_blocks(*args, 0)
+        run(*args, 0)
         return heads, where
     # The calling thread works too: one thread fewer to wake, and it starts at once.
     pool = _executor(threads - 1)
-    jobs = [pool.submit(_decode_blocks, *args, t * blocks // threads) for t in range(1, threads)]
-    _decode_blocks(*args, 0)
+    jobs = [pool.submit(run, *args, t * blocks // threads) for t in range(1, threads)]
+    run(*args, 0)
     for job in jobs:
         job.result()
     return heads, where

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _batch
+from ._inputs import as_array, check_float, check_integer
 from .trees import is_tree, tree_score
 
 __all__ = [
@@ -35,17 +36,14 @@ def _prefix(b: int) -> str:
 
 def _as_scores(scores: npt.ArrayLike) -> FloatArray:
     """Scores as C-contiguous float64[n+1, n+1] or float64[B, N+1, N+1], checked for shape."""
-    array = np.asarray(scores)
+    array = as_array(scores, "scores")
     if array.ndim not in (2, 3):
         raise ValueError(
             f"scores must be float[n+1, n+1] or float[B, N+1, N+1], got shape {array.shape}"
         )
     if array.shape[-1] != array.shape[-2]:
         raise ValueError(f"scores must be square in its last two axes, got shape {array.shape}")
-    if array.dtype.kind != "f":
-        raise ValueError(
-            f"scores must be float32 or float64 (-inf masks arcs), got dtype {array.dtype}"
-        )
+    check_float(array, "scores")
     if array.shape[-1] < 2:
         raise ValueError(f"scores must cover ROOT and at least one word, got shape {array.shape}")
     return np.ascontiguousarray(array, dtype=np.float64)
@@ -55,11 +53,10 @@ def _lengths(lengths: npt.ArrayLike | None, size: int, width: int) -> IntArray:
     """Lengths as int64[size], each in [1, width]."""
     if lengths is None:
         return np.full(size, width, dtype=np.int64)
-    array = np.asarray(lengths)
+    array = as_array(lengths, "lengths")
     if array.shape != (size,):
         raise ValueError(f"lengths must have shape ({size},) to match scores, got {array.shape}")
-    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
-        raise ValueError(f"lengths must hold integers, got dtype {array.dtype}")
+    check_integer(array, "lengths")
     bad = np.flatnonzero((array < 1) | (array > width))
     if bad.size:
         b = bad[0]
@@ -121,9 +118,9 @@ def mst(
     best arborescence, which may attach several words to ROOT (Chu & Liu 1965; Edmonds 1967).
 
     Args:
-        scores: float[B, N+1, N+1] or float[n+1, n+1] (float32 or float64, any array-like such
-            as a CPU tensor); ``scores[..., d, h]`` scores the arc h -> d. Row 0, the diagonal and
-            padding are ignored; ``-inf`` forbids an arc.
+        scores: float[B, N+1, N+1] or float[n+1, n+1] (float16, float32 or float64; any
+            array-like, such as a CPU tensor without grad); ``scores[..., d, h]`` scores the arc
+            h -> d. Row 0, the diagonal and padding are ignored; ``-inf`` forbids an arc.
         lengths: int[B], words per sentence excluding ROOT. Defaults to N for every sentence.
         root_constraint: exactly one word attaches to ROOT if True.
 
@@ -131,9 +128,9 @@ def mst(
         int64 heads shaped like ``scores[..., 0]``; ``-1`` at ROOT and at padding.
 
     Raises:
-        ValueError: on a bad shape or dtype, lengths outside [1, N], NaN or +inf inside a
-            sentence, or when the ``-inf`` masks leave no (single-rooted) tree. The message names
-            the sentence.
+        ValueError: on a bad shape or dtype, a tensor that requires grad, lives off the CPU or
+            holds bfloat16, lengths outside [1, N], NaN or +inf inside a sentence, or when the
+            ``-inf`` masks leave no (single-rooted) tree. The message names the sentence.
     """
     reasons = {_batch.NO_TREE: _NO_TREE, _batch.NO_SINGLE_ROOT: _NO_SINGLE_ROOT}
     return _run(_batch.MST, scores, lengths, root_constraint, reasons)

@@ -10,6 +10,8 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from ._inputs import as_array, check_float, check_integer
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -105,11 +107,10 @@ def tree_score_kernel(scores: FloatArray, heads: IntArray, n: int) -> float:
 
 def _as_heads(heads: npt.ArrayLike, lengths: npt.ArrayLike | None) -> tuple[IntArray, IntArray]:
     """Heads as int64[B, N+1] and lengths int64[B]; lengths default to the last non -1 position."""
-    array = np.asarray(heads)
+    array = as_array(heads, "heads")
     if array.ndim not in (1, 2) or array.shape[-1] < 1:
         raise ValueError(f"heads must be int[n+1] or int[B, N+1], got shape {array.shape}")
-    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
-        raise ValueError(f"heads must hold integers, got dtype {array.dtype}")
+    check_integer(array, "heads")
     batch = np.ascontiguousarray(array.reshape(-1, array.shape[-1]), dtype=np.int64)
     if array.ndim == 1:
         if lengths is not None:
@@ -119,9 +120,10 @@ def _as_heads(heads: npt.ArrayLike, lengths: npt.ArrayLike | None) -> tuple[IntA
         present = batch[:, 1:] != -1  # [B, N]
         last = present.shape[1] - np.argmax(present[:, ::-1], axis=1)
         return batch, np.where(present.any(axis=1), last, 0).astype(np.int64)
-    sizes = np.asarray(lengths)
-    if sizes.shape != (batch.shape[0],) or not np.issubdtype(sizes.dtype, np.integer):
-        raise ValueError(f"lengths must be int[{batch.shape[0]}], got {sizes.dtype}{sizes.shape}")
+    sizes = as_array(lengths, "lengths")
+    if sizes.shape != (batch.shape[0],):
+        raise ValueError(f"lengths must be int[{batch.shape[0]}], got shape {sizes.shape}")
+    check_integer(sizes, "lengths")
     bad = np.flatnonzero((sizes < 0) | (sizes >= batch.shape[1]))
     if bad.size:
         b = bad[0]
@@ -153,7 +155,8 @@ def is_tree(
         A bool for one sentence, bool[B] for a batch.
 
     Raises:
-        ValueError: on a shape, dtype or lengths problem (not on a malformed tree).
+        ValueError: on a shape, dtype or lengths problem, or a tensor numpy cannot read (not on
+            a malformed tree).
     """
     batch, sizes = _as_heads(heads, lengths)
     result = np.array(
@@ -196,7 +199,8 @@ def tree_score(
     Works for any head vector with heads in range, trees or not (e.g. :func:`decoding.greedy`).
 
     Args:
-        scores: float[n+1, n+1] or float[B, N+1, N+1], dependent-major (``scores[..., d, h]``).
+        scores: float[n+1, n+1] or float[B, N+1, N+1], dependent-major (``scores[..., d, h]``);
+            float16, float32 or float64, as for the decoders.
         heads: int[n+1] or int[B, N+1], matching ``scores``.
         lengths: int[B], batch only; defaults as in :func:`is_tree`.
 
@@ -204,14 +208,17 @@ def tree_score(
         A float for one sentence, float64[B] for a batch.
 
     Raises:
-        ValueError: on mismatched shapes or a head outside 0..n (or pointing at its own word).
+        ValueError: on mismatched shapes, a dtype other than these, a tensor numpy cannot read
+            (one that requires grad, lives off the CPU or holds bfloat16), or a head outside 0..n
+            (or pointing at its own word).
     """
-    matrix = np.asarray(scores, dtype=np.float64)
+    matrix = as_array(scores, "scores")
+    check_float(matrix, "scores")
     batch, sizes = _as_heads(heads, lengths)
     expected = (*np.shape(heads), np.shape(heads)[-1])
     if matrix.shape != expected:
         raise ValueError(f"scores shape {matrix.shape} does not match heads: expected {expected}")
-    matrix = np.ascontiguousarray(matrix.reshape(-1, *matrix.shape[-2:]))
+    matrix = np.ascontiguousarray(matrix.reshape(-1, *matrix.shape[-2:]), dtype=np.float64)
     totals = np.empty(batch.shape[0])
     for b, (row, n) in enumerate(zip(batch, sizes, strict=True)):
         if not _heads_in_range(row, n):

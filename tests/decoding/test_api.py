@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -11,6 +16,10 @@ from strategies import FEASIBLE_KINDS, padded_batches, score_matrices
 import decoding
 from decoding import _batch
 from decoding.api import _best_of_roots
+from decoding.eisner import eisner_kernel
+from decoding.trees import greedy_kernel
+
+NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 
 DECODERS = {
     "mst": lambda s, lengths=None: decoding.mst(s, lengths),
@@ -93,6 +102,93 @@ def test_torch_cpu_tensor_is_accepted():
     lengths = torch.tensor([5, 3])
     expected = decoding.mst(scores.numpy().astype(np.float64), lengths.numpy())
     np.testing.assert_array_equal(decoding.mst(scores, lengths), expected)
+
+
+class _FakeTensor:
+    """A tensor in the eyes of duck typing, and no array at all to numpy."""
+
+    def __init__(self, requires_grad=False, device="cpu", dtype="fake.float32"):
+        self.requires_grad = requires_grad
+        self.device = type("Device", (), {"type": device, "__str__": lambda _: device})()
+        self.dtype = dtype
+
+    def detach(self):
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        raise RuntimeError("Can't call numpy() on Tensor that requires grad.\nUse detach().")
+
+
+@pytest.mark.parametrize(
+    ("fake", "message"),
+    [
+        (_FakeTensor(requires_grad=True), r"^scores is a tensor that requires grad: pass scores\."),
+        (_FakeTensor(device="cuda:0"), r"^scores is on device cuda:0: pass scores\.cpu\(\)$"),
+        (_FakeTensor(dtype="fake.bfloat16"), r"^scores has dtype bfloat16, .*scores\.float\(\)$"),
+        (_FakeTensor(), r"^scores cannot be read as a numpy array: Can't call numpy\(\)[^\n]*$"),
+    ],
+)
+def test_tensors_numpy_cannot_read_raise_one_line_value_errors(fake, message):
+    for decode in DECODERS.values():
+        with pytest.raises(ValueError, match=message):
+            decode(fake)
+    with pytest.raises(ValueError, match=message):
+        decoding.tree_score(fake, [-1, 0])
+
+
+def test_torch_tensors_numpy_cannot_read_name_the_fix():
+    torch = pytest.importorskip("torch")
+    scores = torch.randn(4, 4)
+    cases = [
+        (
+            scores.requires_grad_(),
+            r"scores is a tensor that requires grad: pass scores\.detach\(\)",
+        ),
+        (scores.detach().bfloat16(), r"scores has dtype bfloat16, .*: pass scores\.float\(\)"),
+        (torch.zeros(4, 4, device="meta"), r"scores is on device meta: pass scores\.cpu\(\)"),
+    ]
+    for tensor, message in cases:
+        for decode in DECODERS.values():
+            with pytest.raises(ValueError, match=message):
+                decode(tensor)
+        with pytest.raises(ValueError, match=message):
+            decoding.tree_score(tensor, [-1, 0, 1, 1])
+    lengths = torch.tensor([3.0], requires_grad=True)
+    with pytest.raises(ValueError, match=r"lengths is a tensor that requires grad"):
+        decoding.mst(scores.detach()[None], lengths)
+    with pytest.raises(ValueError, match=r"heads has dtype bfloat16"):
+        decoding.is_tree(torch.tensor([-1, 0, 1]).bfloat16())
+    heads = torch.tensor([[-1, 0, 1, 1]])
+    with pytest.raises(ValueError, match=r"lengths is a tensor that requires grad"):
+        decoding.is_tree(heads, torch.tensor([3.0], requires_grad=True))
+    assert decoding.is_tree(heads, torch.tensor([3])).all()
+
+
+def test_float16_scores_decode_as_their_float64_values():
+    scores = np.random.default_rng(16).normal(size=(3, 7, 7)).astype(np.float16)
+    scores[1, 2, :3] = -np.inf
+    for decode in DECODERS.values():
+        np.testing.assert_array_equal(decode(scores), decode(scores.astype(np.float64)))
+    heads = decoding.mst(scores[0])
+    assert decoding.tree_score(scores[0], heads) == decoding.tree_score(
+        scores[0].astype(np.float64), heads
+    )
+
+
+def test_ragged_lists_and_other_dtypes_raise_value_errors():
+    for decode in DECODERS.values():
+        with pytest.raises(ValueError, match=r"^scores cannot be read as a numpy array"):
+            decode([[0.0, 1.0], [2.0]])
+        with pytest.raises(ValueError, match="float16, float32 or float64"):
+            decode(np.zeros((3, 3), dtype=np.longdouble))
+    with pytest.raises(ValueError, match=r"float16, float32 or float64 .* got dtype int64$"):
+        decoding.tree_score(np.zeros((3, 3), dtype=np.int64), [-1, 0, 1])
+    with pytest.raises(ValueError, match=r"^heads cannot be read as a numpy array"):
+        decoding.is_tree([[-1, 0], [-1]])
+    with pytest.raises(ValueError, match=r"^lengths cannot be read as a numpy array"):
+        decoding.mst(np.zeros((2, 3, 3)), [[1], 2])
+    with pytest.raises(ValueError, match="lengths must hold integers, got dtype float64"):
+        decoding.is_tree(np.array([[-1, 0]]), [1.0])
 
 
 def test_empty_batch_gives_empty_heads():
@@ -278,9 +374,50 @@ def test_block_schedule_skips_claimed_blocks_and_wraps_around():
     heads = np.full((size, 9), -1, dtype=np.int64)
     where = np.zeros((size, 3), dtype=np.int64)
     claimed = np.array([False, True, False])
-    _batch._decode_blocks(_batch.MST, scores, lengths, True, heads, where, claimed, 2)
+    _batch.BLOCKS[_batch.MST](scores, lengths, True, heads, where, claimed, 2)
     assert claimed.all()
     block = np.arange(size) // _batch._BLOCK
     expected = decoding.mst(scores, lengths)
     np.testing.assert_array_equal(heads[block != 1], expected[block != 1])
     assert (heads[block == 1] == -1).all()
+
+
+@pytest.mark.skipif(NO_JIT, reason="signatures exist only for compiled functions")
+def test_each_driver_and_kernel_compiles_once_whatever_the_input():
+    # Every specialisation compiles (and reoptimises the kernels it links) once more in a fresh
+    # environment: a constant argument such as b = 0 or need_root = True must not make its own.
+    rng = np.random.default_rng(6)
+    for dtype in (np.float32, np.float64):
+        for decode in (decoding.mst, decoding.eisner, decoding.greedy):
+            scores = rng.normal(size=(3, 6, 6)).astype(dtype)
+            scores[1, 2, 3] = np.nan  # the error path compiles too
+            for batch, lengths in ((scores[0], None), (scores, None), (scores, [5, 2, 4])):
+                with contextlib.suppress(ValueError):
+                    decode(batch, lengths)
+                if decode is not decoding.greedy:
+                    decode(batch[..., :3, :3], root_constraint=False)
+    compiled = [_batch._check, _batch._copy, _batch._locate_invalid, eisner_kernel, greedy_kernel]
+    compiled += [*_batch._SINGLE.values(), *_batch.BLOCKS.values()]
+    for function in compiled:
+        assert len(function.signatures) <= 1, (function, function.signatures)
+        for argument in (function.signatures or [()])[0]:
+            assert "Literal" not in str(argument), (function, function.signatures)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NO_JIT, reason="signatures exist only for compiled functions")
+def test_a_process_compiles_only_the_decoder_it_calls():
+    code = (
+        "import numpy as np, decoding\n"
+        "from decoding.baselines import best_of_roots_kernel\n"
+        "from decoding.eisner import eisner_kernel\n"
+        "from decoding.trees import greedy_kernel\n"
+        "decoding.mst(np.zeros((3, 3)))\n"
+        "decoding.mst(np.zeros((2, 3, 3)), [2, 1])\n"
+        "kernels = (eisner_kernel, greedy_kernel, best_of_roots_kernel)\n"
+        "print([len(kernel.signatures) for kernel in kernels])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
+    )
+    assert result.stdout.strip() == "[0, 0, 0]"

@@ -1,0 +1,55 @@
+"""Reading user inputs (numpy arrays, array-likes, CPU tensors) as numpy arrays, or a ValueError.
+
+Tensors are recognised by duck typing (``requires_grad``, ``detach``, ``device``, ``dtype``), so
+the package never imports a deep-learning framework, yet a tensor that numpy cannot read gets a
+one-line message that says what to pass instead, not the framework's own error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+
+def as_array(value: npt.ArrayLike, name: str) -> np.ndarray:
+    """``value`` as a numpy array, without copying one that numpy can view.
+
+    Args:
+        value: a numpy array, anything ``np.asarray`` reads, or a CPU tensor without grad.
+        name: the argument's name, for the message.
+
+    Raises:
+        ValueError: for a tensor that requires grad, lives off the CPU or has a dtype numpy lacks
+            (bfloat16), and for anything else ``np.asarray`` cannot read (ragged lists).
+    """
+    if not isinstance(value, np.ndarray):
+        if getattr(value, "requires_grad", False) is True and hasattr(value, "detach"):
+            raise ValueError(f"{name} is a tensor that requires grad: pass {name}.detach()")
+        device = getattr(value, "device", None)
+        if device is not None and getattr(device, "type", "cpu") != "cpu":
+            raise ValueError(f"{name} is on device {device}: pass {name}.cpu()")
+        if str(getattr(value, "dtype", "")).endswith("bfloat16"):
+            raise ValueError(f"{name} has dtype bfloat16, which numpy lacks: pass {name}.float()")
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError, RuntimeError) as error:  # numpy's or the tensor's own
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"{name} cannot be read as a numpy array: {message}") from error
+
+
+def check_float(array: np.ndarray, name: str) -> None:
+    """Raise unless ``array`` holds float16, float32 or float64 values (either byte order).
+
+    These are the floats that float64, the kernels' type, holds exactly; ``-inf`` masks arcs, so
+    integers will not do, and longdouble would be rounded.
+    """
+    if array.dtype.kind != "f" or array.dtype.itemsize > 8:
+        raise ValueError(
+            f"{name} must be float16, float32 or float64 (-inf masks arcs), got dtype {array.dtype}"
+        )
+
+
+def check_integer(array: np.ndarray, name: str) -> None:
+    """Raise unless ``array`` holds integers (bool is not an integer here)."""
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"{name} must hold integers, got dtype {array.dtype}")
