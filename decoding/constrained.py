@@ -56,7 +56,7 @@ def check_sentence(scores: npt.ArrayLike) -> FloatArray:
     if array.ndim != 2:
         raise ValueError(f"scores must be one sentence, float[n+1, n+1], got shape {array.shape}")
     where = np.zeros(3, dtype=np.int64)
-    matrix = _batch._copy(array[None], 0, array.shape[0] - 1, True, where)
+    matrix = _batch._copy(array, array.shape[0] - 1, True, where)
     if where[0] != _batch.OK:
         raise _error(0, where, True, {})
     return matrix

@@ -274,7 +274,7 @@ def _batch_kbest(
     found = []
     where = np.zeros(3, dtype=np.int64)
     for b, n in enumerate(sizes):
-        matrix = _batch._copy(array, b, n, True, where)
+        matrix = _batch._copy(array[b], n, True, where)
         if where[0] != _batch.OK:
             raise _error(b, where, False, {})
         trees, weights = _sentence(matrix, k, algorithm, root_constraint)
