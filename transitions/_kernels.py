@@ -65,7 +65,8 @@ def is_legal(system, t, c, stack, ssize, buf, bsize, heads, ended):
     if t == SWAP:
         return system == SWAP_SYSTEM and ns > 1 and 0 < s1 < s0
     if t == UNSHIFT:
-        return system == ARC_EAGER_UNSHIFT and ended[c] and nb == 0 and ns > 1
+        unshift = system == ARC_EAGER_UNSHIFT and ended[c] and nb == 0
+        return unshift and ns > 1 and heads[c, s0] == -1
     return False
 
 
