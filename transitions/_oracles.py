@@ -29,7 +29,7 @@ from ._kernels import (
     is_terminal,
 )
 
-OK, STUCK, WRONG_TREE = 0, 1, 2
+OK, STUCK, WRONG_TREE, OVERFLOW = 0, 1, 2, 3
 
 
 @numba.njit(cache=True)
@@ -133,17 +133,18 @@ def components(gold, n, mpc):
     are the components.
     """
     stack, buf, heads, labels, size, ended = _scratch(n + 1)
-    init_one(ARC_STANDARD, 0, n, stack, size[0], buf, size[1], heads, labels, ended)
+    ssize, bsize = size[0], size[1]
+    init_one(ARC_STANDARD, 0, n, stack, ssize, buf, bsize, heads, labels, ended)
     missing = _missing(gold, n)
     while True:
-        state = (stack, size[0], buf, size[1], heads, ended)
+        state = (stack, ssize, buf, bsize, heads, ended)
         t = static_next(ARC_STANDARD, False, 0, *state, gold, missing, missing, missing)
-        if t == -1 or is_terminal(ARC_STANDARD, 0, size[0], size[1], ended):
+        if t == -1 or is_terminal(ARC_STANDARD, 0, ssize, bsize, ended):
             break
-        h, d = arc_of(ARC_STANDARD, t, 0, stack, size[0], buf, size[1])
+        h, d = arc_of(ARC_STANDARD, t, 0, stack, ssize, buf, bsize)
         if d >= 0:
             missing[h] -= 1
-        apply_one(ARC_STANDARD, t, -1, 0, stack, size[0], buf, size[1], heads, labels, ended)
+        apply_one(ARC_STANDARD, t, -1, 0, stack, ssize, buf, bsize, heads, labels, ended)
     for w in range(n + 1):
         top = w
         while heads[0, top] != -1:
@@ -152,16 +153,17 @@ def components(gold, n, mpc):
 
 
 @numba.njit(cache=True)
-def run_sentence(system, lazy, table, gold, gold_labels, n, n_stack, start, record, out):
+def run_sentence(system, lazy, table, gold, gold_labels, n, n_stack, start, stop, record, out):
     """Runs the static oracle on one gold tree; returns (transitions, status, swaps).
 
     With ``record``, row ``start + k`` of ``out`` = (positions, legal, action, label) receives
-    the k-th configuration's feature positions, the system's action id, the gold label of the
-    arc it creates (-1 if none) and the legal mask.
+    the k-th configuration's feature positions, legal mask, the system's action id and the gold
+    label of the arc it creates (-1 if none); a run that needs row ``stop`` ends in OVERFLOW.
     """
     positions, legal, actions, arc_labels = out
     stack, buf, heads, labels, size, ended = _scratch(n + 1)
-    init_one(system, 0, n, stack, size[0], buf, size[1], heads, labels, ended)
+    ssize, bsize = size[0], size[1]  # views made once: each view costs a reference count
+    init_one(system, 0, n, stack, ssize, buf, bsize, heads, labels, ended)
     missing = _missing(gold, n)
     order = np.zeros(n + 1, dtype=np.int64)
     mpc = np.zeros(n + 1, dtype=np.int64)
@@ -170,39 +172,41 @@ def run_sentence(system, lazy, table, gold, gold_labels, n, n_stack, start, reco
         if lazy:
             components(gold, n, mpc)
     steps, swaps = 0, 0
-    while not is_terminal(system, 0, size[0], size[1], ended):
+    while not is_terminal(system, 0, ssize, bsize, ended):
         t = static_next(
-            system, lazy, 0, stack, size[0], buf, size[1], heads, ended, gold, missing, order, mpc
+            system, lazy, 0, stack, ssize, buf, bsize, heads, ended, gold, missing, order, mpc
         )
         if t == -1:
             return steps, STUCK, swaps
-        h, d = arc_of(system, t, 0, stack, size[0], buf, size[1])
+        h, d = arc_of(system, t, 0, stack, ssize, buf, bsize)
         if record:
             row = start + steps
-            _positions_row(n_stack, stack, size, buf, positions[row])
+            if row >= stop:
+                return steps, OVERFLOW, swaps
+            _positions_row(n_stack, stack, ssize, buf, bsize, positions, row)
             for a in range(table.shape[0]):
                 legal[row, a] = is_legal(
-                    system, table[a], 0, stack, size[0], buf, size[1], heads, ended
+                    system, table[a], 0, stack, ssize, buf, bsize, heads, ended
                 )
             actions[row] = np.argmax(table == t)
             arc_labels[row] = gold_labels[d] if d >= 0 else -1
         if d >= 0:
             missing[h] -= 1
-        apply_one(system, t, -1, 0, stack, size[0], buf, size[1], heads, labels, ended)
+        apply_one(system, t, -1, 0, stack, ssize, buf, bsize, heads, labels, ended)
         steps += 1
         swaps += t == SWAP
     return steps, _check(system, gold, n, stack, size, heads), swaps
 
 
 @numba.njit(cache=True)
-def _positions_row(n_stack, stack, size, buf, row):
-    for k in range(row.shape[0]):
+def _positions_row(n_stack, stack, ssize, buf, bsize, positions, row):
+    for k in range(positions.shape[1]):
         if k < n_stack:
-            i = size[0, 0] - 1 - k
-            row[k] = stack[0, i] if i >= 0 else -1
+            i = ssize[0] - 1 - k
+            positions[row, k] = stack[0, i] if i >= 0 else -1
         else:
-            i = size[1, 0] - 1 - (k - n_stack)
-            row[k] = buf[0, i] if i >= 0 else -1
+            i = bsize[0] - 1 - (k - n_stack)
+            positions[row, k] = buf[0, i] if i >= 0 else -1
 
 
 @numba.njit(cache=True)
@@ -221,14 +225,26 @@ def _check(system, gold, n, stack, size, heads):
 def run_treebank(system, lazy, table, golds, gold_labels, lengths, n_stack, offsets, out, stats):
     """Runs :func:`run_sentence` on every sentence.
 
-    ``stats[s]`` = (transitions, status, swaps) of sentence s. Without ``offsets`` (an empty
-    array) nothing is recorded: the first pass that sizes the output.
+    Sentence s may fill rows ``offsets[s]:offsets[s + 1]`` of ``out``; ``stats[s]`` =
+    (transitions, status, swaps). With an empty ``offsets`` nothing is recorded (a counting
+    pass).
     """
     record = offsets.shape[0] > 0
     for s in range(lengths.shape[0]):
         start = offsets[s] if record else 0
+        stop = offsets[s + 1] if record else 0
         steps, status, swaps = run_sentence(
-            system, lazy, table, golds[s], gold_labels[s], lengths[s], n_stack, start, record, out
+            system,
+            lazy,
+            table,
+            golds[s],
+            gold_labels[s],
+            lengths[s],
+            n_stack,
+            start,
+            stop,
+            record,
+            out,
         )
         stats[s, 0], stats[s, 1], stats[s, 2] = steps, status, swaps
 

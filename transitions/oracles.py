@@ -85,15 +85,25 @@ def oracle_sequences(
             if row.shape != (lengths[s] + 1,):
                 raise ValueError(f"sentence {s}: labels must have shape ({lengths[s] + 1},)")
             gold_labels[s, : row.shape[0]] = row
-    width = n_stack + n_buffer
     stats = np.zeros((len(lengths), 3), dtype=np.int64)
     args = (system.code, system.lazy, system.table, heads, gold_labels, lengths, n_stack)
-    _oracles.run_treebank(*args, np.zeros(0, np.int64), _outputs(0, width, system), stats)
-    _raise_on_failure(stats, system)
+    width = n_stack + n_buffer
+    if system.name == "swap":  # swaps are not known in advance: count first
+        _oracles.run_treebank(*args, np.zeros(0, np.int64), _outputs(0, width, system), stats)
+        _raise_on_failure(stats, system)
+        capacity = stats[:, 0]
+    else:  # every word enters the stack once and leaves it at most once
+        capacity = 2 * lengths
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(stats[:, 0], out=offsets[1:])
+    np.cumsum(capacity, out=offsets[1:])
     out = _outputs(int(offsets[-1]), width, system)
     _oracles.run_treebank(*args, offsets, out, stats)
+    _raise_on_failure(stats, system)
+    steps = stats[:, 0]
+    if (steps != capacity).any():
+        rows = np.arange(offsets[-1]) - np.repeat(offsets[:-1], capacity)  # [rows]
+        out = tuple(array[rows < np.repeat(steps, capacity)] for array in out)
+        np.cumsum(steps, out=offsets[1:])
     return OracleSequences(*out, offsets=offsets, swaps=stats[:, 2].copy())
 
 
@@ -111,7 +121,11 @@ def _raise_on_failure(stats: IntArray, system: TransitionSystem) -> None:
     bad = np.flatnonzero(stats[:, 1] != _oracles.OK)
     if bad.size:
         s = int(bad[0])
-        what = "got stuck" if stats[s, 1] == _oracles.STUCK else "built another tree"
+        what = {
+            _oracles.STUCK: "got stuck",
+            _oracles.WRONG_TREE: "built another tree",
+            _oracles.OVERFLOW: "took more than 2n transitions",
+        }[int(stats[s, 1])]
         raise ValueError(f"sentence {s}: the static oracle of {system.name} {what}")
 
 

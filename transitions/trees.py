@@ -43,6 +43,16 @@ def _status(heads, n, single_root, projective, detail):
     return OK
 
 
+@numba.njit(cache=True)
+def _first_problem(heads, lengths, single_root, projective, detail):
+    # (sentence, status) of the first sentence that is not a tree of the requested kind.
+    for s in range(lengths.shape[0]):
+        code = _status(heads[s], lengths[s], single_root, projective, detail)
+        if code != OK:
+            return s, code
+    return -1, OK
+
+
 def pad_trees(trees: Sequence[npt.ArrayLike]) -> tuple[IntArray, IntArray]:
     """Stacks head vectors into a padded batch.
 
@@ -54,17 +64,21 @@ def pad_trees(trees: Sequence[npt.ArrayLike]) -> tuple[IntArray, IntArray]:
     """
     arrays = [np.asarray(t) for t in trees]
     for s, array in enumerate(arrays):
-        if array.ndim != 1 or array.shape[0] < 2 or not np.issubdtype(array.dtype, np.integer):
+        if array.ndim != 1 or array.shape[0] < 2 or array.dtype.kind not in "iu":
             raise ValueError(
                 f"sentence {s}: heads must be int[n+1] with n >= 1, got {array.dtype} {array.shape}"
             )
-        if array[0] != -1:
-            raise ValueError(f"sentence {s}: heads[0] must be -1 (ROOT), got {array[0]}")
-    lengths = np.array([a.shape[0] - 1 for a in arrays], dtype=np.int64)
-    heads = np.full((len(arrays), int(lengths.max(initial=0)) + 1), -1, dtype=np.int64)
-    for s, array in enumerate(arrays):
-        heads[s, : array.shape[0]] = array
-    return heads, lengths
+    sizes = np.fromiter((a.shape[0] for a in arrays), dtype=np.int64, count=len(arrays))
+    flat = np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
+    starts = np.cumsum(sizes) - sizes
+    bad = np.flatnonzero(flat[starts] != -1)
+    if bad.size:
+        s = int(bad[0])
+        raise ValueError(f"sentence {s}: heads[0] must be -1 (ROOT), got {flat[starts[s]]}")
+    heads = np.full((len(arrays), int(sizes.max(initial=1))), -1, dtype=np.int64)
+    rows = np.repeat(np.arange(len(arrays)), sizes)  # [total]
+    heads[rows, np.arange(flat.shape[0]) - starts[rows]] = flat
+    return heads, sizes - 1
 
 
 def check_trees(
@@ -80,10 +94,9 @@ def check_trees(
         system: the system's name, for the message.
     """
     detail = np.zeros(2, dtype=np.int64)
-    for s in range(heads.shape[0]):
-        code = _status(heads[s], lengths[s], single_root, projective, detail)
-        if code != OK:
-            raise ValueError(f"sentence {s}: {_message(code, detail, system)}")
+    s, code = _first_problem(heads, lengths, single_root, projective, detail)
+    if code != OK:
+        raise ValueError(f"sentence {s}: {_message(code, detail, system)}")
 
 
 def _message(code: int, detail: IntArray, system: str) -> str:

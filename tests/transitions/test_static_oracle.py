@@ -138,6 +138,8 @@ BAD_TREES = [
     ([-1, 0, 5], "head 5 of word 2 is not another word or ROOT"),
     ([-1, 0, 2], "head 2 of word 2"),
     ([0, 0, 1], r"heads\[0\] must be -1"),
+    ([-1], r"heads must be int\[n\+1\] with n >= 1"),
+    ([-1.0, 0.0], r"heads must be int\[n\+1\]"),
 ]
 
 
