@@ -6,8 +6,8 @@ Example: ``python predict.py checkpoint=run/best.pt input=in.conllu > out.conllu
 import hydra
 from omegaconf import DictConfig
 
+from biaffine.inference import DecoderSettings
 from biaffine.predicting import predict
-from biaffine.training import DecoderSettings
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="predict")
@@ -15,11 +15,19 @@ def main(cfg: DictConfig) -> None:
     """Write CoNLL-U to ``cfg.output`` ('-' = stdout); logs go to stderr."""
     decoder = DecoderSettings(cfg.decoder.algorithm, cfg.decoder.root_constraint)
     predict(
-        cfg.checkpoint, cfg.input, cfg.output, input_format=cfg.format, decoder=decoder,
-        evaluate=cfg.eval, exclude_punct=cfg.exclude_punct, max_tokens=cfg.max_tokens,
-        chunk_sentences=cfg.chunk_sentences, device=cfg.device, threads=cfg.threads,
+        cfg.checkpoint,
+        cfg.input,
+        cfg.output,
+        input_format=cfg.format,
+        decoder=decoder,
+        evaluate=cfg.eval,
+        exclude_punct=cfg.exclude_punct,
+        max_tokens=cfg.max_tokens,
+        chunk_sentences=cfg.chunk_sentences,
+        device=cfg.device,
+        threads=cfg.threads,
         int8=cfg.int8,
-    )  # fmt: skip
+    )
 
 
 if __name__ == "__main__":

@@ -54,12 +54,10 @@ from pathlib import Path
 import numba
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import decoding
+from decoding import _batch, baselines, tarjan
 
-import decoding  # noqa: E402
-from decoding import _batch, baselines, tarjan  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 try:
     from ufal.chu_liu_edmonds import chu_liu_edmonds as ufal_cle

@@ -18,10 +18,9 @@ from pathlib import Path
 
 import conllu
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runs from a checkout, uninstalled
-from biaffine.batching import encode
-from biaffine.conllu_io import read_conllu
-from biaffine.vocab import build_vocabs
+from biaffine.data.batching import encode
+from biaffine.data.conllu import read_conllu
+from biaffine.data.vocab import build_vocabs
 
 EWT_TRAIN = Path("UD_English-EWT") / "en_ewt-ud-train.conllu"
 

@@ -17,20 +17,27 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 import biaffine
-from biaffine.model import BiaffineParser
-from biaffine.vocab import Vocabs
+from biaffine.data.vocab import Vocabs
+from biaffine.parsers import build_parser
 
 __all__ = ["FORMAT", "VERSION", "Checkpoint", "CheckpointError", "build_model", "load", "save"]
 
 FORMAT = "rootparse-checkpoint"
 # Bumped whenever saved state stops fitting the code. 2: each BiLSTM layer holds one LSTM per
-# direction (BiLSTM), so version-1 state_dict keys no longer match.
-VERSION = 2
+# direction (BiLSTM), so version-1 state_dict keys no longer match. 3: the file names its parser
+# kind, and the encoder is a submodule with a nested config (version 2 is migrated on load).
+VERSION = 3
 _REQUIRED = (
-    "package_version", "model_config", "vocabs", "state_dict", "metadata", "training_state",
-)  # fmt: skip
+    "package_version",
+    "model_config",
+    "vocabs",
+    "state_dict",
+    "metadata",
+    "training_state",
+)
 _SCALARS = (bool, int, float, str)
 
 
@@ -43,7 +50,8 @@ class Checkpoint:
     """The contents of a checkpoint file.
 
     Attributes:
-        model_config: ``BiaffineParser`` keyword arguments (``BiaffineParser.config()``).
+        parser: the parser kind, a key of :data:`biaffine.parsers.PARSERS`.
+        model_config: the parser's ``config()`` (its encoder's as a nested ``encoder`` dict).
         vocabs: the vocabularies, rebuilt with ``Vocabs.from_dict``.
         state_dict: model weights.
         metadata: free plain data (training data, best dev scores, resolved config, ...).
@@ -51,6 +59,7 @@ class Checkpoint:
         package_version: version of the package that wrote the file.
     """
 
+    parser: str
     model_config: dict[str, Any]
     vocabs: Vocabs
     state_dict: dict[str, torch.Tensor]
@@ -62,6 +71,7 @@ class Checkpoint:
 def save(
     path: str | os.PathLike[str],
     *,
+    parser: str,
     model_config: Mapping[str, Any],
     vocabs: Vocabs | Mapping[str, Any],
     state_dict: Mapping[str, torch.Tensor],
@@ -72,6 +82,7 @@ def save(
 
     Args:
         path: destination file; its folder must exist.
+        parser: ``model.kind``.
         model_config: ``model.config()``.
         vocabs: a :class:`Vocabs` or its ``to_dict()``.
         state_dict: ``model.state_dict()``.
@@ -85,6 +96,7 @@ def save(
         "format": FORMAT,
         "version": VERSION,
         "package_version": biaffine.__version__,
+        "parser": parser,
         "model_config": model_config,
         "vocabs": vocabs.to_dict() if isinstance(vocabs, Vocabs) else vocabs,
         "state_dict": {k: v.detach().cpu() for k, v in state_dict.items()},
@@ -158,18 +170,18 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> Checkpoint:
-    """Read a checkpoint written by :func:`save`, with ``weights_only=True``.
+    """Read a checkpoint written by :func:`save` (or by version 2), with ``weights_only=True``.
 
     Args:
         path: checkpoint file.
         map_location: device for the tensors.
 
     Returns:
-        The :class:`Checkpoint`.
+        The :class:`Checkpoint`, in the current format.
 
     Raises:
         CheckpointError: if the file is missing, truncated or corrupt, holds pickled objects,
-            is not a rootparse checkpoint, or has another format version.
+            is not a rootparse checkpoint, or has an unknown format version.
     """
     path = Path(path)
     if not path.exists():
@@ -178,11 +190,14 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
         raise CheckpointError(f"{path}: is not a file, so not a checkpoint")
     payload = _read(path, map_location)
     _check_format(payload, path)
+    if payload["version"] == 2:
+        payload = _migrate_v2(payload)
     try:
         vocabs = Vocabs.from_dict(payload["vocabs"])
     except (KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f"{path}: invalid vocabularies ({error})") from error
     return Checkpoint(
+        parser=str(payload["parser"]),
         model_config=payload["model_config"],
         vocabs=vocabs,
         state_dict=payload["state_dict"],
@@ -214,27 +229,66 @@ def _read(path: Path, map_location: str | torch.device) -> Any:
 def _check_format(payload: Any, path: Path) -> None:
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a {FORMAT} file")
-    if payload.get("version") != VERSION:
+    version = payload.get("version")
+    if version not in _READABLE:
+        newer = isinstance(version, int) and version > VERSION
+        hint = "; it was written by a newer rootparse: upgrade to read it" if newer else ""
         raise CheckpointError(
-            f"{path}: checkpoint format version {payload.get('version')!r}; this version of "
-            f"rootparse ({biaffine.__version__}) reads version {VERSION} only"
+            f"{path}: checkpoint format version {version!r}; this version of rootparse "
+            f"({biaffine.__version__}) reads versions {', '.join(map(str, _READABLE))}{hint}"
         )
-    missing = [key for key in _REQUIRED if key not in payload]
+    required = _REQUIRED if version == 2 else ("parser", *_REQUIRED)
+    missing = [key for key in required if key not in payload]
     if missing:
         raise CheckpointError(f"{path}: checkpoint lacks {', '.join(missing)}")
 
 
-def build_model(checkpoint: Checkpoint) -> BiaffineParser:
+_READABLE = (2, VERSION)
+
+# Version 2 held only the biaffine parser, with the encoder's layers and options at top level.
+_V2_ENCODER_OPTIONS = (
+    *("word_dim", "char_dim", "char_hidden", "char_out", "use_tags", "tag_dim"),
+    *("lstm_hidden", "lstm_layers", "embed_dropout", "lstm_dropout", "word_dropout"),
+)
+# Sizes now come from the vocabularies; a mismatch still shows when the weights are loaded.
+_V2_SIZES = ("n_words", "n_chars", "n_tags", "n_rels", "n_xpos", "n_feats")
+_V2_ENCODER_MODULES = ("word_embed.", "char_encoder.", "tag_embed.", "lstms.")
+_V2_TAGGER_MODULES = {
+    "tagger.": "taggers.upos.",
+    "xpos_tagger.": "taggers.xpos.",
+    "feats_tagger.": "taggers.feats.",
+}
+
+
+def _migrate_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    """A version-2 payload in the current format: same weights, new names, nested config."""
+    config = {k: v for k, v in payload["model_config"].items() if k not in _V2_SIZES}
+    encoder = {"kind": "bilstm", **{k: config.pop(k) for k in _V2_ENCODER_OPTIONS if k in config}}
+    state_dict = {_v2_weight_name(key): value for key, value in payload["state_dict"].items()}
+    model_config = {"encoder": encoder, **config}
+    return payload | {"parser": "biaffine", "model_config": model_config, "state_dict": state_dict}
+
+
+def _v2_weight_name(key: str) -> str:
+    if key.startswith(_V2_ENCODER_MODULES):
+        return f"encoder.{key}"
+    for old, new in _V2_TAGGER_MODULES.items():
+        if key.startswith(old):
+            return new + key[len(old) :]
+    return key
+
+
+def build_model(checkpoint: Checkpoint) -> nn.Module:
     """The parser stored in a checkpoint, weights loaded, in eval mode.
 
     Raises:
-        CheckpointError: if the config does not fit ``BiaffineParser`` or the weights do not
-            fit the config.
+        CheckpointError: if the parser kind is unknown, the config does not fit it, or the
+            weights do not fit the config.
     """
     try:
-        model = BiaffineParser(**checkpoint.model_config)
-    except (TypeError, ValueError) as error:
-        raise CheckpointError(f"model config does not fit BiaffineParser: {error}") from error
+        model = build_parser(checkpoint.parser, checkpoint.vocabs, checkpoint.model_config)
+    except ValueError as error:
+        raise CheckpointError(str(error)) from error
     try:
         model.load_state_dict(checkpoint.state_dict)
     except RuntimeError as error:

@@ -10,7 +10,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from biaffine.conllu_io import ConlluError, read_conllu
+from biaffine.data.conllu import ConlluError, read_conllu
 from biaffine.metrics import AttachmentScores, EvaluationError, score_corpus
 
 _ROWS = (

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from biaffine.conllu_io import Sentence
+    from biaffine.data.conllu import Sentence
 
 PUNCT = "PUNCT"
 

@@ -19,12 +19,11 @@ import torch
 from torch import nn
 
 from biaffine import checkpoint
-from biaffine.conllu_io import Sentence, read_conllu, read_text, write_conllu
-from biaffine.inference import parse, warm_up
+from biaffine.data.conllu import Sentence, read_conllu, read_text, write_conllu
+from biaffine.data.vocab import Vocabs
+from biaffine.inference import DecoderSettings, parse, warm_up
 from biaffine.metrics import AttachmentScores, score_corpus
-from biaffine.model import BiaffineParser
-from biaffine.training import DecoderSettings
-from biaffine.vocab import Vocabs
+from biaffine.runtime import select_device, set_threads
 
 __all__ = ["FORMATS", "PredictResult", "predict", "quantized"]
 
@@ -92,21 +91,22 @@ def predict(
         ValueError: unknown format, ``dest`` is the same file as ``source``, or ``int8`` on
             a GPU.
         biaffine.checkpoint.CheckpointError: unreadable checkpoint.
-        biaffine.conllu_io.ConlluError: malformed input.
+        biaffine.data.conllu.ConlluError: malformed input.
     """
     _check_arguments(source, dest, input_format, chunk_sentences)
-    if threads is not None:
-        torch.set_num_threads(threads)
+    set_threads(threads)
     model, vocabs = _load_model(checkpoint_path, device, int8=int8)
-    if input_format == "text" and model.config().get("use_tags"):
+    if input_format == "text" and getattr(model.encoder, "use_tags", False):
         log.warning("the model embeds UPOS tags, which plain text input lacks: expect lower scores")
     decoder = decoder if decoder is not None else DecoderSettings()
     # Part of start-up, like loading the model: the timed rate is what a long input gets.
-    warm_up({"": (decoder.algorithm, decoder.root_constraint)})
+    warm_up(model, {"": decoder})
     result, started = PredictResult(), time.perf_counter()
     sentences = _read(source, input_format)
-    parsed = _parse_chunks(model, vocabs, sentences, decoder, max_tokens, chunk_sentences, result,
-                           evaluate=evaluate, exclude_punct=exclude_punct)  # fmt: skip
+    options = {"evaluate": evaluate, "exclude_punct": exclude_punct}
+    parsed = _parse_chunks(
+        model, vocabs, sentences, decoder, max_tokens, chunk_sentences, result, **options
+    )
     write_conllu(sys.stdout if str(dest) == STDIO else dest, parsed)
     result.seconds = time.perf_counter() - started
     _log_result(result, evaluate)
@@ -127,10 +127,9 @@ def _check_arguments(
 
 def _load_model(
     path: str | os.PathLike[str], device: str, *, int8: bool = False
-) -> tuple[BiaffineParser, Vocabs]:
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if int8 and device != "cpu":
+) -> tuple[nn.Module, Vocabs]:
+    device = select_device(device)
+    if int8 and device.type != "cpu":
         raise ValueError(f"int8=true runs on the CPU only, not on device={device!r}")
     saved = checkpoint.load(path, map_location=device)
     model = checkpoint.build_model(saved).to(device)
@@ -138,7 +137,7 @@ def _load_model(
     return (quantized(model) if int8 else model), saved.vocabs
 
 
-def quantized(model: BiaffineParser) -> BiaffineParser:
+def quantized(model: nn.Module) -> nn.Module:
     """A copy of ``model`` for CPU inference with int8 LSTM and linear weights.
 
     Dynamic quantization: weights are stored in int8, activations quantized on the fly. The
@@ -159,7 +158,7 @@ def _read(source: str | os.PathLike[str], fmt: str) -> Iterator[Sentence]:
 
 
 def _parse_chunks(
-    model: BiaffineParser,
+    model: nn.Module,
     vocabs: Vocabs,
     sentences: Iterable[Sentence],
     decoder: DecoderSettings,
@@ -173,8 +172,7 @@ def _parse_chunks(
     """Parsed sentences in input order; updates ``result`` chunk by chunk."""
     iterator = iter(sentences)
     while chunk := list(itertools.islice(iterator, chunk_sentences)):
-        parsed = parse(model, vocabs, chunk, algorithm=decoder.algorithm,
-                       root_constraint=decoder.root_constraint, max_tokens=max_tokens)  # fmt: skip
+        parsed = parse(model, vocabs, chunk, decoder, max_tokens=max_tokens)
         result.n_sentences += len(chunk)
         result.n_words += sum(len(s) for s in chunk)
         if evaluate:
@@ -193,15 +191,14 @@ def _score_chunk(
 
 
 def _log_result(result: PredictResult, evaluate: bool) -> None:
-    log.info(
-        "parsed %d sentences (%d words) in %.2fs: %.1f sentences/s",
-        result.n_sentences, result.n_words, result.seconds, result.sentences_per_second,
-    )  # fmt: skip
+    counts = (result.n_sentences, result.n_words, result.seconds, result.sentences_per_second)
+    log.info("parsed %d sentences (%d words) in %.2fs: %.1f sentences/s", *counts)
     if evaluate and result.scores is None:
         log.warning("eval=true, but the input has no gold trees (HEAD '_'): nothing to score")
     elif result.scores is not None:
         s = result.scores
+        figures = (s.uas, s.las, s.las_universal, s.uem, s.lem, s.root_accuracy, s.malformed_rate)
         log.info(
             "UAS %.2f LAS %.2f LAS(universal) %.2f UEM %.2f LEM %.2f root %.2f malformed %.2f",
-            s.uas, s.las, s.las_universal, s.uem, s.lem, s.root_accuracy, s.malformed_rate,
-        )  # fmt: skip
+            *figures,
+        )

@@ -12,17 +12,21 @@ Example::
     import decoding
 
     heads = decoding.mst(scores, lengths)  # float[B, N+1, N+1] -> int64[B, N+1], one root each
+    heads = decoding.decode(scores, lengths, algorithm="eisner")  # any decoder of DECODERS by name
     heads = decoding.eisner(matrix, root_constraint=False)  # float[n+1, n+1] -> int64[n+1]
     assert decoding.is_tree(heads, projective=True, root_constraint=False)
     total = decoding.tree_score(matrix, heads)
 """
 
 from ._batch import get_num_threads, set_num_threads
-from .api import eisner, greedy, mst
+from .api import DECODERS, check_algorithm, decode, eisner, greedy, mst
 from .trees import count_roots, is_projective, is_tree, tree_score
 
 __all__ = [
+    "DECODERS",
+    "check_algorithm",
     "count_roots",
+    "decode",
     "eisner",
     "get_num_threads",
     "greedy",

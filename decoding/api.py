@@ -6,13 +6,24 @@ input. ``is_tree`` and ``tree_score`` live in :mod:`decoding.trees` and are re-e
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
 from . import _batch
 from .trees import is_tree, tree_score
 
-__all__ = ["eisner", "greedy", "is_tree", "mst", "tree_score"]
+__all__ = [
+    "DECODERS",
+    "check_algorithm",
+    "decode",
+    "eisner",
+    "greedy",
+    "is_tree",
+    "mst",
+    "tree_score",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -179,3 +190,48 @@ def _best_of_roots(scores: npt.ArrayLike, lengths: npt.ArrayLike | None = None) 
     """Exact single-root MST by trying every root word (O(n^3)); for tests and benchmarks only."""
     reasons = {_batch.NO_TREE: _NO_TREE, _batch.NO_SINGLE_ROOT: _NO_SINGLE_ROOT}
     return _run(_batch.BEST_OF_ROOTS, scores, lengths, True, reasons)
+
+
+def _greedy_ignoring_root(
+    scores: npt.ArrayLike, lengths: npt.ArrayLike | None = None, *, root_constraint: bool = True
+) -> IntArray:
+    del root_constraint  # an argmax per word cannot enforce one root
+    return greedy(scores, lengths)
+
+
+DECODERS: dict[str, Callable[..., IntArray]] = {
+    "mst": mst,
+    "eisner": eisner,
+    "greedy": _greedy_ignoring_root,
+}
+"""The decoder menu: name -> ``f(scores, lengths=None, *, root_constraint=True) -> heads``."""
+
+
+def decode(
+    scores: npt.ArrayLike,
+    lengths: npt.ArrayLike | None = None,
+    *,
+    algorithm: str = "mst",
+    root_constraint: bool = True,
+) -> IntArray:
+    """Decode with the decoder named ``algorithm`` in :data:`DECODERS` (the one entry point).
+
+    Args:
+        scores: as :func:`mst`.
+        lengths: as :func:`mst`.
+        algorithm: ``"mst"`` (non-projective, :func:`mst`), ``"eisner"`` (projective,
+            :func:`eisner`) or ``"greedy"`` (argmax per word, :func:`greedy`; may not be a tree,
+            and ignores ``root_constraint``).
+        root_constraint: exactly one word attaches to ROOT (mst and eisner).
+
+    Raises:
+        ValueError: for an unknown algorithm, and as the chosen decoder.
+    """
+    check_algorithm(algorithm)
+    return DECODERS[algorithm](scores, lengths, root_constraint=root_constraint)
+
+
+def check_algorithm(algorithm: str) -> None:
+    """Raise a ValueError naming the menu if ``algorithm`` is not a key of :data:`DECODERS`."""
+    if algorithm not in DECODERS:
+        raise ValueError(f"algorithm={algorithm!r}; expected one of {', '.join(DECODERS)}")

@@ -30,18 +30,18 @@ from typing import Any
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from biaffine import checkpoint
+from biaffine.data.treebanks import Splits
+from biaffine.inference import DecoderSettings, parse_with_decoders
+from biaffine.metrics import score_corpus
+from biaffine.training import load_splits
 
-from biaffine import checkpoint, data  # noqa: E402
-from biaffine.inference import parse_with_decoders  # noqa: E402
-from biaffine.metrics import score_corpus  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 DECODERS = {
-    "mst_multiroot": ("mst", False),
-    "mst": ("mst", True),
-    "eisner": ("eisner", True),
+    "mst_multiroot": DecoderSettings("mst", root_constraint=False),
+    "mst": DecoderSettings("mst", root_constraint=True),
+    "eisner": DecoderSettings("eisner", root_constraint=True),
 }
 SMALL = 1000  # the paper's split: treebanks with fewer training sentences than this
 # Zmigrod, Vieira & Cotterell (2020), malformed (multi-rooted) trees under unconstrained decoding
@@ -63,13 +63,9 @@ def find_checkpoints(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
-def load_treebank(config: dict[str, Any], ud_root: Path | None) -> data.Splits:
+def load_treebank(config: dict[str, Any], ud_root: Path | None) -> Splits:
     """The splits a model was trained on, read from ``ud_root`` (default: its recorded root)."""
-    d = config["data"]
-    names = {split: d[split] for split in data.SPLITS}
-    root = ud_root if ud_root is not None else data.resolve_root(d["root"])
-    options = {"dev_fraction": d["dev_fraction"], "split_seed": d["split_seed"]}
-    return data.load_splits(root, d["treebank"], names, **options)
+    return load_splits(config["data"], root=ud_root)
 
 
 def measure(path: Path, ud_root: Path | None, max_tokens: int) -> dict[str, Any]:

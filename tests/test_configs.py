@@ -11,14 +11,18 @@ from hydra import compose, initialize
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from biaffine.model import BiaffineParser
-from biaffine.training import fit_settings, lr_decay_scheduler
+from biaffine.data.conllu import read_conllu
+from biaffine.data.vocab import build_vocabs
+from biaffine.parsers import PARSERS, Parser
+from biaffine.training import build_model, fit_settings
+from biaffine.training.loop import lr_decay_scheduler
 
 CONF = Path(__file__).parent.parent / "conf"
-SIZES = {"n_words": 20, "n_chars": 15, "n_tags": 6, "n_rels": 5}
+VOCABS = build_vocabs(read_conllu(CONF.parent / "tests" / "data" / "tiny.conllu"))
 # Small layers keep instantiation fast (orthogonal init of big LSTMs takes seconds); every
 # other configured key still reaches the constructor, so a typo in YAML still fails.
-SMALL = {"lstm_hidden": 8, "arc_mlp": 8, "rel_mlp": 8, "char_hidden": 8}
+SMALL = ["model.encoder.lstm_hidden=8", "model.arc_mlp=8", "model.rel_mlp=8"]
+SMALL += ["model.encoder.char_hidden=8"]
 PREDICT_REQUIRED = ["checkpoint=model.pt", "input=in.conllu"]
 
 
@@ -87,9 +91,10 @@ def test_tiny_data_resolves_from_the_project_root() -> None:
 @pytest.mark.parametrize("model", options("model"))
 @pytest.mark.parametrize("optimizer", options("optimizer"))
 def test_model_and_optimizer_instantiate(model: str, optimizer: str) -> None:
-    cfg = compose_train(f"model={model}", f"optimizer={optimizer}")
-    parser = instantiate(cfg.model, **SIZES, **SMALL, _convert_="all")
-    assert isinstance(parser, BiaffineParser)
+    cfg = compose_train(f"model={model}", f"optimizer={optimizer}", *SMALL)
+    parser = build_model(cfg.model, VOCABS)
+    assert isinstance(parser, Parser)
+    assert PARSERS[parser.kind] is type(parser)
     adam = instantiate(cfg.optimizer, _convert_="all")(parser.parameters())
     assert isinstance(adam, torch.optim.Adam)
     assert tuple(adam.param_groups[0]["betas"]) == (0.9, 0.9)
@@ -101,17 +106,21 @@ def test_model_and_optimizer_instantiate(model: str, optimizer: str) -> None:
 
 @pytest.mark.parametrize("experiment", options("experiment"))
 def test_every_experiment_composes_and_instantiates(experiment: str) -> None:
-    cfg = compose_train(f"experiment={experiment}")
-    assert isinstance(instantiate(cfg.model, **SIZES, **SMALL, _convert_="all"), BiaffineParser)
+    cfg = compose_train(f"experiment={experiment}", *SMALL)
+    assert isinstance(build_model(cfg.model, VOCABS), Parser)
     fit_settings(cfg)
+
+
+def test_train_without_a_model_override_trains_the_biaffine_parser() -> None:
+    assert type(build_model(compose_train(*SMALL).model, VOCABS)).__name__ == "BiaffineParser"
 
 
 def test_dozat_manning_2017_has_the_paper_settings() -> None:
     cfg = compose_train("experiment=dozat_manning_2017")
-    m, o, t = cfg.model, cfg.optimizer, cfg.trainer
-    assert (m.lstm_layers, m.lstm_hidden, m.arc_mlp, m.rel_mlp) == (3, 400, 500, 100)
-    assert (m.word_dim, m.tag_dim, m.use_tags) == (100, 100, True)
-    assert m.embed_dropout == m.lstm_dropout == m.mlp_dropout == 0.33
+    m, e, o, t = cfg.model, cfg.model.encoder, cfg.optimizer, cfg.trainer
+    assert (e.lstm_layers, e.lstm_hidden, m.arc_mlp, m.rel_mlp) == (3, 400, 500, 100)
+    assert (e.word_dim, e.tag_dim, e.use_tags) == (100, 100, True)
+    assert e.embed_dropout == e.lstm_dropout == m.mlp_dropout == 0.33
     assert (o.lr, list(o.betas)) == (2e-3, [0.9, 0.9])
     assert (t.lr_decay, t.lr_decay_steps, t.clip, t.max_tokens) == (0.75, 5000, 5.0, 5000)
 

@@ -14,11 +14,12 @@ from hydra import compose, initialize
 from omegaconf import OmegaConf
 
 from biaffine import checkpoint
-from biaffine.batching import batches_by_tokens, encode
-from biaffine.conllu_io import read_conllu
+from biaffine.data.batching import batches_by_tokens, encode
+from biaffine.data.conllu import read_conllu
+from biaffine.inference import DecoderSettings
 from biaffine.metrics import is_well_formed
 from biaffine.predicting import predict, quantized
-from biaffine.training import DecoderSettings, TrainResult, train
+from biaffine.training import TrainResult, train
 
 ROOT = Path(__file__).parent.parent
 TINY = ROOT / "tests" / "data" / "tiny.conllu"
@@ -71,7 +72,8 @@ def test_training_writes_checkpoints_metrics_and_config(trained: TrainResult) ->
     assert config.data.treebank == "tests/data"
     for name in ("best.pt", "last.pt"):
         payload = torch.load(run / name, weights_only=True)  # plain data only
-        assert payload["metadata"]["config"]["model"]["lstm_hidden"] == 16
+        assert payload["metadata"]["config"]["model"]["encoder"]["lstm_hidden"] == 16
+        assert payload["parser"] == "biaffine"
     assert torch.load(run / "best.pt", weights_only=True)["training_state"] is None
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from biaffine.conllu_io import Sentence, read_conllu
-from biaffine.vocab import Vocabs, build_vocabs
+from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.data.vocab import Vocabs, build_vocabs
 
 TINY_CONLLU = Path(__file__).parents[1] / "data" / "tiny.conllu"
 

@@ -1,4 +1,4 @@
-"""Tests for biaffine.batching: encoding, padding and masks, token budgets, order, determinism."""
+"""Tests for batching: encoding, padding and masks, token budgets, order, determinism."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from biaffine.batching import (
+from biaffine.data.batching import (
     IGNORE_INDEX,
     Batch,
     Encoded,
@@ -21,8 +21,8 @@ from biaffine.batching import (
     encode,
     plan_batches,
 )
-from biaffine.conllu_io import Sentence, read_conllu, read_text
-from biaffine.vocab import PAD, ROOT, UNK, Vocabs, build_vocabs
+from biaffine.data.conllu import Sentence, read_conllu, read_text
+from biaffine.data.vocab import PAD, ROOT, UNK, Vocabs, build_vocabs
 
 TINY = Path(__file__).parents[1] / "data" / "tiny.conllu"
 

@@ -5,18 +5,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from builders import biaffine_parser
 
 from biaffine import checkpoint
-from biaffine.batching import batches_by_tokens, encode
 from biaffine.checkpoint import CheckpointError, build_model, load, save
-from biaffine.conllu_io import Sentence
-from biaffine.model import BiaffineParser
-from biaffine.vocab import Vocabs
+from biaffine.data.batching import batches_by_tokens, encode
+from biaffine.data.conllu import Sentence, read_conllu, write_conllu
+from biaffine.data.vocab import Vocabs
+from biaffine.inference import parse
+from biaffine.parsers.biaffine import BiaffineParser
 
-TINY = {
-    "word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10,
-    "lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6, "tag_loss_weight": 0.5, "feats_loss_weight": 0.5,
-}  # fmt: skip
+TINY = {"word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10}
+TINY |= {"lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6}
+TINY |= {"tag_loss_weight": 0.5, "feats_loss_weight": 0.5}
+DATA = Path(__file__).parents[1] / "data"
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -24,10 +26,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 @pytest.fixture
 def parser(vocabs: Vocabs) -> BiaffineParser:
     torch.manual_seed(0)
-    model = BiaffineParser(
-        len(vocabs.words), len(vocabs.chars), len(vocabs.upos), len(vocabs.rels),
-        n_feats=len(vocabs.feats), **TINY,
-    )  # fmt: skip
+    model = biaffine_parser(vocabs, **TINY)
     with torch.no_grad():
         for param in model.parameters():
             param.add_(torch.randn_like(param) * 0.1)  # move away from the zero init
@@ -47,6 +46,7 @@ def saved(
     parser.eval()
     save(
         path,
+        parser=parser.kind,
         model_config=parser.config(),
         vocabs=vocabs,
         state_dict=parser.state_dict(),
@@ -103,9 +103,14 @@ def test_save_leaves_no_temporary_file_and_replaces_atomically(saved) -> None:
     first = saved.read_bytes()
     ckpt = load(saved)
     save(
-        saved, model_config=ckpt.model_config, vocabs=ckpt.vocabs, state_dict=ckpt.state_dict,
-        metadata={"second": True}, training_state=None,
-    )  # fmt: skip
+        saved,
+        parser=ckpt.parser,
+        model_config=ckpt.model_config,
+        vocabs=ckpt.vocabs,
+        state_dict=ckpt.state_dict,
+        metadata={"second": True},
+        training_state=None,
+    )
     assert [p.name for p in saved.parent.iterdir()] == [saved.name]
     assert saved.read_bytes() != first
     assert load(saved).metadata == {"second": True}
@@ -115,9 +120,13 @@ def test_save_leaves_no_temporary_file_and_replaces_atomically(saved) -> None:
 def test_save_rejects_objects_that_would_need_pickle(tmp_path, parser, vocabs) -> None:
     with pytest.raises(TypeError, match=r"checkpoint\['metadata'\]\['scores'\] is a ndarray"):
         save(
-            tmp_path / "x.pt", model_config=parser.config(), vocabs=vocabs,
-            state_dict=parser.state_dict(), metadata={"scores": np.zeros(3)},
-        )  # fmt: skip
+            tmp_path / "x.pt",
+            parser=parser.kind,
+            model_config=parser.config(),
+            vocabs=vocabs,
+            state_dict=parser.state_dict(),
+            metadata={"scores": np.zeros(3)},
+        )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -127,9 +136,13 @@ def test_save_converts_mapping_and_sequence_types(tmp_path, parser, vocabs) -> N
     cfg = OmegaConf.create({"data": {"files": ["a", "b"]}, "seed": 1})
     path = tmp_path / "x.pt"
     save(
-        path, model_config=parser.config(), vocabs=vocabs.to_dict(),
-        state_dict=parser.state_dict(), metadata={"config": cfg},
-    )  # fmt: skip
+        path,
+        parser=parser.kind,
+        model_config=parser.config(),
+        vocabs=vocabs.to_dict(),
+        state_dict=parser.state_dict(),
+        metadata={"config": cfg},
+    )
     assert load(path).metadata == {"config": {"data": {"files": ["a", "b"]}, "seed": 1}}
 
 
@@ -137,9 +150,13 @@ def test_save_converts_scalar_subclasses(tmp_path, parser, vocabs) -> None:
     path = tmp_path / "x.pt"
     metadata = {"las": np.float64(80.5), "epoch": np.int64(3), "ok": np.bool_(True)}
     save(
-        path, model_config=parser.config(), vocabs=vocabs,
-        state_dict=parser.state_dict(), metadata=metadata,
-    )  # fmt: skip
+        path,
+        parser=parser.kind,
+        model_config=parser.config(),
+        vocabs=vocabs,
+        state_dict=parser.state_dict(),
+        metadata=metadata,
+    )
     loaded = load(path).metadata
     assert loaded == {"las": 80.5, "epoch": 3, "ok": True}
     assert [type(v) for v in loaded.values()] == [float, int, bool]
@@ -163,8 +180,49 @@ def test_truncated_file(saved, keep: float) -> None:
 def test_wrong_version(saved) -> None:
     raw = torch.load(saved, weights_only=True)
     torch.save({**raw, "version": 1}, saved)
-    with pytest.raises(CheckpointError, match="format version 1"):
+    with pytest.raises(CheckpointError, match=r"format version 1; .* reads versions 2, 3$"):
         load(saved)
+
+
+def test_a_newer_version_asks_for_an_upgrade(saved) -> None:
+    raw = torch.load(saved, weights_only=True)
+    torch.save({**raw, "version": checkpoint.VERSION + 1}, saved)
+    with pytest.raises(CheckpointError, match="written by a newer rootparse: upgrade"):
+        load(saved)
+
+
+def test_an_unknown_parser_kind_is_named(saved) -> None:
+    raw = torch.load(saved, weights_only=True)
+    torch.save({**raw, "parser": "shift_reduce"}, saved)
+    with pytest.raises(CheckpointError, match="parser kind 'shift_reduce'; known kinds: biaffine"):
+        build_model(load(saved))
+
+
+def test_a_checkpoint_records_its_parser_kind(saved) -> None:
+    assert torch.load(saved, weights_only=True)["parser"] == "biaffine"
+    assert load(saved).parser == "biaffine"
+
+
+def test_format_2_checkpoint_migrates_and_predicts_byte_identical_conllu(tmp_path) -> None:
+    """A model trained and parsed by release 0.1.0 (format 2, before the shared encoder).
+
+    ``format2-smoke.pt`` is ``python train.py experiment=smoke model.tag_loss_weight=0.5
+    model.xpos_loss_weight=0.5 model.feats_loss_weight=0.5 trainer.max_epochs=4`` at commit
+    6e11371, and ``format2-smoke-tiny.conllu`` its ``predict.py`` output on ``tiny.conllu``.
+    """
+    raw = torch.load(DATA / "format2-smoke.pt", weights_only=True)
+    assert raw["version"] == 2
+    old_names = {"tagger.1.weight", "xpos_tagger.1.weight", "lstms.0.forward_lstm.weight_ih_l0"}
+    assert old_names <= set(raw["state_dict"])
+    ckpt = load(DATA / "format2-smoke.pt")
+    assert ckpt.parser == "biaffine"
+    assert ckpt.model_config["encoder"]["kind"] == "bilstm"
+    model = build_model(ckpt)  # strict load: every weight found its new name
+    assert list(model.taggers) == ["upos", "xpos", "feats"]
+    parsed = parse(model, ckpt.vocabs, list(read_conllu(DATA / "tiny.conllu")))
+    out = tmp_path / "out.conllu"
+    write_conllu(out, parsed)
+    assert out.read_bytes() == (DATA / "format2-smoke-tiny.conllu").read_bytes()
 
 
 def test_not_our_format(tmp_path) -> None:
@@ -186,7 +244,7 @@ def test_pickled_objects_are_refused(tmp_path) -> None:
 
 def test_weights_that_do_not_fit_the_config(saved) -> None:
     raw = torch.load(saved, weights_only=True)
-    raw["model_config"]["lstm_hidden"] = 11
+    raw["model_config"]["encoder"]["lstm_hidden"] = 11
     torch.save(raw, saved)
     with pytest.raises(CheckpointError, match="weights do not fit"):
         build_model(load(saved))
@@ -194,7 +252,7 @@ def test_weights_that_do_not_fit_the_config(saved) -> None:
 
 def test_unknown_config_key(saved) -> None:
     raw = torch.load(saved, weights_only=True)
-    raw["model_config"]["_target_"] = "biaffine.model.BiaffineParser"
+    raw["model_config"]["_target_"] = "os.system"
     torch.save(raw, saved)
-    with pytest.raises(CheckpointError, match="does not fit BiaffineParser"):
+    with pytest.raises(CheckpointError, match="model config does not fit the 'biaffine' parser"):
         build_model(load(saved))

@@ -1,4 +1,4 @@
-"""Tests for biaffine.conllu_io: byte-exact round trips, with_tree, FILE:LINE errors, streaming."""
+"""Tests for conllu: byte-exact round trips, with_tree, FILE:LINE errors, streaming."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from biaffine.conllu_io import (
+from biaffine.data.conllu import (
     ConlluError,
     Sentence,
     read_conllu,

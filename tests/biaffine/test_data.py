@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from biaffine import data
+from biaffine.data import treebanks as data
 
 REPO = "UD_Test-Fake"
 TESTS_DATA = Path(__file__).parent.parent / "data"

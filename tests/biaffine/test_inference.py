@@ -3,27 +3,25 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from builders import biaffine_parser
 
 import decoding
-from biaffine.batching import batches_by_tokens, encode
-from biaffine.conllu_io import Sentence
-from biaffine.inference import ALGORITHMS, decode, decode_heads, parse, warm_up
-from biaffine.model import BiaffineParser
-from biaffine.vocab import Vocabs
+from biaffine.data.batching import batches_by_tokens, encode
+from biaffine.data.conllu import Sentence
+from biaffine.data.vocab import Vocabs
+from biaffine.inference import DecoderSettings, parse, warm_up
+from biaffine.inference.graph import decode, decode_heads
+from biaffine.parsers.biaffine import BiaffineParser
 
-TINY = {
-    "word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10,
-    "lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6,
-}  # fmt: skip
+TINY = {"word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10}
+TINY |= {"lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6}
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def untrained(vocabs: Vocabs) -> BiaffineParser:
     torch.manual_seed(0)
-    parser = BiaffineParser(
-        len(vocabs.words), len(vocabs.chars), len(vocabs.upos), len(vocabs.rels), **TINY
-    )
+    parser = biaffine_parser(vocabs, **TINY)
     with torch.no_grad():  # U starts at zero (all scores tie); make the test scores informative
         parser.arc_attn.weight.normal_()
         parser.rel_attn.weight.normal_()
@@ -41,9 +39,7 @@ def model_scores(vocabs: Vocabs, sentences: list[Sentence]):
 @pytest.mark.parametrize("algorithm", ["mst", "eisner"])
 def test_decode_gives_trees(vocabs, sentences, algorithm: str, root_constraint: bool) -> None:
     model, scores, batch = model_scores(vocabs, sentences)
-    heads, rels = decode(
-        model, scores, batch.lengths, algorithm=algorithm, root_constraint=root_constraint
-    )
+    heads, rels = decode(model, scores, batch.lengths, DecoderSettings(algorithm, root_constraint))
     lengths = batch.lengths.numpy()
     assert heads.dtype == np.int64
     assert heads.shape == rels.shape == tuple(batch.words.shape)
@@ -60,16 +56,16 @@ def test_decode_gives_trees(vocabs, sentences, algorithm: str, root_constraint: 
 def test_mst_has_exactly_one_root_word_even_when_scores_prefer_many() -> None:
     arc_scores = torch.full((1, 4, 4), -5.0)
     arc_scores[0, 1:, 0] = 5.0  # every word prefers ROOT
-    heads = decode_heads(arc_scores, torch.tensor([3]), algorithm="mst")
+    heads = decode_heads(arc_scores, torch.tensor([3]), DecoderSettings("mst"))
     assert (heads[0, 1:] == 0).sum() == 1
     assert decoding.is_tree(heads[0])
-    multi = decode_heads(arc_scores, torch.tensor([3]), root_constraint=False)
+    multi = decode_heads(arc_scores, torch.tensor([3]), DecoderSettings(root_constraint=False))
     assert (multi[0, 1:] == 0).all()
 
 
 def test_greedy_picks_the_row_argmax_and_labels_follow_heads(vocabs, sentences) -> None:
     model, scores, batch = model_scores(vocabs, sentences)
-    heads, rels = decode(model, scores, batch.lengths, algorithm="greedy")
+    heads, rels = decode(model, scores, batch.lengths, DecoderSettings("greedy"))
     mask = batch.mask.numpy()
     assert np.array_equal(heads[mask], scores.arc_scores.argmax(-1).numpy()[mask])
     with torch.inference_mode():
@@ -91,22 +87,25 @@ def test_decode_keeps_torchs_thread_count() -> None:
     assert torch.get_num_threads() == 1
 
 
-def test_decode_rejects_an_unknown_algorithm() -> None:
-    with pytest.raises(ValueError, match="algorithm='cky'"):
-        decode_heads(torch.zeros(1, 2, 2), torch.tensor([1]), algorithm="cky")
+def test_decoder_settings_refuse_an_unknown_algorithm() -> None:
+    with pytest.raises(ValueError, match="algorithm='cky'; expected one of mst, eisner, greedy"):
+        DecoderSettings("cky")
 
 
-def test_warm_up_loads_every_decoder_and_rejects_an_unknown_one() -> None:
-    warm_up({f"{a}-{r}": (a, r) for a in ALGORITHMS for r in (True, False)})
-    warm_up()
-    with pytest.raises(ValueError, match="algorithm='cky'"):
-        warm_up({"x": ("cky", True)})
+def test_warm_up_loads_every_decoder(vocabs) -> None:
+    menu = {f"{a}-{r}": DecoderSettings(a, r) for a in decoding.DECODERS for r in (True, False)}
+    warm_up(untrained(vocabs), menu)
+
+
+def test_parse_refuses_a_model_of_no_known_family(vocabs, sentences) -> None:
+    with pytest.raises(ValueError, match="no inference for parser family None"):
+        parse(torch.nn.Linear(2, 2), vocabs, sentences)
 
 
 def test_parse_returns_trees_in_input_order(vocabs, sentences) -> None:
     parser = untrained(vocabs)
-    one_batch = parse(parser, vocabs, sentences, algorithm="mst", root_constraint=True)
-    many_batches = parse(parser, vocabs, sentences, algorithm="mst", max_tokens=1)
+    one_batch = parse(parser, vocabs, sentences, DecoderSettings("mst", root_constraint=True))
+    many_batches = parse(parser, vocabs, sentences, DecoderSettings("mst"), max_tokens=1)
     assert [s.forms for s in one_batch] == [s.forms for s in sentences]
     assert [s.heads for s in one_batch] == [s.heads for s in many_batches]
     assert [s.deprels for s in one_batch] == [s.deprels for s in many_batches]
@@ -117,7 +116,11 @@ def test_parse_returns_trees_in_input_order(vocabs, sentences) -> None:
         assert pred.lines[0] == gold.lines[0]
 
 
-def test_parse_in_bf16_gives_trees(vocabs, sentences) -> None:
+def test_parse_in_bf16_gives_trees_or_a_clear_error(vocabs, sentences) -> None:
+    if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        with pytest.raises(ValueError, match="needs a CPU with native bfloat16"):
+            parse(untrained(vocabs), vocabs, sentences, bf16=True)
+        return
     parsed = parse(untrained(vocabs), vocabs, sentences, bf16=True)
     assert [s.forms for s in parsed] == [s.forms for s in sentences]
     for pred in parsed:
@@ -130,17 +133,15 @@ def test_parse_of_nothing_is_nothing(vocabs) -> None:
 
 def test_parse_reproduces_a_memorised_treebank(vocabs, sentences) -> None:
     torch.manual_seed(0)
-    parser = BiaffineParser(
-        len(vocabs.words), len(vocabs.chars), len(vocabs.upos), len(vocabs.rels),
-        **{**TINY, "lstm_hidden": 24, "arc_mlp": 24, "rel_mlp": 12},
-        embed_dropout=0.0, lstm_dropout=0.0, mlp_dropout=0.0,
-    )  # fmt: skip
+    options = {**TINY, "lstm_hidden": 24, "arc_mlp": 24, "rel_mlp": 12}
+    options |= {"embed_dropout": 0.0, "lstm_dropout": 0.0, "mlp_dropout": 0.0}
+    parser = biaffine_parser(vocabs, **options)
     batch = next(batches_by_tokens(encode(sentences, vocabs), 10_000, shuffle=False))
     optimizer = torch.optim.Adam(parser.parameters(), lr=1e-2, betas=(0.9, 0.9))
     for _ in range(150):
         optimizer.zero_grad()
         parser.loss(parser(batch), batch).backward()
         optimizer.step()
-    parsed = parse(parser, vocabs, sentences, algorithm="mst")
+    parsed = parse(parser, vocabs, sentences, DecoderSettings("mst"))
     assert [s.heads for s in parsed] == [s.heads for s in sentences]
     assert [s.deprels for s in parsed] == [s.deprels for s in sentences]

@@ -28,7 +28,7 @@ UPOS = ["DET", "NOUN", "VERB", "PUNCT"]
 
 @dataclass
 class FakeSentence:
-    """Stand-in for conllu_io.Sentence: only what score_corpus reads."""
+    """Stand-in for data.conllu.Sentence: only what score_corpus reads."""
 
     forms: list[str]
     heads: list[int] | None

@@ -5,23 +5,25 @@ from collections.abc import Sequence
 import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812
+from builders import biaffine_parser, sized_vocabs
 
-from biaffine.batching import Batch
-from biaffine.model import ArcRelScores, BiaffineParser
+from biaffine.data.batching import Batch
+from biaffine.parsers import build_parser
+from biaffine.parsers.biaffine import ArcRelScores, BiaffineParser
 
 N_WORDS, N_CHARS, N_TAGS, N_RELS, N_XPOS, N_FEATS = 20, 15, 6, 4, 8, 9
-TINY = {
-    "word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "tag_dim": 4,
-    "lstm_hidden": 10, "lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6, "tag_mlp": 5,
-    "n_xpos": N_XPOS, "n_feats": N_FEATS,
-}  # fmt: skip
+VOCABS = sized_vocabs(
+    words=N_WORDS, chars=N_CHARS, upos=N_TAGS, rels=N_RELS, xpos=N_XPOS, feats=N_FEATS
+)
+TINY = {"word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "tag_dim": 4}
+TINY |= {"lstm_hidden": 10, "lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6, "tag_mlp": 5}
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def tiny_parser(**overrides: object) -> BiaffineParser:
     torch.manual_seed(0)
-    return BiaffineParser(N_WORDS, N_CHARS, N_TAGS, N_RELS, **{**TINY, **overrides})
+    return biaffine_parser(VOCABS, **{**TINY, **overrides})
 
 
 def sentence(n: int, seed: int) -> dict[str, torch.Tensor]:
@@ -106,13 +108,23 @@ def test_label_scores_at_given_heads_equal_those_of_all_pairs() -> None:
 
 
 def test_config_rebuilds_the_same_architecture() -> None:
-    parser = tiny_parser(use_tags=True)
+    parser = tiny_parser(use_tags=True, xpos_loss_weight=0.5)
     config = parser.config()
-    assert config["n_words"] == N_WORDS
-    assert config["use_tags"] is True
-    assert all(isinstance(v, (int, float, bool)) for v in config.values())
-    clone = BiaffineParser(**config)
-    clone.load_state_dict(parser.state_dict())
+    assert config["encoder"]["kind"] == "bilstm"
+    assert config["encoder"]["use_tags"] is True
+    plain = (int, float, bool, str)
+    assert all(isinstance(v, plain) for v in config["encoder"].values())
+    assert all(isinstance(v, plain) for k, v in config.items() if k != "encoder")
+    clone = build_parser("biaffine", VOCABS, config)
+    clone.load_state_dict(parser.state_dict())  # strict: every name and shape matches
+
+
+def test_an_unknown_parser_or_encoder_kind_is_named() -> None:
+    with pytest.raises(ValueError, match="parser kind 'shift_reduce'"):
+        build_parser("shift_reduce", VOCABS, {})
+    config = tiny_parser().config()
+    with pytest.raises(ValueError, match="encoder kind 'gru'"):
+        build_parser("biaffine", VOCABS, {**config, "encoder": {"kind": "gru"}})
 
 
 @pytest.mark.parametrize(
@@ -136,9 +148,12 @@ def test_unknown_hyperparameter_is_a_type_error() -> None:
 
 @pytest.mark.parametrize(
     ("weight", "column", "size"),
-    [("tag_loss_weight", "upos", N_TAGS), ("xpos_loss_weight", "xpos", N_XPOS),
-     ("feats_loss_weight", "feats", N_FEATS)],
-)  # fmt: skip
+    [
+        ("tag_loss_weight", "upos", N_TAGS),
+        ("xpos_loss_weight", "xpos", N_XPOS),
+        ("feats_loss_weight", "feats", N_FEATS),
+    ],
+)
 def test_each_tagger_head_adds_its_scores_and_loss(weight: str, column: str, size: int) -> None:
     batch = make_batch([sentence(5, 0)])
     plain = tiny_parser().eval()
@@ -158,18 +173,18 @@ def test_each_tagger_loss_reads_its_own_gold_column() -> None:
     scores = parser(batch)
     mask = batch.mask
     expected = parser.loss(ArcRelScores(scores.arc_scores, scores.rel_dep, scores.rel_head), batch)
-    for column, gold, weight in (("upos", batch.tags, 1.0), ("xpos", batch.xpos, 0.5),
-                                 ("feats", batch.feats, 2.0)):  # fmt: skip
+    columns = (("upos", batch.tags, 1.0), ("xpos", batch.xpos, 0.5), ("feats", batch.feats, 2.0))
+    for column, gold, weight in columns:
         expected = expected + weight * F.cross_entropy(scores.tag_scores[column][mask], gold[mask])
     assert torch.allclose(parser.loss(scores, batch), expected)
 
 
-def test_upos_tagger_keeps_its_state_dict_keys() -> None:
-    """Version-2 checkpoints (before XPOS/FEATS) store the UPOS tagger under ``tagger.``."""
-    keys = tiny_parser(tag_loss_weight=1.0, feats_loss_weight=1.0).state_dict()
-    assert any(key.startswith("tagger.") for key in keys)
-    assert any(key.startswith("feats_tagger.") for key in keys)
-    assert not any(key.startswith("xpos_tagger.") for key in keys)
+def test_tagger_heads_are_named_by_column() -> None:
+    parser = tiny_parser(tag_loss_weight=1.0, feats_loss_weight=1.0)
+    assert list(parser.taggers) == ["upos", "feats"]
+    keys = parser.state_dict()
+    assert any(key.startswith("taggers.upos.") for key in keys)
+    assert not any(key.startswith("taggers.xpos.") for key in keys)
 
 
 def test_use_tags_reads_the_input_tags() -> None:

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from biaffine.modules import (
+from biaffine.nn.modules import (
     MLP,
     Biaffine,
     BiLSTM,

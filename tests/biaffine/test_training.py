@@ -13,15 +13,9 @@ from hydra import compose, initialize
 
 from biaffine import checkpoint
 from biaffine.metrics import AttachmentScores
-from biaffine.run_state import RunWriter, TrainState, get_rng_state, set_rng_state
-from biaffine.training import (
-    FitSettings,
-    TrainResult,
-    _stop_reason,
-    lr_decay_scheduler,
-    train,
-    weight_average,
-)
+from biaffine.training import FitSettings, TrainResult, train
+from biaffine.training.loop import _stop_reason, lr_decay_scheduler, weight_average
+from biaffine.training.run_state import RunWriter, TrainState, get_rng_state, set_rng_state
 
 # Several batches per epoch (max_tokens=20), so batch order and dropout RNG both matter.
 TINY = ["experiment=smoke", "trainer.max_tokens=20", "trainer.progress_bar=false"]
@@ -105,7 +99,7 @@ def test_rng_state_is_plain_data_and_restores_every_generator(tmp_path: Path) ->
 
 
 def test_truncate_metrics_keeps_epochs_up_to_the_resumed_one(tmp_path: Path) -> None:
-    writer = RunWriter(tmp_path, model_config={}, vocabs=None, metadata={})  # type: ignore[arg-type]
+    writer = RunWriter(tmp_path, parser="x", model_config={}, vocabs=None, metadata={})  # type: ignore[arg-type]
     for epoch in (1, 2, 3):
         writer.append_metrics({"event": "epoch", "epoch": epoch})
     writer.append_metrics({"event": "test", "epoch": 2})

@@ -1,4 +1,4 @@
-"""Tests for biaffine.vocab: specials, min_count, UNK, ordering and the plain-data round trip."""
+"""Tests for vocab: specials, min_count, UNK, ordering and the plain-data round trip."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from biaffine.conllu_io import read_conllu
-from biaffine.vocab import PAD, ROOT, SPECIALS, UNK, Vocab, Vocabs, build_vocabs
+from biaffine.data.conllu import read_conllu
+from biaffine.data.vocab import PAD, ROOT, SPECIALS, UNK, Vocab, Vocabs, build_vocabs
 
 TINY = Path(__file__).parents[1] / "data" / "tiny.conllu"
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from biaffine.conllu_io import Sentence
+from biaffine.data.conllu import Sentence
 
 PAD, UNK, ROOT = 0, 1, 2
 SPECIALS = ("<pad>", "<unk>", "<root>")

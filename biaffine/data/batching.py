@@ -12,8 +12,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from biaffine.conllu_io import Sentence
-from biaffine.vocab import PAD, ROOT, UNK, Vocab, Vocabs
+from biaffine.data.conllu import Sentence
+from biaffine.data.vocab import PAD, ROOT, UNK, Vocab, Vocabs
 
 IGNORE_INDEX = -100
 """Relation id of positions without a gold label (the default ``ignore_index`` of torch losses)."""

@@ -1,53 +1,35 @@
-"""Training: the composition root :func:`train` (reads the config) and the typed loop :func:`fit`.
+"""The model-agnostic training loop: epochs of token-budget batches, dev scoring, checkpoints.
 
-A run directory receives ``config.yaml`` (resolved config), ``best.pt`` (best dev LAS),
-``last.pt`` (all that is needed to resume exactly) and ``metrics.jsonl`` (one JSON object per
-epoch, then one for the final test evaluation of the best model).
+Typed arguments only (no config): :mod:`biaffine.training.compose` builds them. Any parser that
+follows :class:`biaffine.parsers.base.Parser` trains here: ``loss(model(batch), batch)``.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass, field
 
-import numpy as np
 import torch
-from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
 from torch import nn
 from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 
-from biaffine import checkpoint, data
-from biaffine.batching import Batch, Encoded, batches_by_tokens, encode
-from biaffine.conllu_io import Sentence
-from biaffine.inference import parse
+from biaffine.data.batching import Batch, Encoded, batches_by_tokens
+from biaffine.data.conllu import Sentence
+from biaffine.data.vocab import Vocabs
+from biaffine.inference import DecoderSettings, parse
 from biaffine.metrics import AttachmentScores, score_corpus
-from biaffine.run_state import (
-    BEST,
-    CONFIG,
-    RunWriter,
-    TrainState,
-    find_resume_checkpoint,
-    restore,
-)
-from biaffine.vocab import Vocabs, build_vocabs
+from biaffine.training.run_state import RunWriter, TrainState
 
 __all__ = [
-    "DecoderSettings",
     "FitSettings",
-    "TrainResult",
-    "evaluate",
+    "Scheduler",
     "fit",
-    "fit_settings",
     "lr_decay_scheduler",
-    "setup_torch",
-    "train",
+    "score_parser",
     "train_epoch",
     "weight_average",
 ]
@@ -55,14 +37,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Scheduler = torch.optim.lr_scheduler.LRScheduler
-
-
-@dataclass(frozen=True, slots=True)
-class DecoderSettings:
-    """How dev/test sentences are decoded: see :func:`biaffine.inference.decode`."""
-
-    algorithm: str = "mst"
-    root_constraint: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,138 +68,6 @@ class FitSettings:
     max_minutes: float | None = None
     exclude_punct: bool = False
     progress_bar: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class TrainResult:
-    """Outcome of :func:`train`: best dev scores, test scores of the best model, where it ended."""
-
-    best_dev: AttachmentScores
-    test: AttachmentScores | None
-    best_epoch: int
-    epochs: int
-    steps: int
-    stop_reason: str
-    run_dir: Path
-
-
-# ---------------------------------------------------------------------------------------------
-# Composition root: the only place that reads a DictConfig and instantiates.
-
-
-def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
-    """Train a parser as configured, then evaluate its best checkpoint on test.
-
-    Args:
-        cfg: the composed ``conf/train.yaml`` (groups data, model, optimizer, trainer, decoder).
-        run_dir: folder for checkpoints, ``metrics.jsonl`` and ``config.yaml``.
-
-    Returns:
-        Best dev scores, test scores of the best model (None without a test split), epochs run.
-    """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(cfg, run_dir / CONFIG, resolve=True)
-    t = cfg.trainer
-    device = setup_torch(seed=t.seed, threads=t.threads, device=t.device)
-    splits = _load_splits(cfg.data)
-    resumed = find_resume_checkpoint(t.resume, t.resume_from, run_dir)
-    vocabs = (
-        resumed.vocabs if resumed else build_vocabs(splits.train, min_word_count=t.min_word_count)
-    )
-    _log_data(splits, vocabs)
-    model, optimizer, scheduler = _build(cfg, vocabs, device)
-    average = weight_average(model, t.ema_decay) if t.ema_decay is not None else None
-    metadata = {"config": OmegaConf.to_container(cfg, resolve=True), "treebank": cfg.data.treebank}
-    writer = RunWriter(run_dir, model_config=model.config(), vocabs=vocabs, metadata=metadata)
-    state = None
-    if resumed is not None:
-        state = restore(resumed, model, optimizer, scheduler, average)
-        writer.truncate_metrics(state.epoch)
-        log.info("resumed after epoch %d (step %d)", state.epoch, state.step)
-    settings = fit_settings(cfg)
-    train_data = encode(splits.train, vocabs)
-    state, reason = fit(
-        model,
-        optimizer,
-        scheduler,
-        train_data,
-        splits.dev,
-        vocabs,
-        settings=settings,
-        writer=writer,
-        device=device,
-        state=state,
-        average=average,
-    )
-    if state.best_dev is None:
-        raise ValueError("no epoch was trained: trainer.max_epochs must be at least 1")
-    test = _test_best(model, vocabs, splits.test, settings, writer)
-    return TrainResult(
-        state.best_dev, test, state.best_epoch, state.epoch, state.step, reason, run_dir
-    )
-
-
-def _load_splits(d: DictConfig) -> data.Splits:
-    names = {split: d[split] for split in data.SPLITS}
-    options = {"download": d.download, "base_url": d.base_url}
-    options |= {"dev_fraction": d.dev_fraction, "split_seed": d.split_seed}
-    return data.load_splits(data.resolve_root(d.root), d.treebank, names, **options)
-
-
-def _build(
-    cfg: DictConfig, vocabs: Vocabs, device: torch.device
-) -> tuple[nn.Module, torch.optim.Optimizer, Scheduler]:
-    """Instantiate the model (sized by the vocabularies), its optimizer and the LR decay."""
-    sizes = {"n_words": len(vocabs.words), "n_chars": len(vocabs.chars)}
-    sizes |= {"n_tags": len(vocabs.upos), "n_rels": len(vocabs.rels)}
-    sizes |= {"n_xpos": len(vocabs.xpos), "n_feats": len(vocabs.feats)}
-    model = instantiate(cfg.model, **sizes, _convert_="all").to(device)
-    optimizer = instantiate(cfg.optimizer, _convert_="all")(model.parameters())
-    t = cfg.trainer
-    scheduler = lr_decay_scheduler(optimizer, rate=t.lr_decay, steps=t.lr_decay_steps)
-    log.info("model: %s parameters\n%s", f"{sum(p.numel() for p in model.parameters()):,}", model)
-    return model, optimizer, scheduler
-
-
-def fit_settings(cfg: DictConfig) -> FitSettings:
-    """The typed :class:`FitSettings` of a composed training config."""
-    t, d = cfg.trainer, cfg.decoder
-    return FitSettings(
-        max_epochs=t.max_epochs,
-        max_tokens=t.max_tokens,
-        eval_max_tokens=t.eval_max_tokens,
-        seed=t.seed,
-        decoder=DecoderSettings(d.algorithm, d.root_constraint),
-        patience=t.patience,
-        clip=t.clip,
-        max_steps=t.max_steps,
-        max_minutes=t.max_minutes,
-        exclude_punct=t.exclude_punct,
-        progress_bar=t.progress_bar,
-    )
-
-
-def setup_torch(*, seed: int, threads: int | None, device: str) -> torch.device:
-    """Seed every global RNG, set the CPU thread count, pick the device (``auto``: cuda if any)."""
-    random.seed(seed)
-    np.random.seed(seed)  # noqa: NPY002  (legacy global RNG, for any third-party code using it)
-    torch.manual_seed(seed)
-    if threads is not None:
-        torch.set_num_threads(threads)
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(device)
-
-
-def _log_data(splits: data.Splits, vocabs: Vocabs) -> None:
-    for name in ("train", "dev", "test"):
-        sentences = getattr(splits, name)
-        if sentences is not None:
-            words = sum(len(s) for s in sentences)
-            log.info("%s: %d sentences, %d words", name, len(sentences), words)
-    sizes = {f.name: len(getattr(vocabs, f.name)) for f in fields(vocabs)}
-    log.info("vocabulary sizes: %s", sizes)
 
 
 def lr_decay_scheduler(optimizer: torch.optim.Optimizer, *, rate: float, steps: int) -> Scheduler:
@@ -277,7 +119,7 @@ def fit(
     """Train epoch by epoch, score dev after each, keep ``best.pt`` and ``last.pt`` up to date.
 
     Args:
-        model: a :class:`biaffine.model.BiaffineParser` on ``device``.
+        model: a parser (:class:`biaffine.parsers.base.Parser`) on ``device``.
         optimizer: optimizer over the model's parameters.
         scheduler: stepped after every optimizer step.
         train_data: encoded training sentences.
@@ -338,7 +180,7 @@ def _score(
     model: nn.Module, vocabs: Vocabs, sentences: Sequence[Sentence], settings: FitSettings
 ) -> AttachmentScores:
     options = {"max_tokens": settings.eval_max_tokens, "exclude_punct": settings.exclude_punct}
-    return evaluate(model, vocabs, sentences, decoder=settings.decoder, **options)
+    return score_parser(model, vocabs, sentences, decoder=settings.decoder, **options)
 
 
 def _stop_reason(state: TrainState, settings: FitSettings, started: float) -> str | None:
@@ -420,7 +262,7 @@ def _train_step(
     return loss.item()
 
 
-def evaluate(
+def score_parser(
     model: nn.Module,
     vocabs: Vocabs,
     sentences: Sequence[Sentence],
@@ -430,31 +272,5 @@ def evaluate(
     exclude_punct: bool = False,
 ) -> AttachmentScores:
     """Parse gold sentences with ``decoder`` and score the result against them."""
-    predicted = parse(
-        model,
-        vocabs,
-        sentences,
-        algorithm=decoder.algorithm,
-        root_constraint=decoder.root_constraint,
-        max_tokens=max_tokens,
-    )
+    predicted = parse(model, vocabs, sentences, decoder, max_tokens=max_tokens)
     return score_corpus(sentences, predicted, exclude_punct=exclude_punct)
-
-
-def _test_best(
-    model: nn.Module,
-    vocabs: Vocabs,
-    test: list[Sentence] | None,
-    settings: FitSettings,
-    writer: RunWriter,
-) -> AttachmentScores | None:
-    if test is None:
-        log.info("no test split: skipping the final test evaluation")
-        return None
-    best = checkpoint.load(writer.run_dir / BEST)
-    model.load_state_dict(best.state_dict)
-    scores = _score(model, vocabs, test, settings)
-    epoch = best.metadata["progress"]["best_epoch"]
-    writer.append_metrics({"event": "test", "epoch": epoch, "test": scores.to_dict()})
-    log.info("test (best model, epoch %d): UAS %.2f LAS %.2f", epoch, scores.uas, scores.las)
-    return scores

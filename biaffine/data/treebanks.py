@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from biaffine.conllu_io import Sentence, read_conllu
+from biaffine.data.conllu import Sentence, read_conllu
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -65,7 +65,7 @@ class Splits:
 
 def project_root() -> Path:
     """The repository root (the folder holding ``conf/``, ``train.py`` and ``biaffine/``)."""
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]
 
 
 def resolve_root(root: str | os.PathLike[str] | None) -> Path:
@@ -142,7 +142,7 @@ def load_splits(
     Raises:
         ValueError: if the treebank has no train split.
         FileNotFoundError, DownloadError: see :func:`locate_treebank`.
-        biaffine.conllu_io.ConlluError: on malformed files or missing trees.
+        biaffine.data.conllu.ConlluError: on malformed files or missing trees.
     """
     if names.get("train") is None:
         raise ValueError(f"{treebank} has no train split (test only): it cannot be trained on")

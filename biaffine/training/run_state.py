@@ -21,8 +21,8 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel
 
 from biaffine import checkpoint
+from biaffine.data.vocab import Vocabs
 from biaffine.metrics import AttachmentScores
-from biaffine.vocab import Vocabs
 
 __all__ = [
     "BEST",
@@ -87,17 +87,19 @@ class RunWriter:
     """Writes a run's checkpoints and metrics lines into its run directory."""
 
     def __init__(
-        self, run_dir: Path, *, model_config: dict, vocabs: Vocabs, metadata: dict
+        self, run_dir: Path, *, parser: str, model_config: dict, vocabs: Vocabs, metadata: dict
     ) -> None:
         """Remember what every checkpoint of this run carries besides weights and progress.
 
         Args:
             run_dir: an existing folder.
+            parser: the parser kind (``model.kind``).
             model_config: ``model.config()``, enough to rebuild the model.
             vocabs: the training vocabularies.
             metadata: plain data kept in every checkpoint (resolved config, treebank, ...).
         """
         self.run_dir = run_dir
+        self.parser = parser
         self.model_config = model_config
         self.vocabs = vocabs
         self.metadata = metadata
@@ -129,6 +131,7 @@ class RunWriter:
         path = self.run_dir / name
         checkpoint.save(
             path,
+            parser=self.parser,
             model_config=self.model_config,
             vocabs=self.vocabs,
             state_dict=model.state_dict(),

@@ -1,0 +1,1 @@
+"""Data: CoNLL-U reading and writing, treebank files, vocabularies, and batching."""

@@ -1,0 +1,171 @@
+"""The shared sentence encoder: words + characters (+ UPOS) -> contextual states, for every parser.
+
+Every parser family (graph, transition, combined) reads the same states, so they are directly
+comparable and can share one encoder in a joint model. An encoder is built from the training
+vocabularies and rebuilt from its :meth:`Encoder.config` (plain data, kept in checkpoints) through
+the :data:`ENCODERS` registry, never from a code path named in a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from biaffine.data.batching import Batch
+from biaffine.data.vocab import PAD, UNK, Vocabs
+from biaffine.nn.modules import BiLSTM, CharEncoder, IndependentDropout, SharedDropout, word_dropout
+
+__all__ = ["ENCODERS", "Encoder", "build_encoder"]
+
+_SIZES = (
+    "word_dim",
+    "char_dim",
+    "char_hidden",
+    "char_out",
+    "tag_dim",
+    "lstm_hidden",
+    "lstm_layers",
+)
+_PROBABILITIES = ("embed_dropout", "lstm_dropout", "word_dropout")
+
+
+class Encoder(nn.Module):
+    """Word embedding + character BiLSTM word vector (+ UPOS embedding), then a stacked BiLSTM.
+
+    The input vector of a word is [word embedding; char BiLSTM vector (Dozat, Qi & Manning,
+    2017); optional UPOS embedding], with whole vectors dropped independently; then one
+    single-layer BiLSTM per level with dropout masks shared across time between levels (Dozat &
+    Manning, 2017).
+
+    Attributes:
+        kind: registry name, stored in :meth:`config`.
+        n_out: size of a state, ``2 * lstm_hidden``.
+    """
+
+    kind: ClassVar[str] = "bilstm"
+
+    def __init__(
+        self,
+        vocabs: Vocabs,
+        *,
+        word_dim: int = 100,
+        char_dim: int = 50,
+        char_hidden: int = 100,
+        char_out: int = 100,
+        use_tags: bool = False,
+        tag_dim: int = 50,
+        lstm_hidden: int = 300,
+        lstm_layers: int = 3,
+        embed_dropout: float = 0.33,
+        lstm_dropout: float = 0.33,
+        word_dropout: float = 0.0,
+    ) -> None:
+        """Build the layers, sized by the vocabularies.
+
+        Args:
+            vocabs: training vocabularies (words, chars and UPOS are read).
+            word_dim: word embedding size.
+            char_dim: character embedding size.
+            char_hidden: character BiLSTM size per direction.
+            char_out: size of the character-based word vector.
+            use_tags: feed the input's UPOS as an embedding.
+            tag_dim: UPOS embedding size (used only if ``use_tags``).
+            lstm_hidden: BiLSTM size per direction.
+            lstm_layers: number of stacked BiLSTM layers.
+            embed_dropout: probability of dropping a whole input vector (word, char, tag).
+            lstm_dropout: shared dropout on the input and output of every BiLSTM layer.
+            word_dropout: probability of replacing a word id by UNK in training.
+
+        Raises:
+            ValueError: on a size < 1 or a probability outside [0, 1).
+        """
+        super().__init__()
+        self._config = {
+            k: v for k, v in locals().items() if k not in ("self", "__class__", "vocabs")
+        }
+        _validate(self._config)
+        self.word_embed = nn.Embedding(len(vocabs.words), word_dim, padding_idx=PAD)
+        self.char_encoder = CharEncoder(
+            len(vocabs.chars), char_dim=char_dim, hidden=char_hidden, n_out=char_out, pad_index=PAD
+        )
+        self.tag_embed = (
+            nn.Embedding(len(vocabs.upos), tag_dim, padding_idx=PAD) if use_tags else None
+        )
+        self.embed_dropout = IndependentDropout(embed_dropout)
+        self.word_dropout_p = word_dropout
+        n_in = word_dim + char_out + (tag_dim if use_tags else 0)
+        # One single-layer BiLSTM per level so that dropout between levels can share its mask
+        # across time (Dozat & Manning, 2017); nn.LSTM(num_layers=k, dropout=p) would not.
+        self.lstms = nn.ModuleList(
+            BiLSTM(n_in if i == 0 else 2 * lstm_hidden, lstm_hidden) for i in range(lstm_layers)
+        )
+        for name, param in self.lstms.named_parameters():
+            # Orthogonal weights and zero biases, following Dozat & Manning's released code.
+            is_weight = name.rsplit(".", 1)[-1].startswith("weight")
+            (nn.init.orthogonal_ if is_weight else nn.init.zeros_)(param)
+        self.lstm_dropout = SharedDropout(lstm_dropout)
+        self.n_out = 2 * lstm_hidden
+
+    @property
+    def use_tags(self) -> bool:
+        """Whether the input's UPOS column is embedded (plain-text input then lacks it)."""
+        return self.tag_embed is not None
+
+    def config(self) -> dict[str, Any]:
+        """Plain data: ``build_encoder(vocabs, config)`` rebuilds this encoder."""
+        return {"kind": self.kind, **self._config}
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        """Contextual states float[B, N+1, 2H] of a batch; zeros at padding.
+
+        Args:
+            batch: reads ``words`` long[B, N+1], ``chars`` long[B, N+1, C], ``tags`` long[B, N+1]
+                (if ``use_tags``), ``mask`` bool[B, N+1] and ``lengths`` long[B].
+        """
+        x = self._embed(batch)
+        with_root = batch.lengths + 1  # each sequence is its words plus ROOT
+        for lstm in self.lstms:
+            x = lstm(self.lstm_dropout(x), with_root)
+        return self.lstm_dropout(x)
+
+    def _embed(self, batch: Batch) -> torch.Tensor:
+        """Input vectors float[B, N+1, D_in]."""
+        words = batch.words
+        if self.training and self.word_dropout_p > 0:
+            words = word_dropout(words, self.word_dropout_p, unk_index=UNK, mask=batch.mask)
+        embeddings = [self.word_embed(words), self.char_encoder(batch.chars)]
+        if self.tag_embed is not None:
+            embeddings.append(self.tag_embed(batch.tags))
+        return torch.cat(self.embed_dropout(*embeddings), -1)
+
+
+def _validate(config: Mapping[str, Any]) -> None:
+    for key in _SIZES:
+        if config[key] < 1:
+            raise ValueError(f"encoder {key}={config[key]} must be >= 1")
+    for key in _PROBABILITIES:
+        if not 0.0 <= config[key] < 1.0:
+            raise ValueError(f"encoder {key}={config[key]} must be in [0, 1)")
+
+
+ENCODERS: dict[str, type[nn.Module]] = {Encoder.kind: Encoder}
+"""Encoder classes by the ``kind`` their :meth:`config` records."""
+
+
+def build_encoder(vocabs: Vocabs, config: Mapping[str, Any]) -> nn.Module:
+    """The encoder that ``config`` (an encoder's :meth:`~Encoder.config`) describes.
+
+    Raises:
+        ValueError: for an unknown kind or options that do not fit it.
+    """
+    options = dict(config)
+    kind = options.pop("kind", None)
+    if kind not in ENCODERS:
+        raise ValueError(f"encoder kind {kind!r}; known kinds: {', '.join(sorted(ENCODERS))}")
+    try:
+        return ENCODERS[kind](vocabs, **options)
+    except TypeError as error:
+        raise ValueError(f"encoder options do not fit {kind!r}: {error}") from error

@@ -1,0 +1,235 @@
+"""The deep biaffine graph parser (Dozat & Manning, 2017): arc and label scores and the loss.
+
+It never decodes: :mod:`biaffine.inference.graph` turns its scores into trees with :mod:`decoding`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import nn
+
+from biaffine.data.batching import IGNORE_INDEX, Batch
+from biaffine.data.vocab import Vocabs
+from biaffine.nn.encoder import build_encoder
+from biaffine.nn.modules import MLP, Biaffine
+
+__all__ = ["ArcRelScores", "BiaffineParser"]
+
+
+class _Tagger(NamedTuple):
+    """Where an auxiliary tagger's settings, sizes and gold ids live."""
+
+    gold: str  # Batch field of the gold ids
+    weight: str  # constructor argument: loss weight (0 = no tagger)
+    vocab: str  # Vocabs field giving the number of classes
+
+
+_TAGGERS = {
+    "upos": _Tagger("tags", "tag_loss_weight", "upos"),
+    "xpos": _Tagger("xpos", "xpos_loss_weight", "xpos"),
+    "feats": _Tagger("feats", "feats_loss_weight", "feats"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ArcRelScores:
+    """Raw (unnormalised) scores of one batch; position 0 is ROOT.
+
+    Label scores are left unmultiplied: labels are only ever needed at one head per word (gold
+    heads in training, decoded heads in parsing), so :meth:`BiaffineParser.rel_scores_at`
+    scores just those arcs, and :meth:`BiaffineParser.rel_scores` all pairs when wanted.
+
+    Attributes:
+        arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d. Heads
+            beyond a sentence's length and self-loops (the diagonal) are ``-inf``.
+        rel_dep: float[B, N+1, rel_mlp], label MLP vectors of the words as dependents.
+        rel_head: float[B, N+1, rel_mlp], label MLP vectors of the words as heads.
+        tag_scores: auxiliary tagger scores by column, ``"upos"`` float[B, N+1, n_upos],
+            ``"xpos"`` float[B, N+1, n_xpos], ``"feats"`` float[B, N+1, n_feats]; only the
+            taggers whose loss weight is > 0 are present.
+    """
+
+    arc_scores: torch.Tensor
+    rel_dep: torch.Tensor
+    rel_head: torch.Tensor
+    tag_scores: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+class BiaffineParser(nn.Module):
+    """Deep biaffine attention parser (Dozat & Manning, 2017) on the shared encoder.
+
+    Four MLPs (arc/label x dependent/head) read the encoder states; a biaffine arc scorer with a
+    head prior and a biaffine label scorer score every arc. Optional auxiliary UPOS, XPOS and
+    FEATS classifiers on the states (``tag_loss_weight``, ``xpos_loss_weight``,
+    ``feats_loss_weight`` > 0) add multi-task supervision; they are trained, never used to parse.
+    Defaults are sized for a 2-core CPU; the paper used lstm_hidden=400, arc_mlp=500.
+
+    Attributes:
+        kind: registry name recorded in checkpoints.
+        family: how :mod:`biaffine.inference` turns the scores into trees (graph decoding).
+        encoder: the shared encoder.
+        taggers: the auxiliary tagger heads present, by column (``upos``, ``xpos``, ``feats``).
+    """
+
+    kind: ClassVar[str] = "biaffine"
+    family: ClassVar[str] = "graph"
+
+    def __init__(
+        self,
+        vocabs: Vocabs,
+        encoder: nn.Module,
+        *,
+        arc_mlp: int = 400,
+        rel_mlp: int = 100,
+        tag_mlp: int = 100,
+        mlp_dropout: float = 0.33,
+        tag_loss_weight: float = 0.0,
+        xpos_loss_weight: float = 0.0,
+        feats_loss_weight: float = 0.0,
+    ) -> None:
+        """Build the scorers on top of ``encoder``, sized by the vocabularies.
+
+        Args:
+            vocabs: training vocabularies (relations and the tagged columns are read).
+            encoder: the shared encoder (:class:`biaffine.nn.Encoder`), with ``n_out`` and
+                ``config()``.
+            arc_mlp: size of the arc MLPs.
+            rel_mlp: size of the label MLPs.
+            tag_mlp: size of each auxiliary tagger's MLP.
+            mlp_dropout: shared dropout after the MLPs.
+            tag_loss_weight: weight of the auxiliary UPOS loss; 0 disables that head.
+            xpos_loss_weight: weight of the auxiliary XPOS loss; 0 disables that head.
+            feats_loss_weight: weight of the auxiliary FEATS loss; 0 disables that head.
+
+        Raises:
+            ValueError: on sizes < 1, a dropout outside [0, 1), a negative loss weight, or a UPOS
+                tagger on an encoder that embeds the input UPOS (it would predict its input).
+        """
+        super().__init__()
+        self._config = {
+            k: v for k, v in locals().items() if k not in ("self", "__class__", "vocabs", "encoder")
+        }
+        _validate(self._config, encoder)
+        self.encoder = encoder
+        n_states, drop = encoder.n_out, mlp_dropout
+        self.arc_dep = MLP(n_states, arc_mlp, dropout=drop)
+        self.arc_head = MLP(n_states, arc_mlp, dropout=drop)
+        self.rel_dep = MLP(n_states, rel_mlp, dropout=drop)
+        self.rel_head = MLP(n_states, rel_mlp, dropout=drop)
+        # Arcs: bias on the dependent side only, i.e. the paper's head prior term H u.
+        self.arc_attn = Biaffine(arc_mlp, 1, bias_x=True, bias_y=False)
+        self.rel_attn = Biaffine(rel_mlp, len(vocabs.rels), bias_x=True, bias_y=True)
+        self.taggers = nn.ModuleDict(
+            {
+                column: nn.Sequential(
+                    MLP(n_states, tag_mlp, dropout=drop),
+                    nn.Linear(tag_mlp, len(getattr(vocabs, tagger.vocab))),
+                )
+                for column, tagger in _TAGGERS.items()
+                if self._config[tagger.weight] > 0
+            }
+        )
+
+    @classmethod
+    def from_config(cls, vocabs: Vocabs, config: Mapping[str, Any]) -> BiaffineParser:
+        """Rebuild a parser from its :meth:`config` (untrained weights)."""
+        options = dict(config)
+        encoder = build_encoder(vocabs, options.pop("encoder"))
+        return cls(vocabs, encoder, **options)
+
+    def config(self) -> dict[str, Any]:
+        """Plain data: :meth:`from_config` with the same vocabularies rebuilds this parser."""
+        return {"encoder": self.encoder.config(), **self._config}
+
+    def forward(self, batch: Batch, *, tag: bool = True) -> ArcRelScores:
+        """Score every arc and label of a batch.
+
+        Args:
+            batch: a :class:`biaffine.data.batching.Batch` (the encoder reads its inputs;
+                ``lengths`` long[B] bounds the heads).
+            tag: run the auxiliary taggers too; parsing passes False, since it never reads
+                their scores (about 180k multiply-adds per word with all three on).
+
+        Returns:
+            :class:`ArcRelScores` with arc_scores [B, N+1, N+1] (dependent-major, invalid heads
+            at ``-inf``), the label MLP vectors and the scores of the auxiliary taggers.
+        """
+        states = self.encoder(batch)
+        arc_scores = self.arc_attn(self.arc_dep(states), self.arc_head(states)).squeeze(-1)
+        arc_scores = arc_scores.masked_fill(
+            ~_valid_heads(batch.lengths, states.shape[1]), float("-inf")
+        )
+        tag_scores = {column: head(states) for column, head in self.taggers.items()} if tag else {}
+        return ArcRelScores(arc_scores, self.rel_dep(states), self.rel_head(states), tag_scores)
+
+    def rel_scores_at(self, scores: ArcRelScores, heads: torch.Tensor) -> torch.Tensor:
+        """Label scores of one arc per word: float[B, N+1, R] for the arcs heads[b, d] -> d.
+
+        Args:
+            scores: the output of :meth:`forward`.
+            heads: long[B, N+1]; negative entries (ROOT, padding) score an arbitrary arc.
+        """
+        index = heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, scores.rel_head.shape[-1])
+        return self.rel_attn.score_pairs(scores.rel_dep, scores.rel_head.gather(1, index))
+
+    def rel_scores(self, scores: ArcRelScores) -> torch.Tensor:
+        """Label scores of every (dependent, head) pair: float[B, N+1, N+1, R]."""
+        return self.rel_attn(scores.rel_dep, scores.rel_head)
+
+    def loss(self, scores: ArcRelScores, batch: Batch) -> torch.Tensor:
+        """Training loss: head cross entropy + label cross entropy at gold arcs (+ tag losses).
+
+        Each term is a mean over the words it covers (Dozat & Manning, 2017, sec. 3): heads
+        over ``mask``, labels over words whose gold label is known (``rels != -100``).
+
+        Args:
+            scores: the output of :meth:`forward` on ``batch``.
+            batch: reads ``heads`` long[B, N+1], ``rels`` long[B, N+1], ``mask`` bool[B, N+1]
+                and, for the auxiliary taggers present, ``tags``/``xpos``/``feats`` long[B, N+1].
+
+        Returns:
+            A scalar tensor.
+        """
+        mask = batch.mask
+        arc_loss = F.cross_entropy(scores.arc_scores[mask], batch.heads[mask])
+        gold_arc_rels = self.rel_scores_at(scores, batch.heads)  # [B, N+1, R]
+        rel_loss = _mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
+        loss = arc_loss + rel_loss
+        for column, tag_scores in scores.tag_scores.items():
+            tagger = _TAGGERS[column]
+            gold = getattr(batch, tagger.gold)
+            tag_loss = F.cross_entropy(tag_scores[mask], gold[mask])
+            loss = loss + self._config[tagger.weight] * tag_loss
+        return loss
+
+
+def _validate(config: Mapping[str, Any], encoder: nn.Module) -> None:
+    for key in ("arc_mlp", "rel_mlp", "tag_mlp"):
+        if config[key] < 1:
+            raise ValueError(f"{key}={config[key]} must be >= 1")
+    if not 0.0 <= config["mlp_dropout"] < 1.0:
+        raise ValueError(f"mlp_dropout={config['mlp_dropout']} must be in [0, 1)")
+    for tagger in _TAGGERS.values():
+        if config[tagger.weight] < 0:
+            raise ValueError(f"{tagger.weight}={config[tagger.weight]} must be >= 0")
+    if getattr(encoder, "use_tags", False) and config["tag_loss_weight"] > 0:
+        raise ValueError("use_tags=True with tag_loss_weight > 0 would predict the input UPOS")
+
+
+def _valid_heads(lengths: torch.Tensor, total: int) -> torch.Tensor:
+    """bool[B, N+1, N+1]: True where h <= length and h != d."""
+    positions = torch.arange(total, device=lengths.device)
+    in_sentence = positions.unsqueeze(0) <= lengths.unsqueeze(1)  # [B, N+1]
+    not_self = positions.unsqueeze(0) != positions.unsqueeze(1)  # [N+1, N+1]
+    return in_sentence.unsqueeze(1) & not_self
+
+
+def _mean_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean over non-ignored targets; 0 (not NaN) when every target is ignored."""
+    total = F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, reduction="sum")
+    return total / (targets != IGNORE_INDEX).sum().clamp(min=1)

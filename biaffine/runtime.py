@@ -1,0 +1,47 @@
+"""Process set-up shared by training and prediction: the device, CPU threads and random seeds."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import torch
+
+__all__ = ["check_bf16", "seed_everything", "select_device", "set_threads"]
+
+
+def select_device(device: str) -> torch.device:
+    """The torch device named by ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (cuda when available)."""
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
+
+
+def set_threads(threads: int | None) -> None:
+    """Set torch's CPU thread count; None keeps torch's default."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, numpy's legacy global and torch's random number generators."""
+    random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002  (legacy global RNG, for any third-party code using it)
+    torch.manual_seed(seed)
+
+
+def check_bf16(device: torch.device) -> None:
+    """Refuse bfloat16 on a CPU without native support, before oneDNN fails with its own words.
+
+    Without AVX512-BF16 or AMX, oneDNN has no bfloat16 LSTM ("could not create a primitive
+    descriptor"); emulated, it would be slower than float32 anyway.
+
+    Raises:
+        ValueError: on a CPU device that lacks native bfloat16.
+    """
+    if device.type == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        capability = torch.backends.cpu.get_cpu_capability()
+        raise ValueError(
+            f"bf16=true needs a CPU with native bfloat16 (AVX512-BF16 or AMX); this one offers "
+            f"{capability}: parse in float32 (bf16=false)"
+        )

@@ -1,0 +1,192 @@
+"""The composition root of training: the only module below ``train.py`` that reads a Hydra config.
+
+:func:`train` turns the composed ``conf/train.yaml`` into typed objects (data splits,
+vocabularies, a parser of any registered kind, optimizer, settings) and hands them to the
+model-agnostic loop :func:`biaffine.training.loop.fit`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig, OmegaConf
+from torch import nn
+
+from biaffine import checkpoint
+from biaffine.data import treebanks
+from biaffine.data.batching import encode
+from biaffine.data.conllu import Sentence
+from biaffine.data.vocab import Vocabs, build_vocabs
+from biaffine.inference import DecoderSettings
+from biaffine.metrics import AttachmentScores
+from biaffine.runtime import seed_everything, select_device, set_threads
+from biaffine.training.loop import FitSettings, fit, lr_decay_scheduler, score_parser
+from biaffine.training.loop import weight_average as make_weight_average
+from biaffine.training.run_state import (
+    BEST,
+    CONFIG,
+    RunWriter,
+    find_resume_checkpoint,
+    restore,
+)
+
+__all__ = ["TrainResult", "build_model", "fit_settings", "load_splits", "train"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainResult:
+    """Outcome of :func:`train`: best dev scores, test scores of the best model, where it ended."""
+
+    best_dev: AttachmentScores
+    test: AttachmentScores | None
+    best_epoch: int
+    epochs: int
+    steps: int
+    stop_reason: str
+    run_dir: Path
+
+
+def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
+    """Train a parser as configured, then score its best checkpoint on test.
+
+    Args:
+        cfg: the composed ``conf/train.yaml`` (groups data, model, optimizer, trainer, decoder).
+        run_dir: folder for checkpoints, ``metrics.jsonl`` and ``config.yaml``.
+
+    Returns:
+        Best dev scores, test scores of the best model (None without a test split), epochs run.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(cfg, run_dir / CONFIG, resolve=True)
+    t = cfg.trainer
+    seed_everything(t.seed)
+    set_threads(t.threads)
+    device = select_device(t.device)
+    splits = load_splits(cfg.data)
+    resumed = find_resume_checkpoint(t.resume, t.resume_from, run_dir)
+    vocabs = (
+        resumed.vocabs if resumed else build_vocabs(splits.train, min_word_count=t.min_word_count)
+    )
+    _log_data(splits, vocabs)
+    model = build_model(cfg.model, vocabs).to(device)
+    optimizer = instantiate(cfg.optimizer, _convert_="all")(model.parameters())
+    scheduler = lr_decay_scheduler(optimizer, rate=t.lr_decay, steps=t.lr_decay_steps)
+    average = make_weight_average(model, t.ema_decay) if t.ema_decay is not None else None
+    metadata = {"config": OmegaConf.to_container(cfg, resolve=True), "treebank": cfg.data.treebank}
+    writer = RunWriter(
+        run_dir, parser=model.kind, model_config=model.config(), vocabs=vocabs, metadata=metadata
+    )
+    state = None
+    if resumed is not None:
+        state = restore(resumed, model, optimizer, scheduler, average)
+        writer.truncate_metrics(state.epoch)
+        log.info("resumed after epoch %d (step %d)", state.epoch, state.step)
+    settings = fit_settings(cfg)
+    train_data = encode(splits.train, vocabs)
+    state, reason = fit(
+        model,
+        optimizer,
+        scheduler,
+        train_data,
+        splits.dev,
+        vocabs,
+        settings=settings,
+        writer=writer,
+        device=device,
+        state=state,
+        average=average,
+    )
+    if state.best_dev is None:
+        raise ValueError("no epoch was trained: trainer.max_epochs must be at least 1")
+    test = _test_best(model, vocabs, splits.test, settings, writer)
+    return TrainResult(
+        state.best_dev, test, state.best_epoch, state.epoch, state.step, reason, run_dir
+    )
+
+
+def load_splits(d: Mapping[str, Any], *, root: str | Path | None = None) -> treebanks.Splits:
+    """The splits a ``data`` config names (a ``conf/data/*.yaml`` node, or its plain dict copy).
+
+    Args:
+        d: the data config: ``root``, ``treebank``, ``train``/``dev``/``test``, ``download``,
+            ``base_url``, ``dev_fraction``, ``split_seed``.
+        root: a UD root to use instead of ``d["root"]`` (experiments reading a stored config).
+    """
+    names = {split: d[split] for split in treebanks.SPLITS}
+    options = {"download": d["download"], "base_url": d["base_url"]}
+    options |= {"dev_fraction": d["dev_fraction"], "split_seed": d["split_seed"]}
+    folder = treebanks.resolve_root(root if root is not None else d["root"])
+    return treebanks.load_splits(folder, d["treebank"], names, **options)
+
+
+def build_model(model_cfg: DictConfig, vocabs: Vocabs) -> nn.Module:
+    """Instantiate the configured parser (``_target_``) on its configured encoder (``encoder``).
+
+    Both are sized by the vocabularies: ``encoder._target_`` is called with ``vocabs`` and its
+    options, then the parser's ``_target_`` with ``vocabs``, the encoder module and its options.
+    """
+    # Built by hand rather than by instantiate(), which would turn the Vocabs dataclass into a
+    # config node.
+    options = OmegaConf.to_container(model_cfg, resolve=True)
+    encoder_options = options.pop("encoder")
+    encoder = get_class(encoder_options.pop("_target_"))(vocabs, **encoder_options)
+    model = get_class(options.pop("_target_"))(vocabs, encoder, **options)
+    log.info("model: %s parameters", f"{sum(p.numel() for p in model.parameters()):,}")
+    log.debug("%s", model)
+    return model
+
+
+def fit_settings(cfg: DictConfig) -> FitSettings:
+    """The typed :class:`FitSettings` of a composed training config."""
+    t, d = cfg.trainer, cfg.decoder
+    return FitSettings(
+        max_epochs=t.max_epochs,
+        max_tokens=t.max_tokens,
+        eval_max_tokens=t.eval_max_tokens,
+        seed=t.seed,
+        decoder=DecoderSettings(d.algorithm, d.root_constraint),
+        patience=t.patience,
+        clip=t.clip,
+        max_steps=t.max_steps,
+        max_minutes=t.max_minutes,
+        exclude_punct=t.exclude_punct,
+        progress_bar=t.progress_bar,
+    )
+
+
+def _log_data(splits: treebanks.Splits, vocabs: Vocabs) -> None:
+    for name in ("train", "dev", "test"):
+        sentences = getattr(splits, name)
+        if sentences is not None:
+            words = sum(len(s) for s in sentences)
+            log.info("%s: %d sentences, %d words", name, len(sentences), words)
+    sizes = {f.name: len(getattr(vocabs, f.name)) for f in fields(vocabs)}
+    log.info("vocabulary sizes: %s", sizes)
+
+
+def _test_best(
+    model: nn.Module,
+    vocabs: Vocabs,
+    test: list[Sentence] | None,
+    settings: FitSettings,
+    writer: RunWriter,
+) -> AttachmentScores | None:
+    if test is None:
+        log.info("no test split: skipping the final test evaluation")
+        return None
+    best = checkpoint.load(writer.run_dir / BEST)
+    model.load_state_dict(best.state_dict)
+    options = {"max_tokens": settings.eval_max_tokens, "exclude_punct": settings.exclude_punct}
+    scores = score_parser(model, vocabs, test, decoder=settings.decoder, **options)
+    epoch = best.metadata["progress"]["best_epoch"]
+    writer.append_metrics({"event": "test", "epoch": epoch, "test": scores.to_dict()})
+    log.info("test (best model, epoch %d): UAS %.2f LAS %.2f", epoch, scores.uas, scores.las)
+    return scores

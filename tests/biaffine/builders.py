@@ -1,0 +1,37 @@
+"""Building parsers in tests from one flat dict of options (encoder and parser keys mixed)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
+from biaffine.nn import Encoder
+from biaffine.parsers import BiaffineParser
+
+ENCODER_OPTIONS = set(inspect.signature(Encoder).parameters) - {"vocabs"}
+
+
+def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(encoder options, parser options) of a flat dict."""
+    encoder = {k: v for k, v in options.items() if k in ENCODER_OPTIONS}
+    return encoder, {k: v for k, v in options.items() if k not in ENCODER_OPTIONS}
+
+
+def biaffine_parser(vocabs: Vocabs, **options: Any) -> BiaffineParser:
+    """A biaffine parser on a BiLSTM encoder, both sized by ``vocabs``."""
+    encoder, parser = split_options(options)
+    return BiaffineParser(vocabs, Encoder(vocabs, **encoder), **parser)
+
+
+def sized_vocabs(
+    *, words: int, chars: int, upos: int, rels: int, xpos: int = 3, feats: int = 3
+) -> Vocabs:
+    """Vocabularies of the given sizes (specials included), filled with made-up strings."""
+
+    def vocab(prefix: str, size: int) -> Vocab:
+        return Vocab([*SPECIALS, *(f"{prefix}{i}" for i in range(size - len(SPECIALS)))])
+
+    relations = Vocab([f"rel{i}" for i in range(rels)], specials=False)
+    tagged = (vocab("t", upos), relations, vocab("x", xpos), vocab("f", feats))
+    return Vocabs(vocab("w", words), vocab("c", chars), *tagged)

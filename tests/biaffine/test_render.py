@@ -1,0 +1,447 @@
+"""The tree viewer: SVG geometry, error marking, escaping, the command line, a real browser."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import decoding
+from biaffine.data.conllu import Sentence, read_conllu, write_conllu
+from biaffine.render import (
+    COLOURS,
+    Arc,
+    arc_levels,
+    compare_arcs,
+    crossing_pairs,
+    main,
+    multiword_tokens,
+    parse_selection,
+    render_page,
+    sentence_arcs,
+    sentence_svg,
+)
+
+TINY_CONLLU = Path(__file__).parents[1] / "data" / "tiny.conllu"
+SVG = "{http://www.w3.org/2000/svg}"
+LABELS = ("det", "nsubj", "obl:tmod", "x", "a-rather-long-relation", "_")
+
+
+@st.composite
+def trees(draw: st.DrawFn, max_words: int = 10) -> list[int]:
+    """Heads [-1, h1..hn] of any tree over n words (several words may hang from ROOT)."""
+    n = draw(st.integers(1, max_words))
+    order = draw(st.permutations(range(1, n + 1)))
+    heads = [-1] * (n + 1)
+    for k, word in enumerate(order):
+        heads[word] = draw(st.sampled_from([0, *order[:k]]))
+    return heads
+
+
+@st.composite
+def parsed_sentences(draw: st.DrawFn) -> Sentence:
+    heads = draw(trees())
+    n = len(heads) - 1
+    forms = draw(
+        st.lists(
+            st.sampled_from(["a", "cat", "10 000", "<b>", "日本語", "x&y"]), min_size=n, max_size=n
+        )
+    )
+    labels = draw(st.lists(st.sampled_from(LABELS), min_size=n, max_size=n))
+    return Sentence(forms, heads=heads[1:], deprels=labels)
+
+
+def _points(d: str) -> list[tuple[float, float]]:
+    """The points an SVG path visits (commands M, L, H, V, Q with absolute coordinates)."""
+    points: list[tuple[float, float]] = []
+    for command, args in re.findall(r"([MLHVQZ])([^MLHVQZ]*)", d):
+        numbers = [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", args)]
+        if command in "ML":
+            points.append((numbers[0], numbers[1]))
+        elif command == "H":
+            points.append((numbers[0], points[-1][1]))
+        elif command == "V":
+            points.append((points[-1][0], numbers[0]))
+        elif command == "Q":
+            points.append((numbers[2], numbers[3]))
+    return points
+
+
+def _box(group: ET.Element) -> tuple[float, float, float, float]:
+    rect = group.find(f"{SVG}rect")
+    return tuple(float(rect.get(k)) for k in ("x", "y", "width", "height"))
+
+
+def _drawn(svg: str) -> tuple[list[float], dict[int, dict], list[tuple[float, ...]]]:
+    """Word centres, the arcs drawn above the words by dependent, and all label boxes.
+
+    An arc is a dict: head, points (its line's corners), tip (of the arrowhead), top (the
+    y of its highest point), colour, and box (x, y, width, height of its label, if any).
+    """
+    root = ET.fromstring(svg)
+    centres = [float(t.get("x")) for t in root.iter(f"{SVG}text") if t.get("class") == "form"]
+    arcs, boxes = {}, []
+    for group in root.iter(f"{SVG}g"):
+        kind, status = (group.get("class") or "").split()
+        dependent = int(group.get("data-dependent"))
+        if kind == "label":
+            boxes.append(_box(group))
+            if status != "gold":
+                arcs[dependent]["box"] = boxes[-1]
+            continue
+        if status == "gold":
+            continue
+        line, arrow = group.iter(f"{SVG}path")
+        points = _points(line.get("d"))
+        arcs[dependent] = {
+            "head": int(group.get("data-head")),
+            "points": points,
+            "tip": _points(arrow.get("d"))[2],
+            "top": min(y for _, y in points),
+            "colour": line.get("stroke"),
+        }
+    return centres, arcs, boxes
+
+
+def _nearest_word(centres: list[float], x: float) -> int:
+    return 1 + int(np.argmin([abs(c - x) for c in centres]))
+
+
+def _check_ends(sentence: Sentence, centres: list[float], arcs: dict[int, dict]) -> None:
+    """Every word has its arc, from over its head to over itself."""
+    assert sorted(arcs) == list(range(1, len(sentence) + 1))
+    for dependent, arc in arcs.items():
+        assert arc["head"] == sentence.heads[dependent - 1]
+        assert _nearest_word(centres, arc["tip"][0]) == dependent
+        start = arc["points"][0]
+        if arc["head"] == 0:  # a vertical line from the top down to the word
+            assert start[0] == arc["tip"][0]
+            assert start[1] == min(a["top"] for a in arcs.values())
+        else:
+            assert _nearest_word(centres, start[0]) == arc["head"]
+            assert start[1] == arc["tip"][1]  # both ends on the words' edge
+
+
+def _reach(arc: dict) -> tuple[float, float]:
+    """The x range an arc covers; a ROOT arc comes from the left of every word, at the top."""
+    x_head, x_tip = arc["points"][0][0], arc["tip"][0]
+    return (-1.0, x_tip) if arc["head"] == 0 else (min(x_head, x_tip), max(x_head, x_tip))
+
+
+def _check_crossings(sentence: Sentence, drawn: dict[int, dict]) -> None:
+    """Drawn arcs cross exactly where the tree's arcs cross; nested ones are drawn inside."""
+    tree = {arc.dependent: arc for arc in sentence_arcs(sentence)}
+    for a, b in itertools.permutations(drawn, 2):
+        (a_low, a_high), (b_low, b_high) = _reach(drawn[a]), _reach(drawn[b])
+        drawn_crossing = a_low < b_low < a_high < b_high or b_low < a_low < b_high < a_high
+        assert drawn_crossing is tree[a].crosses(tree[b])
+        if tree[a].head == 0 or tree[b].head == 0:
+            continue
+        if a_low < b_high and b_low < a_high:  # stretches overlap: horizontal lines must not
+            assert drawn[a]["top"] != drawn[b]["top"]
+        (ta_low, ta_high), (tb_low, tb_high) = tree[a].span, tree[b].span
+        if ta_low <= tb_low and tb_high <= ta_high:  # b nested in a: drawn inside, lower
+            assert a_low < b_low
+            assert b_high < a_high
+            assert drawn[b]["top"] > drawn[a]["top"]
+
+
+def _check_labels(sentence: Sentence, arcs: dict[int, dict]) -> None:
+    """Labels sit on their arc's horizontal stretch (clear of the corners) or over ROOT arrows."""
+    for dependent, arc in arcs.items():
+        if sentence.deprels[dependent - 1] == "_":
+            assert "box" not in arc
+            continue
+        x, y, width, height = arc["box"]
+        low, high = sorted((arc["points"][0][0], arc["tip"][0]))
+        if arc["head"] == 0:  # over the ROOT arrow, centred on it
+            assert x + width / 2 == pytest.approx(low, abs=0.1)
+            assert y + height < arc["top"]
+        else:  # on the horizontal stretch, clear of the rounded corners
+            assert y < arc["top"] < y + height
+            assert low + 5 <= x
+            assert x + width <= high - 5
+
+
+# A hub with many arc ends beside short words: its ends fan out far from its centre.
+@example(Sentence(["a", ",", "a", "a", "a", "a", "a", "a"], heads=[2, 0, 2, 2, 2, 2, 2, 2]))
+@given(parsed_sentences())
+def test_every_arc_joins_its_head_and_its_dependent(sentence):
+    centres, arcs, _ = _drawn(sentence_svg(sentence))
+    _check_ends(sentence, centres, arcs)
+
+
+@given(parsed_sentences())
+def test_drawn_arcs_cross_exactly_where_the_tree_arcs_cross_and_nested_ones_sit_inside(sentence):
+    _check_crossings(sentence, _drawn(sentence_svg(sentence))[1])
+
+
+@given(parsed_sentences())
+def test_every_label_fits_on_its_arc(sentence):
+    _check_labels(sentence, _drawn(sentence_svg(sentence))[1])
+
+
+@pytest.mark.ud
+@pytest.mark.slow
+def test_a_real_treebank_is_drawn_right(ewt_dir: Path, tmp_path: Path):
+    path = ewt_dir / "en_ewt-ud-dev.conllu"
+    out = tmp_path / "dev.html"
+    assert main([str(path), "-o", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    sentences = list(read_conllu(path))
+    assert page.count("<svg ") == len(sentences)
+    heads = [np.array([-1, *s.heads], dtype=np.int64) for s in sentences]
+    assert page.count("; non-projective)") == sum(not decoding.is_projective(h) for h in heads)
+    for sentence in sentences:
+        centres, arcs, _ = _drawn(sentence_svg(sentence))
+        _check_ends(sentence, centres, arcs)
+        _check_crossings(sentence, arcs)
+        _check_labels(sentence, arcs)
+
+
+@given(trees())
+def test_crossing_pairs_exactly_when_not_projective(heads):
+    arcs = [Arc(h, d, "") for d, h in enumerate(heads[1:], 1)]
+    projective = decoding.is_projective(np.array(heads, dtype=np.int64))
+    assert (not crossing_pairs(arcs)) is projective
+
+
+def test_crossing_pairs_of_the_nonprojective_tiny_sentence():
+    sentence = list(read_conllu(TINY_CONLLU))[1]
+    arcs = sentence_arcs(sentence)
+    found = {
+        (arcs[i].head, arcs[i].dependent, arcs[j].head, arcs[j].dependent)
+        for i, j in crossing_pairs(arcs)
+    }
+    # hearing -> issue (2 -> 7) spans "scheduled", the root word, and its dependents 8, 9
+    assert found == {(0, 4, 2, 7), (2, 7, 4, 8), (2, 7, 4, 9)}
+
+
+def test_arc_levels_by_hand():
+    # The cat sat . : det and nsubj at level 1, punct at 1 (shares only "sat" with them).
+    arcs = [Arc(2, 1, "det"), Arc(3, 2, "nsubj"), Arc(0, 3, "root"), Arc(3, 4, "punct")]
+    assert arc_levels(arcs) == [1, 1, 0, 1]
+    # An arc over two others goes above both; one crossing it goes higher still.
+    arcs = [Arc(1, 4, ""), Arc(1, 2, ""), Arc(3, 2, ""), Arc(2, 5, "")]
+    assert arc_levels(arcs) == [2, 1, 1, 3]
+
+
+def test_compare_arcs_marks_wrong_heads_and_wrong_labels():
+    gold = next(iter(read_conllu(TINY_CONLLU)))  # 2 det, 3 nsubj, 0 root, 3 punct
+    pred = gold.with_tree([2, 3, 0, 2], ["det", "obj", "root", "punct"])
+    predicted, gold_arcs = compare_arcs(pred, gold)
+    assert [a.status for a in predicted] == ["correct", "wrong-label", "correct", "wrong-head"]
+    assert "gold nsubj" in predicted[1].label
+    assert "gold head 3 (sat)" in predicted[3].note
+    assert gold_arcs == [Arc(3, 4, "punct", "gold", gold_arcs[0].note)]
+
+
+def test_compare_arcs_rejects_other_words():
+    gold, other = list(read_conllu(TINY_CONLLU))[:2]
+    with pytest.raises(
+        ValueError, match=r"tiny.conllu:10: 9 words, but the gold sentence at .*:1 has 4"
+    ):
+        compare_arcs(other, gold)
+
+
+def test_text_is_escaped_and_comes_back_as_written():
+    forms = ["<script>alert(1)</script>", "&", '"q"', "it's"]
+    sentence = Sentence(forms, heads=[2, 0, 2, 2], deprels=["a<b", "root", "&amp;", "x"])
+    page = render_page([(sentence, None)], title="<title>&")
+    assert "<script" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    svg = sentence_svg(sentence)
+    root = ET.fromstring(svg)  # well-formed XML
+    texts = ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+    for text in [*forms, "a<b", "&amp;"]:
+        assert text in texts
+
+
+def test_multiword_tokens_are_drawn_under_their_words():
+    sentence = list(read_conllu(TINY_CONLLU))[2]
+    assert multiword_tokens(sentence) == [(2, 3, "can't")]
+    root = ET.fromstring(sentence_svg(sentence))
+    token_texts = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "token"]
+    assert token_texts == ["can't"]
+
+
+def test_malformed_predictions_still_draw_one_arc_per_word():
+    # 1 <-> 2 is a cycle, word 3 is its own head, 4 and 5 both hang from ROOT.
+    sentence = Sentence(list("abcde"), heads=[2, 1, 3, 0, 0], deprels=list("vwxyz"))
+    _, arcs, _ = _drawn(sentence_svg(sentence))
+    assert {d: arc["head"] for d, arc in arcs.items()} == {1: 2, 2: 1, 3: 3, 4: 0, 5: 0}
+    assert arcs[1]["top"] != arcs[2]["top"]  # the two arcs of the cycle stay apart
+
+
+def test_words_only_when_heads_are_missing():
+    sentence = Sentence(["Just", "words"])
+    root = ET.fromstring(sentence_svg(sentence))
+    assert not [g for g in root.iter(f"{SVG}g")]
+    assert [t.text for t in root.iter(f"{SVG}text")] == ["Just", "words"]
+
+
+def test_parse_selection():
+    assert parse_selection("1-20") == [(1, 20)]
+    assert parse_selection("3, 7-9") == [(3, 3), (7, 9)]
+    for bad in ("0", "5-3", "a", "1-", ""):
+        with pytest.raises(ValueError, match="--sentences"):
+            parse_selection(bad)
+
+
+def test_cli_writes_the_chosen_sentences(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    out = tmp_path / "trees.html"
+    assert main([str(TINY_CONLLU), "-o", str(out), "--sentences", "2-3,7"]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert re.findall(r'<span class="id">([^<]*)</span>', page) == [
+        "tiny-2-nonprojective",
+        "tiny-3-multiword",
+        "tiny-7-one-word",
+    ]
+    assert "non-projective" in page
+    assert "<script" not in page
+    assert "http://" not in page.replace(SVG[1:-1], "")
+    assert capsys.readouterr().out.strip() == f"{out}: 3 sentence(s)"
+    assert [p.name for p in tmp_path.iterdir()] == ["trees.html"]  # no temporary file left
+
+
+def test_cli_with_gold_counts_the_errors(tmp_path: Path):
+    sentences = list(read_conllu(TINY_CONLLU))
+    sentences[0] = sentences[0].with_tree([2, 3, 0, 2], ["det", "obj", "root", "punct"])
+    write_conllu(tmp_path / "pred.conllu", sentences)
+    out = tmp_path / "trees.html"
+    assert main([str(tmp_path / "pred.conllu"), "-o", str(out), "--gold", str(TINY_CONLLU)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "heads 3/4, labelled 2/4" in page
+    assert 'class="legend"' in page
+    assert page.count('class="arc wrong-head"') == 1
+    assert page.count('class="arc gold"') == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("1\tA\t_\t_\t_\t_\t0\troot\t_\n\n", r"bad.conllu:1: expected 10 tab-separated columns"),
+        ("1\tA\t_\t_\t_\t_\tx\troot\t_\t_\n\n", r"bad.conllu:1: HEAD 'x' is not an integer"),
+    ],
+)
+def test_cli_reports_bad_input_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+):
+    bad = tmp_path / "bad.conllu"
+    bad.write_text(content, encoding="utf-8")
+    out = tmp_path / "trees.html"
+    assert main([str(bad), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert re.search(message, err)
+    assert not out.exists()
+
+
+def test_cli_reports_a_short_gold_file_a_missing_file_and_an_empty_selection(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    short = tmp_path / "short.conllu"
+    write_conllu(short, list(read_conllu(TINY_CONLLU))[:2])
+    out = str(tmp_path / "trees.html")
+    assert main([str(TINY_CONLLU), "-o", out, "--gold", str(short)]) == 2
+    assert "short.conllu: no sentence 3" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing.conllu"), "-o", out]) == 2
+    assert "missing.conllu:0: no such file" in capsys.readouterr().err
+    assert main([str(TINY_CONLLU), "-o", out, "--sentences", "50-60"]) == 2
+    assert "no sentence in the selected range 50-60" in capsys.readouterr().err
+    assert main([str(TINY_CONLLU), "-o", str(tmp_path / "no" / "dir.html")]) == 2
+    assert "error: " in capsys.readouterr().err
+    assert not (tmp_path / "trees.html").exists()
+
+
+def test_cli_runs_as_a_module(tmp_path: Path):
+    out = tmp_path / "trees.html"
+    result = subprocess.run(
+        ["python", "-m", "biaffine.render", str(TINY_CONLLU), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parents[2],
+    )
+    assert result.returncode == 0, result.stderr
+    assert out.read_text(encoding="utf-8").count("<svg") == 7
+
+
+# --- In a real browser ------------------------------------------------------------------------
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.skip("no chromium binary on PATH (Debian: apt-get install -y chromium)")
+
+
+def _screenshot(html: Path, width: int, height: int) -> np.ndarray:
+    """uint8[height, width, 3]: the page as headless Chromium draws it."""
+    image_module = pytest.importorskip("PIL.Image", reason="Pillow is needed to read the PNG")
+    png = html.with_suffix(".png")
+    command = [
+        _chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+        "--force-device-scale-factor=1", f"--user-data-dir={html.parent / 'profile'}",
+        f"--window-size={width},{height}", f"--screenshot={png}", html.as_uri(),
+    ]  # fmt: skip
+    subprocess.run(command, capture_output=True, timeout=120, check=True)
+    with image_module.open(png) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+def _rgb(colour: str) -> np.ndarray:
+    return np.array([int(colour[k : k + 2], 16) for k in (1, 3, 5)])
+
+
+def test_browser_draws_every_arc_where_the_svg_puts_it(tmp_path: Path):
+    gold = list(read_conllu(TINY_CONLLU))[1]  # non-projective
+    heads, rels = list(gold.heads), list(gold.deprels)
+    heads[7], rels[1] = 7, "nsubj"  # "today" on the wrong head, "hearing" with the wrong label
+    pred = gold.with_tree(heads, rels)
+    svg = sentence_svg(pred, gold)
+    page = tmp_path / "tree.html"  # the SVG alone at the page's top left corner
+    page.write_text(f'<!DOCTYPE html><body style="margin:0">{svg}</body>', encoding="utf-8")
+    pixels = _screenshot(page, 800, 300).astype(int)
+    _, arcs, boxes = _drawn(svg)
+
+    def hidden(x: float, y: float) -> bool:  # behind a label's white box
+        return any(bx <= x <= bx + bw and by <= y <= by + bh for bx, by, bw, bh in boxes)
+
+    colours = set()
+    for dependent, arc in arcs.items():
+        colours.add(arc["colour"])
+        (x_head, y_end), (x_tip, y_tip) = arc["points"][0], arc["tip"]
+        legs = [x_head] if arc["head"] == 0 else [x_head, x_tip]
+        for x in legs:  # the vertical lines, sampled every 2 pixels
+            for y in range(int(arc["top"]) + 6, int(y_end) - 8, 2):
+                if not hidden(x, y):
+                    seen = pixels[y, int(x)]
+                    assert np.abs(seen - _rgb(arc["colour"])).max() < 60, (dependent, x, y, seen)
+        assert np.abs(pixels[int(y_tip) - 3, int(x_tip)] - _rgb(arc["colour"])).max() < 60
+    assert {COLOURS["wrong-head"], COLOURS["wrong-label"], COLOURS["correct"]} <= colours
+    white = (pixels == 255).all(axis=2)
+    assert white[:, 760:].all()  # nothing drawn right of the tree
+
+
+def test_browser_draws_the_whole_tiny_treebank(tmp_path: Path):
+    out = tmp_path / "tiny.html"
+    assert main([str(TINY_CONLLU), "-o", str(out)]) == 0
+    pixels = _screenshot(out, 1000, 1400)
+    ink = (pixels < 128).all(axis=2)  # dark: words and black arcs
+    assert ink.mean() > 0.01
+    rows = np.flatnonzero(ink.any(axis=1))
+    assert rows.max() - rows.min() > 1000  # seven figures, one under the other
+    # Vertical dark runs of 30 pixels are arc legs or ROOT arrows (text strokes are shorter).
+    runs = np.lib.stride_tricks.sliding_window_view(ink, 30, axis=0).all(axis=-1)
+    assert runs.any(axis=0).sum() >= 10
