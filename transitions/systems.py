@@ -71,9 +71,13 @@ class TransitionSystem:
       headless words left on the stack on ROOT, so a tree can have several words on ROOT;
       without it they keep head -1 (a fragmented parse, to be measured, not used).
     - ``arc_eager_unshift`` (Nivre & Fernandez-Gonzalez 2014, Figure 3): no dummy ROOT on the
-      stack; SHIFT only before the end of input (or onto an empty stack), UNSHIFT puts a
-      headless s0 back when the buffer is empty; the one word left is the root: exactly one
-      word on ROOT by construction, fewer than 4n transitions.
+      stack; UNSHIFT puts a headless s0 back when the buffer is empty; the one word left is the
+      root: exactly one word on ROOT by construction, fewer than 4n transitions. SHIFT is
+      allowed before the end of input and, after it, onto an empty stack only: LEFT-ARC from an
+      unshifted word can pop the last stack word, and without that SHIFT the configuration
+      ([], [i], A, true) would be a dead end (i then becomes the root). With it, the terminal
+      trees are exactly the single-rooted projective trees (checked exhaustively, n <= 5), as
+      they are when that LEFT-ARC is forbidden instead; this way the classifier keeps it.
     - ``arc_hybrid`` (Kuhlmann, Gomez-Rodriguez & Satta 2011): ROOT at the stack bottom with the
       arc-standard single-root rule rather than at the buffer end (Ballesteros & Nivre 2013):
       it keeps exactly 2n transitions (beam items stay comparable), the features of
@@ -218,10 +222,11 @@ class TransitionSystem:
             raise ValueError(f"configuration {row} is not terminal: {configs.describe(row)}")
         heads, labels = configs.heads.copy(), configs.labels.copy()
         if self.name == "arc_eager_unshift" or (self.name == "arc_eager" and self.attach_leftovers):
-            for c in range(len(configs)):
-                stack = configs.stack[c, : configs.stack_size[c]]
-                left = stack[(stack > 0) & (heads[c, stack] == -1)]
-                heads[c, left] = 0
+            width = configs.stack.shape[1]
+            rows, slots = np.nonzero(np.arange(width) < configs.stack_size[:, None])  # [K]
+            words = configs.stack[rows, slots]
+            left = (words > 0) & (heads[rows, words] == -1)  # headless words left on the stack
+            heads[rows[left], words[left]] = 0
         return heads, labels
 
     @staticmethod

@@ -109,5 +109,6 @@ def _message(code: int, detail: IntArray, system: str) -> str:
         return f"{word} words on ROOT, but {system} builds trees with exactly one"
     return (
         f"not projective (the arc into word {word} crosses the arc into word {other}); "
-        f"{system}'s oracle needs projective trees: projectivize first (transitions.projective)"
+        f"{system}'s oracle needs projective trees: projectivize it first "
+        "(transitions.projective.projectivize)"
     )
