@@ -85,26 +85,42 @@ def oracle_sequences(
             if row.shape != (lengths[s] + 1,):
                 raise ValueError(f"sentence {s}: labels must have shape ({lengths[s] + 1},)")
             gold_labels[s, : row.shape[0]] = row
-    stats = np.zeros((len(lengths), 3), dtype=np.int64)
-    args = (system.code, system.lazy, system.table, heads, gold_labels, lengths, n_stack)
-    width = n_stack + n_buffer
-    if system.name == "swap":  # swaps are not known in advance: count first
-        _oracles.run_treebank(*args, np.zeros(0, np.int64), _outputs(0, width, system), stats)
-        _raise_on_failure(stats, system)
-        capacity = stats[:, 0]
-    else:  # every word enters the stack once and leaves it at most once
-        capacity = 2 * lengths
+    # Every word enters the stack once and leaves it at most once: 2n rows. A SWAP sends a word
+    # back to the buffer (two more transitions): 4n rows cover n swaps, and the rare sentences
+    # that need more run again, counted first.
+    capacity = (4 if system.name == "swap" else 2) * lengths
+    gold = (heads, gold_labels, lengths)
+    out, stats = _run(system, gold, n_stack, n_stack + n_buffer, capacity)
+    _raise_on_failure(stats, system, np.arange(len(lengths)))
+    again = np.flatnonzero(stats[:, 1] == _oracles.OVERFLOW)
+    out = _compact(out, capacity, np.where(stats[:, 1] == _oracles.OK, stats[:, 0], 0))
+    if again.size:
+        subset = tuple(array[again] for array in gold)
+        _, counted = _run(system, subset, n_stack, n_stack + n_buffer, None)
+        redone, stats[again] = _run(system, subset, n_stack, n_stack + n_buffer, counted[:, 0])
+        _raise_on_failure(stats[again], system, again)
+        mine = np.zeros(len(lengths), dtype=np.bool_)
+        mine[again] = True
+        mine = np.repeat(mine, stats[:, 0])  # [rows]: which final rows come from the rerun
+        out = tuple(_interleave(a, b, mine) for a, b in zip(out, redone, strict=True))
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(capacity, out=offsets[1:])
-    out = _outputs(int(offsets[-1]), width, system)
-    _oracles.run_treebank(*args, offsets, out, stats)
-    _raise_on_failure(stats, system)
-    steps = stats[:, 0]
-    if (steps != capacity).any():
-        rows = np.arange(offsets[-1]) - np.repeat(offsets[:-1], capacity)  # [rows]
-        out = tuple(array[rows < np.repeat(steps, capacity)] for array in out)
-        np.cumsum(steps, out=offsets[1:])
+    np.cumsum(stats[:, 0], out=offsets[1:])
     return OracleSequences(*out, offsets=offsets, swaps=stats[:, 2].copy())
+
+
+def _run(
+    system: TransitionSystem, gold: tuple, n_stack: int, width: int, capacity: IntArray | None
+) -> tuple[tuple, IntArray]:
+    # One oracle pass over (heads, labels, lengths); without capacity it only counts.
+    heads, gold_labels, lengths = gold
+    stats = np.zeros((len(lengths), 3), dtype=np.int64)
+    offsets = np.zeros(0 if capacity is None else len(lengths) + 1, dtype=np.int64)
+    if capacity is not None:
+        np.cumsum(capacity, out=offsets[1:])
+    out = _outputs(int(offsets[-1]) if offsets.size else 0, width, system)
+    args = (system.code, system.lazy, system.table, heads, gold_labels, lengths)
+    _oracles.run_treebank(*args, n_stack, offsets, out, stats)
+    return out, stats
 
 
 def _outputs(rows: int, width: int, system: TransitionSystem) -> tuple:
@@ -116,17 +132,30 @@ def _outputs(rows: int, width: int, system: TransitionSystem) -> tuple:
     )
 
 
-def _raise_on_failure(stats: IntArray, system: TransitionSystem) -> None:
+def _compact(out: tuple, capacity: IntArray, steps: IntArray) -> tuple:
+    # Drops the unused rows at the end of each sentence's block.
+    if (steps == capacity).all():
+        return out
+    starts = np.cumsum(capacity) - capacity
+    rows = np.arange(int(capacity.sum())) - np.repeat(starts, capacity)  # [rows]
+    keep = rows < np.repeat(steps, capacity)
+    return tuple(array[keep] for array in out)
+
+
+def _interleave(first: np.ndarray, second: np.ndarray, from_second: BoolArray) -> np.ndarray:
+    merged = np.empty((from_second.shape[0], *first.shape[1:]), dtype=first.dtype)
+    merged[~from_second] = first
+    merged[from_second] = second
+    return merged
+
+
+def _raise_on_failure(stats: IntArray, system: TransitionSystem, index: IntArray) -> None:
     # Checked trees never fail; this guards the oracle itself, so a bug cannot pass silently.
-    bad = np.flatnonzero(stats[:, 1] != _oracles.OK)
+    bad = np.flatnonzero((stats[:, 1] == _oracles.STUCK) | (stats[:, 1] == _oracles.WRONG_TREE))
     if bad.size:
-        s = int(bad[0])
-        what = {
-            _oracles.STUCK: "got stuck",
-            _oracles.WRONG_TREE: "built another tree",
-            _oracles.OVERFLOW: "took more than 2n transitions",
-        }[int(stats[s, 1])]
-        raise ValueError(f"sentence {s}: the static oracle of {system.name} {what}")
+        k = int(bad[0])
+        what = "got stuck" if stats[k, 1] == _oracles.STUCK else "built another tree"
+        raise ValueError(f"sentence {index[k]}: the static oracle of {system.name} {what}")
 
 
 def costs(system: TransitionSystem, configs: Configs, gold: npt.ArrayLike) -> IntArray:

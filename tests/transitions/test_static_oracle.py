@@ -161,3 +161,17 @@ def test_non_projective_tree_is_refused_pointing_to_projectivization(name):
     tree = [-1, 3, 4, 0, 3]  # 1 <- 3 crosses 2 <- 4
     with pytest.raises(ValueError, match=r"sentence 0: not projective .*transitions\.projective"):
         oracle_sequences(get_system(name), [tree])
+
+
+@pytest.mark.parametrize("which", ["lazy", "eager"])
+def test_swap_sentences_with_more_swaps_than_words_are_rerun_in_place(which):
+    system = get_system("swap", swap_oracle=which)
+    many = [-1, 10, 10, 8, 7, 8, 4, 0, 7, 4, 7]  # 20 lazy swaps for 10 words
+    trees = [[-1, 0], many, [-1, 2, 0], many, [-1, 3, 4, 0, 3]]
+    together = check_rebuilds(system, trees)
+    assert together.swaps[1] > 10
+    for s, tree in enumerate(trees):
+        alone = oracle_sequences(system, [tree])
+        rows = slice(together.offsets[s], together.offsets[s + 1])
+        np.testing.assert_array_equal(together.actions[rows], alone.actions)
+        np.testing.assert_array_equal(together.positions[rows], alone.positions)
