@@ -68,23 +68,12 @@ def oracle_sequences(
             or is not projective for a projective system (projectivize it first); names the
             sentence.
     """
+    if n_stack < 0 or n_buffer < 0:
+        raise ValueError(f"n_stack={n_stack} and n_buffer={n_buffer} must be >= 0")
     heads, lengths = pad_trees(trees)
-    check_trees(
-        heads,
-        lengths,
-        single_root=system.single_root,
-        projective=system.projective,
-        system=system.name,
-    )
-    gold_labels = np.full_like(heads, -1)
-    if labels is not None:
-        if len(labels) != len(trees):
-            raise ValueError(f"{len(labels)} label vectors for {len(trees)} trees")
-        for s, row in enumerate(labels):
-            row = np.asarray(row, dtype=np.int64)
-            if row.shape != (lengths[s] + 1,):
-                raise ValueError(f"sentence {s}: labels must have shape ({lengths[s] + 1},)")
-            gold_labels[s, : row.shape[0]] = row
+    single, projective = system.single_root, system.projective
+    check_trees(heads, lengths, single_root=single, projective=projective, system=system.name)
+    gold_labels = _gold_labels(labels, heads, lengths)
     # Every word enters the stack once and leaves it at most once: 2n rows. A SWAP sends a word
     # back to the buffer (two more transitions): 4n rows cover n swaps, and the rare sentences
     # that need more run again, counted first.
@@ -95,17 +84,47 @@ def oracle_sequences(
     again = np.flatnonzero(stats[:, 1] == _oracles.OVERFLOW)
     out = _compact(out, capacity, np.where(stats[:, 1] == _oracles.OK, stats[:, 0], 0))
     if again.size:
-        subset = tuple(array[again] for array in gold)
-        _, counted = _run(system, subset, n_stack, n_stack + n_buffer, None)
-        redone, stats[again] = _run(system, subset, n_stack, n_stack + n_buffer, counted[:, 0])
-        _raise_on_failure(stats[again], system, again)
-        mine = np.zeros(len(lengths), dtype=np.bool_)
-        mine[again] = True
-        mine = np.repeat(mine, stats[:, 0])  # [rows]: which final rows come from the rerun
-        out = tuple(_interleave(a, b, mine) for a, b in zip(out, redone, strict=True))
+        out = _rerun(system, gold, n_stack, n_stack + n_buffer, again, out, stats)
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(stats[:, 0], out=offsets[1:])
     return OracleSequences(*out, offsets=offsets, swaps=stats[:, 2].copy())
+
+
+def _gold_labels(
+    labels: Sequence[npt.ArrayLike] | None, heads: IntArray, lengths: IntArray
+) -> IntArray:
+    # Label ids padded like heads; -1 everywhere when the caller has none.
+    padded = np.full_like(heads, -1)
+    if labels is None:
+        return padded
+    if len(labels) != len(lengths):
+        raise ValueError(f"{len(labels)} label vectors for {len(lengths)} trees")
+    for s, row in enumerate(labels):
+        array = np.asarray(row)
+        if array.shape != (lengths[s] + 1,) or array.dtype.kind not in "iu":
+            raise ValueError(f"sentence {s}: labels must be int[{lengths[s] + 1}]")
+        padded[s, : array.shape[0]] = array
+    return padded
+
+
+def _rerun(
+    system: TransitionSystem,
+    gold: tuple,
+    n_stack: int,
+    width: int,
+    again: IntArray,
+    out: tuple,
+    stats: IntArray,
+) -> tuple:
+    # Counts, then records, the sentences that overflowed; merges their rows in sentence order.
+    subset = tuple(array[again] for array in gold)
+    _, counted = _run(system, subset, n_stack, width, None)
+    redone, stats[again] = _run(system, subset, n_stack, width, counted[:, 0])
+    _raise_on_failure(stats[again], system, again)
+    mine = np.zeros(stats.shape[0], dtype=np.bool_)
+    mine[again] = True
+    mine = np.repeat(mine, stats[:, 0])  # [rows]: which final rows come from the rerun
+    return tuple(_interleave(a, b, mine) for a, b in zip(out, redone, strict=True))
 
 
 def _run(
