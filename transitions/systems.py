@@ -91,6 +91,9 @@ class TransitionSystem:
         single_root: every terminal tree has exactly one word on ROOT.
         projective: the system builds projective trees only (its oracle needs them).
         dynamic: :func:`transitions.costs` works for this system.
+        attach_leftovers: arc_eager's end-of-input heuristic (no effect on other systems).
+        lazy: swap's static oracle is the lazy one.
+        code, table: the kernels' system code and the global transition id of each action.
     """
 
     def __init__(
