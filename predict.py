@@ -6,13 +6,21 @@ Example: ``python predict.py checkpoint=run/best.pt input=in.conllu > out.conllu
 import hydra
 from omegaconf import DictConfig
 
+from biaffine.cli import report_user_errors
 from biaffine.inference import DecoderSettings
 from biaffine.predicting import predict
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="predict")
 def main(cfg: DictConfig) -> None:
-    """Write CoNLL-U to ``cfg.output`` ('-' = stdout); logs go to stderr."""
+    """Write CoNLL-U to ``cfg.output`` ('-' = stdout); logs go to stderr.
+
+    A user error prints one line on stderr and exits with status 2 (see :mod:`biaffine.cli`).
+    """
+    report_user_errors(lambda: _predict(cfg))
+
+
+def _predict(cfg: DictConfig) -> None:
     decoder = DecoderSettings(cfg.decoder.algorithm, cfg.decoder.root_constraint)
     predict(
         cfg.checkpoint,

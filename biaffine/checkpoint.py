@@ -6,10 +6,9 @@ A checkpoint is a dict of strings, numbers, lists, dicts and tensors, so it load
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
-import tempfile
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,9 @@ from torch import nn
 
 import biaffine
 from biaffine.data.vocab import Vocabs
+from biaffine.files import atomic_open
 from biaffine.parsers import build_parser
+from biaffine.runtime import check_device
 
 __all__ = ["FORMAT", "VERSION", "Checkpoint", "CheckpointError", "build_model", "load", "save"]
 
@@ -140,33 +141,9 @@ def _base_scalar(value: bool | int | float | str) -> bool | int | float | str:
 
 
 def _atomic_torch_save(payload: dict[str, Any], path: Path) -> None:
-    # The temporary file lives in the destination folder so os.replace is a same-disk rename.
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save(payload, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Persist the rename itself (POSIX); not possible on every platform, hence best effort."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    # The temporary file lives in the destination folder so the rename stays on one disk.
+    with atomic_open(path, "wb") as handle:
+        torch.save(payload, handle)
 
 
 def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> Checkpoint:
@@ -181,9 +158,14 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
 
     Raises:
         CheckpointError: if the file is missing, truncated or corrupt, holds pickled objects,
-            is not a rootparse checkpoint, or has an unknown format version.
+            is not a rootparse checkpoint, or has an unknown format version; or if
+            ``map_location`` is a device this machine lacks (said so, not blamed on the file).
     """
     path = Path(path)
+    try:
+        check_device(map_location)
+    except ValueError as error:
+        raise CheckpointError(f"cannot load {path}: {error}") from None
     if not path.exists():
         raise CheckpointError(f"{path}: no such checkpoint file")
     if not path.is_file():
@@ -208,15 +190,21 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
 
 
 def _read(path: Path, map_location: str | torch.device) -> Any:
+    # `from None` on unpickling errors: torch's message, chained or not, advises retrying with
+    # weights_only=False, which would run whatever code a malicious file holds.
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as error:
-        if "weights_only" in str(error) or "Weights only" in str(error):
+        found = _PICKLED_GLOBAL.search(str(error))
+        if found:
             raise CheckpointError(
-                f"{path}: holds pickled Python objects, so it is not a {FORMAT} file "
-                "(those contain plain data only)"
-            ) from error
-        raise CheckpointError(f"{path}: corrupt checkpoint ({error})") from error
+                f"{path}: holds a pickled Python object ({found.group(1)}), which is never "
+                f"loaded: not a {FORMAT} file (those contain plain data only)"
+            ) from None
+        raise CheckpointError(
+            f"{path}: truncated or corrupt checkpoint, or not a checkpoint at all (its bytes "
+            "are no pickle of plain data)"
+        ) from None
     except Exception as error:
         # Unpickling arbitrary bytes fails in many ways (RuntimeError from the zip reader,
         # EOFError, KeyError, struct.error, ...): all mean the file is damaged.
@@ -224,6 +212,10 @@ def _read(path: Path, map_location: str | torch.device) -> Any:
             f"{path}: truncated or corrupt checkpoint (the write may have been interrupted): "
             f"{type(error).__name__}: {error}"
         ) from error
+
+
+# How torch's weights-only unpickler names a class or function it refuses to import.
+_PICKLED_GLOBAL = re.compile(r"GLOBAL ([\w.]+)")
 
 
 def _check_format(payload: Any, path: Path) -> None:

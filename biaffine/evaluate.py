@@ -15,12 +15,18 @@ from biaffine.metrics import AttachmentScores, EvaluationError, score_corpus
 
 _ROWS = (
     ("UAS", "uas"),
-    ("LAS", "las"),
-    ("LAS (universal deprel)", "las_universal"),
+    ("LAS (full DEPREL)", "las"),
+    ("LAS (universal DEPREL)", "las_universal"),
     ("UEM", "uem"),
-    ("LEM", "lem"),
+    ("LEM (full DEPREL)", "lem"),
     ("root accuracy", "root_accuracy"),
     ("malformed rate", "malformed_rate"),
+)
+_NOTES = (
+    "LAS (full DEPREL) counts nmod:poss != nmod; the CoNLL 2018 scorer's LAS strips subtypes,",
+    "  so compare its LAS with LAS (universal DEPREL).",
+    "malformed: not a single-rooted tree, or the word on ROOT not labelled root, or another",
+    "  word labelled root (UD's rule; checked where the gold file uses the root relation).",
 )
 
 
@@ -76,7 +82,7 @@ def format_table(scores: AttachmentScores, *, gold: str, pred: str, exclude_punc
         f"{'-' * 24}{'-' * 8}",
     ]
     lines += [f"{label:<24}{getattr(scores, name):>8.2f}" for label, name in _ROWS]
-    return "\n".join(lines)
+    return "\n".join([*lines, "", *_NOTES])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,11 +15,13 @@ if TYPE_CHECKING:
     from biaffine.data.conllu import Sentence
 
 PUNCT = "PUNCT"
+ROOT = "root"
 
 __all__ = [
     "PUNCT",
     "AttachmentScores",
     "EvaluationError",
+    "follows_root_rule",
     "is_well_formed",
     "score_corpus",
     "score_sentence",
@@ -50,7 +52,8 @@ class AttachmentScores:
         n_exact_labeled: sentences whose counted words all have the right HEAD and full DEPREL.
         n_gold_roots: words attached to ROOT (HEAD 0) in the gold trees.
         n_correct_roots: of those, words the prediction also attaches to ROOT.
-        n_malformed: predicted sentences that are not single-rooted trees.
+        n_malformed: predicted sentences that are not single-rooted trees, or whose labels
+            break UD's root rule (see :func:`follows_root_rule`).
     """
 
     n_sentences: int = 0
@@ -103,7 +106,12 @@ class AttachmentScores:
 
     @property
     def malformed_rate(self) -> float:
-        """Percent of predicted sentences with several words on ROOT, a cycle or a bad HEAD."""
+        """Percent of predicted sentences that are not single-rooted trees or break the root rule.
+
+        Malformed: several (or no) words on ROOT, a cycle, a HEAD out of range, or, where the
+        gold sentence uses UD's ``root`` relation, a word on ROOT not labelled ``root`` or a
+        word elsewhere labelled ``root``.
+        """
         return _percent(self.n_malformed, self.n_sentences)
 
     def to_dict(self) -> dict[str, int | float]:
@@ -150,6 +158,21 @@ def is_well_formed(heads: Sequence[int]) -> bool:
     return not _has_cycle(heads)
 
 
+def follows_root_rule(heads: Sequence[int], deprels: Sequence[str]) -> bool:
+    """Whether the words on ROOT, and only they, carry UD's ``root`` relation.
+
+    Subtypes are ignored (``root:x`` counts as ``root``), as in LAS on universal relations.
+
+    Args:
+        heads: HEAD of words 1..n; 0 means ROOT.
+        deprels: DEPREL of words 1..n.
+    """
+    return all(
+        (head == 0) == (universal_relation(rel) == ROOT)
+        for head, rel in zip(heads, deprels, strict=True)
+    )
+
+
 def _has_cycle(heads: Sequence[int]) -> bool:
     # Walk up from each word; state 1 = on the current path, 2 = known to reach ROOT.
     state = [0] * (len(heads) + 1)
@@ -190,7 +213,9 @@ def score_sentence(
         exclude_punct: leave words with gold UPOS ``PUNCT`` out of the UAS/LAS counts. Exact
             match (UEM/LEM) then looks at non-punctuation words only, so a sentence of
             punctuation alone is an exact match. Root accuracy and the malformed count are
-            properties of whole trees and ignore this switch.
+            properties of whole trees and ignore this switch. A prediction is malformed if it
+            is not a single-rooted tree or, when the gold sentence uses the ``root`` relation
+            (every UD treebank does), breaks :func:`follows_root_rule`.
 
     Returns:
         Counts for this one sentence (``n_sentences == 1``).
@@ -220,8 +245,15 @@ def score_sentence(
         n_exact_labeled=int(rels == words),
         n_gold_roots=len(gold_roots),
         n_correct_roots=sum(1 for d in gold_roots if pred_heads[d] == 0),
-        n_malformed=int(not is_well_formed(pred_heads)),
+        n_malformed=int(not _well_formed(gold_rels, pred_heads, pred_rels)),
     )
+
+
+def _well_formed(gold_rels: Sequence[str], heads: Sequence[int], rels: Sequence[str]) -> bool:
+    # The label rule is UD's: a gold tree without any ``root`` relation (another scheme) does
+    # not make every prediction malformed.
+    uses_root = any(universal_relation(rel) == ROOT for rel in gold_rels)
+    return is_well_formed(heads) and (not uses_root or follows_root_rule(heads, rels))
 
 
 def _check_lengths(*columns: Sequence[object]) -> None:

@@ -21,6 +21,7 @@ from torch import nn
 from biaffine import checkpoint
 from biaffine.data.conllu import Sentence, read_conllu, read_text, write_conllu
 from biaffine.data.vocab import Vocabs
+from biaffine.files import atomic_open
 from biaffine.inference import DecoderSettings, parse, warm_up
 from biaffine.metrics import AttachmentScores, score_corpus
 from biaffine.runtime import select_device, set_threads
@@ -67,6 +68,9 @@ def predict(
     """Parse ``source`` with the model in ``checkpoint_path`` and write CoNLL-U to ``dest``.
 
     Only HEAD and DEPREL of word lines change; every other byte of a CoNLL-U input comes back.
+    A file ``dest`` is written atomically (:func:`biaffine.files.atomic_open`): it keeps its old
+    content until the whole input is parsed, so a failed run leaves it untouched and two runs
+    writing the same path never mix; its mode follows the umask. Standard output streams.
 
     Args:
         checkpoint_path: a ``best.pt`` or ``last.pt`` written by training.
@@ -88,8 +92,9 @@ def predict(
         Counts, time, and the scores if ``evaluate`` found gold trees.
 
     Raises:
-        ValueError: unknown format, ``dest`` is the same file as ``source``, or ``int8`` on
-            a GPU.
+        ValueError: unknown format, ``dest`` is the same file as ``source`` (a hard or
+            symbolic link included), or ``int8`` on a GPU.
+        FileNotFoundError: the folder of ``dest`` does not exist.
         biaffine.checkpoint.CheckpointError: unreadable checkpoint.
         biaffine.data.conllu.ConlluError: malformed input.
     """
@@ -107,7 +112,11 @@ def predict(
     parsed = _parse_chunks(
         model, vocabs, sentences, decoder, max_tokens, chunk_sentences, result, **options
     )
-    write_conllu(sys.stdout if str(dest) == STDIO else dest, parsed)
+    if str(dest) == STDIO:
+        write_conllu(sys.stdout, parsed)
+    else:
+        with atomic_open(dest, "w", encoding="utf-8", newline="") as out:
+            write_conllu(out, parsed)
     result.seconds = time.perf_counter() - started
     _log_result(result, evaluate)
     return result
@@ -120,17 +129,25 @@ def _check_arguments(
         raise ValueError(f"format={fmt!r}; expected one of {', '.join(FORMATS)}")
     if chunk < 1:
         raise ValueError(f"chunk_sentences={chunk} must be >= 1")
-    files = STDIO not in (str(source), str(dest)) and Path(dest).exists()
-    if files and Path(dest).resolve() == Path(source).resolve():
-        raise ValueError(f"output {dest} is the input file: it would be overwritten while read")
+    if str(dest) == STDIO:
+        return
+    if not Path(dest).parent.is_dir():
+        raise FileNotFoundError(f"output {dest}: the folder {Path(dest).parent} does not exist")
+    # Device and inode, not resolved names: a hard link to the input is the input.
+    files = str(source) != STDIO and Path(dest).exists() and Path(source).exists()
+    if files and os.path.samefile(source, dest):
+        raise ValueError(f"output {dest} is the input file {source}: choose another output path")
 
 
 def _load_model(
     path: str | os.PathLike[str], device: str, *, int8: bool = False
 ) -> tuple[nn.Module, Vocabs]:
+    # int8 is refused by name first: on a machine without the GPU, that is the clearer error.
+    if int8 and device not in ("cpu", "auto"):
+        raise ValueError(f"int8=true runs on the CPU only, not on device={device!r}")
     device = select_device(device)
     if int8 and device.type != "cpu":
-        raise ValueError(f"int8=true runs on the CPU only, not on device={device!r}")
+        raise ValueError(f"int8=true runs on the CPU only, not on device={device!r} (auto)")
     saved = checkpoint.load(path, map_location=device)
     model = checkpoint.build_model(saved).to(device)
     log.info("loaded %s (trained on %s)", path, saved.metadata.get("treebank", "unknown data"))
@@ -199,6 +216,7 @@ def _log_result(result: PredictResult, evaluate: bool) -> None:
         s = result.scores
         figures = (s.uas, s.las, s.las_universal, s.uem, s.lem, s.root_accuracy, s.malformed_rate)
         log.info(
-            "UAS %.2f LAS %.2f LAS(universal) %.2f UEM %.2f LEM %.2f root %.2f malformed %.2f",
+            "UAS %.2f, LAS %.2f (full DEPREL), LAS %.2f (universal DEPREL, as the CoNLL 2018 "
+            "scorer), UEM %.2f, LEM %.2f, root accuracy %.2f, malformed %.2f (tree or root label)",
             *figures,
         )

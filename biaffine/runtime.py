@@ -7,14 +7,41 @@ import random
 import numpy as np
 import torch
 
-__all__ = ["check_bf16", "seed_everything", "select_device", "set_threads"]
+__all__ = ["check_bf16", "check_device", "seed_everything", "select_device", "set_threads"]
 
 
 def select_device(device: str) -> torch.device:
-    """The torch device named by ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (cuda when available)."""
+    """The torch device named by ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (cuda when available).
+
+    Raises:
+        ValueError: if that device is not on this machine (see :func:`check_device`).
+    """
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(device)
+    return check_device(device)
+
+
+def check_device(device: str | torch.device) -> torch.device:
+    """``device`` as a torch device, refused now if this machine lacks it.
+
+    Without the check, a missing GPU surfaces deep inside ``torch.load`` or the first batch,
+    in words that suggest a broken checkpoint.
+
+    Raises:
+        ValueError: an unknown device name, or a CUDA device that is not present.
+    """
+    try:
+        device = torch.device(device)
+    except RuntimeError as error:
+        raise ValueError(f"device={device!r}: {error}") from None
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if (device.index or 0) >= count:
+            raise ValueError(
+                f"device={device} is not available: this machine has {count} CUDA device(s); "
+                "use device=cpu (or device=auto)"
+            )
+    return device
 
 
 def set_threads(threads: int | None) -> None:

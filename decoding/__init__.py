@@ -16,15 +16,21 @@ Example::
     heads = decoding.eisner(matrix, root_constraint=False)  # float[n+1, n+1] -> int64[n+1]
     assert decoding.is_tree(heads, projective=True, root_constraint=False)
     total = decoding.tree_score(matrix, heads)
+    best = decoding.kbest(matrix, 5)  # the 5 best single-rooted trees: best.heads, best.scores
+    heads = decoding.constrained(matrix, fixed_heads=given, forbidden=banned, root=3)
 """
 
 from ._batch import get_num_threads, set_num_threads
 from .api import DECODERS, check_algorithm, decode, eisner, greedy, mst
+from .constrained import constrained
+from .kbest import KBest, kbest
 from .trees import count_roots, is_projective, is_tree, tree_score
 
 __all__ = [
     "DECODERS",
+    "KBest",
     "check_algorithm",
+    "constrained",
     "count_roots",
     "decode",
     "eisner",
@@ -32,6 +38,7 @@ __all__ = [
     "greedy",
     "is_projective",
     "is_tree",
+    "kbest",
     "mst",
     "set_num_threads",
     "tree_score",

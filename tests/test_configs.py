@@ -14,11 +14,12 @@ from omegaconf import OmegaConf
 from biaffine.data.conllu import read_conllu
 from biaffine.data.vocab import build_vocabs
 from biaffine.parsers import PARSERS, Parser
-from biaffine.training import build_model, fit_settings
+from biaffine.training import build_model, fit_settings, load_splits
 from biaffine.training.loop import lr_decay_scheduler
 
 CONF = Path(__file__).parent.parent / "conf"
-VOCABS = build_vocabs(read_conllu(CONF.parent / "tests" / "data" / "tiny.conllu"))
+TINY = CONF.parent / "tests" / "data" / "tiny.conllu"
+VOCABS = build_vocabs(read_conllu(TINY))
 # Small layers keep instantiation fast (orthogonal init of big LSTMs takes seconds); every
 # other configured key still reaches the constructor, so a typo in YAML still fails.
 SMALL = ["model.encoder.lstm_hidden=8", "model.arc_mlp=8", "model.rel_mlp=8"]
@@ -48,11 +49,11 @@ def test_there_is_one_data_config_per_shared_treebank_plus_tiny() -> None:
     if shared.is_dir():
         folders = sorted(p.name for p in shared.glob("UD_*") if p.is_dir())
         names = ["ud_" + f[3:].lower().replace("-", "_") for f in folders]
-        assert sorted([*names, "tiny"]) == options("data")
-    assert len(options("data")) >= 22
+        assert sorted([*names, "tiny", "ud"]) == options("data")
+    assert len(options("data")) >= 23
 
 
-@pytest.mark.parametrize("name", options("data"))
+@pytest.mark.parametrize("name", [name for name in options("data") if name != "ud"])
 def test_every_data_option_composes_and_names_the_files_on_disk(name: str) -> None:
     data = compose_train(f"data={name}").data
     keys = {"root", "treebank", "train", "dev", "test", "download", "base_url"}
@@ -69,6 +70,19 @@ def test_every_data_option_composes_and_names_the_files_on_disk(name: str) -> No
         # Every split file that exists is named, and every split named null is absent.
         on_disk = {p.name for p in (Path(ud_root) / data.treebank).glob("*.conllu")}
         assert {data[split] for split in ("train", "dev", "test")} - {None} == on_disk
+
+
+def test_data_ud_finds_the_standard_files_of_any_treebank(tmp_path: Path) -> None:
+    folder = tmp_path / "UD_Tiny-Test"
+    folder.mkdir()
+    for split in ("train", "test"):  # no dev: it is held out of train
+        (folder / f"xx_test-ud-{split}.conllu").write_text(TINY.read_text())
+    data = compose_train("data=ud", "data.treebank=UD_Tiny-Test", f"data.root={tmp_path}").data
+    assert (data.train, data.dev, data.test, data.discover) == (None, None, None, True)
+    splits = load_splits(data)
+    assert (len(splits.train), len(splits.dev), len(splits.test)) == (6, 1, 7)
+    with pytest.raises(FileNotFoundError, match="UD_Absent not found"):
+        load_splits(OmegaConf.merge(data, {"treebank": "UD_Absent"}))
 
 
 def test_data_root_defaults_to_ud_root_env_and_can_be_overridden(

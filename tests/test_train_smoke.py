@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from biaffine import checkpoint
 from biaffine.data.batching import batches_by_tokens, encode
-from biaffine.data.conllu import read_conllu
+from biaffine.data.conllu import ConlluError, read_conllu
 from biaffine.inference import DecoderSettings
 from biaffine.metrics import is_well_formed
 from biaffine.predicting import predict, quantized
@@ -142,15 +142,62 @@ def test_predict_refuses_to_overwrite_its_input(trained: TrainResult, tmp_path: 
         predict(trained.run_dir / "best.pt", copy, copy)
 
 
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def test_predict_refuses_a_hard_link_to_its_input(trained: TrainResult, tmp_path: Path) -> None:
+    source, link = tmp_path / "in.conllu", tmp_path / "out.conllu"
+    source.write_text(TINY.read_text())
+    os.link(source, link)
+    with pytest.raises(ValueError, match="is the input file"):
+        predict(trained.run_dir / "best.pt", source, link)
+    assert source.read_text() == TINY.read_text()
+
+
+def test_a_failed_predict_leaves_the_old_output_untouched(
+    trained: TrainResult, tmp_path: Path
+) -> None:
+    # The first sentences parse (and, chunk by chunk, stream out) before the bad line is read.
+    source, out = tmp_path / "in.conllu", tmp_path / "out.conllu"
+    source.write_text(TINY.read_text() + "1\tbroken line\n\n")
+    out.write_text("an earlier result\n")
+    with pytest.raises(ConlluError):
+        predict(trained.run_dir / "best.pt", source, out, chunk_sentences=1)
+    assert out.read_text() == "an earlier result\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.conllu", "out.conllu"]
+
+
+def test_predict_output_mode_follows_the_umask(trained: TrainResult, tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        predict(trained.run_dir / "best.pt", TINY, tmp_path / "out.conllu")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.conllu").stat().st_mode & 0o777 == 0o644
+
+
+def run(args: list[str], cwd: Path, status: int = 0, **env: str) -> subprocess.CompletedProcess:
     # The decoders run as plain Python here: JIT-compiling them again in each child process
     # would dominate the test time, and the parse results are the same.
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "HYDRA_FULL_ERROR": "1"}
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "HYDRA_FULL_ERROR": "1", **env}
     result = subprocess.run(
         [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == status, result.stderr[-3000:]
     return result
+
+
+def test_user_errors_are_one_line_on_stderr_and_exit_2(tmp_path: Path) -> None:
+    missing = run([str(ROOT / "predict.py"), f"checkpoint={tmp_path / 'best.pt'}", f"input={TINY}"],
+                  tmp_path, status=2)  # fmt: skip
+    assert missing.stderr == f"error: {tmp_path / 'best.pt'}: no such checkpoint file\n"
+    assert missing.stdout == ""
+    run_dir = tmp_path / "run"
+    args = [str(ROOT / "train.py"), "data.root=/nonexistent", f"hydra.run.dir={run_dir}"]
+    no_data = run(args, tmp_path, status=2)
+    assert "Traceback" not in no_data.stderr
+    assert no_data.stderr.splitlines()[-1].startswith("error: treebank file(s) not found")
+    assert "data=tiny (or experiment=smoke) works offline" in no_data.stderr
+    assert not run_dir.exists()  # the failed run wrote nothing, so left no folder behind
+    debug = run(args, tmp_path, status=1, ROOTPARSE_DEBUG="1")
+    assert "Traceback" in debug.stderr
 
 
 def test_command_line_multirun_train_then_predict_to_stdout(tmp_path: Path) -> None:

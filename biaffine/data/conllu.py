@@ -355,6 +355,8 @@ def _split_columns(text: str, name: str, lineno: int) -> list[str]:
     cols = text.rstrip("\r\n").split("\t")
     if len(cols) != len(COLUMNS):
         problem = f"expected {len(COLUMNS)} tab-separated columns, found {len(cols)}"
+        if len(cols) == 1:  # no TAB at all: most likely plain text given as CoNLL-U
+            problem += "; for plain text (one tokenized sentence per line) pass format=text"
         raise ConlluError(name, lineno, problem)
     if "" in cols:
         raise ConlluError(name, lineno, f"empty {COLUMNS[cols.index('')]} column (use '_')")

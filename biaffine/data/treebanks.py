@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -17,12 +16,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.files import atomic_open
 
 __all__ = [
     "DEFAULT_BASE_URL",
     "DownloadError",
     "Splits",
     "TreebankFiles",
+    "discover_files",
     "download_file",
     "load_splits",
     "locate_treebank",
@@ -111,11 +112,41 @@ def locate_treebank(
         listed = ", ".join(str(path) for path in missing)
         raise FileNotFoundError(
             f"treebank file(s) not found: {listed}. Point data.root (or the UD_ROOT environment "
-            f"variable) at the folder holding {treebank}/, or set data.download=true."
+            f"variable) at the folder holding {treebank}/, or set data.download=true. To try "
+            "rootparse without treebanks, data=tiny (or experiment=smoke) works offline."
         )
     for path in missing:
         download_file(base_url.format(repo=treebank, file=path.name), path, timeout=timeout)
     return TreebankFiles(**{split: paths.get(split) for split in SPLITS})
+
+
+def discover_files(folder: Path, names: dict[str, str | None]) -> dict[str, str | None]:
+    """Fill the splits named None with the folder's standard ``*-ud-{split}.conllu`` file.
+
+    A split with no such file stays None (no dev: part of train is held out; no test: none).
+
+    Args:
+        folder: a treebank folder on disk, e.g. ``$UD_ROOT/UD_Czech-PDT``.
+        names: file name per split; None means "find it".
+
+    Raises:
+        FileNotFoundError: if ``folder`` does not exist.
+        ValueError: if several files match one split.
+    """
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"treebank folder {folder} not found: check data.treebank and data.root (or the "
+            "UD_ROOT environment variable)"
+        )
+    found = dict(names)
+    for split, name in names.items():
+        if name is None:
+            matches = sorted(path.name for path in folder.glob(f"*-ud-{split}.conllu"))
+            if len(matches) > 1:
+                raise ValueError(f"{folder}: several {split} files ({', '.join(matches)})")
+            found[split] = matches[0] if matches else None
+    log.info("%s: found %s", folder, found)
+    return found
 
 
 def load_splits(
@@ -173,16 +204,9 @@ def download_file(url: str, dest: Path, *, timeout: float = 60.0) -> Path:
         DownloadError: on an HTTP error status, an unreachable server or an empty body.
     """
     dest.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            size = _copy_url(url, out, timeout=timeout)
-        if size == 0:
+    with atomic_open(dest, "wb") as out:
+        if _copy_url(url, out, timeout=timeout) == 0:
             raise DownloadError(f"downloading {url} gave an empty file")
-        os.replace(temp_name, dest)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
     return dest
 
 

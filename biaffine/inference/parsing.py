@@ -23,7 +23,11 @@ __all__ = ["FAMILIES", "Parsed", "parse", "parse_with_decoders", "warm_up"]
 IntArray = npt.NDArray[np.int64]
 
 BatchParser = Callable[..., dict[str, tuple[IntArray, IntArray, float]]]
-"""``f(model, batch, settings_by_name, *, bf16) -> name -> (heads, rels, seconds)``."""
+"""``f(model, batch, settings_by_name, *, bf16, root_label) -> name -> (heads, rels, seconds)``.
+
+``root_label`` is the id of UD's ``root`` relation (None if the vocabulary lacks it): the word on
+ROOT takes it, no other word does.
+"""
 
 FAMILIES: dict[str, tuple[BatchParser, Callable[[Mapping[str, Any]], None]]] = {
     "graph": (graph.parse_batch, graph.warm_up),
@@ -108,13 +112,14 @@ def parse_with_decoders(
     if bf16:
         check_bf16(device)
     warm(decoders)  # keeps kernel loading out of the decoding times
+    root_label = graph.root_label_id(vocabs.rels)
     model.eval()
     parsed: dict[str, list[Sentence | None]] = {name: [None] * len(sentences) for name in decoders}
     seconds = dict.fromkeys(decoders, 0.0)
     with torch.inference_mode():
         for batch in batches_by_tokens(encode(sentences, vocabs), max_tokens, shuffle=False):
             batch = batch.to(device)
-            results = parse_batch(model, batch, decoders, bf16=bf16)
+            results = parse_batch(model, batch, decoders, bf16=bf16, root_label=root_label)
             for name, (heads, rels, spent) in results.items():
                 seconds[name] += spent
                 for row, index in enumerate(batch.indices.tolist()):

@@ -31,11 +31,20 @@ from biaffine.training.run_state import (
     BEST,
     CONFIG,
     RunWriter,
+    carry_history,
     find_resume_checkpoint,
     restore,
 )
 
-__all__ = ["TrainResult", "build_model", "fit_settings", "load_splits", "train"]
+__all__ = [
+    "RESUMABLE_CHANGES",
+    "TrainResult",
+    "build_model",
+    "check_resume_config",
+    "fit_settings",
+    "load_splits",
+    "train",
+]
 
 log = logging.getLogger(__name__)
 
@@ -62,16 +71,23 @@ def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
 
     Returns:
         Best dev scores, test scores of the best model (None without a test split), epochs run.
+
+    Raises:
+        ValueError: among others, when resuming with settings the interrupted run did not have
+            (before anything in ``run_dir`` is touched).
     """
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(cfg, run_dir / CONFIG, resolve=True)
     t = cfg.trainer
+    resumed = find_resume_checkpoint(t.resume, t.resume_from, run_dir)
+    if resumed is not None:
+        check_resume_config(resumed.metadata.get("config"), cfg)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    carry_history(t.resume_from if resumed is not None else None, run_dir)
+    OmegaConf.save(cfg, run_dir / CONFIG, resolve=True)
     seed_everything(t.seed)
     set_threads(t.threads)
     device = select_device(t.device)
     splits = load_splits(cfg.data)
-    resumed = find_resume_checkpoint(t.resume, t.resume_from, run_dir)
     vocabs = (
         resumed.vocabs if resumed else build_vocabs(splits.train, min_word_count=t.min_word_count)
     )
@@ -112,18 +128,71 @@ def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
     )
 
 
+RESUMABLE_CHANGES = frozenset(
+    {
+        *("trainer.resume", "trainer.resume_from", "trainer.max_epochs", "trainer.max_steps"),
+        *("trainer.max_minutes", "trainer.patience", "trainer.eval_max_tokens"),
+        *("trainer.progress_bar", "trainer.device", "trainer.threads"),
+        *("data.root", "data.download", "data.base_url"),
+    }
+)
+"""Config keys a resumed run may change: limits, where things run, where the data lies."""
+
+
+def check_resume_config(saved: Mapping[str, Any] | None, cfg: DictConfig) -> None:
+    """Refuse to resume with settings that differ from the interrupted run's.
+
+    Args:
+        saved: the resolved config stored in the resumed checkpoint (None in files that lack it:
+            nothing to compare).
+        cfg: the config of this run.
+
+    Raises:
+        ValueError: naming each key both configs hold, outside :data:`RESUMABLE_CHANGES`, whose
+            values differ, with both values.
+    """
+    if saved is None:
+        return
+    old = _flatten(saved)
+    new = _flatten(OmegaConf.to_container(cfg, resolve=True))
+    # Keys only one side has are left alone: a newer release may add settings, whose defaults
+    # the interrupted run cannot contradict.
+    shared = (old.keys() & new.keys()) - RESUMABLE_CHANGES
+    differing = sorted(key for key in shared if old[key] != new[key])
+    if differing:
+        changes = ", ".join(f"{key}={new[key]!r} (was {old[key]!r})" for key in differing)
+        raise ValueError(
+            f"cannot resume with settings the interrupted run did not have: {changes}; "
+            "drop those overrides, or start a new run"
+        )
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            flat |= _flatten(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 def load_splits(d: Mapping[str, Any], *, root: str | Path | None = None) -> treebanks.Splits:
     """The splits a ``data`` config names (a ``conf/data/*.yaml`` node, or its plain dict copy).
 
     Args:
         d: the data config: ``root``, ``treebank``, ``train``/``dev``/``test``, ``download``,
-            ``base_url``, ``dev_fraction``, ``split_seed``.
+            ``base_url``, ``dev_fraction``, ``split_seed``, and ``discover`` (find the splits
+            named null on disk, see :func:`biaffine.data.treebanks.discover_files`).
         root: a UD root to use instead of ``d["root"]`` (experiments reading a stored config).
     """
     names = {split: d[split] for split in treebanks.SPLITS}
     options = {"download": d["download"], "base_url": d["base_url"]}
     options |= {"dev_fraction": d["dev_fraction"], "split_seed": d["split_seed"]}
     folder = treebanks.resolve_root(root if root is not None else d["root"])
+    if d.get("discover", False):
+        names = treebanks.discover_files(folder / d["treebank"], names)
     return treebanks.load_splits(folder, d["treebank"], names, **options)
 
 

@@ -52,7 +52,9 @@ class FitSettings:
         patience: stop after this many epochs without a better dev score; None = never.
         clip: max gradient L2 norm; None = no clipping.
         max_steps: stop once this many optimizer steps are done; None = no limit.
-        max_minutes: stop after the epoch that crosses this wall-clock time; None = no limit.
+        max_minutes: wall-clock budget: stop at the first optimizer step past it, even within
+            an epoch (that partial epoch is still scored on dev and checkpointed, and a resume
+            starts the next epoch); None = no limit.
         exclude_punct: leave PUNCT out of dev scores.
         progress_bar: show a tqdm bar per epoch (on stderr).
     """
@@ -139,11 +141,13 @@ def fit(
     state = state if state is not None else TrainState()
     scored = average.module if average is not None else model
     started = time.monotonic()
+    minutes = settings.max_minutes
+    deadline = started + 60 * minutes if minutes is not None else None
     while (reason := _stop_reason(state, settings, started)) is None:
         epoch_started = time.monotonic()
         loss = train_epoch(
             model, optimizer, scheduler, train_data,
-            settings=settings, state=state, device=device, average=average,
+            settings=settings, state=state, device=device, average=average, deadline=deadline,
         )  # fmt: skip
         dev_scores = _score(scored, vocabs, dev, settings)
         improved = state.record(dev_scores)
@@ -205,10 +209,12 @@ def train_epoch(
     state: TrainState,
     device: torch.device | str = "cpu",
     average: AveragedModel | None = None,
+    deadline: float | None = None,
 ) -> float:
     """One pass over shuffled token-budget batches; advances ``state.epoch`` and ``state.step``.
 
-    ``average``, if given, takes the weights after every optimizer step.
+    ``average``, if given, takes the weights after every optimizer step. The pass ends early
+    once ``settings.max_steps`` steps are done or ``time.monotonic()`` passes ``deadline``.
 
     Returns:
         The mean training loss per word.
@@ -245,6 +251,8 @@ def train_epoch(
         total, words = total + loss * n, words + n
         bar.set_postfix(loss=f"{total / words:.4f}", refresh=False)
         if settings.max_steps is not None and state.step >= settings.max_steps:
+            break
+        if deadline is not None and time.monotonic() >= deadline:
             break
     bar.close()
     return total / max(words, 1)

@@ -31,8 +31,10 @@ __all__ = [
     "METRICS",
     "RunWriter",
     "TrainState",
+    "carry_history",
     "find_resume_checkpoint",
     "get_rng_state",
+    "remove_unused_run_dir",
     "restore",
     "set_rng_state",
 ]
@@ -161,11 +163,13 @@ def find_resume_checkpoint(
 ) -> checkpoint.Checkpoint | None:
     """The ``last.pt`` to continue from, or None when not resuming.
 
+    Nothing is written: :func:`carry_history` copies the old run's files once the resumed
+    config has been checked.
+
     Args:
         resume: whether to resume at all.
         resume_from: an explicit ``last.pt``; None means ``run_dir/last.pt``.
-        run_dir: the run directory. When resuming from another folder, its ``best.pt`` and
-            ``metrics.jsonl`` are copied here so that this run carries the whole history.
+        run_dir: the run directory.
 
     Raises:
         FileNotFoundError: resuming, but the checkpoint does not exist.
@@ -178,12 +182,38 @@ def find_resume_checkpoint(
             f"trainer.resume=true but {path} does not exist: set hydra.run.dir to the folder of "
             "the run to continue, or trainer.resume_from to its last.pt"
         )
-    if path.resolve().parent != run_dir.resolve():
-        for name in (BEST, METRICS):  # carry the old run's history into this run dir
-            if (path.parent / name).is_file():
-                shutil.copyfile(path.parent / name, run_dir / name)
     log.info("resuming from %s", path)
     return checkpoint.load(path)
+
+
+def carry_history(resume_from: str | None, run_dir: Path) -> None:
+    """Copy ``best.pt`` and ``metrics.jsonl`` of a run resumed from another folder into this one.
+
+    So that this run carries the whole history; nothing happens when ``resume_from`` is None or
+    lies in ``run_dir`` already.
+    """
+    if resume_from is None or Path(resume_from).resolve().parent == run_dir.resolve():
+        return
+    for name in (BEST, METRICS):
+        if (Path(resume_from).parent / name).is_file():
+            shutil.copyfile(Path(resume_from).parent / name, run_dir / name)
+
+
+# What a run directory holds before training writes anything: Hydra's record and log, our config.
+_STARTUP_FILES = frozenset({".hydra", "train.log", CONFIG})
+
+
+def remove_unused_run_dir(run_dir: Path) -> bool:
+    """Delete a run folder that a failed start left with start-up files only; True if deleted.
+
+    A folder holding anything else (a checkpoint, metrics, files of the user's) is kept, so a
+    failed resume never loses the run it was resuming.
+    """
+    if not run_dir.is_dir() or any(p.name not in _STARTUP_FILES for p in run_dir.iterdir()):
+        return False
+    shutil.rmtree(run_dir)
+    log.info("removed %s: the run wrote nothing", run_dir)
+    return True
 
 
 def restore(

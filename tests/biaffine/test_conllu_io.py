@@ -421,3 +421,10 @@ def test_every_ud_file_round_trips_byte_for_byte(ud_root: Path) -> None:
         sample = [s.with_tree(s.heads, s.deprels) for s in sentences[::25]]  # type: ignore[arg-type]
         assert sample[0].lines == sentences[0].lines, path
         assert to_text(sample) == to_text(sentences[::25]), path
+
+
+def test_plain_text_given_as_conllu_hints_at_format_text(tmp_path: Path) -> None:
+    path = tmp_path / "in.conllu"
+    path.write_text("The dog barks .\n", encoding="utf-8")
+    with pytest.raises(ConlluError, match=r"in\.conllu:1: .*found 1; .* pass format=text"):
+        list(read_conllu(path))

@@ -86,9 +86,24 @@ def test_table_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "words:      6 (punctuation included)" in out
     rows = {line[:24].strip(): line[24:].strip() for line in out.splitlines() if len(line) > 24}
     assert rows["UAS"] == "83.33"
-    assert rows["LAS"] == "50.00"
-    assert rows["LAS (universal deprel)"] == "66.67"
+    assert rows["LAS (full DEPREL)"] == "50.00"
+    assert rows["LAS (universal DEPREL)"] == "66.67"
     assert rows["malformed rate"] == "0.00"
+    assert "the CoNLL 2018 scorer's LAS strips subtypes" in out  # which LAS to compare with it
+
+
+def test_a_tree_breaking_the_root_label_rule_is_malformed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gold = _write(tmp_path, "gold.conllu", GOLD)
+    on_root = PRED.replace("\t0\troot\t_\tSpaceAfter", "\t0\tpunct\t_\tSpaceAfter")
+    elsewhere = PRED.replace("\t2\tnmod\t", "\t2\troot\t")
+    for text in (on_root, elsewhere):
+        assert text != PRED
+        result = _run_json(capsys, gold, _write(tmp_path, "pred.conllu", text))
+        assert (result["n_malformed"], result["malformed_rate"]) == (1, 50.0)
+    assert main([gold, _write(tmp_path, "pred.conllu", on_root)]) == 0
+    assert "word labelled root (UD's rule" in capsys.readouterr().out
 
 
 def test_prediction_from_standard_input(
@@ -242,7 +257,8 @@ def _recount(gold_path: Path, pred_path: Path, *, exclude_punct: bool) -> dict[s
         c["lem"] += all(labels)
         c["roots"] += sum(g[6] == "0" for g, _ in pairs)
         c["root_ok"] += sum(g[6] == "0" and p[6] == "0" for g, p in pairs)
-        c["bad"] += not _is_tree([int(p[6]) for p in p_words])
+        rule = all((p[6] == "0") == (p[7].split(":")[0] == "root") for p in p_words)
+        c["bad"] += not (_is_tree([int(p[6]) for p in p_words]) and rule)
     sentences = len(gold)
     return {
         "n_sentences": sentences,

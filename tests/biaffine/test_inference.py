@@ -8,9 +8,9 @@ from builders import biaffine_parser
 import decoding
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence
-from biaffine.data.vocab import Vocabs
+from biaffine.data.vocab import Vocab, Vocabs
 from biaffine.inference import DecoderSettings, parse, warm_up
-from biaffine.inference.graph import decode, decode_heads
+from biaffine.inference.graph import choose_labels, decode, decode_heads, root_label_id
 from biaffine.parsers.biaffine import BiaffineParser
 
 TINY = {"word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10}
@@ -72,6 +72,45 @@ def test_greedy_picks_the_row_argmax_and_labels_follow_heads(vocabs, sentences) 
         all_pairs = model.rel_scores(scores)
     for b, d in zip(*np.nonzero(mask), strict=True):
         assert rels[b, d] == all_pairs[b, d, heads[b, d]].argmax().item()
+
+
+@pytest.mark.parametrize("algorithm", ["greedy", "mst"])
+def test_labels_follow_uds_root_rule_and_are_otherwise_the_best(
+    vocabs, sentences, algorithm: str
+) -> None:
+    model, scores, batch = model_scores(vocabs, sentences)
+    root = root_label_id(vocabs.rels)
+    assert root is not None
+    decoder = DecoderSettings(algorithm)
+    heads, rels = decode(model, scores, batch.lengths, decoder, root_label=root)
+    _, argmax_rels = decode(model, scores, batch.lengths, decoder)
+    mask = batch.mask.numpy()
+    with torch.inference_mode():
+        all_pairs = model.rel_scores(scores)  # [B, N+1, N+1, R]: every arc, not only decoded
+    for b, d in zip(*np.nonzero(mask), strict=True):
+        pair = all_pairs[b, d, heads[b, d]].clone()
+        if heads[b, d] == 0:
+            assert rels[b, d] == root
+        else:
+            pair[root] = float("-inf")
+            assert rels[b, d] == pair.argmax().item()
+    # The untrained model's own argmax breaks the rule, so the rule is what changed the labels.
+    assert ((argmax_rels == root) != (heads == 0))[mask].any()
+
+
+def test_parse_labels_the_root_word_root_and_no_other(vocabs, sentences) -> None:
+    for pred in parse(untrained(vocabs), vocabs, sentences):
+        assert all((h == 0) == (r == "root") for h, r in zip(pred.heads, pred.deprels, strict=True))
+
+
+def test_without_a_root_label_every_arc_takes_its_best_label(vocabs, sentences) -> None:
+    model, scores, batch = model_scores(vocabs, sentences)
+    heads = decode_heads(scores.arc_scores, batch.lengths)
+    with torch.inference_mode():
+        best = model.rel_scores_at(scores, torch.from_numpy(heads)).argmax(-1).numpy()
+    mask = batch.mask.numpy()
+    assert np.array_equal(choose_labels(model, scores, heads)[mask], best[mask])
+    assert root_label_id(Vocab(["nsubj", "obj"], specials=False)) is None
 
 
 def test_decode_orientation_is_dependent_major() -> None:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from biaffine.metrics import (
     AttachmentScores,
     EvaluationError,
+    follows_root_rule,
     is_well_formed,
     score_corpus,
     score_sentence,
@@ -134,6 +135,30 @@ def test_cycle_is_malformed() -> None:
 )
 def test_is_well_formed(heads: list[int], expected: bool) -> None:
     assert is_well_formed(heads) is expected
+
+
+@pytest.mark.parametrize(
+    ("heads", "rels", "expected"),
+    [
+        ([2, 0], ["det", "root"], True),
+        ([2, 0], ["det", "root:x"], True),  # subtypes ignored, as in universal LAS
+        ([2, 0], ["det", "punct"], False),  # the word on ROOT must be root
+        ([2, 0], ["root", "root"], False),  # and no other word
+        ([0, 0], ["root", "root"], True),  # two roots: a tree problem, not a label one
+    ],
+)
+def test_follows_root_rule(heads: list[int], rels: list[str], expected: bool) -> None:
+    assert follows_root_rule(heads, rels) is expected
+
+
+def test_a_tree_breaking_the_root_label_rule_is_malformed() -> None:
+    gold_heads, gold_rels, upos = [2, 0], ["det", "root"], ["X", "X"]
+    right = score_sentence(gold_heads, gold_rels, [2, 0], ["det", "root"], upos)
+    assert right.n_malformed == 0
+    for rels in (["det", "punct"], ["root", "root"]):
+        assert score_sentence(gold_heads, gold_rels, [2, 0], rels, upos).n_malformed == 1
+    # A gold scheme without UD's root relation checks the tree only.
+    assert score_sentence(gold_heads, ["a", "top"], [2, 0], ["a", "punct"], upos).n_malformed == 0
 
 
 def test_root_accuracy_counts_gold_root_words_attached_to_root() -> None:

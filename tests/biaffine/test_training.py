@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,9 +15,15 @@ from hydra import compose, initialize
 
 from biaffine import checkpoint
 from biaffine.metrics import AttachmentScores
-from biaffine.training import FitSettings, TrainResult, train
+from biaffine.training import FitSettings, TrainResult, loop, train
 from biaffine.training.loop import _stop_reason, lr_decay_scheduler, weight_average
-from biaffine.training.run_state import RunWriter, TrainState, get_rng_state, set_rng_state
+from biaffine.training.run_state import (
+    RunWriter,
+    TrainState,
+    get_rng_state,
+    remove_unused_run_dir,
+    set_rng_state,
+)
 
 # Several batches per epoch (max_tokens=20), so batch order and dropout RNG both matter.
 TINY = ["experiment=smoke", "trainer.max_tokens=20", "trainer.progress_bar=false"]
@@ -205,5 +213,47 @@ def test_weight_average_is_scored_kept_and_resumed_exactly(tmp_path: Path) -> No
 
 def test_resume_refuses_to_add_or_drop_the_weight_average(tmp_path: Path) -> None:
     train(tiny_config("trainer.max_epochs=1"), tmp_path)
-    with pytest.raises(ValueError, match="did not keep a weight average"):
+    with pytest.raises(ValueError, match=r"trainer\.ema_decay=0\.9 \(was None\)"):
         train(tiny_config("trainer.resume=true", "trainer.ema_decay=0.9"), tmp_path)
+
+
+def test_a_conflicting_resume_is_refused_before_the_run_dir_changes(tmp_path: Path) -> None:
+    train(tiny_config("trainer.max_epochs=1"), tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    overrides = ("trainer.resume=true", "model.encoder.lstm_hidden=32", "trainer.seed=3")
+    message = r"model\.encoder\.lstm_hidden=32 \(was 16\), trainer\.seed=3 \(was 1\)"
+    with pytest.raises(ValueError, match=message):
+        train(tiny_config(*overrides), tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # config.yaml too
+    # Limits may change: this resume runs.
+    assert train(tiny_config("trainer.resume=true", "trainer.max_epochs=2"), tmp_path).epochs == 2
+
+
+def test_max_minutes_stops_at_the_first_step_past_the_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A clock that ticks one second per reading: fit's start (0), the stop check (1), the
+    # epoch's start (2), then the check after the first step (3) reaches the 3 s budget.
+    ticks = itertools.count()
+    monkeypatch.setattr(loop, "time", SimpleNamespace(monotonic=lambda: float(next(ticks))))
+    # max_tokens=20 gives several batches per epoch: the old check stopped after a whole one.
+    result = train(tiny_config("trainer.max_minutes=0.05"), tmp_path)
+    assert (result.stop_reason, result.epochs, result.steps) == ("max_minutes", 1, 1)
+    assert (tmp_path / "best.pt").is_file()
+    last = checkpoint.load(tmp_path / "last.pt").training_state["progress"]
+    assert (last["epoch"], last["step"]) == (1, 1)
+    assert [r["step"] for r in epoch_records(tmp_path) if r["event"] == "epoch"] == [1]
+
+
+def test_a_failed_start_removes_the_run_dir_it_left_empty(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    (run_dir / ".hydra").mkdir(parents=True)
+    (run_dir / "train.log").write_text("")
+    with pytest.raises(FileNotFoundError, match="data=tiny"):
+        train(tiny_config("data.train=absent.conllu"), run_dir)
+    assert remove_unused_run_dir(run_dir)
+    assert not run_dir.exists()
+    kept = tmp_path / "kept"
+    train(tiny_config("trainer.max_epochs=1"), kept)
+    assert not remove_unused_run_dir(kept)  # it holds checkpoints
+    assert (kept / "last.pt").is_file()

@@ -1,0 +1,189 @@
+"""K-best trees (Lawler's partition on the exact decoders) against brute-force enumeration."""
+
+from __future__ import annotations
+
+import all_trees
+import numpy as np
+import oracle
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import FEASIBLE_KINDS, padded_batches, score_matrices
+
+import decoding
+
+ALGORITHMS = ["mst", "eisner"]
+# The messages of a sentence without any tree: from the value checks, or from the search.
+NO_TREE = r"sentence 0: (no (projective )?tree|word \d+ has no finite head|no word can attach)"
+
+
+def _check_against_brute_force(scores, k, algorithm, root_constraint):
+    projective = algorithm == "eisner"
+    expected = all_trees.trees(scores, single_root=root_constraint, projective=projective)
+    if not expected:
+        with pytest.raises(ValueError, match=NO_TREE):
+            decoding.kbest(scores, k, algorithm=algorithm, root_constraint=root_constraint)
+        return
+    result = decoding.kbest(scores, k, algorithm=algorithm, root_constraint=root_constraint)
+    count = min(k, len(expected))
+    assert result.heads.shape == (count, len(scores))
+    assert result.heads.dtype == np.int64
+    assert result.scores.shape == (count,)
+    slack = oracle.tolerance(scores)
+    for heads, score in zip(result.heads, result.scores, strict=True):
+        assert oracle.is_tree(heads, single_root=root_constraint, is_projective=projective)
+        assert score == pytest.approx(oracle.weight(scores, heads), rel=0, abs=slack)
+    assert len({tuple(heads) for heads in result.heads}) == count  # no tree twice
+    assert np.all(np.diff(result.scores) <= slack)  # best first
+    # Ties may come in any order, so compare the sorted scores with the brute-force top k.
+    top = [weight for weight, _ in expected[:count]]
+    np.testing.assert_allclose(result.scores, top, rtol=0, atol=slack)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@given(scores=score_matrices(max_words=5), k=st.integers(1, 12), root_constraint=st.booleans())
+def test_kbest_scores_equal_brute_force_top_k(algorithm, scores, k, root_constraint):
+    _check_against_brute_force(scores, k, algorithm, root_constraint)
+
+
+@given(scores=score_matrices(max_words=5), root_constraint=st.booleans())
+def test_kbest_eisner_with_a_huge_k_returns_every_projective_tree(scores, root_constraint):
+    # The chart is sized by a count of the trees under the -inf masks: the count must be exact.
+    _check_against_brute_force(scores, 10**9, "eisner", root_constraint)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@settings(max_examples=12)
+@given(
+    scores=score_matrices(min_words=6, max_words=6),
+    k=st.integers(1, 40),
+    root_constraint=st.booleans(),
+)
+def test_kbest_scores_equal_brute_force_top_k_on_six_words(algorithm, scores, k, root_constraint):
+    _check_against_brute_force(scores, k, algorithm, root_constraint)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("root_constraint", [True, False])
+def test_kbest_with_k_beyond_the_count_returns_every_tree_once(algorithm, root_constraint):
+    scores = np.random.default_rng(4).choice([0.0, 1.0, 2.0], size=(5, 5))  # heavy ties
+    projective = algorithm == "eisner"
+    expected = all_trees.trees(scores, single_root=root_constraint, projective=projective)
+    result = decoding.kbest(
+        scores, len(expected) + 5, algorithm=algorithm, root_constraint=root_constraint
+    )
+    assert {tuple(heads) for heads in result.heads} == {heads for _, heads in expected}
+    assert len(result.heads) == len(expected)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_kbest_with_a_huge_k_returns_the_few_trees_that_exist(algorithm):
+    # The Eisner chart sizes its lists by the number of trees, not by k.
+    result = decoding.kbest(np.zeros((4, 4)), 10**12, algorithm=algorithm)
+    assert len(result.scores) == (7 if algorithm == "eisner" else 9)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@given(scores=score_matrices(max_words=8, kinds=FEASIBLE_KINDS), root_constraint=st.booleans())
+def test_kbest_first_tree_is_the_one_best_decoder_tree(algorithm, scores, root_constraint):
+    best = decoding.kbest(scores, 1, algorithm=algorithm, root_constraint=root_constraint)
+    decoder = decoding.mst if algorithm == "mst" else decoding.eisner
+    np.testing.assert_array_equal(best.heads[0], decoder(scores, root_constraint=root_constraint))
+
+
+@given(
+    scores=score_matrices(max_words=9, kinds=FEASIBLE_KINDS),
+    k=st.integers(1, 8),
+    root_constraint=st.booleans(),
+)
+def test_kbest_projective_scores_at_most_free_scores_rank_by_rank(scores, k, root_constraint):
+    free = decoding.kbest(scores, k, root_constraint=root_constraint)
+    projective = decoding.kbest(scores, k, algorithm="eisner", root_constraint=root_constraint)
+    slack = oracle.tolerance(scores)
+    assert len(projective.scores) <= len(free.scores)
+    assert np.all(projective.scores <= free.scores[: len(projective.scores)] + slack)
+    for heads in projective.heads:
+        assert decoding.is_tree(heads, root_constraint=root_constraint, projective=True)
+    if all(decoding.is_projective(heads) for heads in free.heads):
+        # Then the free list is also the best projective one.
+        np.testing.assert_allclose(projective.scores, free.scores, rtol=0, atol=slack)
+
+
+@given(
+    batch=padded_batches(max_words=5),
+    k=st.integers(1, 4),
+    algorithm=st.sampled_from(ALGORITHMS),
+    root_constraint=st.booleans(),
+)
+def test_kbest_batch_equals_one_sentence_at_a_time_despite_padding_garbage(
+    batch, k, algorithm, root_constraint
+):
+    scores, lengths, sentences = batch
+    options = {"algorithm": algorithm, "root_constraint": root_constraint}
+    result = decoding.kbest(scores, k, lengths=lengths, **options)
+    rows = result.scores.shape[1]
+    assert result.heads.shape == (len(sentences), rows, scores.shape[1])
+    assert result.scores.shape == (len(sentences), rows)
+    counts = []
+    for b, matrix in enumerate(sentences):
+        alone = decoding.kbest(matrix, k, **options)
+        count, n = len(alone.scores), len(matrix) - 1
+        np.testing.assert_array_equal(result.heads[b, :count, : n + 1], alone.heads)
+        np.testing.assert_array_equal(result.scores[b, :count], alone.scores)
+        assert (result.heads[b, count:] == -1).all()
+        assert (result.heads[b, :, n + 1 :] == -1).all()
+        assert (result.scores[b, count:] == -np.inf).all()
+        counts.append(count)
+    assert rows == max(counts)
+
+
+def test_kbest_second_tree_is_non_projective_only_with_mst():
+    # The best tree is projective; the second (25) is not, so eisner's second scores only 24.
+    scores = np.array(
+        [
+            [6.0, 0.0, 8.0, 9.0, 0.0],
+            [6.0, 9.0, 1.0, 1.0, 1.0],
+            [9.0, 4.0, 9.0, 0.0, 6.0],
+            [6.0, 5.0, 6.0, 1.0, 0.0],
+            [6.0, 8.0, 8.0, 7.0, 4.0],
+        ]
+    )
+    free = decoding.kbest(scores, 3)
+    np.testing.assert_array_equal(free.scores, [26.0, 25.0, 24.0])
+    np.testing.assert_array_equal(free.heads[:2], [[-1, 0, 4, 2, 1], [-1, 0, 4, 1, 1]])
+    projective = decoding.kbest(scores, 2, algorithm="eisner")
+    np.testing.assert_array_equal(projective.scores, [26.0, 24.0])
+    np.testing.assert_array_equal(projective.heads[0], [-1, 0, 4, 2, 1])
+    assert decoding.is_tree(projective.heads[1], projective=True)  # two trees tie at 24
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"k": 0}, "k must be a positive integer, got 0"),
+        ({"k": 2.0}, "k must be a positive integer, got 2.0"),
+        ({"k": True}, "k must be a positive integer, got True"),
+        ({"k": 2, "algorithm": "greedy"}, "algorithm must be one of"),
+        ({"k": 2, "lengths": [2]}, "lengths is only for batched scores"),
+    ],
+)
+def test_kbest_rejects_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        decoding.kbest(np.zeros((3, 3)), **kwargs)
+
+
+def test_kbest_names_the_sentence_with_nan_or_without_a_tree():
+    batch = np.zeros((2, 4, 4))
+    batch[1, 2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"sentence 1: NaN at scores\[1, 2, 1\]"):
+        decoding.kbest(batch, 2)
+    batch[1, 2, 1] = 0.0
+    batch[1, 1, 1:] = batch[1, 3, 1:] = -np.inf  # words 1 and 3 can only hang from ROOT
+    with pytest.raises(ValueError, match="sentence 1: no tree with a single root exists"):
+        decoding.kbest(batch, 2)
+    assert decoding.kbest(batch, 1000, root_constraint=False).scores.shape == (2, 16)
+    batch[1, 1:, 1:] = -np.inf
+    batch[1, 1:, 0] = 0.0
+    with pytest.raises(ValueError, match="sentence 1: no projective tree with a single root"):
+        decoding.kbest(batch, 2, algorithm="eisner")
