@@ -2,7 +2,7 @@
 
 Run from the repository root (the package installed, or ``PYTHONPATH=.``)::
 
-    python benchmarks/transitions.py --ud-root ../shared/ud --out docs/transition-systems.md
+    python benchmarks/transition_systems.py --ud-root ../shared/ud --out docs/transition-systems.md
 
 Per treebank (train, dev and test together): sentences and words, non-projective sentences and
 arcs, arcs changed by lifting (Nivre & Nilsson 2005, ``transitions.projective``) and the share
@@ -22,11 +22,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-# Run as a script, this file's folder comes first on sys.path and its name would shadow the
-# `transitions` package: take the folder off before importing it.
-if Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
 
 import numba
 import numpy as np
@@ -193,7 +188,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="also write the markdown here")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per oracle")
     args = parser.parse_args()
-    command = "python benchmarks/transitions.py " + " ".join(sys.argv[1:])
+    command = "python benchmarks/transition_systems.py " + " ".join(sys.argv[1:])
     text = report(args.ud_root, args.repeats, command)
     print(text)
     if args.out:
