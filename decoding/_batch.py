@@ -16,23 +16,19 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
-import numpy.typing as npt
 
 from .baselines import best_of_roots_kernel
 from .eisner import eisner_kernel
+from .status import NAN, NO_HEAD, NO_ROOT_ARC, OK, POSINF
 from .tarjan import mst_kernel
 from .trees import greedy_kernel
+from .types import BoolArray, FloatArray, IntArray
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 Where = tuple[int, int, int]  # (status, d, h), as a row of ``where``
 
 # Algorithms understood by :func:`_decode_one`.
 MST, EISNER, GREEDY, BEST_OF_ROOTS = 0, 1, 2, 3
 
-# Status codes per sentence. 1 and 2 come from the kernels; 3-6 from the checks in `_check`.
-OK, NO_TREE, NO_SINGLE_ROOT, NAN, POSINF, NO_HEAD, NO_ROOT_ARC = range(7)
 
 # Threads claim blocks of this many consecutive sentences: whole blocks keep two threads from
 # writing the same cache line of ``where`` (3 int64 per sentence) over and over, and small ones

@@ -11,9 +11,10 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from . import _batch
+from . import _batch, status
 from ._inputs import as_array, check_float, check_integer
 from .trees import is_tree, tree_score
+from .types import FloatArray, IntArray
 
 __all__ = [
     "DECODERS",
@@ -25,9 +26,6 @@ __all__ = [
     "mst",
     "tree_score",
 ]
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 def _prefix(b: int) -> str:
@@ -68,16 +66,16 @@ def _error(
     b: int, where: IntArray | tuple[int, int, int], single: bool, reasons: dict[int, str]
 ) -> ValueError:
     """The error for sentence b, whose check or decoding failed with ``where = (status, d, h)``."""
-    status, d, h = (int(v) for v in where)
+    code, d, h = (int(v) for v in where)
     index = f"[{d}, {h}]" if single else f"[{b}, {d}, {h}]"
     messages = {
-        _batch.NAN: f"NaN at scores{index} (arc {h} -> {d})",
-        _batch.POSINF: f"+inf at scores{index} (arc {h} -> {d})",
-        _batch.NO_HEAD: f"word {d} has no finite head score: every arc into it is -inf",
-        _batch.NO_ROOT_ARC: "no word can attach to ROOT: column 0 is all -inf",
+        status.NAN: f"NaN at scores{index} (arc {h} -> {d})",
+        status.POSINF: f"+inf at scores{index} (arc {h} -> {d})",
+        status.NO_HEAD: f"word {d} has no finite head score: every arc into it is -inf",
+        status.NO_ROOT_ARC: "no word can attach to ROOT: column 0 is all -inf",
         **reasons,
     }
-    return ValueError(f"{_prefix(b)}{messages[status]}")
+    return ValueError(f"{_prefix(b)}{messages[code]}")
 
 
 def _run(
@@ -92,9 +90,9 @@ def _run(
         if lengths is not None:
             raise ValueError("lengths is only for batched scores float[B, N+1, N+1]")
         heads = np.full(array.shape[0], -1, dtype=np.int64)
-        status, d, h = _batch.decode_single(algorithm, array, root_constraint, heads)
-        if status != _batch.OK:
-            raise _error(0, (status, d, h), True, reasons)
+        code, d, h = _batch.decode_single(algorithm, array, root_constraint, heads)
+        if code != status.OK:
+            raise _error(0, (code, d, h), True, reasons)
         return heads
     sizes = _lengths(lengths, array.shape[0], array.shape[1] - 1)
     heads, where = _batch.decode(algorithm, array, sizes, root_constraint)
@@ -132,7 +130,7 @@ def mst(
             holds bfloat16, lengths outside [1, N], NaN or +inf inside a sentence, or when the
             ``-inf`` masks leave no (single-rooted) tree. The message names the sentence.
     """
-    reasons = {_batch.NO_TREE: _NO_TREE, _batch.NO_SINGLE_ROOT: _NO_SINGLE_ROOT}
+    reasons = {status.NO_TREE: _NO_TREE, status.NO_SINGLE_ROOT: _NO_SINGLE_ROOT}
     return _run(_batch.MST, scores, lengths, root_constraint, reasons)
 
 
@@ -159,7 +157,7 @@ def eisner(
         scores,
         lengths,
         root_constraint,
-        {_batch.NO_TREE: f"{reason} exists under the -inf masks"},
+        {status.NO_TREE: f"{reason} exists under the -inf masks"},
     )
 
 
@@ -185,7 +183,7 @@ def greedy(scores: npt.ArrayLike, lengths: npt.ArrayLike | None = None) -> IntAr
 
 def _best_of_roots(scores: npt.ArrayLike, lengths: npt.ArrayLike | None = None) -> IntArray:
     """Exact single-root MST by trying every root word (O(n^3)); for tests and benchmarks only."""
-    reasons = {_batch.NO_TREE: _NO_TREE, _batch.NO_SINGLE_ROOT: _NO_SINGLE_ROOT}
+    reasons = {status.NO_TREE: _NO_TREE, status.NO_SINGLE_ROOT: _NO_SINGLE_ROOT}
     return _run(_batch.BEST_OF_ROOTS, scores, lengths, True, reasons)
 
 

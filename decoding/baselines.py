@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-import numpy.typing as npt
 
+from .status import NO_SINGLE_ROOT, OK
 from .tarjan import mst_kernel
 from .trees import count_roots_kernel, tree_score_kernel
 from .trees import greedy_kernel as argmax_floor_kernel
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+from .types import FloatArray, IntArray
 
 __all__ = ["argmax_floor_kernel", "best_of_roots_kernel"]
 
@@ -32,12 +30,12 @@ def best_of_roots_kernel(scores: FloatArray, heads: IntArray) -> int:
         heads: int64[n+1] output, ``heads[0] = -1``.
 
     Returns:
-        0 on success, 1 if no spanning arborescence exists, 2 if none has a single root.
+        OK, NO_TREE if no spanning arborescence exists, NO_SINGLE_ROOT if none has one root.
     """
     n = scores.shape[0] - 1
-    status = mst_kernel(scores, False, heads)
-    if status != 0 or count_roots_kernel(heads, n) == 1:
-        return status  # an unconstrained optimum with one root is also the constrained optimum
+    code = mst_kernel(scores, False, heads)
+    if code != OK or count_roots_kernel(heads, n) == 1:
+        return code  # an unconstrained optimum with one root is also the constrained optimum
     work = scores.copy()
     candidate = np.empty(n + 1, dtype=np.int64)
     best = -np.inf
@@ -54,4 +52,4 @@ def best_of_roots_kernel(scores: FloatArray, heads: IntArray) -> int:
             best = weight
             heads[:] = candidate
             found = True
-    return 0 if found else 2
+    return OK if found else NO_SINGLE_ROOT

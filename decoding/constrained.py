@@ -21,16 +21,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from . import _batch
+from . import _batch, status
 from .api import _as_scores, _error
 from .eisner import eisner_kernel
 from .tarjan import mst_kernel
+from .types import BoolArray, FloatArray, IntArray
 
 __all__ = ["check_sentence", "constrained"]
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
 
 _ALGORITHMS = {"mst": mst_kernel, "eisner": eisner_kernel}
 
@@ -57,7 +55,7 @@ def check_sentence(scores: npt.ArrayLike) -> FloatArray:
         raise ValueError(f"scores must be one sentence, float[n+1, n+1], got shape {array.shape}")
     where = np.zeros(3, dtype=np.int64)
     matrix = _batch._copy(array, array.shape[0] - 1, True, where)
-    if where[0] != _batch.OK:
+    if where[0] != status.OK:
         raise _error(0, where, True, {})
     return matrix
 

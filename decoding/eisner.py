@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+from .status import NO_TREE, OK
+from .types import FloatArray, IntArray
 
 # Span kinds on the reconstruction stack. A complete span [s, t] pointing left has its head at t,
 # pointing right at s; an incomplete span additionally holds the arc between s and t.
@@ -177,6 +176,6 @@ def eisner_kernel(scores: FloatArray, root_constraint: bool, heads: IntArray) ->
         top = 1
     if best == -np.inf:
         heads[:] = -1
-        return 1
+        return NO_TREE
     _backtrack(stack, top, split, heads)
-    return 0
+    return OK

@@ -24,17 +24,16 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from . import _batch
+from . import _batch, status
 from .api import _as_scores, _error, _lengths
 from .constrained import check_sentence
 from .kbest_eisner import kbest_eisner_kernel
 from .tarjan import mst_kernel
 from .trees import tree_score_kernel
+from .types import FloatArray, IntArray
 
 __all__ = ["KBest", "kbest"]
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 _ALGORITHMS = ("eisner", "mst")
 
 
@@ -275,7 +274,7 @@ def _batch_kbest(
     where = np.zeros(3, dtype=np.int64)
     for b, n in enumerate(sizes):
         matrix = _batch._copy(array[b], n, True, where)
-        if where[0] != _batch.OK:
+        if where[0] != status.OK:
             raise _error(b, where, False, {})
         trees, weights = _sentence(matrix, k, algorithm, root_constraint)
         if not weights.size:

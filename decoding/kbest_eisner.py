@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+from .types import FloatArray, IntArray
 
 # Span kinds, as in decoding.eisner: a complete span [s, t] pointing left has its head at t,
 # pointing right at s; an incomplete span also holds the arc between s and t.

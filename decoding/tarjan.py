@@ -11,8 +11,9 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+from .status import NO_SINGLE_ROOT, NO_TREE, OK
+from .types import FloatArray, IntArray
+
 # (scores, sup_val, sup_arc): the input, then per slot the row and the column of the supernode that
 # occupies it, as adjusted values and original arcs h * (n+1) + d; see _tarjan.
 Graph = tuple[FloatArray, FloatArray, IntArray]
@@ -33,10 +34,6 @@ IN_ARC, UF, CPARENT, WC, SLOT, ALT_ARC = range(6)
 OCC, CYCLE, WORDS, SUPS, PLACE, PENDING = range(6, 12)
 _ROWS = 12
 Alternatives = tuple[FloatArray, IntArray]
-
-OK = 0
-NO_ARBORESCENCE = 1
-NO_SINGLE_ROOT = 2
 
 
 @numba.njit(cache=True)
@@ -60,7 +57,7 @@ def mst_kernel(scores: FloatArray, root_constraint: bool, heads: IntArray) -> in
     best = np.empty((2, n + 1))
     alt_head = np.empty(n + 1, dtype=np.int64)
     if not _argmax_heads(scores, heads, best, alt_head):
-        return NO_ARBORESCENCE
+        return NO_TREE
     # Fast path: when every word's best head already forms a tree, nothing can beat it.
     roots = _count_roots(heads, n)
     if (
@@ -692,7 +689,7 @@ def _tarjan(
     if count == 0:
         c = _contraction_phase(graph, forest, heads, best[0])
         if c < 0:
-            return NO_ARBORESCENCE
+            return NO_TREE
         if root_constraint:
             count = _root_candidates(graph, forest, alt, roots, best[1], alt_head, c)
     else:  # no cycle: every word keeps its current head, the moved ones their alternative

@@ -11,10 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._inputs import as_array, check_float, check_integer
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
+from .types import BoolArray, FloatArray, IntArray
 
 
 @numba.njit(cache=True)

@@ -7,10 +7,9 @@ from dataclasses import dataclass, fields
 import numpy as np
 import numpy.typing as npt
 
-from . import _kernels
+from decoding.types import BoolArray, IntArray
 
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
+from . import _kernels
 
 
 @dataclass(slots=True)

@@ -29,9 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from decoding.trees import is_tree_kernel
-
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
+from decoding.types import BoolArray, IntArray
 
 SEPARATOR = "|"
 ENCODINGS = ("head",)

@@ -8,7 +8,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-IntArray = npt.NDArray[np.int64]
+from decoding.types import IntArray
 
 OK, OUT_OF_RANGE, CYCLE, ROOTS, NON_PROJECTIVE = 0, 1, 2, 3, 4
 

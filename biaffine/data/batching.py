@@ -9,17 +9,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
-import numpy.typing as npt
 import torch
 
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import PAD, ROOT, UNK, Vocab, Vocabs
+from decoding.types import Int32Array, IntArray
 
 IGNORE_INDEX = -100
 """Relation id of positions without a gold label (the default ``ignore_index`` of torch losses)."""
-
-IntArray = npt.NDArray[np.int64]
-Int32Array = npt.NDArray[np.int32]
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,6 @@ import time
 from collections.abc import Mapping
 
 import numpy as np
-import numpy.typing as npt
 import torch
 
 import decoding
@@ -14,6 +13,7 @@ from biaffine.data.batching import Batch
 from biaffine.data.vocab import Vocab
 from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings
 from biaffine.parsers.biaffine import ArcRelScores, BiaffineParser
+from decoding.types import IntArray
 
 __all__ = [
     "ROOT_LABEL",
@@ -25,7 +25,6 @@ __all__ = [
     "warm_up",
 ]
 
-IntArray = npt.NDArray[np.int64]
 
 ROOT_LABEL = "root"
 """UD's label of the word attached to ROOT, and of no other word."""

@@ -6,8 +6,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import torch
 from torch import nn
 
@@ -17,10 +15,10 @@ from biaffine.data.vocab import Vocabs
 from biaffine.inference import graph
 from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings
 from biaffine.runtime import check_bf16
+from decoding.types import IntArray
 
 __all__ = ["FAMILIES", "Parsed", "parse", "parse_with_decoders", "warm_up"]
 
-IntArray = npt.NDArray[np.int64]
 
 BatchParser = Callable[..., dict[str, tuple[IntArray, IntArray, float]]]
 """``f(model, batch, settings_by_name, *, bf16, root_label) -> name -> (heads, rels, seconds)``.
