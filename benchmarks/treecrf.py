@@ -26,7 +26,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from biaffine.conllu_io import read_conllu
+from biaffine.data.conllu import read_conllu
 from biaffine.nn.treecrf import crf_loss
 
 
