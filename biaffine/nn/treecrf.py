@@ -9,9 +9,13 @@ Precision: the projective inside pass is in log space and exact at any magnitude
 determinant is not: when the words' best heads form a cycle that every tree must break at a
 cost of G nats, the Laplacian is singular up to exp(-G), so float64 loses log Z for G beyond
 about 35 (both variants; the single-root one shifts its ROOT column, which saves the commonest
-case, a word cycle above every ROOT arc). Such a sentence gives NaN where the sign reveals it,
-and can be silently inexact otherwise (scores uniform over +-1e3: about a quarter of 2-5 word
-sentences). Moderate scores (differences of a few tens, as a parser's) are far from this.
+case, a word cycle above every ROOT arc). Such a sentence gives NaN where the sign reveals it.
+On CPU it also gives NaN (and zero marginals) when the marginals miss their identities (each
+word one head, ROOT one dependent) by over 1e-6, which catches the rest (scores uniform over
++-1e3: about a quarter of 2-5 word sentences, never a wrong value in the tests); the batched
+torch route used on other devices can be silently inexact there. A parser trained with this
+loss gets there: the CRF ignores arcs no likely tree uses, so a word and its dependent can come
+to prefer each other by tens of nats (seen in a tiny overfit after ~25 steps).
 
 Speed: on CPU the Matrix-Tree log Z and its marginals come from one numba kernel per sentence
 (its own n x n Laplacian, one Gauss-Jordan inverse that also gives the determinant), since
@@ -516,7 +520,24 @@ def _matrix_tree_one(scores: np.ndarray, n: int, root_constraint: bool, probs: n
             column = inverse[h - 1, i] if h > 1 or not root_constraint else 0.0
             probs[i + 1, h] = weights[i, h] * (diagonal - column)
         probs[i + 1, 0] = weights[i, 0] * (inverse[0, i] if root_constraint else inverse[i, i])
+    if not _marginals_add_up(probs, n, root_constraint):
+        probs[:, :] = 0.0
+        return np.nan
     return logdet + shifts.sum()
+
+
+@numba.njit(cache=True, nogil=True)
+def _marginals_add_up(probs: np.ndarray, n: int, root_constraint: bool) -> bool:
+    """Whether each word has one head and (with one root) ROOT one dependent, to 1e-6.
+
+    The inverse that gives the marginals is as inexact as the determinant when cancellation
+    ruins it (see the module docstring), and a sign > 0 does not show every such case: these
+    identities do, so the kernel answers NaN rather than a wrong log Z or gradient.
+    """
+    for i in range(1, n + 1):
+        if abs(probs[i, : n + 1].sum() - 1.0) > 1e-6:
+            return False
+    return not root_constraint or abs(probs[1 : n + 1, 0].sum() - 1.0) <= 1e-6
 
 
 @numba.njit(cache=True, nogil=True)

@@ -352,3 +352,23 @@ def test_cpu_kernel_equals_the_batched_torch_route(root_constraint, forbidden):
     torch.testing.assert_close(
         marginals(scores, lengths, **options), expected_grad, rtol=0, atol=1e-9
     )
+
+
+@pytest.mark.parametrize("root_constraint", [True, False])
+def test_scores_spread_over_thousands_give_the_exact_log_z_or_nan(root_constraint):
+    # Cancellation in the determinant is caught by the marginals' identities: never a wrong value.
+    rng = np.random.default_rng(6)
+    outcomes = []
+    for _ in range(40):
+        scores = rng.uniform(-1e3, 1e3, size=(5, 5))
+        expected_z, expected_marginals = brute_force(scores, root_constraint, False)
+        batch, lengths = _one(scores)
+        log_z = float(log_partition(batch, lengths, root_constraint=root_constraint)[0])
+        probs = marginals(batch, lengths, root_constraint=root_constraint)[0].numpy()
+        outcomes.append(math.isnan(log_z))
+        if not math.isnan(log_z):
+            assert log_z == pytest.approx(expected_z, rel=1e-12)
+            np.testing.assert_allclose(probs, expected_marginals, atol=1e-6)
+        else:
+            assert not probs.any()
+    assert 0 < sum(outcomes) < len(outcomes)
