@@ -9,15 +9,26 @@ Precision: the projective inside pass is in log space and exact at any magnitude
 determinant is not: when the words' best heads form a cycle that every tree must break at a
 cost of G nats, the Laplacian is singular up to exp(-G), so float64 loses log Z for G beyond
 about 35 (both variants; the single-root one shifts its ROOT column, which saves the commonest
-case, a word cycle above every ROOT arc). Such a sentence gives NaN where the sign reveals it,
-and can be silently inexact otherwise (scores uniform over +-1e3: about a quarter of 2-5 word
-sentences). Moderate scores (differences of a few tens, as a parser's) are far from this.
+case, a word cycle above every ROOT arc). Such a sentence gives NaN where the sign reveals it.
+On CPU it also gives NaN (and zero marginals) when the marginals miss their identities (each
+word one head, ROOT one dependent) by over 1e-6, which catches the rest (scores uniform over
++-1e3: about a quarter of 2-5 word sentences, never a wrong value in the tests); the batched
+torch route used on other devices can be silently inexact there. A parser trained with this
+loss gets there: the CRF ignores arcs no likely tree uses, so a word and its dependent can come
+to prefer each other by tens of nats (seen in a tiny overfit after ~25 steps).
+
+Speed: on CPU the Matrix-Tree log Z and its marginals come from one numba kernel per sentence
+(its own n x n Laplacian, one Gauss-Jordan inverse that also gives the determinant), since
+torch's batched float64 linear algebra costs milliseconds per small CPU matrix; other devices
+use torch's batched ``slogdet``. See benchmarks/treecrf.py.
 """
 
 from __future__ import annotations
 
 import math
 
+import numba
+import numpy as np
 import torch
 
 __all__ = ["crf_loss", "log_partition", "marginals", "tree_log_prob", "tree_score"]
@@ -54,8 +65,8 @@ def log_partition(
     Raises:
         ValueError: on bad shapes or lengths, or NaN / +inf on a scored arc.
     """
-    scores, allowed = _prepare(arc_scores, lengths)
-    logz = _log_partition64(scores, allowed, lengths, root_constraint, projective)
+    scores = _prepare(arc_scores, lengths)
+    logz = _log_partition64(scores, lengths, root_constraint, projective)
     return logz.to(arc_scores.dtype)
 
 
@@ -68,9 +79,10 @@ def marginals(
 ) -> torch.Tensor:
     """Probability of each arc under the tree CRF, as the gradient of :func:`log_partition`.
 
-    Autograd of the log-determinant is the closed form of Koo et al. (2007) (one inverse of the
-    Laplacian, chain-ruled through its construction), so a separate formula would only add code
-    to keep in step; the projective case has no cheaper closed form than outside = backward.
+    The non-projective gradient is Koo et al.'s (2007) closed form (one inverse of the
+    Laplacian, chain-ruled through its construction), computed by the CPU kernel in its forward
+    pass and by autograd of the log-determinant elsewhere; the projective case has no cheaper
+    closed form than outside = backward.
 
     Args:
         arc_scores: float[B, N+1, N+1], as for :func:`log_partition` (not differentiated through:
@@ -84,10 +96,10 @@ def marginals(
         real word's row sums to 1; row 0, padding, forbidden arcs and sentences without any
         tree are 0.
     """
-    scores, allowed = _prepare(arc_scores.detach(), lengths)
+    scores = _prepare(arc_scores.detach(), lengths)
     with torch.enable_grad():
         scores.requires_grad_(True)
-        logz = _log_partition64(scores, allowed, lengths, root_constraint, projective)
+        logz = _log_partition64(scores, lengths, root_constraint, projective)
         (grad,) = torch.autograd.grad(logz.sum(), scores)
     return grad.to(arc_scores.dtype)
 
@@ -136,9 +148,9 @@ def tree_log_prob(
         ValueError: as :func:`log_partition`, or on a head outside 0..n or on itself, or (with
             ``root_constraint``) a tree without exactly one word on ROOT.
     """
-    scores, allowed = _prepare(arc_scores, lengths)
+    scores = _prepare(arc_scores, lengths)
     _check_heads(heads, lengths, root_constraint)
-    logz = _log_partition64(scores, allowed, lengths, root_constraint, projective)
+    logz = _log_partition64(scores, lengths, root_constraint, projective)
     return (tree_score(scores, heads, lengths) - logz).to(arc_scores.dtype)
 
 
@@ -176,8 +188,8 @@ def crf_loss(
     return (-log_prob.sum() / lengths.sum()).to(arc_scores.dtype)
 
 
-def _prepare(arc_scores: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Float64 scores and bool[B, N+1, N+1] of the arcs allowed (real, not diagonal, not -inf)."""
+def _prepare(arc_scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Float64 scores, after checking the shapes and lengths (the values are checked later)."""
     if arc_scores.dim() != 3 or arc_scores.shape[1] != arc_scores.shape[2]:
         raise ValueError(f"arc_scores must be [B, N+1, N+1], got {tuple(arc_scores.shape)}")
     if not arc_scores.is_floating_point():
@@ -189,15 +201,24 @@ def _prepare(arc_scores: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Ten
     if len(bad):
         b = int(bad[0])
         raise ValueError(f"lengths[{b}]={int(lengths[b])} is outside 1..N={size - 1}")
+    return arc_scores.double()
+
+
+def _allowed(scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """bool[B, N+1, N+1] of the arcs allowed (real, not diagonal, not -inf); rejects NaN, +inf."""
+    size = scores.shape[-1]
     words = _word_mask(lengths, size)  # [B, N+1]
     scored = words.unsqueeze(-1) & words.unsqueeze(-2)  # [B, d, h]: both ends real
     scored[:, :, 0] = words  # ROOT heads any word
-    scored &= ~torch.eye(size, dtype=torch.bool, device=arc_scores.device)
-    bad = (scored & (arc_scores.isnan() | (arc_scores == math.inf))).nonzero()
+    scored &= ~torch.eye(size, dtype=torch.bool, device=scores.device)
+    bad = (scored & (scores.isnan() | (scores == math.inf))).nonzero()
     if len(bad):
-        b, d, h = (int(i) for i in bad[0])
-        raise ValueError(f"sentence {b}: arc {h} -> {d} scores {float(arc_scores[b, d, h])}")
-    return arc_scores.double(), scored & (arc_scores > -math.inf)
+        _reject_arc(scores, *(int(i) for i in bad[0]))
+    return scored & (scores > -math.inf)
+
+
+def _reject_arc(scores: torch.Tensor, b: int, d: int, h: int) -> None:
+    raise ValueError(f"sentence {b}: arc {h} -> {d} scores {float(scores[b, d, h])}")
 
 
 def _word_mask(lengths: torch.Tensor, size: int) -> torch.Tensor:
@@ -228,23 +249,31 @@ def _check_heads(heads: torch.Tensor, lengths: torch.Tensor, root_constraint: bo
 
 
 def _log_partition64(
-    scores: torch.Tensor,
-    allowed: torch.Tensor,
-    lengths: torch.Tensor,
-    root_constraint: bool,
-    projective: bool,
+    scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool, projective: bool
 ) -> torch.Tensor:
+    """Log Z float64[B] of float64 scores (validated here: NaN or +inf on a scored arc)."""
+    if not projective and scores.device.type == "cpu":
+        return _MatrixTreeCPU.apply(scores, lengths, root_constraint)
+    allowed = _allowed(scores, lengths)
     if projective:
         masked = torch.where(allowed, scores, torch.full_like(scores, _NEG))
         logz = _inside(masked, lengths, root_constraint)
         return torch.where(logz > _NEG / 2, logz, torch.full_like(logz, -math.inf))
-    return _matrix_tree(scores, allowed, lengths, root_constraint)
+    feasible = _has_tree(allowed, lengths, root_constraint)  # [B]
+    return _matrix_tree(scores, allowed, lengths, feasible, root_constraint)
 
 
 def _matrix_tree(
-    scores: torch.Tensor, allowed: torch.Tensor, lengths: torch.Tensor, root_constraint: bool
+    scores: torch.Tensor,
+    allowed: torch.Tensor,
+    lengths: torch.Tensor,
+    feasible: torch.Tensor,
+    root_constraint: bool,
 ) -> torch.Tensor:
-    """Log det of the (root-replaced) Laplacian over words 1..N, float64[B]; -inf without tree."""
+    """Log det of the (root-replaced) Laplacian over words 1..N, float64[B]; -inf without tree.
+
+    Batched torch operations, for accelerators; :class:`_MatrixTreeCPU` computes the same on CPU.
+    """
     batch, size = scores.shape[0], scores.shape[-1]
     rows = torch.where(allowed, scores, torch.full_like(scores, -math.inf))[:, 1:]  # [B, N, N+1]
     rows, offset = _shift_rows(rows, root_constraint)
@@ -255,13 +284,12 @@ def _matrix_tree(
     if root_constraint:  # Koo et al. (2007): head word 1's column (row of L) -> root weights
         laplacian = torch.cat([weights[..., :1], laplacian[..., 1:]], dim=-1)
     padding = ~_word_mask(lengths, size)[:, 1:]  # [B, N]
-    feasible = _has_tree(allowed, lengths, root_constraint)  # [B]
     eye = torch.eye(size - 1, dtype=scores.dtype, device=scores.device).expand(batch, -1, -1)
     # Padded words get identity rows and columns (det unchanged); sentences without a tree get
     # the identity, so that their log det is finite and its gradient 0 instead of NaN.
     laplacian = laplacian + torch.diag_embed(padding.to(scores.dtype))
     laplacian = torch.where(feasible.view(-1, 1, 1), laplacian, eye)
-    sign, logdet = _SignedLogDet.apply(laplacian)
+    sign, logdet = torch.linalg.slogdet(laplacian)
     # The determinant of a feasible sentence is a sum of positive tree weights; a sign <= 0
     # means float64 lost it to cancellation (see the module docstring): NaN, never a wrong value.
     logdet = torch.where(sign > 0, logdet + offset, torch.full_like(logdet, math.nan))
@@ -350,27 +378,206 @@ def _inside(scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool) 
     return total.logsumexp(-1)
 
 
-class _SignedLogDet(torch.autograd.Function):
-    """``torch.linalg.slogdet`` whose backward reuses the LU factors for A^-T.
+class _MatrixTreeCPU(torch.autograd.Function):
+    """Log Z of :func:`_matrix_tree` by a numba kernel per sentence, marginals kept for backward.
 
-    Torch's own backward spends seconds per EWT batch on CPU in ``linalg_lu_solve`` (its
-    right-hand side is a broadcast gradient); here one batched solve against the identity.
+    On CPU, torch's batched float64 linear algebra costs milliseconds per small matrix
+    (``lu_solve`` against the identity took ~0.5 s for 100 EWT sentences) and the Laplacian's
+    construction as whole-batch tensor operations pads every sentence to the longest. Here
+    each sentence's own n x n Laplacian is built, inverted once (Gauss-Jordan, which also gives
+    the determinant) and turned into the arc marginals (Koo et al., 2007) in the forward, so
+    the backward is one product.
     """
 
     @staticmethod
-    def forward(ctx, matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        lu, pivots, _ = torch.linalg.lu_factor_ex(matrix)
-        diagonal = lu.diagonal(dim1=-2, dim2=-1)  # [B, M]
-        steps = torch.arange(1, matrix.shape[-1] + 1, device=matrix.device)
-        swaps = (pivots != steps).sum(-1)  # row exchanges of the LU
-        sign = diagonal.sign().prod(-1) * (1 - 2 * (swaps % 2)).to(matrix.dtype)
-        ctx.save_for_backward(lu, pivots)
-        ctx.mark_non_differentiable(sign)
-        return sign, diagonal.abs().log().sum(-1)
+    def forward(
+        ctx, scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool
+    ) -> torch.Tensor:
+        log_z, probs, bad = _matrix_tree_batch(
+            scores.detach().contiguous().numpy(), lengths.numpy().astype(np.int64), root_constraint
+        )
+        if bad[0] >= 0:
+            _reject_arc(scores, *bad.tolist())
+        ctx.save_for_backward(torch.from_numpy(probs))
+        return torch.from_numpy(log_z)
 
     @staticmethod
-    def backward(ctx, _: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
-        lu, pivots = ctx.saved_tensors
-        eye = torch.eye(lu.shape[-1], dtype=lu.dtype, device=lu.device).expand_as(lu)
-        inverse_t = torch.linalg.lu_solve(lu, pivots, eye.contiguous(), adjoint=True)  # A^-T
-        return grad.view(-1, 1, 1) * inverse_t
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        (probs,) = ctx.saved_tensors
+        return grad.view(-1, 1, 1) * probs, None, None
+
+
+@numba.njit(cache=True, nogil=True)
+def _matrix_tree_batch(
+    scores: np.ndarray, lengths: np.ndarray, root_constraint: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Log Z float64[B], arc marginals float64[B, N+1, N+1] and the first bad arc int64[3].
+
+    ``scores`` is float[B, N+1, N+1]; row 0, the diagonal and entries beyond ``lengths[b]`` are
+    not read, ``-inf`` forbids an arc. Sentences without a tree get -inf and zero marginals.
+    The bad arc (b, d, h) is the first that scores NaN or +inf, (-1, -1, -1) if none; the
+    results are not filled in then.
+    """
+    batch = scores.shape[0]
+    log_z = np.full(batch, -np.inf)
+    probs = np.zeros(scores.shape)
+    bad = np.full(3, -1)
+    for b in range(batch):
+        n = lengths[b]
+        masked = False
+        for d in range(1, n + 1):
+            for h in range(n + 1):
+                value = scores[b, d, h]
+                if h != d and (np.isnan(value) or value == np.inf):
+                    bad[:] = (b, d, h)
+                    return log_z, probs, bad
+                masked |= h != d and value == -np.inf
+        # Parser scores never forbid an arc inside a sentence: no reachability test for them.
+        if not masked or _has_tree_one(scores[b], n, root_constraint):
+            log_z[b] = _matrix_tree_one(scores[b], n, root_constraint, probs[b])
+    return log_z, probs, bad
+
+
+@numba.njit(cache=True, nogil=True)
+def _has_tree_one(scores: np.ndarray, n: int, root_constraint: bool) -> bool:
+    """Whether the arcs of one sentence that are not ``-inf`` contain a tree (one root if asked).
+
+    A tree exists iff some start reaches every word through allowed arcs: ROOT itself, or with
+    one root, a word allowed on ROOT through word-to-word arcs only.
+    """
+    if not root_constraint:
+        return _reaches_all(scores, n, 0)
+    for start in range(1, n + 1):
+        if scores[start, 0] > -np.inf and _reaches_all(scores, n, start):
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _reaches_all(scores: np.ndarray, n: int, start: int) -> bool:
+    """Whether every word 1..n is reachable from ``start`` by arcs h -> d not scored -inf.
+
+    Arcs into ROOT do not exist, and ROOT is left only if it is the start.
+    """
+    seen = np.zeros(n + 1, dtype=np.bool_)
+    stack = np.empty(n + 1, dtype=np.int64)
+    seen[start], stack[0], top = True, start, 1
+    while top > 0:
+        top -= 1
+        h = stack[top]
+        for d in range(1, n + 1):
+            if not seen[d] and d != h and scores[d, h] > -np.inf:
+                seen[d], stack[top] = True, d
+                top += 1
+    return bool(seen[1:].all())
+
+
+@numba.njit(cache=True, nogil=True)
+def _matrix_tree_one(scores: np.ndarray, n: int, root_constraint: bool, probs: np.ndarray) -> float:
+    """Log Z of one sentence with a tree; writes its marginals into ``probs`` (zeros on entry).
+
+    The same Laplacian as :func:`_matrix_tree`, indexed by word - 1 (row i is word i + 1 as
+    dependent), with the same row and ROOT shifts (see :func:`_shift_rows`). The marginal of
+    an arc is its weight times d log det L / dL = L^-T chain-ruled through where the weight sits
+    in L. NaN, and zero marginals, when the determinant's sign shows lost precision.
+    """
+    shifts = np.zeros(n + 1)  # [i]: the max score of word i + 1; [n]: the ROOT column's
+    for i in range(n):
+        best = -np.inf
+        for h in range(n + 1):
+            if h != i + 1:
+                best = max(best, scores[i + 1, h])
+        shifts[i] = best if best > -np.inf else 0.0  # a word without heads: infeasible anyway
+    if root_constraint:  # every tree has one ROOT arc: shift the ROOT column as a whole
+        best = (scores[1 : n + 1, 0] - shifts[:n]).max()
+        shifts[n] = best if best > -np.inf else 0.0
+    weights = np.zeros((n, n + 1))  # [i, h]: arc h -> word i + 1, shifted
+    for i in range(n):
+        for h in range(n + 1):
+            if h != i + 1:
+                weights[i, h] = np.exp(
+                    scores[i + 1, h] - shifts[i] - (shifts[n] if h == 0 else 0.0)
+                )
+    laplacian = np.zeros((n, n))
+    for i in range(n):
+        for h in range(1, n + 1):
+            if h != i + 1:
+                laplacian[i, h - 1] = -weights[i, h]
+                laplacian[i, i] += weights[i, h]
+        if root_constraint:  # Koo et al. (2007): word 1's column holds the ROOT weights
+            laplacian[i, 0] = weights[i, 0]
+        else:
+            laplacian[i, i] += weights[i, 0]
+    inverse = np.zeros((n, n))
+    sign, logdet = _gauss_jordan(laplacian, inverse)
+    if sign <= 0.0:
+        return np.nan
+    for i in range(n):  # d log det / dL[i, j] = inverse[j, i]
+        for h in range(1, n + 1):
+            if h == i + 1:
+                continue
+            diagonal = inverse[i, i] if i > 0 or not root_constraint else 0.0
+            column = inverse[h - 1, i] if h > 1 or not root_constraint else 0.0
+            probs[i + 1, h] = weights[i, h] * (diagonal - column)
+        probs[i + 1, 0] = weights[i, 0] * (inverse[0, i] if root_constraint else inverse[i, i])
+    if not _marginals_add_up(probs, n, root_constraint):
+        probs[:, :] = 0.0
+        return np.nan
+    return logdet + shifts.sum()
+
+
+@numba.njit(cache=True, nogil=True)
+def _marginals_add_up(probs: np.ndarray, n: int, root_constraint: bool) -> bool:
+    """Whether each word has one head and (with one root) ROOT one dependent, to 1e-6.
+
+    The inverse that gives the marginals is as inexact as the determinant when cancellation
+    ruins it (see the module docstring), and a sign > 0 does not show every such case: these
+    identities do, so the kernel answers NaN rather than a wrong log Z or gradient.
+    """
+    for i in range(1, n + 1):
+        if abs(probs[i, : n + 1].sum() - 1.0) > 1e-6:
+            return False
+    return not root_constraint or abs(probs[1 : n + 1, 0].sum() - 1.0) <= 1e-6
+
+
+@numba.njit(cache=True, nogil=True)
+def _gauss_jordan(work: np.ndarray, inverse: np.ndarray) -> tuple[float, float]:
+    """Inverts ``work`` float64[n, n] into ``inverse`` (zeros on entry; ``work`` is destroyed).
+
+    Gauss-Jordan elimination with partial pivoting, n^3 multiply-adds for the inverse and the
+    determinant together. Returns (sign, log |det|), or (0, -inf) if singular.
+    """
+    n = work.shape[0]
+    for i in range(n):
+        inverse[i, i] = 1.0
+    sign, logdet = 1.0, 0.0
+    for k in range(n):
+        pivot_row = k
+        for i in range(k + 1, n):
+            if abs(work[i, k]) > abs(work[pivot_row, k]):
+                pivot_row = i
+        pivot = work[pivot_row, k]
+        if pivot == 0.0:
+            return 0.0, -np.inf
+        if pivot_row != k:  # a row exchange flips the determinant's sign
+            sign = -sign
+            for j in range(n):
+                work[k, j], work[pivot_row, j] = work[pivot_row, j], work[k, j]
+                inverse[k, j], inverse[pivot_row, j] = inverse[pivot_row, j], inverse[k, j]
+        if pivot < 0.0:
+            sign = -sign
+        logdet += np.log(abs(pivot))
+        scale = 1.0 / pivot
+        for j in range(k + 1, n):  # columns <= k of the pivot row are never read again
+            work[k, j] *= scale
+        for j in range(n):
+            inverse[k, j] *= scale
+        for i in range(n):
+            factor = work[i, k]
+            if i == k or factor == 0.0:
+                continue
+            for j in range(k + 1, n):
+                work[i, j] -= factor * work[k, j]
+            for j in range(n):
+                inverse[i, j] -= factor * inverse[k, j]
+    return sign, logdet

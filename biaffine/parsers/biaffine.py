@@ -17,8 +17,9 @@ from biaffine.data.batching import IGNORE_INDEX, Batch
 from biaffine.data.vocab import Vocabs
 from biaffine.nn.encoder import build_encoder
 from biaffine.nn.modules import MLP, Biaffine
+from biaffine.nn.treecrf import tree_log_prob
 
-__all__ = ["ArcRelScores", "BiaffineParser"]
+__all__ = ["LOSSES", "ArcRelScores", "BiaffineParser"]
 
 
 class _Tagger(NamedTuple):
@@ -28,6 +29,9 @@ class _Tagger(NamedTuple):
     weight: str  # constructor argument: loss weight (0 = no tagger)
     vocab: str  # Vocabs field giving the number of classes
 
+
+LOSSES = ("local", "crf")
+"""Head losses of :class:`BiaffineParser`: per-word cross entropy, or the tree CRF's."""
 
 _TAGGERS = {
     "upos": _Tagger("tags", "tag_loss_weight", "upos"),
@@ -69,6 +73,11 @@ class BiaffineParser(nn.Module):
     ``feats_loss_weight`` > 0) add multi-task supervision; they are trained, never used to parse.
     Defaults are sized for a 2-core CPU; the paper used lstm_hidden=400, arc_mlp=500.
 
+    The head loss is the paper's per-word cross entropy (``loss="local"``) or the negative
+    log-likelihood of the gold tree under a first-order tree CRF over non-projective trees
+    (``loss="crf"``; Koo et al., 2007, with one word on ROOT as in UD), which trains the scores
+    the tree decoders read as a whole: see :meth:`loss`.
+
     Attributes:
         kind: registry name recorded in checkpoints.
         family: how :mod:`biaffine.inference` turns the scores into trees (graph decoding).
@@ -91,6 +100,7 @@ class BiaffineParser(nn.Module):
         tag_loss_weight: float = 0.0,
         xpos_loss_weight: float = 0.0,
         feats_loss_weight: float = 0.0,
+        loss: str = "local",
     ) -> None:
         """Build the scorers on top of ``encoder``, sized by the vocabularies.
 
@@ -105,10 +115,12 @@ class BiaffineParser(nn.Module):
             tag_loss_weight: weight of the auxiliary UPOS loss; 0 disables that head.
             xpos_loss_weight: weight of the auxiliary XPOS loss; 0 disables that head.
             feats_loss_weight: weight of the auxiliary FEATS loss; 0 disables that head.
+            loss: head loss, ``"local"`` (cross entropy per word) or ``"crf"`` (tree CRF).
 
         Raises:
-            ValueError: on sizes < 1, a dropout outside [0, 1), a negative loss weight, or a UPOS
-                tagger on an encoder that embeds the input UPOS (it would predict its input).
+            ValueError: on sizes < 1, a dropout outside [0, 1), a negative loss weight, a UPOS
+                tagger on an encoder that embeds the input UPOS (it would predict its input),
+                or an unknown ``loss``.
         """
         super().__init__()
         self._config = {
@@ -182,10 +194,16 @@ class BiaffineParser(nn.Module):
         return self.rel_attn(scores.rel_dep, scores.rel_head)
 
     def loss(self, scores: ArcRelScores, batch: Batch) -> torch.Tensor:
-        """Training loss: head cross entropy + label cross entropy at gold arcs (+ tag losses).
+        """Training loss: head loss + label cross entropy at gold arcs (+ tag losses).
 
         Each term is a mean over the words it covers (Dozat & Manning, 2017, sec. 3): heads
-        over ``mask``, labels over words whose gold label is known (``rels != -100``).
+        over ``mask``, labels over words whose gold label is known (``rels != -100``). The head
+        loss is the cross entropy of each word's gold head (``loss="local"``) or the tree CRF's
+        -log P(gold tree) summed over sentences and divided by the words (``loss="crf"``, same
+        scale), normalised over single-rooted trees; a gold tree with several (or no) words on
+        ROOT, which UD forbids but a treebank or a sentence without annotation may hold, is
+        normalised over all trees instead, so it trains like the others rather than stopping
+        training.
 
         Args:
             scores: the output of :meth:`forward` on ``batch``.
@@ -196,7 +214,10 @@ class BiaffineParser(nn.Module):
             A scalar tensor.
         """
         mask = batch.mask
-        arc_loss = F.cross_entropy(scores.arc_scores[mask], batch.heads[mask])
+        if self._config["loss"] == "crf":
+            arc_loss = _crf_head_loss(scores.arc_scores, batch)
+        else:
+            arc_loss = F.cross_entropy(scores.arc_scores[mask], batch.heads[mask])
         gold_arc_rels = self.rel_scores_at(scores, batch.heads)  # [B, N+1, R]
         rel_loss = _mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
         loss = arc_loss + rel_loss
@@ -217,8 +238,54 @@ def _validate(config: Mapping[str, Any], encoder: nn.Module) -> None:
     for tagger in _TAGGERS.values():
         if config[tagger.weight] < 0:
             raise ValueError(f"{tagger.weight}={config[tagger.weight]} must be >= 0")
+    if config["loss"] not in LOSSES:
+        raise ValueError(f"loss={config['loss']!r} is not one of {', '.join(LOSSES)}")
     if getattr(encoder, "use_tags", False) and config["tag_loss_weight"] > 0:
         raise ValueError("use_tags=True with tag_loss_weight > 0 would predict the input UPOS")
+
+
+def _crf_head_loss(arc_scores: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """Tree-CRF head loss: -sum of log P(gold tree) / words, single-rooted where gold is.
+
+    A sentence whose log Z lost its precision (NaN from :mod:`biaffine.nn.treecrf`: the
+    words' best heads form a cycle tens of nats above every tree, which the CRF, blind to the
+    arcs no likely tree uses, lets happen) takes the local cross entropy of its words instead:
+    the training goes on, and the local term pushes the cycle's arcs back down.
+
+    Args:
+        arc_scores: float[B, N+1, N+1] from :meth:`BiaffineParser.forward`.
+        batch: reads ``heads`` long[B, N+1], ``mask`` bool[B, N+1] and ``lengths`` long[B].
+
+    Returns:
+        A scalar in the dtype of ``arc_scores`` (computed in float64).
+    """
+    log_prob = _gold_tree_log_probs(arc_scores, batch)  # [B]
+    lost = log_prob.isnan()
+    total = -torch.where(lost, torch.zeros_like(log_prob), log_prob).sum()
+    if bool(lost.any()):
+        words = batch.mask & lost.unsqueeze(-1)  # [B, N+1]
+        local = F.cross_entropy(arc_scores[words].double(), batch.heads[words], reduction="sum")
+        total = total + local
+    return (total / batch.lengths.sum()).to(arc_scores.dtype)
+
+
+def _gold_tree_log_probs(arc_scores: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """float64[B] log P(gold tree), normalised over single-rooted trees where gold is.
+
+    Over all trees for a gold tree with several (or no) words on ROOT.
+    """
+    single_root = ((batch.heads == 0) & batch.mask).sum(-1) == 1  # [B]
+    scores, heads, lengths = arc_scores.double(), batch.heads, batch.lengths
+    if bool(single_root.all()):  # UD: no regrouping
+        return tree_log_prob(scores, heads, lengths)
+    log_prob = scores.new_zeros(len(lengths))
+    for root_constraint, rows in ((True, single_root), (False, ~single_root)):
+        if bool(rows.any()):
+            group = tree_log_prob(
+                scores[rows], heads[rows], lengths[rows], root_constraint=root_constraint
+            )
+            log_prob = log_prob.index_put((rows,), group)
+    return log_prob
 
 
 def _valid_heads(lengths: torch.Tensor, total: int) -> torch.Tensor:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Sequence
 
 import pytest
@@ -7,7 +9,9 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from builders import biaffine_parser, sized_vocabs
 
+import decoding
 from biaffine.data.batching import Batch
+from biaffine.nn.treecrf import tree_log_prob
 from biaffine.parsers import build_parser
 from biaffine.parsers.biaffine import ArcRelScores, BiaffineParser
 
@@ -119,6 +123,68 @@ def test_config_rebuilds_the_same_architecture() -> None:
     clone.load_state_dict(parser.state_dict())  # strict: every name and shape matches
 
 
+def test_the_head_loss_round_trips_through_the_config() -> None:
+    assert tiny_parser().config()["loss"] == "local"  # the default: older configs unchanged
+    config = tiny_parser(loss="crf").config()
+    assert config["loss"] == "crf"
+    assert build_parser("biaffine", VOCABS, config).config() == config
+    old = {k: v for k, v in config.items() if k != "loss"}  # a config from before the option
+    assert build_parser("biaffine", VOCABS, old).config()["loss"] == "local"
+
+
+def test_crf_loss_is_the_tree_nll_per_word_and_falls_back_to_all_trees_without_one_root() -> None:
+    parser = tiny_parser(loss="crf")
+    parser.eval()
+    batch = make_batch([sentence(7, 10), sentence(5, 11), sentence(4, 12)])
+    batch.heads[2, 1:5] = torch.tensor([0, 0, 1, 2])  # two words on ROOT
+    with torch.no_grad():
+        scores = parser(batch)
+        rel = parser.rel_scores_at(scores, batch.heads)[batch.mask]
+        rel_loss = F.cross_entropy(rel, batch.rels[batch.mask])
+        one_root = tree_log_prob(scores.arc_scores[:2], batch.heads[:2], batch.lengths[:2])
+        all_trees = tree_log_prob(
+            scores.arc_scores[2:], batch.heads[2:], batch.lengths[2:], root_constraint=False
+        )
+        expected = -(one_root.sum() + all_trees.sum()) / 16 + rel_loss
+        torch.testing.assert_close(parser.loss(scores, batch), expected)
+
+
+def test_crf_loss_falls_back_to_local_cross_entropy_where_log_z_lost_precision() -> None:
+    parser = tiny_parser(loss="crf")
+    parser.eval()
+    batch = make_batch([sentence(3, 5), sentence(4, 6)])
+    with torch.no_grad():
+        scores = parser(batch)
+    # Words' best heads in a cycle hundreds of nats above every tree: log Z is NaN there.
+    lost = [[-171.0, 0.0, 422.0, 864.0], [-770.0, 458.0, 0.0, 936.0], [-971.0, 727.0, 962.0, 0]]
+    arc_scores = scores.arc_scores.clone()
+    arc_scores[0, 1:4, :4] = torch.tensor(lost)
+    arc_scores[0, 1:4, 1:4].fill_diagonal_(-math.inf)
+    scores = dataclasses.replace(scores, arc_scores=arc_scores)
+    assert math.isnan(tree_log_prob(arc_scores[:1], batch.heads[:1], batch.lengths[:1]))
+    kept = tree_log_prob(arc_scores[1:], batch.heads[1:], batch.lengths[1:])
+    local = F.cross_entropy(arc_scores[0, 1:4], batch.heads[0, 1:4], reduction="sum")
+    rel = parser.rel_scores_at(scores, batch.heads)[batch.mask]
+    expected = (local - kept.sum()) / 7 + F.cross_entropy(rel, batch.rels[batch.mask])
+    torch.testing.assert_close(parser.loss(scores, batch), expected)
+
+
+def test_crf_loss_gradient_raises_gold_arcs_and_lowers_the_rest() -> None:
+    parser = tiny_parser(loss="crf")
+    parser.eval()
+    batch = make_batch([sentence(6, 3), sentence(4, 4)])
+    scores = parser(batch)
+    arc_scores = scores.arc_scores.detach().requires_grad_(True)
+    scores = dataclasses.replace(scores, arc_scores=arc_scores)
+    parser.loss(scores, batch).backward()
+    gold = torch.zeros_like(arc_scores, dtype=torch.bool)
+    b, d = batch.mask.nonzero(as_tuple=True)
+    gold[b, d, batch.heads[b, d]] = True
+    assert (arc_scores.grad[gold] < 0).all()  # marginal - 1 < 0: descent raises gold arcs
+    finite = torch.isfinite(arc_scores) & ~gold & batch.mask.unsqueeze(-1)
+    assert (arc_scores.grad[finite] > 0).all()
+
+
 def test_an_unknown_parser_or_encoder_kind_is_named() -> None:
     with pytest.raises(ValueError, match="parser kind 'shift_reduce'"):
         build_parser("shift_reduce", VOCABS, {})
@@ -134,6 +200,7 @@ def test_an_unknown_parser_or_encoder_kind_is_named() -> None:
         ({"mlp_dropout": 1.0}, "mlp_dropout=1.0"),
         ({"tag_loss_weight": -1.0}, "tag_loss_weight"),
         ({"use_tags": True, "tag_loss_weight": 0.5}, "would predict the input"),
+        ({"loss": "hinge"}, "loss='hinge' is not one of local, crf"),
     ],
 )
 def test_bad_hyperparameters_fail_in_words(overrides: dict, message: str) -> None:
@@ -216,9 +283,16 @@ def test_training_mode_is_stochastic_and_eval_is_not() -> None:
         assert torch.equal(parser(batch).arc_scores, parser(batch).arc_scores)
 
 
-def test_overfits_two_sentences() -> None:
+@pytest.mark.parametrize("loss", ["local", "crf"])
+def test_overfits_two_sentences(loss: str) -> None:
     parser = tiny_parser(
-        lstm_hidden=24, arc_mlp=24, rel_mlp=12, embed_dropout=0.0, lstm_dropout=0.0, mlp_dropout=0.0
+        lstm_hidden=24,
+        arc_mlp=24,
+        rel_mlp=12,
+        embed_dropout=0.0,
+        lstm_dropout=0.0,
+        mlp_dropout=0.0,
+        loss=loss,
     )
     batch = make_batch([sentence(7, 10), sentence(5, 11)])
     optimizer = torch.optim.Adam(parser.parameters(), lr=1e-2, betas=(0.9, 0.9))
@@ -233,7 +307,12 @@ def test_overfits_two_sentences() -> None:
     parser.eval()
     with torch.no_grad():
         scores = parser(batch)
-    heads = scores.arc_scores.argmax(-1)
-    rels = parser.rel_scores(scores).argmax(-1).gather(2, heads.unsqueeze(-1)).squeeze(-1)
+    # The tree decoder, not each word's argmax: the single-root CRF leaves the level of the ROOT
+    # column free (every tree has one ROOT arc), so only whole trees are ranked.
+    heads = torch.from_numpy(
+        decoding.mst(scores.arc_scores.double().numpy(), batch.lengths.numpy())
+    )
+    rels = parser.rel_scores(scores).argmax(-1).gather(2, heads.clamp(min=0).unsqueeze(-1))
+    rels = rels.squeeze(-1)
     assert torch.equal(heads[batch.mask], batch.heads[batch.mask])  # UAS 100%
     assert torch.equal(rels[batch.mask], batch.rels[batch.mask])  # LAS 100%

@@ -14,6 +14,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from biaffine.nn import treecrf
 from biaffine.nn.treecrf import crf_loss, log_partition, marginals, tree_log_prob, tree_score
 
 # The decoding oracle's tree test, loaded by path: tests/decoding is not a package.
@@ -319,3 +320,55 @@ def test_a_cycle_of_best_heads_far_above_every_tree_is_nan_not_wrong_for_the_det
     assert float(log_partition(scores, lengths)[0]) == pytest.approx(expected)  # ROOT shift
     assert float(log_partition(scores, lengths, projective=True)[0]) == pytest.approx(expected)
     assert math.isnan(float(log_partition(scores, lengths, root_constraint=False)[0]))
+
+
+def _torch_matrix_tree(scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool):
+    """The batched torch route (used off CPU), run on CPU: log Z and its gradient."""
+    scores = scores.detach().clone().requires_grad_(True)
+    allowed = treecrf._allowed(scores, lengths)
+    feasible = treecrf._has_tree(allowed, lengths, root_constraint)
+    log_z = treecrf._matrix_tree(scores, allowed, lengths, feasible, root_constraint)
+    (grad,) = torch.autograd.grad(log_z[torch.isfinite(log_z)].sum(), scores)
+    return log_z.detach(), grad
+
+
+@pytest.mark.parametrize("root_constraint", [True, False])
+@pytest.mark.parametrize("forbidden", [0.0, 0.3, 0.7])
+def test_cpu_kernel_equals_the_batched_torch_route(root_constraint, forbidden):
+    # Long sentences with parser-like scores, and masks that leave some sentences without trees:
+    # the kernel's Gauss-Jordan inverse, shifts and reachability test against LU and closures.
+    generator = torch.Generator().manual_seed(int(forbidden * 10) + root_constraint)
+    lengths = torch.tensor([60, 1, 2, 7, 33, 12, 5, 3])
+    scores = torch.randn(8, 61, 61, dtype=torch.float64, generator=generator) * 5
+    scores[torch.rand(8, 61, 61, generator=generator) < forbidden] = -math.inf
+    expected_z, expected_grad = _torch_matrix_tree(scores, lengths, root_constraint)
+    if forbidden > 0.5:
+        assert (expected_z == -math.inf).any()
+        assert torch.isfinite(expected_z).any()
+    options = {"root_constraint": root_constraint}
+    torch.testing.assert_close(
+        log_partition(scores, lengths, **options), expected_z, rtol=1e-10, atol=0
+    )
+    torch.testing.assert_close(
+        marginals(scores, lengths, **options), expected_grad, rtol=0, atol=1e-9
+    )
+
+
+@pytest.mark.parametrize("root_constraint", [True, False])
+def test_scores_spread_over_thousands_give_the_exact_log_z_or_nan(root_constraint):
+    # Cancellation in the determinant is caught by the marginals' identities: never a wrong value.
+    rng = np.random.default_rng(6)
+    outcomes = []
+    for _ in range(40):
+        scores = rng.uniform(-1e3, 1e3, size=(5, 5))
+        expected_z, expected_marginals = brute_force(scores, root_constraint, False)
+        batch, lengths = _one(scores)
+        log_z = float(log_partition(batch, lengths, root_constraint=root_constraint)[0])
+        probs = marginals(batch, lengths, root_constraint=root_constraint)[0].numpy()
+        outcomes.append(math.isnan(log_z))
+        if not math.isnan(log_z):
+            assert log_z == pytest.approx(expected_z, rel=1e-12)
+            np.testing.assert_allclose(probs, expected_marginals, atol=1e-6)
+        else:
+            assert not probs.any()
+    assert 0 < sum(outcomes) < len(outcomes)
