@@ -5,3 +5,18 @@ Torch-free, like :mod:`decoding`: positions are the project's (0 is ROOT, word *
 together in arrays, and nothing here takes a model: a search calls a scoring function that the
 torch side provides.
 """
+
+from .configs import Configs
+from .oracles import OracleSequences, costs, oracle_sequences, zero_cost
+from .systems import SYSTEM_NAMES, TransitionSystem, get_system
+
+__all__ = [
+    "SYSTEM_NAMES",
+    "Configs",
+    "OracleSequences",
+    "TransitionSystem",
+    "costs",
+    "get_system",
+    "oracle_sequences",
+    "zero_cost",
+]

@@ -1,0 +1,188 @@
+"""Numba kernels of the five transition systems: legality, application, terminal test.
+
+One kernel set serves every system: ``system`` (an int code below) picks the rules, transitions
+are global ids (``SHIFT`` ... ``UNSHIFT``), and each system's public action ids index its own
+tuple of global ids (``table``). Kernels trust their input; :mod:`transitions.systems` checks.
+
+State of configuration ``c`` (see :class:`transitions.configs.Configs`): ``stack[c, :ssize[c]]``
+bottom to top; ``buf[c, :bsize[c]]`` holds the buffer **reversed**, so ``b0`` is
+``buf[c, bsize[c] - 1]`` and pushing a word back in front of the buffer (SWAP, UNSHIFT) is an
+append; ``heads[c]``/``labels[c]`` are -1 until an arc sets them; ``ended[c]`` is the flag *e* of
+Nivre & Fernandez-Gonzalez (2014): the buffer has been empty once.
+"""
+
+from __future__ import annotations
+
+import numba
+
+ARC_STANDARD, ARC_EAGER, ARC_EAGER_UNSHIFT, ARC_HYBRID, SWAP_SYSTEM = 0, 1, 2, 3, 4
+
+SHIFT, LEFT_ARC, RIGHT_ARC, REDUCE, SWAP, UNSHIFT = 0, 1, 2, 3, 4, 5
+N_GLOBAL = 6
+
+
+@numba.njit(cache=True)
+def is_terminal(system, c, ssize, bsize, ended):
+    """Whether configuration ``c`` is terminal."""
+    if system == ARC_EAGER:
+        return bsize[c] == 0
+    if system == ARC_EAGER_UNSHIFT:
+        return ended[c] and bsize[c] == 0 and ssize[c] == 1
+    return bsize[c] == 0 and ssize[c] == 1
+
+
+@numba.njit(cache=True)
+def _root_rule(c, stack, ssize, bsize):
+    # Single root (arc-standard family): an arc from ROOT only as the very last transition.
+    return stack[c, ssize[c] - 2] != 0 or (bsize[c] == 0 and ssize[c] == 2)
+
+
+@numba.njit(cache=True)
+def is_legal(system, t, c, stack, ssize, buf, bsize, heads, ended):
+    """Whether global transition ``t`` is legal in configuration ``c`` (never in a terminal one)."""
+    if is_terminal(system, c, ssize, bsize, ended):
+        return False
+    ns, nb = ssize[c], bsize[c]
+    s0 = stack[c, ns - 1] if ns > 0 else -1
+    s1 = stack[c, ns - 2] if ns > 1 else -1
+    eager = system in (ARC_EAGER, ARC_EAGER_UNSHIFT)
+    if t == SHIFT:
+        # After the end of input Unshift's system shifts only onto an empty stack: LEFT-ARC can
+        # pop the last stack word in front of an unshifted one, and that word is then the root.
+        return nb > 0 and not (system == ARC_EAGER_UNSHIFT and ended[c] and ns > 0)
+    if t == LEFT_ARC:
+        if eager:
+            return ns > 0 and nb > 0 and s0 != 0 and heads[c, s0] == -1
+        if system == ARC_HYBRID:
+            return ns > 0 and nb > 0 and s0 != 0
+        return ns > 1 and s1 != 0
+    if t == RIGHT_ARC:
+        if eager:
+            return ns > 0 and nb > 0
+        return ns > 1 and _root_rule(c, stack, ssize, bsize)
+    if t == REDUCE:
+        return eager and ns > 0 and heads[c, s0] != -1
+    if t == SWAP:
+        return system == SWAP_SYSTEM and ns > 1 and 0 < s1 < s0
+    if t == UNSHIFT:
+        unshift = system == ARC_EAGER_UNSHIFT and ended[c] and nb == 0
+        return unshift and ns > 1 and heads[c, s0] == -1
+    return False
+
+
+@numba.njit(cache=True)
+def arc_of(system, t, c, stack, ssize, buf, bsize):
+    """The arc (head, dependent) that legal transition ``t`` creates in ``c``, or (-1, -1)."""
+    ns, nb = ssize[c], bsize[c]
+    eager = system in (ARC_EAGER, ARC_EAGER_UNSHIFT)
+    if t == LEFT_ARC:
+        if eager or system == ARC_HYBRID:
+            return buf[c, nb - 1], stack[c, ns - 1]
+        return stack[c, ns - 1], stack[c, ns - 2]
+    if t == RIGHT_ARC:
+        if eager:
+            return stack[c, ns - 1], buf[c, nb - 1]
+        return stack[c, ns - 2], stack[c, ns - 1]
+    return -1, -1
+
+
+@numba.njit(cache=True)
+def apply_one(system, t, label, c, stack, ssize, buf, bsize, heads, labels, ended):
+    """Applies legal global transition ``t`` to configuration ``c`` in place."""
+    head, dep = arc_of(system, t, c, stack, ssize, buf, bsize)
+    if dep >= 0:
+        heads[c, dep] = head
+        labels[c, dep] = label
+    ns, nb = ssize[c], bsize[c]
+    eager = system in (ARC_EAGER, ARC_EAGER_UNSHIFT)
+    if t == SHIFT or (t == RIGHT_ARC and eager):
+        stack[c, ns] = buf[c, nb - 1]
+        ssize[c] = ns + 1
+        bsize[c] = nb - 1
+        if nb == 1:
+            ended[c] = True
+    elif t == LEFT_ARC and not (eager or system == ARC_HYBRID):
+        stack[c, ns - 2] = stack[c, ns - 1]
+        ssize[c] = ns - 1
+    elif t == SWAP:
+        buf[c, nb] = stack[c, ns - 2]
+        bsize[c] = nb + 1
+        stack[c, ns - 2] = stack[c, ns - 1]
+        ssize[c] = ns - 1
+    elif t == UNSHIFT:
+        buf[c, nb] = stack[c, ns - 1]
+        bsize[c] = nb + 1
+        ssize[c] = ns - 1
+    else:  # REDUCE, LEFT-ARC of the eager family and arc-hybrid, RIGHT-ARC of the stack family
+        ssize[c] = ns - 1
+
+
+@numba.njit(cache=True)
+def init_one(system, c, n, stack, ssize, buf, bsize, heads, labels, ended):
+    """Initial configuration of an n-word sentence in row ``c`` (padding set to -1)."""
+    stack[c, :] = -1
+    buf[c, :] = -1
+    heads[c, :] = -1
+    labels[c, :] = -1
+    ended[c] = False
+    for i in range(n):
+        buf[c, i] = n - i  # reversed: word 1 is b0 at the end
+    bsize[c] = n
+    if system == ARC_EAGER_UNSHIFT:
+        ssize[c] = 0  # no dummy ROOT: the one word left at the end is the root
+    else:
+        stack[c, 0] = 0
+        ssize[c] = 1
+
+
+@numba.njit(cache=True)
+def init_batch(system, lengths, stack, ssize, buf, bsize, heads, labels, ended):
+    """Initial configurations for sentences of ``lengths`` words."""
+    for c in range(lengths.shape[0]):
+        init_one(system, c, lengths[c], stack, ssize, buf, bsize, heads, labels, ended)
+
+
+@numba.njit(cache=True)
+def legal_batch(system, table, stack, ssize, buf, bsize, heads, ended, out):
+    """``out[c, a]`` = whether the system's action ``a`` (global id ``table[a]``) is legal."""
+    for c in range(ssize.shape[0]):
+        for a in range(table.shape[0]):
+            out[c, a] = is_legal(system, table[a], c, stack, ssize, buf, bsize, heads, ended)
+
+
+@numba.njit(cache=True)
+def apply_batch(system, table, actions, arc_labels, active, state, steps):
+    """Applies action ``actions[c]`` (its arc labelled ``arc_labels[c]``) where ``active[c]``."""
+    stack, ssize, buf, bsize, heads, labels, ended = state
+    for c in range(ssize.shape[0]):
+        if active[c]:
+            t = table[actions[c]]
+            apply_one(system, t, arc_labels[c], c, stack, ssize, buf, bsize, heads, labels, ended)
+            steps[c] += 1
+
+
+@numba.njit(cache=True)
+def positions_batch(n_stack, stack, ssize, buf, bsize, out):
+    """``out[c]`` = positions s0..s{n_stack-1}, then b0, b1, ...; -1 where the slot is empty."""
+    for c in range(ssize.shape[0]):
+        for k in range(out.shape[1]):
+            if k < n_stack:
+                i = ssize[c] - 1 - k
+                out[c, k] = stack[c, i] if i >= 0 else -1
+            else:
+                i = bsize[c] - 1 - (k - n_stack)
+                out[c, k] = buf[c, i] if i >= 0 else -1
+
+
+@numba.njit(cache=True)
+def terminal_batch(system, ssize, bsize, ended, out):
+    """``out[c]`` = whether configuration ``c`` is terminal."""
+    for c in range(ssize.shape[0]):
+        out[c] = is_terminal(system, c, ssize, bsize, ended)
+
+
+@numba.njit(cache=True)
+def arcs_batch(system, table, actions, stack, ssize, buf, bsize, out):
+    """``out[c]`` = (head, dependent) of the arc that ``actions[c]`` creates, or (-1, -1)."""
+    for c in range(ssize.shape[0]):
+        out[c, 0], out[c, 1] = arc_of(system, table[actions[c]], c, stack, ssize, buf, bsize)

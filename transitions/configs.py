@@ -1,0 +1,111 @@
+"""A batch of parser configurations held in numpy arrays, with cheap row copies for a beam."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _kernels
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(slots=True)
+class Configs:
+    """C configurations (sentences of at most N words), one per row; mutated in place by apply.
+
+    Attributes:
+        stack: int64[C, N+1]; ``stack[c, :stack_size[c]]`` bottom to top, so s0 is the last.
+        stack_size: int64[C].
+        buffer: int64[C, N+1]; the buffer **reversed**: b0 is ``buffer[c, buffer_size[c] - 1]``
+            (SWAP and UNSHIFT put a word back in front of the buffer by appending it).
+        buffer_size: int64[C].
+        heads: int64[C, N+1]; the head of each word so far, -1 for none, at ROOT and padding.
+        labels: int64[C, N+1]; the label given with the arc's transition, -1 where none.
+        ended: bool[C]; the buffer has been empty once (the flag *e* of Nivre &
+            Fernandez-Gonzalez 2014; only Unshift's system reads it).
+        lengths: int64[C], words per sentence.
+        steps: int64[C], transitions applied so far (beam items compare at equal steps).
+    """
+
+    stack: IntArray
+    stack_size: IntArray
+    buffer: IntArray
+    buffer_size: IntArray
+    heads: IntArray
+    labels: IntArray
+    ended: BoolArray
+    lengths: IntArray
+    steps: IntArray
+
+    @classmethod
+    def empty(cls, size: int, max_words: int) -> Configs:
+        """``size`` uninitialised rows for sentences of up to ``max_words`` words."""
+        width = max_words + 1
+        return cls(
+            stack=np.full((size, width), -1, dtype=np.int64),
+            stack_size=np.zeros(size, dtype=np.int64),
+            buffer=np.full((size, width), -1, dtype=np.int64),
+            buffer_size=np.zeros(size, dtype=np.int64),
+            heads=np.full((size, width), -1, dtype=np.int64),
+            labels=np.full((size, width), -1, dtype=np.int64),
+            ended=np.zeros(size, dtype=np.bool_),
+            lengths=np.zeros(size, dtype=np.int64),
+            steps=np.zeros(size, dtype=np.int64),
+        )
+
+    def __len__(self) -> int:
+        """C, the number of configurations."""
+        return self.stack_size.shape[0]
+
+    @property
+    def max_words(self) -> int:
+        """N, the longest sentence the rows can hold."""
+        return self.heads.shape[1] - 1
+
+    def take(self, rows: npt.ArrayLike) -> Configs:
+        """A new batch holding copies of ``rows`` (int[K]), in that order (repeats allowed)."""
+        index = np.asarray(rows, dtype=np.int64)
+        return Configs(*(getattr(self, f.name)[index] for f in fields(self)))
+
+    def copy_rows(self, source: npt.ArrayLike, target: npt.ArrayLike) -> None:
+        """Copies row ``source[k]`` into row ``target[k]`` for every k (beam re-ranking).
+
+        All sources are read before any target is written, so the two may overlap.
+        """
+        src = np.asarray(source, dtype=np.int64)
+        dst = np.asarray(target, dtype=np.int64)
+        if src.shape != dst.shape:
+            raise ValueError(f"source {src.shape} and target {dst.shape} must have one shape")
+        for f in fields(self):
+            array = getattr(self, f.name)
+            array[dst] = array[src]  # fancy-index read copies first: overlap-safe
+
+    def positions(self, n_stack: int = 3, n_buffer: int = 2) -> IntArray:
+        """Feature positions for a classifier (Kiperwasser & Goldberg 2016).
+
+        Args:
+            n_stack: how many stack slots, from the top (s0, s1, ...).
+            n_buffer: how many buffer slots, from the front (b0, b1, ...).
+
+        Returns:
+            int64[C, n_stack + n_buffer]: word positions (0 is ROOT), -1 for an empty slot.
+        """
+        if n_stack < 0 or n_buffer < 0:
+            raise ValueError(f"n_stack={n_stack} and n_buffer={n_buffer} must be >= 0")
+        out = np.empty((len(self), n_stack + n_buffer), dtype=np.int64)
+        _kernels.positions_batch(
+            n_stack, self.stack, self.stack_size, self.buffer, self.buffer_size, out
+        )
+        return out
+
+    def describe(self, row: int) -> str:
+        """One line showing configuration ``row``: stack (top last), buffer (b0 first), arcs."""
+        stack = self.stack[row, : self.stack_size[row]].tolist()
+        buffer = self.buffer[row, : self.buffer_size[row]][::-1].tolist()
+        arcs = [f"{h}->{d}" for d, h in enumerate(self.heads[row]) if h >= 0]
+        flag = ", e=true" if self.ended[row] else ""
+        return f"stack={stack} buffer={buffer} arcs=[{', '.join(arcs)}]{flag}"

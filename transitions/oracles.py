@@ -1,0 +1,154 @@
+"""Oracles: static transition sequences for whole treebanks, dynamic-oracle costs for a batch.
+
+With a static oracle every training configuration is known before training: one call turns a
+treebank into (feature positions, legal mask, gold action, gold label) rows, sentence after
+sentence, so a batch of them is one gather and one classifier call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _oracles
+from .configs import BoolArray, Configs, IntArray
+from .systems import TransitionSystem
+from .trees import check_trees, pad_trees
+
+
+@dataclass(frozen=True, slots=True)
+class OracleSequences:
+    """The static oracle's configurations and transitions for S sentences, T rows in all.
+
+    Rows of sentence s are ``offsets[s]:offsets[s + 1]``, in transition order.
+
+    Attributes:
+        positions: int64[T, K], feature positions of each configuration (s0.., then b0..; -1
+            for an empty slot; K = n_stack + n_buffer).
+        legal: bool[T, A], the legal actions there (A = len(system.transitions)).
+        actions: int64[T], the gold action (ids into ``system.transitions``).
+        labels: int64[T], the gold label of the arc the action creates, -1 if it creates none.
+        offsets: int64[S + 1].
+        swaps: int64[S], SWAP transitions per sentence (0 outside the swap system).
+    """
+
+    positions: IntArray
+    legal: BoolArray
+    actions: IntArray
+    labels: IntArray
+    offsets: IntArray
+    swaps: IntArray
+
+
+def oracle_sequences(
+    system: TransitionSystem,
+    trees: Sequence[npt.ArrayLike],
+    labels: Sequence[npt.ArrayLike] | None = None,
+    *,
+    n_stack: int = 3,
+    n_buffer: int = 2,
+) -> OracleSequences:
+    """Runs the system's static oracle on every gold tree.
+
+    Args:
+        system: the transition system (for swap, its ``swap_oracle`` picks eager or lazy).
+        trees: S gold head vectors int[n_s + 1], ``heads[0] == -1``.
+        labels: S label-id vectors int[n_s + 1] (entry 0 ignored); all -1 when omitted.
+        n_stack: stack slots in ``positions``.
+        n_buffer: buffer slots in ``positions``.
+
+    Returns:
+        The sequences; replaying ``actions`` from ``system.initial`` rebuilds each gold tree.
+
+    Raises:
+        ValueError: a tree is not a tree, has several words on ROOT where the system builds one,
+            or is not projective for a projective system (projectivize it first); names the
+            sentence.
+    """
+    heads, lengths = pad_trees(trees)
+    check_trees(
+        heads,
+        lengths,
+        single_root=system.single_root,
+        projective=system.projective,
+        system=system.name,
+    )
+    gold_labels = np.full_like(heads, -1)
+    if labels is not None:
+        if len(labels) != len(trees):
+            raise ValueError(f"{len(labels)} label vectors for {len(trees)} trees")
+        for s, row in enumerate(labels):
+            row = np.asarray(row, dtype=np.int64)
+            if row.shape != (lengths[s] + 1,):
+                raise ValueError(f"sentence {s}: labels must have shape ({lengths[s] + 1},)")
+            gold_labels[s, : row.shape[0]] = row
+    width = n_stack + n_buffer
+    stats = np.zeros((len(lengths), 3), dtype=np.int64)
+    args = (system.code, system.lazy, system.table, heads, gold_labels, lengths, n_stack)
+    _oracles.run_treebank(*args, np.zeros(0, np.int64), _outputs(0, width, system), stats)
+    _raise_on_failure(stats, system)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(stats[:, 0], out=offsets[1:])
+    out = _outputs(int(offsets[-1]), width, system)
+    _oracles.run_treebank(*args, offsets, out, stats)
+    return OracleSequences(*out, offsets=offsets, swaps=stats[:, 2].copy())
+
+
+def _outputs(rows: int, width: int, system: TransitionSystem) -> tuple:
+    return (
+        np.empty((rows, width), dtype=np.int64),
+        np.empty((rows, system.table.shape[0]), dtype=np.bool_),
+        np.empty(rows, dtype=np.int64),
+        np.empty(rows, dtype=np.int64),
+    )
+
+
+def _raise_on_failure(stats: IntArray, system: TransitionSystem) -> None:
+    # Checked trees never fail; this guards the oracle itself, so a bug cannot pass silently.
+    bad = np.flatnonzero(stats[:, 1] != _oracles.OK)
+    if bad.size:
+        s = int(bad[0])
+        what = "got stuck" if stats[s, 1] == _oracles.STUCK else "built another tree"
+        raise ValueError(f"sentence {s}: the static oracle of {system.name} {what}")
+
+
+def costs(system: TransitionSystem, configs: Configs, gold: npt.ArrayLike) -> IntArray:
+    """Dynamic-oracle costs (Goldberg & Nivre 2012 arc-eager, 2013 arc-hybrid).
+
+    The cost of an action is the number of gold arcs reachable from the configuration that are
+    no longer reachable after it; the zero-cost actions are the dynamic oracle. Arc-eager's
+    costs follow its ``attach_leftovers`` option (a headless stack word can still reach ROOT).
+
+    Args:
+        system: ``arc_eager`` or ``arc_hybrid``.
+        configs: C configurations.
+        gold: int[C, N'+1] gold heads per configuration (projective trees, ``gold[c, 0] == -1``,
+            padded with -1; N' <= N).
+
+    Returns:
+        int64[C, A]: the cost of each action, -1 where it is illegal.
+    """
+    if not system.dynamic:
+        raise ValueError(f"{system.name} has no dynamic oracle (arc_eager and arc_hybrid do)")
+    gold = np.asarray(gold)
+    if gold.ndim != 2 or gold.shape[0] != len(configs) or gold.shape[1] > configs.max_words + 1:
+        raise ValueError(f"gold must be int[{len(configs)}, <= {configs.max_words + 1}]")
+    trees = [gold[c, : configs.lengths[c] + 1] for c in range(len(configs))]
+    padded, lengths = pad_trees(trees)
+    single = system.single_root
+    check_trees(padded, lengths, single_root=single, projective=True, system=system.name)
+    full = np.full((len(configs), configs.max_words + 1), -1, dtype=np.int64)
+    full[:, : padded.shape[1]] = padded
+    out = np.empty((len(configs), system.table.shape[0]), dtype=np.int64)
+    c = configs
+    state = (c.stack, c.stack_size, c.buffer, c.buffer_size, c.heads, c.ended)
+    _oracles.costs_batch(system.code, system.attach_leftovers, system.table, *state, full, out)
+    return out
+
+
+def zero_cost(system: TransitionSystem, configs: Configs, gold: npt.ArrayLike) -> BoolArray:
+    """bool[C, A]: the dynamic oracle, the legal actions of cost 0 (see :func:`costs`)."""
+    return costs(system, configs, gold) == 0

@@ -1,0 +1,276 @@
+"""The transition systems behind one interface, and a registry by name.
+
+Every system steps a batch of :class:`~transitions.configs.Configs` with numpy in, numpy out:
+
+    system = transitions.get_system("arc_hybrid")
+    configs = system.initial(lengths)                # int[C] -> C initial configurations
+    while not (done := system.terminal(configs)).all():
+        mask = system.legal(configs)                 # bool[C, T]; T = len(system.transitions)
+        actions = choose(configs.positions(), mask)  # int[C], ids into system.transitions
+        arcs = system.arcs(configs, actions, ~done)  # int64[C, 2]: (head, dependent) or -1
+        labels = label_arcs(arcs)                    # int[C], the label scorer's choice
+        system.apply(configs, actions, labels, ~done)
+    heads, labels = system.tree(configs)             # int64[C, N+1], heads[:, 0] == -1
+
+Terminal rows take no transition: ``active`` (bool[C]) False skips them, whatever their action
+id. A label scorer learns which arc a transition creates from :meth:`TransitionSystem.arcs`
+before applying it; an arc that no transition creates (arc-eager's leftovers, Unshift's last
+word) gets label -1 in :meth:`TransitionSystem.tree`, for the caller to choose (UD: ``root``).
+Beam search copies rows with :meth:`Configs.copy_rows` or :meth:`Configs.take`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _kernels as k
+from .configs import BoolArray, Configs, IntArray
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    code: int
+    transitions: tuple[str, ...]
+    table: tuple[int, ...]  # global transition id of each action
+    single_root: bool  # every terminal tree has exactly one word on ROOT
+    projective: bool  # builds (and its oracle takes) projective trees only
+    dynamic: bool  # has a dynamic oracle
+
+
+_ARCS = ("SHIFT", "LEFT-ARC", "RIGHT-ARC")
+_ARC_IDS = (k.SHIFT, k.LEFT_ARC, k.RIGHT_ARC)
+SPECS = {
+    "arc_standard": _Spec(k.ARC_STANDARD, _ARCS, _ARC_IDS, True, True, False),
+    "arc_eager": _Spec(k.ARC_EAGER, (*_ARCS, "REDUCE"), (*_ARC_IDS, k.REDUCE), False, True, True),
+    "arc_eager_unshift": _Spec(
+        k.ARC_EAGER_UNSHIFT,
+        (*_ARCS, "REDUCE", "UNSHIFT"),
+        (*_ARC_IDS, k.REDUCE, k.UNSHIFT),
+        True,
+        True,
+        False,
+    ),
+    "arc_hybrid": _Spec(k.ARC_HYBRID, _ARCS, _ARC_IDS, True, True, True),
+    "swap": _Spec(k.SWAP_SYSTEM, (*_ARCS, "SWAP"), (*_ARC_IDS, k.SWAP), True, False, False),
+}
+SWAP_ORACLES = ("lazy", "eager")
+
+
+class TransitionSystem:
+    """One transition system over batches of configurations.
+
+    Systems (positions as everywhere: 0 is ROOT):
+
+    - ``arc_standard`` (Nivre 2004): ROOT at the stack bottom; RIGHT-ARC from ROOT only as the
+      last transition, so exactly one word on ROOT and exactly 2n transitions.
+    - ``arc_eager`` (Nivre 2003; Nivre & Scholz 2004): ROOT at the stack bottom, terminal when
+      the buffer is empty. ``attach_leftovers`` (MaltParser's heuristic, default on) puts the
+      headless words left on the stack on ROOT, so a tree can have several words on ROOT;
+      without it they keep head -1 (a fragmented parse, to be measured, not used).
+    - ``arc_eager_unshift`` (Nivre & Fernandez-Gonzalez 2014, Figure 3): no dummy ROOT on the
+      stack; SHIFT only before the end of input (or onto an empty stack), UNSHIFT puts a
+      headless s0 back when the buffer is empty; the one word left is the root: exactly one
+      word on ROOT by construction, fewer than 4n transitions.
+    - ``arc_hybrid`` (Kuhlmann, Gomez-Rodriguez & Satta 2011): ROOT at the stack bottom with the
+      arc-standard single-root rule rather than at the buffer end (Ballesteros & Nivre 2013):
+      it keeps exactly 2n transitions (beam items stay comparable), the features of
+      arc-standard, and the Goldberg & Nivre (2013) costs stay exact (checked by brute force).
+    - ``swap`` (Nivre 2009): arc-standard plus SWAP, complete for non-projective trees; static
+      oracle ``swap_oracle`` = "lazy" (Nivre, Kuhlmann & Hall 2009, default) or "eager".
+
+    Attributes:
+        name: registry name.
+        transitions: action names; action ids index this tuple.
+        single_root: every terminal tree has exactly one word on ROOT.
+        projective: the system builds projective trees only (its oracle needs them).
+        dynamic: :func:`transitions.costs` works for this system.
+    """
+
+    def __init__(
+        self, name: str, *, attach_leftovers: bool | None = None, swap_oracle: str | None = None
+    ) -> None:
+        """See :func:`get_system` for the arguments."""
+        if name not in SPECS:
+            raise ValueError(f"unknown transition system {name!r}; known: {sorted(SPECS)}")
+        if attach_leftovers is not None and name != "arc_eager":
+            raise ValueError(f"attach_leftovers is an arc_eager option, not one of {name}")
+        if swap_oracle is not None and name != "swap":
+            raise ValueError(f"swap_oracle is a swap option, not one of {name}")
+        if swap_oracle is not None and swap_oracle not in SWAP_ORACLES:
+            raise ValueError(f"swap_oracle must be one of {SWAP_ORACLES}, got {swap_oracle!r}")
+        spec = SPECS[name]
+        self.name = name
+        self.transitions = spec.transitions
+        self.single_root = spec.single_root
+        self.projective = spec.projective
+        self.dynamic = spec.dynamic
+        self.attach_leftovers = True if attach_leftovers is None else attach_leftovers
+        self.lazy = (swap_oracle or "lazy") == "lazy"
+        self.code = spec.code
+        self.table = np.array(spec.table, dtype=np.int64)
+
+    def __repr__(self) -> str:
+        """The name and the options, as :func:`get_system` takes them."""
+        options = ""
+        if self.name == "arc_eager":
+            options = f", attach_leftovers={self.attach_leftovers}"
+        if self.name == "swap":
+            options = f", swap_oracle={'lazy' if self.lazy else 'eager'!r}"
+        return f"TransitionSystem({self.name!r}{options})"
+
+    def initial(self, lengths: npt.ArrayLike, max_words: int | None = None) -> Configs:
+        """Initial configurations.
+
+        Args:
+            lengths: int[C], words per sentence (each >= 1).
+            max_words: N, the row width; defaults to ``max(lengths)``.
+
+        Returns:
+            C configurations.
+        """
+        lengths = np.asarray(lengths)
+        if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer):
+            raise ValueError(f"lengths must be int[C], got {lengths.dtype} {lengths.shape}")
+        width = int(lengths.max(initial=1)) if max_words is None else max_words
+        bad = np.flatnonzero((lengths < 1) | (lengths > width))
+        if bad.size:
+            raise ValueError(f"sentence {bad[0]}: length {lengths[bad[0]]} outside [1, {width}]")
+        configs = Configs.empty(lengths.shape[0], width)
+        configs.lengths[:] = lengths
+        k.init_batch(self.code, configs.lengths, *self._state(configs))
+        return configs
+
+    def legal(self, configs: Configs) -> BoolArray:
+        """bool[C, T]: which actions are legal in each configuration (none in a terminal one)."""
+        out = np.empty((len(configs), self.table.shape[0]), dtype=np.bool_)
+        c = configs
+        state = (c.stack, c.stack_size, c.buffer, c.buffer_size, c.heads, c.ended)
+        k.legal_batch(self.code, self.table, *state, out)
+        return out
+
+    def terminal(self, configs: Configs) -> BoolArray:
+        """bool[C]: which configurations are terminal."""
+        out = np.empty(len(configs), dtype=np.bool_)
+        k.terminal_batch(self.code, configs.stack_size, configs.buffer_size, configs.ended, out)
+        return out
+
+    def arcs(
+        self, configs: Configs, actions: npt.ArrayLike, active: npt.ArrayLike | None = None
+    ) -> IntArray:
+        """int64[C, 2]: the (head, dependent) each legal action would create, else (-1, -1).
+
+        Rows where ``active`` (bool[C]) is False get (-1, -1).
+        """
+        active = self._active(configs, active)
+        actions = self._check(configs, actions, active)
+        out = np.empty((len(configs), 2), dtype=np.int64)
+        c = configs
+        k.arcs_batch(
+            self.code, self.table, actions, c.stack, c.stack_size, c.buffer, c.buffer_size, out
+        )
+        out[~active] = -1
+        return out
+
+    def apply(
+        self,
+        configs: Configs,
+        actions: npt.ArrayLike,
+        labels: npt.ArrayLike | None = None,
+        active: npt.ArrayLike | None = None,
+    ) -> None:
+        """Applies ``actions[c]`` to configuration c in place.
+
+        Args:
+            configs: C configurations.
+            actions: int[C], ids into :attr:`transitions`.
+            labels: int[C], the label of the arc each action creates (ignored for the others);
+                -1 for every arc when omitted.
+            active: bool[C]; rows where it is False are left alone (terminal rows of a batch).
+
+        Raises:
+            ValueError: an action is illegal in its configuration (shown in the message).
+        """
+        active = self._active(configs, active)
+        actions = self._check(configs, actions, active)
+        arc_labels = np.full(len(configs), -1, dtype=np.int64)
+        if labels is not None:
+            arc_labels[:] = np.asarray(labels, dtype=np.int64)
+        k.apply_batch(
+            self.code, self.table, actions, arc_labels, active, self._state(configs), configs.steps
+        )
+
+    def tree(self, configs: Configs) -> tuple[IntArray, IntArray]:
+        """The trees of terminal configurations.
+
+        Returns:
+            (heads, labels), int64[C, N+1]; ``heads[:, 0] == -1``, -1 at padding. Labels of arcs
+            that no transition created (leftovers on ROOT, Unshift's root) are -1.
+
+        Raises:
+            ValueError: a configuration is not terminal.
+        """
+        done = self.terminal(configs)
+        if not done.all():
+            row = int(np.flatnonzero(~done)[0])
+            raise ValueError(f"configuration {row} is not terminal: {configs.describe(row)}")
+        heads, labels = configs.heads.copy(), configs.labels.copy()
+        if self.name == "arc_eager_unshift" or (self.name == "arc_eager" and self.attach_leftovers):
+            for c in range(len(configs)):
+                stack = configs.stack[c, : configs.stack_size[c]]
+                left = stack[(stack > 0) & (heads[c, stack] == -1)]
+                heads[c, left] = 0
+        return heads, labels
+
+    @staticmethod
+    def _state(c: Configs) -> tuple:
+        return (c.stack, c.stack_size, c.buffer, c.buffer_size, c.heads, c.labels, c.ended)
+
+    def _active(self, configs: Configs, active: npt.ArrayLike | None) -> BoolArray:
+        if active is None:
+            return np.ones(len(configs), dtype=np.bool_)
+        array = np.asarray(active)
+        if array.shape != (len(configs),) or array.dtype != np.bool_:
+            raise ValueError(
+                f"active must be bool[{len(configs)}], got {array.dtype} {array.shape}"
+            )
+        return array
+
+    def _check(self, configs: Configs, actions: npt.ArrayLike, active: BoolArray) -> IntArray:
+        array = np.asarray(actions)
+        if array.shape != (len(configs),) or not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(
+                f"actions must be int[{len(configs)}], got {array.dtype} {array.shape}"
+            )
+        array = np.where(active, array, 0).astype(np.int64)
+        unknown = np.flatnonzero((array < 0) | (array >= self.table.shape[0]))
+        if unknown.size:
+            c = int(unknown[0])
+            raise ValueError(f"configuration {c}: action {array[c]} is not an id of {self.name}")
+        ok = self.legal(configs)[np.arange(len(configs)), array]
+        bad = np.flatnonzero(active & ~ok)
+        if bad.size:
+            c = int(bad[0])
+            raise ValueError(
+                f"configuration {c}: {self.transitions[array[c]]} is illegal in "
+                f"{configs.describe(c)} ({self.name})"
+            )
+        return array
+
+
+SYSTEM_NAMES = tuple(SPECS)
+
+
+def get_system(
+    name: str, *, attach_leftovers: bool | None = None, swap_oracle: str | None = None
+) -> TransitionSystem:
+    """The system registered as ``name`` (one of :data:`SYSTEM_NAMES`), with its options.
+
+    Args:
+        name: "arc_standard", "arc_eager", "arc_eager_unshift", "arc_hybrid" or "swap".
+        attach_leftovers: arc_eager only: the end-of-input heuristic (default True).
+        swap_oracle: swap only: "lazy" (default) or "eager".
+    """
+    return TransitionSystem(name, attach_leftovers=attach_leftovers, swap_oracle=swap_oracle)
