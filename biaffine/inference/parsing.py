@@ -14,7 +14,7 @@ from torch import nn
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
-from biaffine.inference import graph
+from biaffine.inference import graph, transition
 from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings
 from biaffine.runtime import check_bf16
 
@@ -27,6 +27,7 @@ BatchParser = Callable[..., dict[str, tuple[IntArray, IntArray, float]]]
 
 FAMILIES: dict[str, tuple[BatchParser, Callable[[Mapping[str, Any]], None]]] = {
     "graph": (graph.parse_batch, graph.warm_up),
+    "transition": (transition.parse_batch, transition.warm_up),
 }
 """Parser family (``model.family``) -> (batch parser, warm-up of its compiled kernels)."""
 
