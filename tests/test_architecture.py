@@ -68,4 +68,6 @@ def test_parsing_a_file_loads_no_training_code_and_no_hydra() -> None:
 def test_the_model_never_decodes() -> None:
     for path in (ROOT / "biaffine" / "parsers").rglob("*.py"):
         modules = imported_modules(path)
-        assert not {m for m in modules if m.split(".")[0] in ("decoding", "transitions")}, path
+        # A transition parser reads its training targets (oracle sequences) from transitions;
+        # trees are found in biaffine.inference only.
+        assert not {m for m in modules if m.split(".")[0] == "decoding"}, path

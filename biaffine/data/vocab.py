@@ -164,12 +164,17 @@ _REQUIRED = ("words", "chars", "upos", "rels")
 _NAMES = (*_REQUIRED, "xpos", "feats")
 
 
-def build_vocabs(sentences: Iterable[Sentence], *, min_word_count: int = 2) -> Vocabs:
+def build_vocabs(
+    sentences: Iterable[Sentence], *, min_word_count: int = 2, extra_rels: Iterable[str] = ()
+) -> Vocabs:
     """Counts forms, characters, UPOS, XPOS, FEATS and relations in one pass over ``sentences``.
 
     Args:
         sentences: training sentences (iterated once).
         min_word_count: forms seen fewer times map to UNK (characters and tags keep everything).
+        extra_rels: relation labels counted too: those of the original trees when a parser
+            trains on transformed ones (pseudo-projective labels ``deprel|headdeprel``), so
+            that every label it outputs after decoding them has an id.
 
     Returns:
         Vocabs; ``rels`` has no specials and skips ``_`` labels.
@@ -182,6 +187,7 @@ def build_vocabs(sentences: Iterable[Sentence], *, min_word_count: int = 2) -> V
         xpos.update(sentence.xpos)
         feats.update(sentence.feats)
         rels.update(sentence.deprels)
+    rels.update(extra_rels)
     rels.pop("_", None)
     chars: Counter[str] = Counter()
     for form, count in words.items():  # count characters once per distinct form

@@ -12,7 +12,7 @@ from torch import nn
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
-from biaffine.inference import graph
+from biaffine.inference import graph, transition
 from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings
 from biaffine.runtime import check_bf16
 from decoding.types import IntArray
@@ -29,6 +29,7 @@ ROOT takes it, no other word does.
 
 FAMILIES: dict[str, tuple[BatchParser, Callable[[Mapping[str, Any]], None]]] = {
     "graph": (graph.parse_batch, graph.warm_up),
+    "transition": (transition.parse_batch, transition.warm_up),
 }
 """Parser family (``model.family``) -> (batch parser, warm-up of its compiled kernels)."""
 

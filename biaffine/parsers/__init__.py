@@ -14,10 +14,21 @@ from torch import nn
 from biaffine.data.vocab import Vocabs
 from biaffine.parsers.base import Parser
 from biaffine.parsers.biaffine import ArcRelScores, BiaffineParser
+from biaffine.parsers.transition import TransitionParser
 
-__all__ = ["PARSERS", "ArcRelScores", "BiaffineParser", "Parser", "build_parser"]
+__all__ = [
+    "PARSERS",
+    "ArcRelScores",
+    "BiaffineParser",
+    "Parser",
+    "TransitionParser",
+    "build_parser",
+]
 
-PARSERS: dict[str, type[nn.Module]] = {BiaffineParser.kind: BiaffineParser}
+PARSERS: dict[str, type[nn.Module]] = {
+    BiaffineParser.kind: BiaffineParser,
+    TransitionParser.kind: TransitionParser,
+}
 """Parser classes by the ``kind`` recorded in checkpoints."""
 
 

@@ -88,8 +88,14 @@ def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
     set_threads(t.threads)
     device = select_device(t.device)
     splits = load_splits(cfg.data)
+    train_sentences = _prepare_training(cfg.model, splits.train)
+    original_rels = (rel for sentence in splits.train for rel in sentence.deprels)
     vocabs = (
-        resumed.vocabs if resumed else build_vocabs(splits.train, min_word_count=t.min_word_count)
+        resumed.vocabs
+        if resumed
+        else build_vocabs(
+            train_sentences, min_word_count=t.min_word_count, extra_rels=original_rels
+        )
     )
     _log_data(splits, vocabs)
     model = build_model(cfg.model, vocabs).to(device)
@@ -106,7 +112,7 @@ def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
         writer.truncate_metrics(state.epoch)
         log.info("resumed after epoch %d (step %d)", state.epoch, state.step)
     settings = fit_settings(cfg)
-    train_data = encode(splits.train, vocabs)
+    train_data = encode(train_sentences, vocabs)
     state, reason = fit(
         model,
         optimizer,
@@ -194,6 +200,20 @@ def load_splits(d: Mapping[str, Any], *, root: str | Path | None = None) -> tree
     if d.get("discover", False):
         names = treebanks.discover_files(folder / d["treebank"], names)
     return treebanks.load_splits(folder, d["treebank"], names, **options)
+
+
+def _prepare_training(model_cfg: DictConfig, sentences: list[Sentence]) -> list[Sentence]:
+    """The training sentences as the configured parser learns from them.
+
+    A parser class may transform them before the vocabularies are built, with a classmethod
+    ``prepare_training(sentences, options)`` (e.g. pseudo-projective trees, whose encoded
+    labels the relation vocabulary must hold); the others take them as they are.
+    """
+    prepare = getattr(get_class(model_cfg._target_), "prepare_training", None)
+    if prepare is None:
+        return sentences
+    options = OmegaConf.to_container(model_cfg, resolve=True)
+    return prepare(sentences, {k: v for k, v in options.items() if k != "encoder"})
 
 
 def build_model(model_cfg: DictConfig, vocabs: Vocabs) -> nn.Module:

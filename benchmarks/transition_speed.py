@@ -1,0 +1,84 @@
+"""Parsing speed of a trained parser: sentences/s and the share of time outside the encoder.
+
+Usage: ``python benchmarks/transition_speed.py CHECKPOINT [--input FILE] [--threads 2]
+[--repeats 3] [--int8]`` (default input: $UD_ROOT/UD_English-EWT/en_ewt-ud-test.conllu).
+
+Times ``biaffine.inference.parse`` on the whole input (batching, encoder, search or decoding,
+labels; reading and writing files excluded), then the encoder alone on the same batches; the
+difference is the time outside the encoder (for a transition parser: the slot projections, the
+lockstep search with its MLP calls, labels and deprojectivization). Best of ``repeats``.
+Works for any parser family; the issue's target for the transition family is >= 1,000
+sentences/s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from biaffine import checkpoint
+from biaffine.data.batching import batches_by_tokens, encode
+from biaffine.data.conllu import read_conllu
+from biaffine.inference import parse, warm_up
+from biaffine.inference.settings import DEFAULT_DECODER
+from biaffine.metrics import score_corpus
+from biaffine.predicting import quantized
+
+EWT_TEST = Path("UD_English-EWT") / "en_ewt-ud-test.conllu"
+
+
+def main() -> None:
+    """Parse the arguments, time, print a markdown report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("--input", type=Path, default=None)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=5000)
+    parser.add_argument("--int8", action="store_true", help="int8 LSTM and linear weights")
+    args = parser.parse_args()
+    source = args.input or Path(os.environ["UD_ROOT"]) / EWT_TEST
+    torch.set_num_threads(args.threads)
+    saved = checkpoint.load(args.checkpoint)
+    model = checkpoint.build_model(saved)
+    model = quantized(model) if args.int8 else model
+    vocabs, sentences = saved.vocabs, list(read_conllu(source))
+    warm_up(model, {"": DEFAULT_DECODER})
+    total = encoder = float("inf")
+    for _ in range(args.repeats):
+        started = time.perf_counter()
+        parsed = parse(model, vocabs, sentences, max_tokens=args.max_tokens)
+        total = min(total, time.perf_counter() - started)
+        encoder = min(encoder, encoder_seconds(model, vocabs, sentences, args.max_tokens))
+    scores = score_corpus(sentences, parsed)
+    print(f"| {saved.parser} {saved.model_config.get('system', '')} | int8={args.int8} |")
+    print(
+        f"CPU: {platform.processor() or platform.machine()}, {args.threads} threads, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    print(f"{len(sentences)} sentences in {total:.2f} s: {len(sentences) / total:.0f} sentences/s")
+    print(
+        f"encoder {encoder:.2f} s; outside the encoder {total - encoder:.2f} s "
+        f"({100 * (total - encoder) / total:.0f}%)"
+    )
+    print(f"UAS {scores.uas:.2f} LAS {scores.las:.2f}")
+
+
+def encoder_seconds(model: torch.nn.Module, vocabs, sentences, max_tokens: int) -> float:
+    """Seconds of the encoder alone on the batches :func:`parse` makes (batching excluded)."""
+    batches = list(batches_by_tokens(encode(sentences, vocabs), max_tokens, shuffle=False))
+    model.eval()
+    with torch.inference_mode():
+        started = time.perf_counter()
+        for batch in batches:
+            model.encoder(batch)
+        return time.perf_counter() - started
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,370 @@
+"""A neural transition-based parser (Kiperwasser & Goldberg, 2016) on the shared encoder.
+
+The encoder runs once per sentence; a configuration is scored from the encoder states of a few
+stack and buffer words by an MLP. Training follows a static oracle: every configuration of a
+batch is known before the network runs, so a batch is one gather and one MLP call. Parsing
+(:mod:`biaffine.inference.transition`) steps a batch of configurations in lockstep.
+
+The model never searches: it imports :mod:`transitions` for the oracle sequences of its gold
+trees only (the training targets), as the graph parser reads gold heads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import nn
+
+import transitions
+from biaffine.data.batching import Batch
+from biaffine.data.conllu import Sentence
+from biaffine.data.vocab import Vocabs
+from biaffine.nn.encoder import build_encoder
+from biaffine.nn.modules import MLP, Biaffine
+from biaffine.parsers.biaffine import _TAGGERS, _mean_cross_entropy
+from transitions.projective import projectivize
+
+__all__ = ["TransitionParser", "TransitionScores", "TransitionStates"]
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionStates:
+    """What parsing reads from the network for one batch: states and label vectors.
+
+    Attributes:
+        slots: float[B, N+2, K, arc_mlp]; ``slots[b, i, k]`` is word i's contribution to the
+            transition MLP's first layer when it fills feature slot k (s0, s1, ..., b0, ...).
+            Positions 0..N are the encoder states' (0 is ROOT); N+1 is the learned vector of
+            an empty stack or buffer slot, so a feature position -1 reads index N+1.
+        rel_dep: float[B, N+1, rel_mlp], label MLP vectors of the words as dependents.
+        rel_head: float[B, N+1, rel_mlp], label MLP vectors of the words as heads.
+        tag_scores: auxiliary tagger scores by column (see :class:`BiaffineParser`).
+    """
+
+    slots: torch.Tensor
+    rel_dep: torch.Tensor
+    rel_head: torch.Tensor
+    tag_scores: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionScores:
+    """Training scores of one batch: the oracle's configurations, scored.
+
+    Attributes:
+        encoded: the batch's :class:`TransitionStates`.
+        transition_scores: float[T, A] for the T oracle configurations of the batch (sentence
+            after sentence), illegal transitions at ``-inf``.
+        actions: long[T], the oracle's transition in each configuration.
+    """
+
+    encoded: TransitionStates
+    transition_scores: torch.Tensor
+    actions: torch.Tensor
+
+
+class TransitionParser(nn.Module):
+    """Greedy transition parser (Kiperwasser & Goldberg, 2016) with a biaffine label scorer.
+
+    A configuration's features are the encoder states of its top ``n_stack`` stack words and
+    first ``n_buffer`` buffer words (s0, s1, s2, b0, b1 by default), a learned vector standing
+    for an empty slot; an MLP scores the unlabelled transitions of the system, and illegal ones
+    are masked before the softmax (training) or the argmax (parsing).
+
+    Labels come from a biaffine label scorer on each arc of the finished tree, as in the graph
+    parser, rather than from labelled transitions: the two paradigms then differ in how they find
+    heads only (a cleaner comparison), the classifier has ``A`` outputs instead of about
+    ``2 * n_rels``, and the label choice follows the same rule as graph parsing
+    (:func:`biaffine.inference.graph.choose_labels`, which also decides the ROOT label).
+
+    Projective systems train on pseudo-projective trees (Nivre & Nilsson, 2005, "head"
+    encoding, :meth:`prepare_training`); their output is deprojectivized after labelling.
+
+    Attributes:
+        kind: registry name recorded in checkpoints.
+        family: :mod:`biaffine.inference` dispatches to the lockstep transition search.
+        system: the :class:`transitions.TransitionSystem`.
+        n_stack: stack words read per configuration.
+        n_buffer: buffer words read per configuration.
+        rel_names: the relation vocabulary (deprojectivization reads the encoded labels).
+        encoder: the shared encoder.
+        taggers: the auxiliary tagger heads present, by column.
+    """
+
+    kind: ClassVar[str] = "transition"
+    family: ClassVar[str] = "transition"
+
+    def __init__(
+        self,
+        vocabs: Vocabs,
+        encoder: nn.Module,
+        *,
+        system: str = "arc_hybrid",
+        attach_leftovers: bool | None = None,
+        swap_oracle: str | None = None,
+        n_stack: int = 3,
+        n_buffer: int = 2,
+        arc_mlp: int = 400,
+        rel_mlp: int = 100,
+        tag_mlp: int = 100,
+        mlp_dropout: float = 0.33,
+        tag_loss_weight: float = 0.0,
+        xpos_loss_weight: float = 0.0,
+        feats_loss_weight: float = 0.0,
+    ) -> None:
+        """Build the transition and label scorers on top of ``encoder``.
+
+        Args:
+            vocabs: training vocabularies (relations and the tagged columns are read).
+            encoder: the shared encoder, with ``n_out`` and ``config()``.
+            system: a name of :data:`transitions.SYSTEM_NAMES`.
+            attach_leftovers: arc_eager only: headless words left on the stack go to ROOT
+                (default True, MaltParser's heuristic).
+            swap_oracle: swap only: the static oracle, "lazy" (default) or "eager".
+            n_stack: stack words read by the transition MLP (s0, s1, ...).
+            n_buffer: buffer words read by the transition MLP (b0, b1, ...).
+            arc_mlp: hidden size of the transition MLP (named like the graph parser's arc MLP,
+                so that one experiment file sizes either family).
+            rel_mlp: size of the label MLPs.
+            tag_mlp: size of each auxiliary tagger's MLP.
+            mlp_dropout: dropout after the MLPs.
+            tag_loss_weight: weight of the auxiliary UPOS loss; 0 disables that head.
+            xpos_loss_weight: weight of the auxiliary XPOS loss; 0 disables that head.
+            feats_loss_weight: weight of the auxiliary FEATS loss; 0 disables that head.
+
+        Raises:
+            ValueError: an unknown system or option, sizes < 1 (n_stack + n_buffer < 1), a
+                dropout outside [0, 1), a negative loss weight.
+        """
+        super().__init__()
+        self.system = transitions.get_system(
+            system, attach_leftovers=attach_leftovers, swap_oracle=swap_oracle
+        )
+        # Resolved options, so a checkpoint says which variant it holds.
+        if system == "arc_eager":
+            attach_leftovers = self.system.attach_leftovers
+        if system == "swap":
+            swap_oracle = "lazy" if self.system.lazy else "eager"
+        self._config = {
+            k: v for k, v in locals().items() if k not in ("self", "__class__", "vocabs", "encoder")
+        }
+        _validate(self._config, encoder)
+        self.encoder = encoder
+        self.rel_names = tuple(vocabs.rels.itos)
+        self.n_stack, self.n_buffer = n_stack, n_buffer
+        n_states, width = encoder.n_out, n_stack + n_buffer
+        self.empty = nn.Parameter(torch.zeros(n_states))
+        # The MLP's first layer on the concatenated slots [x_1; ...; x_K] is the sum of one
+        # projection per slot, W_k x_k: projecting every word once per slot (B * (N+2) * K rows)
+        # costs about half of projecting every configuration (2n per sentence) and leaves a
+        # gather and a sum per configuration (the precomputation of Chen & Manning, 2014).
+        bound = (width * n_states) ** -0.5  # nn.Linear's default on K * H inputs
+        self.slot_weight = nn.Parameter(
+            torch.empty(width, n_states, arc_mlp).uniform_(-bound, bound)
+        )
+        self.slot_bias = nn.Parameter(torch.empty(arc_mlp).uniform_(-bound, bound))
+        self.transition_mlp = nn.Sequential(
+            nn.LeakyReLU(0.1),
+            nn.Dropout(mlp_dropout),
+            nn.Linear(arc_mlp, len(self.system.transitions)),
+        )
+        self.rel_dep = MLP(n_states, rel_mlp, dropout=mlp_dropout)
+        self.rel_head = MLP(n_states, rel_mlp, dropout=mlp_dropout)
+        self.rel_attn = Biaffine(rel_mlp, len(vocabs.rels), bias_x=True, bias_y=True)
+        self.taggers = nn.ModuleDict(
+            {
+                column: nn.Sequential(
+                    MLP(n_states, tag_mlp, dropout=mlp_dropout),
+                    nn.Linear(tag_mlp, len(getattr(vocabs, tagger.vocab))),
+                )
+                for column, tagger in _TAGGERS.items()
+                if self._config[tagger.weight] > 0
+            }
+        )
+
+    @classmethod
+    def from_config(cls, vocabs: Vocabs, config: Mapping[str, Any]) -> TransitionParser:
+        """Rebuild a parser from its :meth:`config` (untrained weights)."""
+        options = dict(config)
+        encoder = build_encoder(vocabs, options.pop("encoder"))
+        return cls(vocabs, encoder, **options)
+
+    def config(self) -> dict[str, Any]:
+        """Plain data: :meth:`from_config` with the same vocabularies rebuilds this parser."""
+        return {"encoder": self.encoder.config(), **self._config}
+
+    @classmethod
+    def prepare_training(
+        cls, sentences: Sequence[Sentence], config: Mapping[str, Any]
+    ) -> list[Sentence]:
+        """The training sentences as this parser learns from them, before vocabularies exist.
+
+        Projective systems get pseudo-projective trees (Nivre & Nilsson, 2005): non-projective
+        arcs lifted, their labels encoded ``deprel|headdeprel``, so that the relation
+        vocabulary built from these sentences holds the encoded labels that parsing outputs
+        and deprojectivization decodes. The swap system takes the trees as they are.
+
+        Args:
+            sentences: annotated training sentences.
+            config: the parser options (``system`` and its options; others are ignored).
+
+        Returns:
+            Sentences with the trees the oracle will read (the same objects where unchanged).
+
+        Raises:
+            ValueError: a sentence with several words on ROOT for a system that builds
+                single-rooted trees (names the file and line).
+        """
+        system = transitions.get_system(
+            config.get("system", "arc_hybrid"),
+            attach_leftovers=config.get("attach_leftovers"),
+            swap_oracle=config.get("swap_oracle"),
+        )
+        prepared = []
+        for sentence in sentences:
+            if sentence.heads is None:
+                raise ValueError(f"{sentence.source}:{sentence.line}: training needs a tree")
+            roots = sentence.heads.count(0)
+            if system.single_root and roots != 1:
+                raise ValueError(
+                    f"{sentence.source}:{sentence.line}: {roots} words on ROOT, but "
+                    f"{system.name} builds trees with exactly one"
+                )
+            if system.projective:
+                lifted = projectivize([-1, *sentence.heads], sentence.deprels)
+                if lifted.n_lifted:
+                    sentence = sentence.with_tree(lifted.heads[1:].tolist(), lifted.deprels)
+            prepared.append(sentence)
+        return prepared
+
+    def encode(self, batch: Batch, *, tag: bool = True) -> TransitionStates:
+        """Per-slot first-layer projections of the states (and the empty vector), label vectors.
+
+        Args:
+            batch: the batch (the encoder reads its inputs).
+            tag: run the auxiliary taggers too; parsing passes False.
+        """
+        states = self.encoder(batch)  # [B, N+1, H]
+        empty = self.empty.to(states.dtype).expand(states.shape[0], 1, -1)
+        with_empty = torch.cat([states, empty], 1)  # [B, N+2, H]
+        n_slots, n_states, hidden = self.slot_weight.shape
+        weight = self.slot_weight.to(states.dtype).transpose(0, 1).reshape(n_states, -1)
+        slots = (with_empty @ weight).view(*with_empty.shape[:2], n_slots, hidden)
+        tag_scores = {column: head(states) for column, head in self.taggers.items()} if tag else {}
+        return TransitionStates(slots, self.rel_dep(states), self.rel_head(states), tag_scores)
+
+    def score_transitions(
+        self, encoded: TransitionStates, rows: torch.Tensor, positions: torch.Tensor
+    ) -> torch.Tensor:
+        """Transition scores of C configurations: one gather and one MLP call.
+
+        Args:
+            encoded: :meth:`encode` of the batch.
+            rows: long[C], the batch row (sentence) of each configuration.
+            positions: long[C, K], feature word positions (``Configs.positions``), -1 for an
+                empty slot.
+
+        Returns:
+            float[C, A], unmasked.
+        """
+        slots = encoded.slots
+        width, n_slots = slots.shape[1], slots.shape[2]  # N+2 (the last is the empty vector), K
+        index = rows.unsqueeze(1) * width + positions.masked_fill(positions < 0, width - 1)
+        flat = slots.reshape(-1, n_slots, slots.shape[-1])  # [B * (N+2), K, arc_mlp]
+        slot = torch.arange(n_slots, device=index.device)
+        hidden = flat[index, slot].sum(1) + self.slot_bias  # [C, arc_mlp]
+        return self.transition_mlp(hidden)
+
+    def forward(self, batch: Batch) -> TransitionScores:
+        """Score the static oracle's configurations of a batch's gold trees.
+
+        Args:
+            batch: reads ``heads`` long[B, N+1] (the trees of :meth:`prepare_training`) and
+                ``lengths``, besides the encoder's inputs.
+
+        Returns:
+            :class:`TransitionScores`.
+
+        Raises:
+            ValueError: a gold tree the system's oracle cannot take (names the sentence).
+        """
+        encoded = self.encode(batch)
+        oracle = self._oracle(batch)
+        device = encoded.slots.device
+        counts = np.diff(oracle.offsets)
+        rows = torch.from_numpy(np.repeat(np.arange(len(counts)), counts)).to(device)
+        positions = torch.from_numpy(oracle.positions).to(device)
+        scores = self.score_transitions(encoded, rows, positions)
+        legal = torch.from_numpy(oracle.legal).to(device)
+        scores = scores.masked_fill(~legal, float("-inf"))
+        actions = torch.from_numpy(oracle.actions).to(device)
+        return TransitionScores(encoded, scores, actions)
+
+    def _oracle(self, batch: Batch) -> transitions.OracleSequences:
+        heads = batch.heads.cpu().numpy()
+        lengths = batch.lengths.cpu().tolist()
+        trees = [np.concatenate(([-1], heads[b, 1 : n + 1])) for b, n in enumerate(lengths)]
+        options = {"n_stack": self.n_stack, "n_buffer": self.n_buffer}
+        try:
+            return transitions.oracle_sequences(self.system, trees, **options)
+        except ValueError as error:
+            raise ValueError(
+                f"training batch of sentences {batch.indices.tolist()}: {error} "
+                f"(train through biaffine.training, which calls prepare_training)"
+            ) from None
+
+    def rel_scores_at(self, encoded: TransitionStates, heads: torch.Tensor) -> torch.Tensor:
+        """Label scores of one arc per word: float[B, N+1, R] for the arcs heads[b, d] -> d.
+
+        Args:
+            encoded: :meth:`encode` of the batch.
+            heads: long[B, N+1]; negative entries (ROOT, padding) score an arbitrary arc.
+        """
+        index = heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, encoded.rel_head.shape[-1])
+        return self.rel_attn.score_pairs(encoded.rel_dep, encoded.rel_head.gather(1, index))
+
+    def loss(self, scores: TransitionScores, batch: Batch) -> torch.Tensor:
+        """Transition cross entropy + label cross entropy at gold arcs (+ tagger losses).
+
+        Each term is a mean: transitions over the oracle's configurations, labels over words
+        with a known gold label, tags over words.
+
+        Args:
+            scores: the output of :meth:`forward` on ``batch``.
+            batch: reads ``heads``, ``rels``, ``mask`` and the gold tags of the taggers present.
+
+        Returns:
+            A scalar tensor.
+        """
+        transition_loss = F.cross_entropy(scores.transition_scores, scores.actions)
+        mask = batch.mask
+        gold_arc_rels = self.rel_scores_at(scores.encoded, batch.heads)  # [B, N+1, R]
+        loss = transition_loss + _mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
+        for column, tag_scores in scores.encoded.tag_scores.items():
+            tagger = _TAGGERS[column]
+            tag_loss = F.cross_entropy(tag_scores[mask], getattr(batch, tagger.gold)[mask])
+            loss = loss + self._config[tagger.weight] * tag_loss
+        return loss
+
+
+def _validate(config: Mapping[str, Any], encoder: nn.Module) -> None:
+    for key in ("arc_mlp", "rel_mlp", "tag_mlp"):
+        if config[key] < 1:
+            raise ValueError(f"{key}={config[key]} must be >= 1")
+    n_stack, n_buffer = config["n_stack"], config["n_buffer"]
+    if min(n_stack, n_buffer) < 0 or n_stack + n_buffer < 1:
+        raise ValueError(
+            f"n_stack={n_stack} and n_buffer={n_buffer} must be >= 0, one at least > 0"
+        )
+    if not 0.0 <= config["mlp_dropout"] < 1.0:
+        raise ValueError(f"mlp_dropout={config['mlp_dropout']} must be in [0, 1)")
+    for tagger in _TAGGERS.values():
+        if config[tagger.weight] < 0:
+            raise ValueError(f"{tagger.weight}={config[tagger.weight]} must be >= 0")
+    if getattr(encoder, "use_tags", False) and config["tag_loss_weight"] > 0:
+        raise ValueError("use_tags=True with tag_loss_weight > 0 would predict the input UPOS")

@@ -1,0 +1,212 @@
+"""The transition parser: oracle training, lockstep greedy parsing, checkpoints, train.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+import transitions
+from biaffine import checkpoint
+from biaffine.data.batching import collate, encode
+from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.data.vocab import Vocabs, build_vocabs
+from biaffine.inference import parse
+from biaffine.inference.transition import deprojectivize_batch, greedy_search
+from biaffine.nn import Encoder
+from biaffine.parsers import PARSERS, TransitionParser, build_parser
+from decoding.trees import is_tree
+from transitions.projective import projectivize
+
+ROOT = Path(__file__).parents[2]
+TINY = ROOT / "tests" / "data" / "tiny.conllu"
+ENCODER = {"word_dim": 16, "char_dim": 8, "char_hidden": 8, "char_out": 16, "lstm_hidden": 24}
+ENCODER |= {"lstm_layers": 1, "embed_dropout": 0.0, "lstm_dropout": 0.0}
+HEADS = {"arc_mlp": 32, "rel_mlp": 16, "mlp_dropout": 0.0}
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def training_vocabs(sentences: list[Sentence], system: str) -> tuple[list[Sentence], Vocabs]:
+    """Prepared training sentences and their vocabularies, as biaffine.training builds them."""
+    prepared = TransitionParser.prepare_training(sentences, {"system": system})
+    original = [rel for sentence in sentences for rel in sentence.deprels]
+    return prepared, build_vocabs(prepared, min_word_count=1, extra_rels=original)
+
+
+def untrained(vocabs: Vocabs, system: str, seed: int = 0) -> TransitionParser:
+    torch.manual_seed(seed)
+    encoder = Encoder(vocabs, **ENCODER)
+    return TransitionParser(vocabs, encoder, system=system, **HEADS).eval()
+
+
+def overfit(sentences: list[Sentence], system: str, steps: int = 60) -> tuple:
+    """A parser trained on ``sentences`` until it parses them exactly (or ``steps`` run out)."""
+    prepared, vocabs = training_vocabs(sentences, system)
+    model = untrained(vocabs, system)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    batch = collate(encode(prepared, vocabs), range(len(prepared)))
+    for step in range(steps):
+        model.train()
+        optimizer.zero_grad()
+        model.loss(model(batch), batch).backward()
+        optimizer.step()
+        if step % 10 == 9 and trees(parse(model, vocabs, sentences)) == trees(sentences):
+            break
+    return model, vocabs
+
+
+def trees(sentences: list[Sentence]) -> list[tuple[list[int], list[str]]]:
+    return [(s.heads, s.deprels) for s in sentences]
+
+
+@pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
+def test_every_system_overfits_the_tiny_treebank(sentences, system: str) -> None:
+    # Projective systems train on lifted trees: their output is right only if deprojectivizing
+    # the parse restores tiny-2's non-projective arc and its label.
+    model, vocabs = overfit(sentences, system)
+    assert trees(parse(model, vocabs, sentences)) == trees(sentences)
+
+
+def test_the_transition_loss_trains_on_every_oracle_transition(sentences) -> None:
+    prepared, vocabs = training_vocabs(sentences, "arc_standard")
+    model = untrained(vocabs, "arc_standard").train()
+    scores = model(collate(encode(prepared, vocabs), range(len(prepared))))
+    assert scores.transition_scores.shape == (2 * 35, 3)  # arc-standard: 2n transitions
+    assert torch.isinf(scores.transition_scores).any()  # illegal transitions are masked
+    picked = scores.transition_scores.gather(1, scores.actions.unsqueeze(1))
+    assert torch.isfinite(picked).all()  # the oracle's transitions are legal
+
+
+@pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
+@given(
+    lengths=st.lists(st.integers(1, 9), min_size=1, max_size=6),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_greedy_search_builds_trees_the_system_can_build(
+    system: str, lengths: list[int], seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    transition_system = transitions.get_system(system)
+    n_actions = len(transition_system.transitions)
+    heads = greedy_search(
+        transition_system, lengths, lambda rows, _: rng.normal(size=(len(rows), n_actions))
+    )
+    assert heads.shape == (len(lengths), max(lengths) + 1)
+    single, projective = transition_system.single_root, transition_system.projective
+    assert is_tree(heads, lengths, root_constraint=single, projective=projective).all()
+    for row, n in zip(heads, lengths, strict=True):
+        assert row[0] == -1
+        assert (row[n + 1 :] == -1).all()
+
+
+@pytest.mark.parametrize("system", ["arc_standard", "arc_eager_unshift", "swap"])
+def test_an_untrained_parser_puts_one_word_on_root(sentences, vocabs, system: str) -> None:
+    for seed in range(3):
+        parsed = parse(untrained(vocabs, system, seed), vocabs, sentences)
+        assert [s.heads.count(0) for s in parsed] == [1] * len(sentences)
+
+
+@pytest.mark.parametrize("system", ["arc_hybrid", "arc_eager", "swap"])
+def test_batch_parsing_equals_one_sentence_at_a_time(sentences, vocabs, system: str) -> None:
+    model = untrained(vocabs, system)
+    together = parse(model, vocabs, sentences, max_tokens=10_000)
+    alone = [parse(model, vocabs, [sentence])[0] for sentence in sentences]
+    assert trees(together) == trees(alone)
+    assert len({tuple(s.heads) for s in together}) > 1  # not a trivial parse
+
+
+def test_checkpoint_round_trip_parses_identically(sentences, tmp_path: Path) -> None:
+    model, vocabs = overfit(sentences, "arc_eager", steps=20)
+    model.eval()
+    path = tmp_path / "model.pt"
+    config = model.config()
+    assert (config["system"], config["attach_leftovers"]) == ("arc_eager", True)
+    state = model.state_dict()
+    checkpoint.save(
+        path, parser=model.kind, model_config=config, vocabs=vocabs, state_dict=state, metadata={}
+    )
+    loaded = checkpoint.build_model(checkpoint.load(path))
+    assert type(loaded) is PARSERS["transition"] is TransitionParser
+    assert loaded.config() == config
+    assert trees(parse(loaded, vocabs, sentences)) == trees(parse(model, vocabs, sentences))
+
+
+def test_options_of_another_system_are_refused(vocabs) -> None:
+    encoder = {"encoder": {"kind": "bilstm", **ENCODER}}
+    with pytest.raises(ValueError, match="swap_oracle is a swap option"):
+        build_parser("transition", vocabs, {**encoder, "swap_oracle": "lazy"})
+    with pytest.raises(ValueError, match="unknown transition system"):
+        build_parser("transition", vocabs, {**encoder, "system": "arc_swift"})
+    with pytest.raises(ValueError, match="one at least > 0"):
+        build_parser("transition", vocabs, {**encoder, "n_stack": 0, "n_buffer": 0})
+
+
+def test_prepare_training_lifts_for_projective_systems_only(sentences) -> None:
+    nonprojective = sentences[1]
+    assert nonprojective.heads[6] == 2  # hearing -> issue crosses "is scheduled"
+    lifted = TransitionParser.prepare_training(sentences, {"system": "arc_hybrid"})
+    assert (lifted[1].heads[6], lifted[1].deprels[6]) == (4, "nmod|nsubj:pass")
+    assert lifted[0] is sentences[0]  # projective trees are left as they are
+    assert TransitionParser.prepare_training(sentences, {"system": "swap"}) == sentences
+
+
+def test_prepare_training_refuses_several_roots_for_a_single_root_system(sentences) -> None:
+    two_roots = sentences[0].with_tree([2, 0, 0, 3], ["det", "root", "root", "punct"])
+    with pytest.raises(ValueError, match=r"tiny.conllu:1: 2 words on ROOT, but arc_standard"):
+        TransitionParser.prepare_training([two_roots], {"system": "arc_standard"})
+    assert TransitionParser.prepare_training([two_roots], {"system": "arc_eager"}) == [two_roots]
+
+
+def test_training_on_a_nonprojective_tree_without_lifting_is_a_clear_error(
+    sentences, vocabs
+) -> None:
+    model = untrained(vocabs, "arc_standard").train()
+    batch = collate(encode(sentences[:2], vocabs), [0, 1])
+    with pytest.raises(ValueError, match=r"sentences \[0, 1\].*not projective.*prepare_training"):
+        model(batch)
+
+
+def test_deprojectivize_batch_restores_lifted_arcs_and_plain_labels(sentences) -> None:
+    gold = sentences[1]
+    lifted = projectivize([-1, *gold.heads], gold.deprels)
+    names = sorted({*gold.deprels, *lifted.deprels})
+    heads = np.array([[-1, *lifted.heads[1:], -1], [-1, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1]])
+    rels = np.full_like(heads, -1)
+    rels[0, 1:-1] = [names.index(r) for r in lifted.deprels]
+    rels[1, 1] = names.index("root")
+    deprojectivize_batch(heads, rels, names)
+    assert heads[0].tolist() == [-1, *gold.heads, -1]
+    assert [names[r] for r in rels[0, 1:-1]] == gold.deprels
+    assert (heads[1, 1], rels[1, 1]) == (0, names.index("root"))
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "HYDRA_FULL_ERROR": "1"}
+    result = subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_train_py_then_predict_py_with_a_transition_parser(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    overrides = ["model=arc_hybrid", "experiment=smoke", "trainer.max_epochs=1"]
+    run([str(ROOT / "train.py"), *overrides, f"hydra.run.dir={run_dir}"], tmp_path)
+    saved = checkpoint.load(run_dir / "best.pt")
+    assert (saved.parser, saved.model_config["system"]) == ("transition", "arc_hybrid")
+    predict = [str(ROOT / "predict.py"), f"checkpoint={run_dir / 'best.pt'}", f"input={TINY}"]
+    predicted = run([*predict, "eval=true"], tmp_path)
+    assert "UAS" in predicted.stderr
+    parsed = list(read_conllu(TINY))  # the same sentences back, with trees
+    out = tmp_path / "out.conllu"
+    out.write_text(predicted.stdout)
+    assert [s.forms for s in read_conllu(out, require_trees=True)] == [s.forms for s in parsed]
