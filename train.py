@@ -46,10 +46,14 @@ def _train(cfg: DictConfig, run_dir: Path) -> float:
 
 
 def _quiet_worker_args() -> list[str]:
-    """Overrides for ranks above 0 under torchrun: no ``.hydra/`` folder, logs on stderr only."""
+    """Overrides for ranks above 0 under torchrun: no ``.hydra/`` folder, warnings on stderr."""
     if int(os.environ.get("RANK", "0")) == 0:
         return []
-    return ["hydra.output_subdir=null", "hydra/job_logging=stderr"]
+    return [
+        "hydra.output_subdir=null",
+        "hydra/job_logging=stderr",
+        "hydra.job_logging.root.level=WARNING",
+    ]
 
 
 if __name__ == "__main__":
