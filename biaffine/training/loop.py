@@ -2,6 +2,10 @@
 
 Typed arguments only (no config): :mod:`biaffine.training.compose` builds them. Any parser that
 follows :class:`biaffine.parsers.base.Parser` trains here: ``loss(model(batch), batch)``.
+
+Under ``torchrun`` (:mod:`biaffine.distributed`) the same loop runs on every rank with the
+loss wrapped in DDP (:func:`training_module`): an optimizer step takes ``processes x
+accumulate`` consecutive batches of the epoch's plan, and rank 0 alone scores and writes.
 """
 
 from __future__ import annotations
