@@ -1,14 +1,19 @@
 """Parse with a trained model.
 
 Example: ``python predict.py checkpoint=run/best.pt input=in.conllu > out.conllu``
+
+On several processes: ``torchrun --nproc_per_node=2 predict.py ... input=in.conllu``; each
+parses its share of the chunks, rank 0 writes the output (the same bytes as one process).
 """
 
 import hydra
 from omegaconf import DictConfig
 
+from biaffine import distributed
 from biaffine.cli import report_user_errors
 from biaffine.inference import DecoderSettings
 from biaffine.predicting import predict
+from biaffine.runtime import select_device
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="predict")
@@ -22,6 +27,11 @@ def main(cfg: DictConfig) -> None:
 
 def _predict(cfg: DictConfig) -> None:
     decoder = DecoderSettings(cfg.decoder.algorithm, cfg.decoder.root_constraint)
+    with distributed.process_group(select_device(cfg.device)):
+        _predict_in(cfg, decoder)
+
+
+def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
     predict(
         cfg.checkpoint,
         cfg.input,

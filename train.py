@@ -1,15 +1,23 @@
 """Train a biaffine parser.
 
 Example: ``python train.py experiment=dozat_manning_2017 data=ud_english_ewt``
+
+On several processes (DDP): ``torchrun --nproc_per_node=2 train.py ...``; rank 0 writes the run
+folder and its log, the other ranks log to stderr only.
 """
 
+import contextlib
+import os
+import sys
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from biaffine import distributed
 from biaffine.cli import report_user_errors
+from biaffine.runtime import select_device
 from biaffine.training import train
 from biaffine.training.run_state import remove_unused_run_dir
 
@@ -23,10 +31,31 @@ def main(cfg: DictConfig) -> float:
     """
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     return report_user_errors(
-        lambda: train(cfg, run_dir=run_dir).best_dev.las,
-        on_error=lambda: remove_unused_run_dir(run_dir),
+        lambda: _train(cfg, run_dir), on_error=lambda: remove_unused_run_dir(run_dir)
     )
 
 
+def _train(cfg: DictConfig, run_dir: Path) -> float:
+    with distributed.process_group(select_device(cfg.trainer.device)) as here:
+        # Each rank's Hydra named a folder from its own clock: rank 0's is the run's.
+        shared = distributed.broadcast(run_dir, here)
+        if shared != run_dir:
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()  # empty: the other ranks write nothing
+        return train(cfg, run_dir=shared).best_dev.las
+
+
+def _quiet_worker_args() -> list[str]:
+    """Overrides for ranks above 0 under torchrun: no ``.hydra/`` folder, warnings on stderr."""
+    if int(os.environ.get("RANK", "0")) == 0:
+        return []
+    return [
+        "hydra.output_subdir=null",
+        "hydra/job_logging=stderr",
+        "hydra.job_logging.root.level=WARNING",
+    ]
+
+
 if __name__ == "__main__":
+    sys.argv += _quiet_worker_args()
     main()

@@ -5,6 +5,7 @@ Typed functions only; ``predict.py`` turns its Hydra config into these arguments
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import os
@@ -18,7 +19,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from biaffine import checkpoint
+from biaffine import checkpoint, distributed
 from biaffine.data.conllu import Sentence, read_conllu, read_text, write_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.files import atomic_open
@@ -68,6 +69,9 @@ def predict(
     """Parse ``source`` with the model in ``checkpoint_path`` and write CoNLL-U to ``dest``.
 
     Only HEAD and DEPREL of word lines change; every other byte of a CoNLL-U input comes back.
+    Under ``torchrun`` (an open process group, see :mod:`biaffine.distributed`), every rank
+    reads the input, rank ``r`` parses chunks ``k * size + r`` (ranges of ``chunk_sentences``
+    sentences), and rank 0 writes them all in input order: the same bytes as one process.
     A file ``dest`` is written atomically (:func:`biaffine.files.atomic_open`): it keeps its old
     content until the whole input is parsed, so a failed run leaves it untouched and two runs
     writing the same path never mix; its mode follows the umask. Standard output streams.
@@ -93,12 +97,15 @@ def predict(
 
     Raises:
         ValueError: unknown format, ``dest`` is the same file as ``source`` (a hard or
-            symbolic link included), or ``int8`` on a GPU.
+            symbolic link included), ``int8`` on a GPU, or stdin on several processes.
         FileNotFoundError: the folder of ``dest`` does not exist.
         biaffine.checkpoint.CheckpointError: unreadable checkpoint.
         biaffine.data.conllu.ConlluError: malformed input.
     """
+    here = distributed.world()
     _check_arguments(source, dest, input_format, chunk_sentences)
+    if here.size > 1 and str(source) == STDIO:
+        raise ValueError(f"input '-' (stdin) with {here.size} processes: give the input file")
     set_threads(threads)
     model, vocabs = _load_model(checkpoint_path, device, int8=int8)
     if input_format == "text" and getattr(model.encoder, "use_tags", False):
@@ -112,13 +119,17 @@ def predict(
     parsed = _parse_chunks(
         model, vocabs, sentences, decoder, max_tokens, chunk_sentences, result, **options
     )
-    if str(dest) == STDIO:
+    if not here.is_main:
+        collections.deque(parsed, maxlen=0)  # this rank's share goes to rank 0, which writes
+    elif str(dest) == STDIO:
         write_conllu(sys.stdout, parsed)
     else:
         with atomic_open(dest, "w", encoding="utf-8", newline="") as out:
             write_conllu(out, parsed)
     result.seconds = time.perf_counter() - started
-    _log_result(result, evaluate)
+    result = distributed.broadcast(result, here)
+    if here.is_main:
+        _log_result(result, evaluate)
     return result
 
 
@@ -145,7 +156,7 @@ def _load_model(
     # int8 is refused by name first: on a machine without the GPU, that is the clearer error.
     if int8 and device not in ("cpu", "auto"):
         raise ValueError(f"int8=true runs on the CPU only, not on device={device!r}")
-    device = select_device(device)
+    device = distributed.local_device(select_device(device), distributed.world())
     if int8 and device.type != "cpu":
         raise ValueError(f"int8=true runs on the CPU only, not on device={device!r} (auto)")
     saved = checkpoint.load(path, map_location=device)
@@ -186,15 +197,30 @@ def _parse_chunks(
     evaluate: bool,
     exclude_punct: bool,
 ) -> Iterator[Sentence]:
-    """Parsed sentences in input order; updates ``result`` chunk by chunk."""
+    """Parsed sentences in input order on rank 0 (none elsewhere); updates ``result``.
+
+    Each round reads ``size`` chunks; rank ``r`` parses chunk ``r`` and rank 0 gathers them.
+    """
+    here = distributed.world()
     iterator = iter(sentences)
-    while chunk := list(itertools.islice(iterator, chunk_sentences)):
-        parsed = parse(model, vocabs, chunk, decoder, max_tokens=max_tokens)
-        result.n_sentences += len(chunk)
-        result.n_words += sum(len(s) for s in chunk)
-        if evaluate:
-            _score_chunk(chunk, parsed, result, exclude_punct)
-        yield from parsed
+    while chunks := _next_round(iterator, chunk_sentences, here.size):
+        mine = chunks[here.rank] if here.rank < len(chunks) else []
+        parsed = parse(model, vocabs, mine, decoder, max_tokens=max_tokens) if mine else []
+        gathered = distributed.gather(parsed, here)
+        if gathered is None:
+            continue
+        for chunk, chunk_parsed in zip(chunks, gathered, strict=False):
+            result.n_sentences += len(chunk)
+            result.n_words += sum(len(s) for s in chunk)
+            if evaluate:
+                _score_chunk(chunk, chunk_parsed, result, exclude_punct)
+            yield from chunk_parsed
+
+
+def _next_round(iterator: Iterator[Sentence], size: int, n: int) -> list[list[Sentence]]:
+    """Up to ``n`` non-empty chunks of ``size`` sentences from ``iterator``."""
+    chunks = (list(itertools.islice(iterator, size)) for _ in range(n))
+    return list(itertools.takewhile(bool, chunks))
 
 
 def _score_chunk(

@@ -17,7 +17,7 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
-from biaffine import checkpoint
+from biaffine import checkpoint, distributed
 from biaffine.data import treebanks
 from biaffine.data.batching import encode
 from biaffine.data.conllu import Sentence
@@ -69,6 +69,10 @@ def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
         cfg: the composed ``conf/train.yaml`` (groups data, model, optimizer, trainer, decoder).
         run_dir: folder for checkpoints, ``metrics.jsonl`` and ``config.yaml``.
 
+    Under ``torchrun`` (an open process group, see :mod:`biaffine.distributed`) every rank
+    calls this: all train with DDP, rank 0 alone scores dev and test and writes into
+    ``run_dir``; every rank returns the same result.
+
     Returns:
         Best dev scores, test scores of the best model (None without a test split), epochs run.
 
@@ -78,15 +82,19 @@ def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
     """
     run_dir = Path(run_dir)
     t = cfg.trainer
+    here = distributed.world()
     resumed = find_resume_checkpoint(t.resume, t.resume_from, run_dir)
     if resumed is not None:
         check_resume_config(resumed.metadata.get("config"), cfg)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    carry_history(t.resume_from if resumed is not None else None, run_dir)
-    OmegaConf.save(cfg, run_dir / CONFIG, resolve=True)
+    if here.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        carry_history(t.resume_from if resumed is not None else None, run_dir)
+        OmegaConf.save(cfg, run_dir / CONFIG, resolve=True)
     seed_everything(t.seed)
     set_threads(t.threads)
-    device = select_device(t.device)
+    device = distributed.local_device(select_device(t.device), here)
+    if here.size > 1:
+        log.info("training on %d processes (%s)", here.size, device.type)
     splits = load_splits(cfg.data)
     train_sentences = _prepare_training(cfg.model, splits.train)
     original_rels = (rel for sentence in splits.train for rel in sentence.deprels)
@@ -109,7 +117,8 @@ def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
     state = None
     if resumed is not None:
         state = restore(resumed, model, optimizer, scheduler, average)
-        writer.truncate_metrics(state.epoch)
+        if here.is_main:
+            writer.truncate_metrics(state.epoch)
         log.info("resumed after epoch %d (step %d)", state.epoch, state.step)
     settings = fit_settings(cfg)
     train_data = encode(train_sentences, vocabs)
@@ -128,7 +137,8 @@ def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
     )
     if state.best_dev is None:
         raise ValueError("no epoch was trained: trainer.max_epochs must be at least 1")
-    test = _test_best(model, vocabs, splits.test, settings, writer)
+    test = _test_best(model, vocabs, splits.test, settings, writer) if here.is_main else None
+    test = distributed.broadcast(test, here)
     return TrainResult(
         state.best_dev, test, state.best_epoch, state.epoch, state.step, reason, run_dir
     )
@@ -248,6 +258,7 @@ def fit_settings(cfg: DictConfig) -> FitSettings:
         max_minutes=t.max_minutes,
         exclude_punct=t.exclude_punct,
         progress_bar=t.progress_bar,
+        accumulate=t.accumulate,
     )
 
 

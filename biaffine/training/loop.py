@@ -2,22 +2,30 @@
 
 Typed arguments only (no config): :mod:`biaffine.training.compose` builds them. Any parser that
 follows :class:`biaffine.parsers.base.Parser` trains here: ``loss(model(batch), batch)``.
+
+Under ``torchrun`` (:mod:`biaffine.distributed`) the same loop runs on every rank with the
+loss wrapped in DDP (:func:`training_module`): an optimizer step takes ``processes x
+accumulate`` consecutive batches of the epoch's plan, and rank 0 alone scores and writes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 
-from biaffine.data.batching import Batch, Encoded, batches_by_tokens
+from biaffine import distributed
+from biaffine.data.batching import Batch, Encoded, collate, plan_batches
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, parse
@@ -26,11 +34,14 @@ from biaffine.training.run_state import RunWriter, TrainState
 
 __all__ = [
     "FitSettings",
+    "ParserLoss",
     "Scheduler",
+    "batch_seed",
     "fit",
     "lr_decay_scheduler",
     "score_parser",
     "train_epoch",
+    "training_module",
     "weight_average",
 ]
 
@@ -57,6 +68,8 @@ class FitSettings:
             starts the next epoch); None = no limit.
         exclude_punct: leave PUNCT out of dev scores.
         progress_bar: show a tqdm bar per epoch (on stderr).
+        accumulate: batches each process adds up per optimizer step; a step consumes
+            ``processes * accumulate`` batches (see :func:`train_epoch`).
     """
 
     max_epochs: int
@@ -70,6 +83,12 @@ class FitSettings:
     max_minutes: float | None = None
     exclude_punct: bool = False
     progress_bar: bool = True
+    accumulate: int = 1
+
+    def __post_init__(self) -> None:
+        """Refuse an accumulation below one batch."""
+        if self.accumulate < 1:
+            raise ValueError(f"trainer.accumulate={self.accumulate} must be >= 1")
 
 
 def lr_decay_scheduler(optimizer: torch.optim.Optimizer, *, rate: float, steps: int) -> Scheduler:
@@ -120,6 +139,9 @@ def fit(
 ) -> tuple[TrainState, str]:
     """Train epoch by epoch, score dev after each, keep ``best.pt`` and ``last.pt`` up to date.
 
+    On several processes (:mod:`biaffine.distributed`), all train and rank 0 alone scores dev
+    and writes; ``writer`` is only used on rank 0.
+
     Args:
         model: a parser (:class:`biaffine.parsers.base.Parser`) on ``device``.
         optimizer: optimizer over the model's parameters.
@@ -139,24 +161,31 @@ def fit(
         ``max_steps`` or ``max_minutes``.
     """
     state = state if state is not None else TrainState()
+    here = distributed.world()
+    loss_module = training_module(model, here, device)
     scored = average.module if average is not None else model
     started = time.monotonic()
     minutes = settings.max_minutes
     deadline = started + 60 * minutes if minutes is not None else None
-    while (reason := _stop_reason(state, settings, started)) is None:
+    # Rank 0's clock decides, so that all ranks run the same epochs.
+    while (reason := distributed.broadcast(_stop_reason(state, settings, started), here)) is None:
         epoch_started = time.monotonic()
         loss = train_epoch(
             model, optimizer, scheduler, train_data,
             settings=settings, state=state, device=device, average=average, deadline=deadline,
+            loss_module=loss_module,
         )  # fmt: skip
-        dev_scores = _score(scored, vocabs, dev, settings)
-        improved = state.record(dev_scores)
-        if improved:
-            writer.save_best(scored, state)
-        writer.save_last(model, optimizer, scheduler, state, average)
-        lr = scheduler.get_last_lr()[0]
-        seconds = round(time.monotonic() - epoch_started, 3)
-        _report_epoch(writer, state, loss=loss, lr=lr, dev=dev_scores, seconds=seconds)
+        if here.is_main:
+            dev_scores = _score(scored, vocabs, dev, settings)
+            improved = state.record(dev_scores)
+            if improved:
+                writer.save_best(scored, state)
+            writer.save_last(model, optimizer, scheduler, state, average)
+            lr = scheduler.get_last_lr()[0]
+            seconds = round(time.monotonic() - epoch_started, 3)
+            _report_epoch(writer, state, loss=loss, lr=lr, dev=dev_scores, seconds=seconds)
+        # The other ranks wait here while rank 0 scores dev; they take its best and patience.
+        state = distributed.broadcast(state, here)
     best = state.best_dev.las if state.best_dev is not None else float("nan")
     log.info("stopped (%s) after epoch %d", reason, state.epoch)
     log.info("best dev LAS %.2f at epoch %d", best, state.best_epoch)
@@ -210,35 +239,64 @@ def train_epoch(
     device: torch.device | str = "cpu",
     average: AveragedModel | None = None,
     deadline: float | None = None,
+    loss_module: nn.Module | None = None,
 ) -> float:
     """One pass over shuffled token-budget batches; advances ``state.epoch`` and ``state.step``.
 
+    The epoch's batches are planned from ``settings.seed`` and the epoch alone, then cut into
+    global batches of ``size * settings.accumulate`` consecutive batches, one per optimizer
+    step: on a :class:`~biaffine.distributed.World` of ``size`` processes, rank ``r`` takes
+    batches ``first + j * size + r`` of the global batch starting at ``first``. The gradient
+    of a step is the mean of its batches' gradients, whatever ``size`` and ``accumulate`` are,
+    and each batch draws its dropout from a seed of its own (:func:`batch_seed`), so the same
+    global batches give the same weights on 2 processes as on 1 that accumulates 2 batches.
+
     ``average``, if given, takes the weights after every optimizer step. The pass ends early
-    once ``settings.max_steps`` steps are done or ``time.monotonic()`` passes ``deadline``.
+    once ``settings.max_steps`` steps are done or ``time.monotonic()`` passes ``deadline``
+    (on rank 0: all ranks stop at the same step).
+
+    Args:
+        model: the parser, on ``device``.
+        optimizer: optimizer over its parameters.
+        scheduler: stepped after every optimizer step.
+        train_data: encoded training sentences.
+        settings: loop settings.
+        state: progress, advanced here.
+        device: where batches go.
+        average: weight average to update after every step, or None.
+        deadline: a ``time.monotonic()`` after which to stop, or None.
+        loss_module: :func:`training_module` of ``model`` (made here when None).
 
     Returns:
-        The mean training loss per word.
+        The mean training loss per word, over all processes.
 
     Raises:
         FloatingPointError: if the loss becomes NaN or infinite.
     """
-    model.train()
+    here = distributed.world()
+    device = torch.device(device)
+    if loss_module is None:
+        loss_module = training_module(model, here, device)
+    loss_module.train()
     state.epoch += 1
-    batches = list(
-        batches_by_tokens(
-            train_data, settings.max_tokens, shuffle=True, seed=settings.seed, epoch=state.epoch
-        )
+    lengths = [len(e) for e in train_data]
+    plan = plan_batches(
+        lengths, settings.max_tokens, shuffle=True, seed=settings.seed, epoch=state.epoch
     )
+    per_step = here.size * settings.accumulate
     total, words = 0.0, 0
     bar = tqdm(
-        batches,
+        range(0, len(plan), per_step),
         desc=f"epoch {state.epoch}",
-        disable=not settings.progress_bar,
+        disable=not (settings.progress_bar and here.is_main),
         leave=False,
         dynamic_ncols=True,
     )
-    for batch in bar:
-        loss = _train_step(model, optimizer, batch.to(device), settings.clip)
+    for first in bar:
+        step = _GlobalBatch(plan, train_data, first, per_step, state.epoch)
+        loss, n = _train_step(loss_module, optimizer, step, here, settings, device)
+        late = deadline is not None and here.is_main and time.monotonic() >= deadline
+        loss, n, late = distributed.sum_floats([loss, n, float(late)], here, device)
         if not math.isfinite(loss):
             raise FloatingPointError(
                 f"loss is {loss} at epoch {state.epoch}, step {state.step + 1}"
@@ -247,27 +305,110 @@ def train_epoch(
         if average is not None:
             average.update_parameters(model)
         state.step += 1
-        n = int(batch.lengths.sum())
-        total, words = total + loss * n, words + n
+        total, words = total + loss, words + int(n)
         bar.set_postfix(loss=f"{total / words:.4f}", refresh=False)
         if settings.max_steps is not None and state.step >= settings.max_steps:
             break
-        if deadline is not None and time.monotonic() >= deadline:
+        if late:
             break
     bar.close()
     return total / max(words, 1)
 
 
+class ParserLoss(nn.Module):
+    """A parser's training loss as the forward of a module.
+
+    :class:`~torch.nn.parallel.DistributedDataParallel` averages the gradients of the
+    parameters its wrapped module's forward used; a parser's ``loss`` may use parameters of
+    its own (the biaffine parser's label scorer), so the loss is computed inside the forward
+    that DDP wraps.
+    """
+
+    def __init__(self, parser: nn.Module) -> None:
+        """Wrap ``parser`` (a :class:`biaffine.parsers.base.Parser`)."""
+        super().__init__()
+        self.parser = parser
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        """``parser.loss(parser(batch), batch)``: a scalar."""
+        return self.parser.loss(self.parser(batch), batch)
+
+
+def training_module(
+    model: nn.Module, here: distributed.World, device: torch.device | str
+) -> nn.Module:
+    """What a training step calls: :class:`ParserLoss`, wrapped in DDP on several processes.
+
+    DDP's constructor broadcasts rank 0's weights to every rank, so all start equal.
+    """
+    module = ParserLoss(model)
+    if here.size == 1:
+        return module
+    device = torch.device(device)
+    ids = [device.index] if device.type == "cuda" else None
+    return DistributedDataParallel(module, device_ids=ids)
+
+
+def batch_seed(seed: int, epoch: int, index: int) -> int:
+    """The torch seed of batch ``index`` of ``epoch``: its dropout, whichever process runs it."""
+    return int(np.random.default_rng([seed, epoch, index]).integers(2**62))
+
+
+@dataclass(frozen=True, slots=True)
+class _GlobalBatch:
+    """Batches ``first .. first + size - 1`` of an epoch's plan (fewer at the end of it)."""
+
+    plan: list[np.ndarray]
+    data: Sequence[Encoded]
+    first: int
+    size: int
+    epoch: int
+
+    @property
+    def n_batches(self) -> int:
+        return min(self.size, len(self.plan) - self.first)
+
+    def batch(self, index: int) -> Batch:
+        """Batch ``index`` of the epoch (global numbering)."""
+        rows = self.plan[index]
+        return collate([self.data[i] for i in rows], rows)
+
+
 def _train_step(
-    model: nn.Module, optimizer: torch.optim.Optimizer, batch: Batch, clip: float | None
-) -> float:
+    loss_module: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    step: _GlobalBatch,
+    here: distributed.World,
+    settings: FitSettings,
+    device: torch.device,
+) -> tuple[float, int]:
+    """One optimizer step on this rank's share of ``step``; returns its (loss * words, words)."""
     optimizer.zero_grad(set_to_none=True)
-    loss = model.loss(model(batch), batch)
-    loss.backward()
-    if clip is not None:
-        nn.utils.clip_grad_norm_(model.parameters(), clip)
+    total, words = 0.0, 0
+    for j in range(settings.accumulate):
+        index = step.first + j * here.size + here.rank
+        present = index - step.first < step.n_batches
+        if not present and here.size == 1:
+            continue
+        # A rank with no batch left in the epoch's last step still runs one, with weight 0,
+        # because DDP's all-reduce needs every rank's backward.
+        batch = step.batch(index if present else step.first).to(device)
+        # DDP averages over ranks; the weight makes the step's gradient the mean over its
+        # batches: sum_ranks sum_j (size / n) * grad_j / size.
+        weight = here.size / step.n_batches if present else 0.0
+        torch.manual_seed(batch_seed(settings.seed, step.epoch, index))
+        last = j == settings.accumulate - 1
+        sync = contextlib.nullcontext() if last or here.size == 1 else loss_module.no_sync()
+        with sync:
+            loss = loss_module(batch)
+            (loss * weight).backward()
+        if present:
+            n = int(batch.lengths.sum())
+            total, words = total + loss.item() * n, words + n
+    if settings.clip is not None:
+        nn.utils.clip_grad_norm_(loss_module.parameters(), settings.clip)
     optimizer.step()
-    return loss.item()
+    return total, words
 
 
 def score_parser(
