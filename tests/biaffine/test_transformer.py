@@ -128,6 +128,22 @@ def test_long_sentences_run_in_windows(model_dir: Path) -> None:
     torch.testing.assert_close(out[0], reference_states(model_dir, ids[:6])[-1][0])
 
 
+def test_cached_states_match_fresh_ones_and_skip_the_model(model_dir: Path) -> None:
+    fresh = TransformerEmbedding(str(model_dir), pooling="mean")
+    cached = TransformerEmbedding(str(model_dir), pooling="mean", cache=True)
+    calls = []
+    cached.network.register_forward_hook(lambda *_: calls.append(1))
+    forms = [WORDS, ["the", "cat"], WORDS]
+    with torch.no_grad():
+        expected = fresh(forms, 6)
+        torch.testing.assert_close(cached(forms, 6), expected, atol=1e-2, rtol=1e-2)  # float16
+        assert len(calls) == 1
+        torch.testing.assert_close(cached(forms[1:], 7)[:, :6], expected[1:], atol=1e-2, rtol=1e-2)
+    assert len(calls) == 1
+    with pytest.raises(ValueError, match="needs a frozen model"):
+        TransformerEmbedding(str(model_dir), cache=True, finetune=True)
+
+
 def test_frozen_transformer_gets_no_gradient_and_stays_out_of_the_state_dict(
     model_dir: Path, sentences: list[Sentence], vocabs: Vocabs
 ) -> None:
