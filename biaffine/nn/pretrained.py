@@ -234,7 +234,7 @@ class PretrainedEmbedding(nn.Module):
             self.sha256 = sha256
             kept, matrix = list(vocabulary), np.zeros((len(vocabulary), dim), np.float32)
         else:
-            files = [_existing(path)] + ([_existing(words)] if words is not None else [])
+            files = _files(path, words, sha256)
             self.sha256 = _checked_sha256(files, sha256, path)
             vectors = read_vectors(path, format=format, words=words, max_words=max_words)
             kept, matrix = _dedupe(vectors, lowercase)
@@ -267,6 +267,19 @@ class PretrainedEmbedding(nn.Module):
             positions: N+1, the padded length with ROOT.
         """
         return nn.functional.embedding(self.rows(forms, positions), self.vectors)
+
+
+def _files(path: str, words: str | None, sha256: str | None) -> list[Path]:
+    """The vector file (and word list), checked to exist; a rebuild says why they are needed."""
+    try:
+        return [_existing(path)] + ([_existing(words)] if words is not None else [])
+    except ValueError as error:
+        if sha256 is None:
+            raise
+        raise ValueError(
+            f"{error}; the model was trained with it and records it by path and sha256 "
+            f"{sha256[:12]}... (not the vectors): put the file back at that path"
+        ) from error
 
 
 def _checked_sha256(files: list[Path], expected: str | None, path: str) -> str:
