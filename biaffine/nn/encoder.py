@@ -17,6 +17,8 @@ from torch import nn
 from biaffine.data.batching import Batch
 from biaffine.data.vocab import PAD, UNK, Vocabs
 from biaffine.nn.modules import BiLSTM, CharEncoder, IndependentDropout, SharedDropout, word_dropout
+from biaffine.nn.pretrained import PretrainedEmbedding
+from biaffine.nn.transformer import TransformerEmbedding, TransformerEncoder, batch_forms
 
 __all__ = ["ENCODERS", "Encoder", "build_encoder"]
 
@@ -36,9 +38,11 @@ class Encoder(nn.Module):
     """Word embedding + character BiLSTM word vector (+ UPOS embedding), then a stacked BiLSTM.
 
     The input vector of a word is [word embedding; char BiLSTM vector (Dozat, Qi & Manning,
-    2017); optional UPOS embedding], with whole vectors dropped independently; then one
-    single-layer BiLSTM per level with dropout masks shared across time between levels (Dozat &
-    Manning, 2017).
+    2017); optional UPOS embedding; optional transformer features], with whole vectors dropped
+    independently; then one single-layer BiLSTM per level with dropout masks shared across time
+    between levels (Dozat & Manning, 2017). With pretrained vectors, the word embedding is the
+    sum of the frozen pretrained vector (linearly mapped to ``word_dim`` if sizes differ) and a
+    trainable embedding initialised at zero (Dozat & Manning, 2017, sec. 4).
 
     Attributes:
         kind: registry name, stored in :meth:`config`.
@@ -62,6 +66,8 @@ class Encoder(nn.Module):
         embed_dropout: float = 0.33,
         lstm_dropout: float = 0.33,
         word_dropout: float = 0.0,
+        pretrained: Mapping[str, Any] | None = None,
+        transformer: Mapping[str, Any] | None = None,
     ) -> None:
         """Build the layers, sized by the vocabularies.
 
@@ -78,16 +84,36 @@ class Encoder(nn.Module):
             embed_dropout: probability of dropping a whole input vector (word, char, tag).
             lstm_dropout: shared dropout on the input and output of every BiLSTM layer.
             word_dropout: probability of replacing a word id by UNK in training.
+            pretrained: options of a :class:`~biaffine.nn.pretrained.PretrainedEmbedding`
+                (``path``, ``format``, ``words``, ``lowercase``, ``max_words``,
+                ``keep_in_checkpoint``), or None for none.
+            transformer: options of a :class:`~biaffine.nn.transformer.TransformerEmbedding`
+                whose features are one more input vector (``model``, ``pooling``, ``layers``,
+                ``finetune``, ...), or None.
 
         Raises:
             ValueError: on a size < 1 or a probability outside [0, 1).
         """
         super().__init__()
+        # Unused pretrained inputs are left out, so configs without them stay as they were.
         self._config = {
-            k: v for k, v in locals().items() if k not in ("self", "__class__", "vocabs")
+            k: v
+            for k, v in locals().items()
+            if k not in ("self", "__class__", "vocabs", "pretrained", "transformer")
         }
         _validate(self._config)
         self.word_embed = nn.Embedding(len(vocabs.words), word_dim, padding_idx=PAD)
+        self.pretrained = self.pretrained_proj = None
+        if pretrained is not None:
+            self.pretrained = PretrainedEmbedding(**pretrained)
+            self._config["pretrained"] = self.pretrained.config()  # with its checksum
+            nn.init.zeros_(self.word_embed.weight)  # the trainable part learns a correction
+            if self.pretrained.n_out != word_dim:
+                self.pretrained_proj = nn.Linear(self.pretrained.n_out, word_dim, bias=False)
+        self.transformer = None
+        if transformer is not None:
+            self.transformer = TransformerEmbedding(**transformer)
+            self._config["transformer"] = self.transformer.config()
         self.char_encoder = CharEncoder(
             len(vocabs.chars), char_dim=char_dim, hidden=char_hidden, n_out=char_out, pad_index=PAD
         )
@@ -97,6 +123,7 @@ class Encoder(nn.Module):
         self.embed_dropout = IndependentDropout(embed_dropout)
         self.word_dropout_p = word_dropout
         n_in = word_dim + char_out + (tag_dim if use_tags else 0)
+        n_in += self.transformer.n_out if self.transformer is not None else 0
         # One single-layer BiLSTM per level so that dropout between levels can share its mask
         # across time (Dozat & Manning, 2017); nn.LSTM(num_layers=k, dropout=p) would not.
         self.lstms = nn.ModuleList(
@@ -123,7 +150,8 @@ class Encoder(nn.Module):
 
         Args:
             batch: reads ``words`` long[B, N+1], ``chars`` long[B, N+1, C], ``tags`` long[B, N+1]
-                (if ``use_tags``), ``mask`` bool[B, N+1] and ``lengths`` long[B].
+                (if ``use_tags``), ``mask`` bool[B, N+1], ``lengths`` long[B], and ``forms``
+                with pretrained vectors or a transformer.
         """
         x = self._embed(batch)
         with_root = batch.lengths + 1  # each sequence is its words plus ROOT
@@ -136,9 +164,15 @@ class Encoder(nn.Module):
         words = batch.words
         if self.training and self.word_dropout_p > 0:
             words = word_dropout(words, self.word_dropout_p, unk_index=UNK, mask=batch.mask)
-        embeddings = [self.word_embed(words), self.char_encoder(batch.chars)]
+        word = self.word_embed(words)
+        if self.pretrained is not None:
+            vectors = self.pretrained(batch_forms(batch), words.shape[1])
+            word = word + (self.pretrained_proj(vectors) if self.pretrained_proj else vectors)
+        embeddings = [word, self.char_encoder(batch.chars)]
         if self.tag_embed is not None:
             embeddings.append(self.tag_embed(batch.tags))
+        if self.transformer is not None:
+            embeddings.append(self.transformer(batch_forms(batch), words.shape[1]))
         return torch.cat(self.embed_dropout(*embeddings), -1)
 
 
@@ -151,7 +185,10 @@ def _validate(config: Mapping[str, Any]) -> None:
             raise ValueError(f"encoder {key}={config[key]} must be in [0, 1)")
 
 
-ENCODERS: dict[str, type[nn.Module]] = {Encoder.kind: Encoder}
+ENCODERS: dict[str, type[nn.Module]] = {
+    Encoder.kind: Encoder,
+    TransformerEncoder.kind: TransformerEncoder,
+}
 """Encoder classes by the ``kind`` their :meth:`config` records."""
 
 

@@ -1,0 +1,216 @@
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+import torch
+from builders import biaffine_parser
+from hypothesis import given
+from hypothesis import strategies as st
+
+from biaffine import checkpoint
+from biaffine.data.batching import collate, encode
+from biaffine.data.conllu import Sentence
+from biaffine.data.vocab import Vocabs
+from biaffine.nn import TransformerEmbedding, TransformerEncoder
+from biaffine.nn.transformer import assign_windows, window_starts
+from biaffine.parsers import BiaffineParser
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", ".", "a", "is"]
+VOCAB += ["un", "##believ", "##ably", "##s", "hear", "##ing", "on", "issue", "today", "you"]
+TINY = {"word_dim": 4, "char_dim": 3, "char_hidden": 3, "char_out": 3, "tag_dim": 3}
+TINY |= {"lstm_hidden": 5, "lstm_layers": 1, "arc_mlp": 6, "rel_mlp": 3, "tag_mlp": 3}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer BERT with 8 hidden units and a 21-piece WordPiece vocabulary, saved to disk."""
+    transformers = pytest.importorskip(
+        "transformers", reason="transformer encoders need it: pip install 'rootparse[transformer]'"
+    )
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
+    # Positional: the vocabulary file is `vocab_file` in transformers 4, `vocab` in 5.
+    tokenizer = transformers.BertTokenizerFast(str(folder / "vocab.txt"))
+    tokenizer.save_pretrained(folder)
+    config = transformers.BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=8,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=16,
+        max_position_embeddings=40,
+    )
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(folder)
+    return folder
+
+
+def reference_states(model_dir: Path, ids: list[int]) -> torch.Tensor:
+    """float[layers + 1, len(ids) + 2, H]: the model run directly on [CLS] ids [SEP]."""
+    import transformers
+
+    network = transformers.AutoModel.from_pretrained(model_dir, local_files_only=True).eval()
+    with torch.no_grad():
+        out = network(input_ids=torch.tensor([[2, *ids, 3]]), output_hidden_states=True)
+    return torch.stack(out.hidden_states)[:, 0]
+
+
+# "unbelievably" -> un ##believ ##ably; "cats" -> cat ##s; "dog" -> [UNK]
+WORDS = ["The", "unbelievably", "cats", "dog", "sat"]
+IDS = [5, 11, 12, 13, 6, 14, 1, 7]
+PIECES = [[0], [1, 2, 3], [4, 5], [6], [7]]  # positions in IDS of each word's subwords
+
+
+@pytest.mark.parametrize("pooling", ["first", "mean"])
+def test_pooling_matches_a_hand_computation(model_dir: Path, pooling: str) -> None:
+    embed = TransformerEmbedding(str(model_dir), pooling=pooling)
+    assert [embed.subwords(w) for w in WORDS] == [[IDS[p] for p in ps] for ps in PIECES]
+    with torch.no_grad():
+        out = embed([WORDS, WORDS[:2]], len(WORDS) + 1)  # [2, 6, 8]
+    states = reference_states(model_dir, IDS).mean(0)  # initial mix: the mean of all layers
+    expected = [states[0]]  # ROOT: [CLS]
+    for pieces in PIECES:
+        rows = [p + 1 for p in pieces]  # +1 for [CLS]
+        expected.append(states[rows[0]] if pooling == "first" else states[rows].mean(0))
+    torch.testing.assert_close(out[0], torch.stack(expected))
+    torch.testing.assert_close(out[1, 3:], torch.zeros(3, 8))  # padding
+
+
+def test_layer_choice_and_learned_root(model_dir: Path) -> None:
+    embed = TransformerEmbedding(str(model_dir), layers=[-1], root="learned")
+    with torch.no_grad():
+        embed.root_vector.fill_(0.5)
+        out = embed([WORDS], len(WORDS) + 1)
+    states = reference_states(model_dir, IDS)[-1]
+    torch.testing.assert_close(out[0, 0], torch.full((8,), 0.5))
+    torch.testing.assert_close(out[0, 2], states[2])
+
+
+def brute_force_owner(j: int, starts: list[int], window: int) -> int:
+    """The window holding j farthest from its edges (the later one on ties)."""
+    inside = [k for k, s in enumerate(starts) if s <= j < s + window]
+    return max(inside, key=lambda k: (min(j - starts[k], starts[k] + window - 1 - j), k))
+
+
+@given(st.integers(1, 60), st.integers(1, 12), st.data())
+def test_windows_cover_everything_and_read_each_subword_where_most_central(
+    n: int, window: int, data: st.DataObject
+) -> None:
+    overlap = data.draw(st.integers(0, window - 1))
+    starts = window_starts(n, window, overlap)
+    assert starts[0] == 0
+    assert min(starts[-1] + window, n) == n
+    assert all(b - a <= window - overlap for a, b in itertools.pairwise(starts))
+    owners = assign_windows(n, starts, window)
+    assert [k for k, _ in owners] == [brute_force_owner(j, starts, window) for j in range(n)]
+    assert all(starts[k] + offset == j for j, (k, offset) in enumerate(owners))
+
+
+def test_long_sentences_run_in_windows(model_dir: Path) -> None:
+    words = ["the", "cat", "sat", "on", "a", "issue", "today", "."] * 2  # 16 subwords
+    ids = [5, 6, 7, 17, 9, 18, 19, 8] * 2
+    whole = TransformerEmbedding(str(model_dir), layers=[-1])
+    windowed = TransformerEmbedding(str(model_dir), layers=[-1], window=6, overlap=2)
+    with torch.no_grad():
+        out = windowed([words], 17)[0]
+        # A sentence that fits in one window gives what the unwindowed model gives.
+        torch.testing.assert_close(windowed([words[:6]], 7)[0], whole([words[:6]], 7)[0])
+    assert windowed.window == 6
+    starts = window_starts(16, 6, 2)
+    assert starts == [0, 4, 8, 10]
+    for j, (k, offset) in enumerate(assign_windows(16, starts, 6)):
+        chunk = ids[starts[k] : starts[k] + 6]
+        torch.testing.assert_close(out[j + 1], reference_states(model_dir, chunk)[-1][offset + 1])
+    torch.testing.assert_close(out[0], reference_states(model_dir, ids[:6])[-1][0])
+
+
+def test_cached_states_match_fresh_ones_and_skip_the_model(model_dir: Path) -> None:
+    fresh = TransformerEmbedding(str(model_dir), pooling="mean")
+    cached = TransformerEmbedding(str(model_dir), pooling="mean", cache=True)
+    calls = []
+    cached.network.register_forward_hook(lambda *_: calls.append(1))
+    forms = [WORDS, ["the", "cat"], WORDS]
+    with torch.no_grad():
+        expected = fresh(forms, 6)
+        torch.testing.assert_close(cached(forms, 6), expected, atol=1e-2, rtol=1e-2)  # float16
+        assert len(calls) == 1
+        torch.testing.assert_close(cached(forms[1:], 7)[:, :6], expected[1:], atol=1e-2, rtol=1e-2)
+    assert len(calls) == 1
+    with pytest.raises(ValueError, match="needs a frozen model"):
+        TransformerEmbedding(str(model_dir), cache=True, finetune=True)
+
+
+def test_frozen_transformer_gets_no_gradient_and_stays_out_of_the_state_dict(
+    model_dir: Path, sentences: list[Sentence], vocabs: Vocabs
+) -> None:
+    torch.manual_seed(0)
+    encoder = TransformerEncoder(vocabs, model=str(model_dir), finetune=False)
+    parser = BiaffineParser(vocabs, encoder, arc_mlp=6, rel_mlp=3)
+    batch = collate(encode(sentences, vocabs), range(len(sentences)))
+    parser.loss(parser(batch), batch).backward()
+    assert all(p.grad is None for p in encoder.embedding.network.parameters())
+    assert encoder.embedding.mix.weights.grad is not None
+    assert not any(k.startswith("encoder.embedding.model") for k in parser.state_dict())
+    assert parser.double().encoder.embedding.network.embeddings.word_embeddings.weight.dtype == (
+        torch.float64
+    )
+
+
+def test_finetuned_transformer_trains_and_is_saved(
+    model_dir: Path, sentences: list[Sentence], vocabs: Vocabs
+) -> None:
+    torch.manual_seed(0)
+    encoder = TransformerEncoder(vocabs, model=str(model_dir), finetune=True, dropout=0.0)
+    parser = BiaffineParser(vocabs, encoder, arc_mlp=16, rel_mlp=8, mlp_dropout=0.0)
+    assert any(k.startswith("encoder.embedding.model.") for k in parser.state_dict())
+    batch = collate(encode(sentences, vocabs), range(len(sentences)))
+    optimizer = torch.optim.Adam(parser.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(15):
+        optimizer.zero_grad()
+        loss = parser.loss(parser(batch), batch)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+    assert encoder.embedding.network.embeddings.word_embeddings.weight.grad is not None
+
+
+def test_bilstm_encoder_with_transformer_features_round_trips_a_checkpoint(
+    tmp_path: Path, model_dir: Path, sentences: list[Sentence], vocabs: Vocabs
+) -> None:
+    torch.manual_seed(0)
+    parser = biaffine_parser(vocabs, **TINY, transformer={"model": str(model_dir)}).eval()
+    assert parser.encoder.transformer.n_out == 8
+    path = tmp_path / "model.pt"
+    checkpoint.save(
+        path,
+        parser=parser.kind,
+        model_config=parser.config(),
+        vocabs=vocabs,
+        state_dict=parser.state_dict(),
+        metadata={},
+    )
+    batch = collate(encode(sentences, vocabs), range(len(sentences)))
+    reloaded = checkpoint.build_model(checkpoint.load(path))
+    torch.testing.assert_close(reloaded(batch).arc_scores, parser(batch).arc_scores)
+
+
+def test_different_weights_are_a_checksum_error(model_dir: Path, vocabs: Vocabs) -> None:
+    encoder = TransformerEncoder(vocabs, model=str(model_dir))
+    config = encoder.config() | {"sha256": "0" * 64}
+    with pytest.raises(ValueError, match=r"weights sha256 .* differ from 000000000000"):
+        TransformerEncoder(vocabs, **{k: v for k, v in config.items() if k != "kind"})
+
+
+def test_bad_options_are_named(model_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"no config\.json"):
+        TransformerEmbedding(str(tmp_path))
+    with pytest.raises(ValueError, match="pooling 'max'"):
+        TransformerEmbedding(str(model_dir), pooling="max")
+    with pytest.raises(ValueError, match=r"window=39 must be in \[1, 38\]"):
+        TransformerEmbedding(str(model_dir), window=39)
