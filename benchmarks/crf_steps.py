@@ -24,7 +24,15 @@ from hydra import compose, initialize_config_dir
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.vocab import build_vocabs
 from biaffine.training.compose import build_model, load_splits
-from biaffine.training.loop import _train_step
+
+
+def train_step(model, optimizer: torch.optim.Optimizer, batch, clip: float | None) -> None:
+    """One plain optimizer step (what the loop does on one process without accumulation)."""
+    optimizer.zero_grad(set_to_none=True)
+    model.loss(model(batch), batch).backward()
+    if clip is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
 
 
 def main() -> None:
@@ -52,7 +60,7 @@ def main() -> None:
         for loss in order:
             model, optimizer, times = runs[loss]
             start = time.perf_counter()
-            _train_step(model, optimizer, batch, cfg.trainer.clip)
+            train_step(model, optimizer, batch, cfg.trainer.clip)
             if step > 0:  # the first step warms up (numba compile, allocator)
                 times.append(time.perf_counter() - start)
     local, crf = runs["local"][2], runs["crf"][2]
