@@ -77,6 +77,13 @@ def test_training_writes_checkpoints_metrics_and_config(trained: TrainResult) ->
     assert torch.load(run / "best.pt", weights_only=True)["training_state"] is None
 
 
+def test_training_draws_its_curves(trained: TrainResult) -> None:
+    pytest.importorskip("matplotlib")
+    png = trained.run_dir / "curves.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.stat().st_mtime >= (trained.run_dir / "metrics.jsonl").stat().st_mtime - 1
+
+
 def test_predict_changes_only_head_and_deprel(trained: TrainResult, tmp_path: Path) -> None:
     out = tmp_path / "out.conllu"
     result = predict(trained.run_dir / "best.pt", TINY, out, evaluate=True)

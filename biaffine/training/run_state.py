@@ -23,6 +23,7 @@ from torch.optim.swa_utils import AveragedModel
 from biaffine import checkpoint
 from biaffine.data.vocab import Vocabs
 from biaffine.metrics import AttachmentScores
+from biaffine.plot import plot_run
 
 __all__ = [
     "BEST",
@@ -143,9 +144,19 @@ class RunWriter:
         return path
 
     def append_metrics(self, record: dict[str, Any]) -> None:
-        """Add one JSON line to ``metrics.jsonl``."""
+        """Add one JSON line to ``metrics.jsonl`` and redraw ``curves.png`` from it.
+
+        The plot needs matplotlib (an optional dependency): without it the run goes on, and
+        ``python -m biaffine.plot RUN_DIR`` draws it later.
+        """
         with (self.run_dir / METRICS).open("a", encoding="utf-8") as out:
             out.write(json.dumps(record) + "\n")
+        try:
+            plot_run(self.run_dir)
+        except ImportError:
+            log.debug("matplotlib is not installed: no curves.png (python -m biaffine.plot)")
+        except ValueError as error:  # a drawing problem never stops training
+            log.warning("curves.png not drawn: %s", error)
 
     def truncate_metrics(self, last_epoch: int) -> None:
         """Keep only epoch records up to ``last_epoch`` (a resumed run rewrites what follows)."""

@@ -72,7 +72,8 @@ def test_two_processes_equal_one_accumulating_two_and_only_rank_0_writes(
     # Rank 1 is handed another folder: it must leave it uncreated.
     run_processes(train_job, [run, elsewhere], ["trainer.max_epochs=2"], None)
     assert not elsewhere.exists()
-    assert {p.name for p in run.iterdir()} == {"best.pt", "last.pt", "metrics.jsonl", "config.yaml"}
+    written = {p.name for p in run.iterdir()} - {"curves.png"}  # drawn when matplotlib is there
+    assert written == {"best.pt", "last.pt", "metrics.jsonl", "config.yaml"}
     one = train(tiny_config("trainer.max_epochs=2", "trainer.accumulate=2"), tmp_path / "one")
     # 5 batches an epoch, 2 per step: 3 steps, the last of one batch.
     assert [r["step"] for r in epoch_records(run)[:2]] == [3, 6]
