@@ -136,16 +136,7 @@ class BiaffineParser(nn.Module):
         # Arcs: bias on the dependent side only, i.e. the paper's head prior term H u.
         self.arc_attn = Biaffine(arc_mlp, 1, bias_x=True, bias_y=False)
         self.rel_attn = Biaffine(rel_mlp, len(vocabs.rels), bias_x=True, bias_y=True)
-        self.taggers = nn.ModuleDict(
-            {
-                column: nn.Sequential(
-                    MLP(n_states, tag_mlp, dropout=drop),
-                    nn.Linear(tag_mlp, len(getattr(vocabs, tagger.vocab))),
-                )
-                for column, tagger in _TAGGERS.items()
-                if self._config[tagger.weight] > 0
-            }
-        )
+        self.taggers = tagger_heads(vocabs, self._config, n_states, tag_mlp, drop)
 
     @classmethod
     def from_config(cls, vocabs: Vocabs, config: Mapping[str, Any]) -> BiaffineParser:
@@ -219,14 +210,9 @@ class BiaffineParser(nn.Module):
         else:
             arc_loss = F.cross_entropy(scores.arc_scores[mask], batch.heads[mask])
         gold_arc_rels = self.rel_scores_at(scores, batch.heads)  # [B, N+1, R]
-        rel_loss = _mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
+        rel_loss = mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
         loss = arc_loss + rel_loss
-        for column, tag_scores in scores.tag_scores.items():
-            tagger = _TAGGERS[column]
-            gold = getattr(batch, tagger.gold)
-            tag_loss = F.cross_entropy(tag_scores[mask], gold[mask])
-            loss = loss + self._config[tagger.weight] * tag_loss
-        return loss
+        return add_tagger_losses(loss, scores.tag_scores, batch, self._config)
 
 
 def _validate(config: Mapping[str, Any], encoder: nn.Module) -> None:
@@ -296,7 +282,38 @@ def _valid_heads(lengths: torch.Tensor, total: int) -> torch.Tensor:
     return in_sentence.unsqueeze(1) & not_self
 
 
-def _mean_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def tagger_heads(
+    vocabs: Vocabs, weights: Mapping[str, float], n_states: int, tag_mlp: int, dropout: float
+) -> nn.ModuleDict:
+    """The auxiliary tagger heads whose loss weight (in ``weights``) is > 0, by column."""
+    return nn.ModuleDict(
+        {
+            column: nn.Sequential(
+                MLP(n_states, tag_mlp, dropout=dropout),
+                nn.Linear(tag_mlp, len(getattr(vocabs, tagger.vocab))),
+            )
+            for column, tagger in _TAGGERS.items()
+            if weights[tagger.weight] > 0
+        }
+    )
+
+
+def add_tagger_losses(
+    loss: torch.Tensor,
+    tag_scores: Mapping[str, torch.Tensor],
+    batch: Batch,
+    weights: Mapping[str, float],
+) -> torch.Tensor:
+    """``loss`` plus each tagger's weighted cross entropy against its gold column (over mask)."""
+    mask = batch.mask
+    for column, scores in tag_scores.items():
+        tagger = _TAGGERS[column]
+        tag_loss = F.cross_entropy(scores[mask], getattr(batch, tagger.gold)[mask])
+        loss = loss + weights[tagger.weight] * tag_loss
+    return loss
+
+
+def mean_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean over non-ignored targets; 0 (not NaN) when every target is ignored."""
     total = F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, reduction="sum")
     return total / (targets != IGNORE_INDEX).sum().clamp(min=1)

@@ -26,7 +26,12 @@ from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
 from biaffine.nn.encoder import build_encoder
 from biaffine.nn.modules import MLP, Biaffine
-from biaffine.parsers.biaffine import _TAGGERS, _mean_cross_entropy
+from biaffine.parsers.biaffine import (
+    _TAGGERS,
+    add_tagger_losses,
+    mean_cross_entropy,
+    tagger_heads,
+)
 from transitions.projective import projectivize
 
 __all__ = ["TransitionParser", "TransitionScores", "TransitionStates"]
@@ -176,16 +181,7 @@ class TransitionParser(nn.Module):
         self.rel_dep = MLP(n_states, rel_mlp, dropout=mlp_dropout)
         self.rel_head = MLP(n_states, rel_mlp, dropout=mlp_dropout)
         self.rel_attn = Biaffine(rel_mlp, len(vocabs.rels), bias_x=True, bias_y=True)
-        self.taggers = nn.ModuleDict(
-            {
-                column: nn.Sequential(
-                    MLP(n_states, tag_mlp, dropout=mlp_dropout),
-                    nn.Linear(tag_mlp, len(getattr(vocabs, tagger.vocab))),
-                )
-                for column, tagger in _TAGGERS.items()
-                if self._config[tagger.weight] > 0
-            }
-        )
+        self.taggers = tagger_heads(vocabs, self._config, n_states, tag_mlp, mlp_dropout)
 
     @classmethod
     def from_config(cls, vocabs: Vocabs, config: Mapping[str, Any]) -> TransitionParser:
@@ -344,12 +340,8 @@ class TransitionParser(nn.Module):
         transition_loss = F.cross_entropy(scores.transition_scores, scores.actions)
         mask = batch.mask
         gold_arc_rels = self.rel_scores_at(scores.encoded, batch.heads)  # [B, N+1, R]
-        loss = transition_loss + _mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
-        for column, tag_scores in scores.encoded.tag_scores.items():
-            tagger = _TAGGERS[column]
-            tag_loss = F.cross_entropy(tag_scores[mask], getattr(batch, tagger.gold)[mask])
-            loss = loss + self._config[tagger.weight] * tag_loss
-        return loss
+        loss = transition_loss + mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
+        return add_tagger_losses(loss, scores.encoded.tag_scores, batch, self._config)
 
 
 def _validate(config: Mapping[str, Any], encoder: nn.Module) -> None:
