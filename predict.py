@@ -26,7 +26,7 @@ def main(cfg: DictConfig) -> None:
 
 
 def _predict(cfg: DictConfig) -> None:
-    decoder = DecoderSettings(cfg.decoder.algorithm, cfg.decoder.root_constraint)
+    decoder = DecoderSettings.from_config(cfg.decoder, cfg.get("search"))
     with distributed.process_group(select_device(cfg.device)):
         _predict_in(cfg, decoder)
 

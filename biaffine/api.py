@@ -114,6 +114,9 @@ class Parser:
         *,
         decoder: str = "mst",
         root_constraint: bool = True,
+        search: str = "greedy",
+        beam_size: int = 1,
+        graph_weight: float = 0.0,
         probabilities: bool = False,
         max_tokens: int = 5000,
     ) -> list[ParsedTree]:
@@ -124,6 +127,10 @@ class Parser:
                 string; every byte but HEAD and DEPREL comes back as given).
             decoder: a name in :data:`decoding.DECODERS` (``mst``, ``eisner``, ``greedy``).
             root_constraint: exactly one word on ROOT (``mst`` and ``eisner``).
+            search: transition parsers: ``greedy`` or ``beam``.
+            beam_size: transition parsers: items per sentence with ``search="beam"``.
+            graph_weight: combined models (transition parsers with a graph head): weight of
+                the graph head's arc log-probabilities in the search score.
             probabilities: also compute head, label and tree probabilities (graph parsers).
             max_tokens: words per batch.
 
@@ -131,11 +138,11 @@ class Parser:
             One :class:`ParsedTree` per input sentence, in input order.
 
         Raises:
-            ValueError: an unknown decoder, an empty sentence, or probabilities asked of a parser
-                that is not a graph parser.
+            ValueError: an unknown decoder or search, a beam asked of a graph parser, an empty
+                sentence, or probabilities asked of a parser that is not a graph parser.
             biaffine.data.conllu.ConlluError: malformed CoNLL-U text or words.
         """
-        settings = DecoderSettings(decoder, root_constraint)
+        settings = DecoderSettings(decoder, root_constraint, search, beam_size, graph_weight)
         sentences = list(_sentences(inputs))
         if not probabilities:
             parsed = parse(self.model, self.vocabs, sentences, settings, max_tokens=max_tokens)

@@ -8,15 +8,20 @@ torch side provides.
 
 from .configs import Configs
 from .oracles import OracleSequences, costs, oracle_sequences, zero_cost
+from .search import Scorer, SearchResult, beam_search, greedy_search
 from .systems import SYSTEM_NAMES, TransitionSystem, get_system
 
 __all__ = [
     "SYSTEM_NAMES",
     "Configs",
     "OracleSequences",
+    "Scorer",
+    "SearchResult",
     "TransitionSystem",
+    "beam_search",
     "costs",
     "get_system",
+    "greedy_search",
     "oracle_sequences",
     "zero_cost",
 ]

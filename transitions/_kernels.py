@@ -185,3 +185,14 @@ def arcs_batch(system, table, actions, stack, ssize, buf, bsize, out):
     """``out[c]`` = (head, dependent) of the arc that ``actions[c]`` creates, or (-1, -1)."""
     for c in range(ssize.shape[0]):
         out[c, 0], out[c, 1] = arc_of(system, table[actions[c]], c, stack, ssize, buf, bsize)
+
+
+@numba.njit(cache=True)
+def arcs_of_all_batch(system, table, legal, stack, ssize, buf, bsize, out):
+    """``out[c, a]`` = (head, dependent) that legal action ``a`` creates in ``c``, else -1s."""
+    for c in range(ssize.shape[0]):
+        for a in range(table.shape[0]):
+            if legal[c, a]:
+                out[c, a, 0], out[c, a, 1] = arc_of(system, table[a], c, stack, ssize, buf, bsize)
+            else:
+                out[c, a, 0], out[c, a, 1] = -1, -1

@@ -181,6 +181,23 @@ class TransitionSystem:
         out[~active] = -1
         return out
 
+    def candidate_arcs(self, configs: Configs, legal: BoolArray | None = None) -> IntArray:
+        """int64[C, T, 2]: the (head, dependent) each action would create, else (-1, -1).
+
+        One call for every action of every configuration (a beam scores all expansions).
+
+        Args:
+            configs: C configurations.
+            legal: :meth:`legal` of ``configs`` when the caller has it; illegal actions get -1s.
+        """
+        legal = self.legal(configs) if legal is None else legal
+        out = np.empty((len(configs), self.table.shape[0], 2), dtype=np.int64)
+        c = configs
+        k.arcs_of_all_batch(
+            self.code, self.table, legal, c.stack, c.stack_size, c.buffer, c.buffer_size, out
+        )
+        return out
+
     def apply(
         self,
         configs: Configs,

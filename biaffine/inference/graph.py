@@ -148,7 +148,16 @@ def parse_batch(
     Returns:
         name -> (heads, rels, seconds): int64[B, N+1] each, and the seconds spent in that
         decoder alone (:func:`decode_heads`; the network and label scoring excluded).
+
+    Raises:
+        ValueError: a setting asks for a beam or a graph weight (transition parsers only).
     """
+    for decoder in decoders.values():
+        if decoder.transition_search:
+            raise ValueError(
+                f"search={decoder.search} with graph_weight={decoder.graph_weight} is for "
+                "transition parsers; a graph parser decodes with decoder=mst|eisner|greedy"
+            )
     device_type = batch.words.device.type
     with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
         scores = model(batch, tag=False)

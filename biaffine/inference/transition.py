@@ -1,15 +1,17 @@
-"""The transition family: a batch of configurations advanced in lockstep, then a label per arc.
+"""The transition family: a batch of configurations searched in lockstep, then a label per arc.
 
-Every sentence of a batch takes one transition per step, chosen greedily among the legal ones
-with one MLP call for all unfinished sentences; finished sentences drop out. Labels come from
-the label scorer on the finished tree's arcs, as in the graph family, and projective systems'
-pseudo-projective labels are then decoded (:func:`transitions.projective.deprojectivize`).
+Every sentence of a batch takes one transition per step (greedy) or keeps a beam of items
+(:func:`transitions.beam_search`), with one MLP call per step for all live configurations;
+finished sentences drop out. A combined model's search adds its graph head's arc
+log-probabilities to the transition scores. Labels come from the label scorer on the finished
+tree's arcs, as in the graph family, and projective systems' pseudo-projective labels are then
+decoded (:func:`transitions.projective.deprojectivize`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -19,53 +21,13 @@ import transitions
 from biaffine.data.batching import Batch
 from biaffine.inference import graph
 from biaffine.inference.settings import DecoderSettings
-from biaffine.parsers.transition import TransitionParser
+from biaffine.parsers.transition import TransitionParser, TransitionStates
 from transitions.projective import SEPARATOR, deprojectivize
 
-__all__ = ["deprojectivize_batch", "greedy_search", "parse_batch", "warm_up"]
+__all__ = ["deprojectivize_batch", "parse_batch", "search", "warm_up"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
-
-Scorer = Callable[[IntArray, IntArray], FloatArray]
-"""``score(rows int64[C], positions int64[C, K]) -> float[C, A]``: transition scores."""
-
-
-def greedy_search(
-    system: transitions.TransitionSystem,
-    lengths: npt.ArrayLike,
-    score: Scorer,
-    *,
-    n_stack: int = 3,
-    n_buffer: int = 2,
-) -> IntArray:
-    """Greedy parsing of a batch in lockstep: the best legal transition, one step at a time.
-
-    Args:
-        system: the transition system.
-        lengths: int[B], words per sentence.
-        score: transition scores of the unfinished configurations (their batch rows and
-            feature positions); called once per step.
-        n_stack: stack words in the feature positions.
-        n_buffer: buffer words in the feature positions.
-
-    Returns:
-        heads int64[B, N+1]: ``-1`` at ROOT and at padding (with arc_eager's
-        ``attach_leftovers`` off, also at words left headless).
-    """
-    configs = system.initial(np.asarray(lengths, dtype=np.int64))
-    actions = np.zeros(len(configs), dtype=np.int64)
-    active = ~system.terminal(configs)
-    while active.any():
-        rows = np.flatnonzero(active)
-        positions = configs.positions(n_stack, n_buffer)[rows]
-        scores = np.asarray(score(rows, positions), dtype=np.float64)
-        legal = system.legal(configs)[rows]
-        actions[rows] = np.where(legal, scores, -np.inf).argmax(1)
-        system.apply(configs, actions, None, active)
-        active = ~system.terminal(configs)
-    heads, _ = system.tree(configs)
-    return heads
 
 
 def deprojectivize_batch(heads: IntArray, rels: IntArray, rel_names: Sequence[str]) -> None:
@@ -94,14 +56,71 @@ def deprojectivize_batch(heads: IntArray, rels: IntArray, rel_names: Sequence[st
 def warm_up(settings: Mapping[str, DecoderSettings]) -> None:
     """Load every system's compiled kernels now, on a two-word sentence, so no timed call pays.
 
-    The settings are the graph decoders' and do not apply to the greedy transition search.
+    Greedy and beam search with arc scores run once per system, whatever ``settings`` hold.
     """
     del settings
+    arc_scores = np.zeros((1, 3, 3))
     for name in transitions.SYSTEM_NAMES:
         system = transitions.get_system(name)
         n_actions = len(system.transitions)
-        greedy_search(system, [2], lambda rows, _, n=n_actions: np.zeros((len(rows), n)))
+
+        def score(rows: IntArray, _: IntArray, n: int = n_actions) -> FloatArray:
+            return np.zeros((len(rows), n), dtype=np.float32)
+
+        transitions.greedy_search(system, [2], score)
+        transitions.beam_search(system, [2], score, beam_size=2, arc_scores=arc_scores)
     deprojectivize_batch(np.array([[-1, 0, 1]]), np.array([[-1, 0, 1]]), ["root", "x|root"])
+
+
+def search(
+    model: TransitionParser,
+    encoded: TransitionStates,
+    lengths: IntArray,
+    settings: DecoderSettings,
+) -> transitions.SearchResult:
+    """Find the trees of an encoded batch with the search ``settings`` ask for.
+
+    Args:
+        model: the parser (its transition MLP scores configurations).
+        encoded: :meth:`TransitionParser.encode` of the batch.
+        lengths: int64[B], words per sentence.
+        settings: ``search``, ``beam_size`` and ``graph_weight`` are read.
+
+    Returns:
+        The search's :class:`transitions.SearchResult`.
+
+    Raises:
+        ValueError: ``graph_weight`` > 0 for a parser without a graph head.
+    """
+    device = encoded.slots.device
+
+    def score(rows: IntArray, positions: IntArray) -> FloatArray:
+        rows_t = torch.from_numpy(rows).to(device)
+        scores = model.score_transitions(encoded, rows_t, torch.from_numpy(positions).to(device))
+        return scores.float().cpu().numpy()
+
+    options = {"n_stack": model.n_stack, "n_buffer": model.n_buffer}
+    if settings.graph_weight > 0:
+        if encoded.arc_scores is None:
+            raise ValueError(
+                f"graph_weight={settings.graph_weight} needs a combined model (a transition "
+                "parser trained with graph_loss_weight > 0); this one has no graph head"
+            )
+        log_probs = torch.log_softmax(encoded.arc_scores.float(), -1)
+        arc_scores = (settings.graph_weight * log_probs).cpu().numpy()
+        return transitions.beam_search(
+            model.system,
+            lengths,
+            score,
+            beam_size=settings.beam_size,
+            arc_scores=arc_scores,
+            **options,
+        )
+    if settings.search == "beam":
+        return transitions.beam_search(
+            model.system, lengths, score, beam_size=settings.beam_size, **options
+        )
+    return transitions.greedy_search(model.system, lengths, score, **options)
 
 
 def parse_batch(
@@ -112,15 +131,15 @@ def parse_batch(
     bf16: bool = False,
     root_label: int | None = None,
 ) -> dict[str, tuple[IntArray, IntArray, float]]:
-    """Encode one batch once and parse it greedily; every setting name gets that result.
+    """Encode one batch once and search it with every setting of ``decoders``.
 
-    The graph decoder settings do not apply to the transition family: its search is greedy
-    (beam search, a later addition, will take settings of its own).
+    The graph decoder fields of the settings (``algorithm``, ``root_constraint``) do not apply
+    to the transition family: its system decides the root rule.
 
     Args:
         model: a transition parser in eval mode, on the batch's device.
         batch: the batch to parse.
-        decoders: name -> settings (the names are kept, the settings ignored).
+        decoders: name -> settings (``search``, ``beam_size``, ``graph_weight`` are read).
         bf16: run the network in bfloat16 (``torch.autocast``).
         root_label: id of UD's ``root`` relation, for :func:`graph.choose_labels`'s rule.
 
@@ -130,21 +149,15 @@ def parse_batch(
         deprojectivization).
     """
     device = batch.words.device
+    lengths = batch.lengths.cpu().numpy()
+    results = {}
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
         encoded = model.encode(batch, tag=False)
-        started = time.perf_counter()
-
-        def score(rows: IntArray, positions: IntArray) -> FloatArray:
-            rows_t = torch.from_numpy(rows).to(device)
-            scores = model.score_transitions(
-                encoded, rows_t, torch.from_numpy(positions).to(device)
-            )
-            return scores.float().cpu().numpy()
-
-        options = {"n_stack": model.n_stack, "n_buffer": model.n_buffer}
-        heads = greedy_search(model.system, batch.lengths.cpu().numpy(), score, **options)
-        rels = graph.choose_labels(model, encoded, heads, root_label=root_label)  # type: ignore[arg-type]
-    if model.system.projective:
-        deprojectivize_batch(heads, rels, model.rel_names)
-    seconds = time.perf_counter() - started
-    return {name: (heads, rels, seconds) for name in decoders}
+        for name, settings in decoders.items():
+            started = time.perf_counter()
+            heads = search(model, encoded, lengths, settings).heads
+            rels = graph.choose_labels(model, encoded, heads, root_label=root_label)  # type: ignore[arg-type]
+            if model.system.projective:
+                deprojectivize_batch(heads, rels, model.rel_names)
+            results[name] = (heads, rels, time.perf_counter() - started)
+    return results

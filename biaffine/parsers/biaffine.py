@@ -19,7 +19,7 @@ from biaffine.nn.encoder import build_encoder
 from biaffine.nn.modules import MLP, Biaffine
 from biaffine.nn.treecrf import tree_log_prob
 
-__all__ = ["LOSSES", "ArcRelScores", "BiaffineParser"]
+__all__ = ["LOSSES", "ArcRelScores", "BiaffineParser", "score_arcs"]
 
 
 class _Tagger(NamedTuple):
@@ -163,10 +163,7 @@ class BiaffineParser(nn.Module):
             at ``-inf``), the label MLP vectors and the scores of the auxiliary taggers.
         """
         states = self.encoder(batch)
-        arc_scores = self.arc_attn(self.arc_dep(states), self.arc_head(states)).squeeze(-1)
-        arc_scores = arc_scores.masked_fill(
-            ~_valid_heads(batch.lengths, states.shape[1]), float("-inf")
-        )
+        arc_scores = score_arcs(self, states, batch.lengths)
         tag_scores = {column: head(states) for column, head in self.taggers.items()} if tag else {}
         return ArcRelScores(arc_scores, self.rel_dep(states), self.rel_head(states), tag_scores)
 
@@ -272,6 +269,19 @@ def _gold_tree_log_probs(arc_scores: torch.Tensor, batch: Batch) -> torch.Tensor
             )
             log_prob = log_prob.index_put((rows,), group)
     return log_prob
+
+
+def score_arcs(heads: nn.Module, states: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Biaffine arc scores float[B, N+1, N+1] (``[b, d, h]``), impossible heads at ``-inf``.
+
+    Args:
+        heads: holds the arc scorer as ``arc_dep``, ``arc_head`` (MLPs) and ``arc_attn``
+            (a one-output :class:`Biaffine` with the head prior), as both parser families name it.
+        states: float[B, N+1, H], the encoder states.
+        lengths: long[B], words per sentence.
+    """
+    arc_scores = heads.arc_attn(heads.arc_dep(states), heads.arc_head(states)).squeeze(-1)
+    return arc_scores.masked_fill(~_valid_heads(lengths, states.shape[1]), float("-inf"))
 
 
 def _valid_heads(lengths: torch.Tensor, total: int) -> torch.Tensor:

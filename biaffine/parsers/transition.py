@@ -30,6 +30,7 @@ from biaffine.parsers.biaffine import (
     _TAGGERS,
     add_tagger_losses,
     mean_cross_entropy,
+    score_arcs,
     tagger_heads,
 )
 from transitions.projective import projectivize
@@ -49,12 +50,15 @@ class TransitionStates:
         rel_dep: float[B, N+1, rel_mlp], label MLP vectors of the words as dependents.
         rel_head: float[B, N+1, rel_mlp], label MLP vectors of the words as heads.
         tag_scores: auxiliary tagger scores by column (see :class:`BiaffineParser`).
+        arc_scores: float[B, N+1, N+1] of the graph head (``[b, d, h]``, impossible heads at
+            ``-inf``), None without one.
     """
 
     slots: torch.Tensor
     rel_dep: torch.Tensor
     rel_head: torch.Tensor
     tag_scores: dict[str, torch.Tensor] = field(default_factory=dict)
+    arc_scores: torch.Tensor | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,13 @@ class TransitionParser(nn.Module):
     Projective systems train on pseudo-projective trees (Nivre & Nilsson, 2005, "head"
     encoding, :meth:`prepare_training`); their output is deprojectivized after labelling.
 
+    With ``graph_loss_weight`` > 0 the parser is the combined model of Zhang & Clark (2008) on
+    one encoder: a biaffine arc scorer (the graph parser's, Dozat & Manning 2017) is trained
+    beside the transition classifier on the sum of the losses, and a search can add its arc
+    log-probabilities to the transition scores (``DecoderSettings.graph_weight``). One
+    encoder and one loss rather than two models joined at parsing time: one checkpoint, one
+    encoder pass per sentence, and each head regularizes the other's encoder states.
+
     Attributes:
         kind: registry name recorded in checkpoints.
         family: :mod:`biaffine.inference` dispatches to the lockstep transition search.
@@ -121,6 +132,8 @@ class TransitionParser(nn.Module):
         tag_loss_weight: float = 0.0,
         xpos_loss_weight: float = 0.0,
         feats_loss_weight: float = 0.0,
+        graph_loss_weight: float = 0.0,
+        graph_mlp: int = 400,
     ) -> None:
         """Build the transition and label scorers on top of ``encoder``.
 
@@ -141,6 +154,9 @@ class TransitionParser(nn.Module):
             tag_loss_weight: weight of the auxiliary UPOS loss; 0 disables that head.
             xpos_loss_weight: weight of the auxiliary XPOS loss; 0 disables that head.
             feats_loss_weight: weight of the auxiliary FEATS loss; 0 disables that head.
+            graph_loss_weight: weight of the graph head's per-word head cross entropy; 0 (the
+                default) builds no graph head, > 0 makes the combined model.
+            graph_mlp: size of the graph head's arc MLPs (when it is built).
 
         Raises:
             ValueError: an unknown system or option, sizes < 1 (n_stack + n_buffer < 1), a
@@ -182,6 +198,15 @@ class TransitionParser(nn.Module):
         self.rel_head = MLP(n_states, rel_mlp, dropout=mlp_dropout)
         self.rel_attn = Biaffine(rel_mlp, len(vocabs.rels), bias_x=True, bias_y=True)
         self.taggers = tagger_heads(vocabs, self._config, n_states, tag_mlp, mlp_dropout)
+        if graph_loss_weight > 0:  # named as in BiaffineParser, for score_arcs
+            self.arc_dep = MLP(n_states, graph_mlp, dropout=mlp_dropout)
+            self.arc_head = MLP(n_states, graph_mlp, dropout=mlp_dropout)
+            self.arc_attn = Biaffine(graph_mlp, 1, bias_x=True, bias_y=False)
+
+    @property
+    def has_graph_head(self) -> bool:
+        """The combined model: a biaffine arc scorer beside the transition classifier."""
+        return self._config["graph_loss_weight"] > 0
 
     @classmethod
     def from_config(cls, vocabs: Vocabs, config: Mapping[str, Any]) -> TransitionParser:
@@ -252,7 +277,9 @@ class TransitionParser(nn.Module):
         weight = self.slot_weight.to(states.dtype).transpose(0, 1).reshape(n_states, -1)
         slots = (with_empty @ weight).view(*with_empty.shape[:2], n_slots, hidden)
         tag_scores = {column: head(states) for column, head in self.taggers.items()} if tag else {}
-        return TransitionStates(slots, self.rel_dep(states), self.rel_head(states), tag_scores)
+        arc_scores = score_arcs(self, states, batch.lengths) if self.has_graph_head else None
+        rel_dep, rel_head = self.rel_dep(states), self.rel_head(states)
+        return TransitionStates(slots, rel_dep, rel_head, tag_scores, arc_scores)
 
     def score_transitions(
         self, encoded: TransitionStates, rows: torch.Tensor, positions: torch.Tensor
@@ -328,7 +355,8 @@ class TransitionParser(nn.Module):
         """Transition cross entropy + label cross entropy at gold arcs (+ tagger losses).
 
         Each term is a mean: transitions over the oracle's configurations, labels over words
-        with a known gold label, tags over words.
+        with a known gold label, tags and the graph head's head cross entropy (weighted by
+        ``graph_loss_weight``, combined model only) over words.
 
         Args:
             scores: the output of :meth:`forward` on ``batch``.
@@ -341,13 +369,19 @@ class TransitionParser(nn.Module):
         mask = batch.mask
         gold_arc_rels = self.rel_scores_at(scores.encoded, batch.heads)  # [B, N+1, R]
         loss = transition_loss + mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
+        arc_scores = scores.encoded.arc_scores
+        if arc_scores is not None:
+            head_loss = F.cross_entropy(arc_scores[mask], batch.heads[mask])
+            loss = loss + self._config["graph_loss_weight"] * head_loss
         return add_tagger_losses(loss, scores.encoded.tag_scores, batch, self._config)
 
 
 def _validate(config: Mapping[str, Any], encoder: nn.Module) -> None:
-    for key in ("arc_mlp", "rel_mlp", "tag_mlp"):
+    for key in ("arc_mlp", "rel_mlp", "tag_mlp", "graph_mlp"):
         if config[key] < 1:
             raise ValueError(f"{key}={config[key]} must be >= 1")
+    if config["graph_loss_weight"] < 0:
+        raise ValueError(f"graph_loss_weight={config['graph_loss_weight']} must be >= 0")
     n_stack, n_buffer = config["n_stack"], config["n_buffer"]
     if min(n_stack, n_buffer) < 0 or n_stack + n_buffer < 1:
         raise ValueError(

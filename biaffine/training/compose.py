@@ -251,7 +251,7 @@ def fit_settings(cfg: DictConfig) -> FitSettings:
         max_tokens=t.max_tokens,
         eval_max_tokens=t.eval_max_tokens,
         seed=t.seed,
-        decoder=DecoderSettings(d.algorithm, d.root_constraint),
+        decoder=DecoderSettings.from_config(d, cfg.get("search")),
         patience=t.patience,
         clip=t.clip,
         max_steps=t.max_steps,

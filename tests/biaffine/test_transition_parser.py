@@ -10,8 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
 
 import transitions
 from biaffine import checkpoint
@@ -19,10 +17,9 @@ from biaffine.data.batching import collate, encode
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.vocab import Vocabs, build_vocabs
 from biaffine.inference import parse
-from biaffine.inference.transition import deprojectivize_batch, greedy_search
+from biaffine.inference.transition import deprojectivize_batch
 from biaffine.nn import Encoder
 from biaffine.parsers import PARSERS, TransitionParser, build_parser
-from decoding.trees import is_tree
 from transitions.projective import projectivize
 
 ROOT = Path(__file__).parents[2]
@@ -83,28 +80,6 @@ def test_the_transition_loss_trains_on_every_oracle_transition(sentences) -> Non
     assert torch.isinf(scores.transition_scores).any()  # illegal transitions are masked
     picked = scores.transition_scores.gather(1, scores.actions.unsqueeze(1))
     assert torch.isfinite(picked).all()  # the oracle's transitions are legal
-
-
-@pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
-@given(
-    lengths=st.lists(st.integers(1, 9), min_size=1, max_size=6),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_greedy_search_builds_trees_the_system_can_build(
-    system: str, lengths: list[int], seed: int
-) -> None:
-    rng = np.random.default_rng(seed)
-    transition_system = transitions.get_system(system)
-    n_actions = len(transition_system.transitions)
-    heads = greedy_search(
-        transition_system, lengths, lambda rows, _: rng.normal(size=(len(rows), n_actions))
-    )
-    assert heads.shape == (len(lengths), max(lengths) + 1)
-    single, projective = transition_system.single_root, transition_system.projective
-    assert is_tree(heads, lengths, root_constraint=single, projective=projective).all()
-    for row, n in zip(heads, lengths, strict=True):
-        assert row[0] == -1
-        assert (row[n + 1 :] == -1).all()
 
 
 @pytest.mark.parametrize("system", ["arc_standard", "arc_eager_unshift", "swap"])
@@ -197,12 +172,15 @@ def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return result
 
 
-def test_train_py_then_predict_py_with_a_transition_parser(tmp_path: Path) -> None:
+def test_train_py_then_predict_py_with_a_combined_model(tmp_path: Path) -> None:
+    # model=combined is arc-hybrid with a graph head: the transition parser's whole path, plus
+    # the beam and the graph weight from predict.py's search group.
     run_dir = tmp_path / "run"
-    overrides = ["model=arc_hybrid", "experiment=smoke", "trainer.max_epochs=1"]
+    overrides = ["model=combined", "experiment=smoke", "trainer.max_epochs=1"]
     run([str(ROOT / "train.py"), *overrides, f"hydra.run.dir={run_dir}"], tmp_path)
     saved = checkpoint.load(run_dir / "best.pt")
     assert (saved.parser, saved.model_config["system"]) == ("transition", "arc_hybrid")
+    assert saved.model_config["graph_loss_weight"] == 1.0
     predict = [str(ROOT / "predict.py"), f"checkpoint={run_dir / 'best.pt'}", f"input={TINY}"]
     predicted = run([*predict, "eval=true"], tmp_path)
     assert "UAS" in predicted.stderr
@@ -210,3 +188,7 @@ def test_train_py_then_predict_py_with_a_transition_parser(tmp_path: Path) -> No
     out = tmp_path / "out.conllu"
     out.write_text(predicted.stdout)
     assert [s.forms for s in read_conllu(out, require_trees=True)] == [s.forms for s in parsed]
+    beam = ["search=beam", "search.beam_size=4", "search.graph_weight=0.5"]
+    beamed = run([*predict, *beam], tmp_path)
+    out.write_text(beamed.stdout)
+    assert [s.heads.count(0) for s in read_conllu(out)] == [1] * len(parsed)

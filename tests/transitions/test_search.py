@@ -1,0 +1,194 @@
+"""Greedy and beam search: beam 1 is greedy, a wide beam is exact, every tree is well formed.
+
+The exact best path is found by dynamic programming over the pure-Python reference's state graph
+(`reference.py`, no code shared with the kernels), scored by the same callback as the search.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+import reference
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import transitions
+from decoding.trees import is_tree
+from transitions.search import beam_search, greedy_search
+
+N_STACK, N_BUFFER = 3, 2
+MAX_WORDS = 9
+
+
+def table_scorer(seed: int, n_sentences: int, n_actions: int):
+    """A deterministic ``score(rows, positions)``: a random table over (row, s0, s1, b0)."""
+    rng = np.random.default_rng(seed)
+    size = MAX_WORDS + 2  # positions 0..MAX_WORDS, and -1 reads the last entry
+    table = rng.normal(scale=2.0, size=(n_sentences, size, size, size, n_actions))
+
+    def score(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        return table[rows, positions[:, 0], positions[:, 1], positions[:, N_STACK]]
+
+    return score
+
+
+def arc_table(seed: int, n_sentences: int, n: int) -> np.ndarray:
+    """float[B, n+1, n+1] of log-probabilities (rows: dependents), as a graph parser gives."""
+    rng = np.random.default_rng(seed + 1)
+    logits = rng.normal(scale=2.0, size=(n_sentences, n + 1, n + 1))
+    return logits - np.logaddexp.reduce(logits, axis=2, keepdims=True)
+
+
+def positions_of(state: reference.State) -> np.ndarray:
+    stack, buffer = state[0], state[1]
+    slots = [stack[-1 - i] if i < len(stack) else -1 for i in range(N_STACK)]
+    slots += [buffer[i] if i < len(buffer) else -1 for i in range(N_BUFFER)]
+    return np.array([slots], dtype=np.int64)
+
+
+def exact_best(system: str, n: int, score, arcs: np.ndarray | None) -> float:
+    """The best path score over every complete transition sequence (DP on the state graph)."""
+    names = transitions.get_system(system).transitions
+
+    def arc_gain(dep: int, head: int) -> float:
+        return 0.0 if arcs is None else float(arcs[0, dep, head])
+
+    @functools.cache
+    def best(state: reference.State) -> float:
+        if reference.terminal(system, state):
+            heads = reference.tree(system, state)
+            added = [d for d in range(1, n + 1) if heads[d] >= 0 and state[2][d] < 0]
+            return sum(arc_gain(d, heads[d]) for d in added)
+        nexts = reference.moves(system, state)
+        raw = np.asarray(score(np.zeros(1, dtype=np.int64), positions_of(state)))[0]
+        legal = [names.index(name) for name in nexts]
+        log_z = np.logaddexp.reduce(raw[legal])
+        total = -np.inf
+        for name, nxt in nexts.items():
+            new = [d for d in range(1, n + 1) if nxt[2][d] != state[2][d]]
+            gain = sum(arc_gain(d, nxt[2][d]) for d in new)
+            total = max(total, raw[names.index(name)] - log_z + gain + best(nxt))
+        return total
+
+    return best(reference.initial(system, n))
+
+
+def tree_arc_score(heads: np.ndarray, arcs: np.ndarray, row: int) -> float:
+    deps = np.flatnonzero(heads >= 0)
+    return float(arcs[row, deps, heads[deps]].sum())
+
+
+@pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
+@given(
+    lengths=st.lists(st.integers(1, MAX_WORDS), min_size=1, max_size=5), seed=st.integers(0, 999)
+)
+def test_beam_of_one_is_greedy(system: str, lengths: list[int], seed: int) -> None:
+    transition_system = transitions.get_system(system)
+    score = table_scorer(seed, len(lengths), len(transition_system.transitions))
+    greedy = greedy_search(transition_system, lengths, score)
+    beam = beam_search(transition_system, lengths, score, beam_size=1)
+    np.testing.assert_array_equal(beam.heads, greedy.heads)
+    np.testing.assert_array_equal(beam.steps, greedy.steps)
+    np.testing.assert_allclose(beam.path_log_probs, greedy.path_log_probs, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
+@given(
+    lengths=st.lists(st.integers(1, MAX_WORDS), min_size=1, max_size=6), seed=st.integers(0, 999)
+)
+def test_greedy_trees_are_trees_the_system_can_build(
+    system: str, lengths: list[int], seed: int
+) -> None:
+    transition_system = transitions.get_system(system)
+    score = table_scorer(seed, len(lengths), len(transition_system.transitions))
+    found = greedy_search(transition_system, lengths, score)
+    assert found.heads.shape == (len(lengths), max(lengths) + 1)
+    single, projective = transition_system.single_root, transition_system.projective
+    assert is_tree(found.heads, lengths, root_constraint=single, projective=projective).all()
+    assert (found.path_log_probs <= 0).all()
+    for row, n in enumerate(lengths):
+        assert found.heads[row, 0] == -1
+        assert (found.heads[row, n + 1 :] == -1).all()
+
+
+@pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
+@pytest.mark.parametrize("with_arcs", [False, True])
+@given(n=st.integers(1, 4), seed=st.integers(0, 999))
+@settings(max_examples=30)  # n <= 4 has few shapes; each example enumerates every path
+def test_a_beam_that_never_prunes_finds_the_best_path(
+    system: str, with_arcs: bool, n: int, seed: int
+) -> None:
+    transition_system = transitions.get_system(system)
+    score = table_scorer(seed, 1, len(transition_system.transitions))
+    arcs = arc_table(seed, 1, n) if with_arcs else None
+    found = beam_search(transition_system, [n], score, beam_size=4096, arc_scores=arcs)
+    assert found.scores[0] == pytest.approx(exact_best(system, n, score, arcs), abs=1e-9)
+    # The score is the path's log-probability plus the arc scores of the tree it built.
+    extra = 0.0 if arcs is None else tree_arc_score(found.heads[0], arcs, 0)
+    assert found.scores[0] == pytest.approx(found.path_log_probs[0] + extra, abs=1e-9)
+
+
+@pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
+@given(
+    lengths=st.lists(st.integers(1, MAX_WORDS), min_size=1, max_size=5),
+    beam_size=st.integers(1, 8),
+    seed=st.integers(0, 999),
+)
+def test_beam_trees_are_trees_the_system_can_build(
+    system: str, lengths: list[int], beam_size: int, seed: int
+) -> None:
+    transition_system = transitions.get_system(system)
+    score = table_scorer(seed, len(lengths), len(transition_system.transitions))
+    arcs = arc_table(seed, len(lengths), max(lengths))
+    found = beam_search(transition_system, lengths, score, beam_size=beam_size, arc_scores=arcs)
+    single, projective = transition_system.single_root, transition_system.projective
+    assert is_tree(found.heads, lengths, root_constraint=single, projective=projective).all()
+    assert (found.scores <= found.path_log_probs + 1e-12).all()  # arc scores are <= 0
+    for row, n in enumerate(lengths):
+        assert found.heads[row, 0] == -1
+        assert (found.heads[row, n + 1 :] == -1).all()
+
+
+@pytest.mark.parametrize("system", ["arc_eager", "swap", "arc_eager_unshift"])
+@given(lengths=st.lists(st.integers(1, MAX_WORDS), min_size=2, max_size=5), seed=st.integers(0, 99))
+def test_sentences_of_a_batch_do_not_interact(system: str, lengths: list[int], seed: int) -> None:
+    transition_system = transitions.get_system(system)
+    n_actions = len(transition_system.transitions)
+    score = table_scorer(seed, len(lengths), n_actions)
+    arcs = arc_table(seed, len(lengths), max(lengths))
+    together = beam_search(transition_system, lengths, score, beam_size=4, arc_scores=arcs)
+    for row, n in enumerate(lengths):
+
+        def alone_score(rows, positions, row=row):
+            return score(np.full_like(rows, row), positions)
+
+        alone = beam_search(
+            transition_system, [n], alone_score, beam_size=4, arc_scores=arcs[row : row + 1]
+        )
+        np.testing.assert_array_equal(alone.heads[0], together.heads[row, : n + 1])
+        assert alone.scores[0] == together.scores[row]
+
+
+def test_arc_eager_leftovers_on_root_pay_their_arc_score() -> None:
+    system = transitions.get_system("arc_eager")
+    n = 3
+    # Always SHIFT: every word is left on the stack and put on ROOT at the end.
+    score = lambda rows, _: np.tile([5.0, -50.0, -50.0, -50.0], (len(rows), 1))  # noqa: E731
+    arcs = np.full((1, n + 1, n + 1), -1.0)
+    arcs[0, :, 0] = -0.25
+    found = beam_search(system, [n], score, beam_size=1, arc_scores=arcs)
+    assert found.heads[0].tolist() == [-1, 0, 0, 0]
+    assert found.scores[0] == pytest.approx(found.path_log_probs[0] - 0.75)
+
+
+def test_bad_arguments_are_refused() -> None:
+    system = transitions.get_system("arc_hybrid")
+    score = table_scorer(0, 1, 3)
+    with pytest.raises(ValueError, match="beam_size=0"):
+        beam_search(system, [3], score, beam_size=0)
+    with pytest.raises(ValueError, match="<= 0"):
+        beam_search(system, [3], score, beam_size=2, arc_scores=np.ones((1, 4, 4)))
+    with pytest.raises(ValueError, match="float\\[B, N\\+1, N\\+1\\]"):
+        beam_search(system, [3], score, beam_size=2, arc_scores=np.zeros((1, 3, 3)))

@@ -1,0 +1,271 @@
+"""Greedy and beam search over any transition system, generic over a scoring callback.
+
+Torch-free like the rest of :mod:`transitions`: a search asks a ``score(rows, positions)``
+callback for the transition scores of the configurations it holds (the torch side runs a
+classifier there) and does its own bookkeeping in numpy. Many sentences advance together, one
+callback call per step for every live configuration of the batch.
+
+Scores are normalized here: an item's score is the log-probability of its transition path, the
+sum over its steps of ``log softmax`` over the legal transitions, plus, in the combined model of
+Zhang & Clark (2008), ``arc_scores[b, d, h]`` for every arc h -> d its tree gets (a graph
+model's head log-probabilities, weighted by the caller).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from decoding.types import BoolArray, FloatArray, IntArray
+
+from .systems import TransitionSystem
+
+__all__ = ["Scorer", "SearchResult", "beam_search", "greedy_search"]
+
+Scorer = Callable[[IntArray, IntArray], npt.ArrayLike]
+"""``score(rows int64[C], positions int64[C, K]) -> float[C, A]``: raw transition scores.
+
+``rows`` are the sentences (batch rows) of the C configurations, ``positions`` their feature
+positions (:meth:`Configs.positions`, -1 for an empty slot). Illegal transitions are masked by
+the search, whatever score they get.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """The trees a search found, one per sentence.
+
+    Attributes:
+        heads: int64[B, N+1], ``-1`` at ROOT and padding (with arc_eager's ``attach_leftovers``
+            off, also at words left headless).
+        path_log_probs: float64[B], log-probability of the chosen transition path: the sum of
+            the log-softmax (over legal transitions) of every transition taken. Not a tree
+            probability: other paths may build the same tree.
+        scores: float64[B], what the search maximized: ``path_log_probs`` plus the arc scores of
+            the tree's arcs (equal to ``path_log_probs`` without arc scores).
+        steps: int64[B], transitions taken.
+    """
+
+    heads: IntArray
+    path_log_probs: FloatArray
+    scores: FloatArray
+    steps: IntArray
+
+
+def greedy_search(
+    system: TransitionSystem,
+    lengths: npt.ArrayLike,
+    score: Scorer,
+    *,
+    n_stack: int = 3,
+    n_buffer: int = 2,
+) -> SearchResult:
+    """Greedy parsing of a batch in lockstep: the best legal transition, one step at a time.
+
+    Args:
+        system: the transition system.
+        lengths: int[B], words per sentence.
+        score: raw transition scores of the unfinished configurations; called once per step.
+        n_stack: stack words in the feature positions.
+        n_buffer: buffer words in the feature positions.
+
+    Returns:
+        :class:`SearchResult` (``scores`` equal ``path_log_probs``).
+    """
+    configs = system.initial(np.asarray(lengths, dtype=np.int64))
+    actions = np.zeros(len(configs), dtype=np.int64)
+    log_probs = np.zeros(len(configs))
+    active = ~system.terminal(configs)
+    while active.any():
+        rows = np.flatnonzero(active)
+        positions = configs.positions(n_stack, n_buffer)[rows]
+        legal_scores = _legal_log_softmax(score(rows, positions), system.legal(configs)[rows])
+        actions[rows] = legal_scores.argmax(1)
+        log_probs[rows] += legal_scores[np.arange(rows.size), actions[rows]]
+        system.apply(configs, actions, None, active)
+        active = ~system.terminal(configs)
+    heads, _ = system.tree(configs)
+    return SearchResult(heads, log_probs, log_probs.copy(), configs.steps.copy())
+
+
+def beam_search(
+    system: TransitionSystem,
+    lengths: npt.ArrayLike,
+    score: Scorer,
+    *,
+    beam_size: int,
+    n_stack: int = 3,
+    n_buffer: int = 2,
+    arc_scores: npt.ArrayLike | None = None,
+) -> SearchResult:
+    """Beam search of a batch in lockstep (Zhang & Clark, 2008), one score call per step.
+
+    Each sentence keeps its ``beam_size`` best live items. A step expands every live item by
+    every legal transition and keeps, per sentence, the best ``beam_size`` expansions (ties go
+    to the earlier item, then the lower action id, so ``beam_size=1`` is :func:`greedy_search`).
+    Live items of a sentence have therefore always taken the same number of transitions.
+
+    Systems whose paths differ in length (arc-eager, Unshift, swap; arc-standard and arc-hybrid
+    always take 2n) are handled by moving an item out of the beam when it becomes terminal: its
+    complete path competes with the other complete paths of its sentence by total score, and no
+    longer takes a beam slot. Every step only adds log-probabilities (<= 0), so a live item's
+    score bounds all its continuations: a sentence stops as soon as its best finished item
+    scores at least as high as its best live one. With a beam wide enough never to prune, the
+    result is the exact best path (tested against enumeration).
+
+    Args:
+        system: the transition system.
+        lengths: int[B], words per sentence.
+        score: raw transition scores of the live items; called once per step.
+        beam_size: k >= 1, items kept per sentence.
+        n_stack: stack words in the feature positions.
+        n_buffer: buffer words in the feature positions.
+        arc_scores: float[B, N+1, N+1] or None; ``arc_scores[b, d, h]`` (<= 0, e.g. a graph
+            parser's head log-probability times a weight) is added to an item's score when its
+            tree gets the arc h -> d, including the arcs to ROOT that end-of-input rules add
+            (arc-eager's leftovers, Unshift's last word). -inf forbids an arc.
+
+    Returns:
+        :class:`SearchResult`.
+
+    Raises:
+        ValueError: ``beam_size`` < 1; ``arc_scores`` of the wrong shape or with a positive or
+            NaN entry (it would break the stopping bound).
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam_size={beam_size} must be >= 1")
+    lengths = np.asarray(lengths, dtype=np.int64)
+    beam = _Beam(system, lengths, beam_size, _check_arc_scores(arc_scores, lengths))
+    while beam.live.any():
+        rows = np.flatnonzero(beam.live)
+        positions = beam.configs.positions(n_stack, n_buffer)[rows]
+        raw = score(rows // beam_size, positions)
+        beam.step(rows, _legal_log_softmax(raw, system.legal(beam.configs)[rows]))
+    return SearchResult(beam.best_heads, beam.best_log_probs, beam.best_scores, beam.best_steps)
+
+
+class _Beam:
+    """The live items of every sentence (rows ``b*k .. b*k+k-1``) and the best finished one.
+
+    Attributes:
+        configs: B*k configurations; a dead row holds a stale configuration.
+        live: bool[B*k], the row holds a live item.
+        item_scores, item_log_probs: float64[B*k], search score and path log-probability.
+        best_heads: int64[B, N+1], the best finished tree of each sentence so far.
+        best_scores, best_log_probs: float64[B], -inf while none finished.
+        best_steps: int64[B].
+    """
+
+    def __init__(
+        self,
+        system: TransitionSystem,
+        lengths: IntArray,
+        beam_size: int,
+        arc_scores: FloatArray | None,
+    ) -> None:
+        n, k = lengths.shape[0], beam_size
+        self.system, self.k, self.arc_scores = system, k, arc_scores
+        self.configs = system.initial(np.repeat(lengths, k))
+        self.live = np.zeros(n * k, dtype=np.bool_)
+        self.live[::k] = True  # one initial item per sentence; never terminal (n >= 1)
+        self.item_scores = np.where(self.live, 0.0, -np.inf)
+        self.item_log_probs = self.item_scores.copy()
+        self.best_heads = np.full((n, self.configs.max_words + 1), -1, dtype=np.int64)
+        self.best_scores = np.full(n, -np.inf)
+        self.best_log_probs = np.full(n, -np.inf)
+        self.best_steps = np.zeros(n, dtype=np.int64)
+
+    def step(self, rows: IntArray, log_probs: FloatArray) -> None:
+        """Expand the live ``rows`` (int64[C]) by their legal transitions, keep the best k.
+
+        Args:
+            rows: the live rows, ascending.
+            log_probs: float64[C, A], log-softmax over legal transitions, -inf where illegal.
+        """
+        k, n_actions = self.k, log_probs.shape[1]
+        n_rows = self.live.shape[0]
+        step_log_probs = np.full((n_rows, n_actions), -np.inf)
+        step_log_probs[rows] = log_probs
+        gains = step_log_probs.copy()
+        if self.arc_scores is not None:
+            gains[rows] += self._arc_gains(rows, log_probs)
+        # Candidates of sentence b: item j's action a at column j * A + a of row b.
+        candidates = (self.item_scores[:, None] + gains).reshape(n_rows // k, k * n_actions)
+        order = np.argsort(-candidates, axis=1, kind="stable")[:, :k]  # ties: lower column
+        chosen = np.take_along_axis(candidates, order, 1).ravel()
+        sentence = np.repeat(np.arange(n_rows // k), k)
+        source = sentence * k + order.ravel() // n_actions
+        actions = order.ravel() % n_actions
+        path = self.item_log_probs[source] + step_log_probs[source, actions]
+        self.configs = self.configs.take(source)
+        self.live = chosen > -np.inf
+        self.system.apply(self.configs, np.where(self.live, actions, 0), None, self.live)
+        self.item_scores = np.where(self.live, chosen, -np.inf)
+        self.item_log_probs = np.where(self.live, path, -np.inf)
+        self._finish(self.live & self.system.terminal(self.configs))
+        self._stop_settled_sentences()
+
+    def _arc_gains(self, rows: IntArray, log_probs: FloatArray) -> FloatArray:
+        """float64[C, A]: the arc score of the arc each legal action of ``rows`` creates."""
+        assert self.arc_scores is not None
+        legal = np.zeros((self.live.shape[0], log_probs.shape[1]), dtype=np.bool_)
+        legal[rows] = log_probs > -np.inf
+        arcs = self.system.candidate_arcs(self.configs, legal)[rows]  # [C, A, 2]
+        item, action = np.nonzero(arcs[:, :, 1] >= 0)
+        gains = np.zeros(log_probs.shape)
+        head, dep = arcs[item, action, 0], arcs[item, action, 1]
+        gains[item, action] = self.arc_scores[rows[item] // self.k, dep, head]
+        return gains
+
+    def _finish(self, finished: BoolArray) -> None:
+        """Move the items that just became terminal out of the beam, keeping each best one."""
+        if not finished.any():
+            return
+        rows = np.flatnonzero(finished)
+        heads, _ = self.system.tree(self.configs.take(rows))
+        scores = self.item_scores[rows].copy()
+        if self.arc_scores is not None:  # arcs that end-of-input rules add (e.g. leftovers)
+            added = (heads >= 0) & (self.configs.heads[rows] < 0)
+            item, dep = np.nonzero(added)
+            sentence = rows[item] // self.k
+            np.add.at(scores, item, self.arc_scores[sentence, dep, heads[item, dep]])
+        for i in np.argsort(-scores, kind="stable"):  # best first: ties keep the earlier item
+            sentence = rows[i] // self.k
+            if scores[i] > self.best_scores[sentence]:
+                self.best_scores[sentence] = scores[i]
+                self.best_log_probs[sentence] = self.item_log_probs[rows[i]]
+                self.best_heads[sentence] = heads[i]
+                self.best_steps[sentence] = self.configs.steps[rows[i]]
+        self.live[rows] = False
+        self.item_scores[rows] = -np.inf
+
+    def _stop_settled_sentences(self) -> None:
+        """End sentences whose best finished item no live item can beat (scores only fall)."""
+        best_live = self.item_scores.reshape(-1, self.k).max(1)
+        settled = self.best_scores >= best_live
+        self.live &= ~np.repeat(settled, self.k)
+        self.item_scores[~self.live] = -np.inf
+
+
+def _legal_log_softmax(raw: npt.ArrayLike, legal: BoolArray) -> FloatArray:
+    """float64[C, A]: log-softmax over the legal entries of each row, -inf elsewhere."""
+    scores = np.where(legal, np.asarray(raw, dtype=np.float64), -np.inf)
+    top = scores.max(1, keepdims=True)
+    shifted = scores - top
+    return shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+
+
+def _check_arc_scores(arc_scores: npt.ArrayLike | None, lengths: IntArray) -> FloatArray | None:
+    if arc_scores is None:
+        return None
+    array = np.asarray(arc_scores, dtype=np.float64)
+    width = int(lengths.max(initial=1)) + 1
+    expected = (lengths.shape[0], width, width)
+    if array.ndim != 3 or array.shape[0] != expected[0] or min(array.shape[1:]) < width:
+        raise ValueError(f"arc_scores must be float[B, N+1, N+1] = {expected}, got {array.shape}")
+    if np.isnan(array).any() or (array > 0).any():
+        raise ValueError("arc_scores must be <= 0 (log-probabilities times a weight), no NaN")
+    return array
