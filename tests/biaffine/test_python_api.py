@@ -159,5 +159,8 @@ def test_constraints_that_admit_no_tree_name_the_sentence(checkpoint_path, sente
     parser = Parser.load(checkpoint_path, threads=1)
     cyclic = [[None] * len(s) for s in sentences]
     cyclic[1][:2] = [2, 1]  # words 1 and 2 head each other
-    with pytest.raises(ValueError, match="sentence 1: no tree satisfies the constraints"):
+    where = re.escape(f"{sentences[1].source}:{sentences[1].line}")
+    with pytest.raises(ValueError, match=f"^{where}: no tree satisfies the constraints"):
         parser.parse_constrained(sentences, cyclic)
+    with pytest.raises(ValueError, match=r"^<input>:2: no tree satisfies the constraints"):
+        parser.parse_constrained([s.forms for s in sentences], cyclic)
