@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from sys import intern
@@ -195,11 +195,18 @@ class Sentence:
             lines[k] = _replace_misc(lines[k], pairs)
         return self._with_lines(lines, list(self.word_lines))
 
-    def with_comments(self, pairs: Sequence[tuple[str, str]]) -> Sentence:
+    def with_comments(
+        self, pairs: Sequence[tuple[str, str]], *, drop: Collection[str] = ()
+    ) -> Sentence:
         """A copy with ``# key = value`` comment lines after the sentence's other comments.
 
         A comment with one of the new keys is dropped first (no repeated keys); every other byte
         is kept. New lines end as the sentence's first word or range line does.
+
+        Args:
+            pairs: (key, value) of each new comment line, in order.
+            drop: first words of comments to remove as well (``newdoc`` removes ``# newdoc``
+                and ``# newdoc id = ...``).
 
         Raises:
             ConlluError: a key or value that a comment line cannot hold.
@@ -209,7 +216,11 @@ class Sentence:
         keys = {key for key, _ in pairs}
         first = next(k for k, text in enumerate(self.lines) if not _is_blank_or_comment(text))
         end = self.lines[first][len(self.lines[first].rstrip("\r\n")) :] or "\n"
-        head = [text for text in self.lines[:first] if _comment_key(text) not in keys]
+        head = [
+            text
+            for text in self.lines[:first]
+            if _comment_key(text) not in keys and _first_word(text) not in drop
+        ]
         added = [f"# {key} = {value}{end}" for key, value in pairs]
         lines = [*head, *added, *self.lines[first:]]
         shift = len(lines) - len(self.lines)
@@ -254,6 +265,12 @@ def _comment_key(text: str) -> str | None:
     if not text.startswith("#") or "=" not in text:
         return None
     return text[1:].split("=", 1)[0].strip()
+
+
+def _first_word(text: str) -> str | None:
+    """The first word of a comment line (``newdoc`` of ``# newdoc id = d1``), else None."""
+    words = text[1:].replace("=", " ").split() if text.startswith("#") else []
+    return words[0] if words else None
 
 
 def _replace_misc(text: str, pairs: Sequence[tuple[str, str]]) -> str:
