@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 from biaffine import distributed
 from biaffine.cli import report_user_errors
 from biaffine.inference import DecoderSettings
-from biaffine.predicting import predict
+from biaffine.predicting import PredictOptions, predict
 from biaffine.runtime import select_device
 
 
@@ -45,6 +45,7 @@ def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
         device=cfg.device,
         threads=cfg.threads,
         int8=cfg.int8,
+        options=PredictOptions(cfg.probabilities, cfg.kbest, cfg.keep_given_heads),
     )
 
 

@@ -218,7 +218,8 @@ class Parser:
 
         Raises:
             ValueError: lengths that do not match, or constraints that admit no tree (the message
-                names the sentence and why, e.g. fixed heads that form a cycle).
+                names the sentence as ``FILE:LINE``, or ``<input>:k`` for the k-th list of words,
+                and why, e.g. fixed heads that form a cycle).
         """
         self._require_graph("constrained parsing")
         sentences = list(_sentences(inputs))
@@ -236,7 +237,8 @@ class Parser:
                 options = {"algorithm": decoder, "root_constraint": root_constraint}
                 heads = decoding.constrained(matrix.cpu().numpy(), fixed_heads=fixed, **options)
             except ValueError as error:
-                raise ValueError(f"sentence {index.sentence}: {error}") from None
+                sentence = sentences[index.sentence]  # words given as lists: "<input>:k+1"
+                raise ValueError(f"{sentence.source}:{sentence.line}: {error}") from None
             tree = self._labelled(sentences[index.sentence], scores, index.row, heads)
             results[index.sentence] = ParsedTree(tree)
         return results  # type: ignore[return-value]  (every index filled once)

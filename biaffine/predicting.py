@@ -20,14 +20,21 @@ import torch
 from torch import nn
 
 from biaffine import checkpoint, distributed
+from biaffine.api import Parser
 from biaffine.data.conllu import Sentence, read_conllu, read_text, write_conllu
-from biaffine.data.vocab import Vocabs
 from biaffine.files import atomic_open
-from biaffine.inference import DecoderSettings, parse, warm_up
+from biaffine.inference import DecoderSettings, warm_up
 from biaffine.metrics import AttachmentScores, score_corpus
+from biaffine.predict_options import (
+    ChunkParser,
+    PredictOptions,
+    check_family,
+    check_options,
+    chunk_parser,
+)
 from biaffine.runtime import select_device, set_threads
 
-__all__ = ["FORMATS", "PredictResult", "predict", "quantized"]
+__all__ = ["FORMATS", "PredictOptions", "PredictResult", "predict", "quantized"]
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +72,12 @@ def predict(
     device: str = "cpu",
     threads: int | None = None,
     int8: bool = False,
+    options: PredictOptions | None = None,
 ) -> PredictResult:
     """Parse ``source`` with the model in ``checkpoint_path`` and write CoNLL-U to ``dest``.
 
-    Only HEAD and DEPREL of word lines change; every other byte of a CoNLL-U input comes back.
+    Only HEAD and DEPREL of word lines change; every other byte of a CoNLL-U input comes back
+    (``options`` may add MISC items and comment lines, and write a sentence several times).
     Under ``torchrun`` (an open process group, see :mod:`biaffine.distributed`), every rank
     reads the input, rank ``r`` parses chunks ``k * size + r`` (ranges of ``chunk_sentences``
     sentences), and rank 0 writes them all in input order: the same bytes as one process.
@@ -91,34 +100,42 @@ def predict(
         threads: torch CPU threads (None = torch's default).
         int8: run the LSTMs and linear layers with int8 weights (dynamic quantization, CPU
             only): on UD English EWT test 1.5x faster on 2 cores, UAS/LAS within 0.01.
+        options: probabilities, k-best trees or given heads kept
+            (:class:`biaffine.predict_options.PredictOptions`; default: one tree per sentence).
+            With k-best, ``evaluate`` scores the best tree of each sentence.
 
     Returns:
         Counts, time, and the scores if ``evaluate`` found gold trees.
 
     Raises:
         ValueError: unknown format, ``dest`` is the same file as ``source`` (a hard or
-            symbolic link included), ``int8`` on a GPU, or stdin on several processes.
+            symbolic link included), ``int8`` on a GPU, stdin on several processes, options
+            that do not combine or that the decoder or parser family cannot serve, or given
+            heads that admit no tree (``FILE:LINE`` of the sentence).
         FileNotFoundError: the folder of ``dest`` does not exist.
         biaffine.checkpoint.CheckpointError: unreadable checkpoint.
         biaffine.data.conllu.ConlluError: malformed input.
     """
     here = distributed.world()
-    _check_arguments(source, dest, input_format, chunk_sentences)
+    decoder = decoder if decoder is not None else DecoderSettings()
+    options = options if options is not None else PredictOptions()
+    _check_arguments(source, dest, input_format, chunk_sentences, decoder, options)
     if here.size > 1 and str(source) == STDIO:
         raise ValueError(f"input '-' (stdin) with {here.size} processes: give the input file")
     set_threads(threads)
-    model, vocabs = _load_model(checkpoint_path, device, int8=int8)
-    if input_format == "text" and getattr(model.encoder, "use_tags", False):
+    parser = _load_model(checkpoint_path, device, int8=int8)
+    check_family(parser, options)
+    if input_format == "text" and getattr(parser.model.encoder, "use_tags", False):
         log.warning("the model embeds UPOS tags, which plain text input lacks: expect lower scores")
-    decoder = decoder if decoder is not None else DecoderSettings()
+    parse_chunk = chunk_parser(parser, decoder, options, max_tokens)
     # Part of start-up, like loading the model: the timed rate is what a long input gets.
-    warm_up(model, {"": decoder})
+    warm_up(parser.model, {"": decoder})
+    if options != PredictOptions():
+        parse_chunk([Sentence.from_forms(["warm", "up"])])  # the option's own kernels too
     result, started = PredictResult(), time.perf_counter()
     sentences = _read(source, input_format)
-    options = {"evaluate": evaluate, "exclude_punct": exclude_punct}
-    parsed = _parse_chunks(
-        model, vocabs, sentences, decoder, max_tokens, chunk_sentences, result, **options
-    )
+    scoring = {"evaluate": evaluate, "exclude_punct": exclude_punct}
+    parsed = _parse_chunks(parse_chunk, sentences, chunk_sentences, result, **scoring)
     if not here.is_main:
         collections.deque(parsed, maxlen=0)  # this rank's share goes to rank 0, which writes
     elif str(dest) == STDIO:
@@ -134,12 +151,18 @@ def predict(
 
 
 def _check_arguments(
-    source: str | os.PathLike[str], dest: str | os.PathLike[str], fmt: str, chunk: int
+    source: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    fmt: str,
+    chunk: int,
+    decoder: DecoderSettings,
+    options: PredictOptions,
 ) -> None:
     if fmt not in FORMATS:
         raise ValueError(f"format={fmt!r}; expected one of {', '.join(FORMATS)}")
     if chunk < 1:
         raise ValueError(f"chunk_sentences={chunk} must be >= 1")
+    check_options(options, decoder, fmt)
     if str(dest) == STDIO:
         return
     if not Path(dest).parent.is_dir():
@@ -150,9 +173,7 @@ def _check_arguments(
         raise ValueError(f"output {dest} is the input file {source}: choose another output path")
 
 
-def _load_model(
-    path: str | os.PathLike[str], device: str, *, int8: bool = False
-) -> tuple[nn.Module, Vocabs]:
+def _load_model(path: str | os.PathLike[str], device: str, *, int8: bool = False) -> Parser:
     # int8 is refused by name first: on a machine without the GPU, that is the clearer error.
     if int8 and device not in ("cpu", "auto"):
         raise ValueError(f"int8=true runs on the CPU only, not on device={device!r}")
@@ -162,7 +183,7 @@ def _load_model(
     saved = checkpoint.load(path, map_location=device)
     model = checkpoint.build_model(saved).to(device)
     log.info("loaded %s (trained on %s)", path, saved.metadata.get("treebank", "unknown data"))
-    return (quantized(model) if int8 else model), saved.vocabs
+    return Parser(quantized(model) if int8 else model, saved.vocabs, device=device)
 
 
 def quantized(model: nn.Module) -> nn.Module:
@@ -186,11 +207,8 @@ def _read(source: str | os.PathLike[str], fmt: str) -> Iterator[Sentence]:
 
 
 def _parse_chunks(
-    model: nn.Module,
-    vocabs: Vocabs,
+    parse_chunk: ChunkParser,
     sentences: Iterable[Sentence],
-    decoder: DecoderSettings,
-    max_tokens: int,
     chunk_sentences: int,
     result: PredictResult,
     *,
@@ -200,12 +218,13 @@ def _parse_chunks(
     """Parsed sentences in input order on rank 0 (none elsewhere); updates ``result``.
 
     Each round reads ``size`` chunks; rank ``r`` parses chunk ``r`` and rank 0 gathers them.
+    ``parse_chunk`` gives one list per input sentence; its first sentence is the one scored.
     """
     here = distributed.world()
     iterator = iter(sentences)
     while chunks := _next_round(iterator, chunk_sentences, here.size):
         mine = chunks[here.rank] if here.rank < len(chunks) else []
-        parsed = parse(model, vocabs, mine, decoder, max_tokens=max_tokens) if mine else []
+        parsed = parse_chunk(mine) if mine else []
         gathered = distributed.gather(parsed, here)
         if gathered is None:
             continue
@@ -213,8 +232,9 @@ def _parse_chunks(
             result.n_sentences += len(chunk)
             result.n_words += sum(len(s) for s in chunk)
             if evaluate:
-                _score_chunk(chunk, chunk_parsed, result, exclude_punct)
-            yield from chunk_parsed
+                _score_chunk(chunk, [first for first, *_ in chunk_parsed], result, exclude_punct)
+            for written in chunk_parsed:
+                yield from written
 
 
 def _next_round(iterator: Iterator[Sentence], size: int, n: int) -> list[list[Sentence]]:

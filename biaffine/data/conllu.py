@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from sys import intern
@@ -19,7 +19,7 @@ from conllu.exceptions import ParseException
 from conllu.parser import parse_comment_line, parse_id_value, parse_int_value
 
 COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
-_HEAD, _DEPREL = 6, 7
+_HEAD, _DEPREL, _MISC = 6, 7, 9
 _BOM = "\ufeff"
 
 # conllu's ID and HEAD parsers, memoised: the same few hundred values fill nearly every line, and
@@ -163,6 +163,81 @@ class Sentence:
             self.source, self.line,
         )  # fmt: skip
 
+    def given_heads(self) -> list[int | None]:
+        """The HEAD column as given: the head of word i at index i - 1, None where it is ``_``.
+
+        Unlike :attr:`heads`, which is None as a whole when any HEAD is ``_`` (so scoring and
+        training never see a partial tree), this keeps a partial annotation for decoding around
+        it (``predict.py keep_given_heads=true``). Values were checked (0..n) when read.
+        """
+        return [_head_value(_columns(self.lines[k])[_HEAD]) for k in self.word_lines]
+
+    def with_misc(self, entries: Sequence[Sequence[tuple[str, str]]]) -> Sentence:
+        """A copy with ``key=value`` items set in each word's MISC column; every other byte kept.
+
+        The items already there keep their order and the new ones follow them (``_`` stands for
+        none); an item with one of the new keys is dropped first, so annotating an annotated
+        file does not repeat keys.
+
+        Args:
+            entries: per word (n lists), the (key, value) pairs to set.
+
+        Raises:
+            ConlluError: n lists expected, or a key or value that MISC cannot hold.
+        """
+        if len(entries) != len(self):
+            problem = f"MISC entries for {len(entries)} words, the sentence has {len(self)}"
+            raise ConlluError(self.source, self.line, problem)
+        lines = list(self.lines)
+        for k, pairs in zip(self.word_lines, entries, strict=True):
+            for key, value in pairs:
+                self._check_item(key, value, "|")
+            lines[k] = _replace_misc(lines[k], pairs)
+        return self._with_lines(lines, list(self.word_lines))
+
+    def with_comments(
+        self, pairs: Sequence[tuple[str, str]], *, drop: Collection[str] = ()
+    ) -> Sentence:
+        """A copy with ``# key = value`` comment lines after the sentence's other comments.
+
+        A comment with one of the new keys is dropped first (no repeated keys); every other byte
+        is kept. New lines end as the sentence's first word or range line does.
+
+        Args:
+            pairs: (key, value) of each new comment line, in order.
+            drop: first words of comments to remove as well (``newdoc`` removes ``# newdoc``
+                and ``# newdoc id = ...``).
+
+        Raises:
+            ConlluError: a key or value that a comment line cannot hold.
+        """
+        for key, value in pairs:
+            self._check_item(key, value, "")
+        keys = {key for key, _ in pairs}
+        first = next(k for k, text in enumerate(self.lines) if not _is_blank_or_comment(text))
+        end = self.lines[first][len(self.lines[first].rstrip("\r\n")) :] or "\n"
+        head = [
+            text
+            for text in self.lines[:first]
+            if _comment_key(text) not in keys and _first_word(text) not in drop
+        ]
+        added = [f"# {key} = {value}{end}" for key, value in pairs]
+        lines = [*head, *added, *self.lines[first:]]
+        shift = len(lines) - len(self.lines)
+        return self._with_lines(lines, [k + shift for k in self.word_lines])
+
+    def _check_item(self, key: str, value: str, banned: str) -> None:
+        bad_key = not _is_field(key) or any(c in key for c in "=| ")
+        if bad_key or not _is_field(value) or (banned and banned in value):
+            raise ConlluError(self.source, self.line, f"cannot write {key}={value!r} in CoNLL-U")
+
+    def _with_lines(self, lines: list[str], word_lines: list[int]) -> Sentence:
+        return Sentence(
+            list(self.forms), list(self.lemmas), list(self.upos), list(self.xpos),
+            list(self.feats), None if self.heads is None else list(self.heads),
+            list(self.deprels), lines, word_lines, self.source, self.line,
+        )  # fmt: skip
+
     def _words_only(self, values: Sequence, name: str) -> Sequence:
         n = len(self)
         if len(values) == n:
@@ -175,6 +250,37 @@ class Sentence:
 def _is_field(value: object) -> bool:
     """A non-empty string without tabs or line breaks: something one CoNLL-U column can hold."""
     return isinstance(value, str) and bool(value.strip()) and not any(c in value for c in "\t\r\n")
+
+
+def _columns(text: str) -> list[str]:
+    return text.rstrip("\r\n").split("\t")
+
+
+def _is_blank_or_comment(text: str) -> bool:
+    return text.isspace() or text.startswith("#")
+
+
+def _comment_key(text: str) -> str | None:
+    """``key`` of a ``# key = value`` line, else None."""
+    if not text.startswith("#") or "=" not in text:
+        return None
+    return text[1:].split("=", 1)[0].strip()
+
+
+def _first_word(text: str) -> str | None:
+    """The first word of a comment line (``newdoc`` of ``# newdoc id = d1``), else None."""
+    words = text[1:].replace("=", " ").split() if text.startswith("#") else []
+    return words[0] if words else None
+
+
+def _replace_misc(text: str, pairs: Sequence[tuple[str, str]]) -> str:
+    content = text.rstrip("\r\n")
+    cols = content.split("\t")
+    keys = {key for key, _ in pairs}
+    old = [] if cols[_MISC] == "_" else cols[_MISC].split("|")
+    items = [item for item in old if item.split("=", 1)[0] not in keys]
+    cols[_MISC] = "|".join([*items, *(f"{key}={value}" for key, value in pairs)]) or "_"
+    return "\t".join(cols) + text[len(content) :]
 
 
 def _replace_tree_columns(text: str, head: str, deprel: str) -> str:

@@ -10,6 +10,9 @@ from biaffine.nn import Encoder
 from biaffine.parsers import BiaffineParser
 
 ENCODER_OPTIONS = set(inspect.signature(Encoder).parameters) - {"vocabs"}
+TINY_PARSER = {"word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10}
+TINY_PARSER |= {"lstm_layers": 1, "arc_mlp": 12, "rel_mlp": 6}
+"""Options (encoder and parser mixed) of a parser small enough to build and run in milliseconds."""
 
 
 def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from builders import TINY_PARSER, biaffine_parser
 
+from biaffine.checkpoint import save
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.vocab import Vocabs, build_vocabs
 
@@ -33,3 +35,27 @@ def sentences() -> list[Sentence]:
 def vocabs(sentences: list[Sentence]) -> Vocabs:
     """Vocabularies of the tiny treebank, every word kept."""
     return build_vocabs(sentences, min_word_count=1)
+
+
+@pytest.fixture(scope="module")
+def graph_checkpoint(tmp_path_factory: pytest.TempPathFactory, vocabs: Vocabs) -> Path:
+    """``best.pt`` (alone in its folder) of a tiny biaffine parser with random, untied weights.
+
+    No training: random weights scaled up give informative, moderate scores in a second, which
+    is all the tests of parsing, probabilities, k-best and constraints need.
+    """
+    torch.manual_seed(0)
+    model = biaffine_parser(vocabs, **TINY_PARSER)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.add_(0.3 * torch.randn_like(param))  # informative, untied, moderate scores
+    path = tmp_path_factory.mktemp("api") / "best.pt"
+    save(
+        path,
+        parser=model.kind,
+        model_config=model.config(),
+        vocabs=vocabs,
+        state_dict=model.state_dict(),
+        metadata={},
+    )
+    return path

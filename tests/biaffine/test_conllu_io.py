@@ -215,6 +215,52 @@ def test_heads_none_when_some_head_is_underscore(tmp_path: Path) -> None:
     assert sentence.heads is None
     assert to_text([sentence]).encode() == path.read_bytes()
 
+    assert sentence.given_heads() == [None, 0]
+
+
+def test_given_heads_of_full_and_bare_sentences() -> None:
+    sentences = list(read_conllu(TINY))
+    assert all(s.given_heads() == s.heads for s in sentences)
+    assert Sentence.from_forms(["a", "b"]).given_heads() == [None, None]
+
+
+def test_with_misc_appends_after_kept_items_and_replaces_its_own_keys() -> None:
+    spaced = list(read_conllu(TINY))[4]  # MISC: '_', 'Gloss=ten=thousand|Flag|...', 'SpaceAfter=No'
+    pairs = [[("P", "0.5"), ("Q", "1")]] * len(spaced)
+    once = spaced.with_misc(pairs)
+    misc = [once.lines[k].rstrip("\n").split("\t")[9] for k in once.word_lines]
+    assert misc[0] == "P=0.5|Q=1"
+    assert misc[2] == "Gloss=ten=thousand|Flag|Translit=10 000|P=0.5|Q=1"
+    assert misc[3] == "SpaceAfter=No|P=0.5|Q=1"
+    assert once.with_misc(pairs).lines == once.lines  # no repeated keys
+    for ours, theirs in zip(once.lines, spaced.lines, strict=True):
+        assert ours.split("\t")[:9] == theirs.split("\t")[:9]
+
+
+def test_with_comments_go_after_the_comments_and_replace_their_own_keys() -> None:
+    mwt = list(read_conllu(TINY))[2]
+    once = mwt.with_comments([("k", "1"), ("j", "x y")])
+    assert once.lines[: len(mwt.comments) + 2] == [
+        *(c + "\n" for c in mwt.comments),
+        "# k = 1\n",
+        "# j = x y\n",
+    ]
+    assert [once.lines[k] for k in once.word_lines] == [mwt.lines[k] for k in mwt.word_lines]
+    assert once.with_comments([("k", "1"), ("j", "x y")]).lines == once.lines
+    assert next(read_conllu(io.StringIO(to_text([once])))).metadata["j"] == "x y"
+
+
+def test_crlf_comments_keep_crlf() -> None:
+    sentence = next(read_conllu(io.StringIO(f"{word_line(1)}\r\n\r\n", newline="")))
+    assert sentence.with_comments([("k", "v")]).lines[0] == "# k = v\r\n"
+
+
+@pytest.mark.parametrize(("key", "value"), [("a=b", "1"), ("a", "x|y"), ("a b", "1"), ("a", "")])
+def test_misc_items_that_do_not_fit_are_refused(key: str, value: str) -> None:
+    sentence = Sentence.from_forms(["w"])
+    with pytest.raises(ConlluError, match="cannot write"):
+        sentence.with_misc([[(key, value)]])
+
 
 # --- malformed input: ConlluError naming file and line -----------------------------------------
 

@@ -10,45 +10,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from builders import biaffine_parser
 
 import decoding
 from biaffine.api import Parser
-from biaffine.checkpoint import save
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence, read_conllu
-from biaffine.data.vocab import Vocabs
 from biaffine.inference import parse
 
-TINY = {"word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10}
-TINY |= {"lstm_layers": 1, "arc_mlp": 12, "rel_mlp": 6}
 README = Path(__file__).parents[2] / "README.md"
 TINY_CONLLU = Path(__file__).parents[1] / "data" / "tiny.conllu"
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-@pytest.fixture(scope="module")
-def checkpoint_path(tmp_path_factory: pytest.TempPathFactory, vocabs: Vocabs) -> Path:
-    torch.manual_seed(0)
-    model = biaffine_parser(vocabs, **TINY)
-    with torch.no_grad():
-        for param in model.parameters():
-            param.add_(0.3 * torch.randn_like(param))  # informative, untied, moderate scores
-    path = tmp_path_factory.mktemp("api") / "best.pt"
-    save(
-        path,
-        parser=model.kind,
-        model_config=model.config(),
-        vocabs=vocabs,
-        state_dict=model.state_dict(),
-        metadata={},
-    )
-    return path
-
-
-def test_words_text_and_sentences_parse_alike(checkpoint_path, sentences) -> None:
-    parser = Parser.load(checkpoint_path, threads=1)
+def test_words_text_and_sentences_parse_alike(graph_checkpoint, sentences) -> None:
+    parser = Parser.load(graph_checkpoint, threads=1)
     expected = parse(parser.model, parser.vocabs, sentences)
     from_sentences = parser.parse(sentences)
     from_text = parser.parse(TINY_CONLLU.read_text())
@@ -60,9 +36,9 @@ def test_words_text_and_sentences_parse_alike(checkpoint_path, sentences) -> Non
     assert [t.deprels for t in from_words] == [s.deprels for s in expected]
 
 
-def test_a_string_in_place_of_a_word_list_is_refused(checkpoint_path) -> None:
+def test_a_string_in_place_of_a_word_list_is_refused(graph_checkpoint) -> None:
     with pytest.raises(ValueError, match="input 0 is a string"):
-        Parser.load(checkpoint_path).parse(["The cat sat"])
+        Parser.load(graph_checkpoint).parse(["The cat sat"])
 
 
 def brute_force(matrix: np.ndarray, *, single_root: bool) -> dict[tuple[int, ...], float]:
@@ -78,8 +54,8 @@ def brute_force(matrix: np.ndarray, *, single_root: bool) -> dict[tuple[int, ...
 
 
 @pytest.mark.parametrize("root_constraint", [True, False])
-def test_probabilities_equal_brute_force(checkpoint_path, sentences, root_constraint) -> None:
-    parser = Parser.load(checkpoint_path, threads=1)
+def test_probabilities_equal_brute_force(graph_checkpoint, sentences, root_constraint) -> None:
+    parser = Parser.load(graph_checkpoint, threads=1)
     short = [s for s in sentences if len(s) <= 6]
     assert short
     trees = parser.parse(short, probabilities=True, root_constraint=root_constraint)
@@ -99,26 +75,26 @@ def test_probabilities_equal_brute_force(checkpoint_path, sentences, root_constr
         assert max(distribution.values()) == pytest.approx(math.exp(tree.log_prob), abs=1e-6)
 
 
-def test_greedy_output_that_is_no_tree_has_log_prob_minus_inf(checkpoint_path) -> None:
-    parser = Parser.load(checkpoint_path, threads=1)
+def test_greedy_output_that_is_no_tree_has_log_prob_minus_inf(graph_checkpoint) -> None:
+    parser = Parser.load(graph_checkpoint, threads=1)
     trees = parser.parse(TINY_CONLLU.read_text(), decoder="greedy", probabilities=True)
     for tree in trees:
         is_tree = decoding.is_tree(np.array([-1, *tree.heads]), root_constraint=False)
         assert math.isfinite(tree.log_prob) == bool(is_tree)
 
 
-def test_the_readme_example_runs(checkpoint_path, monkeypatch) -> None:
+def test_the_readme_example_runs(graph_checkpoint, monkeypatch) -> None:
     text = README.read_text()
     block = re.search(r"## Parse from Python\n.*?```python\n(.*?)```", text, re.S)
     assert block, "README has a '## Parse from Python' section with a python block"
-    monkeypatch.chdir(checkpoint_path.parent)
+    monkeypatch.chdir(graph_checkpoint.parent)
     namespace: dict = {}
     exec(compile(block.group(1), "README.md", "exec"), namespace)
     assert isinstance(namespace["trees"][0].sentence, Sentence)
 
 
-def test_parse_keeps_input_order_across_batches(checkpoint_path) -> None:
-    parser = Parser.load(checkpoint_path, threads=1)
+def test_parse_keeps_input_order_across_batches(graph_checkpoint) -> None:
+    parser = Parser.load(graph_checkpoint, threads=1)
     sentences = list(read_conllu(TINY_CONLLU))
     one = parser.parse(sentences, max_tokens=10_000, probabilities=True)
     many = parser.parse(sentences, max_tokens=1, probabilities=True)
@@ -127,8 +103,10 @@ def test_parse_keeps_input_order_across_batches(checkpoint_path) -> None:
 
 
 @pytest.mark.parametrize("decoder", ["mst", "eisner"])
-def test_kbest_starts_with_the_best_tree_and_goes_down(checkpoint_path, sentences, decoder) -> None:
-    parser = Parser.load(checkpoint_path, threads=1)
+def test_kbest_starts_with_the_best_tree_and_goes_down(
+    graph_checkpoint, sentences, decoder
+) -> None:
+    parser = Parser.load(graph_checkpoint, threads=1)
     best = parser.parse(sentences, decoder=decoder)
     lists = parser.kbest(sentences, 4, decoder=decoder)
     for one, trees in zip(best, lists, strict=True):
@@ -142,8 +120,8 @@ def test_kbest_starts_with_the_best_tree_and_goes_down(checkpoint_path, sentence
             assert decoding.is_tree(vector, projective=decoder == "eisner")
 
 
-def test_constrained_parsing_keeps_the_given_heads(checkpoint_path, sentences) -> None:
-    parser = Parser.load(checkpoint_path, threads=1)
+def test_constrained_parsing_keeps_the_given_heads(graph_checkpoint, sentences) -> None:
+    parser = Parser.load(graph_checkpoint, threads=1)
     free = parser.parse(sentences)
     # Fix every word's gold head in the first half of each sentence, leave the rest free.
     fixed = [[h if i < len(s) // 2 else None for i, h in enumerate(s.heads)] for s in sentences]
@@ -155,9 +133,12 @@ def test_constrained_parsing_keeps_the_given_heads(checkpoint_path, sentences) -
     assert [t.heads for t in no_constraint] == [t.heads for t in free]
 
 
-def test_constraints_that_admit_no_tree_name_the_sentence(checkpoint_path, sentences) -> None:
-    parser = Parser.load(checkpoint_path, threads=1)
+def test_constraints_that_admit_no_tree_name_the_sentence(graph_checkpoint, sentences) -> None:
+    parser = Parser.load(graph_checkpoint, threads=1)
     cyclic = [[None] * len(s) for s in sentences]
     cyclic[1][:2] = [2, 1]  # words 1 and 2 head each other
-    with pytest.raises(ValueError, match="sentence 1: no tree satisfies the constraints"):
+    where = re.escape(f"{sentences[1].source}:{sentences[1].line}")
+    with pytest.raises(ValueError, match=f"^{where}: no tree satisfies the constraints"):
         parser.parse_constrained(sentences, cyclic)
+    with pytest.raises(ValueError, match=r"^<input>:2: no tree satisfies the constraints"):
+        parser.parse_constrained([s.forms for s in sentences], cyclic)
