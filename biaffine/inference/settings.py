@@ -11,8 +11,9 @@ import decoding
 
 __all__ = ["DEFAULT_DECODER", "SEARCHES", "DecoderSettings"]
 
-SEARCHES = ("greedy", "beam")
-"""Searches of the transition family: one best transition per step, or a beam."""
+SEARCHES = ("greedy", "beam", "graph")
+"""Searches of the transition family: one best transition per step, a beam, or (combined models
+only) no transitions at all: the graph head's arc scores decoded by ``algorithm``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,13 +21,15 @@ class DecoderSettings:
     """How a parser finds trees: a graph decoder, or a transition search.
 
     A graph parser reads ``algorithm`` and ``root_constraint``; a transition parser reads
-    ``search``, ``beam_size`` and ``graph_weight`` (its system decides the root rule).
+    ``search``, ``beam_size`` and ``graph_weight`` (its system decides the root rule), and the
+    first two with ``search="graph"``.
 
     Attributes:
         algorithm: ``mst`` (non-projective), ``eisner`` (projective) or ``greedy`` (argmax per
             word, may not be a tree), from :data:`decoding.DECODERS`.
         root_constraint: exactly one word attaches to ROOT (mst and eisner; greedy ignores it).
-        search: ``greedy`` or ``beam`` (:func:`transitions.beam_search`).
+        search: ``greedy``, ``beam`` (:func:`transitions.beam_search`) or ``graph`` (a combined
+            model's graph head alone, decoded by ``algorithm`` with ``root_constraint``).
         beam_size: items per sentence of the beam (1 with ``search="greedy"``).
         graph_weight: weight of the graph head's arc log-probabilities in the search score of a
             combined model (Zhang & Clark, 2008); 0 scores by transitions alone.
@@ -64,7 +67,7 @@ class DecoderSettings:
 
     @property
     def transition_search(self) -> bool:
-        """A beam or a graph weight is asked for: settings only a transition parser can use."""
+        """A transition search other than greedy, or a graph weight: not for a graph parser."""
         return self.search != "greedy" or self.graph_weight > 0
 
 

@@ -101,12 +101,7 @@ def search(
 
     options = {"n_stack": model.n_stack, "n_buffer": model.n_buffer}
     if settings.graph_weight > 0:
-        if encoded.arc_scores is None:
-            raise ValueError(
-                f"graph_weight={settings.graph_weight} needs a combined model (a transition "
-                "parser trained with graph_loss_weight > 0); this one has no graph head"
-            )
-        log_probs = torch.log_softmax(encoded.arc_scores.float(), -1)
+        log_probs = torch.log_softmax(_graph_head(encoded, settings).float(), -1)
         arc_scores = (settings.graph_weight * log_probs).cpu().numpy()
         return transitions.beam_search(
             model.system,
@@ -123,6 +118,17 @@ def search(
     return transitions.greedy_search(model.system, lengths, score, **options)
 
 
+def _graph_head(encoded: TransitionStates, settings: DecoderSettings) -> torch.Tensor:
+    """The graph head's arc scores float[B, N+1, N+1]; a clear error without a graph head."""
+    if encoded.arc_scores is None:
+        asked = "search=graph" if settings.search == "graph" else "graph_weight > 0"
+        raise ValueError(
+            f"{asked} needs a combined model (a transition parser trained with "
+            "graph_loss_weight > 0, e.g. model=combined); this one has no graph head"
+        )
+    return encoded.arc_scores
+
+
 def parse_batch(
     model: TransitionParser,
     batch: Batch,
@@ -133,13 +139,14 @@ def parse_batch(
 ) -> dict[str, tuple[IntArray, IntArray, float]]:
     """Encode one batch once and search it with every setting of ``decoders``.
 
-    The graph decoder fields of the settings (``algorithm``, ``root_constraint``) do not apply
-    to the transition family: its system decides the root rule.
+    The graph decoder fields of the settings (``algorithm``, ``root_constraint``) apply only to
+    ``search="graph"`` (a combined model's graph head alone); otherwise the system decides the
+    root rule.
 
     Args:
         model: a transition parser in eval mode, on the batch's device.
         batch: the batch to parse.
-        decoders: name -> settings (``search``, ``beam_size``, ``graph_weight`` are read).
+        decoders: name -> settings.
         bf16: run the network in bfloat16 (``torch.autocast``).
         root_label: id of UD's ``root`` relation, for :func:`graph.choose_labels`'s rule.
 
@@ -155,7 +162,10 @@ def parse_batch(
         encoded = model.encode(batch, tag=False)
         for name, settings in decoders.items():
             started = time.perf_counter()
-            heads = search(model, encoded, lengths, settings).heads
+            if settings.search == "graph":
+                heads = graph.decode_heads(_graph_head(encoded, settings), batch.lengths, settings)
+            else:
+                heads = search(model, encoded, lengths, settings).heads
             rels = graph.choose_labels(model, encoded, heads, root_label=root_label)  # type: ignore[arg-type]
             if model.system.projective:
                 deprojectivize_batch(heads, rels, model.rel_names)

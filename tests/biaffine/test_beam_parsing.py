@@ -20,6 +20,7 @@ from biaffine.parsers import BiaffineParser, TransitionParser
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 BEAM_1 = DecoderSettings(search="beam", beam_size=1)
+GRAPH = DecoderSettings("eisner", search="graph")
 
 
 def combined(vocabs: Vocabs, system: str = "arc_hybrid", seed: int = 0) -> TransitionParser:
@@ -84,9 +85,24 @@ def test_a_heavy_graph_weight_finds_the_best_projective_tree_of_the_graph_head(v
     np.testing.assert_array_equal(found, best)
 
 
+def test_search_graph_decodes_the_graph_head_alone(sentences, vocabs) -> None:
+    model = combined(vocabs, system="swap", seed=1)  # swap: no pseudo-projective labels
+    with torch.no_grad():  # an untrained head scores arcs almost alike: spread them
+        model.arc_attn.weight.normal_(std=3.0)
+    batch = collate(encode(sentences, vocabs), range(len(sentences)))
+    with torch.inference_mode():
+        log_probs = torch.log_softmax(model.encode(batch, tag=False).arc_scores, -1)
+    best = decoding.eisner(log_probs.double().numpy(), batch.lengths.numpy())
+    parsed = parse(model, vocabs, sentences, GRAPH)
+    for sentence, row in zip(parsed, best, strict=True):
+        assert sentence.heads == row[1 : len(sentence) + 1].tolist()
+
+
 def test_settings_that_do_not_fit_the_parser_are_refused(sentences, vocabs) -> None:
-    with pytest.raises(ValueError, match=r"graph_weight=1\.0 needs a combined model"):
-        parse(untrained(vocabs, "arc_hybrid"), vocabs, sentences, DecoderSettings(graph_weight=1.0))
+    plain = untrained(vocabs, "arc_hybrid")
+    for settings, asked in ((DecoderSettings(graph_weight=1.0), "graph_weight"), (GRAPH, "search")):
+        with pytest.raises(ValueError, match=f"{asked}.* needs a combined model"):
+            parse(plain, vocabs, sentences, settings)
     for bad, message in (
         ({"search": "viterbi"}, "search='viterbi'"),
         ({"search": "greedy", "beam_size": 4}, "beam_size=4"),
