@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -192,3 +193,14 @@ def test_train_py_then_predict_py_with_a_combined_model(tmp_path: Path) -> None:
     beamed = run([*predict, *beam], tmp_path)
     out.write_text(beamed.stdout)
     assert [s.heads.count(0) for s in read_conllu(out)] == [1] * len(parsed)
+    # The beam experiment runs end to end on this checkpoint (its own tests are these).
+    page = tmp_path / "beam.md"
+    experiment = [str(ROOT / "experiments" / "beam.py"), str(run_dir / "best.pt"), "--beams", "2"]
+    options = ["--weights", "1.0", "--tune-beam", "2", "--results", str(tmp_path / "beam.json")]
+    run([*experiment, *options, "--page", str(page), "--threads", "1"], tmp_path)
+    rows = json.loads((tmp_path / "beam.json").read_text())
+    names = {"greedy", "beam 2", "graph head mst", "graph head eisner", "combined 1", "combined 2"}
+    assert set(rows[0]["settings"]) == names
+    assert rows[0]["graph_weight"] == 1.0
+    assert "| combined 2 |" in page.read_text()
+    assert page.with_suffix(".png").stat().st_size > 0
