@@ -22,6 +22,10 @@ trained with the local loss these are the globally normalized reading of its sco
 calibrated confidences. The determinant loses float64 precision when the words' best heads form
 a cycle whose cheapest break costs more than about 35 nats; such a sentence gets NaN
 probabilities rather than wrong ones.
+
+Transition parsers have no distribution over trees: ``probabilities=True`` gives each label's
+probability and ``path_log_prob``, the log of the product of the transition probabilities along
+the path the search took (not the tree's probability: other paths may build the same tree).
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from biaffine.data.conllu import Sentence, read_conllu, write_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, parse
 from biaffine.inference.graph import choose_labels, decode_heads, root_label_id
+from biaffine.inference.transition import deprojectivize_batch
+from biaffine.inference.transition import search as transition_search
 from biaffine.nn.treecrf import marginals, tree_log_prob
 from biaffine.parsers.biaffine import ArcRelScores
 from biaffine.runtime import select_device, set_threads
@@ -60,13 +66,16 @@ class ParsedTree:
         sentence: the input sentence with HEAD and DEPREL filled (every other byte as given).
         head_probs: float[n], the marginal probability of the arc to each word's chosen head.
         label_probs: float[n], the probability of each word's chosen label at that arc.
-        log_prob: log-probability of the whole unlabeled tree.
+        log_prob: log-probability of the whole unlabeled tree (graph parsers).
+        path_log_prob: transition parsers: log of the product of the probabilities of the
+            transitions the search took (each a softmax over the legal ones).
     """
 
     sentence: Sentence
     head_probs: list[float] | None = None
     label_probs: list[float] | None = None
     log_prob: float | None = None
+    path_log_prob: float | None = None
 
     @property
     def heads(self) -> list[int]:
@@ -131,7 +140,8 @@ class Parser:
             beam_size: transition parsers: items per sentence with ``search="beam"``.
             graph_weight: combined models (transition parsers with a graph head): weight of
                 the graph head's arc log-probabilities in the search score.
-            probabilities: also compute head, label and tree probabilities (graph parsers).
+            probabilities: also compute head, label and tree probabilities (graph parsers), or
+                label and transition-path probabilities (transition parsers).
             max_tokens: words per batch.
 
         Returns:
@@ -139,7 +149,7 @@ class Parser:
 
         Raises:
             ValueError: an unknown decoder or search, a beam asked of a graph parser, an empty
-                sentence, or probabilities asked of a parser that is not a graph parser.
+                sentence, or probabilities with ``search="graph"``.
             biaffine.data.conllu.ConlluError: malformed CoNLL-U text or words.
         """
         settings = DecoderSettings(decoder, root_constraint, search, beam_size, graph_weight)
@@ -147,6 +157,8 @@ class Parser:
         if not probabilities:
             parsed = parse(self.model, self.vocabs, sentences, settings, max_tokens=max_tokens)
             return [ParsedTree(sentence) for sentence in parsed]
+        if getattr(self.model, "family", None) == "transition":
+            return self._parse_transitions_with_probabilities(sentences, settings, max_tokens)
         self._require_graph("probabilities=True")
         return self._parse_with_probabilities(sentences, settings, max_tokens)
 
@@ -301,6 +313,37 @@ class Parser:
                 label_probs=label_probs[row, 1 : n + 1].tolist(),
                 log_prob=float(log_probs[row]),
             )
+        return trees  # type: ignore[return-value]  (every index filled once)
+
+    def _parse_transitions_with_probabilities(
+        self, sentences: list[Sentence], settings: DecoderSettings, max_tokens: int
+    ) -> list[ParsedTree]:
+        if settings.search == "graph":
+            raise ValueError("probabilities=True with search=graph: use a transition search")
+        model, labels = self.model, self.vocabs.rels.itos
+        trees: list[ParsedTree | None] = [None] * len(sentences)
+        batches = batches_by_tokens(encode(sentences, self.vocabs), max_tokens, shuffle=False)
+        with torch.inference_mode():
+            for batch in batches:
+                batch = batch.to(self.device)
+                encoded = model.encode(batch, tag=False)
+                found = transition_search(model, encoded, batch.lengths.cpu().numpy(), settings)
+                heads = found.heads
+                rels = choose_labels(model, encoded, heads, root_label=self._root_label)
+                # The probability of the label chosen, pseudo-projective or not.
+                label_probs = _label_probabilities(model, encoded, heads, rels)
+                if model.system.projective:
+                    deprojectivize_batch(heads, rels, model.rel_names)
+                for row, index in enumerate(batch.indices.tolist()):
+                    n = len(sentences[index])
+                    tree = sentences[index].with_tree(
+                        heads[row, 1 : n + 1].tolist(), [labels[r] for r in rels[row, 1 : n + 1]]
+                    )
+                    trees[index] = ParsedTree(
+                        tree,
+                        label_probs=label_probs[row, 1 : n + 1].tolist(),
+                        path_log_prob=float(found.path_log_probs[row]),
+                    )
         return trees  # type: ignore[return-value]  (every index filled once)
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "HEAD_PROB",
     "KBEST_RANK",
     "KBEST_SCORE",
+    "PATH_LOG_PROB",
     "PROBABILITIES",
     "TREE_LOG_PROB",
     "ChunkParser",
@@ -34,6 +35,8 @@ DEPREL_PROB = "DeprelProb"
 """MISC key: probability of the word's chosen label at its chosen arc."""
 TREE_LOG_PROB = "tree_log_prob"
 """Comment key: log-probability of the sentence's tree under the same distribution."""
+PATH_LOG_PROB = "transition_path_log_prob"
+"""Comment key (transition parsers): log-probability of the transition path the search took."""
 KBEST_RANK = "kbest_rank"
 """Comment key: 1 for the best tree of a sentence, 2 for the next, ..."""
 KBEST_SCORE = "kbest_score"
@@ -175,11 +178,33 @@ def _graph_probabilities(
     return written
 
 
+def _transition_probabilities(
+    parser: Parser, chunk: list[Sentence], decoder: DecoderSettings, max_tokens: int
+) -> list[Sentence]:
+    """The chunk parsed, with label probabilities in MISC and the path's log-probability."""
+    trees = parser.parse(
+        chunk,
+        search=decoder.search,
+        beam_size=decoder.beam_size,
+        graph_weight=decoder.graph_weight,
+        probabilities=True,
+        max_tokens=max_tokens,
+    )
+    written = []
+    for tree in trees:
+        misc = [[(DEPREL_PROB, f"{rel:.4f}")] for rel in tree.label_probs or []]
+        sentence = tree.sentence.with_misc(misc)
+        written.append(sentence.with_comments([(PATH_LOG_PROB, f"{tree.path_log_prob:.4f}")]))
+    return written
+
+
 Annotator = Callable[[Parser, list[Sentence], DecoderSettings, int], list[Sentence]]
 
-PROBABILITIES: dict[str, Annotator] = {"graph": _graph_probabilities}
-"""Parser family -> how ``probabilities=true`` annotates a chunk (the hook for another family:
-transition parsers would add the probability of their transition path, under its own keys)."""
+PROBABILITIES: dict[str, Annotator] = {
+    "graph": _graph_probabilities,
+    "transition": _transition_probabilities,
+}
+"""Parser family -> how ``probabilities=true`` annotates a chunk."""
 
 
 def _ranked(trees: list[ParsedTree]) -> list[Sentence]:

@@ -275,7 +275,6 @@ def test_bad_settings_are_one_line_errors(graph_checkpoint, tmp_path, capsys, ki
 @pytest.mark.parametrize(
     ("options", "name"),
     [
-        (PredictOptions(probabilities=True), "probabilities=true"),
         (PredictOptions(kbest=2), "kbest=2"),
         (PredictOptions(keep_given_heads=True), "keep_given_heads=true"),
     ],
@@ -286,6 +285,31 @@ def test_options_need_a_graph_parser(transition_checkpoint, tmp_path, capsys, op
         err
         == f"{name} needs a graph parser (arc scores); this checkpoint holds a transition parser"
     )
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_transition_probabilities_are_label_and_path_probabilities(
+    transition_checkpoint, tmp_path, beam
+) -> None:
+    decoder = DecoderSettings(search="beam", beam_size=beam)
+    options = PredictOptions(probabilities=True)
+    _, out = run_predict(transition_checkpoint, tmp_path, decoder=decoder, options=options)
+    written = list(read_conllu(out))
+    api = Parser.load(transition_checkpoint, threads=1)
+    trees = api.parse(
+        list(read_conllu(TINY_CONLLU)), search="beam", beam_size=beam, probabilities=True
+    )
+    for sentence, tree in zip(written, trees, strict=True):
+        assert sentence.heads == tree.heads
+        comment = f"# transition_path_log_prob = {tree.path_log_prob:.4f}"
+        assert comment in "".join(sentence.lines)
+        assert tree.path_log_prob <= 0
+        items = misc_items(sentence)
+        assert [float(item["DeprelProb"]) for item in items] == pytest.approx(
+            tree.label_probs, abs=5e-5
+        )
+        assert all("HeadProb" not in item for item in items)  # no tree distribution here
+        assert all(0 < p <= 1 for p in tree.label_probs)
 
 
 def with_heads(tmp_path: Path, sent_id: str, heads: dict[int, str]) -> tuple[Path, int]:
