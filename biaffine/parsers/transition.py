@@ -67,14 +67,19 @@ class TransitionScores:
 
     Attributes:
         encoded: the batch's :class:`TransitionStates`.
-        transition_scores: float[T, A] for the T oracle configurations of the batch (sentence
-            after sentence), illegal transitions at ``-inf``.
-        actions: long[T], the oracle's transition in each configuration.
+        transition_scores: float[T, A] for the T training configurations of the batch (the
+            static oracle's, sentence after sentence; or those the parser visited with the
+            dynamic oracle, step after step), illegal transitions at ``-inf``.
+        actions: long[T], the oracle's transition in each configuration (dynamic oracle: its
+            best-scored zero-cost transition).
+        targets: bool[T, A], the dynamic oracle's zero-cost transitions; None with the static
+            oracle (its one action is the target).
     """
 
     encoded: TransitionStates
     transition_scores: torch.Tensor
     actions: torch.Tensor
+    targets: torch.Tensor | None = None
 
 
 class TransitionParser(nn.Module):
@@ -93,6 +98,14 @@ class TransitionParser(nn.Module):
 
     Projective systems train on pseudo-projective trees (Nivre & Nilsson, 2005, "head"
     encoding, :meth:`prepare_training`); their output is deprojectivized after labelling.
+
+    With ``oracle="dynamic"`` (arc-eager and arc-hybrid) training follows the parser instead of
+    the gold sequence (Goldberg & Nivre, 2012; Kiperwasser & Goldberg, 2016): the batch is
+    parsed in lockstep, each configuration's target is its set of zero-cost transitions
+    (:func:`transitions.costs`), the loss is ``-log`` of their total probability, and the
+    parser takes its own best transition when that is zero-cost, and when it is not, takes it
+    anyway with probability ``exploration`` (error exploration) and else the best zero-cost
+    one, so it learns to recover from its own mistakes.
 
     With ``graph_loss_weight`` > 0 the parser is the combined model of Zhang & Clark (2008) on
     one encoder: a biaffine arc scorer (the graph parser's, Dozat & Manning 2017) is trained
@@ -134,6 +147,8 @@ class TransitionParser(nn.Module):
         feats_loss_weight: float = 0.0,
         graph_loss_weight: float = 0.0,
         graph_mlp: int = 400,
+        oracle: str = "static",
+        exploration: float = 0.1,
     ) -> None:
         """Build the transition and label scorers on top of ``encoder``.
 
@@ -157,6 +172,9 @@ class TransitionParser(nn.Module):
             graph_loss_weight: weight of the graph head's per-word head cross entropy; 0 (the
                 default) builds no graph head, > 0 makes the combined model.
             graph_mlp: size of the graph head's arc MLPs (when it is built).
+            oracle: training targets: ``static`` (the gold sequence) or ``dynamic`` (zero-cost
+                transitions in the configurations the parser reaches; arc_eager, arc_hybrid).
+            exploration: dynamic oracle: probability of following a wrong best transition.
 
         Raises:
             ValueError: an unknown system or option, sizes < 1 (n_stack + n_buffer < 1), a
@@ -175,6 +193,10 @@ class TransitionParser(nn.Module):
             k: v for k, v in locals().items() if k not in ("self", "__class__", "vocabs", "encoder")
         }
         _validate(self._config, encoder)
+        if oracle == "dynamic" and not self.system.dynamic:
+            raise ValueError(
+                f"oracle=dynamic: {system} has no dynamic oracle (arc_eager, arc_hybrid do)"
+            )
         self.encoder = encoder
         self.rel_names = tuple(vocabs.rels.itos)
         self.n_stack, self.n_buffer = n_stack, n_buffer
@@ -317,6 +339,8 @@ class TransitionParser(nn.Module):
             ValueError: a gold tree the system's oracle cannot take (names the sentence).
         """
         encoded = self.encode(batch)
+        if self.training and self._config["oracle"] == "dynamic":
+            return self._explore(encoded, batch)
         oracle = self._oracle(batch)
         device = encoded.slots.device
         counts = np.diff(oracle.offsets)
@@ -327,6 +351,45 @@ class TransitionParser(nn.Module):
         scores = scores.masked_fill(~legal, float("-inf"))
         actions = torch.from_numpy(oracle.actions).to(device)
         return TransitionScores(encoded, scores, actions)
+
+    def _explore(self, encoded: TransitionStates, batch: Batch) -> TransitionScores:
+        """Parse the batch in lockstep, scoring every configuration the parser reaches.
+
+        The exploration draws come from torch's generator, so a seeded batch explores alike.
+        """
+        device = encoded.slots.device
+        lengths = batch.lengths.cpu().numpy()
+        gold = batch.heads.cpu().numpy().copy()
+        gold[:, 0] = -1
+        gold[np.arange(gold.shape[1]) > lengths[:, None]] = -1
+        rng = np.random.default_rng(int(torch.randint(2**31, ()).item()))
+        configs = self.system.initial(lengths)
+        steps: list[tuple[torch.Tensor, np.ndarray, np.ndarray]] = []
+        active = ~self.system.terminal(configs)
+        while active.any():
+            rows = np.flatnonzero(active)
+            positions = torch.from_numpy(configs.positions(self.n_stack, self.n_buffer)[rows])
+            scores = self.score_transitions(
+                encoded, torch.from_numpy(rows).to(device), positions.to(device)
+            )
+            cost = transitions.costs(self.system, configs.take(rows), gold[rows])  # -1: illegal
+            scores = scores.masked_fill(torch.from_numpy(cost < 0).to(device), float("-inf"))
+            best_cost = np.where(cost < 0, np.iinfo(np.int64).max, cost).min(1, keepdims=True)
+            targets = cost == best_cost  # zero-cost, or the cheapest where none is (never seen)
+            plain = scores.detach().float().cpu().numpy()
+            predicted = plain.argmax(1)
+            best_target = np.where(targets, plain, -np.inf).argmax(1)
+            wrong = ~targets[np.arange(rows.size), predicted]
+            explore = wrong & (rng.random(rows.size) < self._config["exploration"])
+            actions = np.zeros(len(configs), dtype=np.int64)
+            actions[rows] = np.where(explore, predicted, best_target)
+            self.system.apply(configs, actions, None, active)
+            steps.append((scores, targets, best_target))
+            active = ~self.system.terminal(configs)
+        scores = torch.cat([step[0] for step in steps])
+        targets = torch.from_numpy(np.concatenate([step[1] for step in steps])).to(device)
+        actions = torch.from_numpy(np.concatenate([step[2] for step in steps])).to(device)
+        return TransitionScores(encoded, scores, actions, targets)
 
     def _oracle(self, batch: Batch) -> transitions.OracleSequences:
         heads = batch.heads.cpu().numpy()
@@ -365,7 +428,12 @@ class TransitionParser(nn.Module):
         Returns:
             A scalar tensor.
         """
-        transition_loss = F.cross_entropy(scores.transition_scores, scores.actions)
+        if scores.targets is None:
+            transition_loss = F.cross_entropy(scores.transition_scores, scores.actions)
+        else:  # -log P(some zero-cost transition)
+            all_scores = scores.transition_scores
+            on_target = all_scores.masked_fill(~scores.targets, float("-inf"))
+            transition_loss = (all_scores.logsumexp(1) - on_target.logsumexp(1)).mean()
         mask = batch.mask
         gold_arc_rels = self.rel_scores_at(scores.encoded, batch.heads)  # [B, N+1, R]
         loss = transition_loss + mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
@@ -380,6 +448,10 @@ def _validate(config: Mapping[str, Any], encoder: nn.Module) -> None:
     for key in ("arc_mlp", "rel_mlp", "tag_mlp", "graph_mlp"):
         if config[key] < 1:
             raise ValueError(f"{key}={config[key]} must be >= 1")
+    if config["oracle"] not in ("static", "dynamic"):
+        raise ValueError(f"oracle={config['oracle']!r} is not one of static, dynamic")
+    if not 0.0 <= config["exploration"] <= 1.0:
+        raise ValueError(f"exploration={config['exploration']} must be in [0, 1]")
     if config["graph_loss_weight"] < 0:
         raise ValueError(f"graph_loss_weight={config['graph_loss_weight']} must be >= 0")
     n_stack, n_buffer = config["n_stack"], config["n_buffer"]
