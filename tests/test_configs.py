@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from biaffine.data.vocab import build_vocabs
 from biaffine.parsers import PARSERS, Parser
 from biaffine.training import build_model, fit_settings, load_splits
 from biaffine.training.loop import lr_decay_scheduler
+
 
 CONF = Path(__file__).parent.parent / "conf"
 TINY = CONF.parent / "tests" / "data" / "tiny.conllu"
@@ -198,3 +201,58 @@ def test_multirun_jobs_get_their_own_subdirs() -> None:
     assert "${hydra.job.num}" in OmegaConf.to_container(cfg.hydra.sweep)["subdir"]
     assert cfg.hydra.job.chdir is False
     assert os.sep not in OmegaConf.to_container(cfg.hydra.sweep)["subdir"]
+
+
+def help_groups(script: str) -> dict[str, list[str]]:
+    """The groups and options a script's ``--help`` lists."""
+    result = subprocess.run(
+        [sys.executable, str(CONF.parent / script), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    section = result.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    entries: list[str] = []
+    for line in section.splitlines()[2:]:
+        if line.startswith("  ") and entries:
+            entries[-1] += " " + line.strip()
+        elif line.strip():
+            entries.append(line.strip())
+    groups = {}
+    for entry in entries:
+        group, options = entry.split(":", 1)
+        groups[group] = [option.split(" (")[0].strip() for option in options.split(", ")]
+    return groups
+
+
+def options_on_disk(group: str) -> list[str]:
+    """The public options of a config group: its files, without the private bases (``_*``)."""
+    folder = CONF / group
+    return sorted(p.stem for p in folder.glob("*.yaml") if not p.stem.startswith("_"))
+
+
+@pytest.mark.parametrize(
+    ("script", "groups"),
+    [
+        (
+            "train.py",
+            [
+                "data",
+                "decoder",
+                "experiment",
+                "model",
+                "model/encoder",
+                "optimizer",
+                "search",
+                "trainer",
+            ],
+        ),
+        ("predict.py", ["decoder", "search"]),
+    ],
+)
+def test_help_lists_the_groups_a_user_picks_from(script: str, groups: list[str]) -> None:
+    listed = help_groups(script)
+    assert sorted(listed) == sorted(groups)
+    for group in groups:
+        assert listed[group] == options_on_disk(group), group
