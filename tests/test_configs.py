@@ -20,7 +20,6 @@ from biaffine.parsers import PARSERS, Parser
 from biaffine.training import build_model, fit_settings, load_splits
 from biaffine.training.loop import lr_decay_scheduler
 
-
 CONF = Path(__file__).parent.parent / "conf"
 TINY = CONF.parent / "tests" / "data" / "tiny.conllu"
 VOCABS = build_vocabs(read_conllu(TINY))
