@@ -33,6 +33,12 @@ IN_ARC, UF, CPARENT, WC, SLOT, ALT_ARC = range(6)
 # _contract).
 OCC, CYCLE, WORDS, SUPS, PLACE, PENDING = range(6, 12)
 _ROWS = 12
+# Constant arguments go in as np.int64 (or np.bool_), never as literals: numba compiles a
+# function once per distinct argument type, and a literal such as Literal[int](0) is a type of
+# its own, so literal arguments compiled some kernels twice (a slower first call, no faster
+# later one).
+ANY_SOURCE = np.int64(0)  # _best_source's lo: ROOT may be the source
+WORD_SOURCE = np.int64(1)  # _best_source's lo: words and supernodes only
 Alternatives = tuple[FloatArray, IntArray]
 
 
@@ -70,12 +76,15 @@ def mst_kernel(scores: FloatArray, root_constraint: bool, heads: IntArray) -> in
         return OK
     on_root = np.empty(n + 1, dtype=np.int64)  # the root phase's set R, in either case
     if roots < 0:
-        return _tarjan(scores, root_constraint, heads, best, alt_head, on_root, 0)
-    # Acyclic but several words on ROOT: the root phase may finish without a contraction, and
-    # when it needs one, the full algorithm resumes where the moves on the head vector stopped.
-    left = _swap_roots(scores, heads, best, alt_head, on_root, roots)
-    if left == 1:
-        return OK
+        left = 0
+    else:
+        # Acyclic but several words on ROOT: the root phase may finish without a contraction,
+        # and when it needs one, the full algorithm resumes where the moves on the head vector
+        # stopped.
+        left = _swap_roots(scores, heads, best, alt_head, on_root, roots)
+        if left == 1:
+            return OK
+    # One call site with a variable: a literal argument would compile _tarjan a second time.
     return _tarjan(scores, root_constraint, heads, best, alt_head, on_root, left)
 
 
@@ -178,7 +187,8 @@ def _tied_tree(scores: FloatArray, heads: IntArray, best: FloatArray) -> bool:
                 reached += 1
         if reached == n1:
             break
-    heads[1:] = parent[1:]
+    for d in range(1, n1):  # a loop: slice assignment compiles numba's shape errors
+        heads[d] = parent[d]
     return True
 
 
@@ -421,7 +431,8 @@ def _flush_columns(graph: Graph, forest: Forest, reader: int) -> None:
     node = forest[1]
     slot, pending = node[SLOT], node[PENDING]
     if pending[0] >= 0 and pending[0] != reader:
-        _fold_columns(graph, forest, slot[pending[0]], pending, 2, 2 + pending[1], False)
+        start, keep = np.int64(2), np.bool_(False)  # not literals: see ANY_SOURCE
+        _fold_columns(graph, forest, slot[pending[0]], pending, start, start + pending[1], keep)
         pending[0] = -1
         pending[1] = 0
 
@@ -465,7 +476,7 @@ def _contract(graph: Graph, forest: Forest, x: int, c: int) -> None:
     wc[c] = _find(wc, head)  # c inherits the weak component of the subtrees hanging off C
     _merge_rows(graph, forest, k)
     if head < n1:
-        _fold_columns(graph, forest, s0, cycle, 0, k, True)
+        _fold_columns(graph, forest, s0, cycle, np.int64(0), k, np.bool_(True))
         return
     # A supernode head already holds its column where C's goes (C takes its slot). The other
     # members' columns are folded in only when something reads C's column (a contraction C is
@@ -509,7 +520,7 @@ def _contraction_phase(graph: Graph, forest: Forest, heads: IntArray, best: Floa
             _contract(graph, forest, x, c)
             x = c
             c += 1
-            u = _best_source(graph, forest, x, 0)
+            u = _best_source(graph, forest, x, ANY_SOURCE)
             if u < 0:  # no arc enters this set of words: no arborescence at all
                 return -1
             _choose(graph, forest, x, u)
@@ -547,7 +558,7 @@ def _set_alternative(graph: Graph, forest: Forest, alt: Alternatives, v: int) ->
     # Cached by original arc, never by node id: later contractions only merge columns (keeping
     # this maximum), and the union-find resolves the source when it is used.
     _flush_columns(graph, forest, v)  # v's row holds every other live node's column
-    u = _best_source(graph, forest, v, 1)
+    u = _best_source(graph, forest, v, WORD_SOURCE)
     alt[0][v], alt[1][v] = _entry(graph, forest, v, u) if u >= 0 else (-np.inf, -1)
 
 
@@ -616,7 +627,7 @@ def _root_phase(
             _contract(graph, forest, v, c)
             # Its ROOT entry is >= cost(v) >= 0 and every other entry <= 0, so it takes ROOT;
             # forcing it avoids a tied arc from its own subtree closing another cycle.
-            _choose(graph, forest, c, 0)
+            _choose(graph, forest, c, np.int64(0))  # np.int64: see ANY_SOURCE
             roots[count] = c
             count += 1
             _set_alternative(graph, forest, alt, c)
@@ -675,10 +686,11 @@ def _tarjan(
         cparent[x] = x
         wc[x] = x
         slot[x] = x  # a supernode's slot is set when it is created
-    node[OCC, :n1] = slot[:n1]
+    for x in range(n1):  # loops: slice assignment compiles numba's shape errors
+        node[OCC, x] = x
+        node[PLACE, x] = x
+        node[WORDS, x] = x
     node[WORDS, 0] = n1 - 1  # m >= n1 + 1
-    node[WORDS, 1:n1] = slot[1:n1]
-    node[PLACE, :n1] = slot[:n1]
     node[SUPS, 0] = 0
     node[PENDING, 0] = -1  # no supernode's column is pending
     node[PENDING, 1] = 0
