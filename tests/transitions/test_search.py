@@ -113,6 +113,7 @@ def test_greedy_trees_are_trees_the_system_can_build(
         assert (found.heads[row, n + 1 :] == -1).all()
 
 
+@pytest.mark.slow  # minutes as plain Python: the JIT run covers it
 @pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
 @pytest.mark.parametrize("with_arcs", [False, True])
 @given(n=st.integers(1, 4), seed=st.integers(0, 999))
@@ -151,6 +152,7 @@ def test_beam_trees_are_trees_the_system_can_build(
         assert (found.heads[row, n + 1 :] == -1).all()
 
 
+@pytest.mark.slow  # minutes as plain Python: the JIT run covers it
 @pytest.mark.parametrize("system", ["arc_eager", "swap", "arc_eager_unshift"])
 @given(lengths=st.lists(st.integers(1, MAX_WORDS), min_size=2, max_size=5), seed=st.integers(0, 99))
 def test_sentences_of_a_batch_do_not_interact(system: str, lengths: list[int], seed: int) -> None:
