@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from typing import Any
 
+from torch import nn
+
+from biaffine import checkpoint
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.nn import Encoder
 from biaffine.parsers import BiaffineParser
@@ -38,3 +42,16 @@ def sized_vocabs(
     relations = Vocab([f"rel{i}" for i in range(rels)], specials=False)
     tagged = (vocab("t", upos), relations, vocab("x", xpos), vocab("f", feats))
     return Vocabs(vocab("w", words), vocab("c", chars), *tagged)
+
+
+def save_model(path: Path, model: nn.Module, vocabs: Vocabs) -> Path:
+    """``path``: a checkpoint of ``model`` (weights, config, vocabularies), no training state."""
+    checkpoint.save(
+        path,
+        parser=model.kind,
+        model_config=model.config(),
+        vocabs=vocabs,
+        state_dict=model.state_dict(),
+        metadata={},
+    )
+    return path

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from builders import TINY_PARSER, biaffine_parser
+from builders import TINY_PARSER, biaffine_parser, save_model
 
-from biaffine.checkpoint import save
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.vocab import Vocabs, build_vocabs
 
@@ -50,12 +49,5 @@ def graph_checkpoint(tmp_path_factory: pytest.TempPathFactory, vocabs: Vocabs) -
         for param in model.parameters():
             param.add_(0.3 * torch.randn_like(param))  # informative, untied, moderate scores
     path = tmp_path_factory.mktemp("api") / "best.pt"
-    save(
-        path,
-        parser=model.kind,
-        model_config=model.config(),
-        vocabs=vocabs,
-        state_dict=model.state_dict(),
-        metadata={},
-    )
+    save_model(path, model, vocabs)
     return path

@@ -11,10 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from builders import TINY_PARSER, split_options
+from builders import TINY_PARSER, save_model, split_options
 
 import decoding
-from biaffine import checkpoint
 from biaffine.api import Parser
 from biaffine.cli import report_user_errors
 from biaffine.data.conllu import Sentence, read_conllu
@@ -206,14 +205,7 @@ def transition_checkpoint(tmp_path_factory: pytest.TempPathFactory, vocabs: Voca
     encoder = Encoder(vocabs, **encoder_options)
     model = TransitionParser(vocabs, encoder, system="arc_eager", **parser_options)
     path = tmp_path_factory.mktemp("transition") / "best.pt"
-    checkpoint.save(
-        path,
-        parser=model.kind,
-        model_config=model.config(),
-        vocabs=vocabs,
-        state_dict=model.state_dict(),
-        metadata={},
-    )
+    save_model(path, model, vocabs)
     return path
 
 

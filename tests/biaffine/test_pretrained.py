@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from builders import biaffine_parser
+from builders import biaffine_parser, save_model
 
 from biaffine import checkpoint
 from biaffine.data.batching import collate, encode
@@ -180,14 +180,7 @@ def test_checkpoint_records_the_file_not_the_vectors(
     assert "vocabulary" not in config
     assert not any("vectors" in key for key in parser.state_dict())
     path = tmp_path / "model.pt"
-    checkpoint.save(
-        path,
-        parser=parser.kind,
-        model_config=parser.config(),
-        vocabs=vocabs,
-        state_dict=parser.state_dict(),
-        metadata={},
-    )
+    save_model(path, parser, vocabs)
     batch = collate(encode(sentences, vocabs), range(len(sentences)))
     reloaded = checkpoint.build_model(checkpoint.load(path))
     torch.testing.assert_close(reloaded(batch).arc_scores, parser(batch).arc_scores)
@@ -215,14 +208,7 @@ def test_vectors_kept_in_the_checkpoint_need_no_file(
     parser = pretrained_parser(vocabs, vectors_file, keep_in_checkpoint=True).eval()
     assert "encoder.pretrained.vectors" in parser.state_dict()
     path = tmp_path / "model.pt"
-    checkpoint.save(
-        path,
-        parser=parser.kind,
-        model_config=parser.config(),
-        vocabs=vocabs,
-        state_dict=parser.state_dict(),
-        metadata={},
-    )
+    save_model(path, parser, vocabs)
     vectors_file.unlink()
     reloaded = checkpoint.build_model(checkpoint.load(path))
     batch = collate(encode(sentences, vocabs), range(len(sentences)))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from builders import biaffine_parser
+from builders import biaffine_parser, save_model
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -187,14 +187,7 @@ def test_bilstm_encoder_with_transformer_features_round_trips_a_checkpoint(
     parser = biaffine_parser(vocabs, **TINY, transformer={"model": str(model_dir)}).eval()
     assert parser.encoder.transformer.n_out == 8
     path = tmp_path / "model.pt"
-    checkpoint.save(
-        path,
-        parser=parser.kind,
-        model_config=parser.config(),
-        vocabs=vocabs,
-        state_dict=parser.state_dict(),
-        metadata={},
-    )
+    save_model(path, parser, vocabs)
     batch = collate(encode(sentences, vocabs), range(len(sentences)))
     reloaded = checkpoint.build_model(checkpoint.load(path))
     torch.testing.assert_close(reloaded(batch).arc_scores, parser(batch).arc_scores)
