@@ -20,7 +20,6 @@ __all__ = [
     "KBEST_RANK",
     "KBEST_SCORE",
     "PATH_LOG_PROB",
-    "PROBABILITIES",
     "TREE_LOG_PROB",
     "ChunkParser",
     "PredictOptions",
@@ -114,12 +113,11 @@ def check_family(parser: Parser, options: PredictOptions) -> None:
     """Refuse options that the checkpoint's parser family cannot serve (one line).
 
     Raises:
-        ValueError: e.g. probabilities asked of a transition parser.
+        ValueError: k-best trees or given heads asked of a transition parser.
     """
     family = getattr(parser.model, "family", None)
     names = options.names()
-    serves = PROBABILITIES if options.probabilities else ("graph",)
-    if names and family not in serves:
+    if names and not options.probabilities and family != "graph":
         raise ValueError(
             f"{names[0]} needs a graph parser (arc scores); this checkpoint holds a {family} parser"
         )
@@ -142,8 +140,7 @@ def chunk_parser(
         "max_tokens": max_tokens,
     }
     if options.probabilities:
-        with_probabilities = PROBABILITIES[parser.model.family]
-        return lambda chunk: [[s] for s in with_probabilities(parser, chunk, decoder, max_tokens)]
+        return lambda chunk: [[s] for s in _with_probabilities(parser, chunk, decoder, max_tokens)]
     if options.kbest is not None:
         k = options.kbest
         return lambda chunk: [_ranked(trees) for trees in parser.kbest(chunk, k, **how)]
@@ -158,32 +155,19 @@ def chunk_parser(
     return lambda chunk: [[s] for s in parse(model, vocabs, chunk, decoder, max_tokens=max_tokens)]
 
 
-def _graph_probabilities(
+def _with_probabilities(
     parser: Parser, chunk: list[Sentence], decoder: DecoderSettings, max_tokens: int
 ) -> list[Sentence]:
-    """The chunk parsed, with arc marginals and label probabilities in MISC (graph parsers)."""
+    """The chunk parsed, its probabilities in MISC and a comment (see the keys above).
+
+    Graph parsers: head and label probabilities, and the tree's log-probability. Transition
+    parsers, which define no distribution over trees: label probabilities, and the
+    log-probability of the transition path their search took.
+    """
     trees = parser.parse(
         chunk,
         decoder=decoder.algorithm,
         root_constraint=decoder.root_constraint,
-        probabilities=True,
-        max_tokens=max_tokens,
-    )
-    written = []
-    for tree in trees:
-        probs = zip(tree.head_probs or [], tree.label_probs or [], strict=True)
-        misc = [[(HEAD_PROB, f"{head:.4f}"), (DEPREL_PROB, f"{rel:.4f}")] for head, rel in probs]
-        sentence = tree.sentence.with_misc(misc)
-        written.append(sentence.with_comments([(TREE_LOG_PROB, f"{tree.log_prob:.4f}")]))
-    return written
-
-
-def _transition_probabilities(
-    parser: Parser, chunk: list[Sentence], decoder: DecoderSettings, max_tokens: int
-) -> list[Sentence]:
-    """The chunk parsed, with label probabilities in MISC and the path's log-probability."""
-    trees = parser.parse(
-        chunk,
         search=decoder.search,
         beam_size=decoder.beam_size,
         graph_weight=decoder.graph_weight,
@@ -192,19 +176,15 @@ def _transition_probabilities(
     )
     written = []
     for tree in trees:
-        misc = [[(DEPREL_PROB, f"{rel:.4f}")] for rel in tree.label_probs or []]
-        sentence = tree.sentence.with_misc(misc)
-        written.append(sentence.with_comments([(PATH_LOG_PROB, f"{tree.path_log_prob:.4f}")]))
+        labels = [[(DEPREL_PROB, f"{p:.4f}")] for p in tree.label_probs or []]
+        if tree.head_probs is None:
+            misc, comment = labels, (PATH_LOG_PROB, f"{tree.path_log_prob:.4f}")
+        else:
+            heads = [[(HEAD_PROB, f"{p:.4f}")] for p in tree.head_probs]
+            misc = [h + rel for h, rel in zip(heads, labels, strict=True)]
+            comment = (TREE_LOG_PROB, f"{tree.log_prob:.4f}")
+        written.append(tree.sentence.with_misc(misc).with_comments([comment]))
     return written
-
-
-Annotator = Callable[[Parser, list[Sentence], DecoderSettings, int], list[Sentence]]
-
-PROBABILITIES: dict[str, Annotator] = {
-    "graph": _graph_probabilities,
-    "transition": _transition_probabilities,
-}
-"""Parser family -> how ``probabilities=true`` annotates a chunk."""
 
 
 def _ranked(trees: list[ParsedTree]) -> list[Sentence]:
