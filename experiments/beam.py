@@ -10,6 +10,10 @@ batch (:func:`biaffine.inference.parse_with_decoders`):
   log-probabilities) at every beam, with w chosen on the dev set at ``--tune-beam``;
 - a graph parser: MST with one word on ROOT.
 
+Each treebank's table also shows, when ``--graph-results`` has it, the separately trained graph
+parser of the root-constraint study (``docs/root-constraint.json``: MST with one word on ROOT,
+the same CPU budget as ``conf/experiment/root_study.yaml``; EWT's model is the README's).
+
 Usage (checkpoints from ``python train.py model=combined experiment=ewt_cpu_2h`` and others)::
 
     python experiments/beam.py RUN/best.pt [RUN2/best.pt ...] \
@@ -117,7 +121,19 @@ def measure(path: Path, args: argparse.Namespace) -> dict[str, Any]:
         "network_seconds": network,
         "threads": torch.get_num_threads(),
         "settings": results,
+        "separate_graph": separate_graph(args.graph_results, config["data"]["treebank"]),
     }
+
+
+def separate_graph(results: Path | None, treebank: str) -> dict[str, Any] | None:
+    """The root-constraint study's scores of a separately trained graph parser, if it has them."""
+    if results is None or not results.is_file():
+        return None
+    for row in json.loads(results.read_text()):
+        if row["treebank"] == treebank:
+            scores = row["decoders"]["mst"]
+            return {metric: scores[metric] for metric in METRICS} | {"source": row["checkpoint"]}
+    return None
 
 
 def merge(results_path: Path, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -138,6 +154,10 @@ def table(row: dict[str, Any]) -> list[str]:
         "| setting | UAS | LAS | UEM | root acc. | malformed % | sent/s | search s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    separate = row.get("separate_graph")
+    if separate:
+        cells = ["graph parser, trained alone (mst)", *(f"{separate[m]:.2f}" for m in METRICS)]
+        lines.append("| " + " | ".join([*cells, "-", "-"]) + " |")
     for name, scores in row["settings"].items():
         cells = [name, *(f"{scores[m]:.2f}" for m in METRICS)]
         cells += [f"{scores['sentences_per_second']:.0f}", f"{scores['search_seconds']:.1f}"]
@@ -235,6 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=5000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--results", type=Path, default=REPO / "docs" / "beam.json")
+    parser.add_argument(
+        "--graph-results", type=Path, default=REPO / "docs" / "root-constraint.json"
+    )
     parser.add_argument("--page", type=Path, default=REPO / "docs" / "beam.md")
     args = parser.parse_args(argv)
     set_threads(args.threads)
