@@ -19,6 +19,7 @@ _ROWS = (
     ("LAS (universal DEPREL)", "las_universal"),
     ("UEM", "uem"),
     ("LEM (full DEPREL)", "lem"),
+    ("DA (non-root words)", "dependency_accuracy"),
     ("root accuracy", "root_accuracy"),
     ("malformed rate", "malformed_rate"),
 )

@@ -52,6 +52,8 @@ class AttachmentScores:
         n_exact_labeled: sentences whose counted words all have the right HEAD and full DEPREL.
         n_gold_roots: words attached to ROOT (HEAD 0) in the gold trees.
         n_correct_roots: of those, words the prediction also attaches to ROOT.
+        n_dependents: counted words whose gold HEAD is a word, not ROOT.
+        n_correct_dependents: of those, words with the right HEAD.
         n_malformed: predicted sentences that are not single-rooted trees, or whose labels
             break UD's root rule (see :func:`follows_root_rule`).
     """
@@ -65,6 +67,8 @@ class AttachmentScores:
     n_exact_labeled: int = 0
     n_gold_roots: int = 0
     n_correct_roots: int = 0
+    n_dependents: int = 0
+    n_correct_dependents: int = 0
     n_malformed: int = 0
 
     def __add__(self, other: AttachmentScores) -> AttachmentScores:
@@ -100,6 +104,14 @@ class AttachmentScores:
         return _percent(self.n_exact_labeled, self.n_sentences)
 
     @property
+    def dependency_accuracy(self) -> float:
+        """DA of Yamada & Matsumoto (2003): percent of non-root counted words with the right HEAD.
+
+        With root accuracy and UEM (CM), the measures Nivre & Scholz (2004) report.
+        """
+        return _percent(self.n_correct_dependents, self.n_dependents)
+
+    @property
     def root_accuracy(self) -> float:
         """Percent of gold root words that the prediction attaches to ROOT."""
         return _percent(self.n_correct_roots, self.n_gold_roots)
@@ -117,7 +129,8 @@ class AttachmentScores:
     def to_dict(self) -> dict[str, int | float]:
         """All counts and percentages as plain JSON-able data."""
         result: dict[str, int | float] = asdict(self)
-        for name in ("uas", "las", "las_universal", "uem", "lem", "root_accuracy"):
+        names = ("uas", "las", "las_universal", "uem", "lem", "dependency_accuracy")
+        for name in (*names, "root_accuracy"):
             result[name] = getattr(self, name)
         result["malformed_rate"] = self.malformed_rate
         return result
@@ -224,14 +237,16 @@ def score_sentence(
         EvaluationError: if the sequences differ in length.
     """
     _check_lengths(gold_heads, gold_rels, pred_heads, pred_rels, upos)
-    heads = rels = universal = words = 0
+    heads = rels = universal = words = dependents = correct_dependents = 0
     for d, gold_head in enumerate(gold_heads):
         if exclude_punct and upos[d] == PUNCT:
             continue
         words += 1
+        dependents += gold_head != 0
         if pred_heads[d] != gold_head:
             continue
         heads += 1
+        correct_dependents += gold_head != 0
         rels += pred_rels[d] == gold_rels[d]
         universal += universal_relation(pred_rels[d]) == universal_relation(gold_rels[d])
     gold_roots = [d for d, head in enumerate(gold_heads) if head == 0]
@@ -245,6 +260,8 @@ def score_sentence(
         n_exact_labeled=int(rels == words),
         n_gold_roots=len(gold_roots),
         n_correct_roots=sum(1 for d in gold_roots if pred_heads[d] == 0),
+        n_dependents=dependents,
+        n_correct_dependents=correct_dependents,
         n_malformed=int(not _well_formed(gold_rels, pred_heads, pred_rels)),
     )
 

@@ -260,9 +260,12 @@ def _log_result(result: PredictResult, evaluate: bool) -> None:
         log.warning("eval=true, but the input has no gold trees (HEAD '_'): nothing to score")
     elif result.scores is not None:
         s = result.scores
-        figures = (s.uas, s.las, s.las_universal, s.uem, s.lem, s.root_accuracy, s.malformed_rate)
+        figures = (s.uas, s.las, s.las_universal, s.uem, s.lem, s.dependency_accuracy)
         log.info(
             "UAS %.2f, LAS %.2f (full DEPREL), LAS %.2f (universal DEPREL, as the CoNLL 2018 "
-            "scorer), UEM %.2f, LEM %.2f, root accuracy %.2f, malformed %.2f (tree or root label)",
+            "scorer), UEM %.2f, LEM %.2f, dependency accuracy %.2f, root accuracy %.2f, "
+            "malformed %.2f (tree or root label)",
             *figures,
+            s.root_accuracy,
+            s.malformed_rate,
         )

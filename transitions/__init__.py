@@ -8,7 +8,7 @@ torch side provides.
 
 from .configs import Configs
 from .oracles import OracleSequences, costs, oracle_sequences, zero_cost
-from .search import Scorer, SearchResult, beam_search, greedy_search
+from .search import Scorer, SearchResult, beam_search, greedy_configs, greedy_search
 from .systems import SYSTEM_NAMES, TransitionSystem, get_system
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "beam_search",
     "costs",
     "get_system",
+    "greedy_configs",
     "greedy_search",
     "oracle_sequences",
     "zero_cost",

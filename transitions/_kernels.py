@@ -16,6 +16,9 @@ from __future__ import annotations
 import numba
 
 ARC_STANDARD, ARC_EAGER, ARC_EAGER_UNSHIFT, ARC_HYBRID, SWAP_SYSTEM = 0, 1, 2, 3, 4
+# Arc-eager without a dummy ROOT that stops at the end of input (Nivre 2003; Nivre & Scholz
+# 2004): Unshift's configurations and transitions up to the end of input, where it is terminal.
+ARC_EAGER_NO_ROOT = 5
 
 SHIFT, LEFT_ARC, RIGHT_ARC, REDUCE, SWAP, UNSHIFT = 0, 1, 2, 3, 4, 5
 
@@ -23,11 +26,17 @@ SHIFT, LEFT_ARC, RIGHT_ARC, REDUCE, SWAP, UNSHIFT = 0, 1, 2, 3, 4, 5
 @numba.njit(cache=True)
 def is_terminal(system, c, ssize, bsize, ended):
     """Whether configuration ``c`` is terminal."""
-    if system == ARC_EAGER:
+    if system in (ARC_EAGER, ARC_EAGER_NO_ROOT):
         return bsize[c] == 0
     if system == ARC_EAGER_UNSHIFT:
         return ended[c] and bsize[c] == 0 and ssize[c] == 1
     return bsize[c] == 0 and ssize[c] == 1
+
+
+@numba.njit(cache=True)
+def is_eager(system):
+    """Whether ``system`` is one of the arc-eager family (REDUCE, arcs between s0 and b0)."""
+    return system in (ARC_EAGER, ARC_EAGER_UNSHIFT, ARC_EAGER_NO_ROOT)
 
 
 @numba.njit(cache=True)
@@ -44,7 +53,7 @@ def is_legal(system, t, c, stack, ssize, buf, bsize, heads, ended):
     ns, nb = ssize[c], bsize[c]
     s0 = stack[c, ns - 1] if ns > 0 else -1
     s1 = stack[c, ns - 2] if ns > 1 else -1
-    eager = system in (ARC_EAGER, ARC_EAGER_UNSHIFT)
+    eager = is_eager(system)
     if t == SHIFT:
         # After the end of input Unshift's system shifts only onto an empty stack: LEFT-ARC can
         # pop the last stack word in front of an unshifted one, and that word is then the root.
@@ -73,7 +82,7 @@ def is_legal(system, t, c, stack, ssize, buf, bsize, heads, ended):
 def arc_of(system, t, c, stack, ssize, buf, bsize):
     """The arc (head, dependent) that legal transition ``t`` creates in ``c``, or (-1, -1)."""
     ns, nb = ssize[c], bsize[c]
-    eager = system in (ARC_EAGER, ARC_EAGER_UNSHIFT)
+    eager = is_eager(system)
     if t == LEFT_ARC:
         if eager or system == ARC_HYBRID:
             return buf[c, nb - 1], stack[c, ns - 1]
@@ -93,7 +102,7 @@ def apply_one(system, t, label, c, stack, ssize, buf, bsize, heads, labels, ende
         heads[c, dep] = head
         labels[c, dep] = label
     ns, nb = ssize[c], bsize[c]
-    eager = system in (ARC_EAGER, ARC_EAGER_UNSHIFT)
+    eager = is_eager(system)
     if t == SHIFT or (t == RIGHT_ARC and eager):
         stack[c, ns] = buf[c, nb - 1]
         ssize[c] = ns + 1
@@ -127,7 +136,7 @@ def init_one(system, c, n, stack, ssize, buf, bsize, heads, labels, ended):
     for i in range(n):
         buf[c, i] = n - i  # reversed: word 1 is b0 at the end
     bsize[c] = n
-    if system == ARC_EAGER_UNSHIFT:
+    if system in (ARC_EAGER_UNSHIFT, ARC_EAGER_NO_ROOT):
         ssize[c] = 0  # no dummy ROOT: the one word left at the end is the root
     else:
         stack[c, 0] = 0

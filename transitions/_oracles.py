@@ -12,8 +12,6 @@ import numba
 import numpy as np
 
 from ._kernels import (
-    ARC_EAGER,
-    ARC_EAGER_UNSHIFT,
     ARC_HYBRID,
     ARC_STANDARD,
     LEFT_ARC,
@@ -25,6 +23,7 @@ from ._kernels import (
     apply_one,
     arc_of,
     init_one,
+    is_eager,
     is_legal,
     is_terminal,
 )
@@ -80,7 +79,7 @@ def static_next(system, lazy, c, stack, ssize, buf, bsize, heads, ended, gold, m
     s0 = stack[c, ns - 1] if ns > 0 else -1
     s1 = stack[c, ns - 2] if ns > 1 else -1
     b0 = buf[c, nb - 1] if nb > 0 else -1
-    if system in (ARC_EAGER, ARC_EAGER_UNSHIFT):
+    if is_eager(system):
         if ns > 0 and nb > 0 and s0 != 0 and heads[c, s0] == -1 and gold[s0] == b0:
             return LEFT_ARC
         if ns > 0 and nb > 0 and gold[b0] == s0:
@@ -214,7 +213,7 @@ def _check(system, gold, n, stack, size, heads):
     # The tree the system outputs (arc-eager: leftovers on ROOT; Unshift: the last word on ROOT).
     for w in range(1, n + 1):
         h = heads[0, w]
-        if h == -1 and (system in (ARC_EAGER, ARC_EAGER_UNSHIFT)):
+        if h == -1 and is_eager(system):
             h = 0
         if h != gold[w]:
             return WRONG_TREE

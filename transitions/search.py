@@ -21,9 +21,10 @@ import numpy.typing as npt
 
 from decoding.types import BoolArray, FloatArray, IntArray
 
+from .configs import Configs
 from .systems import TransitionSystem
 
-__all__ = ["Scorer", "SearchResult", "beam_search", "greedy_search"]
+__all__ = ["Scorer", "SearchResult", "beam_search", "greedy_configs", "greedy_search"]
 
 Scorer = Callable[[IntArray, IntArray], npt.ArrayLike]
 """``score(rows int64[C], positions int64[C, K]) -> float[C, A]``: raw transition scores.
@@ -75,6 +76,24 @@ def greedy_search(
     Returns:
         :class:`SearchResult` (``scores`` equal ``path_log_probs``).
     """
+    configs, log_probs = greedy_configs(system, lengths, score, n_stack=n_stack, n_buffer=n_buffer)
+    heads, _ = system.tree(configs)
+    return SearchResult(heads, log_probs, log_probs.copy(), configs.steps.copy())
+
+
+def greedy_configs(
+    system: TransitionSystem,
+    lengths: npt.ArrayLike,
+    score: Scorer,
+    *,
+    n_stack: int = 3,
+    n_buffer: int = 2,
+) -> tuple[Configs, FloatArray]:
+    """The terminal configurations :func:`greedy_search` reaches, for analyses of the stack.
+
+    Arguments as :func:`greedy_search`. Returns the B configurations and float64[B], the
+    log-probability of each one's transition path.
+    """
     configs = system.initial(np.asarray(lengths, dtype=np.int64))
     actions = np.zeros(len(configs), dtype=np.int64)
     log_probs = np.zeros(len(configs))
@@ -87,8 +106,7 @@ def greedy_search(
         log_probs[rows] += legal_scores[np.arange(rows.size), actions[rows]]
         system.apply(configs, actions, None, active)
         active = ~system.terminal(configs)
-    heads, _ = system.tree(configs)
-    return SearchResult(heads, log_probs, log_probs.copy(), configs.steps.copy())
+    return configs, log_probs
 
 
 def beam_search(

@@ -78,6 +78,10 @@ class TransitionSystem:
       ([], [i], A, true) would be a dead end (i then becomes the root). With it, the terminal
       trees are exactly the single-rooted projective trees (checked exhaustively, n <= 5), as
       they are when that LEFT-ARC is forbidden instead; this way the classifier keeps it.
+      With ``attach_leftovers`` it is arc-eager without a dummy ROOT as Nivre & Scholz (2004)
+      ran it: the same configurations and transitions up to the end of input, where it stops
+      and puts the headless words left on the stack on ROOT. One classifier then parses with
+      the heuristic or with Unshift, as Nivre & Fernandez-Gonzalez (2014) compare them.
     - ``arc_hybrid`` (Kuhlmann, Gomez-Rodriguez & Satta 2011): ROOT at the stack bottom with the
       arc-standard single-root rule rather than at the buffer end (Ballesteros & Nivre 2013):
       it keeps exactly 2n transitions (beam items stay comparable), the features of
@@ -91,7 +95,8 @@ class TransitionSystem:
         single_root: every terminal tree has exactly one word on ROOT.
         projective: the system builds projective trees only (its oracle needs them).
         dynamic: :func:`transitions.costs` works for this system.
-        attach_leftovers: arc_eager's end-of-input heuristic (no effect on other systems).
+        attach_leftovers: the end-of-input heuristic of arc_eager, and of arc_eager_unshift in
+            place of UNSHIFT (False for the other systems).
         lazy: swap's static oracle is the lazy one.
         code, table: the kernels' system code and the global transition id of each action.
     """
@@ -102,8 +107,10 @@ class TransitionSystem:
         """See :func:`get_system` for the arguments."""
         if name not in SPECS:
             raise ValueError(f"unknown transition system {name!r}; known: {sorted(SPECS)}")
-        if attach_leftovers is not None and name != "arc_eager":
-            raise ValueError(f"attach_leftovers is an arc_eager option, not one of {name}")
+        if attach_leftovers is not None and name not in ("arc_eager", "arc_eager_unshift"):
+            raise ValueError(
+                f"attach_leftovers is an option of arc_eager and arc_eager_unshift, not of {name}"
+            )
         if swap_oracle is not None and name != "swap":
             raise ValueError(f"swap_oracle is a swap option, not one of {name}")
         if swap_oracle is not None and swap_oracle not in SWAP_ORACLES:
@@ -114,15 +121,19 @@ class TransitionSystem:
         self.single_root = spec.single_root
         self.projective = spec.projective
         self.dynamic = spec.dynamic
-        self.attach_leftovers = True if attach_leftovers is None else attach_leftovers
+        default = name == "arc_eager"
+        self.attach_leftovers = default if attach_leftovers is None else bool(attach_leftovers)
         self.lazy = (swap_oracle or "lazy") == "lazy"
         self.code = spec.code
+        if name == "arc_eager_unshift" and self.attach_leftovers:
+            self.code = k.ARC_EAGER_NO_ROOT  # stops at the end of input instead of unshifting
+            self.single_root = False
         self.table = np.array(spec.table, dtype=np.int64)
 
     def __repr__(self) -> str:
         """The name and the options, as :func:`get_system` takes them."""
         options = ""
-        if self.name == "arc_eager":
+        if self.name == "arc_eager" or (self.name == "arc_eager_unshift" and self.attach_leftovers):
             options = f", attach_leftovers={self.attach_leftovers}"
         if self.name == "swap":
             options = f", swap_oracle={'lazy' if self.lazy else 'eager'!r}"
@@ -241,7 +252,7 @@ class TransitionSystem:
             row = int(np.flatnonzero(~done)[0])
             raise ValueError(f"configuration {row} is not terminal: {configs.describe(row)}")
         heads, labels = configs.heads.copy(), configs.labels.copy()
-        if self.name == "arc_eager_unshift" or (self.name == "arc_eager" and self.attach_leftovers):
+        if self.name == "arc_eager_unshift" or self.attach_leftovers:
             width = configs.stack.shape[1]
             rows, slots = np.nonzero(np.arange(width) < configs.stack_size[:, None])  # [K]
             words = configs.stack[rows, slots]
@@ -295,7 +306,9 @@ def get_system(
 
     Args:
         name: "arc_standard", "arc_eager", "arc_eager_unshift", "arc_hybrid" or "swap".
-        attach_leftovers: arc_eager only: the end-of-input heuristic (default True).
+        attach_leftovers: arc_eager: the end-of-input heuristic (default True);
+            arc_eager_unshift: stop at the end of input and use it instead of UNSHIFT (default
+            False).
         swap_oracle: swap only: "lazy" (default) or "eager".
     """
     return TransitionSystem(name, attach_leftovers=attach_leftovers, swap_oracle=swap_oracle)

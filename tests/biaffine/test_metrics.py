@@ -170,6 +170,24 @@ def test_root_accuracy_counts_gold_root_words_attached_to_root() -> None:
     assert total.malformed_rate == 0.0
 
 
+def test_dependency_accuracy_counts_non_root_words_only() -> None:
+    # Yamada & Matsumoto's DA, as Nivre & Scholz (2004) report it beside RA and CM.
+    scores = score_sentence(
+        [2, 0, 2, 3], ["a", "root", "b", "c"], [2, 1, 2, 2], ["a"] * 4, ["X"] * 4
+    )
+    assert (scores.n_dependents, scores.n_correct_dependents) == (3, 2)
+    assert scores.dependency_accuracy == pytest.approx(200 / 3)
+    assert scores.root_accuracy == 0.0
+    assert scores.uas == 50.0
+    punct = score_sentence([2, 0, 2], ["a", "root", "p"], [2, 0, 1], ["a"] * 3, ["X", "X", "PUNCT"])
+    assert punct.dependency_accuracy == 50.0
+    no_punct = score_sentence(
+        [2, 0, 2], ["a", "root", "p"], [2, 0, 1], ["a"] * 3, ["X", "X", "PUNCT"], exclude_punct=True
+    )
+    assert no_punct.dependency_accuracy == 100.0
+    assert score_sentence([0], ["root"], [0], ["root"], ["X"]).dependency_accuracy == 0.0
+
+
 def test_exact_match_over_sentences() -> None:
     perfect = score_sentence(GOLD_HEADS, GOLD_RELS, GOLD_HEADS, GOLD_RELS, UPOS)
     unlabeled_only = score_sentence(GOLD_HEADS, GOLD_RELS, GOLD_HEADS, PRED_RELS, UPOS)
@@ -194,6 +212,8 @@ def test_counts_add_up_field_by_field() -> None:
         n_exact_labeled=0,
         n_gold_roots=1 + 2,
         n_correct_roots=1 + 1,
+        n_dependents=3 + 0,
+        n_correct_dependents=2 + 0,
         n_malformed=0,
     )
     assert total.uas == pytest.approx(400 / 6)

@@ -13,10 +13,14 @@ import itertools
 from collections.abc import Iterator
 
 SYSTEMS = ("arc_standard", "arc_eager", "arc_eager_unshift", "arc_hybrid", "swap")
+VARIANTS = (*SYSTEMS, "arc_eager_no_root")  # the registry's systems and one option of them
 NAMES = {
     "arc_standard": ("SHIFT", "LEFT-ARC", "RIGHT-ARC"),
     "arc_eager": ("SHIFT", "LEFT-ARC", "RIGHT-ARC", "REDUCE"),
     "arc_eager_unshift": ("SHIFT", "LEFT-ARC", "RIGHT-ARC", "REDUCE", "UNSHIFT"),
+    # arc_eager_unshift with attach_leftovers: arc-eager without a dummy ROOT, stopping at the
+    # end of input (never UNSHIFT); not a registry name.
+    "arc_eager_no_root": ("SHIFT", "LEFT-ARC", "RIGHT-ARC", "REDUCE", "UNSHIFT"),
     "arc_hybrid": ("SHIFT", "LEFT-ARC", "RIGHT-ARC"),
     "swap": ("SHIFT", "LEFT-ARC", "RIGHT-ARC", "SWAP"),
 }
@@ -25,13 +29,13 @@ State = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], bool]
 
 
 def initial(system: str, n: int) -> State:
-    stack = () if system == "arc_eager_unshift" else (0,)
+    stack = () if system in ("arc_eager_unshift", "arc_eager_no_root") else (0,)
     return stack, tuple(range(1, n + 1)), (-1,) * (n + 1), False
 
 
 def terminal(system: str, state: State) -> bool:
     stack, buffer, _, ended = state
-    if system == "arc_eager":
+    if system in ("arc_eager", "arc_eager_no_root"):
         return not buffer
     if system == "arc_eager_unshift":
         return ended and not buffer and len(stack) == 1
@@ -79,7 +83,7 @@ def moves(system: str, state: State) -> dict[str, State]:
     """The legal transitions of ``state`` and where each leads (none from a terminal state)."""
     if terminal(system, state):
         return {}
-    if system in ("arc_eager", "arc_eager_unshift"):
+    if system in ("arc_eager", "arc_eager_unshift", "arc_eager_no_root"):
         return dict(_eager_moves(system, state))
     return dict(_stack_moves(system, state))
 
@@ -88,7 +92,8 @@ def tree(system: str, state: State, attach_leftovers: bool = True) -> tuple[int,
     """The heads a terminal state outputs (heads[0] == -1)."""
     stack, _, arcs, _ = state
     heads = list(arcs)
-    if system == "arc_eager_unshift" or (system == "arc_eager" and attach_leftovers):
+    leftovers = system in ("arc_eager_unshift", "arc_eager_no_root")
+    if leftovers or (system == "arc_eager" and attach_leftovers):
         for w in stack:
             if w != 0 and heads[w] == -1:
                 heads[w] = 0

@@ -194,3 +194,43 @@ def test_bad_arguments_are_refused() -> None:
         beam_search(system, [3], score, beam_size=2, arc_scores=np.ones((1, 4, 4)))
     with pytest.raises(ValueError, match="float\\[B, N\\+1, N\\+1\\]"):
         beam_search(system, [3], score, beam_size=2, arc_scores=np.zeros((1, 3, 3)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, MAX_WORDS), min_size=1, max_size=6),
+    seed=st.integers(0, 2**16),
+)
+def test_one_classifier_parses_with_the_heuristic_or_with_unshift(lengths, seed):
+    # Nivre & Fernandez-Gonzalez (2014): the same greedy decisions up to the end of input, then
+    # the heuristic stops where Unshift goes on; they differ only where several words are left.
+    score = table_scorer(seed, len(lengths), 5)
+    unshift = transitions.get_system("arc_eager_unshift")
+    heuristic = transitions.get_system("arc_eager_unshift", attach_leftovers=True)
+    seen: dict[str, list[list[tuple[int, ...]]]] = {}
+    for name, system in (("unshift", unshift), ("heuristic", heuristic)):
+        calls = seen[name] = [[] for _ in lengths]
+
+        def recording(rows, positions, calls=calls):
+            for row, slots in zip(rows, positions, strict=True):
+                calls[row].append(tuple(slots))
+            return score(rows, positions)
+
+        configs, _ = transitions.greedy_configs(system, lengths, recording)
+        if name == "unshift":
+            unshift_heads = unshift.tree(configs)[0]
+        else:
+            heuristic_heads = heuristic.tree(configs)[0]
+            stacks = [configs.stack[b, : configs.stack_size[b]] for b in range(len(lengths))]
+            left = [int((configs.heads[b, stack] == -1).sum()) for b, stack in enumerate(stacks)]
+            assert (configs.buffer_size == 0).all()
+    for b, n in enumerate(lengths):
+        steps = len(seen["heuristic"][b])
+        assert seen["unshift"][b][:steps] == seen["heuristic"][b]
+        assert left[b] >= 1
+        assert (heuristic_heads[b, 1 : n + 1] == 0).sum() == left[b]
+        assert is_tree(heuristic_heads[b, : n + 1]) == (left[b] == 1)
+        if left[b] == 1:  # a complete tree at the end of input: Unshift only reduces
+            np.testing.assert_array_equal(unshift_heads[b], heuristic_heads[b])
+        else:
+            assert len(seen["unshift"][b]) > steps
