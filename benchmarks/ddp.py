@@ -36,7 +36,7 @@ from hydra import compose, initialize_config_dir
 from biaffine import distributed
 from biaffine.data.batching import encode, plan_batches
 from biaffine.data.vocab import build_vocabs
-from biaffine.runtime import seed_everything, set_threads
+from biaffine.runtime import cpu_description, seed_everything, set_threads
 from biaffine.training.compose import build_model, fit_settings, load_splits
 from biaffine.training.loop import lr_decay_scheduler, train_epoch
 from biaffine.training.run_state import TrainState
@@ -118,7 +118,7 @@ def _barrier(here: distributed.World) -> None:
 
 def report(rows: list[tuple[int, int, float, float]], steps: int) -> None:
     """Markdown table of the setups, the CPU and the load."""
-    cpu = _cpu_name()
+    cpu = cpu_description()
     load = os.getloadavg()[0]
     print(f"## DDP training throughput: {steps} steps of 2 EWT batches (ewt_cpu_2h)\n")
     print(f"CPU: {cpu}, {os.cpu_count()} logical cores; load average {load:.2f}; ")
@@ -128,13 +128,6 @@ def report(rows: list[tuple[int, int, float, float]], steps: int) -> None:
     base = rows[0][2]
     for processes, threads, seconds, rate in rows:
         print(f"| {processes}x{threads} | {seconds:.2f} | {rate:.0f} | {base / seconds:.2f} |")
-
-
-def _cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
 
 
 if __name__ == "__main__":

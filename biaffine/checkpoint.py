@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import pickle
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,16 @@ from biaffine.files import atomic_open
 from biaffine.parsers import build_parser
 from biaffine.runtime import check_device
 
-__all__ = ["FORMAT", "VERSION", "Checkpoint", "CheckpointError", "build_model", "load", "save"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "Checkpoint",
+    "CheckpointError",
+    "build_model",
+    "find",
+    "load",
+    "save",
+]
 
 FORMAT = "rootparse-checkpoint"
 # Bumped whenever saved state stops fitting the code. 2: each BiLSTM layer holds one LSTM per
@@ -286,3 +295,20 @@ def build_model(checkpoint: Checkpoint) -> nn.Module:
     except RuntimeError as error:
         raise CheckpointError(f"weights do not fit the model config: {error}") from error
     return model.eval()
+
+
+def find(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """Checkpoint files named directly, or every ``best.pt`` under a folder (a sweep's runs).
+
+    Raises:
+        FileNotFoundError: a path that is neither a file nor a folder.
+    """
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            found.extend(sorted(path.rglob("best.pt")))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise FileNotFoundError(f"{path}: no such checkpoint or folder")
+    return found

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import random
+from pathlib import Path
 
 import numpy as np
 import torch
 
-__all__ = ["check_bf16", "check_device", "seed_everything", "select_device", "set_threads"]
+__all__ = [
+    "check_bf16",
+    "check_device",
+    "cpu_description",
+    "seed_everything",
+    "select_device",
+    "set_threads",
+]
 
 
 def select_device(device: str) -> torch.device:
@@ -72,3 +81,22 @@ def check_bf16(device: torch.device) -> None:
             f"bf16=true needs a CPU with native bfloat16 (AVX512-BF16 or AMX); this one offers "
             f"{capability}: parse in float32 (bf16=false)"
         )
+
+
+def cpu_description() -> str:
+    """The CPU behind a timing: model name, logical CPUs and its widest x86 vector extension.
+
+    Read from ``/proc/cpuinfo`` (Linux); elsewhere the model is "unknown CPU".
+    """
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    model = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")), "")
+    flags = set(next((ln.split(":", 1)[1] for ln in lines if ln.startswith("flags")), "").split())
+    simd = next((f for f in ("avx512f", "avx2", "avx") if f in flags), None)
+    vector = {"avx512f": "AVX-512", "avx2": "AVX2, no AVX-512", "avx": "AVX, no AVX2"}
+    details = [f"{os.cpu_count()} logical CPUs", vector.get(simd, "no AVX")]
+    if "avx512_bf16" in flags or "amx_bf16" in flags:
+        details.append("native bf16")
+    return f"{model or 'unknown CPU'} ({', '.join(details)})"

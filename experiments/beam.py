@@ -41,7 +41,7 @@ from biaffine import checkpoint
 from biaffine.data.conllu import Sentence
 from biaffine.inference import DecoderSettings, parse_with_decoders
 from biaffine.metrics import score_corpus
-from biaffine.runtime import set_threads
+from biaffine.runtime import cpu_description, set_threads
 from biaffine.training import load_splits
 
 REPO = Path(__file__).resolve().parent.parent
@@ -232,19 +232,6 @@ def write_page(rows: Sequence[dict[str, Any]], page: Path, cpu: str) -> None:
     page.write_text("\n".join(lines))
 
 
-def cpu_name() -> str:
-    """The CPU model and whether it has AVX-512, for the page's timing note."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return "an unknown CPU"
-    lines = text.splitlines()
-    model = next((line.split(":", 1)[1].strip() for line in lines if "model name" in line), "?")
-    flags = next((line for line in lines if line.startswith("flags")), "")
-    avx = "avx512f" if "avx512f" in flags else "avx2, no AVX-512" if "avx2" in flags else "no AVX2"
-    return f"{model} ({avx})"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkpoints", nargs="+", type=Path)
@@ -266,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"measuring {path}", file=sys.stderr)
         rows.append(measure(path, args))
         print("\n".join(table(rows[-1])), file=sys.stderr)
-    write_page(merge(args.results, rows), args.page, cpu_name())
+    write_page(merge(args.results, rows), args.page, cpu_description())
     return 0
 
 

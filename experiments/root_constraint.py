@@ -24,7 +24,7 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,19 +48,6 @@ SMALL = 1000  # the paper's split: treebanks with fewer training sentences than 
 # with edge weights of pretrained models on 63 UD treebanks: share of test sentences.
 PAPER = {"all": 1.80, "small": 6.21, "kurmanji": 24.0}
 TEST_ONLY = ["UD_Upper_Sorbian-UFAL"]  # no train split: nothing to train, nothing to measure
-
-
-def find_checkpoints(paths: Iterable[Path]) -> list[Path]:
-    """Checkpoint files named directly, or every ``best.pt`` under a folder (sorted)."""
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found.extend(sorted(path.rglob("best.pt")))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise FileNotFoundError(f"{path}: no such checkpoint or folder")
-    return found
 
 
 def load_treebank(config: dict[str, Any], ud_root: Path | None) -> Splits:
@@ -262,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     rows = []
-    for path in find_checkpoints(args.paths):
+    for path in checkpoint.find(args.paths):
         row = measure(path, args.ud_root, args.max_tokens)
         malformed = row["decoders"]["mst_multiroot"]["malformed_rate"]
         print(f"{row['treebank']}: malformed {malformed:.2f}% unconstrained", file=sys.stderr)

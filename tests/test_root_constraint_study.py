@@ -60,11 +60,6 @@ def test_rows_from_earlier_runs_are_kept(tmp_path: Path) -> None:
     assert [row["treebank"] for row in merged] == ["UD_Later", "UD_Earlier"]
 
 
-def test_missing_path_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="no such checkpoint"):
-        study.find_checkpoints([tmp_path / "nowhere"])
-
-
 def test_plot_is_written(trained: TrainResult, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     page = tmp_path / "page.md"

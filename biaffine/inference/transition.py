@@ -24,7 +24,7 @@ from biaffine.inference.settings import DecoderSettings
 from biaffine.parsers.transition import TransitionParser, TransitionStates
 from transitions.projective import SEPARATOR, deprojectivize
 
-__all__ = ["deprojectivize_batch", "parse_batch", "search", "warm_up"]
+__all__ = ["deprojectivize_batch", "parse_batch", "scorer", "search", "warm_up"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
@@ -72,6 +72,22 @@ def warm_up(settings: Mapping[str, DecoderSettings]) -> None:
     deprojectivize_batch(np.array([[-1, 0, 1]]), np.array([[-1, 0, 1]]), ["root", "x|root"])
 
 
+def scorer(model: TransitionParser, encoded: TransitionStates) -> transitions.Scorer:
+    """The search callback of an encoded batch: the transition MLP's raw scores, as numpy.
+
+    ``score(rows int64[C], positions int64[C, K]) -> float32[C, A]`` (see
+    :data:`transitions.Scorer`).
+    """
+    device = encoded.slots.device
+
+    def score(rows: IntArray, positions: IntArray) -> FloatArray:
+        rows_t = torch.from_numpy(rows).to(device)
+        scores = model.score_transitions(encoded, rows_t, torch.from_numpy(positions).to(device))
+        return scores.float().cpu().numpy()
+
+    return score
+
+
 def search(
     model: TransitionParser,
     encoded: TransitionStates,
@@ -92,13 +108,7 @@ def search(
     Raises:
         ValueError: ``graph_weight`` > 0 for a parser without a graph head.
     """
-    device = encoded.slots.device
-
-    def score(rows: IntArray, positions: IntArray) -> FloatArray:
-        rows_t = torch.from_numpy(rows).to(device)
-        scores = model.score_transitions(encoded, rows_t, torch.from_numpy(positions).to(device))
-        return scores.float().cpu().numpy()
-
+    score = scorer(model, encoded)
     options = {"n_stack": model.n_stack, "n_buffer": model.n_buffer}
     if settings.graph_weight > 0:
         log_probs = torch.log_softmax(_graph_head(encoded, settings).float(), -1)

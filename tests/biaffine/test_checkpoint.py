@@ -311,3 +311,16 @@ def test_a_missing_gpu_is_named_not_blamed_on_the_file(saved) -> None:
     with pytest.raises(CheckpointError, match=r"device=cuda:7 is not available") as caught:
         load(saved, map_location="cuda:7")
     assert "corrupt" not in str(caught.value)
+
+
+def test_find_takes_files_and_the_best_checkpoints_under_folders(tmp_path: Path) -> None:
+    for run in ("sweep/1_b", "sweep/0_a"):
+        (tmp_path / run).mkdir(parents=True)
+        (tmp_path / run / "best.pt").write_bytes(b"")
+        (tmp_path / run / "last.pt").write_bytes(b"")
+    single = tmp_path / "model.pt"
+    single.write_bytes(b"")
+    found = checkpoint.find([single, tmp_path / "sweep"])
+    assert found == [single, tmp_path / "sweep/0_a/best.pt", tmp_path / "sweep/1_b/best.pt"]
+    with pytest.raises(FileNotFoundError, match="nowhere: no such checkpoint or folder"):
+        checkpoint.find([tmp_path / "nowhere"])
