@@ -65,16 +65,20 @@ def test_ddp_averages_the_gradients_of_both_ranks_exactly(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("model", ["biaffine", "arc_hybrid", "combined"])
 def test_two_processes_equal_one_accumulating_two_and_only_rank_0_writes(
-    one_torch_thread, tmp_path: Path
+    one_torch_thread, tmp_path: Path, model: str
 ) -> None:
+    # Every parser family trains under DDP: a parameter left out of a step's loss would stop
+    # DDP's reducer at the next step; the combined model has two heads on one encoder.
     run, elsewhere = tmp_path / "two", tmp_path / "rank1"
     # Rank 1 is handed another folder: it must leave it uncreated.
-    run_processes(train_job, [run, elsewhere], ["trainer.max_epochs=2"], None)
+    run_processes(train_job, [run, elsewhere], ["trainer.max_epochs=2", f"model={model}"], None)
     assert not elsewhere.exists()
     written = {p.name for p in run.iterdir()} - {"curves.png"}  # drawn when matplotlib is there
     assert written == {"best.pt", "last.pt", "metrics.jsonl", "config.yaml"}
-    one = train(tiny_config("trainer.max_epochs=2", "trainer.accumulate=2"), tmp_path / "one")
+    options = ("trainer.max_epochs=2", "trainer.accumulate=2", f"model={model}")
+    one = train(tiny_config(*options), tmp_path / "one")
     # 5 batches an epoch, 2 per step: 3 steps, the last of one batch.
     assert [r["step"] for r in epoch_records(run)[:2]] == [3, 6]
     assert one.steps == 6
@@ -84,7 +88,7 @@ def test_two_processes_equal_one_accumulating_two_and_only_rank_0_writes(
         assert ours.keys() == theirs.keys()
         assert ours.get("train_loss") == pytest.approx(theirs.get("train_loss"), rel=1e-5)
     # The test can fail: one batch per step is another model.
-    plain = train(tiny_config("trainer.max_epochs=2"), tmp_path / "plain")
+    plain = train(tiny_config("trainer.max_epochs=2", f"model={model}"), tmp_path / "plain")
     assert plain.steps == 10
     assert not all(torch.allclose(a, b) for a, b in zip(
         weights(run).values(), weights(tmp_path / "plain").values(), strict=True
