@@ -7,37 +7,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F  # noqa: N812
 from torch import nn
 
-from biaffine.data.batching import IGNORE_INDEX, Batch
+from biaffine.data.batching import Batch
 from biaffine.data.vocab import Vocabs
-from biaffine.nn.encoder import build_encoder
 from biaffine.nn.modules import MLP, Biaffine
 from biaffine.nn.treecrf import tree_log_prob
+from biaffine.parsers.shared import (
+    EncoderParser,
+    add_tagger_losses,
+    check_tagger_weights,
+    mean_cross_entropy,
+    tagger_heads,
+)
 
 __all__ = ["LOSSES", "ArcRelScores", "BiaffineParser", "score_arcs"]
 
 
-class _Tagger(NamedTuple):
-    """Where an auxiliary tagger's settings, sizes and gold ids live."""
-
-    gold: str  # Batch field of the gold ids
-    weight: str  # constructor argument: loss weight (0 = no tagger)
-    vocab: str  # Vocabs field giving the number of classes
-
-
 LOSSES = ("local", "crf")
 """Head losses of :class:`BiaffineParser`: per-word cross entropy, or the tree CRF's."""
-
-_TAGGERS = {
-    "upos": _Tagger("tags", "tag_loss_weight", "upos"),
-    "xpos": _Tagger("xpos", "xpos_loss_weight", "xpos"),
-    "feats": _Tagger("feats", "feats_loss_weight", "feats"),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +56,7 @@ class ArcRelScores:
     tag_scores: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
-class BiaffineParser(nn.Module):
+class BiaffineParser(EncoderParser):
     """Deep biaffine attention parser (Dozat & Manning, 2017) on the shared encoder.
 
     Four MLPs (arc/label x dependent/head) read the encoder states; a biaffine arc scorer with a
@@ -138,17 +130,6 @@ class BiaffineParser(nn.Module):
         self.rel_attn = Biaffine(rel_mlp, len(vocabs.rels), bias_x=True, bias_y=True)
         self.taggers = tagger_heads(vocabs, self._config, n_states, tag_mlp, drop)
 
-    @classmethod
-    def from_config(cls, vocabs: Vocabs, config: Mapping[str, Any]) -> BiaffineParser:
-        """Rebuild a parser from its :meth:`config` (untrained weights)."""
-        options = dict(config)
-        encoder = build_encoder(vocabs, options.pop("encoder"))
-        return cls(vocabs, encoder, **options)
-
-    def config(self) -> dict[str, Any]:
-        """Plain data: :meth:`from_config` with the same vocabularies rebuilds this parser."""
-        return {"encoder": self.encoder.config(), **self._config}
-
     def forward(self, batch: Batch, *, tag: bool = True) -> ArcRelScores:
         """Score every arc and label of a batch.
 
@@ -218,13 +199,9 @@ def _validate(config: Mapping[str, Any], encoder: nn.Module) -> None:
             raise ValueError(f"{key}={config[key]} must be >= 1")
     if not 0.0 <= config["mlp_dropout"] < 1.0:
         raise ValueError(f"mlp_dropout={config['mlp_dropout']} must be in [0, 1)")
-    for tagger in _TAGGERS.values():
-        if config[tagger.weight] < 0:
-            raise ValueError(f"{tagger.weight}={config[tagger.weight]} must be >= 0")
     if config["loss"] not in LOSSES:
         raise ValueError(f"loss={config['loss']!r} is not one of {', '.join(LOSSES)}")
-    if getattr(encoder, "use_tags", False) and config["tag_loss_weight"] > 0:
-        raise ValueError("use_tags=True with tag_loss_weight > 0 would predict the input UPOS")
+    check_tagger_weights(config, encoder)
 
 
 def _crf_head_loss(arc_scores: torch.Tensor, batch: Batch) -> torch.Tensor:
@@ -290,40 +267,3 @@ def _valid_heads(lengths: torch.Tensor, total: int) -> torch.Tensor:
     in_sentence = positions.unsqueeze(0) <= lengths.unsqueeze(1)  # [B, N+1]
     not_self = positions.unsqueeze(0) != positions.unsqueeze(1)  # [N+1, N+1]
     return in_sentence.unsqueeze(1) & not_self
-
-
-def tagger_heads(
-    vocabs: Vocabs, weights: Mapping[str, float], n_states: int, tag_mlp: int, dropout: float
-) -> nn.ModuleDict:
-    """The auxiliary tagger heads whose loss weight (in ``weights``) is > 0, by column."""
-    return nn.ModuleDict(
-        {
-            column: nn.Sequential(
-                MLP(n_states, tag_mlp, dropout=dropout),
-                nn.Linear(tag_mlp, len(getattr(vocabs, tagger.vocab))),
-            )
-            for column, tagger in _TAGGERS.items()
-            if weights[tagger.weight] > 0
-        }
-    )
-
-
-def add_tagger_losses(
-    loss: torch.Tensor,
-    tag_scores: Mapping[str, torch.Tensor],
-    batch: Batch,
-    weights: Mapping[str, float],
-) -> torch.Tensor:
-    """``loss`` plus each tagger's weighted cross entropy against its gold column (over mask)."""
-    mask = batch.mask
-    for column, scores in tag_scores.items():
-        tagger = _TAGGERS[column]
-        tag_loss = F.cross_entropy(scores[mask], getattr(batch, tagger.gold)[mask])
-        loss = loss + weights[tagger.weight] * tag_loss
-    return loss
-
-
-def mean_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean over non-ignored targets; 0 (not NaN) when every target is ignored."""
-    total = F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, reduction="sum")
-    return total / (targets != IGNORE_INDEX).sum().clamp(min=1)

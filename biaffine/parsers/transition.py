@@ -24,13 +24,13 @@ import transitions
 from biaffine.data.batching import Batch
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
-from biaffine.nn.encoder import build_encoder
 from biaffine.nn.modules import MLP, Biaffine
-from biaffine.parsers.biaffine import (
-    _TAGGERS,
+from biaffine.parsers.biaffine import score_arcs
+from biaffine.parsers.shared import (
+    EncoderParser,
     add_tagger_losses,
+    check_tagger_weights,
     mean_cross_entropy,
-    score_arcs,
     tagger_heads,
 )
 from transitions.projective import projectivize
@@ -82,7 +82,7 @@ class TransitionScores:
     targets: torch.Tensor | None = None
 
 
-class TransitionParser(nn.Module):
+class TransitionParser(EncoderParser):
     """Greedy transition parser (Kiperwasser & Goldberg, 2016) with a biaffine label scorer.
 
     A configuration's features are the encoder states of its top ``n_stack`` stack words and
@@ -229,17 +229,6 @@ class TransitionParser(nn.Module):
     def has_graph_head(self) -> bool:
         """The combined model: a biaffine arc scorer beside the transition classifier."""
         return self._config["graph_loss_weight"] > 0
-
-    @classmethod
-    def from_config(cls, vocabs: Vocabs, config: Mapping[str, Any]) -> TransitionParser:
-        """Rebuild a parser from its :meth:`config` (untrained weights)."""
-        options = dict(config)
-        encoder = build_encoder(vocabs, options.pop("encoder"))
-        return cls(vocabs, encoder, **options)
-
-    def config(self) -> dict[str, Any]:
-        """Plain data: :meth:`from_config` with the same vocabularies rebuilds this parser."""
-        return {"encoder": self.encoder.config(), **self._config}
 
     @classmethod
     def prepare_training(
@@ -461,8 +450,4 @@ def _validate(config: Mapping[str, Any], encoder: nn.Module) -> None:
         )
     if not 0.0 <= config["mlp_dropout"] < 1.0:
         raise ValueError(f"mlp_dropout={config['mlp_dropout']} must be in [0, 1)")
-    for tagger in _TAGGERS.values():
-        if config[tagger.weight] < 0:
-            raise ValueError(f"{tagger.weight}={config[tagger.weight]} must be >= 0")
-    if getattr(encoder, "use_tags", False) and config["tag_loss_weight"] > 0:
-        raise ValueError("use_tags=True with tag_loss_weight > 0 would predict the input UPOS")
+    check_tagger_weights(config, encoder)
