@@ -7,9 +7,9 @@ Punctuation is included by default, as in the CoNLL 2018 shared task scorer.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from biaffine.data.conllu import Sentence
@@ -21,6 +21,7 @@ __all__ = [
     "PUNCT",
     "AttachmentScores",
     "EvaluationError",
+    "dependency_accuracy_of",
     "follows_root_rule",
     "is_well_formed",
     "score_corpus",
@@ -142,6 +143,19 @@ class AttachmentScores:
     def is_better_than(self, other: AttachmentScores | None) -> bool:
         """Whether these scores beat ``other`` (None, meaning no score yet, is always beaten)."""
         return other is None or self.selection_key() > other.selection_key()
+
+
+def dependency_accuracy_of(counts: Mapping[str, Any]) -> float:
+    """DA from the counts of :meth:`AttachmentScores.to_dict`, as saved in results files.
+
+    Files written before DA was counted lack ``n_dependents``; with every word counted
+    (punctuation included, the default) the non-root words are the words less the gold roots,
+    and the right ones the right heads less the right roots.
+    """
+    if "n_dependents" in counts:
+        return _percent(counts["n_correct_dependents"], counts["n_dependents"])
+    correct = counts["n_correct_heads"] - counts["n_correct_roots"]
+    return _percent(correct, counts["n_words"] - counts["n_gold_roots"])
 
 
 def _percent(part: int, whole: int) -> float:

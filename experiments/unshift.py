@@ -54,7 +54,7 @@ from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, parse_with_decoders
 from biaffine.inference.transition import scorer
-from biaffine.metrics import AttachmentScores, score_corpus
+from biaffine.metrics import AttachmentScores, dependency_accuracy_of, score_corpus
 from biaffine.parsers.transition import TransitionParser
 from biaffine.runtime import cpu_description, set_threads
 from biaffine.training import load_splits
@@ -189,20 +189,14 @@ def _scores(scores: AttachmentScores) -> dict[str, float]:
 
 
 def graph_scores(results: Path | None, treebank: str) -> dict[str, float] | None:
-    """The root-constraint study's graph parser (MST, one root) on ``treebank``, with DA.
-
-    Its JSON holds the counts; DA is computed from them (every word counted, so the non-root
-    words are the words less the gold roots).
-    """
+    """The root-constraint study's graph parser (MST, one root) on ``treebank``, with DA."""
     if results is None or not results.is_file():
         return None
     for row in json.loads(results.read_text()):
         if row["treebank"] == treebank:
             counts = row["decoders"]["mst"]
-            nonroot = counts["n_words"] - counts["n_gold_roots"]
-            correct = counts["n_correct_heads"] - counts["n_correct_roots"]
             return {metric: counts[metric] for metric in METRICS if metric in counts} | {
-                "dependency_accuracy": 100.0 * correct / nonroot if nonroot else 0.0
+                "dependency_accuracy": dependency_accuracy_of(counts)
             }
     return None
 

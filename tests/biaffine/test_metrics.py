@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from biaffine.metrics import (
     AttachmentScores,
     EvaluationError,
+    dependency_accuracy_of,
     follows_root_rule,
     is_well_formed,
     score_corpus,
@@ -186,6 +187,16 @@ def test_dependency_accuracy_counts_non_root_words_only() -> None:
     )
     assert no_punct.dependency_accuracy == 100.0
     assert score_sentence([0], ["root"], [0], ["root"], ["X"]).dependency_accuracy == 0.0
+
+
+def test_dependency_accuracy_of_saved_counts_old_and_new() -> None:
+    scores = score_sentence(
+        [2, 0, 2, 3], ["a", "root", "b", "c"], [2, 1, 2, 2], ["a"] * 4, ["X"] * 4
+    )
+    saved = scores.to_dict()
+    assert dependency_accuracy_of(saved) == scores.dependency_accuracy
+    older = {k: v for k, v in saved.items() if k not in ("n_dependents", "n_correct_dependents")}
+    assert dependency_accuracy_of(older) == scores.dependency_accuracy
 
 
 def test_exact_match_over_sentences() -> None:
