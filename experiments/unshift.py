@@ -25,7 +25,7 @@ Usage (models as in ``conf/experiment/root_study.yaml``, EWT's under ``ewt_cpu_2
     python train.py -m experiment=root_study model=arc_eager_unshift \
       hydra.sweep.dir=multirun/unshift_study \
       'data=glob(ud_*,exclude=[ud_english_ewt,ud_upper_sorbian_ufal])'
-    python train.py experiment=ewt_cpu_2h model=arc_eager_unshift trainer.max_minutes=25 \
+    python train.py experiment=ewt_cpu_2h model=arc_eager_unshift trainer.max_minutes=20 \
       hydra.run.dir=outputs/ewt_unshift
     python experiments/unshift.py multirun/unshift_study outputs/ewt_unshift/best.pt
 
@@ -85,7 +85,7 @@ the recipe's sizes):
     python train.py -m experiment=root_study model=arc_eager_unshift \\
       hydra.sweep.dir=multirun/unshift_study \\
       'data=glob(ud_*,exclude=[ud_english_ewt,ud_upper_sorbian_ufal])'
-    python train.py experiment=ewt_cpu_2h model=arc_eager_unshift trainer.max_minutes=25 \\
+    python train.py experiment=ewt_cpu_2h model=arc_eager_unshift trainer.max_minutes=20 \\
       hydra.run.dir=outputs/ewt_unshift
     python experiments/unshift.py multirun/unshift_study outputs/ewt_unshift/best.pt
 """
