@@ -140,6 +140,19 @@ class Leftovers:
                 self.correct[name] += hit
                 self.correct_root[name] += hit and head == 0
 
+    def __add__(self, other: Leftovers) -> Leftovers:
+        """The counts of both, field by field (totals over treebanks)."""
+        return Leftovers(
+            sentences=self.sentences + other.sentences,
+            left=self.left + other.left,
+            reachable=self.reachable + other.reachable,
+            reachable_root=self.reachable_root + other.reachable_root,
+            correct={name: self.correct[name] + other.correct[name] for name in PARSES},
+            correct_root={
+                name: self.correct_root[name] + other.correct_root[name] for name in PARSES
+            },
+        )
+
     def recall(self, name: str) -> float:
         """Percent of the reachable words the parse ``name`` attaches to their gold head."""
         return 100.0 * self.correct[name] / self.reachable if self.reachable else 0.0
@@ -255,7 +268,7 @@ def leftover_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     total = Leftovers()
     for row in rows:
         left, parses = _leftovers_of(row), row["parses"]
-        total = _sum(total, left)
+        total = total + left
         lines.append(
             f"| {row['treebank']} | {row['train_sentences']} "
             f"| {parses['heuristic']['uas']:.2f} | {parses['unshift']['uas']:.2f} "
@@ -278,15 +291,6 @@ def leftover_table(rows: Sequence[dict[str, Any]]) -> list[str]:
         f"| {total.recall('heuristic'):.1f} | {total.recall('unshift'):.1f} |"
     )
     return lines
-
-
-def _sum(a: Leftovers, b: Leftovers) -> Leftovers:
-    plain = ("sentences", "left", "reachable", "reachable_root")
-    return Leftovers(
-        *(getattr(a, name) + getattr(b, name) for name in plain),
-        correct={name: a.correct[name] + b.correct[name] for name in PARSES},
-        correct_root={name: a.correct_root[name] + b.correct_root[name] for name in PARSES},
-    )
 
 
 def measures_table(rows: Sequence[dict[str, Any]], graph_results: Path | None) -> list[str]:
