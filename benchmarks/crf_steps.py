@@ -36,6 +36,8 @@ def train_step(model, optimizer: torch.optim.Optimizer, batch, clip: float | Non
 
 
 def main() -> None:
+    # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
+    os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--threads", type=int, default=2)

@@ -21,6 +21,7 @@ from .baselines import best_of_roots_kernel
 from .eisner import eisner_kernel
 from .status import NAN, NO_HEAD, NO_ROOT_ARC, OK, POSINF
 from .tarjan import mst_kernel
+from .tiered import tiered
 from .trees import greedy_kernel
 from .types import BoolArray, FloatArray, IntArray
 
@@ -291,17 +292,19 @@ def _best_of_roots_blocks(
     _decode_blocks(BEST_OF_ROOTS, scores, lengths, root_constraint, heads, where, claimed, start)
 
 
+# Tiered (see decoding.tiered): in a fresh environment they run as plain Python while a
+# background process compiles them into numba's cache.
 _SINGLE = {
-    MST: _mst_single,
-    EISNER: _eisner_single,
-    GREEDY: _greedy_single,
-    BEST_OF_ROOTS: _best_of_roots_single,
+    MST: tiered(_mst_single),
+    EISNER: tiered(_eisner_single),
+    GREEDY: tiered(_greedy_single),
+    BEST_OF_ROOTS: tiered(_best_of_roots_single),
 }
 BLOCKS = {
-    MST: _mst_blocks,
-    EISNER: _eisner_blocks,
-    GREEDY: _greedy_blocks,
-    BEST_OF_ROOTS: _best_of_roots_blocks,
+    MST: tiered(_mst_blocks),
+    EISNER: tiered(_eisner_blocks),
+    GREEDY: tiered(_greedy_blocks),
+    BEST_OF_ROOTS: tiered(_best_of_roots_blocks),
 }
 
 

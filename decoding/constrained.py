@@ -25,6 +25,7 @@ from . import _batch, status
 from .api import _as_scores, _error
 from .eisner import eisner_kernel
 from .tarjan import mst_kernel
+from .tiered import tiered
 from .types import BoolArray, FloatArray, IntArray
 
 __all__ = ["check_sentence", "constrained"]
@@ -54,7 +55,7 @@ def check_sentence(scores: npt.ArrayLike) -> FloatArray:
     if array.ndim != 2:
         raise ValueError(f"scores must be one sentence, float[n+1, n+1], got shape {array.shape}")
     where = np.zeros(3, dtype=np.int64)
-    matrix = _batch._copy(array, array.shape[0] - 1, True, where)
+    matrix = tiered(_batch._copy)(array, array.shape[0] - 1, True, where)
     if where[0] != status.OK:
         raise _error(0, where, True, {})
     return matrix

@@ -29,6 +29,7 @@ from .api import _as_scores, _error, _lengths
 from .constrained import check_sentence
 from .kbest_eisner import kbest_eisner_kernel
 from .tarjan import mst_kernel
+from .tiered import tiered
 from .trees import tree_score_kernel
 from .types import FloatArray, IntArray
 
@@ -165,7 +166,7 @@ def _lawler(
     fixed = np.full(n + 1, -1, dtype=np.int64)
     banned = np.empty((0, 2), dtype=np.int64)
     tree = np.full(n + 1, -1, dtype=np.int64)
-    score = _solve(matrix, root_constraint, fixed, banned, work, tree)
+    score = tiered(_solve)(matrix, root_constraint, fixed, banned, work, tree)
     # Entries (-key, counter, tree or None if unsolved, subproblem or parent, j); the counter
     # breaks ties first in, first out and keeps arrays uncompared.
     queue: list = [(-score, 0, tree, (fixed, banned, tree), 0)] if score > -np.inf else []
@@ -174,7 +175,7 @@ def _lawler(
     while queue:
         negative, _, tree, node, j = heapq.heappop(queue)
         if tree is None:  # unsolved: node is the parent
-            child, score = _solve_child(matrix, root_constraint, node, j, work)
+            child, score = tiered(_solve_child)(matrix, root_constraint, node, j, work)
             if score > -np.inf:
                 heapq.heappush(queue, (-score, pushed, child[2], child, 0))
                 pushed += 1
@@ -184,7 +185,7 @@ def _lawler(
         if len(trees) == k:
             break
         fixed, banned, _ = node
-        for child, bound in enumerate(_bounds(matrix, tree, fixed, banned).tolist()):
+        for child, bound in enumerate(tiered(_bounds)(matrix, tree, fixed, banned).tolist()):
             if bound > -np.inf:
                 heapq.heappush(queue, (-min(bound, -negative), pushed, None, node, child))
                 pushed += 1
@@ -196,7 +197,7 @@ def _sentence(
 ) -> tuple[IntArray, FloatArray]:
     """The k best trees int64[K', n+1] of one checked sentence and their scores float64[K']."""
     if algorithm == "eisner":
-        return kbest_eisner_kernel(matrix, k, root_constraint)
+        return tiered(kbest_eisner_kernel)(matrix, k, root_constraint)
     trees, weights = _lawler(matrix, k, root_constraint)
     if not trees:
         return np.empty((0, matrix.shape[0]), dtype=np.int64), np.empty(0)
@@ -273,7 +274,7 @@ def _batch_kbest(
     found = []
     where = np.zeros(3, dtype=np.int64)
     for b, n in enumerate(sizes):
-        matrix = _batch._copy(array[b], n, True, where)
+        matrix = tiered(_batch._copy)(array[b], n, True, where)
         if where[0] != status.OK:
             raise _error(b, where, False, {})
         trees, weights = _sentence(matrix, k, algorithm, root_constraint)

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._inputs import as_array, check_float, check_integer
+from .tiered import tiered
 from .types import BoolArray, FloatArray, IntArray
 
 
@@ -158,7 +159,7 @@ def is_tree(
     batch, sizes = _as_heads(heads, lengths)
     result = np.array(
         [
-            is_tree_kernel(row, n, root_constraint, projective)
+            tiered(is_tree_kernel)(row, n, root_constraint, projective)
             for row, n in zip(batch, sizes, strict=True)
         ],
         dtype=np.bool_,
@@ -175,9 +176,9 @@ def is_projective(heads: npt.ArrayLike) -> bool:
     if np.ndim(heads) != 1:
         raise ValueError(f"heads must be int[n+1], got shape {np.shape(heads)}")
     batch, sizes = _as_heads(heads, None)
-    if not is_tree_kernel(batch[0], sizes[0], False, False):
+    if not tiered(is_tree_kernel)(batch[0], sizes[0], False, False):
         raise ValueError("heads is not a tree, so projectivity is undefined")
-    return bool(projective_kernel(batch[0], sizes[0]))
+    return bool(tiered(projective_kernel)(batch[0], sizes[0]))
 
 
 def count_roots(heads: npt.ArrayLike) -> int:
@@ -185,7 +186,7 @@ def count_roots(heads: npt.ArrayLike) -> int:
     if np.ndim(heads) != 1:
         raise ValueError(f"heads must be int[n+1], got shape {np.shape(heads)}")
     batch, sizes = _as_heads(heads, None)
-    return int(count_roots_kernel(batch[0], sizes[0]))
+    return int(tiered(count_roots_kernel)(batch[0], sizes[0]))
 
 
 def tree_score(
@@ -218,10 +219,10 @@ def tree_score(
     matrix = np.ascontiguousarray(matrix.reshape(-1, *matrix.shape[-2:]), dtype=np.float64)
     totals = np.empty(batch.shape[0])
     for b, (row, n) in enumerate(zip(batch, sizes, strict=True)):
-        if not _heads_in_range(row, n):
+        if not tiered(_heads_in_range)(row, n):
             d = next(d for d in range(1, n + 1) if not 0 <= row[d] <= n or row[d] == d)
             raise ValueError(
                 f"sentence {b}: heads[{d}]={row[d]} is not a head in 0..{n} other than {d}"
             )
-        totals[b] = tree_score_kernel(matrix[b], row, n)
+        totals[b] = tiered(tree_score_kernel)(matrix[b], row, n)
     return float(totals[0]) if np.ndim(heads) == 1 else totals

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -259,6 +260,8 @@ def write_page(rows: Sequence[dict[str, Any]], page: Path, plot_path: Path | Non
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
+    os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="*", type=Path, help="checkpoints or folders of runs")
     parser.add_argument(

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -366,6 +367,8 @@ def write_page(rows: Sequence[dict[str, Any]], page: Path, graph_results: Path |
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
+    os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", type=Path, help="checkpoints or folders of runs")
     parser.add_argument("--ud-root", type=Path, default=None, help="default: each run's own")

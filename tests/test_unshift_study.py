@@ -12,6 +12,13 @@ from hydra import compose, initialize
 
 from biaffine.training import TrainResult, train
 
+
+@pytest.fixture(autouse=True)
+def _compile_in_the_foreground(monkeypatch):
+    # main() sets ROOTPARSE_COMPILE for its timings; set here, it is removed after each test.
+    monkeypatch.setenv("ROOTPARSE_COMPILE", "foreground")
+
+
 ROOT = Path(__file__).parent.parent
 SPEC = importlib.util.spec_from_file_location("unshift", ROOT / "experiments" / "unshift.py")
 study = importlib.util.module_from_spec(SPEC)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import numpy.typing as npt
 
+from decoding.tiered import tiered
 from decoding.types import BoolArray, IntArray
 
 from . import _kernels
@@ -96,7 +97,7 @@ class Configs:
         if n_stack < 0 or n_buffer < 0:
             raise ValueError(f"n_stack={n_stack} and n_buffer={n_buffer} must be >= 0")
         out = np.empty((len(self), n_stack + n_buffer), dtype=np.int64)
-        _kernels.positions_batch(
+        tiered(_kernels.positions_batch)(
             n_stack, self.stack, self.stack_size, self.buffer, self.buffer_size, out
         )
         return out

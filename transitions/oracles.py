@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from decoding.tiered import tiered
+
 from . import _oracles
 from .configs import BoolArray, Configs, IntArray
 from .systems import TransitionSystem
@@ -138,6 +140,7 @@ def _run(
         np.cumsum(capacity, out=offsets[1:])
     out = _outputs(int(offsets[-1]) if offsets.size else 0, width, system)
     args = (system.code, system.lazy, system.table, heads, gold_labels, lengths)
+    # Not tiered: one call covers a whole treebank, which plain Python would take minutes over.
     _oracles.run_treebank(*args, n_stack, offsets, out, stats)
     return out, stats
 
@@ -207,7 +210,9 @@ def costs(system: TransitionSystem, configs: Configs, gold: npt.ArrayLike) -> In
     out = np.empty((len(configs), system.table.shape[0]), dtype=np.int64)
     c = configs
     state = (c.stack, c.stack_size, c.buffer, c.buffer_size, c.heads, c.ended)
-    _oracles.costs_batch(system.code, system.attach_leftovers, system.table, *state, full, out)
+    tiered(_oracles.costs_batch)(
+        system.code, system.attach_leftovers, system.table, *state, full, out
+    )
     return out
 
 

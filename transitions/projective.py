@@ -28,6 +28,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from decoding.tiered import tiered
 from decoding.trees import is_tree_kernel
 from decoding.types import BoolArray, IntArray
 
@@ -137,7 +138,8 @@ def _check_heads(heads: npt.ArrayLike) -> IntArray:
     n = tree.shape[0] - 1
     if tree[0] != -1:
         raise ValueError(f"heads[0] must be -1 (heads is int[n+1], ROOT first), got {tree[0]}")
-    if not is_tree_kernel(tree, n, False, False):  # the fast path; words are found only on error
+    # The fast path; words are found only on error.
+    if not tiered(is_tree_kernel)(tree, n, False, False):
         for d in range(1, n + 1):
             if not 0 <= tree[d] <= n or tree[d] == d:
                 raise ValueError(f"heads[{d}]={tree[d]} is not a head in 0..{n} other than {d}")
@@ -183,7 +185,7 @@ def nonprojective_arcs(heads: npt.ArrayLike) -> BoolArray:
     """
     tree = _check_heads(heads)
     out = np.empty(tree.shape[0], dtype=np.bool_)
-    nonprojective_kernel(tree, tree.shape[0] - 1, out)
+    tiered(nonprojective_kernel)(tree, tree.shape[0] - 1, out)
     return out
 
 
@@ -224,7 +226,7 @@ def projectivize(
                 f"deprel {labels[d]!r} of word {d} contains the separator {separator!r}"
             )
     original = tree.copy()
-    n_lifts = lift_kernel(tree, n)
+    n_lifts = tiered(lift_kernel)(tree, n)
     lifted = np.flatnonzero(tree != original) if n_lifts else ()
     encoded = labels.copy()
     for d in lifted:

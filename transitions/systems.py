@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from decoding.tiered import tiered
+
 from . import _kernels as k
 from .configs import BoolArray, Configs, IntArray
 
@@ -158,7 +160,7 @@ class TransitionSystem:
             raise ValueError(f"sentence {bad[0]}: length {lengths[bad[0]]} outside [1, {width}]")
         configs = Configs.empty(lengths.shape[0], width)
         configs.lengths[:] = lengths
-        k.init_batch(self.code, configs.lengths, *self._state(configs))
+        tiered(k.init_batch)(self.code, configs.lengths, *self._state(configs))
         return configs
 
     def legal(self, configs: Configs) -> BoolArray:
@@ -166,13 +168,15 @@ class TransitionSystem:
         out = np.empty((len(configs), self.table.shape[0]), dtype=np.bool_)
         c = configs
         state = (c.stack, c.stack_size, c.buffer, c.buffer_size, c.heads, c.ended)
-        k.legal_batch(self.code, self.table, *state, out)
+        tiered(k.legal_batch)(self.code, self.table, *state, out)
         return out
 
     def terminal(self, configs: Configs) -> BoolArray:
         """bool[C]: which configurations are terminal."""
         out = np.empty(len(configs), dtype=np.bool_)
-        k.terminal_batch(self.code, configs.stack_size, configs.buffer_size, configs.ended, out)
+        tiered(k.terminal_batch)(
+            self.code, configs.stack_size, configs.buffer_size, configs.ended, out
+        )
         return out
 
     def arcs(
@@ -186,7 +190,7 @@ class TransitionSystem:
         actions = self._check(configs, actions, active)
         out = np.empty((len(configs), 2), dtype=np.int64)
         c = configs
-        k.arcs_batch(
+        tiered(k.arcs_batch)(
             self.code, self.table, actions, c.stack, c.stack_size, c.buffer, c.buffer_size, out
         )
         out[~active] = -1
@@ -204,7 +208,7 @@ class TransitionSystem:
         legal = self.legal(configs) if legal is None else legal
         out = np.empty((len(configs), self.table.shape[0], 2), dtype=np.int64)
         c = configs
-        k.arcs_of_all_batch(
+        tiered(k.arcs_of_all_batch)(
             self.code, self.table, legal, c.stack, c.stack_size, c.buffer, c.buffer_size, out
         )
         return out
@@ -233,7 +237,7 @@ class TransitionSystem:
         arc_labels = np.full(len(configs), -1, dtype=np.int64)
         if labels is not None:
             arc_labels[:] = np.asarray(labels, dtype=np.int64)
-        k.apply_batch(
+        tiered(k.apply_batch)(
             self.code, self.table, actions, arc_labels, active, self._state(configs), configs.steps
         )
 

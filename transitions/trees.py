@@ -8,6 +8,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from decoding.tiered import tiered
 from decoding.types import IntArray
 
 OK, OUT_OF_RANGE, CYCLE, ROOTS, NON_PROJECTIVE = 0, 1, 2, 3, 4
@@ -94,7 +95,7 @@ def check_trees(
         system: the system's name, for the message.
     """
     detail = np.zeros(2, dtype=np.int64)
-    s, code = _first_problem(heads, lengths, single_root, projective, detail)
+    s, code = tiered(_first_problem)(heads, lengths, single_root, projective, detail)
     if code != OK:
         raise ValueError(f"sentence {s}: {_message(code, detail, system)}")
 

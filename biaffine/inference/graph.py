@@ -121,8 +121,9 @@ def choose_labels(
 def warm_up(decoders: Mapping[str, DecoderSettings]) -> None:
     """Load the decoders' compiled kernels now, on a two-word sentence, so no timed call pays it.
 
-    The first call of a numba kernel in a process loads it from numba's cache (about 0.5 s,
-    minutes when the cache is cold); later calls cost microseconds.
+    The first call of a numba kernel in a process loads it from numba's cache (about 0.5 s);
+    later calls cost microseconds. With a cold cache it starts the background compilation
+    (:mod:`decoding.tiered`) and the kernels run as plain Python until that ends.
     """
     for decoder in decoders.values():
         decode_heads(torch.zeros(1, 3, 3), torch.tensor([2]), decoder)

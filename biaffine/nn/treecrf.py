@@ -31,6 +31,8 @@ import numba
 import numpy as np
 import torch
 
+from decoding.tiered import tiered
+
 __all__ = ["crf_loss", "log_partition", "marginals", "tree_log_prob", "tree_score"]
 
 # Stand-in for -inf in the inside chart: a logsumexp over -inf alone has a NaN gradient, while
@@ -393,7 +395,7 @@ class _MatrixTreeCPU(torch.autograd.Function):
     def forward(
         ctx, scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool
     ) -> torch.Tensor:
-        log_z, probs, bad = _matrix_tree_batch(
+        log_z, probs, bad = tiered(_matrix_tree_batch)(
             scores.detach().contiguous().numpy(), lengths.numpy().astype(np.int64), root_constraint
         )
         if bad[0] >= 0:

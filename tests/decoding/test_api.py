@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -16,8 +16,6 @@ from strategies import FEASIBLE_KINDS, padded_batches, score_matrices
 import decoding
 from decoding import _batch
 from decoding.api import _best_of_roots
-from decoding.eisner import eisner_kernel
-from decoding.trees import greedy_kernel
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 
@@ -382,26 +380,50 @@ def test_block_schedule_skips_claimed_blocks_and_wraps_around():
     assert (heads[block == 1] == -1).all()
 
 
+# Decodes every kind of input in a process that compiles (or loads) in the foreground, as numba
+# does by itself, then prints each driver's and kernel's signatures.
+SPECIALISATIONS = """
+import contextlib, json
+import numpy as np
+import decoding
+from decoding import _batch
+from decoding.eisner import eisner_kernel
+from decoding.trees import greedy_kernel
+
+rng = np.random.default_rng(6)
+for dtype in (np.float32, np.float64):
+    for decode in (decoding.mst, decoding.eisner, decoding.greedy):
+        scores = rng.normal(size=(3, 6, 6)).astype(dtype)
+        scores[1, 2, 3] = np.nan  # the error path compiles too
+        for batch, lengths in ((scores[0], None), (scores, None), (scores, [5, 2, 4])):
+            with contextlib.suppress(ValueError):
+                decode(batch, lengths)
+            if decode is not decoding.greedy:
+                decode(batch[..., :3, :3], root_constraint=False)
+compiled = [_batch._check, _batch._copy, _batch._locate_invalid, eisner_kernel, greedy_kernel]
+compiled += [entry.dispatcher for entry in (*_batch._SINGLE.values(), *_batch.BLOCKS.values())]
+print(json.dumps({f.py_func.__name__: [str(s) for s in f.signatures] for f in compiled}))
+"""
+
+
 @pytest.mark.skipif(NO_JIT, reason="signatures exist only for compiled functions")
 def test_each_driver_and_kernel_compiles_once_whatever_the_input():
     # Every specialisation compiles (and reoptimises the kernels it links) once more in a fresh
     # environment: a constant argument such as b = 0 or need_root = True must not make its own.
-    rng = np.random.default_rng(6)
-    for dtype in (np.float32, np.float64):
-        for decode in (decoding.mst, decoding.eisner, decoding.greedy):
-            scores = rng.normal(size=(3, 6, 6)).astype(dtype)
-            scores[1, 2, 3] = np.nan  # the error path compiles too
-            for batch, lengths in ((scores[0], None), (scores, None), (scores, [5, 2, 4])):
-                with contextlib.suppress(ValueError):
-                    decode(batch, lengths)
-                if decode is not decoding.greedy:
-                    decode(batch[..., :3, :3], root_constraint=False)
-    compiled = [_batch._check, _batch._copy, _batch._locate_invalid, eisner_kernel, greedy_kernel]
-    compiled += [*_batch._SINGLE.values(), *_batch.BLOCKS.values()]
-    for function in compiled:
-        assert len(function.signatures) <= 1, (function, function.signatures)
-        for argument in (function.signatures or [()])[0]:
-            assert "Literal" not in str(argument), (function, function.signatures)
+    env = {**os.environ, "ROOTPARSE_COMPILE": "foreground"}
+    result = subprocess.run(
+        [sys.executable, "-c", SPECIALISATIONS],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    signatures = json.loads(result.stdout.strip().splitlines()[-1])
+    assert signatures["_mst_single"], "the drivers ran as plain Python, not as machine code"
+    for name, found in signatures.items():
+        assert len(found) <= 1, (name, found)
+        assert not any("Literal" in argument for argument in found), (name, found)
 
 
 @pytest.mark.slow
@@ -409,15 +431,22 @@ def test_each_driver_and_kernel_compiles_once_whatever_the_input():
 def test_a_process_compiles_only_the_decoder_it_calls():
     code = (
         "import numpy as np, decoding\n"
+        "from decoding import _batch\n"
         "from decoding.baselines import best_of_roots_kernel\n"
         "from decoding.eisner import eisner_kernel\n"
         "from decoding.trees import greedy_kernel\n"
         "decoding.mst(np.zeros((3, 3)))\n"
         "decoding.mst(np.zeros((2, 3, 3)), [2, 1])\n"
-        "kernels = (eisner_kernel, greedy_kernel, best_of_roots_kernel)\n"
+        "kernels = (_batch._mst_single, eisner_kernel, greedy_kernel, best_of_roots_kernel)\n"
         "print([len(kernel.signatures) for kernel in kernels])\n"
     )
+    env = {**os.environ, "ROOTPARSE_COMPILE": "foreground"}  # as numba does by itself
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
     )
-    assert result.stdout.strip() == "[0, 0, 0]"
+    assert result.stdout.strip() == "[1, 0, 0, 0]"

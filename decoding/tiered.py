@@ -1,0 +1,221 @@
+"""Tiered compilation: a numba entry point runs as plain Python until its machine code is cached.
+
+numba compiles a function the first time a process calls it and keeps the machine code in its
+on-disk cache (``cache=True``). In a fresh environment the first ``mst`` call compiles for 20-25 s
+of CPU on a 2-core AMD EPYC (about four fifths of it numba's typing and lowering, in Python; the
+rest LLVM), so the first parse of a new install waited for the compiler. The kernels are valid
+Python (the test suite also runs them without the JIT), so a process need not wait:
+
+- the first call of a :class:`Tiered` entry point looks for its machine code in numba's cache and,
+  if it is there, loads it (tens of milliseconds) and uses it from then on;
+- otherwise that call and the next ones run the very same functions interpreted (about 1 ms for a
+  25-word sentence), while one background process compiles the machine code into the cache;
+- the first call after that process has ended loads the machine code and uses it.
+
+The background process outlives a short-lived parent, so the next process finds the cache
+filled. Background processes take a lock one at a time, so kernels shared by several entry
+points are compiled once and loaded from the cache by the next process.
+
+``ROOTPARSE_COMPILE=foreground`` restores numba's own behaviour (compile in the calling process,
+on the first call); so does anything that keeps the background process from starting or from
+finishing its work (the first call after it ends then compiles whatever the cache still lacks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import threading
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from numba.core.caching import NullCache
+from numba.core.dispatcher import Dispatcher
+
+# (module, name, signature): an entry point to compile, as the background process receives it.
+Request = tuple[str, str, tuple[Any, ...]]
+
+
+def _foreground() -> bool:
+    """Whether numba should compile in the calling process (``ROOTPARSE_COMPILE=foreground``)."""
+    return os.environ.get("ROOTPARSE_COMPILE", "background") == "foreground"
+
+
+def _in_cache(dispatcher: Dispatcher, signature: tuple[Any, ...]) -> bool:
+    """Whether numba's cache holds ``dispatcher``'s machine code for ``signature``.
+
+    Reads the cache through numba's ``Dispatcher._cache``, the object numba itself loads from
+    (``Dispatcher.compile``). A dispatcher without a cache (``cache=False``), or a numba without
+    that attribute, counts as a hit, so the call compiles as numba does.
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    load = getattr(cache, "load_overload", None)
+    if load is None or isinstance(cache, NullCache):  # no cache: nothing to compile into
+        return True
+    return load(signature, dispatcher.targetctx) is not None
+
+
+def _names(code: types.CodeType) -> Iterator[str]:
+    """The global names ``code`` and the code objects nested in it (comprehensions) refer to."""
+    yield from code.co_names
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            yield from _names(constant)
+
+
+def interpreted(function: Callable[..., Any], twins: dict[int, Callable[..., Any]]) -> Callable:
+    """``function`` as plain Python, calling plain-Python twins of the numba functions it calls.
+
+    A twin runs the dispatcher's own Python code (``py_func``) in a copy of its module's
+    namespace where every numba dispatcher it names is replaced by that one's twin, recursively;
+    ``twins`` (keyed by ``id`` of the Python function) ends cycles and shares twins.
+    """
+    python = getattr(function, "py_func", function)
+    if id(python) in twins:
+        return twins[id(python)]
+    namespace = dict(python.__globals__)
+    twin = types.FunctionType(
+        python.__code__, namespace, python.__name__, python.__defaults__, python.__closure__
+    )
+    twin.__kwdefaults__ = python.__kwdefaults__
+    twins[id(python)] = twin
+    for name in set(_names(python.__code__)):
+        if isinstance(namespace.get(name), Dispatcher):
+            namespace[name] = interpreted(namespace[name], twins)
+    return twin
+
+
+def _lock_path() -> str:
+    """The file whose lock the background processes of this user take one at a time."""
+    return os.path.join(tempfile.gettempdir(), f"rootparse-compile-{os.getuid()}.lock")
+
+
+def _start(request: Request) -> subprocess.Popen[bytes] | None:
+    """Start ``python -m decoding.tiered`` compiling ``request``; None if none can start.
+
+    The process runs in a session of its own, so a Ctrl-C in the caller's terminal does not stop
+    it and it outlives the caller; its environment (``NUMBA_CACHE_DIR`` included) is the
+    caller's. Processes wait for each other's lock, so kernels that several entry points share
+    are compiled once and loaded from the cache by the next process.
+    """
+    # The caller may import this package from its script's folder: the child finds it too.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "decoding.tiered"],
+            env={**os.environ, "PYTHONPATH": path},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+    assert process.stdin is not None
+    with process.stdin:
+        process.stdin.write(pickle.dumps(request))
+    return process
+
+
+class Tiered:
+    """A numba dispatcher called as plain Python until its machine code is in numba's cache.
+
+    Thread-safe: threads may call it at once (the batch drivers do). Calls return exactly what
+    the dispatcher returns, interpreted or compiled: both run the same code on the same types.
+    """
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        """Wrap ``dispatcher``; nothing is loaded or compiled before the first call."""
+        self.dispatcher = dispatcher
+        self._lock = threading.Lock()
+        self._compiled = False  # machine code loaded (or numba will compile on the next call)
+        self._job: subprocess.Popen[bytes] | None = None  # the background compilation
+        self._python: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        """``dispatcher(*args)``, compiled or interpreted."""
+        if self._compiled or self._use_machine_code(args):
+            return self.dispatcher(*args)
+        return self._interpreted()(*args)
+
+    def wait(self) -> None:
+        """Block until the background compilation of this entry point, if one runs, has ended.
+
+        The next call then runs the machine code.
+        """
+        with self._lock:
+            job = self._job
+        if job is not None:
+            job.wait()
+
+    @property
+    def is_compiled(self) -> bool:
+        """Whether calls now run the machine code."""
+        return self._compiled
+
+    def _signature(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(self.dispatcher.typeof_pyval(arg) for arg in args)
+
+    def _use_machine_code(self, args: tuple[Any, ...]) -> bool:
+        """Whether this call may run the machine code; starts the background compilation once."""
+        with self._lock:
+            if self._compiled:
+                return True
+            if self._job is None:
+                signature = self._signature(args)
+                if _foreground() or _in_cache(self.dispatcher, signature):
+                    self._compiled = True
+                    return True
+                python = self.dispatcher.py_func
+                self._job = _start((python.__module__, python.__qualname__, signature))
+                # None: no process could start, so this call compiles, as numba does.
+                self._compiled = self._job is None
+            elif self._job.poll() is not None:  # ended, whether or not it succeeded
+                self._compiled = True
+            return self._compiled
+
+    def _interpreted(self) -> Callable[..., Any]:
+        if self._python is None:
+            self._python = interpreted(self.dispatcher, {})
+        return self._python
+
+
+_ENTRIES: dict[Dispatcher, Tiered] = {}
+
+
+def tiered(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` (a numba dispatcher) as a :class:`Tiered` entry point, one per dispatcher.
+
+    Python code calls kernels through it (``tiered(kernel)(*args)``); numba code calls them
+    directly. Anything but a dispatcher (a plain function, as ``njit`` returns under
+    ``NUMBA_DISABLE_JIT=1``) is returned as it is.
+    """
+    if not isinstance(function, Dispatcher):
+        return function
+    entry = _ENTRIES.get(function)
+    if entry is None:
+        entry = _ENTRIES.setdefault(function, Tiered(function))
+    return entry
+
+
+def _compile_request(payload: bytes) -> None:
+    """Compile the requested entry point into numba's cache (the background process's job)."""
+    with open(_lock_path(), "a") as lock:
+        with contextlib.suppress(ImportError):  # no fcntl (Windows): the processes overlap
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        # Unpickling the signature imports numba: waiting processes stay small until their turn.
+        module, name, signature = pickle.loads(payload)
+        getattr(importlib.import_module(module), name).compile(signature)
+
+
+if __name__ == "__main__":
+    _compile_request(sys.stdin.buffer.read())

@@ -1,0 +1,211 @@
+"""Tiered compilation: plain Python until the machine code is in numba's cache, same results."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+from numba.core.dispatcher import Dispatcher
+
+from decoding import _batch, tiered
+from decoding.tiered import Tiered, interpreted
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled without the JIT"
+)
+
+# Parses with the graph decoders and a transition system, then reports which numba functions
+# this process compiled itself (a cache miss) and which entry points run machine code; then, if
+# asked, waits for the background compilation and does it all again.
+PROBE = """
+import json, sys
+import numba, numpy as np
+import decoding, transitions
+from decoding import tiered
+
+rng = np.random.default_rng(0)
+matrix = rng.normal(size=(9, 9))
+scores = rng.normal(size=(120, 26, 26))  # enough work for the threaded batch driver
+lengths = rng.integers(1, 26, size=120)
+system = transitions.get_system("arc_hybrid")
+
+def score(rows, positions):
+    return np.cos(positions.sum(axis=1, keepdims=True) * np.arange(1, 4))
+
+def run():
+    return {
+        "single": decoding.mst(matrix).tolist(),
+        "batch": decoding.mst(scores, lengths).tolist(),
+        "greedy": transitions.greedy_search(system, lengths[:20], score).heads.tolist(),
+    }
+
+def report():
+    dispatchers = [
+        (f"{module.__name__}.{name}", value)
+        for module_name, module in list(sys.modules.items())
+        if module_name.split(".")[0] in ("decoding", "transitions")
+        for name, value in vars(module).items()
+        if isinstance(value, numba.core.dispatcher.Dispatcher)
+    ]
+    return {
+        "compiled_here": sorted(
+            name for name, f in dispatchers if sum(f.stats.cache_misses.values())
+        ),
+        "machine_code": [  # of the entry points called so far
+            entry.is_compiled
+            for entry in tiered._ENTRIES.values()
+            if entry.is_compiled or entry._job is not None
+        ],
+    }
+
+first = {**run(), **report()}
+again = None
+if sys.argv[1] == "wait":
+    for entry in list(tiered._ENTRIES.values()):
+        entry.wait()
+    again = {**run(), **report()}
+print(json.dumps({"first": first, "again": again}))
+"""
+
+
+def _probe(cache: Path | None, *args: str, **env: str) -> dict:
+    """PROBE's report, run on numba cache ``cache`` (None: this process's)."""
+    environment = {key: value for key, value in os.environ.items() if key != "ROOTPARSE_COMPILE"}
+    if cache is not None:
+        environment["NUMBA_CACHE_DIR"] = str(cache)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        env={**environment, **env},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_a_fresh_environment_parses_at_once_and_the_next_process_loads_machine_code(tmp_path):
+    cold = _probe(tmp_path / "cold", "wait")
+    first, again = cold["first"], cold["again"]
+    # Nothing compiled in the process: every entry point ran interpreted...
+    assert first["compiled_here"] == []
+    assert first["machine_code"]
+    assert not any(first["machine_code"])
+    # ... while background processes compiled each into the cache, which it then loaded.
+    assert again["compiled_here"] == []
+    assert all(again["machine_code"])
+    warm = _probe(tmp_path / "cold", "no-wait")["first"]
+    assert warm["compiled_here"] == []
+    assert all(warm["machine_code"])
+    # The same trees from plain Python and from machine code (numba's own way: compiled in the
+    # calling process, or loaded from this session's cache).
+    native = _probe(None, "no-wait", ROOTPARSE_COMPILE="foreground")["first"]
+    assert all(native["machine_code"])
+    for run in (again, warm, native):
+        for key in ("single", "batch", "greedy"):
+            assert run[key] == first[key], key
+
+
+@numba.njit(cache=True)
+def _sum_of_squares(values):
+    total = 0.0
+    for value in values:
+        total += value * value
+    return total
+
+
+def _never_in_cache(dispatcher, signature):
+    return False
+
+
+def test_calls_are_interpreted_until_the_background_process_ends(monkeypatch):
+    # A stand-in for the background process that fails: the calling process compiles after it.
+    monkeypatch.setattr(tiered, "_in_cache", _never_in_cache)
+    failing = [sys.executable, "-c", "raise SystemExit(3)"]
+    monkeypatch.setattr(tiered, "_start", lambda request: subprocess.Popen(failing))
+    monkeypatch.delenv("ROOTPARSE_COMPILE", raising=False)
+    dispatcher = numba.njit(cache=True)(_sum_of_squares.py_func)
+    entry = Tiered(dispatcher)
+    values = np.arange(5.0)
+    assert entry(values) == 30.0
+    assert not entry.is_compiled
+    assert dispatcher.signatures == []
+    entry.wait()
+    assert entry(values) == 30.0
+    assert entry.is_compiled
+    assert len(dispatcher.signatures) == 1
+
+
+def test_no_background_process_or_the_foreground_setting_compiles_at_once(monkeypatch):
+    monkeypatch.setattr(tiered, "_in_cache", _never_in_cache)
+    monkeypatch.setattr(tiered, "_start", lambda request: None)  # no process could start
+    dispatcher = numba.njit(cache=True)(_sum_of_squares.py_func)
+    entry = Tiered(dispatcher)
+    assert entry(np.ones(3)) == 3.0
+    assert entry.is_compiled
+    assert len(dispatcher.signatures) == 1
+
+    def refuse(request):
+        raise AssertionError("no background process in the foreground setting")
+
+    monkeypatch.setattr(tiered, "_start", refuse)
+    monkeypatch.setenv("ROOTPARSE_COMPILE", "foreground")
+    dispatcher = numba.njit(cache=True)(_sum_of_squares.py_func)
+    entry = Tiered(dispatcher)
+    assert entry(np.ones(4)) == 4.0
+    assert entry.is_compiled
+    assert len(dispatcher.signatures) == 1
+
+
+def test_a_dispatcher_has_one_entry_point_and_plain_functions_stay_plain():
+    assert tiered.tiered(_sum_of_squares) is tiered.tiered(_sum_of_squares)
+    assert tiered.tiered(_sum_of_squares.py_func) is _sum_of_squares.py_func
+    assert _batch._SINGLE[_batch.MST] is tiered.tiered(_batch._mst_single)
+
+
+def _python_twins():
+    """Every twin that the tiered entry points of decoding and transitions build."""
+    import transitions  # noqa: F401 (registers nothing; loads the modules scanned below)
+
+    modules = [
+        module
+        for name, module in list(sys.modules.items())
+        if name.split(".")[0] in ("decoding", "transitions")
+    ]
+    dispatchers = {
+        id(value): value
+        for module in modules
+        for value in vars(module).values()
+        if isinstance(value, Dispatcher)
+    }
+    twins: dict = {}
+    for dispatcher in dispatchers.values():
+        interpreted(dispatcher, twins)
+    return twins
+
+
+def test_twins_call_only_twins():
+    twins = _python_twins()
+    assert len(twins) > 50
+    for twin in twins.values():
+        for name in tiered._names(twin.__code__):
+            assert not isinstance(twin.__globals__.get(name), Dispatcher), (twin, name)
+
+
+def test_a_twin_gives_what_the_machine_code_gives():
+    rng = np.random.default_rng(3)
+    for algorithm in (_batch.MST, _batch.EISNER, _batch.GREEDY, _batch.BEST_OF_ROOTS):
+        entry = _batch._SINGLE[algorithm]
+        python = interpreted(entry.dispatcher, {})
+        for n in (1, 2, 7, 30):
+            matrix = rng.normal(size=(n + 1, n + 1))
+            machine, plain = np.zeros(n + 1, np.int64), np.zeros(n + 1, np.int64)
+            assert entry.dispatcher(matrix, True, machine) == python(matrix, True, plain)
+            np.testing.assert_array_equal(machine, plain)
