@@ -93,7 +93,8 @@ def interpreted(function: Callable[..., Any], twins: dict[int, Callable[..., Any
 
 def _lock_path() -> str:
     """The file whose lock the background processes of this user take one at a time."""
-    return os.path.join(tempfile.gettempdir(), f"rootparse-compile-{os.getuid()}.lock")
+    user = os.getuid() if hasattr(os, "getuid") else "all"
+    return os.path.join(tempfile.gettempdir(), f"rootparse-compile-{user}.lock")
 
 
 def _start(request: Request) -> subprocess.Popen[bytes] | None:
@@ -119,7 +120,7 @@ def _start(request: Request) -> subprocess.Popen[bytes] | None:
     except OSError:
         return None
     assert process.stdin is not None
-    with process.stdin:
+    with contextlib.suppress(OSError), process.stdin:  # a child that died at once has ended
         process.stdin.write(pickle.dumps(request))
     return process
 
