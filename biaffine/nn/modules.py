@@ -172,6 +172,7 @@ class Biaffine(nn.Module):
         super().__init__()
         self.n_in, self.n_out, self.bias_x, self.bias_y = n_in, n_out, bias_x, bias_y
         self.chunk_elements = 1 << 18  # size of the x U intermediate per chunk (1 MiB)
+        self.pair_chunk_elements = 1 << 22  # the same in score_pairs (16 MiB)
         self.weight = nn.Parameter(torch.zeros(n_out, n_in + bias_x, n_in + bias_y))
 
     def extra_repr(self) -> str:  # noqa: D102
@@ -232,15 +233,42 @@ class Biaffine(nn.Module):
         x, y = self._with_bias(x, y)
         shape = x.shape[:-1]
         x, y = x.reshape(-1, x.shape[-1]), y.reshape(-1, y.shape[-1])
-        weight = self._flat_weight()
-        # x U is [pairs, O, Dy]: in chunks of rows it stays in cache, as in forward.
-        step = max(1, self.chunk_elements // weight.shape[1])
-        pieces = [
-            torch.bmm((xc @ weight).view(len(xc), self.n_out, -1), yc.unsqueeze(-1)).squeeze(-1)
-            for xc, yc in zip(x.split(step), y.split(step), strict=True)
-        ]
+        # Two orders of the same multiply-adds; the one with the smaller intermediate per pair
+        # goes faster (it is memory that limits): x U [pairs, O, Dy] for fewer channels than
+        # x features, the outer product x y^T [pairs, Dx * Dy] for more (136 pseudo-projective
+        # labels on 101 features: 2.6x faster forward and backward than x U, one CPU thread).
+        # In chunks of pairs, so the intermediate stays in cache.
+        if self.n_out <= x.shape[-1]:
+            pairs, weight = self._pairs_through_xu, self._flat_weight()
+            per_pair = self.n_out * y.shape[-1]
+        else:
+            pairs, weight = self._pairs_through_outer_product, self.weight.flatten(1)
+            per_pair = x.shape[-1] * y.shape[-1]
+        step = max(1, self.pair_chunk_elements // per_pair)
+        chunks = zip(x.split(step), y.split(step), strict=True)
+        pieces = [pairs(xc, yc, weight) for xc, yc in chunks]
         scores = pieces[0] if len(pieces) == 1 else torch.cat(pieces)  # [pairs, O]
         return scores.view(*shape, self.n_out)
+
+    def _pairs_through_xu(
+        self, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor
+    ) -> torch.Tensor:
+        """Scores [P, O] of P aligned pairs (bias features included) as (x U) y.
+
+        ``weight`` is :meth:`_flat_weight`, [Dx, O * Dy].
+        """
+        xu = (x @ weight).view(len(x), self.n_out, -1)  # [P, O, Dy]
+        return torch.bmm(xu, y.unsqueeze(-1)).squeeze(-1)
+
+    def _pairs_through_outer_product(
+        self, x: torch.Tensor, y: torch.Tensor, weight: torch.Tensor
+    ) -> torch.Tensor:
+        """Scores [P, O] of P aligned pairs (bias features included) as vec(x y^T) . vec(U_o).
+
+        ``weight`` is U flattened to [O, Dx * Dy], row-major as the outer product.
+        """
+        outer = (x.unsqueeze(2) * y.unsqueeze(1)).flatten(1)  # [P, Dx * Dy]
+        return outer @ weight.T
 
 
 class BiLSTM(nn.Module):

@@ -138,17 +138,19 @@ def test_biaffine_chunking_does_not_change_scores() -> None:
 @pytest.mark.parametrize("bias_x", [True, False])
 @pytest.mark.parametrize("bias_y", [True, False])
 @pytest.mark.parametrize("chunk_elements", [1, 1 << 18])
+@pytest.mark.parametrize("n_out", [3, 9])  # fewer or more channels than x features: (x U) y, x y^T
 def test_biaffine_score_pairs_equals_all_pairs_at_those_pairs(
-    bias_x: bool, bias_y: bool, chunk_elements: int
+    bias_x: bool, bias_y: bool, chunk_elements: int, n_out: int
 ) -> None:
-    layer = Biaffine(4, 3, bias_x=bias_x, bias_y=bias_y)
+    layer = Biaffine(4, n_out, bias_x=bias_x, bias_y=bias_y)
     torch.nn.init.normal_(layer.weight)
-    layer.chunk_elements = chunk_elements  # 1: one pair per chunk
+    layer.chunk_elements = layer.pair_chunk_elements = chunk_elements  # 1: one pair per chunk
     x, y = torch.randn(2, 5, 4), torch.randn(2, 5, 4)
     partner = torch.tensor([[4, 0, 0, 2, 1], [1, 1, 3, 0, 2]])  # y position paired with x_i
     pairs = layer.score_pairs(x, y.gather(1, partner.unsqueeze(-1).expand(-1, -1, 4)))
-    expected = layer(x, y).gather(2, partner[..., None, None].expand(-1, -1, 1, 3)).squeeze(2)
-    assert pairs.shape == (2, 5, 3)
+    at_partner = partner[..., None, None].expand(-1, -1, 1, n_out)
+    expected = layer(x, y).gather(2, at_partner).squeeze(2)
+    assert pairs.shape == (2, 5, n_out)
     assert torch.allclose(pairs, expected, atol=1e-5)
 
 
