@@ -172,10 +172,11 @@ def _lawler(
     queue: list = [(-score, 0, tree, (fixed, banned, tree), 0)] if score > -np.inf else []
     pushed = 1
     trees, weights = [], []
+    solve_child, bounds = tiered(_solve_child), tiered(_bounds)
     while queue:
         negative, _, tree, node, j = heapq.heappop(queue)
         if tree is None:  # unsolved: node is the parent
-            child, score = tiered(_solve_child)(matrix, root_constraint, node, j, work)
+            child, score = solve_child(matrix, root_constraint, node, j, work)
             if score > -np.inf:
                 heapq.heappush(queue, (-score, pushed, child[2], child, 0))
                 pushed += 1
@@ -185,7 +186,7 @@ def _lawler(
         if len(trees) == k:
             break
         fixed, banned, _ = node
-        for child, bound in enumerate(tiered(_bounds)(matrix, tree, fixed, banned).tolist()):
+        for child, bound in enumerate(bounds(matrix, tree, fixed, banned).tolist()):
             if bound > -np.inf:
                 heapq.heappush(queue, (-min(bound, -negative), pushed, None, node, child))
                 pushed += 1
@@ -273,8 +274,9 @@ def _batch_kbest(
     """The k best trees of each sentence of a batch float64[B, N+1, N+1], one after another."""
     found = []
     where = np.zeros(3, dtype=np.int64)
+    copy = tiered(_batch._copy)
     for b, n in enumerate(sizes):
-        matrix = tiered(_batch._copy)(array[b], n, True, where)
+        matrix = copy(array[b], n, True, where)
         if where[0] != status.OK:
             raise _error(b, where, False, {})
         trees, weights = _sentence(matrix, k, algorithm, root_constraint)

@@ -170,8 +170,11 @@ class Tiered:
             if self._compiled:
                 return True
             if self._job is None:
+                if _foreground():
+                    self._compiled = True
+                    return True
                 signature = self._signature(args)
-                if _foreground() or _in_cache(self.dispatcher, signature):
+                if _in_cache(self.dispatcher, signature):
                     self._compiled = True
                     return True
                 python = self.dispatcher.py_func
@@ -184,11 +187,13 @@ class Tiered:
 
     def _interpreted(self) -> Callable[..., Any]:
         if self._python is None:
-            self._python = interpreted(self.dispatcher, {})
+            self._python = interpreted(self.dispatcher, _TWINS)
         return self._python
 
 
 _ENTRIES: dict[Dispatcher, Tiered] = {}
+# Twins of every entry point: kernels that several entry points call are built once.
+_TWINS: dict[int, Callable[..., Any]] = {}
 
 
 def tiered(function: Callable[..., Any]) -> Callable[..., Any]:

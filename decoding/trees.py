@@ -157,11 +157,9 @@ def is_tree(
             a malformed tree).
     """
     batch, sizes = _as_heads(heads, lengths)
+    check = tiered(is_tree_kernel)
     result = np.array(
-        [
-            tiered(is_tree_kernel)(row, n, root_constraint, projective)
-            for row, n in zip(batch, sizes, strict=True)
-        ],
+        [check(row, n, root_constraint, projective) for row, n in zip(batch, sizes, strict=True)],
         dtype=np.bool_,
     )
     return bool(result[0]) if np.ndim(heads) == 1 else result
@@ -218,11 +216,12 @@ def tree_score(
         raise ValueError(f"scores shape {matrix.shape} does not match heads: expected {expected}")
     matrix = np.ascontiguousarray(matrix.reshape(-1, *matrix.shape[-2:]), dtype=np.float64)
     totals = np.empty(batch.shape[0])
+    in_range, score = tiered(_heads_in_range), tiered(tree_score_kernel)
     for b, (row, n) in enumerate(zip(batch, sizes, strict=True)):
-        if not tiered(_heads_in_range)(row, n):
+        if not in_range(row, n):
             d = next(d for d in range(1, n + 1) if not 0 <= row[d] <= n or row[d] == d)
             raise ValueError(
                 f"sentence {b}: heads[{d}]={row[d]} is not a head in 0..{n} other than {d}"
             )
-        totals[b] = tiered(tree_score_kernel)(matrix[b], row, n)
+        totals[b] = score(matrix[b], row, n)
     return float(totals[0]) if np.ndim(heads) == 1 else totals
