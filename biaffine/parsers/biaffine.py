@@ -5,6 +5,7 @@ It never decodes: :mod:`biaffine.inference.graph` turns its scores into trees wi
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -27,6 +28,8 @@ from biaffine.parsers.shared import (
 
 __all__ = ["LOSSES", "ArcRelScores", "BiaffineParser", "score_arcs"]
 
+
+log = logging.getLogger(__name__)
 
 LOSSES = ("local", "crf")
 """Head losses of :class:`BiaffineParser`: per-word cross entropy, or the tree CRF's."""
@@ -223,6 +226,9 @@ def _crf_head_loss(arc_scores: torch.Tensor, batch: Batch) -> torch.Tensor:
     lost = log_prob.isnan()
     total = -torch.where(lost, torch.zeros_like(log_prob), log_prob).sum()
     if bool(lost.any()):
+        # Logged, so that a run's log says how often the fallback fired (grep "lost precision").
+        message = "tree-CRF: log Z lost precision in %d of %d sentences; local loss for them"
+        log.info(message, int(lost.sum()), len(lost))
         words = batch.mask & lost.unsqueeze(-1)  # [B, N+1]
         local = F.cross_entropy(arc_scores[words].double(), batch.heads[words], reduction="sum")
         total = total + local
