@@ -106,7 +106,9 @@ def _best_root_word(scores: FloatArray, chart: FloatArray) -> tuple[float, int]:
     best = -np.inf
     best_r = 1
     for r in range(1, n + 1):
-        value = scores[r, 0] + chart[_COMPLETE_LEFT, 1, r] + chart[_COMPLETE_RIGHT, r, n]
+        # Added in the order decoding.kbest_eisner adds them: equal sums round alike, so the
+        # two break near-ties (trees equal up to rounding) the same way.
+        value = chart[_COMPLETE_LEFT, 1, r] + chart[_COMPLETE_RIGHT, r, n] + scores[r, 0]
         if value > best:
             best = value
             best_r = r

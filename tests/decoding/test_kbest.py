@@ -92,6 +92,18 @@ def test_kbest_first_tree_is_the_one_best_decoder_tree(algorithm, scores, root_c
     np.testing.assert_array_equal(best.heads[0], decoder(scores, root_constraint=root_constraint))
 
 
+def test_kbest_first_tree_equals_eisner_tree_under_near_ties():
+    # Found by hypothesis: two single-rooted trees (root word 2 and root word 5) score
+    # 5 + 5e-12 up to rounding. Eisner added the root arc first, the k-best chart last, so the
+    # sums rounded apart and the two picked different trees.
+    scores = np.ones((6, 6))
+    for dep, head in [(1, 2), (2, 0), (2, 5), (3, 2), (4, 3), (5, 0), (5, 4)]:
+        scores[dep, head] = 1.000000000002
+    best = decoding.kbest(scores, 1, algorithm="eisner", root_constraint=True)
+    np.testing.assert_array_equal(best.heads[0], decoding.eisner(scores, root_constraint=True))
+    np.testing.assert_array_equal(best.heads[0], [-1, 2, 0, 2, 3, 4])
+
+
 @given(
     scores=score_matrices(max_words=9, kinds=FEASIBLE_KINDS),
     k=st.integers(1, 8),
