@@ -98,9 +98,9 @@ class TransformerEmbedding(nn.Module):
             window: subwords per window, special tokens excluded; None = the model's maximum.
             overlap: subwords shared by consecutive windows; None = half a window.
             cache: keep each sentence's pooled layer states (frozen model only), so later
-                epochs skip the transformer. Costs ``2 * len(layers) * H`` bytes per word
-                (float16): about 1 GB for EWT train with all 7 MiniLM states, a quarter with
-                ``layers: [-2, -1]``.
+                epochs skip the transformer; not recorded by :meth:`config`. Costs
+                ``2 * len(layers) * H`` bytes per word (float16): about 1 GB for EWT train
+                with all 7 MiniLM states, a quarter with ``layers: [-2, -1]``.
             sha256: checksum the weight files must have (recorded by :meth:`config`).
 
         Raises:
@@ -164,8 +164,13 @@ class TransformerEmbedding(nn.Module):
         return super()._apply(fn, *args, **kwargs)
 
     def config(self) -> dict[str, Any]:
-        """Plain data rebuilding this module, with the weights' checksum."""
-        return {**self._options, "sha256": self.sha256}
+        """Plain data rebuilding this module, with the weights' checksum.
+
+        Records ``cache: False``: the cache speeds up the epochs of one training process,
+        whose sentences recur, while a model rebuilt from a checkpoint (``predict.py``, the
+        Python API) meets new sentences and would keep every one of them in memory.
+        """
+        return {**self._options, "cache": False, "sha256": self.sha256}
 
     def forward(self, forms: Sequence[Sequence[str]], positions: int) -> torch.Tensor:
         """Word features float[B, positions, H]; ROOT at 0, zeros at padding.

@@ -140,6 +140,13 @@ def test_cached_states_match_fresh_ones_and_skip_the_model(model_dir: Path) -> N
         assert len(calls) == 1
         torch.testing.assert_close(cached(forms[1:], 7)[:, :6], expected[1:], atol=1e-2, rtol=1e-2)
     assert len(calls) == 1
+    # A model rebuilt from a checkpoint's config parses new sentences: it keeps none of them.
+    rebuilt = TransformerEmbedding(**cached.config())
+    rebuilt.network.register_forward_hook(lambda *_: calls.append(1))
+    with torch.no_grad():
+        torch.testing.assert_close(rebuilt(forms, 6), expected)
+        torch.testing.assert_close(rebuilt(forms, 6), expected)
+    assert len(calls) == 3
     with pytest.raises(ValueError, match="needs a frozen model"):
         TransformerEmbedding(str(model_dir), cache=True, finetune=True)
 
