@@ -35,17 +35,29 @@ class Curves:
         epochs: the epoch numbers (1-based).
         train_loss: mean training loss of each epoch.
         dev_uas, dev_las: dev scores (percent) after each epoch.
+        seconds: wall seconds of each epoch, dev parsing included (NaN where not recorded).
         best_epoch: the epoch whose checkpoint is ``best.pt`` (0 when unknown).
-        test_uas, test_las: test scores of the best model, when the run got that far.
+        test: the test scores of the best model (``AttachmentScores.to_dict()``), when the
+            run got that far.
     """
 
     epochs: list[int]
     train_loss: list[float]
     dev_uas: list[float]
     dev_las: list[float]
+    seconds: list[float]
     best_epoch: int = 0
-    test_uas: float | None = None
-    test_las: float | None = None
+    test: dict[str, Any] | None = None
+
+    @property
+    def test_uas(self) -> float | None:
+        """Test UAS of the best model, None before the test record."""
+        return None if self.test is None else float(self.test["uas"])
+
+    @property
+    def test_las(self) -> float | None:
+        """Test LAS of the best model, None before the test record."""
+        return None if self.test is None else float(self.test["las"])
 
 
 def read_curves(path: str | Path) -> Curves:
@@ -85,9 +97,9 @@ def read_curves(path: str | Path) -> Curves:
         train_loss=[epochs[e]["train_loss"] for e in order],
         dev_uas=[epochs[e]["uas"] for e in order],
         dev_las=[epochs[e]["las"] for e in order],
+        seconds=[epochs[e]["seconds"] for e in order],
         best_epoch=last["best_epoch"],
-        test_uas=None if test is None else float(test["uas"]),
-        test_las=None if test is None else float(test["las"]),
+        test=test,
     )
 
 
@@ -117,6 +129,7 @@ def _epoch_values(record: dict[str, Any], path: Path, lineno: int) -> dict[str, 
             "uas": float(dev["uas"]),
             "las": float(dev["las"]),
             "best_epoch": int(record.get("best_epoch", 0)),
+            "seconds": float(record.get("seconds", math.nan)),
         }
     except (KeyError, TypeError, ValueError):
         problem = "epoch record needs 'train_loss' and 'dev' with 'uas' and 'las'"

@@ -50,8 +50,10 @@ def test_read_curves(tmp_path: Path):
     assert curves.train_loss == [3.2, 1.5, 0.8, 0.2]
     assert curves.dev_uas == [60.0, 75.0, 83.0, 82.0]
     assert curves.dev_las == [50.0, 65.0, 75.0, 74.0]
+    assert curves.seconds == [12.5] * 4
     assert curves.best_epoch == 3
     assert (curves.test_uas, curves.test_las) == (80.0, 74.0)
+    assert curves.test["n_words"] == 300
 
 
 def test_plot_run_writes_a_readable_png(tmp_path: Path):

@@ -1,0 +1,258 @@
+r"""Recipe ablations from finished training runs: learning curves, wall times and test scores.
+
+Each run is a ``train.py`` run directory (``metrics.jsonl``, ``config.yaml``, ``train.log``),
+named on the command line. Nothing is retrained or reparsed: dev scores per epoch, epoch wall
+times and the best model's test scores come from ``metrics.jsonl``, the settings compared from
+``config.yaml``, and how often the tree-CRF loss fell back to the local loss (log Z lost float64
+precision; :mod:`biaffine.parsers.biaffine` logs every batch where it happens) from
+``train.log``.
+
+Usage (the runs of the README's "Pretrained inputs and the tree-CRF loss" section)::
+
+    python experiments/ablation.py baseline=runs/eq_graph "glove + crf"=runs/abl_glove_crf \
+        --results docs/ablation.json --page docs/ablation.md
+
+Rows are merged into ``--results`` by name (replaced when given again), and the page and its
+plot (dev LAS against minutes, one panel per treebank) are written from all rows there, so runs
+finished in separate sessions add up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from biaffine.files import atomic_open
+from biaffine.plot import read_curves
+
+REPO = Path(__file__).resolve().parent.parent
+TEST_MEASURES = ("uas", "las", "uem", "root_accuracy", "dependency_accuracy", "malformed_rate")
+# The tree-CRF fallback's log line (biaffine.parsers.biaffine._crf_head_loss).
+FALLBACK = re.compile(r"log Z lost precision in (\d+) of (\d+) sentences")
+TRAIN_SIZE = re.compile(r"train: (\d+) sentences")
+MILESTONES = (10, 20, 40, 60, 80, 100)  # minutes at which the page compares best dev LAS
+
+
+def settings(config_path: Path) -> dict[str, Any]:
+    """What the ablations vary, from a run's ``config.yaml``: loss, inputs, budget."""
+    cfg = OmegaConf.to_container(OmegaConf.load(config_path), resolve=False)
+    model, trainer = cfg.get("model", {}), cfg.get("trainer", {})
+    encoder = model.get("encoder", {})
+    pretrained = encoder.get("pretrained") or {}
+    transformer = encoder.get("transformer") or {}
+    return {
+        "treebank": cfg.get("data", {}).get("treebank"),
+        "parser": model.get("kind", "biaffine"),
+        "loss": model.get("loss", "local"),
+        "vectors": pretrained.get("path"),
+        "transformer": transformer.get("model"),
+        "threads": trainer.get("threads"),
+        "max_minutes": trainer.get("max_minutes"),
+    }
+
+
+def fallbacks(log_path: Path) -> dict[str, int] | None:
+    """Sentences that took the local loss, and sentence visits (train size x epochs begun).
+
+    None when the run has no ``train.log``.
+    """
+    if not log_path.is_file():
+        return None
+    text = log_path.read_text(encoding="utf-8", errors="replace")
+    lost = sum(int(m.group(1)) for m in FALLBACK.finditer(text))
+    size = TRAIN_SIZE.search(text)
+    return {"sentences": lost, "train_sentences": int(size.group(1)) if size else 0}
+
+
+def measure(name: str, run: Path) -> dict[str, Any]:
+    """One row: the run's settings, its dev curve against minutes and its test scores."""
+    curves = read_curves(run / "metrics.jsonl")
+    minutes, elapsed = [], 0.0
+    for seconds in curves.seconds:
+        elapsed += seconds
+        minutes.append(round(elapsed / 60, 2))
+    best = curves.epochs.index(curves.best_epoch) if curves.best_epoch in curves.epochs else -1
+    test = curves.test or {}
+    return {
+        "name": name,
+        "run": str(run),
+        **settings(run / "config.yaml"),
+        "epochs": len(curves.epochs),
+        "minutes": minutes[-1],
+        "first_epoch_seconds": curves.seconds[0],
+        "median_epoch_seconds": statistics.median(curves.seconds[1:] or curves.seconds),
+        "best_epoch": curves.best_epoch,
+        "best_dev": {"uas": curves.dev_uas[best], "las": curves.dev_las[best]},
+        "curve": {"minutes": minutes, "dev_las": curves.dev_las, "dev_uas": curves.dev_uas},
+        "test": {key: test[key] for key in TEST_MEASURES if key in test},
+        "crf_fallbacks": fallbacks(run / "train.log"),
+    }
+
+
+def merge(results_path: Path, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of ``results_path`` with ``rows`` added or replaced by name; rewritten atomically."""
+    table: dict[str, dict[str, Any]] = {}
+    if results_path.is_file():
+        table = {row["name"]: row for row in json.loads(results_path.read_text())}
+    table |= {row["name"]: row for row in rows}
+    merged = list(table.values())
+    with atomic_open(results_path, encoding="utf-8") as handle:
+        handle.write(json.dumps(merged, indent=1) + "\n")
+    return merged
+
+
+def best_by(row: dict[str, Any], minute: float) -> float | None:
+    """Best dev LAS of the epochs that ended by ``minute``.
+
+    None if no epoch had, or if the run stopped before ``minute``: its best would not compare
+    with that of a run still going.
+    """
+    curve = row["curve"]
+    if minute > row["minutes"]:
+        return None
+    scores = [s for m, s in zip(curve["minutes"], curve["dev_las"], strict=True) if m <= minute]
+    return max(scores) if scores else None
+
+
+def _short(path: str | None) -> str:
+    """How the page names vectors or a model: a ``pkg://`` path's package, else its last part."""
+    if not path:
+        return "-"
+    if path.startswith("pkg://"):
+        return path.removeprefix("pkg://").split("/", 1)[0]
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def runs_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Settings, time and test scores per run."""
+    lines = [
+        "| run | loss | vectors | transformer | epochs | minutes | s/epoch (1st, median) "
+        "| best dev LAS (epoch) | test UAS | LAS | UEM | RA | DA | malformed | CRF fallbacks |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        test = row["test"]
+        cells = [f"{test[key]:.2f}" if key in test else "-" for key in TEST_MEASURES]
+        lost = row["crf_fallbacks"]
+        fell = "-"
+        if row["loss"] == "crf" and lost is not None:
+            visits = lost["train_sentences"] * row["epochs"]
+            fell = f"{lost['sentences']} of ~{visits:,}"
+        lines.append(
+            f"| {row['name']} | {row['loss']} | {_short(row['vectors'])} "
+            f"| {_short(row['transformer'])} | {row['epochs']} | {row['minutes']:.0f} "
+            f"| {row['first_epoch_seconds']:.0f}, {row['median_epoch_seconds']:.0f} "
+            f"| {row['best_dev']['las']:.2f} ({row['best_epoch']}) | "
+            + " | ".join(cells)
+            + f" | {fell} |"
+        )
+    return lines
+
+
+def curve_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Best dev LAS reached by each milestone minute, one column per run."""
+    lines = [
+        "| minutes | " + " | ".join(row["name"] for row in rows) + " |",
+        "|---:|" + "---:|" * len(rows),
+    ]
+    for minute in MILESTONES:
+        values = [best_by(row, minute) for row in rows]
+        if all(v is None for v in values):
+            continue
+        cells = ["-" if v is None else f"{v:.2f}" for v in values]
+        lines.append(f"| {minute} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def by_treebank(rows: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Rows grouped by treebank, in the order the treebanks first appear."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row["treebank"] or "?", []).append(row)
+    return groups
+
+
+def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """Dev LAS against minutes, one line per run, one panel per treebank, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = by_treebank(rows)
+    figure, panels = plt.subplots(
+        1, len(groups), figsize=(5.5 * len(groups), 4.0), dpi=100, squeeze=False
+    )
+    for axes, (treebank, group) in zip(panels[0], groups.items(), strict=True):
+        for row in group:
+            curve = row["curve"]
+            axes.plot(curve["minutes"], curve["dev_las"], marker=".", label=row["name"])
+        axes.set_title(treebank.removeprefix("UD_"), fontsize=10)
+        axes.set_xlabel("minutes of training (dev parsing included)")
+        axes.set_ylabel("dev LAS")
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize=8)
+    figure.tight_layout()
+    with atomic_open(path, "wb") as handle:
+        figure.savefig(handle, format="png")
+    plt.close(figure)
+
+
+def write_page(rows: Sequence[dict[str, Any]], page: Path) -> None:
+    """The results page from every row of the results file, with its plot beside it."""
+    image = page.with_suffix(".png")
+    plot(rows, image)
+    lines = [
+        "# Recipe ablations: the tree-CRF loss, pretrained vectors, a pretrained encoder",
+        "",
+        "Written by `experiments/ablation.py` from `" + page.with_suffix(".json").name + "` "
+        "(finished `train.py` runs; nothing reparsed). Test scores of the best dev epoch, gold "
+        "tokenization, punctuation included, LAS on full labels; RA: root accuracy; DA: "
+        "non-root words with the right head. Minutes and seconds per epoch are wall time, dev "
+        "parsing included. CRF fallbacks: sentences whose log Z lost float64 precision and "
+        "took the local loss, of the sentence visits of the run (train size x epochs).",
+        "",
+        f"![dev LAS against minutes]({image.name})",
+        "",
+    ]
+    for treebank, group in by_treebank(rows).items():
+        lines += [f"## {treebank}", "", *runs_table(group), "", "Best dev LAS by minute:", ""]
+        lines += [*curve_table(group), ""]
+    with atomic_open(page, encoding="utf-8") as handle:
+        handle.write("\n".join(lines))
+
+
+def named_run(text: str) -> tuple[str, Path]:
+    """``NAME=RUN_DIR`` as (name, folder)."""
+    name, sep, folder = text.partition("=")
+    if not sep or not name or not folder:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=RUN_DIR")
+    if not (Path(folder) / "metrics.jsonl").is_file():
+        raise argparse.ArgumentTypeError(f"{folder}: no metrics.jsonl (not a training run?)")
+    return name, Path(folder)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=named_run, help="NAME=RUN_DIR")
+    parser.add_argument("--results", type=Path, default=REPO / "docs" / "ablation.json")
+    parser.add_argument("--page", type=Path, default=REPO / "docs" / "ablation.md")
+    args = parser.parse_args(argv)
+    rows = [measure(name, run) for name, run in args.runs]
+    merged = merge(args.results, rows)
+    write_page(merged, args.page)
+    for group in by_treebank(merged).values():
+        print("\n".join(runs_table(group)), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
