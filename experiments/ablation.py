@@ -39,6 +39,9 @@ TEST_MEASURES = ("uas", "las", "uem", "root_accuracy", "dependency_accuracy", "m
 FALLBACK = re.compile(r"log Z lost precision in (\d+) of (\d+) sentences")
 TRAIN_SIZE = re.compile(r"train: (\d+) sentences")
 MILESTONES = (10, 20, 40, 60, 80, 100)  # minutes at which the page compares best dev LAS
+# Epochs at which it compares them too: runs on different machines or thread counts train the
+# same batches per epoch (same seed), so only this comparison holds across them.
+EPOCH_MILESTONES = (5, 10, 20, 30, 40, 60, 80)
 
 
 def settings(config_path: Path) -> dict[str, Any]:
@@ -122,6 +125,13 @@ def best_by(row: dict[str, Any], minute: float) -> float | None:
     return max(scores) if scores else None
 
 
+def best_at_epoch(row: dict[str, Any], epoch: int) -> float | None:
+    """Best dev LAS of the first ``epoch`` epochs; None if the run trained fewer."""
+    if epoch > row["epochs"]:
+        return None
+    return max(row["curve"]["dev_las"][:epoch])
+
+
 def _short(path: str | None) -> str:
     """How the page names vectors or a model: a ``pkg://`` path's package, else its last part."""
     if not path:
@@ -157,18 +167,27 @@ def runs_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def curve_table(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Best dev LAS reached by each milestone minute, one column per run."""
+def curve_table(rows: Sequence[dict[str, Any]], by: str = "minutes") -> list[str]:
+    """Best dev LAS reached by each milestone, one column per run.
+
+    Args:
+        rows: the runs.
+        by: ``"minutes"`` (wall time, :data:`MILESTONES`) or ``"epoch"``
+            (:data:`EPOCH_MILESTONES`).
+    """
+    best, milestones = (
+        (best_by, MILESTONES) if by == "minutes" else (best_at_epoch, EPOCH_MILESTONES)
+    )
     lines = [
-        "| minutes | " + " | ".join(row["name"] for row in rows) + " |",
+        f"| {by} | " + " | ".join(row["name"] for row in rows) + " |",
         "|---:|" + "---:|" * len(rows),
     ]
-    for minute in MILESTONES:
-        values = [best_by(row, minute) for row in rows]
+    for milestone in milestones:
+        values = [best(row, milestone) for row in rows]
         if all(v is None for v in values):
             continue
         cells = ["-" if v is None else f"{v:.2f}" for v in values]
-        lines.append(f"| {minute} | " + " | ".join(cells) + " |")
+        lines.append(f"| {milestone} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -225,7 +244,8 @@ def write_page(rows: Sequence[dict[str, Any]], page: Path) -> None:
     ]
     for treebank, group in by_treebank(rows).items():
         lines += [f"## {treebank}", "", *runs_table(group), "", "Best dev LAS by minute:", ""]
-        lines += [*curve_table(group), ""]
+        lines += [*curve_table(group), "", "Best dev LAS by epoch:", ""]
+        lines += [*curve_table(group, by="epoch"), ""]
     with atomic_open(page, encoding="utf-8") as handle:
         handle.write("\n".join(lines))
 

@@ -85,6 +85,10 @@ def test_milestones_take_the_best_so_far_and_skip_runs_that_had_stopped(tmp_path
     assert study.best_by(short, 40) is None
     table = study.curve_table([long, short])
     assert table[2:] == ["| 10 | 50.00 | 60.00 |", "| 20 | 70.00 | 75.00 |", "| 40 | 72.00 | - |"]
+    assert study.best_at_epoch(long, 3) == 70
+    assert study.best_at_epoch(long, 5) == 72
+    assert study.best_at_epoch(short, 5) is None
+    assert study.curve_table([long, short], by="epoch")[2:] == ["| 5 | 72.00 | - |"]
 
 
 def test_main_merges_rows_by_name_and_writes_the_page_and_plot(tmp_path: Path) -> None:
