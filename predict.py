@@ -45,6 +45,7 @@ def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
         device=cfg.device,
         threads=cfg.threads,
         int8=cfg.int8,
+        bf16=cfg.bf16,
         options=PredictOptions(cfg.probabilities, cfg.kbest, cfg.keep_given_heads),
     )
 

@@ -51,7 +51,7 @@ from biaffine.inference.transition import deprojectivize_batch
 from biaffine.inference.transition import search as transition_search
 from biaffine.nn.treecrf import marginals, tree_log_prob
 from biaffine.parsers.biaffine import ArcRelScores
-from biaffine.runtime import select_device, set_threads
+from biaffine.runtime import check_bf16, select_device, set_threads
 
 __all__ = ["ParsedTree", "Parser"]
 
@@ -91,16 +91,36 @@ class ParsedTree:
 class Parser:
     """A trained parser with its vocabularies, ready to parse (load once, parse many times)."""
 
-    def __init__(self, model: nn.Module, vocabs: Vocabs, *, device: torch.device) -> None:
-        """Wrap a model (in eval mode) and the vocabularies it was trained with."""
+    def __init__(
+        self, model: nn.Module, vocabs: Vocabs, *, device: torch.device, bf16: bool = False
+    ) -> None:
+        """Wrap a model (in eval mode) and the vocabularies it was trained with.
+
+        Args:
+            model: a trained parser.
+            vocabs: its vocabularies.
+            device: where it lives.
+            bf16: run the network in bfloat16 (``torch.autocast``) in every method.
+
+        Raises:
+            ValueError: ``bf16`` on a CPU without native bfloat16.
+        """
+        if bf16:
+            check_bf16(device)
         self.model = model.eval()
         self.vocabs = vocabs
         self.device = device
+        self.bf16 = bf16
         self._root_label = root_label_id(vocabs.rels)
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike[str], *, device: str = "cpu", threads: int | None = None
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        device: str = "cpu",
+        threads: int | None = None,
+        bf16: bool = False,
     ) -> Parser:
         """Load a checkpoint written by training (``best.pt`` or ``last.pt``).
 
@@ -108,14 +128,19 @@ class Parser:
             path: the checkpoint file.
             device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
             threads: torch CPU threads (None = torch's default).
+            bf16: run the network in bfloat16 (``torch.autocast``; decoders and probabilities
+                stay float64): on CPUs with native bfloat16 (AVX512-BF16, AMX) and GPUs.
 
         Raises:
             biaffine.checkpoint.CheckpointError: the file is not a readable checkpoint.
+            ValueError: ``bf16`` on a CPU without native bfloat16.
         """
         set_threads(threads)
         where = select_device(device)
+        if bf16:
+            check_bf16(where)
         saved = checkpoint.load(path, map_location=where)
-        return cls(checkpoint.build_model(saved).to(where), saved.vocabs, device=where)
+        return cls(checkpoint.build_model(saved).to(where), saved.vocabs, device=where, bf16=bf16)
 
     def parse(
         self,
@@ -155,12 +180,14 @@ class Parser:
         settings = DecoderSettings(decoder, root_constraint, search, beam_size, graph_weight)
         sentences = list(_sentences(inputs))
         if not probabilities:
-            parsed = parse(self.model, self.vocabs, sentences, settings, max_tokens=max_tokens)
+            options = {"max_tokens": max_tokens, "bf16": self.bf16}
+            parsed = parse(self.model, self.vocabs, sentences, settings, **options)
             return [ParsedTree(sentence) for sentence in parsed]
-        if getattr(self.model, "family", None) == "transition":
-            return self._parse_transitions_with_probabilities(sentences, settings, max_tokens)
-        self._require_graph("probabilities=True")
-        return self._parse_with_probabilities(sentences, settings, max_tokens)
+        with self._precision():
+            if getattr(self.model, "family", None) == "transition":
+                return self._parse_transitions_with_probabilities(sentences, settings, max_tokens)
+            self._require_graph("probabilities=True")
+            return self._parse_with_probabilities(sentences, settings, max_tokens)
 
     def to_conllu(self, trees: Sequence[ParsedTree]) -> str:
         """The parsed sentences as CoNLL-U text."""
@@ -198,15 +225,16 @@ class Parser:
         self._require_graph("kbest")
         sentences = list(_sentences(inputs))
         results: list[list[ParsedTree]] = [[] for _ in sentences]
-        for batch, scores, index in self._scored(sentences, max_tokens):
-            n = int(batch.lengths[index.row])
-            matrix = scores.arc_scores[index.row, : n + 1, : n + 1].double().log_softmax(-1)
-            best = decoding.kbest(
-                matrix.cpu().numpy(), k, algorithm=decoder, root_constraint=root_constraint
-            )
-            for heads, score in zip(best.heads, best.scores, strict=True):
-                tree = self._labelled(sentences[index.sentence], scores, index.row, heads)
-                results[index.sentence].append(ParsedTree(tree, log_prob=float(score)))
+        with self._precision():
+            for batch, scores, index in self._scored(sentences, max_tokens):
+                n = int(batch.lengths[index.row])
+                matrix = scores.arc_scores[index.row, : n + 1, : n + 1].double().log_softmax(-1)
+                best = decoding.kbest(
+                    matrix.cpu().numpy(), k, algorithm=decoder, root_constraint=root_constraint
+                )
+                for heads, score in zip(best.heads, best.scores, strict=True):
+                    tree = self._labelled(sentences[index.sentence], scores, index.row, heads)
+                    results[index.sentence].append(ParsedTree(tree, log_prob=float(score)))
         return results
 
     def parse_constrained(
@@ -237,6 +265,17 @@ class Parser:
         sentences = list(_sentences(inputs))
         if len(fixed_heads) != len(sentences):
             raise ValueError(f"{len(fixed_heads)} head lists for {len(sentences)} sentences")
+        with self._precision():
+            return self._constrained(sentences, fixed_heads, decoder, root_constraint, max_tokens)
+
+    def _constrained(
+        self,
+        sentences: list[Sentence],
+        fixed_heads: Sequence[Sequence[int | None]],
+        decoder: str,
+        root_constraint: bool,
+        max_tokens: int,
+    ) -> list[ParsedTree]:
         results: list[ParsedTree | None] = [None] * len(sentences)
         for batch, scores, index in self._scored(sentences, max_tokens):
             n = int(batch.lengths[index.row])
@@ -254,6 +293,15 @@ class Parser:
             tree = self._labelled(sentences[index.sentence], scores, index.row, heads)
             results[index.sentence] = ParsedTree(tree)
         return results  # type: ignore[return-value]  (every index filled once)
+
+    def _precision(self) -> torch.autocast:
+        """The network's precision for a whole call: bfloat16 autocast if ``bf16``, else off.
+
+        One context around everything a method runs, so the label scorer, called after the
+        arc scorer, sees inputs of the dtype it expects. Float64 work (decoders, marginals)
+        is left alone by autocast.
+        """
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16)
 
     def _require_graph(self, what: str) -> None:
         if getattr(self.model, "family", None) != "graph":

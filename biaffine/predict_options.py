@@ -152,7 +152,8 @@ def chunk_parser(
 
         return constrained
     model, vocabs = parser.model, parser.vocabs
-    return lambda chunk: [[s] for s in parse(model, vocabs, chunk, decoder, max_tokens=max_tokens)]
+    plain = {"max_tokens": max_tokens, "bf16": parser.bf16}
+    return lambda chunk: [[s] for s in parse(model, vocabs, chunk, decoder, **plain)]
 
 
 def _with_probabilities(

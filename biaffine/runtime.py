@@ -66,11 +66,15 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def check_bf16(device: torch.device) -> None:
+def check_bf16(device: torch.device, setting: str = "bf16") -> None:
     """Refuse bfloat16 on a CPU without native support, before oneDNN fails with its own words.
 
     Without AVX512-BF16 or AMX, oneDNN has no bfloat16 LSTM ("could not create a primitive
     descriptor"); emulated, it would be slower than float32 anyway.
+
+    Args:
+        device: where the network runs.
+        setting: the option the error names (``bf16`` of prediction, ``trainer.bf16``).
 
     Raises:
         ValueError: on a CPU device that lacks native bfloat16.
@@ -78,8 +82,8 @@ def check_bf16(device: torch.device) -> None:
     if device.type == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
         capability = torch.backends.cpu.get_cpu_capability()
         raise ValueError(
-            f"bf16=true needs a CPU with native bfloat16 (AVX512-BF16 or AMX); this one offers "
-            f"{capability}: parse in float32 (bf16=false)"
+            f"{setting}=true needs a CPU with native bfloat16 (AVX512-BF16 or AMX); this one "
+            f"offers {capability}: run in float32 ({setting}=false)"
         )
 
 

@@ -220,7 +220,8 @@ def _crf_head_loss(arc_scores: torch.Tensor, batch: Batch) -> torch.Tensor:
         batch: reads ``heads`` long[B, N+1], ``mask`` bool[B, N+1] and ``lengths`` long[B].
 
     Returns:
-        A scalar in the dtype of ``arc_scores`` (computed in float64).
+        A scalar in the dtype of ``arc_scores``, float32 at least (computed in float64): a
+        bfloat16 loss would keep three significant digits.
     """
     log_prob = _gold_tree_log_probs(arc_scores, batch)  # [B]
     lost = log_prob.isnan()
@@ -232,7 +233,7 @@ def _crf_head_loss(arc_scores: torch.Tensor, batch: Batch) -> torch.Tensor:
         words = batch.mask & lost.unsqueeze(-1)  # [B, N+1]
         local = F.cross_entropy(arc_scores[words].double(), batch.heads[words], reduction="sum")
         total = total + local
-    return (total / batch.lengths.sum()).to(arc_scores.dtype)
+    return (total / batch.lengths.sum()).to(torch.promote_types(arc_scores.dtype, torch.float32))
 
 
 def _gold_tree_log_probs(arc_scores: torch.Tensor, batch: Batch) -> torch.Tensor:

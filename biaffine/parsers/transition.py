@@ -419,8 +419,9 @@ class TransitionParser(EncoderParser):
         """
         if scores.targets is None:
             transition_loss = F.cross_entropy(scores.transition_scores, scores.actions)
-        else:  # -log P(some zero-cost transition)
-            all_scores = scores.transition_scores
+        else:  # -log P(some zero-cost transition), in float32 at least (autocast leaves
+            # logsumexp in bfloat16)
+            all_scores = scores.transition_scores.float()
             on_target = all_scores.masked_fill(~scores.targets, float("-inf"))
             transition_loss = (all_scores.logsumexp(1) - on_target.logsumexp(1)).mean()
         mask = batch.mask

@@ -24,7 +24,7 @@ from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs, build_vocabs
 from biaffine.inference import DecoderSettings
 from biaffine.metrics import AttachmentScores
-from biaffine.runtime import seed_everything, select_device, set_threads
+from biaffine.runtime import check_bf16, seed_everything, select_device, set_threads
 from biaffine.training.loop import FitSettings, fit, lr_decay_scheduler, score_parser
 from biaffine.training.loop import weight_average as make_weight_average
 from biaffine.training.run_state import (
@@ -86,6 +86,8 @@ def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
     resumed = find_resume_checkpoint(t.resume, t.resume_from, run_dir)
     if resumed is not None:
         check_resume_config(resumed.metadata.get("config"), cfg)
+    if t.bf16:  # refused before the run folder is touched
+        check_bf16(select_device(t.device), setting="trainer.bf16")
     if here.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
         carry_history(t.resume_from if resumed is not None else None, run_dir)
@@ -259,6 +261,7 @@ def fit_settings(cfg: DictConfig) -> FitSettings:
         exclude_punct=t.exclude_punct,
         progress_bar=t.progress_bar,
         accumulate=t.accumulate,
+        bf16=t.bf16,
     )
 
 
@@ -285,7 +288,9 @@ def _test_best(
     best = checkpoint.load(writer.run_dir / BEST)
     model.load_state_dict(best.state_dict)
     options = {"max_tokens": settings.eval_max_tokens, "exclude_punct": settings.exclude_punct}
-    scores = score_parser(model, vocabs, test, decoder=settings.decoder, **options)
+    scores = score_parser(
+        model, vocabs, test, decoder=settings.decoder, bf16=settings.bf16, **options
+    )
     epoch = best.metadata["progress"]["best_epoch"]
     writer.append_metrics({"event": "test", "epoch": epoch, "test": scores.to_dict()})
     log.info("test (best model, epoch %d): UAS %.2f LAS %.2f", epoch, scores.uas, scores.las)

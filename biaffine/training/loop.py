@@ -70,6 +70,8 @@ class FitSettings:
         progress_bar: show a tqdm bar per epoch (on stderr).
         accumulate: batches each process adds up per optimizer step; a step consumes
             ``processes * accumulate`` batches (see :func:`train_epoch`).
+        bf16: run forward passes and losses under ``torch.autocast`` in bfloat16, in
+            training and when parsing dev (weights, gradients and the optimizer stay float32).
     """
 
     max_epochs: int
@@ -84,6 +86,7 @@ class FitSettings:
     exclude_punct: bool = False
     progress_bar: bool = True
     accumulate: int = 1
+    bf16: bool = False
 
     def __post_init__(self) -> None:
         """Refuse an accumulation below one batch."""
@@ -213,7 +216,9 @@ def _score(
     model: nn.Module, vocabs: Vocabs, sentences: Sequence[Sentence], settings: FitSettings
 ) -> AttachmentScores:
     options = {"max_tokens": settings.eval_max_tokens, "exclude_punct": settings.exclude_punct}
-    return score_parser(model, vocabs, sentences, decoder=settings.decoder, **options)
+    return score_parser(
+        model, vocabs, sentences, decoder=settings.decoder, bf16=settings.bf16, **options
+    )
 
 
 def _stop_reason(state: TrainState, settings: FitSettings, started: float) -> str | None:
@@ -400,7 +405,9 @@ def _train_step(
         last = j == settings.accumulate - 1
         sync = contextlib.nullcontext() if last or here.size == 1 else loss_module.no_sync()
         with sync:
-            loss = loss_module(batch)
+            # The backward pass runs outside autocast, in the dtypes the forward recorded.
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=settings.bf16):
+                loss = loss_module(batch)
             (loss * weight).backward()
         if present:
             n = int(batch.lengths.sum())
@@ -419,7 +426,8 @@ def score_parser(
     decoder: DecoderSettings,
     max_tokens: int = 5000,
     exclude_punct: bool = False,
+    bf16: bool = False,
 ) -> AttachmentScores:
-    """Parse gold sentences with ``decoder`` and score the result against them."""
-    predicted = parse(model, vocabs, sentences, decoder, max_tokens=max_tokens)
+    """Parse gold sentences with ``decoder`` (in bfloat16 if ``bf16``) and score the result."""
+    predicted = parse(model, vocabs, sentences, decoder, max_tokens=max_tokens, bf16=bf16)
     return score_corpus(sentences, predicted, exclude_punct=exclude_punct)
