@@ -1,7 +1,7 @@
 """Parsing speed of a trained parser: sentences/s and the share of time outside the encoder.
 
 Usage: ``python benchmarks/transition_speed.py CHECKPOINT [--input FILE] [--threads 2]
-[--repeats 3] [--int8]`` (default input: $UD_ROOT/UD_English-EWT/en_ewt-ud-test.conllu).
+[--repeats 3] [--int8 | --bf16]`` (default input: $UD_ROOT/UD_English-EWT/en_ewt-ud-test.conllu).
 
 Times ``biaffine.inference.parse`` on the whole input (batching, encoder, search or decoding,
 labels; reading and writing files excluded), then the encoder alone on the same batches; the
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from biaffine.inference import parse, warm_up
 from biaffine.inference.settings import DEFAULT_DECODER
 from biaffine.metrics import score_corpus
 from biaffine.predicting import quantized
+from biaffine.runtime import check_bf16, cpu_description
 
 EWT_TEST = Path("UD_English-EWT") / "en_ewt-ud-test.conllu"
 
@@ -42,8 +42,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=5000)
-    parser.add_argument("--int8", action="store_true", help="int8 LSTM and linear weights")
+    precision = parser.add_mutually_exclusive_group()
+    precision.add_argument("--int8", action="store_true", help="int8 LSTM and linear weights")
+    precision.add_argument("--bf16", action="store_true", help="the network in bfloat16")
     args = parser.parse_args()
+    if args.bf16:
+        check_bf16(torch.device("cpu"))
     source = args.input or Path(os.environ["UD_ROOT"]) / EWT_TEST
     torch.set_num_threads(args.threads)
     saved = checkpoint.load(args.checkpoint)
@@ -54,15 +58,14 @@ def main() -> None:
     total = encoder = float("inf")
     for _ in range(args.repeats):
         started = time.perf_counter()
-        parsed = parse(model, vocabs, sentences, max_tokens=args.max_tokens)
+        parsed = parse(model, vocabs, sentences, max_tokens=args.max_tokens, bf16=args.bf16)
         total = min(total, time.perf_counter() - started)
-        encoder = min(encoder, encoder_seconds(model, vocabs, sentences, args.max_tokens))
+        seconds = encoder_seconds(model, vocabs, sentences, args.max_tokens, bf16=args.bf16)
+        encoder = min(encoder, seconds)
     scores = score_corpus(sentences, parsed)
-    print(f"| {saved.parser} {saved.model_config.get('system', '')} | int8={args.int8} |")
-    print(
-        f"CPU: {platform.processor() or platform.machine()}, {args.threads} threads, "
-        f"load average {os.getloadavg()[0]:.2f}"
-    )
+    system = saved.model_config.get("system", "")
+    print(f"| {saved.parser} {system} | int8={args.int8} | bf16={args.bf16} |")
+    print(f"CPU: {cpu_description()}, {args.threads} threads, load {os.getloadavg()[0]:.2f}")
     print(f"{len(sentences)} sentences in {total:.2f} s: {len(sentences) / total:.0f} sentences/s")
     print(
         f"encoder {encoder:.2f} s; outside the encoder {total - encoder:.2f} s "
@@ -71,11 +74,14 @@ def main() -> None:
     print(f"UAS {scores.uas:.2f} LAS {scores.las:.2f}")
 
 
-def encoder_seconds(model: torch.nn.Module, vocabs, sentences, max_tokens: int) -> float:
+def encoder_seconds(
+    model: torch.nn.Module, vocabs, sentences, max_tokens: int, *, bf16: bool = False
+) -> float:
     """Seconds of the encoder alone on the batches :func:`parse` makes (batching excluded)."""
     batches = list(batches_by_tokens(encode(sentences, vocabs), max_tokens, shuffle=False))
     model.eval()
-    with torch.inference_mode():
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
+    with torch.inference_mode(), autocast:
         started = time.perf_counter()
         for batch in batches:
             model.encoder(batch)

@@ -1,0 +1,103 @@
+"""Training steps of two configurations, paired batch by batch, in seconds per step.
+
+Run from the repository root with UD_ROOT set::
+
+    UD_ROOT=/path/to/ud python -m benchmarks.train_steps --steps 40 --b model.loss=crf
+    UD_ROOT=/path/to/ud python -m benchmarks.train_steps --steps 20 --b trainer.bf16=true
+
+Builds the parser of ``experiment=ewt_cpu_2h`` (plus ``--experiment`` overrides) twice, A with
+``--a`` overrides and B with ``--b`` ones, from the same seed, and runs full training steps
+(forward and loss, under bfloat16 autocast where ``trainer.bf16`` is set, then backward,
+clipping, Adam) on the same EWT train batches (``trainer.max_tokens`` of the recipe, shuffled
+as in training), alternating which goes first, so that both see the same machine load. Prints
+the markdown report, with the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from hydra import compose, initialize_config_dir
+
+from biaffine.data.batching import batches_by_tokens, encode
+from biaffine.data.vocab import build_vocabs
+from biaffine.runtime import check_bf16, cpu_description
+from biaffine.training.compose import build_model, load_splits
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+def train_step(model, optimizer: torch.optim.Optimizer, batch, clip: float | None, bf16: bool):
+    """One plain optimizer step (what the loop does on one process without accumulation)."""
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        loss = model.loss(model(batch), batch)
+    loss.backward()
+    if clip is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+
+
+def configuration(experiment: str, overrides: list[str]):
+    with initialize_config_dir(config_dir=str(CONF), version_base=None):
+        return compose(config_name="train", overrides=[f"experiment={experiment}", *overrides])
+
+
+def main() -> None:
+    # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
+    os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--experiment", default="ewt_cpu_2h")
+    parser.add_argument("--a", nargs="*", default=[], help="overrides of A (the baseline)")
+    parser.add_argument("--b", nargs="*", default=[], help="overrides of B")
+    args = parser.parse_args()
+    configs = {
+        "A": configuration(args.experiment, args.a),
+        "B": configuration(args.experiment, args.b),
+    }
+    torch.set_num_threads(args.threads)
+    base = configs["A"]
+    splits = load_splits(base.data)
+    vocabs = build_vocabs(splits.train, min_word_count=base.trainer.min_word_count)
+    data = encode(splits.train, vocabs)
+    runs = {}
+    for name, cfg in configs.items():
+        if cfg.trainer.bf16:
+            check_bf16(torch.device("cpu"), setting="trainer.bf16")
+        torch.manual_seed(cfg.trainer.seed)
+        model = build_model(cfg.model, vocabs)
+        model.train()
+        optimizer = torch.optim.Adam(model.parameters(), lr=2e-3, betas=(0.9, 0.9), eps=1e-12)
+        runs[name] = (model, optimizer, cfg, [])
+    batches = batches_by_tokens(data, base.trainer.max_tokens, shuffle=True, seed=1)
+    for step, batch in zip(range(args.steps + 1), batches, strict=False):
+        for name in ("A", "B") if step % 2 else ("B", "A"):
+            model, optimizer, cfg, times = runs[name]
+            start = time.perf_counter()
+            train_step(model, optimizer, batch, cfg.trainer.clip, cfg.trainer.bf16)
+            if step > 0:  # the first step warms up (numba compile, allocator)
+                times.append(time.perf_counter() - start)
+    a, b = runs["A"][3], runs["B"][3]
+    ratios = [y / x for x, y in zip(a, b, strict=True)]
+    print(
+        f"# Training steps, A ({' '.join(args.a) or 'as is'}) vs B ({' '.join(args.b) or 'as is'})"
+        f", experiment={args.experiment}\n\n"
+        f"{cpu_description()}; torch {torch.__version__}, {args.threads} threads, load average "
+        f"{os.getloadavg()[0]:.2f}; {len(a)} paired steps on EWT train\n\n"
+        "| run | s/step (mean) | s/step (median) |\n|---|---|---|\n"
+        f"| A | {statistics.mean(a):.3f} | {statistics.median(a):.3f} |\n"
+        f"| B | {statistics.mean(b):.3f} | {statistics.median(b):.3f} |\n\n"
+        f"B / A: {sum(b) / sum(a):.3f} in total, "
+        f"{statistics.median(ratios):.3f} median of the per-step ratios"
+    )
+
+
+if __name__ == "__main__":
+    main()
