@@ -137,8 +137,6 @@ class Parser:
         """
         set_threads(threads)
         where = select_device(device)
-        if bf16:
-            check_bf16(where)
         saved = checkpoint.load(path, map_location=where)
         return cls(checkpoint.build_model(saved).to(where), saved.vocabs, device=where, bf16=bf16)
 

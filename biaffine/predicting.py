@@ -32,7 +32,7 @@ from biaffine.predict_options import (
     check_options,
     chunk_parser,
 )
-from biaffine.runtime import check_bf16, select_device, set_threads
+from biaffine.runtime import select_device, set_threads
 
 __all__ = ["FORMATS", "PredictOptions", "PredictResult", "predict", "quantized"]
 
@@ -188,8 +188,6 @@ def _load_model(
     device = distributed.local_device(select_device(device), distributed.world())
     if int8 and device.type != "cpu":
         raise ValueError(f"int8=true runs on the CPU only, not on device={device!r} (auto)")
-    if bf16:
-        check_bf16(device)
     saved = checkpoint.load(path, map_location=device)
     model = checkpoint.build_model(saved).to(device)
     log.info("loaded %s (trained on %s)", path, saved.metadata.get("treebank", "unknown data"))
