@@ -29,9 +29,6 @@ POOLINGS = ("first", "mean")
 ROOTS = ("cls", "learned")
 """ROOT's vector: the first window's [CLS] state, or a learned vector."""
 _WEIGHT_SUFFIXES = (".safetensors", ".bin")
-CHUNK_TOKENS = 8192
-"""Subword positions (padding included) per call of the model: windows run longest first in
-chunks of at most this many, each padded to its own longest window."""
 
 
 class ScalarMix(nn.Module):
@@ -218,29 +215,13 @@ class TransformerEmbedding(nn.Module):
         return out.to(self.mix.weights.device)
 
     def _layers(self, plan: _Plan) -> torch.Tensor:
-        """States float[K, W*T, H] of the mixed layers at every window position (0 at padding).
-
-        A batch's windows differ in length far more than its sentences' word counts do, so
-        padding all to the longest wastes most of the work on large batches (5,000-word
-        batches of EWT ran 1.6x slower than 1,000-word ones); chunks of similar lengths,
-        longest first, are each padded to their own longest window (:data:`CHUNK_TOKENS`).
-        """
         device = self.mix.weights.device
-        lengths = plan.attention.sum(1)  # [W]
-        order = lengths.argsort(descending=True, stable=True).tolist()
-        states = None
-        for rows in _chunks(order, lengths.tolist(), CHUNK_TOKENS):
-            width = int(lengths[rows[0]])
-            out = self.network(
-                input_ids=plan.windows[rows, :width].to(device),
-                attention_mask=plan.attention[rows, :width].to(device),
-                output_hidden_states=True,
-            )
-            chunk = torch.stack([out.hidden_states[k] for k in self.layers])  # [K, w, width, H]
-            if states is None:
-                shape = (len(self.layers), *plan.windows.shape, chunk.shape[-1])
-                states = chunk.new_zeros(shape)  # [K, W, T, H]
-            states[:, rows, :width] = chunk
+        out = self.network(
+            input_ids=plan.windows.to(device),
+            attention_mask=plan.attention.to(device),
+            output_hidden_states=True,
+        )
+        states = torch.stack([out.hidden_states[k] for k in self.layers])  # [K, W, T, H]
         return states.flatten(1, 2)
 
     def _pool(self, layers: torch.Tensor, plan: _Plan, n_slots: int) -> torch.Tensor:
@@ -299,20 +280,6 @@ class TransformerEmbedding(nn.Module):
             owners += [i] * len(pieces)
             firsts += [True] + [False] * (len(pieces) - 1)
         return ids, owners, firsts
-
-
-def _chunks(order: list[int], lengths: list[int], budget: int) -> list[list[int]]:
-    """``order`` (windows, longest first) cut into runs whose rows x first length <= budget.
-
-    A run holds at least one window, however long.
-    """
-    runs: list[list[int]] = []
-    for row in order:
-        if runs and (len(runs[-1]) + 1) * lengths[runs[-1][0]] <= budget:
-            runs[-1].append(row)
-        else:
-            runs.append([row])
-    return runs
 
 
 def window_starts(n: int, window: int, overlap: int) -> list[int]:

@@ -13,7 +13,7 @@ from biaffine import checkpoint
 from biaffine.data.batching import collate, encode
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
-from biaffine.nn import TransformerEmbedding, TransformerEncoder, transformer
+from biaffine.nn import TransformerEmbedding, TransformerEncoder
 from biaffine.nn.transformer import assign_windows, window_starts
 from biaffine.parsers import BiaffineParser
 
@@ -214,22 +214,3 @@ def test_bad_options_are_named(model_dir: Path, tmp_path: Path) -> None:
         TransformerEmbedding(str(model_dir), pooling="max")
     with pytest.raises(ValueError, match=r"window=39 must be in \[1, 38\]"):
         TransformerEmbedding(str(model_dir), window=39)
-
-
-@pytest.mark.parametrize("budget", [1, 12, 40])
-def test_windows_run_in_chunks_give_the_states_of_one_padded_call(
-    model_dir: Path, monkeypatch: pytest.MonkeyPatch, budget: int
-) -> None:
-    # Sentences of 1 to 16 subwords, some split into windows: chunks differ in width.
-    forms = [["the"], ["the", "cat", "sat", "."] * 2, ["a", "cat"], ["un", "issue"] * 4]
-    embed = TransformerEmbedding(str(model_dir), window=6, overlap=2)
-    with torch.no_grad():
-        one_call = embed(forms, 9)
-        monkeypatch.setattr(transformer, "CHUNK_TOKENS", budget)
-        torch.testing.assert_close(embed(forms, 9), one_call)
-
-
-def test_chunks_take_the_longest_first_within_the_budget() -> None:
-    lengths = [3, 8, 5, 8, 2]
-    assert transformer._chunks([1, 3, 2, 0, 4], lengths, 16) == [[1, 3], [2, 0, 4]]
-    assert transformer._chunks([1, 3, 2, 0, 4], lengths, 7) == [[1], [3], [2], [0, 4]]
