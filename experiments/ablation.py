@@ -9,8 +9,8 @@ precision; :mod:`biaffine.parsers.biaffine` logs every batch where it happens) f
 
 Usage (the runs of the README's "Pretrained inputs and the tree-CRF loss" section)::
 
-    python experiments/ablation.py baseline=runs/eq_graph "glove + crf"=runs/abl_glove_crf \
-        --results docs/ablation.json --page docs/ablation.md
+    python experiments/ablation.py "glove + crf"=runs/abl_glove_crf \
+        "glove + minilm + crf"=runs/abl_glove_minilm_crf --results docs/ablation.json
 
 Rows are merged into ``--results`` by name (replaced when given again), and the page and its
 plot (dev LAS against minutes, one panel per treebank) are written from all rows there, so runs
@@ -20,6 +20,7 @@ finished in separate sessions add up.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import statistics
@@ -78,10 +79,7 @@ def fallbacks(log_path: Path) -> dict[str, int] | None:
 def measure(name: str, run: Path) -> dict[str, Any]:
     """One row: the run's settings, its dev curve against minutes and its test scores."""
     curves = read_curves(run / "metrics.jsonl")
-    minutes, elapsed = [], 0.0
-    for seconds in curves.seconds:
-        elapsed += seconds
-        minutes.append(round(elapsed / 60, 2))
+    minutes = [round(elapsed / 60, 2) for elapsed in itertools.accumulate(curves.seconds)]
     best = curves.epochs.index(curves.best_epoch) if curves.best_epoch in curves.epochs else -1
     test = curves.test or {}
     return {
