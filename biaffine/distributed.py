@@ -93,6 +93,8 @@ def process_group(device: torch.device, *, timeout_s: float = 1800.0) -> Iterato
     dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
     try:
         yield world()
+        # Every rank has finished before any tears the group down (rank 0 hosts the store).
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
