@@ -27,7 +27,7 @@ from hydra import compose, initialize_config_dir
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.vocab import build_vocabs
 from biaffine.runtime import check_bf16, cpu_description
-from biaffine.training.compose import build_model, load_splits
+from biaffine.training.compose import build_model, load_splits, prepare_training
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
@@ -48,6 +48,26 @@ def configuration(experiment: str, overrides: list[str]):
         return compose(config_name="train", overrides=[f"experiment={experiment}", *overrides])
 
 
+def build(cfg, splits):
+    """The parser, its optimizer and its EWT train batches, as ``train.py`` prepares them.
+
+    Transition parsers train on pseudo-projective trees with encoded labels, so the training
+    sentences and the vocabularies are made per configuration; the batches hold the same
+    sentences for every configuration (same lengths, same seed).
+    """
+    train = prepare_training(cfg.model, splits.train)
+    original_rels = (rel for sentence in splits.train for rel in sentence.deprels)
+    vocabs = build_vocabs(
+        train, min_word_count=cfg.trainer.min_word_count, extra_rels=original_rels
+    )
+    torch.manual_seed(cfg.trainer.seed)
+    model = build_model(cfg.model, vocabs)
+    model.train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3, betas=(0.9, 0.9), eps=1e-12)
+    batches = batches_by_tokens(encode(train, vocabs), cfg.trainer.max_tokens, shuffle=True, seed=1)
+    return model, optimizer, batches
+
+
 def main() -> None:
     # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
     os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
@@ -63,28 +83,23 @@ def main() -> None:
         "B": configuration(args.experiment, args.b),
     }
     torch.set_num_threads(args.threads)
-    base = configs["A"]
-    splits = load_splits(base.data)
-    vocabs = build_vocabs(splits.train, min_word_count=base.trainer.min_word_count)
-    data = encode(splits.train, vocabs)
+    splits = load_splits(configs["A"].data)
     runs = {}
     for name, cfg in configs.items():
         if cfg.trainer.bf16:
             check_bf16(torch.device("cpu"), setting="trainer.bf16")
-        torch.manual_seed(cfg.trainer.seed)
-        model = build_model(cfg.model, vocabs)
-        model.train()
-        optimizer = torch.optim.Adam(model.parameters(), lr=2e-3, betas=(0.9, 0.9), eps=1e-12)
-        runs[name] = (model, optimizer, cfg, [])
-    batches = batches_by_tokens(data, base.trainer.max_tokens, shuffle=True, seed=1)
-    for step, batch in zip(range(args.steps + 1), batches, strict=False):
+        runs[name] = build(cfg, splits)
+    times: dict[str, list[float]] = {"A": [], "B": []}
+    paired = zip(runs["A"][2], runs["B"][2], strict=False)
+    for step, batches in zip(range(args.steps + 1), paired, strict=False):
         for name in ("A", "B") if step % 2 else ("B", "A"):
-            model, optimizer, cfg, times = runs[name]
+            model, optimizer, _ = runs[name]
+            cfg = configs[name]
             start = time.perf_counter()
-            train_step(model, optimizer, batch, cfg.trainer.clip, cfg.trainer.bf16)
+            train_step(model, optimizer, batches[name == "B"], cfg.trainer.clip, cfg.trainer.bf16)
             if step > 0:  # the first step warms up (numba compile, allocator)
-                times.append(time.perf_counter() - start)
-    a, b = runs["A"][3], runs["B"][3]
+                times[name].append(time.perf_counter() - start)
+    a, b = times["A"], times["B"]
     ratios = [y / x for x, y in zip(a, b, strict=True)]
     print(
         f"# Training steps, A ({' '.join(args.a) or 'as is'}) vs B ({' '.join(args.b) or 'as is'})"

@@ -98,7 +98,7 @@ def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
     if here.size > 1:
         log.info("training on %d processes (%s)", here.size, device.type)
     splits = load_splits(cfg.data)
-    train_sentences = _prepare_training(cfg.model, splits.train)
+    train_sentences = prepare_training(cfg.model, splits.train)
     original_rels = (rel for sentence in splits.train for rel in sentence.deprels)
     vocabs = (
         resumed.vocabs
@@ -214,7 +214,7 @@ def load_splits(d: Mapping[str, Any], *, root: str | Path | None = None) -> tree
     return treebanks.load_splits(folder, d["treebank"], names, **options)
 
 
-def _prepare_training(model_cfg: DictConfig, sentences: list[Sentence]) -> list[Sentence]:
+def prepare_training(model_cfg: DictConfig, sentences: list[Sentence]) -> list[Sentence]:
     """The training sentences as the configured parser learns from them.
 
     A parser class may transform them before the vocabularies are built, with a classmethod

@@ -18,7 +18,7 @@ from biaffine.data.conllu import read_conllu
 from biaffine.data.vocab import build_vocabs
 from biaffine.predicting import predict
 from biaffine.training import build_model, train
-from biaffine.training.compose import _prepare_training
+from biaffine.training.compose import prepare_training
 from biaffine.training.loop import ParserLoss
 
 TINY = Path(__file__).parent.parent / "data" / "tiny.conllu"
@@ -97,7 +97,7 @@ def _loss_and_gradient(module: ParserLoss, batch, bf16: bool) -> tuple[torch.Ten
 )
 def test_a_bf16_step_follows_the_float32_gradient(overrides: list[str]) -> None:
     cfg = config(*overrides, *SMALL)
-    sentences = _prepare_training(cfg.model, list(read_conllu(TINY)))
+    sentences = prepare_training(cfg.model, list(read_conllu(TINY)))
     vocabs = build_vocabs(sentences, min_word_count=1)
     torch.manual_seed(0)
     module = ParserLoss(build_model(cfg.model, vocabs))
