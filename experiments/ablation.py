@@ -45,8 +45,17 @@ MILESTONES = (10, 20, 40, 60, 80, 100)  # minutes at which the page compares bes
 EPOCH_MILESTONES = (5, 10, 20, 30, 40, 60, 80)
 
 
+def parser_name(model: dict[str, Any]) -> str:
+    """``biaffine`` for the graph parser; the system and oracle of a transition parser."""
+    system = model.get("system")
+    if system is None:
+        return "biaffine"
+    name = f"combined ({system})" if model.get("graph_loss_weight", 0) > 0 else system
+    return f"{name}, {model.get('oracle', 'static')} oracle"
+
+
 def settings(config_path: Path) -> dict[str, Any]:
-    """What the ablations vary, from a run's ``config.yaml``: loss, inputs, budget."""
+    """What the ablations vary, from a run's ``config.yaml``: parser, loss, inputs, budget."""
     cfg = OmegaConf.to_container(OmegaConf.load(config_path), resolve=False)
     model, trainer = cfg.get("model", {}), cfg.get("trainer", {})
     encoder = model.get("encoder", {})
@@ -54,8 +63,9 @@ def settings(config_path: Path) -> dict[str, Any]:
     transformer = encoder.get("transformer") or {}
     return {
         "treebank": cfg.get("data", {}).get("treebank"),
-        "parser": model.get("kind", "biaffine"),
-        "loss": model.get("loss", "local"),
+        "parser": parser_name(model),
+        # A transition parser's loss is the cross entropy of its transitions (no option).
+        "loss": model.get("loss", "local") if "system" not in model else "-",
         "vectors": pretrained.get("path"),
         "transformer": transformer.get("model"),
         "threads": trainer.get("threads"),
@@ -142,9 +152,9 @@ def _short(path: str | None) -> str:
 def runs_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Settings, time and test scores per run."""
     lines = [
-        "| run | loss | vectors | transformer | epochs | minutes | s/epoch (1st, median) "
+        "| run | parser | loss | vectors | transformer | epochs | minutes | s/epoch (1st, median) "
         "| best dev LAS (epoch) | test UAS | LAS | UEM | RA | DA | malformed | CRF fallbacks |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         test = row["test"]
@@ -155,7 +165,7 @@ def runs_table(rows: Sequence[dict[str, Any]]) -> list[str]:
             visits = lost["train_sentences"] * row["epochs"]
             fell = f"{lost['sentences']} of ~{visits:,}"
         lines.append(
-            f"| {row['name']} | {row['loss']} | {_short(row['vectors'])} "
+            f"| {row['name']} | {row['parser']} | {row['loss']} | {_short(row['vectors'])} "
             f"| {_short(row['transformer'])} | {row['epochs']} | {row['minutes']:.0f} "
             f"| {row['first_epoch_seconds']:.0f}, {row['median_epoch_seconds']:.0f} "
             f"| {row['best_dev']['las']:.2f} ({row['best_epoch']}) | "

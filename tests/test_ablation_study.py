@@ -33,14 +33,18 @@ def _epoch(epoch: int, las: float, seconds: float, best: int) -> dict:
             "seconds": seconds}  # fmt: skip
 
 
-def _fake_run(folder: Path, las: list[float], seconds: float, log: str | None) -> Path:
+GRAPH_CONFIG = "data:\n  treebank: UD_Test\nmodel:\n  loss: crf\n  encoder:\n    pretrained: null\n"
+
+
+def _fake_run(
+    folder: Path, las: list[float], seconds: float, log: str | None, config: str = GRAPH_CONFIG
+) -> Path:
     folder.mkdir()
     best = max(range(len(las)), key=las.__getitem__) + 1
     records = [_epoch(e + 1, v, seconds, best) for e, v in enumerate(las)]
     records.append({"event": "test", "epoch": best, "test": {"uas": 90.0, "las": 88.5}})
     text = "\n".join(json.dumps(r) for r in records) + "\n"
     (folder / "metrics.jsonl").write_text(text)
-    config = "data:\n  treebank: UD_Test\nmodel:\n  loss: crf\n  encoder:\n    pretrained: null\n"
     (folder / "config.yaml").write_text(config)
     if log is not None:
         (folder / "train.log").write_text(log)
@@ -49,7 +53,7 @@ def _fake_run(folder: Path, las: list[float], seconds: float, log: str | None) -
 
 def test_a_real_crf_run_gives_its_settings_curve_and_test_scores(crf_run: TrainResult) -> None:
     row = study.measure("crf", crf_run.run_dir)
-    assert row["loss"] == "crf"
+    assert (row["parser"], row["loss"]) == ("biaffine", "crf")
     assert row["vectors"] is None
     assert row["transformer"] is None
     assert row["epochs"] == 3
@@ -57,6 +61,23 @@ def test_a_real_crf_run_gives_its_settings_curve_and_test_scores(crf_run: TrainR
     assert row["curve"]["minutes"] == sorted(row["curve"]["minutes"])
     assert set(row["test"]) == set(study.TEST_MEASURES)
     assert row["best_dev"]["las"] == max(row["curve"]["dev_las"])
+
+
+@pytest.mark.parametrize(
+    ("model", "parser"),
+    [
+        ("system: arc_hybrid", "arc_hybrid, static oracle"),
+        ("system: arc_eager\n  oracle: dynamic", "arc_eager, dynamic oracle"),
+        ("system: arc_hybrid\n  graph_loss_weight: 1.0", "combined (arc_hybrid), static oracle"),
+    ],
+)
+def test_transition_runs_name_their_system_and_oracle_and_no_graph_loss(
+    tmp_path: Path, model: str, parser: str
+) -> None:
+    config = f"data:\n  treebank: UD_Test\nmodel:\n  {model}\n"
+    row = study.measure("t", _fake_run(tmp_path / "t", [50.0], 60.0, None, config))
+    assert (row["parser"], row["loss"]) == (parser, "-")
+    assert study.runs_table([row])[-1].startswith(f"| t | {parser} | - |")
 
 
 def test_fallbacks_add_up_the_logged_sentences(tmp_path: Path) -> None:
@@ -105,7 +126,7 @@ def test_main_merges_rows_by_name_and_writes_the_page_and_plot(tmp_path: Path) -
     assert rows[1]["first_epoch_seconds"] == 90.0
     text = page.read_text()
     assert "## UD_Test" in text
-    assert "| two | crf |" in text
+    assert "| two | biaffine | crf |" in text
     assert page.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
 
 
