@@ -204,3 +204,31 @@ def test_train_py_then_predict_py_with_a_combined_model(tmp_path: Path) -> None:
     assert rows[0]["graph_weight"] == 1.0
     assert "| combined 2 |" in page.read_text()
     assert page.with_suffix(".png").stat().st_size > 0
+
+
+def test_transition_scores_equal_the_mlp_on_concatenated_slot_states(sentences) -> None:
+    """The per-slot precomputation and summed lookup equal W [x_1; ...; x_K] + b, gradients too."""
+    prepared, vocabs = training_vocabs(sentences, "arc_hybrid")
+    model = untrained(vocabs, "arc_hybrid")
+    batch = collate(encode(prepared, vocabs), range(len(prepared)))
+    generator = torch.Generator().manual_seed(0)
+    n_configs, width = 40, model.n_stack + model.n_buffer
+    rows = torch.randint(len(prepared), (n_configs,), generator=generator)
+    limit = (batch.lengths[rows] + 1).unsqueeze(1)  # positions 0..n of each row's sentence
+    positions = (torch.rand(n_configs, width, generator=generator) * limit).long()
+    positions[torch.rand(n_configs, width, generator=generator) < 0.3] = -1  # empty slots
+
+    fast = model.score_transitions(model.encode(batch), rows, positions)
+    (fast_grad,) = torch.autograd.grad(fast.square().sum(), model.slot_weight)
+
+    states = model.encoder(batch)  # [B, N+1, H]
+    features = [
+        torch.where((positions[:, k] >= 0).unsqueeze(1), states[rows, positions[:, k].clamp(min=0)],
+                    model.empty)
+        for k in range(width)
+    ]  # fmt: skip
+    weight = model.slot_weight.reshape(-1, model.slot_weight.shape[-1])  # [K * H, arc_mlp]
+    plain = model.transition_mlp(torch.cat(features, 1) @ weight + model.slot_bias)
+    (plain_grad,) = torch.autograd.grad(plain.square().sum(), model.slot_weight)
+    torch.testing.assert_close(fast, plain, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(fast_grad, plain_grad, rtol=1e-4, atol=1e-5)
