@@ -25,9 +25,13 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from biaffine.data.batching import batches_by_tokens, encode
-from biaffine.data.vocab import build_vocabs
 from biaffine.runtime import check_bf16, cpu_description
-from biaffine.training.compose import build_model, load_splits, prepare_training
+from biaffine.training.compose import (
+    build_model,
+    load_splits,
+    prepare_training,
+    training_vocabs,
+)
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
@@ -56,10 +60,7 @@ def build(cfg, splits):
     sentences for every configuration (same lengths, same seed).
     """
     train = prepare_training(cfg.model, splits.train)
-    original_rels = (rel for sentence in splits.train for rel in sentence.deprels)
-    vocabs = build_vocabs(
-        train, min_word_count=cfg.trainer.min_word_count, extra_rels=original_rels
-    )
+    vocabs = training_vocabs(splits.train, train, min_word_count=cfg.trainer.min_word_count)
     torch.manual_seed(cfg.trainer.seed)
     model = build_model(cfg.model, vocabs)
     model.train()
@@ -91,12 +92,13 @@ def main() -> None:
         runs[name] = build(cfg, splits)
     times: dict[str, list[float]] = {"A": [], "B": []}
     paired = zip(runs["A"][2], runs["B"][2], strict=False)
-    for step, batches in zip(range(args.steps + 1), paired, strict=False):
+    for step, (batch_a, batch_b) in zip(range(args.steps + 1), paired, strict=False):
+        batch = {"A": batch_a, "B": batch_b}  # the same sentences, each run's vocabularies
         for name in ("A", "B") if step % 2 else ("B", "A"):
             model, optimizer, _ = runs[name]
             cfg = configs[name]
             start = time.perf_counter()
-            train_step(model, optimizer, batches[name == "B"], cfg.trainer.clip, cfg.trainer.bf16)
+            train_step(model, optimizer, batch[name], cfg.trainer.clip, cfg.trainer.bf16)
             if step > 0:  # the first step warms up (numba compile, allocator)
                 times[name].append(time.perf_counter() - start)
     a, b = times["A"], times["B"]

@@ -99,13 +99,10 @@ def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
         log.info("training on %d processes (%s)", here.size, device.type)
     splits = load_splits(cfg.data)
     train_sentences = prepare_training(cfg.model, splits.train)
-    original_rels = (rel for sentence in splits.train for rel in sentence.deprels)
     vocabs = (
         resumed.vocabs
         if resumed
-        else build_vocabs(
-            train_sentences, min_word_count=t.min_word_count, extra_rels=original_rels
-        )
+        else training_vocabs(splits.train, train_sentences, min_word_count=t.min_word_count)
     )
     _log_data(splits, vocabs)
     model = build_model(cfg.model, vocabs).to(device)
@@ -226,6 +223,18 @@ def prepare_training(model_cfg: DictConfig, sentences: list[Sentence]) -> list[S
         return sentences
     options = OmegaConf.to_container(model_cfg, resolve=True)
     return prepare(sentences, {k: v for k, v in options.items() if k != "encoder"})
+
+
+def training_vocabs(
+    original: list[Sentence], prepared: list[Sentence], *, min_word_count: int
+) -> Vocabs:
+    """Vocabularies of the prepared training sentences, with the original relations as well.
+
+    The relation vocabulary holds both the labels the parser learns (e.g. encoded
+    pseudo-projective ones) and the treebank's own, which deprojectivized output carries.
+    """
+    original_rels = (rel for sentence in original for rel in sentence.deprels)
+    return build_vocabs(prepared, min_word_count=min_word_count, extra_rels=original_rels)
 
 
 def build_model(model_cfg: DictConfig, vocabs: Vocabs) -> nn.Module:
