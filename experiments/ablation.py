@@ -42,7 +42,7 @@ TRAIN_SIZE = re.compile(r"train: (\d+) sentences")
 MILESTONES = (10, 20, 40, 60, 80, 100)  # minutes at which the page compares best dev LAS
 # Epochs at which it compares them too: runs on different machines or thread counts train the
 # same batches per epoch (same seed), so only this comparison holds across them.
-EPOCH_MILESTONES = (5, 10, 20, 30, 40, 60, 80)
+EPOCH_MILESTONES = (5, 10, 20, 30, 40, 60, 80, 100, 120)
 
 
 def parser_name(model: dict[str, Any]) -> str:
@@ -152,9 +152,10 @@ def _short(path: str | None) -> str:
 def runs_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Settings, time and test scores per run."""
     lines = [
-        "| run | parser | loss | vectors | transformer | epochs | minutes | s/epoch (1st, median) "
-        "| best dev LAS (epoch) | test UAS | LAS | UEM | RA | DA | malformed | CRF fallbacks |",
-        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| run | parser | loss | vectors | transformer | threads | epochs | minutes "
+        "| s/epoch (1st, median) | best dev LAS (epoch) | test UAS | LAS | UEM | RA | DA "
+        "| malformed | CRF fallbacks |",
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         test = row["test"]
@@ -166,7 +167,8 @@ def runs_table(rows: Sequence[dict[str, Any]]) -> list[str]:
             fell = f"{lost['sentences']} of ~{visits:,}"
         lines.append(
             f"| {row['name']} | {row['parser']} | {row['loss']} | {_short(row['vectors'])} "
-            f"| {_short(row['transformer'])} | {row['epochs']} | {row['minutes']:.0f} "
+            f"| {_short(row['transformer'])} | {row['threads'] or '-'} | {row['epochs']} "
+            f"| {row['minutes']:.0f} "
             f"| {row['first_epoch_seconds']:.0f}, {row['median_epoch_seconds']:.0f} "
             f"| {row['best_dev']['las']:.2f} ({row['best_epoch']}) | "
             + " | ".join(cells)
@@ -244,8 +246,10 @@ def write_page(rows: Sequence[dict[str, Any]], page: Path) -> None:
         "(finished `train.py` runs; nothing reparsed). Test scores of the best dev epoch, gold "
         "tokenization, punctuation included, LAS on full labels; RA: root accuracy; DA: "
         "non-root words with the right head. Minutes and seconds per epoch are wall time, dev "
-        "parsing included. CRF fallbacks: sentences whose log Z lost float64 precision and "
-        "took the local loss, of the sentence visits of the run (train size x epochs).",
+        "parsing included; threads: the trainer's CPU threads (one-thread runs went in pairs, "
+        "side by side, one core each). CRF fallbacks: sentences whose log Z lost float64 "
+        "precision and took the local loss, of the sentence visits of the run (train size x "
+        "epochs).",
         "",
         f"![dev LAS against minutes]({image.name})",
         "",

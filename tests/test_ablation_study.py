@@ -33,7 +33,10 @@ def _epoch(epoch: int, las: float, seconds: float, best: int) -> dict:
             "seconds": seconds}  # fmt: skip
 
 
-GRAPH_CONFIG = "data:\n  treebank: UD_Test\nmodel:\n  loss: crf\n  encoder:\n    pretrained: null\n"
+GRAPH_CONFIG = (
+    "data:\n  treebank: UD_Test\nmodel:\n  loss: crf\n  encoder:\n    pretrained: null\n"
+    "trainer:\n  threads: 2\n"
+)
 
 
 def _fake_run(
@@ -126,7 +129,8 @@ def test_main_merges_rows_by_name_and_writes_the_page_and_plot(tmp_path: Path) -
     assert rows[1]["first_epoch_seconds"] == 90.0
     text = page.read_text()
     assert "## UD_Test" in text
-    assert "| two | biaffine | crf |" in text
+    # vectors, transformer, threads, epochs
+    assert "| two | biaffine | crf | - | - | 2 | 2 |" in text
     assert page.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
 
 
