@@ -16,11 +16,12 @@ import transitions
 from biaffine import checkpoint
 from biaffine.data.batching import collate, encode
 from biaffine.data.conllu import Sentence, read_conllu
-from biaffine.data.vocab import Vocabs, build_vocabs
+from biaffine.data.vocab import Vocabs
 from biaffine.inference import parse
 from biaffine.inference.transition import deprojectivize_batch
 from biaffine.nn import Encoder
 from biaffine.parsers import PARSERS, TransitionParser, build_parser
+from biaffine.training import compose
 from transitions.projective import projectivize
 
 ROOT = Path(__file__).parents[2]
@@ -35,8 +36,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 def training_vocabs(sentences: list[Sentence], system: str) -> tuple[list[Sentence], Vocabs]:
     """Prepared training sentences and their vocabularies, as biaffine.training builds them."""
     prepared = TransitionParser.prepare_training(sentences, {"system": system})
-    original = [rel for sentence in sentences for rel in sentence.deprels]
-    return prepared, build_vocabs(prepared, min_word_count=1, extra_rels=original)
+    return prepared, compose.training_vocabs(sentences, prepared, min_word_count=1)
 
 
 def untrained(vocabs: Vocabs, system: str, seed: int = 0) -> TransitionParser:
