@@ -86,7 +86,8 @@ def test_two_processes_equal_one_accumulating_two_and_only_rank_0_writes(
     two_records, one_records = epoch_records(run), epoch_records(tmp_path / "one")
     for ours, theirs in zip(two_records, one_records, strict=True):
         assert ours.keys() == theirs.keys()
-        assert ours.get("train_loss") == pytest.approx(theirs.get("train_loss"), rel=1e-5)
+        if "train_loss" in theirs:  # the test record has none (pytest 9 refuses approx(None))
+            assert ours["train_loss"] == pytest.approx(theirs["train_loss"], rel=1e-5)
     # The test can fail: one batch per step is another model.
     plain = train(tiny_config("trainer.max_epochs=2", f"model={model}"), tmp_path / "plain")
     assert plain.steps == 10
