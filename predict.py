@@ -12,6 +12,7 @@ from omegaconf import DictConfig
 from biaffine import distributed
 from biaffine.cli import report_user_errors
 from biaffine.inference import DecoderSettings
+from biaffine.predict_options import parse_columns
 from biaffine.predicting import PredictOptions, predict
 from biaffine.runtime import select_device
 
@@ -46,7 +47,9 @@ def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
         threads=cfg.threads,
         int8=cfg.int8,
         bf16=cfg.bf16,
-        options=PredictOptions(cfg.probabilities, cfg.kbest, cfg.keep_given_heads),
+        options=PredictOptions(
+            cfg.probabilities, cfg.kbest, cfg.keep_given_heads, parse_columns(cfg.columns)
+        ),
     )
 
 

@@ -34,23 +34,15 @@ import io
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
-import numpy as np
 import torch
 from torch import nn
 
-import decoding
 from biaffine import checkpoint
-from biaffine.data.batching import Batch, batches_by_tokens, encode
 from biaffine.data.conllu import Sentence, read_conllu, write_conllu
 from biaffine.data.vocab import Vocabs
-from biaffine.inference import DecoderSettings, parse
-from biaffine.inference.graph import choose_labels, decode_heads, root_label_id
-from biaffine.inference.transition import deprojectivize_batch
-from biaffine.inference.transition import search as transition_search
-from biaffine.nn.treecrf import marginals, tree_log_prob
-from biaffine.parsers.biaffine import ArcRelScores
+from biaffine.inference import DecoderSettings, Request, SentenceResult, predict
+from biaffine.results import with_tree
 from biaffine.runtime import check_bf16, select_device, set_threads
 
 __all__ = ["ParsedTree", "Parser"]
@@ -63,10 +55,12 @@ class ParsedTree:
     """One parsed sentence, with probabilities when they were asked for.
 
     Attributes:
-        sentence: the input sentence with HEAD and DEPREL filled (every other byte as given).
+        sentence: the input sentence with HEAD and DEPREL filled, and the predicted columns
+            asked for (every other byte as given).
         head_probs: float[n], the marginal probability of the arc to each word's chosen head.
         label_probs: float[n], the probability of each word's chosen label at that arc.
-        log_prob: log-probability of the whole unlabeled tree (graph parsers).
+        log_prob: log-probability of the whole unlabeled tree (graph parsers), or its score
+            (k-best: the sum of its words' head log-probabilities).
         path_log_prob: transition parsers: log of the product of the probabilities of the
             transitions the search took (each a softmax over the legal ones).
     """
@@ -96,12 +90,6 @@ class Parser:
     ) -> None:
         """Wrap a model (in eval mode) and the vocabularies it was trained with.
 
-        Args:
-            model: a trained parser.
-            vocabs: its vocabularies.
-            device: where it lives.
-            bf16: run the network in bfloat16 (``torch.autocast``) in every method.
-
         Raises:
             ValueError: ``bf16`` on a CPU without native bfloat16.
         """
@@ -111,7 +99,6 @@ class Parser:
         self.vocabs = vocabs
         self.device = device
         self.bf16 = bf16
-        self._root_label = root_label_id(vocabs.rels)
 
     @classmethod
     def load(
@@ -150,42 +137,40 @@ class Parser:
         beam_size: int = 1,
         graph_weight: float = 0.0,
         probabilities: bool = False,
+        columns: Sequence[str] = (),
         max_tokens: int = 5000,
     ) -> list[ParsedTree]:
         """Parse pre-tokenized sentences.
 
         Args:
             inputs: lists of word forms, :class:`Sentence` objects, or CoNLL-U text (one
-                string; every byte but HEAD and DEPREL comes back as given).
+                string; every byte but HEAD, DEPREL and the predicted columns comes back).
             decoder: a name in :data:`decoding.DECODERS` (``mst``, ``eisner``, ``greedy``).
             root_constraint: exactly one word on ROOT (``mst`` and ``eisner``).
-            search: transition parsers: ``greedy`` or ``beam``.
+            search: transition parsers: ``greedy``, ``beam``, or ``graph`` (a combined model's
+                graph head alone).
             beam_size: transition parsers: items per sentence with ``search="beam"``.
             graph_weight: combined models (transition parsers with a graph head): weight of
                 the graph head's arc log-probabilities in the search score.
             probabilities: also compute head, label and tree probabilities (graph parsers), or
                 label and transition-path probabilities (transition parsers).
+            columns: tagged columns to predict and write (``upos``, ``xpos``, ``feats``), for a
+                model trained with those taggers.
             max_tokens: words per batch.
 
         Returns:
             One :class:`ParsedTree` per input sentence, in input order.
 
         Raises:
-            ValueError: an unknown decoder or search, a beam asked of a graph parser, an empty
-                sentence, or probabilities with ``search="graph"``.
+            ValueError: an unknown decoder or search, a request the parser cannot answer (one
+                line saying why), an empty sentence.
             biaffine.data.conllu.ConlluError: malformed CoNLL-U text or words.
         """
         settings = DecoderSettings(decoder, root_constraint, search, beam_size, graph_weight)
+        request = Request(probabilities=probabilities, columns=tuple(columns))
         sentences = list(_sentences(inputs))
-        if not probabilities:
-            options = {"max_tokens": max_tokens, "bf16": self.bf16}
-            parsed = parse(self.model, self.vocabs, sentences, settings, **options)
-            return [ParsedTree(sentence) for sentence in parsed]
-        with self._precision():
-            if getattr(self.model, "family", None) == "transition":
-                return self._parse_transitions_with_probabilities(sentences, settings, max_tokens)
-            self._require_graph("probabilities=True")
-            return self._parse_with_probabilities(sentences, settings, max_tokens)
+        found = self._predict(sentences, request, settings, max_tokens)
+        return [_parsed(s, r, 0) for s, r in zip(sentences, found, strict=True)]
 
     def to_conllu(self, trees: Sequence[ParsedTree]) -> str:
         """The parsed sentences as CoNLL-U text."""
@@ -218,22 +203,13 @@ class Parser:
         Raises:
             ValueError: k < 1, a decoder without k-best, or a parser that is not a graph parser.
         """
-        if k < 1 or decoder not in ("mst", "eisner"):
-            raise ValueError(f"k={k} must be >= 1 and decoder={decoder!r} one of mst, eisner")
-        self._require_graph("kbest")
+        settings = DecoderSettings(decoder, root_constraint)
         sentences = list(_sentences(inputs))
-        results: list[list[ParsedTree]] = [[] for _ in sentences]
-        with self._precision():
-            for batch, scores, index in self._scored(sentences, max_tokens):
-                n = int(batch.lengths[index.row])
-                matrix = scores.arc_scores[index.row, : n + 1, : n + 1].double().log_softmax(-1)
-                best = decoding.kbest(
-                    matrix.cpu().numpy(), k, algorithm=decoder, root_constraint=root_constraint
-                )
-                for heads, score in zip(best.heads, best.scores, strict=True):
-                    tree = self._labelled(sentences[index.sentence], scores, index.row, heads)
-                    results[index.sentence].append(ParsedTree(tree, log_prob=float(score)))
-        return results
+        found = self._predict(sentences, Request(kbest=k), settings, max_tokens)
+        return [
+            [_parsed(s, r, rank) for rank in range(len(r.trees))]
+            for s, r in zip(sentences, found, strict=True)
+        ]
 
     def parse_constrained(
         self,
@@ -248,160 +224,54 @@ class Parser:
 
         Args:
             inputs: as :meth:`parse`.
-            fixed_heads: per sentence, one entry per word: its fixed head (0 = ROOT), or None
-                where the parser chooses.
+            fixed_heads: per sentence, one entry per word: its fixed head (an int, 0 = ROOT),
+                or None where the parser chooses.
             decoder: ``mst`` or ``eisner`` (exact under the constraints).
             root_constraint: exactly one word on ROOT.
             max_tokens: words per batch.
 
         Raises:
-            ValueError: lengths that do not match, or constraints that admit no tree (the message
-                names the sentence as ``FILE:LINE``, or ``<input>:k`` for the k-th list of words,
-                and why, e.g. fixed heads that form a cycle).
+            ValueError: a head that is not an int or None, lengths that do not match, or
+                constraints that admit no tree (the message names the sentence as
+                ``FILE:LINE``, or ``<input>:k`` for the k-th list of words, and why).
         """
-        self._require_graph("constrained parsing")
+        settings = DecoderSettings(decoder, root_constraint)
+        request = Request(fixed_heads=[list(heads) for heads in fixed_heads])
         sentences = list(_sentences(inputs))
-        if len(fixed_heads) != len(sentences):
-            raise ValueError(f"{len(fixed_heads)} head lists for {len(sentences)} sentences")
-        with self._precision():
-            return self._constrained(sentences, fixed_heads, decoder, root_constraint, max_tokens)
+        found = self._predict(sentences, request, settings, max_tokens)
+        return [_parsed(s, r, 0) for s, r in zip(sentences, found, strict=True)]
 
-    def _constrained(
+    def _predict(
         self,
         sentences: list[Sentence],
-        fixed_heads: Sequence[Sequence[int | None]],
-        decoder: str,
-        root_constraint: bool,
+        request: Request,
+        settings: DecoderSettings,
         max_tokens: int,
-    ) -> list[ParsedTree]:
-        results: list[ParsedTree | None] = [None] * len(sentences)
-        for batch, scores, index in self._scored(sentences, max_tokens):
-            n = int(batch.lengths[index.row])
-            given = fixed_heads[index.sentence]
-            if len(given) != n:
-                raise ValueError(f"sentence {index.sentence}: {len(given)} heads for {n} words")
-            fixed = np.array([-1, *(-1 if h is None else h for h in given)], dtype=np.int64)
-            matrix = scores.arc_scores[index.row, : n + 1, : n + 1].double().log_softmax(-1)
-            try:
-                options = {"algorithm": decoder, "root_constraint": root_constraint}
-                heads = decoding.constrained(matrix.cpu().numpy(), fixed_heads=fixed, **options)
-            except ValueError as error:
-                sentence = sentences[index.sentence]  # words given as lists: "<input>:k+1"
-                raise ValueError(f"{sentence.source}:{sentence.line}: {error}") from None
-            tree = self._labelled(sentences[index.sentence], scores, index.row, heads)
-            results[index.sentence] = ParsedTree(tree)
-        return results  # type: ignore[return-value]  (every index filled once)
-
-    def _precision(self) -> torch.autocast:
-        """The network's precision for a whole call: bfloat16 autocast if ``bf16``, else off.
-
-        One context around everything a method runs, so the label scorer, called after the
-        arc scorer, sees inputs of the dtype it expects. Float64 work (decoders, marginals)
-        is left alone by autocast.
-        """
-        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16)
-
-    def _require_graph(self, what: str) -> None:
-        if getattr(self.model, "family", None) != "graph":
-            raise ValueError(f"{what} needs a graph parser (arc scores)")
-
-    def _scored(
-        self, sentences: list[Sentence], max_tokens: int
-    ) -> Iterator[tuple[Batch, ArcRelScores, _Row]]:
-        """Every sentence once: its batch, the batch's scores and where it sits in the batch."""
-        batches = batches_by_tokens(encode(sentences, self.vocabs), max_tokens, shuffle=False)
-        # no_grad, not inference_mode: head marginals are the gradient of log Z.
-        with torch.no_grad():
-            for batch in batches:
-                batch = batch.to(self.device)
-                scores = self.model(batch, tag=False)
-                for row, index in enumerate(batch.indices.tolist()):
-                    yield batch, scores, _Row(row, index)
-
-    def _labelled(
-        self, sentence: Sentence, scores: ArcRelScores, row: int, heads: np.ndarray
-    ) -> Sentence:
-        """``sentence`` with the tree ``heads`` (int64[n+1]) and its best labels."""
-        one = ArcRelScores(
-            scores.arc_scores[row : row + 1],
-            scores.rel_dep[row : row + 1],
-            scores.rel_head[row : row + 1],
-        )
-        width = one.arc_scores.shape[1]
-        padded = np.full((1, width), -1, dtype=np.int64)
-        padded[0, : heads.shape[0]] = heads
-        rels = choose_labels(self.model, one, padded, root_label=self._root_label)[0]
-        n = len(sentence)
-        labels = self.vocabs.rels.itos
-        return sentence.with_tree(heads[1 : n + 1].tolist(), [labels[r] for r in rels[1 : n + 1]])
-
-    def _parse_with_probabilities(
-        self, sentences: list[Sentence], settings: DecoderSettings, max_tokens: int
-    ) -> list[ParsedTree]:
-        trees: list[ParsedTree | None] = [None] * len(sentences)
-        labels = self.vocabs.rels.itos
-        last = None
-        for batch, scores, index in self._scored(sentences, max_tokens):
-            if batch is not last:  # the whole batch at once, at its first sentence
-                last = batch
-                heads = decode_heads(scores.arc_scores, batch.lengths, settings)
-                rels = choose_labels(self.model, scores, heads, root_label=self._root_label)
-                probs = _arc_probabilities(scores.arc_scores, heads, batch.lengths, settings)
-                label_probs = _label_probabilities(self.model, scores, heads, rels)
-                log_probs = _tree_log_probs(scores.arc_scores, heads, batch.lengths, settings)
-            row, n = index.row, len(sentences[index.sentence])
-            tree = sentences[index.sentence].with_tree(
-                heads[row, 1 : n + 1].tolist(), [labels[r] for r in rels[row, 1 : n + 1]]
-            )
-            trees[index.sentence] = ParsedTree(
-                tree,
-                head_probs=probs[row, 1 : n + 1].tolist(),
-                label_probs=label_probs[row, 1 : n + 1].tolist(),
-                log_prob=float(log_probs[row]),
-            )
-        return trees  # type: ignore[return-value]  (every index filled once)
-
-    def _parse_transitions_with_probabilities(
-        self, sentences: list[Sentence], settings: DecoderSettings, max_tokens: int
-    ) -> list[ParsedTree]:
-        if settings.search == "graph":
-            raise ValueError("probabilities=True with search=graph: use a transition search")
-        model, labels = self.model, self.vocabs.rels.itos
-        trees: list[ParsedTree | None] = [None] * len(sentences)
-        batches = batches_by_tokens(encode(sentences, self.vocabs), max_tokens, shuffle=False)
-        with torch.inference_mode():
-            for batch in batches:
-                batch = batch.to(self.device)
-                encoded = model.encode(batch, tag=False)
-                found = transition_search(model, encoded, batch.lengths.cpu().numpy(), settings)
-                heads = found.heads
-                rels = choose_labels(model, encoded, heads, root_label=self._root_label)
-                # The probability of the label chosen, pseudo-projective or not.
-                label_probs = _label_probabilities(model, encoded, heads, rels)
-                if model.system.projective:
-                    deprojectivize_batch(heads, rels, model.rel_names)
-                for row, index in enumerate(batch.indices.tolist()):
-                    n = len(sentences[index])
-                    tree = sentences[index].with_tree(
-                        heads[row, 1 : n + 1].tolist(), [labels[r] for r in rels[row, 1 : n + 1]]
-                    )
-                    trees[index] = ParsedTree(
-                        tree,
-                        label_probs=label_probs[row, 1 : n + 1].tolist(),
-                        path_log_prob=float(found.path_log_probs[row]),
-                    )
-        return trees  # type: ignore[return-value]  (every index filled once)
+    ) -> list[SentenceResult]:
+        options = {"max_tokens": max_tokens, "bf16": self.bf16}
+        found = predict(self.model, self.vocabs, sentences, request, {"": settings}, **options)
+        return found[""].results
 
 
-class _Row(NamedTuple):
-    """Where a sentence sits: its row in the batch, its index in the input."""
-
-    row: int
-    sentence: int
+def _parsed(sentence: Sentence, result: SentenceResult, rank: int) -> ParsedTree:
+    tree = result.trees[rank]
+    return ParsedTree(
+        with_tree(sentence, tree, result.columns),
+        head_probs=tree.head_probs,
+        label_probs=tree.label_probs,
+        log_prob=tree.log_prob,
+        path_log_prob=tree.path_log_prob,
+    )
 
 
 def _sentences(inputs: Inputs) -> Iterator[Sentence]:
     if isinstance(inputs, str):
+        if inputs.strip() and "\t" not in inputs:
+            raise ValueError(
+                "a string is read as CoNLL-U text, and this one has no tab-separated word "
+                "lines: pass pre-tokenized sentences as lists of words, e.g. "
+                "[['The', 'cat', 'sat', '.']]"
+            )
         yield from read_conllu(io.StringIO(inputs))
         return
     for k, item in enumerate(inputs):
@@ -411,45 +281,3 @@ def _sentences(inputs: Inputs) -> Iterator[Sentence]:
             raise ValueError(f"input {k} is a string: pass a list of words per sentence")
         else:
             yield Sentence.from_forms(list(item), source="<input>", line=k + 1)
-
-
-def _arc_probabilities(
-    arc_scores: torch.Tensor, heads: np.ndarray, lengths: torch.Tensor, settings: DecoderSettings
-) -> np.ndarray:
-    """float64[B, N+1]: the marginal probability of each chosen arc (0 at ROOT and padding)."""
-    root = settings.root_constraint and settings.algorithm != "greedy"
-    projective = settings.algorithm == "eisner"
-    mu = marginals(arc_scores.double(), lengths, root_constraint=root, projective=projective)
-    index = torch.from_numpy(heads).to(mu.device)
-    chosen = mu.gather(2, index.clamp(min=0).unsqueeze(-1)).squeeze(-1)
-    return chosen.masked_fill(index < 0, 0.0).cpu().numpy()
-
-
-def _label_probabilities(
-    model: nn.Module, scores, heads: np.ndarray, rels: np.ndarray
-) -> np.ndarray:
-    """float64[B, N+1]: the softmax probability of each chosen label at its chosen arc."""
-    head_index = torch.from_numpy(heads).to(scores.rel_dep.device)
-    probs = model.rel_scores_at(scores, head_index).double().softmax(-1)
-    label_index = torch.from_numpy(rels).clamp(min=0).to(probs.device)
-    return probs.gather(2, label_index.unsqueeze(-1)).squeeze(-1).cpu().numpy()
-
-
-def _tree_log_probs(
-    arc_scores: torch.Tensor, heads: np.ndarray, lengths: torch.Tensor, settings: DecoderSettings
-) -> np.ndarray:
-    """float64[B]: log P(tree) of each decoded tree under the tree distribution of the decoder.
-
-    A greedy output that is not a tree has probability 0 under it (``-inf``).
-    """
-    root = settings.root_constraint and settings.algorithm != "greedy"
-    projective = settings.algorithm == "eisner"
-    sizes = lengths.cpu().numpy()
-    trees = decoding.is_tree(heads, sizes, root_constraint=root, projective=projective)
-    chains = heads.copy()  # a stand-in tree where greedy output is none, scored then dropped
-    for b in np.flatnonzero(~trees):
-        chains[b, 1 : sizes[b] + 1] = np.arange(sizes[b])
-    index = torch.from_numpy(chains).to(arc_scores.device)
-    options = {"root_constraint": root, "projective": projective}
-    log_probs = tree_log_prob(arc_scores.double(), index, lengths, **options).cpu().numpy()
-    return np.where(trees, log_probs, -np.inf)

@@ -38,8 +38,10 @@ __all__ = [
 FORMAT = "rootparse-checkpoint"
 # Bumped whenever saved state stops fitting the code. 2: each BiLSTM layer holds one LSTM per
 # direction (BiLSTM), so version-1 state_dict keys no longer match. 3: the file names its parser
-# kind, and the encoder is a submodule with a nested config (version 2 is migrated on load).
-VERSION = 3
+# kind, and the encoder is a submodule with a nested config. 4: the heads both parser families
+# compose (biaffine.parsers.heads) hold their layers, so arc and label weights have new names.
+# Versions 2 and 3 are migrated on load.
+VERSION = 4
 _REQUIRED = (
     "package_version",
     "model_config",
@@ -183,6 +185,8 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
     _check_format(payload, path)
     if payload["version"] == 2:
         payload = _migrate_v2(payload)
+    if payload["version"] in (2, 3):
+        payload = _migrate_v3(payload)
     try:
         vocabs = Vocabs.from_dict(payload["vocabs"])
     except (KeyError, TypeError, ValueError) as error:
@@ -244,7 +248,7 @@ def _check_format(payload: Any, path: Path) -> None:
         raise CheckpointError(f"{path}: checkpoint lacks {', '.join(missing)}")
 
 
-_READABLE = (2, VERSION)
+_READABLE = (2, 3, VERSION)
 
 # Version 2 held only the biaffine parser, with the encoder's layers and options at top level.
 _V2_ENCODER_OPTIONS = (
@@ -273,7 +277,32 @@ def _migrate_v2(payload: dict[str, Any]) -> dict[str, Any]:
 def _v2_weight_name(key: str) -> str:
     if key.startswith(_V2_ENCODER_MODULES):
         return f"encoder.{key}"
-    for old, new in _V2_TAGGER_MODULES.items():
+    return _renamed(key, _V2_TAGGER_MODULES)
+
+
+# Version 3 named the arc and label layers on the parser itself; the combined model's graph head
+# had the graph parser's arc names.
+_V3_HEAD_MODULES = {
+    "biaffine": {
+        **{f"arc_{part}.": f"arcs.{part}." for part in ("dep", "head", "attn")},
+        **{f"rel_{part}.": f"labels.{part}." for part in ("dep", "head", "attn")},
+    },
+    "transition": {
+        **{f"arc_{part}.": f"graph.{part}." for part in ("dep", "head", "attn")},
+        **{f"rel_{part}.": f"labels.{part}." for part in ("dep", "head", "attn")},
+    },
+}
+
+
+def _migrate_v3(payload: dict[str, Any]) -> dict[str, Any]:
+    """A version-3 payload (or a migrated version 2) with version 4's weight names."""
+    renames = _V3_HEAD_MODULES.get(payload["parser"], {})
+    state_dict = {_renamed(key, renames): value for key, value in payload["state_dict"].items()}
+    return payload | {"state_dict": state_dict}
+
+
+def _renamed(key: str, renames: Mapping[str, str]) -> str:
+    for old, new in renames.items():
         if key.startswith(old):
             return new + key[len(old) :]
     return key

@@ -1,8 +1,9 @@
-"""What ``predict.py`` writes per input sentence: one tree, with probabilities, k-best, given heads.
+"""What ``predict.py`` asks of each chunk of sentences, checked, then answered by one path.
 
-Each option is the Python API's code (:class:`biaffine.api.Parser`) applied to a chunk of
-sentences; this module only checks the options and writes the results into CoNLL-U (MISC items
-and comment lines, every other byte of the input kept).
+One tree, probabilities, k-best, given heads, predicted columns.
+
+The options become a :class:`~biaffine.inference.Request`; what is written per sentence is
+:func:`biaffine.results.with_result`.
 """
 
 from __future__ import annotations
@@ -10,36 +11,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from biaffine.api import ParsedTree, Parser
+from torch import nn
+
+from biaffine.data.columns import CONLLU_NAMES, TAGGED
 from biaffine.data.conllu import Sentence
-from biaffine.inference import DecoderSettings, parse
+from biaffine.data.vocab import Vocabs
+from biaffine.inference import DecoderSettings, Request, family_of, predict
+from biaffine.results import with_result
 
 __all__ = [
-    "DEPREL_PROB",
-    "HEAD_PROB",
-    "KBEST_RANK",
-    "KBEST_SCORE",
-    "PATH_LOG_PROB",
-    "TREE_LOG_PROB",
     "ChunkParser",
     "PredictOptions",
-    "check_family",
+    "check_model",
     "check_options",
     "chunk_parser",
+    "parse_columns",
 ]
-
-HEAD_PROB = "HeadProb"
-"""MISC key: marginal probability of the word's chosen arc under the decoder's tree distribution."""
-DEPREL_PROB = "DeprelProb"
-"""MISC key: probability of the word's chosen label at its chosen arc."""
-TREE_LOG_PROB = "tree_log_prob"
-"""Comment key: log-probability of the sentence's tree under the same distribution."""
-PATH_LOG_PROB = "transition_path_log_prob"
-"""Comment key (transition parsers): log-probability of the transition path the search took."""
-KBEST_RANK = "kbest_rank"
-"""Comment key: 1 for the best tree of a sentence, 2 for the next, ..."""
-KBEST_SCORE = "kbest_score"
-"""Comment key: the tree's score, the sum of its words' head log-probabilities."""
 
 ChunkParser = Callable[[list[Sentence]], list[list[Sentence]]]
 """Sentences -> per sentence, the sentences to write (the first one is the tree scored by eval)."""
@@ -54,14 +41,16 @@ class PredictOptions:
             comment (graph parsers).
         kbest: write the k best trees of each sentence, best first (None: one tree).
         keep_given_heads: keep the HEAD cells that the input fills, predict those that are ``_``.
+        columns: tagged columns to predict and write (``upos``, ``xpos``, ``feats``).
     """
 
     probabilities: bool = False
     kbest: int | None = None
     keep_given_heads: bool = False
+    columns: tuple[str, ...] = ()
 
     def names(self) -> list[str]:
-        """The options that are on, as ``predict.py`` spells them."""
+        """The tree options that are on, as ``predict.py`` spells them."""
         on = {
             "probabilities=true": self.probabilities,
             f"kbest={self.kbest}": self.kbest is not None,
@@ -75,6 +64,24 @@ _WHY_NOT_BOTH = {
     ("probabilities", "keep_given_heads"): "the probabilities would ignore the given heads",
     ("kbest", "keep_given_heads"): "there is no constrained k-best",
 }
+
+
+def parse_columns(value: str | None) -> tuple[str, ...]:
+    """``predict.py columns=upos,xpos`` (or ``all``, or null/empty) as column names.
+
+    Raises:
+        ValueError: an unknown column (one line naming the known ones).
+    """
+    if value is None or not str(value).strip():
+        return ()
+    if str(value).strip().lower() == "all":
+        return TAGGED
+    names = tuple(part.strip().lower() for part in str(value).split(","))
+    unknown = [name for name in names if name not in TAGGED]
+    if unknown:
+        known = ", ".join(CONLLU_NAMES[name].lower() for name in TAGGED)
+        raise ValueError(f"columns={value}: unknown {', '.join(unknown)}; known: {known}, all")
+    return tuple(dict.fromkeys(names))
 
 
 def check_options(options: PredictOptions, decoder: DecoderSettings, input_format: str) -> None:
@@ -109,98 +116,49 @@ def check_options(options: PredictOptions, decoder: DecoderSettings, input_forma
         )
 
 
-def check_family(parser: Parser, options: PredictOptions) -> None:
-    """Refuse options that the checkpoint's parser family cannot serve (one line).
+def _request(options: PredictOptions, chunk: list[Sentence]) -> Request:
+    fixed = [s.given_heads() for s in chunk] if options.keep_given_heads else None
+    return Request(options.probabilities, options.kbest, fixed, options.columns)
+
+
+def check_model(
+    model: nn.Module, vocabs: Vocabs, decoder: DecoderSettings, options: PredictOptions
+) -> None:
+    """Refuse, in one line, what the checkpoint's parser family or heads cannot answer.
 
     Raises:
-        ValueError: k-best trees or given heads asked of a transition parser.
+        ValueError: e.g. k-best trees or given heads asked of a transition parser, or a
+            column the model has no tagger for.
     """
-    family = getattr(parser.model, "family", None)
-    names = options.names()
-    if names and not options.probabilities and family != "graph":
-        raise ValueError(
-            f"{names[0]} needs a graph parser (arc scores); this checkpoint holds a {family} parser"
-        )
+    reason = family_of(model, vocabs).refusal(_request(options, []), decoder)
+    if reason is not None:
+        raise ValueError(reason)
 
 
 def chunk_parser(
-    parser: Parser, decoder: DecoderSettings, options: PredictOptions, max_tokens: int
+    model: nn.Module,
+    vocabs: Vocabs,
+    decoder: DecoderSettings,
+    options: PredictOptions,
+    *,
+    max_tokens: int,
+    bf16: bool,
 ) -> ChunkParser:
     """The function that parses one chunk of sentences as ``options`` ask.
 
     Args:
-        parser: the loaded checkpoint.
+        model: the loaded parser.
+        vocabs: its vocabularies.
         decoder: how trees are found (k-best and given heads: mst or eisner).
-        options: checked with :func:`check_options` and :func:`check_family`.
+        options: checked with :func:`check_options` and :func:`check_model`.
         max_tokens: words per batch.
+        bf16: run the network in bfloat16.
     """
-    how = {
-        "decoder": decoder.algorithm,
-        "root_constraint": decoder.root_constraint,
-        "max_tokens": max_tokens,
-    }
-    if options.probabilities:
-        return lambda chunk: [[s] for s in _with_probabilities(parser, chunk, decoder, max_tokens)]
-    if options.kbest is not None:
-        k = options.kbest
-        return lambda chunk: [_ranked(trees) for trees in parser.kbest(chunk, k, **how)]
-    if options.keep_given_heads:
 
-        def constrained(chunk: list[Sentence]) -> list[list[Sentence]]:
-            given = [sentence.given_heads() for sentence in chunk]
-            return [[tree.sentence] for tree in parser.parse_constrained(chunk, given, **how)]
+    def parse_chunk(chunk: list[Sentence]) -> list[list[Sentence]]:
+        request = _request(options, chunk)
+        how = {"max_tokens": max_tokens, "bf16": bf16}
+        found = predict(model, vocabs, chunk, request, {"": decoder}, **how)[""].results
+        return [with_result(s, r, request) for s, r in zip(chunk, found, strict=True)]
 
-        return constrained
-    model, vocabs = parser.model, parser.vocabs
-    plain = {"max_tokens": max_tokens, "bf16": parser.bf16}
-    return lambda chunk: [[s] for s in parse(model, vocabs, chunk, decoder, **plain)]
-
-
-def _with_probabilities(
-    parser: Parser, chunk: list[Sentence], decoder: DecoderSettings, max_tokens: int
-) -> list[Sentence]:
-    """The chunk parsed, its probabilities in MISC and a comment (see the keys above).
-
-    Graph parsers: head and label probabilities, and the tree's log-probability. Transition
-    parsers, which define no distribution over trees: label probabilities, and the
-    log-probability of the transition path their search took.
-    """
-    trees = parser.parse(
-        chunk,
-        decoder=decoder.algorithm,
-        root_constraint=decoder.root_constraint,
-        search=decoder.search,
-        beam_size=decoder.beam_size,
-        graph_weight=decoder.graph_weight,
-        probabilities=True,
-        max_tokens=max_tokens,
-    )
-    written = []
-    for tree in trees:
-        labels = [[(DEPREL_PROB, f"{p:.4f}")] for p in tree.label_probs or []]
-        if tree.head_probs is None:
-            misc, comment = labels, (PATH_LOG_PROB, f"{tree.path_log_prob:.4f}")
-        else:
-            heads = [[(HEAD_PROB, f"{p:.4f}")] for p in tree.head_probs]
-            misc = [h + rel for h, rel in zip(heads, labels, strict=True)]
-            comment = (TREE_LOG_PROB, f"{tree.log_prob:.4f}")
-        written.append(tree.sentence.with_misc(misc).with_comments([comment]))
-    return written
-
-
-def _ranked(trees: list[ParsedTree]) -> list[Sentence]:
-    """The k-best trees of one sentence as sentences with their rank and score in comments.
-
-    Only the best keeps ``# newdoc`` and ``# newpar``: the others are not new documents or
-    paragraphs.
-    """
-    return [
-        tree.sentence.with_comments(
-            [(KBEST_RANK, str(rank)), (KBEST_SCORE, f"{tree.log_prob:.4f}")],
-            drop=() if rank == 1 else _BOUNDARIES,
-        )
-        for rank, tree in enumerate(trees, 1)
-    ]
-
-
-_BOUNDARIES = ("newdoc", "newpar")
+    return parse_chunk

@@ -28,7 +28,7 @@ from biaffine.metrics import AttachmentScores, score_corpus
 from biaffine.predict_options import (
     ChunkParser,
     PredictOptions,
-    check_family,
+    check_model,
     check_options,
     chunk_parser,
 )
@@ -128,10 +128,11 @@ def predict(
         raise ValueError(f"input '-' (stdin) with {here.size} processes: give the input file")
     set_threads(threads)
     parser = _load_model(checkpoint_path, device, int8=int8, bf16=bf16)
-    check_family(parser, options)
+    check_model(parser.model, parser.vocabs, decoder, options)
     if input_format == "text" and getattr(parser.model.encoder, "use_tags", False):
         log.warning("the model embeds UPOS tags, which plain text input lacks: expect lower scores")
-    parse_chunk = chunk_parser(parser, decoder, options, max_tokens)
+    how = {"max_tokens": max_tokens, "bf16": parser.bf16}
+    parse_chunk = chunk_parser(parser.model, parser.vocabs, decoder, options, **how)
     # Part of start-up, like loading the model: the timed rate is what a long input gets.
     warm_up(parser.model, {"": decoder})
     if options != PredictOptions():

@@ -4,7 +4,7 @@ Each run is a ``train.py`` run directory (``metrics.jsonl``, ``config.yaml``, ``
 named on the command line. Nothing is retrained or reparsed: dev scores per epoch, epoch wall
 times and the best model's test scores come from ``metrics.jsonl``, the settings compared from
 ``config.yaml``, and how often the tree-CRF loss fell back to the local loss (log Z lost float64
-precision; :mod:`biaffine.parsers.biaffine` logs every batch where it happens) from
+precision; :mod:`biaffine.parsers.graph` logs every batch where it happens) from
 ``train.log``.
 
 Usage (the runs of the README's "Pretrained inputs and the tree-CRF loss" section)::
@@ -36,7 +36,7 @@ from biaffine.plot import read_curves
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_MEASURES = ("uas", "las", "uem", "root_accuracy", "dependency_accuracy", "malformed_rate")
-# The tree-CRF fallback's log line (biaffine.parsers.biaffine._crf_head_loss).
+# The tree-CRF fallback's log line (biaffine.parsers.graph._crf_head_loss).
 FALLBACK = re.compile(r"log Z lost precision in (\d+) of (\d+) sentences")
 TRAIN_SIZE = re.compile(r"train: (\d+) sentences")
 MILESTONES = (10, 20, 40, 60, 80, 100)  # minutes at which the page compares best dev LAS

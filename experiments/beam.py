@@ -55,7 +55,7 @@ def settings_for(model: torch.nn.Module, beams: Sequence[int], weight: float | N
         return {"graph mst": DecoderSettings()}
     found = {"greedy": DecoderSettings()}
     found |= {f"beam {k}": DecoderSettings(search="beam", beam_size=k) for k in beams if k > 1}
-    if getattr(model, "has_graph_head", False):
+    if getattr(model, "graph", None) is not None:
         found["graph head mst"] = DecoderSettings(search="graph")
         found["graph head eisner"] = DecoderSettings("eisner", search="graph")
         if weight is not None:
@@ -92,7 +92,7 @@ def measure(path: Path, args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"{path}: {config['data']['treebank']} needs a dev and a test split")
     model = checkpoint.build_model(saved)
     weight, dev_las = None, {}
-    if getattr(model, "has_graph_head", False):
+    if getattr(model, "graph", None) is not None:
         options = (args.weights, args.tune_beam, args.max_tokens)
         weight, dev_las = tune_weight(model, saved, splits.dev, *options)
     settings = settings_for(model, args.beams, weight)

@@ -86,9 +86,9 @@ def test_transition_runs_name_their_system_and_oracle_and_no_graph_loss(
 def test_fallbacks_add_up_the_logged_sentences(tmp_path: Path) -> None:
     log = (
         "[x][biaffine.training.compose][INFO] - train: 400 sentences, 5000 words\n"
-        "[x][biaffine.parsers.biaffine][INFO] - tree-CRF: log Z lost precision in 2 of 30 "
+        "[x][biaffine.parsers.graph][INFO] - tree-CRF: log Z lost precision in 2 of 30 "
         "sentences; local loss for them\n"
-        "[x][biaffine.parsers.biaffine][INFO] - tree-CRF: log Z lost precision in 1 of 31 "
+        "[x][biaffine.parsers.graph][INFO] - tree-CRF: log Z lost precision in 1 of 31 "
         "sentences; local loss for them\n"
     )
     run = _fake_run(tmp_path / "a", [50.0, 60.0], 60.0, log)

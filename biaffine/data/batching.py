@@ -29,21 +29,18 @@ class Encoded:
         words: int32[n+1] word ids, ROOT at 0.
         chars: int32[n+1, C] char ids, PAD-filled after each word; row 0 is ``[ROOT, PAD, ...]``.
             C = min(longest form, max_word_chars).
-        tags: int32[n+1] UPOS ids, ROOT at 0.
         heads: int32[n+1] gold heads; 0 at position 0, and everywhere if the sentence has none.
         rels: int32[n+1] gold relation ids; IGNORE_INDEX at 0 and where unknown or absent.
-        xpos: int32[n+1] XPOS ids, ROOT at 0.
-        feats: int32[n+1] FEATS ids (the whole FEATS string is one class), ROOT at 0.
+        columns: int32[n+1] ids of each tagged column (``upos``, ``xpos``, ``feats``: the whole
+            FEATS string is one class), ROOT at 0.
         forms: the n word forms (for encoders that read text: pretrained vectors, transformers).
     """
 
     words: Int32Array
     chars: Int32Array
-    tags: Int32Array
     heads: Int32Array
     rels: Int32Array
-    xpos: Int32Array
-    feats: Int32Array
+    columns: dict[str, Int32Array]
     forms: tuple[str, ...] | None = None
 
     def __len__(self) -> int:
@@ -58,28 +55,24 @@ class Batch:
     Attributes:
         words: long[B, N+1] word ids; ROOT at 0, PAD after each sentence.
         chars: long[B, N+1, C] char ids; PAD-only rows for padding words.
-        tags: long[B, N+1] UPOS ids.
         heads: long[B, N+1] gold heads; 0 at position 0 and padding (all 0 if unannotated).
         rels: long[B, N+1] gold relation ids; -100 at position 0, padding, unknown or absent.
         mask: bool[B, N+1]; True at words 1..n only.
         lengths: long[B] words per sentence n.
         indices: long[B] position of each sentence in the encoded input list.
-        xpos: long[B, N+1] XPOS ids.
-        feats: long[B, N+1] FEATS ids.
+        columns: long[B, N+1] ids of each tagged column, by name (``upos``, ``xpos``, ``feats``).
         forms: the word forms of each sentence (ROOT excluded), or None if the encoded items
             lack them; read by encoders that look words up as text.
     """
 
     words: torch.Tensor
     chars: torch.Tensor
-    tags: torch.Tensor
     heads: torch.Tensor
     rels: torch.Tensor
     mask: torch.Tensor
     lengths: torch.Tensor
     indices: torch.Tensor
-    xpos: torch.Tensor
-    feats: torch.Tensor
+    columns: dict[str, torch.Tensor]
     forms: tuple[tuple[str, ...], ...] | None = None
 
     @property
@@ -92,9 +85,12 @@ class Batch:
         moved = {
             f.name: getattr(self, f.name).to(device, non_blocking=non_blocking)
             for f in fields(self)
-            if f.name != "forms"
+            if f.name not in ("forms", "columns")
         }
-        return Batch(**moved, forms=self.forms)
+        columns = {
+            name: ids.to(device, non_blocking=non_blocking) for name, ids in self.columns.items()
+        }
+        return Batch(**moved, columns=columns, forms=self.forms)
 
 
 def encode(
@@ -129,11 +125,12 @@ def _encode_one(sentence: Sentence, vocabs: Vocabs, max_chars: int, char_rows: d
     return Encoded(
         words=np.array(word_ids, dtype=np.int32),
         chars=_char_matrix(sentence.forms, vocabs.chars, max_chars, char_rows),
-        tags=np.array(_ids(sentence.upos, vocabs.upos), dtype=np.int32),
         heads=np.array(heads, dtype=np.int32),
         rels=np.array(rels, dtype=np.int32),
-        xpos=np.array(_ids(sentence.xpos, vocabs.xpos), dtype=np.int32),
-        feats=np.array(_ids(sentence.feats, vocabs.feats), dtype=np.int32),
+        columns={
+            name: np.array(_ids(getattr(sentence, name), vocab), dtype=np.int32)
+            for name, vocab in vocabs.columns.items()
+        },
         forms=tuple(sentence.forms),  # references to the sentence's strings: 8 bytes per word
     )
 
@@ -170,27 +167,32 @@ def collate(items: Sequence[Encoded], indices: Sequence[int] | IntArray) -> Batc
     lengths = np.array([len(item) for item in items], dtype=np.int64)
     size, width = len(items), max(item.chars.shape[1] for item in items)
     positions = int(lengths.max()) + 1
-    columns = {name: np.zeros((size, positions), dtype=np.int64) for name in _WORD_COLUMNS}
-    columns["rels"].fill(IGNORE_INDEX)
+    fields_ = {name: np.zeros((size, positions), dtype=np.int64) for name in _WORD_FIELDS}
+    fields_["rels"].fill(IGNORE_INDEX)
+    columns = {name: np.zeros((size, positions), dtype=np.int64) for name in items[0].columns}
     chars = np.zeros((size, positions, width), dtype=np.int64)
     for b, item in enumerate(items):
         m = len(item) + 1
-        for name, column in columns.items():
-            column[b, :m] = getattr(item, name)
+        for name, array in fields_.items():
+            array[b, :m] = getattr(item, name)
+        for name, array in columns.items():
+            array[b, :m] = item.columns[name]
         chars[b, :m, : item.chars.shape[1]] = item.chars
     arange = np.arange(positions)[None, :]  # [1, N+1]
     mask = (arange >= 1) & (arange <= lengths[:, None])  # [B, N+1]
-    arrays = columns | {"chars": chars, "mask": mask, "lengths": lengths}
+    arrays = fields_ | {"chars": chars, "mask": mask, "lengths": lengths}
     arrays["indices"] = np.asarray(indices, dtype=np.int64)
     forms = tuple(item.forms for item in items)
     return Batch(
         **{name: torch.from_numpy(array) for name, array in arrays.items()},
+        columns={name: torch.from_numpy(array) for name, array in columns.items()},
         forms=None if any(f is None for f in forms) else forms,
     )
 
 
-_WORD_COLUMNS = ("words", "tags", "heads", "rels", "xpos", "feats")
-"""Encoded fields with one id per position, padded into long[B, N+1] by :func:`collate`."""
+_WORD_FIELDS = ("words", "heads", "rels")
+"""Encoded fields with one id per position, padded into long[B, N+1] by :func:`collate`; the
+tagged columns are padded the same way."""
 
 
 def plan_batches(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from sys import intern
@@ -20,6 +20,10 @@ from conllu.parser import parse_comment_line, parse_id_value, parse_int_value
 
 COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
 _HEAD, _DEPREL, _MISC = 6, 7, 9
+_WRITABLE = {"lemma": 2, "upos": 3, "xpos": 4, "feats": 5, "head": _HEAD, "deprel": _DEPREL}
+"""Columns :meth:`Sentence.with_columns` writes, by name, and their index in a word line."""
+_ATTRIBUTES = {"lemma": "lemmas", "deprel": "deprels"}
+"""Sentence attributes whose name is not the column's."""
 _BOM = "\ufeff"
 
 # conllu's ID and HEAD parsers, memoised: the same few hundred values fill nearly every line, and
@@ -134,6 +138,8 @@ class Sentence:
     def with_tree(self, heads: Sequence[int], deprels: Sequence[str]) -> Sentence:
         """A copy whose word lines carry new HEAD and DEPREL columns; every other byte is unchanged.
 
+        The tree case of :meth:`with_columns`, with heads checked as heads.
+
         Args:
             heads: int[n] (head of word i at index i - 1, 0 = ROOT), or int[n+1] laid out as the
                 decoders return it (position i = word i; position 0 ignored).
@@ -148,20 +154,48 @@ class Sentence:
         """
         n = len(self)
         new_heads = [operator.index(h) for h in self._words_only(heads, "heads")]
-        new_rels = [str(r) for r in self._words_only(deprels, "deprels")]
-        for i, (head, rel) in enumerate(zip(new_heads, new_rels, strict=True), 1):
+        for i, head in enumerate(new_heads, 1):
             if not 0 <= head <= n:
                 raise ConlluError(self.source, self.line, f"head {head} of word {i} not in 0..{n}")
-            if not _is_field(rel):
-                raise ConlluError(self.source, self.line, f"invalid label {rel!r} for word {i}")
+        tree = self.with_columns({"head": [str(h) for h in new_heads], "deprel": deprels})
+        tree.heads = new_heads
+        return tree
+
+    def with_columns(self, columns: Mapping[str, Sequence[str]]) -> Sentence:
+        """A copy with whole columns replaced in every word line; every other byte is unchanged.
+
+        Args:
+            columns: new values by lower-case column name (``lemma``, ``upos``, ``xpos``,
+                ``feats``, ``head``, ``deprel``): str[n], or str[n+1] with position 0 ignored.
+                Columns not named keep their bytes.
+
+        Returns:
+            A new Sentence; ``self`` is not modified.
+
+        Raises:
+            ConlluError: an unknown column, wrong lengths, or a value one column cannot hold.
+        """
+        values = {}
+        for name, given in columns.items():
+            if name not in _WRITABLE:
+                known = ", ".join(_WRITABLE)
+                raise ConlluError(self.source, self.line, f"cannot write column {name!r} ({known})")
+            cells = [str(v) if name == "head" else v for v in self._words_only(given, name)]
+            for i, cell in enumerate(cells, 1):
+                if not _is_field(cell):
+                    what = "label" if name == "deprel" else name.upper()
+                    problem = f"invalid {what} {cell!r} for word {i}"
+                    raise ConlluError(self.source, self.line, problem)
+            values[name] = list(cells)
         lines = list(self.lines)
-        for k, head, rel in zip(self.word_lines, new_heads, new_rels, strict=True):
-            lines[k] = _replace_tree_columns(lines[k], str(head), rel)
-        return Sentence(
-            list(self.forms), list(self.lemmas), list(self.upos), list(self.xpos),
-            list(self.feats), new_heads, new_rels, lines, list(self.word_lines),
-            self.source, self.line,
-        )  # fmt: skip
+        for i, k in enumerate(self.word_lines):
+            cells = {_WRITABLE[name]: cells[i] for name, cells in values.items()}
+            lines[k] = _replace_cells(lines[k], cells)
+        copy = self._with_lines(lines, list(self.word_lines))
+        for name, cells in values.items():
+            if name != "head":
+                setattr(copy, _ATTRIBUTES.get(name, name), cells)
+        return copy
 
     def given_heads(self) -> list[int | None]:
         """The HEAD column as given: the head of word i at index i - 1, None where it is ``_``.
@@ -283,10 +317,12 @@ def _replace_misc(text: str, pairs: Sequence[tuple[str, str]]) -> str:
     return "\t".join(cols) + text[len(content) :]
 
 
-def _replace_tree_columns(text: str, head: str, deprel: str) -> str:
+def _replace_cells(text: str, cells: Mapping[int, str]) -> str:
+    """A word line with the cells at the given column indices replaced; its terminator kept."""
     content = text.rstrip("\r\n")
     cols = content.split("\t")
-    cols[_HEAD], cols[_DEPREL] = head, deprel
+    for index, value in cells.items():
+        cols[index] = value
     return "\t".join(cols) + text[len(content) :]
 
 

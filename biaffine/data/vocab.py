@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from biaffine.data.columns import TAGGED
 from biaffine.data.conllu import Sentence
 
 PAD, UNK, ROOT = 0, 1, 2
@@ -125,17 +126,28 @@ class Vocab:
 
 @dataclass(slots=True)
 class Vocabs:
-    """The vocabularies a parser needs: words as written, chars, UPOS, relations, XPOS, FEATS.
+    """The vocabularies a parser needs: words as written, chars, relations, tagged columns.
 
-    XPOS and FEATS (each whole FEATS string is one class) serve only the auxiliary taggers.
+    Attributes:
+        words: word forms (rare ones map to UNK).
+        chars: characters of the forms.
+        rels: dependency relations (no specials).
+        columns: one vocabulary per tagged column of :data:`biaffine.data.columns.TAGGED`
+            (``upos``, ``xpos``, ``feats``: each whole FEATS string is one class); a column
+            missing from an old checkpoint holds the specials only.
     """
 
     words: Vocab
     chars: Vocab
-    upos: Vocab
     rels: Vocab
-    xpos: Vocab = field(default_factory=lambda: Vocab(SPECIALS))
-    feats: Vocab = field(default_factory=lambda: Vocab(SPECIALS))
+    columns: dict[str, Vocab] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Give every tagged column a vocabulary (specials only where none was given)."""
+        unknown = set(self.columns) - set(TAGGED)
+        if unknown:
+            raise ValueError(f"vocabularies of unknown columns {sorted(unknown)}")
+        self.columns = {name: self.columns.get(name, Vocab(SPECIALS)) for name in TAGGED}
 
     @classmethod
     def build(cls, sentences: Iterable[Sentence], *, min_word_count: int = 2) -> Vocabs:
@@ -143,8 +155,9 @@ class Vocabs:
         return build_vocabs(sentences, min_word_count=min_word_count)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
-        """Plain data: one :meth:`Vocab.to_dict` per vocabulary name."""
-        return {name: getattr(self, name).to_dict() for name in _NAMES}
+        """Plain data: one :meth:`Vocab.to_dict` per vocabulary, columns by their own names."""
+        named = {"words": self.words, "chars": self.chars, "rels": self.rels, **self.columns}
+        return {name: named[name].to_dict() for name in _NAMES}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, Any]]) -> Vocabs:
@@ -156,12 +169,14 @@ class Vocabs:
         missing = set(_REQUIRED) - set(data)
         if missing:
             raise ValueError(f"vocabulary data lacks {sorted(missing)}")
-        return cls(**{name: Vocab.from_dict(data[name]) for name in _NAMES if name in data})
+        vocabs = {name: Vocab.from_dict(data[name]) for name in _NAMES if name in data}
+        columns = {name: vocabs.pop(name) for name in TAGGED if name in vocabs}
+        return cls(**vocabs, columns=columns)
 
 
 # Checkpoints written before the XPOS/FEATS taggers existed lack those two vocabularies.
 _REQUIRED = ("words", "chars", "upos", "rels")
-_NAMES = (*_REQUIRED, "xpos", "feats")
+_NAMES = ("words", "chars", "upos", "rels", "xpos", "feats")
 
 
 def build_vocabs(
@@ -180,12 +195,12 @@ def build_vocabs(
         Vocabs; ``rels`` has no specials and skips ``_`` labels.
     """
     words: Counter[str] = Counter()
-    tags, xpos, feats, rels = (Counter[str]() for _ in range(4))
+    columns = {name: Counter[str]() for name in TAGGED}
+    rels: Counter[str] = Counter()
     for sentence in sentences:
         words.update(sentence.forms)
-        tags.update(sentence.upos)
-        xpos.update(sentence.xpos)
-        feats.update(sentence.feats)
+        for name, counts in columns.items():
+            counts.update(getattr(sentence, name))
         rels.update(sentence.deprels)
     rels.update(extra_rels)
     rels.pop("_", None)
@@ -196,8 +211,6 @@ def build_vocabs(
     return Vocabs(
         words=Vocab.build(words, min_count=min_word_count),
         chars=Vocab.build(chars),
-        upos=Vocab.build(tags),
         rels=Vocab.build(rels, specials=False),
-        xpos=Vocab.build(xpos),
-        feats=Vocab.build(feats),
+        columns={name: Vocab.build(counts) for name, counts in columns.items()},
     )

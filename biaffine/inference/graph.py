@@ -1,28 +1,35 @@
-"""The graph family: arc scores -> heads with a :mod:`decoding` decoder, then a label per arc."""
+"""The graph family: arc scores -> heads with a :mod:`decoding` decoder, then a label per arc.
+
+It answers every request: one tree, probabilities (tree-CRF marginals and log-probabilities),
+the k best trees, and trees that keep fixed heads; and predicted columns.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
 
 import decoding
 from biaffine.data.batching import Batch
+from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocab
+from biaffine.inference.base import BatchResults, Family, predicted_columns, word_slice
+from biaffine.inference.request import Request, SentenceResult, Tree
 from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings
-from biaffine.parsers.biaffine import ArcRelScores, BiaffineParser
+from biaffine.nn.treecrf import marginals, tree_log_prob
+from biaffine.parsers.graph import GraphScores
+from biaffine.parsers.heads import LabelScorer, LabelVectors
 from decoding.types import IntArray
 
 __all__ = [
     "ROOT_LABEL",
+    "GraphFamily",
     "choose_labels",
-    "decode",
     "decode_heads",
-    "parse_batch",
     "root_label_id",
-    "warm_up",
 ]
 
 
@@ -67,47 +74,30 @@ def decode_heads(
     return heads
 
 
-def decode(
-    model: BiaffineParser,
-    scores: ArcRelScores,
-    lengths: torch.Tensor,
-    decoder: DecoderSettings = DEFAULT_DECODER,
+def choose_labels(
+    scorer: LabelScorer,
+    vectors: LabelVectors,
+    heads: IntArray,
     *,
     root_label: int | None = None,
-) -> tuple[IntArray, IntArray]:
-    """Heads with :func:`decode_heads`, then the best label of each chosen arc.
-
-    Labels come after heads (Dozat & Manning, 2017), under UD's root rule: see
-    :func:`choose_labels`.
-
-    Returns:
-        (heads, rels): int64 numpy arrays [B, N+1], ``-1`` at ROOT and at padding; rels are
-        label ids.
-    """
-    heads = decode_heads(scores.arc_scores, lengths, decoder)
-    return heads, choose_labels(model, scores, heads, root_label=root_label)
-
-
-def choose_labels(
-    model: BiaffineParser, scores: ArcRelScores, heads: IntArray, *, root_label: int | None = None
 ) -> IntArray:
     """The label id of each arc ``heads[b, d] -> d``: int64[B, N+1], -1 where heads is -1.
 
     UD labels the word on ROOT ``root`` and no other word, so the label depends on the head:
     an arc from ROOT takes ``root_label``, and any other arc the best label except
     ``root_label``. A plain argmax per arc ignores the rule: a briefly trained model labelled
-    22 of the 35 words of ``tests/data/tiny.conllu`` ``root``. Only the decoded arcs are scored
-    (:meth:`BiaffineParser.rel_scores_at`).
+    22 of the 35 words of ``tests/data/tiny.conllu`` ``root``. Only the chosen arcs are scored
+    (:meth:`LabelScorer.at`).
 
     Args:
-        model: the parser that produced ``scores``.
-        scores: its output for the batch.
-        heads: int64[B, N+1] decoded heads, -1 at ROOT and padding.
+        scorer: the parser's label scorer.
+        vectors: its vectors of the batch.
+        heads: int64[B, N+1] chosen heads, -1 at ROOT and padding.
         root_label: id of ``root`` (:func:`root_label_id`); None when the vocabulary has no
             ``root`` (a tiny or non-UD treebank): then every arc simply takes its best label.
     """
-    head_index = torch.from_numpy(heads).to(scores.rel_dep.device)
-    rel_scores = model.rel_scores_at(scores, head_index)  # [B, N+1, R]
+    head_index = torch.from_numpy(heads).to(vectors.dep.device)
+    rel_scores = scorer.at(vectors, head_index)  # [B, N+1, R]
     if root_label is None:
         rels = rel_scores.argmax(-1)  # [B, N+1]
     else:
@@ -118,57 +108,242 @@ def choose_labels(
     return rels.masked_fill(head_index < 0, -1).cpu().numpy().astype(np.int64)
 
 
-def warm_up(decoders: Mapping[str, DecoderSettings]) -> None:
-    """Load the decoders' compiled kernels now, on a two-word sentence, so no timed call pays it.
+def label_probabilities(
+    scorer: LabelScorer, vectors: LabelVectors, heads: IntArray, rels: IntArray
+) -> np.ndarray:
+    """float64[B, N+1]: the softmax probability of each chosen label at its chosen arc."""
+    head_index = torch.from_numpy(heads).to(vectors.dep.device)
+    probs = scorer.at(vectors, head_index).double().softmax(-1)
+    label_index = torch.from_numpy(rels).clamp(min=0).to(probs.device)
+    return probs.gather(2, label_index.unsqueeze(-1)).squeeze(-1).cpu().numpy()
 
-    The first call of a numba kernel in a process loads it from numba's cache (about 0.5 s);
-    later calls cost microseconds. With a cold cache it starts the background compilation
-    (:mod:`decoding.tiered`) and the kernels run as plain Python until that ends.
-    """
-    for decoder in decoders.values():
-        decode_heads(torch.zeros(1, 3, 3), torch.tensor([2]), decoder)
 
+class GraphFamily(Family):
+    """Graph parsers (:class:`~biaffine.parsers.BiaffineParser`): decoders of :mod:`decoding`."""
 
-def parse_batch(
-    model: BiaffineParser,
-    batch: Batch,
-    decoders: Mapping[str, DecoderSettings],
-    *,
-    bf16: bool = False,
-    root_label: int | None = None,
-) -> dict[str, tuple[IntArray, IntArray, float]]:
-    """Score one batch once and decode it with every decoder.
+    name = "graph"
 
-    Args:
-        model: a graph parser in eval mode, on the batch's device.
-        batch: the batch to parse.
-        decoders: name -> decoder settings.
-        bf16: run the network in bfloat16 (``torch.autocast``).
-        root_label: id of the ``root`` label, or None (see :func:`choose_labels`).
-
-    Returns:
-        name -> (heads, rels, seconds): int64[B, N+1] each, and the seconds spent in that
-        decoder alone (:func:`decode_heads`; the network and label scoring excluded).
-
-    Raises:
-        ValueError: a setting asks for a beam or a graph weight (transition parsers only).
-    """
-    for decoder in decoders.values():
-        if decoder.transition_search:
-            raise ValueError(
-                f"search={decoder.search} with graph_weight={decoder.graph_weight} is for "
+    def refusal(self, request: Request, settings: DecoderSettings) -> str | None:
+        """Searches are the transition family's; k-best and fixed heads need a tree decoder."""
+        if settings.transition_search:
+            return (
+                f"search={settings.search} with graph_weight={settings.graph_weight} is for "
                 "transition parsers; a graph parser decodes with decoder=mst|eisner|greedy"
             )
-    device_type = batch.words.device.type
-    with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
-        scores = model(batch, tag=False)
-    results = {}
-    for name, decoder in decoders.items():
+        exact = request.kbest is not None or request.fixed_heads is not None
+        if exact and settings.algorithm not in ("mst", "eisner"):
+            what = "kbest" if request.kbest is not None else "fixed heads"
+            return (
+                f"{what} needs decoder=mst, mst_multiroot or eisner, not {settings.algorithm} "
+                "(greedy output need not be a tree)"
+            )
+        return super().refusal(request, settings)
+
+    @classmethod
+    def warm_up(cls, settings: Mapping[str, DecoderSettings]) -> None:
+        """Load the decoders' compiled kernels now, on a two-word sentence.
+
+        The first call of a numba kernel in a process loads it from numba's cache (about
+        0.5 s); later calls cost microseconds. With a cold cache it starts the background
+        compilation (:mod:`decoding.tiered`) and the kernels run as plain Python until it ends.
+        """
+        for decoder in settings.values():
+            decode_heads(torch.zeros(1, 3, 3), torch.tensor([2]), decoder)
+
+    def parse_batch(
+        self,
+        batch: Batch,
+        sentences: Sequence[Sentence],
+        request: Request,
+        settings: Mapping[str, DecoderSettings],
+        fixed_heads: Sequence[Sequence[int | None]] | None,
+    ) -> BatchResults:
+        """Score the batch once, then find trees with every setting (see :class:`Family`)."""
+        scores = self.model(batch, tag=bool(request.columns))
+        columns = [
+            predicted_columns(scores.tag_scores, request.columns, self.vocabs, row, len(sentence))
+            for row, sentence in enumerate(sentences)
+        ]
+        results = {}
+        for name, decoder in settings.items():
+            trees, seconds = self._trees(scores, batch, sentences, request, decoder, fixed_heads)
+            found = [SentenceResult(tree, c) for tree, c in zip(trees, columns, strict=True)]
+            results[name] = (found, seconds)
+        return results
+
+    def _trees(
+        self,
+        scores: GraphScores,
+        batch: Batch,
+        sentences: Sequence[Sentence],
+        request: Request,
+        decoder: DecoderSettings,
+        fixed_heads: Sequence[Sequence[int | None]] | None,
+    ) -> tuple[list[list[Tree]], float]:
+        """The trees of each row, and the seconds spent in the decoder (labels excluded)."""
         started = time.perf_counter()
+        lengths = [len(sentence) for sentence in sentences]
+        if request.kbest is not None:
+            trees = self._kbest(scores, lengths, request.kbest, decoder)
+            return trees, time.perf_counter() - started
+        if fixed_heads is not None:
+            trees = self._constrained(scores, sentences, fixed_heads, decoder)
+            return trees, time.perf_counter() - started
         heads = decode_heads(scores.arc_scores, batch.lengths, decoder)
         seconds = time.perf_counter() - started
-        # Labels are scored here, so in the same precision as the rest of the network.
-        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
-            rels = choose_labels(model, scores, heads, root_label=root_label)
-        results[name] = (heads, rels, seconds)
-    return results
+        return self._labelled_batch(scores, heads, batch.lengths, request, decoder), seconds
+
+    def _labelled_batch(
+        self,
+        scores: GraphScores,
+        heads: IntArray,
+        batch_lengths: torch.Tensor,
+        request: Request,
+        decoder: DecoderSettings,
+    ) -> list[list[Tree]]:
+        """The decoded trees with their labels, and probabilities when asked."""
+        lengths = batch_lengths.tolist()
+        rels = choose_labels(self.model.labels, scores.labels, heads, root_label=self._root)
+        labels = self.vocabs.rels.itos
+        extras: dict[str, np.ndarray] = {}
+        if request.probabilities:
+            extras = _probabilities(self.model.labels, scores, heads, rels, batch_lengths, decoder)
+        trees = []
+        for row, n in enumerate(lengths):
+            tree = Tree(word_slice(heads, row, n), [labels[r] for r in word_slice(rels, row, n)])
+            if extras:
+                tree = Tree(
+                    tree.heads,
+                    tree.rels,
+                    head_probs=word_slice(extras["head_probs"], row, n),
+                    label_probs=word_slice(extras["label_probs"], row, n),
+                    log_prob=float(extras["log_probs"][row]),
+                )
+            trees.append([tree])
+        return trees
+
+    def _kbest(
+        self,
+        scores: GraphScores,
+        lengths: list[int],
+        k: int,
+        decoder: DecoderSettings,
+    ) -> list[list[Tree]]:
+        """The k best trees of each sentence, scored by their head log-probabilities."""
+        found = []
+        for row, n in enumerate(lengths):
+            matrix = scores.arc_scores[row, : n + 1, : n + 1].double().log_softmax(-1)
+            best = decoding.kbest(
+                matrix.cpu().numpy(),
+                k,
+                algorithm=decoder.algorithm,
+                root_constraint=decoder.root_constraint,
+            )
+            found.append(
+                [
+                    self._labelled(scores, row, heads, log_prob=float(score))
+                    for heads, score in zip(best.heads, best.scores, strict=True)
+                ]
+            )
+        return found
+
+    def _constrained(
+        self,
+        scores: GraphScores,
+        sentences: Sequence[Sentence],
+        fixed_heads: Sequence[Sequence[int | None]],
+        decoder: DecoderSettings,
+    ) -> list[list[Tree]]:
+        """The best tree of each sentence that keeps its fixed heads."""
+        found = []
+        for row, (sentence, given) in enumerate(zip(sentences, fixed_heads, strict=True)):
+            n = len(sentence)
+            if len(given) != n:
+                raise ValueError(
+                    f"{sentence.source}:{sentence.line}: {len(given)} fixed heads for {n} words"
+                )
+            fixed = np.array([-1, *(-1 if h is None else h for h in given)], dtype=np.int64)
+            matrix = scores.arc_scores[row, : n + 1, : n + 1].double().log_softmax(-1)
+            try:
+                heads = decoding.constrained(
+                    matrix.cpu().numpy(),
+                    fixed_heads=fixed,
+                    algorithm=decoder.algorithm,
+                    root_constraint=decoder.root_constraint,
+                )
+            except ValueError as error:
+                raise ValueError(f"{sentence.source}:{sentence.line}: {error}") from None
+            found.append([self._labelled(scores, row, heads)])
+        return found
+
+    def _labelled(
+        self,
+        scores: GraphScores,
+        row: int,
+        heads: IntArray,
+        *,
+        log_prob: float | None = None,
+    ) -> Tree:
+        """The tree ``heads`` (int64[n+1]) of one row with its best labels."""
+        vectors = LabelVectors(*(v[row : row + 1] for v in scores.labels))
+        padded = np.full((1, scores.arc_scores.shape[1]), -1, dtype=np.int64)
+        padded[0, : heads.shape[0]] = heads
+        rels = choose_labels(self.model.labels, vectors, padded, root_label=self._root)[0]
+        n = heads.shape[0] - 1
+        labels = self.vocabs.rels.itos
+        return Tree(
+            heads[1 : n + 1].tolist(), [labels[r] for r in rels[1 : n + 1]], log_prob=log_prob
+        )
+
+    @property
+    def _root(self) -> int | None:
+        return root_label_id(self.vocabs.rels)
+
+
+def _probabilities(
+    scorer: LabelScorer,
+    scores: GraphScores,
+    heads: IntArray,
+    rels: IntArray,
+    lengths: torch.Tensor,
+    decoder: DecoderSettings,
+) -> dict[str, np.ndarray]:
+    """Head marginals and label probabilities float64[B, N+1], tree log-probabilities [B]."""
+    arc_scores = scores.arc_scores
+    return {
+        "head_probs": _arc_probabilities(arc_scores, heads, lengths, decoder),
+        "label_probs": label_probabilities(scorer, scores.labels, heads, rels),
+        "log_probs": _tree_log_probs(arc_scores, heads, lengths, decoder),
+    }
+
+
+def _arc_probabilities(
+    arc_scores: torch.Tensor, heads: IntArray, lengths: torch.Tensor, decoder: DecoderSettings
+) -> np.ndarray:
+    """float64[B, N+1]: the marginal probability of each chosen arc (0 at ROOT and padding)."""
+    root = decoder.root_constraint and decoder.algorithm != "greedy"
+    projective = decoder.algorithm == "eisner"
+    mu = marginals(arc_scores.double(), lengths, root_constraint=root, projective=projective)
+    index = torch.from_numpy(heads).to(mu.device)
+    chosen = mu.gather(2, index.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    return chosen.masked_fill(index < 0, 0.0).cpu().numpy()
+
+
+def _tree_log_probs(
+    arc_scores: torch.Tensor, heads: IntArray, lengths: torch.Tensor, decoder: DecoderSettings
+) -> np.ndarray:
+    """float64[B]: log P(tree) of each decoded tree under the tree distribution of the decoder.
+
+    A greedy output that is not a tree has probability 0 under it (``-inf``).
+    """
+    root = decoder.root_constraint and decoder.algorithm != "greedy"
+    projective = decoder.algorithm == "eisner"
+    sizes = lengths.cpu().numpy()
+    trees = decoding.is_tree(heads, sizes, root_constraint=root, projective=projective)
+    chains = heads.copy()  # a stand-in tree where greedy output is none, scored then dropped
+    for b in np.flatnonzero(~trees):
+        chains[b, 1 : sizes[b] + 1] = np.arange(sizes[b])
+    index = torch.from_numpy(chains).to(arc_scores.device)
+    options = {"root_constraint": root, "projective": projective}
+    log_probs = tree_log_prob(arc_scores.double(), index, lengths, **options).cpu().numpy()
+    return np.where(trees, log_probs, -np.inf)

@@ -1,10 +1,17 @@
-"""Parsing sentences with any parser family: batching, dispatch by family, trees back in order."""
+"""The one prediction path: batching, the family of the model, results back in input order.
+
+:func:`predict` answers a :class:`~biaffine.inference.request.Request` for any parser with one
+:class:`~biaffine.inference.request.SentenceResult` per sentence, for several decoder settings
+from one network pass; :func:`parse` is its plain case (trees written into the sentences).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import importlib
+import pkgutil
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import nn
@@ -12,26 +19,121 @@ from torch import nn
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
-from biaffine.inference import graph, transition
+from biaffine.inference.base import FAMILIES, Family
+from biaffine.inference.request import Refused, Request, SentenceResult
 from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings
 from biaffine.runtime import check_bf16
-from decoding.types import IntArray
 
-__all__ = ["FAMILIES", "Parsed", "parse", "parse_with_decoders", "warm_up"]
+__all__ = [
+    "Parsed",
+    "Predicted",
+    "family_of",
+    "parse",
+    "parse_with_decoders",
+    "predict",
+    "warm_up",
+]
+
+# Every module of the package is imported, so a family registers by being there.
+for _module in pkgutil.iter_modules(importlib.import_module("biaffine.inference").__path__):
+    importlib.import_module(f"biaffine.inference.{_module.name}")
 
 
-BatchParser = Callable[..., dict[str, tuple[IntArray, IntArray, float]]]
-"""``f(model, batch, settings_by_name, *, bf16, root_label) -> name -> (heads, rels, seconds)``.
+@dataclass(frozen=True, slots=True)
+class Predicted:
+    """One setting's results, in input order, and the seconds spent finding its trees."""
 
-``root_label`` is the id of UD's ``root`` relation (None if the vocabulary lacks it): the word on
-ROOT takes it, no other word does.
-"""
+    results: list[SentenceResult]
+    decode_seconds: float
 
-FAMILIES: dict[str, tuple[BatchParser, Callable[[Mapping[str, Any]], None]]] = {
-    "graph": (graph.parse_batch, graph.warm_up),
-    "transition": (transition.parse_batch, transition.warm_up),
-}
-"""Parser family (``model.family``) -> (batch parser, warm-up of its compiled kernels)."""
+
+def family_of(model: nn.Module, vocabs: Vocabs) -> Family:
+    """The inference family that finds ``model``'s trees, bound to it.
+
+    Raises:
+        ValueError: the model names no known family.
+    """
+    return _family_class(model)(model, vocabs)
+
+
+def warm_up(model: nn.Module, settings: Mapping[str, DecoderSettings]) -> None:
+    """Load the compiled kernels ``model``'s family will call, so no timed call pays for it."""
+    _family_class(model).warm_up(settings)
+
+
+def _family_class(model: nn.Module) -> type[Family]:
+    name = getattr(type(model), "family", None)
+    if name not in FAMILIES:
+        raise ValueError(f"no inference for parser family {name!r} ({type(model).__name__})")
+    return FAMILIES[name]
+
+
+def predict(
+    model: nn.Module,
+    vocabs: Vocabs,
+    sentences: Sequence[Sentence],
+    request: Request = Request(),  # noqa: B008  (frozen)
+    settings: Mapping[str, DecoderSettings] | None = None,
+    *,
+    max_tokens: int = 5000,
+    bf16: bool = False,
+) -> dict[str, Predicted]:
+    """Answer ``request`` for every sentence with every decoder setting.
+
+    Args:
+        model: a trained parser (switched to eval mode here).
+        vocabs: the vocabularies it was trained with.
+        sentences: input sentences; their HEAD and DEPREL are never read (fixed heads come
+            from ``request``).
+        request: what to compute besides the best tree.
+        settings: name -> decoder settings (default: ``{"": DEFAULT_DECODER}``).
+        max_tokens: words per batch (memory vs speed).
+        bf16: run the network in bfloat16 (``torch.autocast``): about 3x faster on CPUs with
+            native bf16 (AVX512-BF16, AMX); decoders and probabilities stay float64.
+
+    Returns:
+        name -> :class:`Predicted`, results in input order.
+
+    Raises:
+        Refused: the model's family cannot answer the request with a setting (one line).
+        ValueError: fixed heads that do not fit the sentences or admit no tree, NaN scores.
+    """
+    settings = settings if settings is not None else {"": DEFAULT_DECODER}
+    family = family_of(model, vocabs)
+    for setting in settings.values():
+        reason = family.refusal(request, setting)
+        if reason is not None:
+            raise Refused(reason)
+    if request.fixed_heads is not None and len(request.fixed_heads) != len(sentences):
+        raise ValueError(
+            f"{len(request.fixed_heads)} fixed head lists for {len(sentences)} sentences"
+        )
+    device = next(model.parameters()).device
+    if bf16:
+        check_bf16(device)
+    family.warm_up(settings)  # keeps kernel loading out of the decoding times
+    model.eval()
+    found: dict[str, list[SentenceResult | None]] = {n: [None] * len(sentences) for n in settings}
+    seconds = dict.fromkeys(settings, 0.0)
+    with _no_grad(request), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+        for batch in batches_by_tokens(encode(sentences, vocabs), max_tokens, shuffle=False):
+            rows = batch.indices.tolist()
+            fixed = request.fixed_heads
+            batch_fixed = None if fixed is None else [fixed[i] for i in rows]
+            answers = family.parse_batch(
+                batch.to(device), [sentences[i] for i in rows], request, settings, batch_fixed
+            )
+            for name, (results, spent) in answers.items():
+                seconds[name] += spent
+                for index, result in zip(rows, results, strict=True):
+                    found[name][index] = result
+    # Every index is filled exactly once per setting.
+    return {name: Predicted(found[name], seconds[name]) for name in settings}  # type: ignore[arg-type]
+
+
+def _no_grad(request: Request) -> AbstractContextManager:
+    """``inference_mode``, or ``no_grad`` for probabilities: marginals are a gradient of log Z."""
+    return torch.no_grad() if request.probabilities else torch.inference_mode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,47 +142,6 @@ class Parsed:
 
     sentences: list[Sentence]
     decode_seconds: float
-
-
-def _family(model: nn.Module) -> tuple[BatchParser, Callable[[Mapping[str, Any]], None]]:
-    family = getattr(model, "family", None)
-    if family not in FAMILIES:
-        raise ValueError(f"no inference for parser family {family!r} ({type(model).__name__})")
-    return FAMILIES[family]
-
-
-def warm_up(model: nn.Module, settings: Mapping[str, DecoderSettings]) -> None:
-    """Load the compiled kernels ``model``'s family will call, so no timed call pays for it."""
-    _family(model)[1](settings)
-
-
-def parse(
-    model: nn.Module,
-    vocabs: Vocabs,
-    sentences: Sequence[Sentence],
-    decoder: DecoderSettings = DEFAULT_DECODER,
-    *,
-    max_tokens: int = 5000,
-    bf16: bool = False,
-) -> list[Sentence]:
-    """Parse sentences: every word gets a predicted HEAD and DEPREL.
-
-    Args:
-        model: a trained parser (switched to eval mode here).
-        vocabs: the vocabularies the model was trained with.
-        sentences: input sentences; existing HEAD/DEPREL values are ignored and replaced.
-        decoder: how trees are found.
-        max_tokens: words per batch (memory vs speed).
-        bf16: run the network's matrix products in bfloat16 (``torch.autocast``): about 3x
-            faster on CPUs with native bf16 (AVX512-BF16, AMX); refused with a ValueError on a
-            CPU without it. Measured on EWT dev with a partly trained model: 0.2% of heads
-            changed, UAS/LAS within 0.01.
-
-    Returns:
-        New sentences in input order (``Sentence.with_tree``); all other columns unchanged.
-    """
-    options = {"max_tokens": max_tokens, "bf16": bf16}
-    return parse_with_decoders(model, vocabs, sentences, {"": decoder}, **options)[""].sentences
 
 
 def parse_with_decoders(
@@ -92,44 +153,38 @@ def parse_with_decoders(
     max_tokens: int = 5000,
     bf16: bool = False,
 ) -> dict[str, Parsed]:
-    """Run the network once per batch and find trees with several settings.
-
-    Args:
-        model: a trained parser (switched to eval mode here).
-        vocabs: the vocabularies the model was trained with.
-        sentences: input sentences; existing HEAD/DEPREL values are ignored and replaced.
-        decoders: name -> settings.
-        max_tokens: words per batch.
-        bf16: see :func:`parse`.
+    """Run the network once per batch and find trees with several settings (the plain request).
 
     Returns:
-        name -> :class:`Parsed`, sentences in input order, with the time spent in that
-        setting's decoder alone (the network and label scoring excluded).
+        name -> :class:`Parsed`, sentences in input order with HEAD and DEPREL written, and the
+        time spent in that setting's decoder alone (the network and label scoring excluded).
     """
-    parse_batch, warm = _family(model)
-    device = next(model.parameters()).device
-    if bf16:
-        check_bf16(device)
-    warm(decoders)  # keeps kernel loading out of the decoding times
-    root_label = graph.root_label_id(vocabs.rels)
-    model.eval()
-    parsed: dict[str, list[Sentence | None]] = {name: [None] * len(sentences) for name in decoders}
-    seconds = dict.fromkeys(decoders, 0.0)
-    with torch.inference_mode():
-        for batch in batches_by_tokens(encode(sentences, vocabs), max_tokens, shuffle=False):
-            batch = batch.to(device)
-            results = parse_batch(model, batch, decoders, bf16=bf16, root_label=root_label)
-            for name, (heads, rels, spent) in results.items():
-                seconds[name] += spent
-                for row, index in enumerate(batch.indices.tolist()):
-                    parsed[name][index] = _with_tree(
-                        sentences[index], heads[row], rels[row], vocabs
-                    )
-    # Every index is filled exactly once per setting.
-    return {name: Parsed(parsed[name], seconds[name]) for name in decoders}  # type: ignore[arg-type]
+    options = {"max_tokens": max_tokens, "bf16": bf16}
+    found = predict(model, vocabs, sentences, Request(), decoders, **options)
+    return {
+        name: Parsed(_with_trees(sentences, predicted.results), predicted.decode_seconds)
+        for name, predicted in found.items()
+    }
 
 
-def _with_tree(sentence: Sentence, heads: IntArray, rels: IntArray, vocabs: Vocabs) -> Sentence:
-    n = len(sentence)
-    labels = vocabs.rels.itos
-    return sentence.with_tree(heads[1 : n + 1].tolist(), [labels[r] for r in rels[1 : n + 1]])
+def _with_trees(sentences: Sequence[Sentence], results: Sequence[SentenceResult]) -> list[Sentence]:
+    trees = (result.trees[0] for result in results)
+    return [s.with_tree(t.heads, t.rels) for s, t in zip(sentences, trees, strict=True)]
+
+
+def parse(
+    model: nn.Module,
+    vocabs: Vocabs,
+    sentences: Sequence[Sentence],
+    decoder: DecoderSettings = DEFAULT_DECODER,
+    *,
+    max_tokens: int = 5000,
+    bf16: bool = False,
+) -> list[Sentence]:
+    """Parse sentences: every word gets a predicted HEAD and DEPREL (the plain request).
+
+    Returns:
+        New sentences in input order (``Sentence.with_tree``); all other columns unchanged.
+    """
+    options = {"max_tokens": max_tokens, "bf16": bf16}
+    return parse_with_decoders(model, vocabs, sentences, {"": decoder}, **options)[""].sentences

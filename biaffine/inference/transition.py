@@ -19,12 +19,15 @@ import torch
 
 import transitions
 from biaffine.data.batching import Batch
-from biaffine.inference import graph
+from biaffine.data.conllu import Sentence
+from biaffine.inference.base import BatchResults, Family, predicted_columns, word_slice
+from biaffine.inference.graph import choose_labels, decode_heads, label_probabilities, root_label_id
+from biaffine.inference.request import Request, SentenceResult, Tree
 from biaffine.inference.settings import DecoderSettings
 from biaffine.parsers.transition import TransitionParser, TransitionStates
 from transitions.projective import SEPARATOR, deprojectivize
 
-__all__ = ["deprojectivize_batch", "parse_batch", "scorer", "search", "warm_up"]
+__all__ = ["TransitionFamily", "deprojectivize_batch", "scorer", "search"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
@@ -51,25 +54,6 @@ def deprojectivize_batch(heads: IntArray, rels: IntArray, rel_names: Sequence[st
         heads[b, : n + 1] = tree
         for d, (label, old) in enumerate(zip(base, labels, strict=True), 1):
             rels[b, d] = ids.get(label, ids[old])
-
-
-def warm_up(settings: Mapping[str, DecoderSettings]) -> None:
-    """Load every system's compiled kernels now, on a two-word sentence, so no timed call pays.
-
-    Greedy and beam search with arc scores run once per system, whatever ``settings`` hold.
-    """
-    del settings
-    arc_scores = np.zeros((1, 3, 3))
-    for name in transitions.SYSTEM_NAMES:
-        system = transitions.get_system(name)
-        n_actions = len(system.transitions)
-
-        def score(rows: IntArray, _: IntArray, n: int = n_actions) -> FloatArray:
-            return np.zeros((len(rows), n), dtype=np.float32)
-
-        transitions.greedy_search(system, [2], score)
-        transitions.beam_search(system, [2], score, beam_size=2, arc_scores=arc_scores)
-    deprojectivize_batch(np.array([[-1, 0, 1]]), np.array([[-1, 0, 1]]), ["root", "x|root"])
 
 
 def scorer(model: TransitionParser, encoded: TransitionStates) -> transitions.Scorer:
@@ -139,45 +123,122 @@ def _graph_head(encoded: TransitionStates, settings: DecoderSettings) -> torch.T
     return encoded.arc_scores
 
 
-def parse_batch(
-    model: TransitionParser,
-    batch: Batch,
-    decoders: Mapping[str, DecoderSettings],
-    *,
-    bf16: bool = False,
-    root_label: int | None = None,
-) -> dict[str, tuple[IntArray, IntArray, float]]:
-    """Encode one batch once and search it with every setting of ``decoders``.
+class TransitionFamily(Family):
+    """Transition parsers: a batch of configurations searched in lockstep, then labels.
 
-    The graph decoder fields of the settings (``algorithm``, ``root_constraint``) apply only to
-    ``search="graph"`` (a combined model's graph head alone); otherwise the system decides the
-    root rule.
-
-    Args:
-        model: a transition parser in eval mode, on the batch's device.
-        batch: the batch to parse.
-        decoders: name -> settings.
-        bf16: run the network in bfloat16 (``torch.autocast``).
-        root_label: id of UD's ``root`` relation, for :func:`graph.choose_labels`'s rule.
-
-    Returns:
-        name -> (heads, rels, seconds): int64[B, N+1] each (``-1`` at ROOT and padding), and
-        the seconds spent outside the encoder (the search with its MLP calls, labels and
-        deprojectivization).
+    It answers one tree per sentence, with label and transition-path probabilities, and
+    predicted columns; k-best trees and fixed heads need arc scores (a graph parser).
     """
-    device = batch.words.device
-    lengths = batch.lengths.cpu().numpy()
-    results = {}
-    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-        encoded = model.encode(batch, tag=False)
-        for name, settings in decoders.items():
+
+    name = "transition"
+    model: TransitionParser
+
+    def refusal(self, request: Request, settings: DecoderSettings) -> str | None:
+        """No k-best or fixed heads; no probabilities of a graph head alone; no missing head."""
+        if request.kbest is not None or request.fixed_heads is not None:
+            # Named as predict.py spells the options.
+            what = f"kbest={request.kbest}" if request.kbest else "keep_given_heads=true"
+            return (
+                f"{what} needs a graph parser (arc scores); this checkpoint holds a transition "
+                "parser"
+            )
+        if request.probabilities and settings.search == "graph":
+            return "probabilities=True with search=graph: use a transition search"
+        needs_graph = settings.search == "graph" or settings.graph_weight > 0
+        if needs_graph and self.model.graph is None:
+            asked = "search=graph" if settings.search == "graph" else "graph_weight > 0"
+            return (
+                f"{asked} needs a combined model (a transition parser trained with "
+                "graph_loss_weight > 0, e.g. model=combined); this one has no graph head"
+            )
+        return super().refusal(request, settings)
+
+    @classmethod
+    def warm_up(cls, settings: Mapping[str, DecoderSettings]) -> None:
+        """Load every system's compiled kernels now, on a two-word sentence.
+
+        Greedy and beam search with arc scores run once per system, whatever ``settings`` hold.
+        """
+        del settings
+        arc_scores = np.zeros((1, 3, 3))
+        for name in transitions.SYSTEM_NAMES:
+            system = transitions.get_system(name)
+            n_actions = len(system.transitions)
+
+            def score(rows: IntArray, _: IntArray, n: int = n_actions) -> FloatArray:
+                return np.zeros((len(rows), n), dtype=np.float32)
+
+            transitions.greedy_search(system, [2], score)
+            transitions.beam_search(system, [2], score, beam_size=2, arc_scores=arc_scores)
+        deprojectivize_batch(np.array([[-1, 0, 1]]), np.array([[-1, 0, 1]]), ["root", "x|root"])
+
+    def parse_batch(
+        self,
+        batch: Batch,
+        sentences: Sequence[Sentence],
+        request: Request,
+        settings: Mapping[str, DecoderSettings],
+        fixed_heads: Sequence[Sequence[int | None]] | None,
+    ) -> BatchResults:
+        """Encode the batch once and search it with every setting (see :class:`Family`).
+
+        The graph decoder fields of the settings (``algorithm``, ``root_constraint``) apply
+        only to ``search="graph"`` (a combined model's graph head alone); otherwise the system
+        decides the root rule. The seconds are those spent outside the encoder (the search
+        with its MLP calls, labels and deprojectivization).
+        """
+        del fixed_heads  # refused
+        model = self.model
+        encoded = model.encode(batch, tag=bool(request.columns))
+        lengths = [len(sentence) for sentence in sentences]
+        columns = [
+            predicted_columns(encoded.tag_scores, request.columns, self.vocabs, row, n)
+            for row, n in enumerate(lengths)
+        ]
+        results = {}
+        for name, setting in settings.items():
             started = time.perf_counter()
-            if settings.search == "graph":
-                heads = graph.decode_heads(_graph_head(encoded, settings), batch.lengths, settings)
-            else:
-                heads = search(model, encoded, lengths, settings).heads
-            rels = graph.choose_labels(model, encoded, heads, root_label=root_label)  # type: ignore[arg-type]
-            if model.system.projective:
-                deprojectivize_batch(heads, rels, model.rel_names)
-            results[name] = (heads, rels, time.perf_counter() - started)
-    return results
+            trees = self._trees(encoded, batch, lengths, request, setting)
+            found = [SentenceResult([tree], c) for tree, c in zip(trees, columns, strict=True)]
+            results[name] = (found, time.perf_counter() - started)
+        return results
+
+    def _trees(
+        self,
+        encoded: TransitionStates,
+        batch: Batch,
+        lengths: list[int],
+        request: Request,
+        settings: DecoderSettings,
+    ) -> list[Tree]:
+        """One labelled tree per row, deprojectivized, with probabilities when asked."""
+        model = self.model
+        path_log_probs = None
+        if settings.search == "graph":
+            heads = decode_heads(_graph_head(encoded, settings), batch.lengths, settings)
+        else:
+            found = search(model, encoded, batch.lengths.cpu().numpy(), settings)
+            heads, path_log_probs = found.heads, found.path_log_probs
+        root = root_label_id(self.vocabs.rels)
+        rels = choose_labels(model.labels, encoded.labels, heads, root_label=root)
+        # The probability of the label chosen, pseudo-projective or not.
+        label_probs = (
+            label_probabilities(model.labels, encoded.labels, heads, rels)
+            if request.probabilities
+            else None
+        )
+        if model.system.projective:
+            deprojectivize_batch(heads, rels, model.rel_names)
+        names = self.vocabs.rels.itos
+        trees = []
+        for row, n in enumerate(lengths):
+            tree = Tree(word_slice(heads, row, n), [names[r] for r in word_slice(rels, row, n)])
+            if label_probs is not None and path_log_probs is not None:
+                tree = Tree(
+                    tree.heads,
+                    tree.rels,
+                    label_probs=word_slice(label_probs, row, n),
+                    path_log_prob=float(path_log_probs[row]),
+                )
+            trees.append(tree)
+        return trees

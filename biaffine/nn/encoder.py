@@ -118,7 +118,9 @@ class Encoder(nn.Module):
             len(vocabs.chars), char_dim=char_dim, hidden=char_hidden, n_out=char_out, pad_index=PAD
         )
         self.tag_embed = (
-            nn.Embedding(len(vocabs.upos), tag_dim, padding_idx=PAD) if use_tags else None
+            nn.Embedding(len(vocabs.columns["upos"]), tag_dim, padding_idx=PAD)
+            if use_tags
+            else None
         )
         self.embed_dropout = IndependentDropout(embed_dropout)
         self.word_dropout_p = word_dropout
@@ -149,9 +151,9 @@ class Encoder(nn.Module):
         """Contextual states float[B, N+1, 2H] of a batch; zeros at padding.
 
         Args:
-            batch: reads ``words`` long[B, N+1], ``chars`` long[B, N+1, C], ``tags`` long[B, N+1]
-                (if ``use_tags``), ``mask`` bool[B, N+1], ``lengths`` long[B], and ``forms``
-                with pretrained vectors or a transformer.
+            batch: reads ``words`` long[B, N+1], ``chars`` long[B, N+1, C],
+                ``columns["upos"]`` long[B, N+1] (if ``use_tags``), ``mask`` bool[B, N+1],
+                ``lengths`` long[B], and ``forms`` with pretrained vectors or a transformer.
         """
         x = self._embed(batch)
         with_root = batch.lengths + 1  # each sequence is its words plus ROOT
@@ -170,7 +172,7 @@ class Encoder(nn.Module):
             word = word + (self.pretrained_proj(vectors) if self.pretrained_proj else vectors)
         embeddings = [word, self.char_encoder(batch.chars)]
         if self.tag_embed is not None:
-            embeddings.append(self.tag_embed(batch.tags))
+            embeddings.append(self.tag_embed(batch.columns["upos"]))
         if self.transformer is not None:
             embeddings.append(self.transformer(batch_forms(batch), words.shape[1]))
         return torch.cat(self.embed_dropout(*embeddings), -1)

@@ -1,35 +1,37 @@
-"""Parser families by name: a checkpoint records the name, :func:`build_parser` rebuilds the model.
+"""Parser families by name: a config or checkpoint names a ``kind``, :func:`build_parser` builds it.
 
-A new family is a module here with a class following :class:`~biaffine.parsers.base.Parser`, one
-entry in :data:`PARSERS`, and (if it parses differently) a family in :mod:`biaffine.inference`.
+:data:`PARSERS` is the one registry of parser classes, used by training (``model.kind`` in
+``conf/model/``), by checkpoints (which record the kind) and by inference (each class names the
+family of :mod:`biaffine.inference` that finds its trees). A class registers itself by defining
+``kind`` (see :class:`~biaffine.parsers.base.Parser`); every module of this package is imported
+here, so adding a family is adding its module, and nothing else in this package.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
 from torch import nn
 
 from biaffine.data.vocab import Vocabs
-from biaffine.parsers.base import Parser
-from biaffine.parsers.biaffine import ArcRelScores, BiaffineParser
+from biaffine.parsers.base import PARSERS, Parser
+from biaffine.parsers.graph import BiaffineParser, GraphScores
 from biaffine.parsers.transition import TransitionParser
 
 __all__ = [
     "PARSERS",
-    "ArcRelScores",
     "BiaffineParser",
+    "GraphScores",
     "Parser",
     "TransitionParser",
     "build_parser",
 ]
 
-PARSERS: dict[str, type[nn.Module]] = {
-    BiaffineParser.kind: BiaffineParser,
-    TransitionParser.kind: TransitionParser,
-}
-"""Parser classes by the ``kind`` recorded in checkpoints."""
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 
 def build_parser(kind: str, vocabs: Vocabs, config: Mapping[str, Any]) -> nn.Module:

@@ -10,7 +10,10 @@ import torch
 from biaffine.data.batching import Batch
 from biaffine.data.vocab import Vocabs
 
-__all__ = ["Parser"]
+__all__ = ["PARSERS", "Parser", "register"]
+
+PARSERS: dict[str, type] = {}
+"""Parser classes by the ``kind`` that configs and checkpoints name."""
 
 
 @runtime_checkable
@@ -18,13 +21,19 @@ class Parser(Protocol):
     """A parser network (an ``nn.Module``) built from the training vocabularies.
 
     Attributes:
-        kind: its name in :data:`biaffine.parsers.PARSERS`, recorded in checkpoints.
-        family: the key of :mod:`biaffine.inference`'s dispatch that turns its scores into
-            trees (``"graph"``: decoders of :mod:`decoding`).
+        kind: its name in :data:`PARSERS`, recorded in checkpoints, ``kind:`` in its config.
+        family: the family of :mod:`biaffine.inference` that turns its scores into trees
+            (``"graph"``: decoders of :mod:`decoding`; ``"transition"``: a transition search).
+        tagged_columns: the CoNLL-U columns it has a tagger for, and so can predict.
     """
 
     kind: ClassVar[str]
     family: ClassVar[str]
+
+    @property
+    def tagged_columns(self) -> tuple[str, ...]:
+        """Columns of :data:`biaffine.data.columns.TAGGED` this parser predicts."""
+        ...
 
     @classmethod
     def from_config(cls, vocabs: Vocabs, config: Mapping[str, Any]) -> Parser:
@@ -42,3 +51,15 @@ class Parser(Protocol):
     def loss(self, scores: Any, batch: Batch) -> torch.Tensor:
         """The training loss (a scalar) of ``scores`` computed on ``batch``."""
         ...
+
+
+def register(cls: type) -> type:
+    """Class decorator: enter a parser class in :data:`PARSERS` under its ``kind``.
+
+    Raises:
+        ValueError: another class already holds that kind.
+    """
+    if PARSERS.get(cls.kind, cls) is not cls:
+        raise ValueError(f"parser kind {cls.kind!r} is taken by {PARSERS[cls.kind].__name__}")
+    PARSERS[cls.kind] = cls
+    return cls

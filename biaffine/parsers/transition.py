@@ -24,15 +24,9 @@ import transitions
 from biaffine.data.batching import Batch
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
-from biaffine.nn.modules import MLP, Biaffine
-from biaffine.parsers.biaffine import score_arcs
-from biaffine.parsers.shared import (
-    EncoderParser,
-    add_tagger_losses,
-    check_tagger_weights,
-    mean_cross_entropy,
-    tagger_heads,
-)
+from biaffine.parsers.base import register
+from biaffine.parsers.heads import ArcScorer, LabelScorer, LabelVectors, mean_cross_entropy
+from biaffine.parsers.shared import EncoderParser, check_sizes, check_tagger_weights
 from transitions.projective import projectivize
 
 __all__ = ["TransitionParser", "TransitionScores", "TransitionStates"]
@@ -47,16 +41,14 @@ class TransitionStates:
             transition MLP's first layer when it fills feature slot k (s0, s1, ..., b0, ...).
             Positions 0..N are the encoder states' (0 is ROOT); N+1 is the learned vector of
             an empty stack or buffer slot, so a feature position -1 reads index N+1.
-        rel_dep: float[B, N+1, rel_mlp], label MLP vectors of the words as dependents.
-        rel_head: float[B, N+1, rel_mlp], label MLP vectors of the words as heads.
-        tag_scores: auxiliary tagger scores by column (see :class:`BiaffineParser`).
+        labels: the label MLP vectors of the words, float[B, N+1, rel_mlp] each.
+        tag_scores: tagger scores by column (see :class:`~biaffine.parsers.graph.GraphScores`).
         arc_scores: float[B, N+1, N+1] of the graph head (``[b, d, h]``, impossible heads at
             ``-inf``), None without one.
     """
 
     slots: torch.Tensor
-    rel_dep: torch.Tensor
-    rel_head: torch.Tensor
+    labels: LabelVectors
     tag_scores: dict[str, torch.Tensor] = field(default_factory=dict)
     arc_scores: torch.Tensor | None = None
 
@@ -82,6 +74,7 @@ class TransitionScores:
     targets: torch.Tensor | None = None
 
 
+@register
 class TransitionParser(EncoderParser):
     """Greedy transition parser (Kiperwasser & Goldberg, 2016) with a biaffine label scorer.
 
@@ -90,10 +83,11 @@ class TransitionParser(EncoderParser):
     for an empty slot; an MLP scores the unlabelled transitions of the system, and illegal ones
     are masked before the softmax (training) or the argmax (parsing).
 
-    Labels come from a biaffine label scorer on each arc of the finished tree, as in the graph
-    parser, rather than from labelled transitions: the two paradigms then differ in how they find
-    heads only (a cleaner comparison), the classifier has ``A`` outputs instead of about
-    ``2 * n_rels``, and the label choice follows the same rule as graph parsing
+    Labels come from the graph parser's label scorer
+    (:class:`~biaffine.parsers.heads.LabelScorer`) on each arc of the finished tree, rather than
+    from labelled transitions: the two paradigms then differ in how they find heads only (a
+    cleaner comparison), the classifier has ``A`` outputs instead of about ``2 * n_rels``, and
+    the label choice follows the same rule as graph parsing
     (:func:`biaffine.inference.graph.choose_labels`, which also decides the ROOT label).
 
     Projective systems train on pseudo-projective trees (Nivre & Nilsson, 2005, "head"
@@ -108,8 +102,9 @@ class TransitionParser(EncoderParser):
     one, so it learns to recover from its own mistakes.
 
     With ``graph_loss_weight`` > 0 the parser is the combined model of Zhang & Clark (2008) on
-    one encoder: a biaffine arc scorer (the graph parser's, Dozat & Manning 2017) is trained
-    beside the transition classifier on the sum of the losses, and a search can add its arc
+    one encoder: it composes the graph parser's arc scorer
+    (:class:`~biaffine.parsers.heads.ArcScorer`, Dozat & Manning 2017) as its ``graph`` head,
+    trained beside the transition classifier on the sum of the losses, and a search can add its arc
     log-probabilities to the transition scores (``DecoderSettings.graph_weight``). One
     encoder and one loss rather than two models joined at parsing time: one checkpoint, one
     encoder pass per sentence, and each head regularizes the other's encoder states.
@@ -122,7 +117,9 @@ class TransitionParser(EncoderParser):
         n_buffer: buffer words read per configuration.
         rel_names: the relation vocabulary (deprojectivization reads the encoded labels).
         encoder: the shared encoder.
-        taggers: the auxiliary tagger heads present, by column.
+        labels: the label scorer.
+        taggers: the tagger heads present, by column.
+        graph: the combined model's arc scorer, or None.
     """
 
     kind: ClassVar[str] = "transition"
@@ -216,19 +213,11 @@ class TransitionParser(EncoderParser):
             nn.Dropout(mlp_dropout),
             nn.Linear(arc_mlp, len(self.system.transitions)),
         )
-        self.rel_dep = MLP(n_states, rel_mlp, dropout=mlp_dropout)
-        self.rel_head = MLP(n_states, rel_mlp, dropout=mlp_dropout)
-        self.rel_attn = Biaffine(rel_mlp, len(vocabs.rels), bias_x=True, bias_y=True)
-        self.taggers = tagger_heads(vocabs, self._config, n_states, tag_mlp, mlp_dropout)
-        if graph_loss_weight > 0:  # named as in BiaffineParser, for score_arcs
-            self.arc_dep = MLP(n_states, graph_mlp, dropout=mlp_dropout)
-            self.arc_head = MLP(n_states, graph_mlp, dropout=mlp_dropout)
-            self.arc_attn = Biaffine(graph_mlp, 1, bias_x=True, bias_y=False)
-
-    @property
-    def has_graph_head(self) -> bool:
-        """The combined model: a biaffine arc scorer beside the transition classifier."""
-        return self._config["graph_loss_weight"] > 0
+        self.labels = LabelScorer(n_states, rel_mlp, len(vocabs.rels), dropout=mlp_dropout)
+        self.taggers = self.build_taggers(vocabs, n_states)
+        self.graph = (
+            ArcScorer(n_states, graph_mlp, dropout=mlp_dropout) if graph_loss_weight > 0 else None
+        )
 
     @classmethod
     def prepare_training(
@@ -279,7 +268,7 @@ class TransitionParser(EncoderParser):
 
         Args:
             batch: the batch (the encoder reads its inputs).
-            tag: run the auxiliary taggers too; parsing passes False.
+            tag: run the taggers too; parsing passes False unless it predicts columns.
         """
         states = self.encoder(batch)  # [B, N+1, H]
         empty = self.empty.to(states.dtype).expand(states.shape[0], 1, -1)
@@ -287,10 +276,9 @@ class TransitionParser(EncoderParser):
         n_slots, n_states, hidden = self.slot_weight.shape
         weight = self.slot_weight.to(states.dtype).transpose(0, 1).reshape(n_states, -1)
         slots = (with_empty @ weight).view(*with_empty.shape[:2], n_slots, hidden)
-        tag_scores = {column: head(states) for column, head in self.taggers.items()} if tag else {}
-        arc_scores = score_arcs(self, states, batch.lengths) if self.has_graph_head else None
-        rel_dep, rel_head = self.rel_dep(states), self.rel_head(states)
-        return TransitionStates(slots, rel_dep, rel_head, tag_scores, arc_scores)
+        tag_scores = self.taggers(states) if tag else {}
+        arc_scores = None if self.graph is None else self.graph(states, batch.lengths)
+        return TransitionStates(slots, self.labels(states), tag_scores, arc_scores)
 
     def score_transitions(
         self, encoded: TransitionStates, rows: torch.Tensor, positions: torch.Tensor
@@ -395,16 +383,6 @@ class TransitionParser(EncoderParser):
                 f"(train through biaffine.training, which calls prepare_training)"
             ) from None
 
-    def rel_scores_at(self, encoded: TransitionStates, heads: torch.Tensor) -> torch.Tensor:
-        """Label scores of one arc per word: float[B, N+1, R] for the arcs heads[b, d] -> d.
-
-        Args:
-            encoded: :meth:`encode` of the batch.
-            heads: long[B, N+1]; negative entries (ROOT, padding) score an arbitrary arc.
-        """
-        index = heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, encoded.rel_head.shape[-1])
-        return self.rel_attn.score_pairs(encoded.rel_dep, encoded.rel_head.gather(1, index))
-
     def loss(self, scores: TransitionScores, batch: Batch) -> torch.Tensor:
         """Transition cross entropy + label cross entropy at gold arcs (+ tagger losses).
 
@@ -427,19 +405,17 @@ class TransitionParser(EncoderParser):
             on_target = all_scores.masked_fill(~scores.targets, float("-inf"))
             transition_loss = (all_scores.logsumexp(1) - on_target.logsumexp(1)).mean()
         mask = batch.mask
-        gold_arc_rels = self.rel_scores_at(scores.encoded, batch.heads)  # [B, N+1, R]
+        gold_arc_rels = self.labels.at(scores.encoded.labels, batch.heads)  # [B, N+1, R]
         loss = transition_loss + mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
         arc_scores = scores.encoded.arc_scores
         if arc_scores is not None:
             head_loss = F.cross_entropy(arc_scores[mask], batch.heads[mask])
             loss = loss + self._config["graph_loss_weight"] * head_loss
-        return add_tagger_losses(loss, scores.encoded.tag_scores, batch, self._config)
+        return self.taggers.add_losses(loss, scores.encoded.tag_scores, batch)
 
 
 def _validate(config: Mapping[str, Any], encoder: nn.Module) -> None:
-    for key in ("arc_mlp", "rel_mlp", "tag_mlp", "graph_mlp"):
-        if config[key] < 1:
-            raise ValueError(f"{key}={config[key]} must be >= 1")
+    check_sizes(config, ("arc_mlp", "rel_mlp", "tag_mlp", "graph_mlp"))
     if config["oracle"] not in ("static", "dynamic"):
         raise ValueError(f"oracle={config['oracle']!r} is not one of static, dynamic")
     if not 0.0 <= config["exploration"] <= 1.0:
@@ -451,6 +427,4 @@ def _validate(config: Mapping[str, Any], encoder: nn.Module) -> None:
         raise ValueError(
             f"n_stack={n_stack} and n_buffer={n_buffer} must be >= 0, one at least > 0"
         )
-    if not 0.0 <= config["mlp_dropout"] < 1.0:
-        raise ValueError(f"mlp_dropout={config['mlp_dropout']} must be in [0, 1)")
     check_tagger_weights(config, encoder)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from hydra.utils import get_class, instantiate
+from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
@@ -24,6 +24,7 @@ from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs, build_vocabs
 from biaffine.inference import DecoderSettings
 from biaffine.metrics import AttachmentScores
+from biaffine.parsers import PARSERS, build_parser
 from biaffine.runtime import check_bf16, seed_everything, select_device, set_threads
 from biaffine.training.loop import FitSettings, fit, lr_decay_scheduler, score_parser
 from biaffine.training.loop import weight_average as make_weight_average
@@ -218,7 +219,7 @@ def prepare_training(model_cfg: DictConfig, sentences: list[Sentence]) -> list[S
     ``prepare_training(sentences, options)`` (e.g. pseudo-projective trees, whose encoded
     labels the relation vocabulary must hold); the others take them as they are.
     """
-    prepare = getattr(get_class(model_cfg._target_), "prepare_training", None)
+    prepare = getattr(parser_class(model_cfg.kind), "prepare_training", None)
     if prepare is None:
         return sentences
     options = OmegaConf.to_container(model_cfg, resolve=True)
@@ -237,18 +238,25 @@ def training_vocabs(
     return build_vocabs(prepared, min_word_count=min_word_count, extra_rels=original_rels)
 
 
-def build_model(model_cfg: DictConfig, vocabs: Vocabs) -> nn.Module:
-    """Instantiate the configured parser (``_target_``) on its configured encoder (``encoder``).
+def parser_class(kind: str) -> type:
+    """The parser class a model config names by ``kind``.
 
-    Both are sized by the vocabularies: ``encoder._target_`` is called with ``vocabs`` and its
-    options, then the parser's ``_target_`` with ``vocabs``, the encoder module and its options.
+    Raises:
+        ValueError: a kind missing from :data:`biaffine.parsers.PARSERS`.
     """
-    # Built by hand rather than by instantiate(), which would turn the Vocabs dataclass into a
-    # config node.
+    if kind not in PARSERS:
+        raise ValueError(f"model.kind={kind!r}; known kinds: {', '.join(sorted(PARSERS))}")
+    return PARSERS[kind]
+
+
+def build_model(model_cfg: DictConfig, vocabs: Vocabs) -> nn.Module:
+    """The configured parser (``kind``) on its configured encoder (``encoder.kind``).
+
+    Both come from the registries checkpoints are loaded with
+    (:func:`biaffine.parsers.build_parser`) and are sized by the vocabularies.
+    """
     options = OmegaConf.to_container(model_cfg, resolve=True)
-    encoder_options = options.pop("encoder")
-    encoder = get_class(encoder_options.pop("_target_"))(vocabs, **encoder_options)
-    model = get_class(options.pop("_target_"))(vocabs, encoder, **options)
+    model = build_parser(options.pop("kind"), vocabs, options)
     log.info("model: %s parameters", f"{sum(p.numel() for p in model.parameters()):,}")
     log.debug("%s", model)
     return model

@@ -40,8 +40,8 @@ def sized_vocabs(
         return Vocab([*SPECIALS, *(f"{prefix}{i}" for i in range(size - len(SPECIALS)))])
 
     relations = Vocab([f"rel{i}" for i in range(rels)], specials=False)
-    tagged = (vocab("t", upos), relations, vocab("x", xpos), vocab("f", feats))
-    return Vocabs(vocab("w", words), vocab("c", chars), *tagged)
+    columns = {"upos": vocab("t", upos), "xpos": vocab("x", xpos), "feats": vocab("f", feats)}
+    return Vocabs(vocab("w", words), vocab("c", chars), relations, columns)
 
 
 def save_model(path: Path, model: nn.Module, vocabs: Vocabs) -> Path:

@@ -47,8 +47,8 @@ def synthetic(lengths: list[int]) -> list[Encoded]:
         heads = np.arange(-1, n, dtype=np.int32)
         heads[0] = 0
         rels = np.array([IGNORE_INDEX] + [s % 7] * n, dtype=np.int32)
-        tags = {name: ids.copy() for name in ("tags", "xpos", "feats")}
-        items.append(Encoded(words=ids, chars=chars, heads=heads, rels=rels, **tags))
+        columns = {name: ids.copy() for name in ("upos", "xpos", "feats")}
+        items.append(Encoded(words=ids, chars=chars, heads=heads, rels=rels, columns=columns))
     return items
 
 
@@ -61,17 +61,18 @@ def test_encode_puts_root_at_position_zero(tiny: list[Sentence], vocabs: Vocabs)
     for sentence, item in zip(tiny, encoded, strict=True):
         n = len(sentence)
         assert len(item) == n
-        for name in ("words", "tags", "heads", "rels", "xpos", "feats"):
+        for name in ("words", "heads", "rels"):
             assert getattr(item, name).shape == (n + 1,), name
+        for name in ("upos", "xpos", "feats"):
+            assert item.columns[name].shape == (n + 1,), name
+            assert item.columns[name][0] == ROOT
         assert item.words[0] == ROOT
-        assert item.tags[0] == ROOT
         assert item.heads[0] == 0
         assert item.heads[1:].tolist() == sentence.heads
         assert item.rels[0] == IGNORE_INDEX
         assert [vocabs.rels.itos[r] for r in item.rels[1:]] == sentence.deprels
-        assert [vocabs.upos.itos[t] for t in item.tags[1:]] == sentence.upos
-        assert [vocabs.xpos.itos[t] for t in item.xpos[1:]] == sentence.xpos
-        assert [vocabs.feats.itos[t] for t in item.feats[1:]] == sentence.feats
+        for name, ids in item.columns.items():
+            assert [vocabs.columns[name].itos[t] for t in ids[1:]] == getattr(sentence, name)
         assert item.chars[0].tolist() == [ROOT] + [PAD] * (item.chars.shape[1] - 1)
 
 
@@ -113,8 +114,9 @@ def test_collate_pads_and_masks(tiny: list[Sentence], vocabs: Vocabs) -> None:
     width = max(item.chars.shape[1] for item in encoded)
     assert batch.words.shape == (size, positions)
     assert batch.chars.shape == (size, positions, width)
-    for name in ("words", "chars", "tags", "heads", "rels", "lengths", "indices"):
+    for name in ("words", "chars", "heads", "rels", "lengths", "indices"):
         assert getattr(batch, name).dtype == torch.long, name
+    assert all(ids.dtype == torch.long for ids in batch.columns.values())
     assert batch.mask.dtype == torch.bool
     for b, item in enumerate(encoded):
         m = len(item) + 1
@@ -122,7 +124,8 @@ def test_collate_pads_and_masks(tiny: list[Sentence], vocabs: Vocabs) -> None:
         assert batch.mask[b].tolist() == [False] + [True] * len(item) + [False] * (positions - m)
         assert batch.words[b, :m].tolist() == item.words.tolist()
         assert (batch.words[b, m:] == PAD).all()
-        assert (batch.tags[b, m:] == PAD).all()
+        for ids in batch.columns.values():
+            assert (ids[b, m:] == PAD).all()
         assert (batch.heads[b, m:] == 0).all()
         assert (batch.rels[b, m:] == IGNORE_INDEX).all()
         assert (batch.chars[b, m:] == PAD).all(), "padding words have all-PAD chars"
@@ -135,15 +138,17 @@ def test_collate_pads_and_masks(tiny: list[Sentence], vocabs: Vocabs) -> None:
 def test_batch_is_frozen_and_moves_to_a_device(tiny: list[Sentence], vocabs: Vocabs) -> None:
     batch = collate(encode(tiny[:2], vocabs), [0, 1])
     with pytest.raises(dataclasses.FrozenInstanceError):
-        batch.words = batch.tags  # type: ignore[misc]
+        batch.words = batch.heads  # type: ignore[misc]
     moved = batch.to("cpu")
     assert isinstance(moved, Batch)
     assert moved.batch_size == 2
     assert all(
         torch.equal(getattr(moved, f.name), getattr(batch, f.name))
         for f in dataclasses.fields(batch)
-        if f.name != "forms"
+        if f.name not in ("forms", "columns")
     )
+    assert moved.columns.keys() == batch.columns.keys() == {"upos", "xpos", "feats"}
+    assert all(torch.equal(moved.columns[k], batch.columns[k]) for k in batch.columns)
     assert moved.forms == batch.forms == tuple(tuple(s.forms) for s in tiny[:2])
 
 

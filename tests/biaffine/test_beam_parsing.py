@@ -73,7 +73,7 @@ def test_a_heavy_graph_weight_finds_the_best_projective_tree_of_the_graph_head(v
     sentences = [Sentence.from_forms(words) for words in forms]
     model = combined(vocabs, seed=3)
     with torch.no_grad():  # an untrained head scores arcs almost alike: spread them
-        model.arc_attn.weight.normal_(std=3.0)
+        model.graph.attn.weight.normal_(std=3.0)
     batch = collate(encode(sentences, vocabs), range(len(sentences)))
     with torch.inference_mode():
         encoded = model.encode(batch, tag=False)
@@ -88,7 +88,7 @@ def test_a_heavy_graph_weight_finds_the_best_projective_tree_of_the_graph_head(v
 def test_search_graph_decodes_the_graph_head_alone(sentences, vocabs) -> None:
     model = combined(vocabs, system="swap", seed=1)  # swap: no pseudo-projective labels
     with torch.no_grad():  # an untrained head scores arcs almost alike: spread them
-        model.arc_attn.weight.normal_(std=3.0)
+        model.graph.attn.weight.normal_(std=3.0)
     batch = collate(encode(sentences, vocabs), range(len(sentences)))
     with torch.inference_mode():
         log_probs = torch.log_softmax(model.encode(batch, tag=False).arc_scores, -1)

@@ -14,7 +14,7 @@ from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence, read_conllu, write_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import parse
-from biaffine.parsers.biaffine import BiaffineParser
+from biaffine.parsers.graph import BiaffineParser
 
 TINY = {"word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10}
 TINY |= {"lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6}
@@ -74,9 +74,9 @@ def test_save_load_gives_identical_predictions(saved, parser, vocabs, sentences)
     assert ckpt.model_config == parser.config()
     before, after = scores_of(parser, vocabs, sentences), scores_of(rebuilt, ckpt.vocabs, sentences)
     assert torch.equal(before.arc_scores, after.arc_scores)
-    assert torch.equal(before.rel_dep, after.rel_dep)
-    assert torch.equal(before.rel_head, after.rel_head)
-    assert torch.equal(parser.rel_attn.weight, rebuilt.rel_attn.weight)
+    assert torch.equal(before.labels.dep, after.labels.dep)
+    assert torch.equal(before.labels.head, after.labels.head)
+    assert torch.equal(parser.labels.attn.weight, rebuilt.labels.attn.weight)
     assert before.tag_scores.keys() == after.tag_scores.keys()
     for column, tag_scores in before.tag_scores.items():
         assert torch.equal(tag_scores, after.tag_scores[column])
@@ -191,7 +191,7 @@ def test_truncated_file(saved, keep: float) -> None:
 def test_wrong_version(saved) -> None:
     raw = torch.load(saved, weights_only=True)
     torch.save({**raw, "version": 1}, saved)
-    with pytest.raises(CheckpointError, match=r"format version 1; .* reads versions 2, 3$"):
+    with pytest.raises(CheckpointError, match=r"format version 1; .* reads versions 2, 3, 4$"):
         load(saved)
 
 

@@ -10,8 +10,8 @@ from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocab, Vocabs
 from biaffine.inference import DecoderSettings, parse, warm_up
-from biaffine.inference.graph import choose_labels, decode, decode_heads, root_label_id
-from biaffine.parsers.biaffine import BiaffineParser
+from biaffine.inference.graph import choose_labels, decode_heads, root_label_id
+from biaffine.parsers.graph import BiaffineParser
 
 TINY = {"word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10}
 TINY |= {"lstm_layers": 2, "arc_mlp": 12, "rel_mlp": 6}
@@ -23,9 +23,15 @@ def untrained(vocabs: Vocabs) -> BiaffineParser:
     torch.manual_seed(0)
     parser = biaffine_parser(vocabs, **TINY)
     with torch.no_grad():  # U starts at zero (all scores tie); make the test scores informative
-        parser.arc_attn.weight.normal_()
-        parser.rel_attn.weight.normal_()
+        parser.arcs.attn.weight.normal_()
+        parser.labels.attn.weight.normal_()
     return parser.eval()
+
+
+def decode(model, scores, lengths, decoder, *, root_label=None):
+    """Heads, then the best label of each chosen arc (what the graph family does per batch)."""
+    heads = decode_heads(scores.arc_scores, lengths, decoder)
+    return heads, choose_labels(model.labels, scores.labels, heads, root_label=root_label)
 
 
 def model_scores(vocabs: Vocabs, sentences: list[Sentence]):
@@ -69,7 +75,7 @@ def test_greedy_picks_the_row_argmax_and_labels_follow_heads(vocabs, sentences) 
     mask = batch.mask.numpy()
     assert np.array_equal(heads[mask], scores.arc_scores.argmax(-1).numpy()[mask])
     with torch.inference_mode():
-        all_pairs = model.rel_scores(scores)
+        all_pairs = model.labels.all(scores.labels)
     for b, d in zip(*np.nonzero(mask), strict=True):
         assert rels[b, d] == all_pairs[b, d, heads[b, d]].argmax().item()
 
@@ -86,7 +92,7 @@ def test_labels_follow_uds_root_rule_and_are_otherwise_the_best(
     _, argmax_rels = decode(model, scores, batch.lengths, decoder)
     mask = batch.mask.numpy()
     with torch.inference_mode():
-        all_pairs = model.rel_scores(scores)  # [B, N+1, N+1, R]: every arc, not only decoded
+        all_pairs = model.labels.all(scores.labels)  # [B, N+1, N+1, R]: every arc, not only decoded
     for b, d in zip(*np.nonzero(mask), strict=True):
         pair = all_pairs[b, d, heads[b, d]].clone()
         if heads[b, d] == 0:
@@ -107,9 +113,9 @@ def test_without_a_root_label_every_arc_takes_its_best_label(vocabs, sentences) 
     model, scores, batch = model_scores(vocabs, sentences)
     heads = decode_heads(scores.arc_scores, batch.lengths)
     with torch.inference_mode():
-        best = model.rel_scores_at(scores, torch.from_numpy(heads)).argmax(-1).numpy()
+        best = model.labels.at(scores.labels, torch.from_numpy(heads)).argmax(-1).numpy()
     mask = batch.mask.numpy()
-    assert np.array_equal(choose_labels(model, scores, heads)[mask], best[mask])
+    assert np.array_equal(choose_labels(model.labels, scores.labels, heads)[mask], best[mask])
     assert root_label_id(Vocab(["nsubj", "obj"], specials=False)) is None
 
 

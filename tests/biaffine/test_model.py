@@ -14,7 +14,7 @@ import decoding
 from biaffine.data.batching import Batch
 from biaffine.nn.treecrf import tree_log_prob
 from biaffine.parsers import build_parser
-from biaffine.parsers.biaffine import ArcRelScores, BiaffineParser
+from biaffine.parsers.graph import BiaffineParser, GraphScores
 
 N_WORDS, N_CHARS, N_TAGS, N_RELS, N_XPOS, N_FEATS = 20, 15, 6, 4, 8, 9
 VOCABS = sized_vocabs(
@@ -46,7 +46,7 @@ def sentence(n: int, seed: int) -> dict[str, torch.Tensor]:
     return {
         "words": torch.cat([torch.tensor([2]), torch.randint(3, N_WORDS, (n,), generator=g)]),
         "chars": chars,
-        "tags": torch.cat([torch.tensor([2]), torch.randint(3, N_TAGS, (n,), generator=g)]),
+        "upos": torch.cat([torch.tensor([2]), torch.randint(3, N_TAGS, (n,), generator=g)]),
         "heads": heads,
         "rels": torch.cat([torch.tensor([-100]), torch.randint(0, N_RELS, (n,), generator=g)]),
         "xpos": torch.cat([torch.tensor([2]), torch.randint(3, N_XPOS, (n,), generator=g)]),
@@ -61,7 +61,7 @@ def make_batch(sentences: Sequence[dict[str, torch.Tensor]]) -> Batch:
     fields = {
         "words": torch.zeros(size, width, dtype=torch.long),
         "chars": torch.zeros(size, width, 5, dtype=torch.long),
-        "tags": torch.zeros(size, width, dtype=torch.long),
+        "upos": torch.zeros(size, width, dtype=torch.long),
         "heads": torch.zeros(size, width, dtype=torch.long),
         "rels": torch.full((size, width), -100, dtype=torch.long),
         "xpos": torch.zeros(size, width, dtype=torch.long),
@@ -72,7 +72,8 @@ def make_batch(sentences: Sequence[dict[str, torch.Tensor]]) -> Batch:
             tensor[b, : len(s[key])] = s[key]
     mask = torch.arange(width).unsqueeze(0) <= lengths.unsqueeze(1)
     mask[:, 0] = False
-    return Batch(**fields, mask=mask, lengths=lengths, indices=torch.arange(size))
+    columns = {name: fields.pop(name) for name in ("upos", "xpos", "feats")}
+    return Batch(**fields, columns=columns, mask=mask, lengths=lengths, indices=torch.arange(size))
 
 
 def test_output_shapes_and_masked_heads() -> None:
@@ -80,8 +81,8 @@ def test_output_shapes_and_masked_heads() -> None:
     batch = make_batch([sentence(5, 0), sentence(3, 1)])
     scores = parser(batch)
     assert scores.arc_scores.shape == (2, 6, 6)
-    assert parser.rel_scores(scores).shape == (2, 6, 6, N_RELS)
-    assert parser.rel_scores_at(scores, batch.heads).shape == (2, 6, N_RELS)
+    assert parser.labels.all(scores.labels).shape == (2, 6, 6, N_RELS)
+    assert parser.labels.at(scores.labels, batch.heads).shape == (2, 6, N_RELS)
     assert scores.tag_scores == {}
     arcs = scores.arc_scores
     assert torch.isneginf(arcs[1, :, 4:]).all()  # heads beyond length 3
@@ -95,19 +96,19 @@ def test_padding_does_not_change_a_sentences_scores() -> None:
     alone = parser(make_batch([short]))
     padded = parser(make_batch([sentence(9, 4), short]))
     assert torch.allclose(alone.arc_scores[0], padded.arc_scores[1, :5, :5], atol=1e-6)
-    full_alone, full_padded = parser.rel_scores(alone), parser.rel_scores(padded)
+    full_alone, full_padded = parser.labels.all(alone.labels), parser.labels.all(padded.labels)
     assert torch.allclose(full_alone[0], full_padded[1, :5, :5], atol=1e-6)
 
 
 def test_label_scores_at_given_heads_equal_those_of_all_pairs() -> None:
     parser = tiny_parser().eval()
     with torch.no_grad():
-        parser.rel_attn.weight.normal_()  # U starts at zero: make the scores differ
+        parser.labels.attn.weight.normal_()  # U starts at zero: make the scores differ
     batch = make_batch([sentence(6, 5), sentence(2, 6)])
     scores = parser(batch)
     heads = torch.tensor([[-1, 2, 0, 2, 6, 3, 3], [-1, 0, 1, -1, -1, -1, -1]])
-    at_heads = parser.rel_scores_at(scores, heads)
-    full = parser.rel_scores(scores)
+    at_heads = parser.labels.at(scores.labels, heads)
+    full = parser.labels.all(scores.labels)
     for b, d in zip(*torch.nonzero(heads >= 0, as_tuple=True), strict=True):
         assert torch.allclose(at_heads[b, d], full[b, d, heads[b, d]], atol=1e-5)
 
@@ -140,7 +141,7 @@ def test_crf_loss_is_the_tree_nll_per_word_and_falls_back_to_all_trees_without_o
     batch.heads[2, 1:5] = torch.tensor([0, 0, 1, 2])  # two words on ROOT
     with torch.no_grad():
         scores = parser(batch)
-        rel = parser.rel_scores_at(scores, batch.heads)[batch.mask]
+        rel = parser.labels.at(scores.labels, batch.heads)[batch.mask]
         rel_loss = F.cross_entropy(rel, batch.rels[batch.mask])
         one_root = tree_log_prob(scores.arc_scores[:2], batch.heads[:2], batch.lengths[:2])
         all_trees = tree_log_prob(
@@ -167,9 +168,9 @@ def test_crf_loss_falls_back_to_local_cross_entropy_where_log_z_lost_precision(
     assert math.isnan(tree_log_prob(arc_scores[:1], batch.heads[:1], batch.lengths[:1]))
     kept = tree_log_prob(arc_scores[1:], batch.heads[1:], batch.lengths[1:])
     local = F.cross_entropy(arc_scores[0, 1:4], batch.heads[0, 1:4], reduction="sum")
-    rel = parser.rel_scores_at(scores, batch.heads)[batch.mask]
+    rel = parser.labels.at(scores.labels, batch.heads)[batch.mask]
     expected = (local - kept.sum()) / 7 + F.cross_entropy(rel, batch.rels[batch.mask])
-    with caplog.at_level(logging.INFO, logger="biaffine.parsers.biaffine"):
+    with caplog.at_level(logging.INFO, logger="biaffine.parsers.graph"):
         torch.testing.assert_close(parser.loss(scores, batch), expected)
     assert "log Z lost precision in 1 of 2 sentences" in caplog.text
 
@@ -244,9 +245,10 @@ def test_each_tagger_loss_reads_its_own_gold_column() -> None:
     batch = make_batch([sentence(5, 0), sentence(3, 1)])
     scores = parser(batch)
     mask = batch.mask
-    expected = parser.loss(ArcRelScores(scores.arc_scores, scores.rel_dep, scores.rel_head), batch)
-    columns = (("upos", batch.tags, 1.0), ("xpos", batch.xpos, 0.5), ("feats", batch.feats, 2.0))
-    for column, gold, weight in columns:
+    expected = parser.loss(GraphScores(scores.arc_scores, scores.labels), batch)
+    weights = {"upos": 1.0, "xpos": 0.5, "feats": 2.0}
+    for column, weight in weights.items():
+        gold = batch.columns[column]
         expected = expected + weight * F.cross_entropy(scores.tag_scores[column][mask], gold[mask])
     assert torch.allclose(parser.loss(scores, batch), expected)
 
@@ -262,9 +264,9 @@ def test_tagger_heads_are_named_by_column() -> None:
 def test_use_tags_reads_the_input_tags() -> None:
     parser = tiny_parser(use_tags=True, embed_dropout=0.0).eval()
     batch = make_batch([sentence(5, 0)])
-    other = make_batch([{**sentence(5, 0), "tags": torch.tensor([2, 3, 3, 3, 3, 3])}])
+    other = make_batch([{**sentence(5, 0), "upos": torch.tensor([2, 3, 3, 3, 3, 3])}])
     with torch.no_grad():
-        parser.arc_attn.weight.normal_()
+        parser.arcs.attn.weight.normal_()
     assert not torch.allclose(parser(batch).arc_scores, parser(other).arc_scores)
 
 
@@ -281,7 +283,7 @@ def test_training_mode_is_stochastic_and_eval_is_not() -> None:
     parser = tiny_parser(word_dropout=0.3)
     batch = make_batch([sentence(6, 0), sentence(4, 1)])
     with torch.no_grad():
-        parser.arc_attn.weight.normal_()
+        parser.arcs.attn.weight.normal_()
         parser.train()
         assert not torch.allclose(parser(batch).arc_scores, parser(batch).arc_scores)
         parser.eval()
@@ -317,7 +319,7 @@ def test_overfits_two_sentences(loss: str) -> None:
     heads = torch.from_numpy(
         decoding.mst(scores.arc_scores.double().numpy(), batch.lengths.numpy())
     )
-    rels = parser.rel_scores(scores).argmax(-1).gather(2, heads.clamp(min=0).unsqueeze(-1))
+    rels = parser.labels.all(scores.labels).argmax(-1).gather(2, heads.clamp(min=0).unsqueeze(-1))
     rels = rels.squeeze(-1)
     assert torch.equal(heads[batch.mask], batch.heads[batch.mask])  # UAS 100%
     assert torch.equal(rels[batch.mask], batch.rels[batch.mask])  # LAS 100%

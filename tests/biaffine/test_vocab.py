@@ -88,11 +88,11 @@ def test_build_vocabs_on_tiny() -> None:
     assert vocabs.words["."] > ROOT
     assert vocabs.words.itos[:3] == list(SPECIALS)
     assert {"T", "0", " ", "'"} <= set(vocabs.chars.itos)  # every char of every form
-    assert vocabs.upos.itos[:3] == list(SPECIALS)
-    assert "PUNCT" in vocabs.upos
-    assert vocabs.xpos.itos[3:5] == [".", "NN"]  # by frequency, 6 each, then the string
-    assert vocabs.feats.itos[3] == "_"  # FEATS strings are whole classes, "_" included
-    assert "Mood=Ind|Tense=Past|VerbForm=Fin" in vocabs.feats
+    assert vocabs.columns["upos"].itos[:3] == list(SPECIALS)
+    assert "PUNCT" in vocabs.columns["upos"]
+    assert vocabs.columns["xpos"].itos[3:5] == [".", "NN"]  # by frequency, 6 each, then the string
+    assert vocabs.columns["feats"].itos[3] == "_"  # FEATS strings are whole classes, "_" included
+    assert "Mood=Ind|Tense=Past|VerbForm=Fin" in vocabs.columns["feats"]
     assert not vocabs.rels.specials
     assert "_" not in vocabs.rels
     assert {"root", "nsubj:pass", "orphan", "obl:tmod"} <= set(vocabs.rels.itos)
@@ -112,5 +112,5 @@ def test_vocabs_without_xpos_and_feats_load_with_specials_only() -> None:
     """Checkpoints written before the XPOS/FEATS taggers store four vocabularies."""
     data = Vocabs.build(read_conllu(TINY)).to_dict()
     old = Vocabs.from_dict({k: v for k, v in data.items() if k not in ("xpos", "feats")})
-    assert old.xpos.itos == old.feats.itos == list(SPECIALS)
-    assert old.upos == Vocabs.from_dict(data).upos
+    assert old.columns["xpos"].itos == old.columns["feats"].itos == list(SPECIALS)
+    assert old.columns["upos"] == Vocabs.from_dict(data).columns["upos"]

@@ -1,6 +1,7 @@
 """The deep biaffine graph parser (Dozat & Manning, 2017): arc and label scores and the loss.
 
-It never decodes: :mod:`biaffine.inference.graph` turns its scores into trees with :mod:`decoding`.
+It composes the shared heads (:mod:`biaffine.parsers.heads`) on the encoder and never decodes:
+:mod:`biaffine.inference.graph` turns its scores into trees with :mod:`decoding`.
 """
 
 from __future__ import annotations
@@ -16,17 +17,12 @@ from torch import nn
 
 from biaffine.data.batching import Batch
 from biaffine.data.vocab import Vocabs
-from biaffine.nn.modules import MLP, Biaffine
 from biaffine.nn.treecrf import tree_log_prob
-from biaffine.parsers.shared import (
-    EncoderParser,
-    add_tagger_losses,
-    check_tagger_weights,
-    mean_cross_entropy,
-    tagger_heads,
-)
+from biaffine.parsers.base import register
+from biaffine.parsers.heads import ArcScorer, LabelScorer, LabelVectors, mean_cross_entropy
+from biaffine.parsers.shared import EncoderParser, check_sizes, check_tagger_weights
 
-__all__ = ["LOSSES", "ArcRelScores", "BiaffineParser", "score_arcs"]
+__all__ = ["LOSSES", "BiaffineParser", "GraphScores"]
 
 
 log = logging.getLogger(__name__)
@@ -36,36 +32,35 @@ LOSSES = ("local", "crf")
 
 
 @dataclass(frozen=True, slots=True)
-class ArcRelScores:
+class GraphScores:
     """Raw (unnormalised) scores of one batch; position 0 is ROOT.
 
     Label scores are left unmultiplied: labels are only ever needed at one head per word (gold
-    heads in training, decoded heads in parsing), so :meth:`BiaffineParser.rel_scores_at`
-    scores just those arcs, and :meth:`BiaffineParser.rel_scores` all pairs when wanted.
+    heads in training, decoded heads in parsing), so ``parser.labels.at`` scores just those
+    arcs, and ``parser.labels.all`` every pair when wanted.
 
     Attributes:
         arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d. Heads
             beyond a sentence's length and self-loops (the diagonal) are ``-inf``.
-        rel_dep: float[B, N+1, rel_mlp], label MLP vectors of the words as dependents.
-        rel_head: float[B, N+1, rel_mlp], label MLP vectors of the words as heads.
-        tag_scores: auxiliary tagger scores by column, ``"upos"`` float[B, N+1, n_upos],
-            ``"xpos"`` float[B, N+1, n_xpos], ``"feats"`` float[B, N+1, n_feats]; only the
-            taggers whose loss weight is > 0 are present.
+        labels: the label MLP vectors of the words, float[B, N+1, rel_mlp] each.
+        tag_scores: tagger scores by column, ``"upos"`` float[B, N+1, n_upos], ``"xpos"``
+            float[B, N+1, n_xpos], ``"feats"`` float[B, N+1, n_feats]; only the taggers whose
+            loss weight is > 0 are present, and none when the forward pass skipped them.
     """
 
     arc_scores: torch.Tensor
-    rel_dep: torch.Tensor
-    rel_head: torch.Tensor
+    labels: LabelVectors
     tag_scores: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
+@register
 class BiaffineParser(EncoderParser):
     """Deep biaffine attention parser (Dozat & Manning, 2017) on the shared encoder.
 
-    Four MLPs (arc/label x dependent/head) read the encoder states; a biaffine arc scorer with a
-    head prior and a biaffine label scorer score every arc. Optional auxiliary UPOS, XPOS and
-    FEATS classifiers on the states (``tag_loss_weight``, ``xpos_loss_weight``,
-    ``feats_loss_weight`` > 0) add multi-task supervision; they are trained, never used to parse.
+    An arc scorer and a label scorer (:mod:`biaffine.parsers.heads`) read the encoder states.
+    Optional UPOS, XPOS and FEATS classifiers on the states (``tag_loss_weight``,
+    ``xpos_loss_weight``, ``feats_loss_weight`` > 0) add multi-task supervision and predict
+    those columns when parsing asks for them.
     Defaults are sized for a 2-core CPU; the paper used lstm_hidden=400, arc_mlp=500.
 
     The head loss is the paper's per-word cross entropy (``loss="local"``) or the negative
@@ -77,7 +72,9 @@ class BiaffineParser(EncoderParser):
         kind: registry name recorded in checkpoints.
         family: how :mod:`biaffine.inference` turns the scores into trees (graph decoding).
         encoder: the shared encoder.
-        taggers: the auxiliary tagger heads present, by column (``upos``, ``xpos``, ``feats``).
+        arcs: the arc scorer.
+        labels: the label scorer.
+        taggers: the tagger heads present, by column (``upos``, ``xpos``, ``feats``).
     """
 
     kind: ClassVar[str] = "biaffine"
@@ -124,48 +121,28 @@ class BiaffineParser(EncoderParser):
         _validate(self._config, encoder)
         self.encoder = encoder
         n_states, drop = encoder.n_out, mlp_dropout
-        self.arc_dep = MLP(n_states, arc_mlp, dropout=drop)
-        self.arc_head = MLP(n_states, arc_mlp, dropout=drop)
-        self.rel_dep = MLP(n_states, rel_mlp, dropout=drop)
-        self.rel_head = MLP(n_states, rel_mlp, dropout=drop)
-        # Arcs: bias on the dependent side only, i.e. the paper's head prior term H u.
-        self.arc_attn = Biaffine(arc_mlp, 1, bias_x=True, bias_y=False)
-        self.rel_attn = Biaffine(rel_mlp, len(vocabs.rels), bias_x=True, bias_y=True)
-        self.taggers = tagger_heads(vocabs, self._config, n_states, tag_mlp, drop)
+        self.arcs = ArcScorer(n_states, arc_mlp, dropout=drop)
+        self.labels = LabelScorer(n_states, rel_mlp, len(vocabs.rels), dropout=drop)
+        self.taggers = self.build_taggers(vocabs, n_states)
 
-    def forward(self, batch: Batch, *, tag: bool = True) -> ArcRelScores:
+    def forward(self, batch: Batch, *, tag: bool = True) -> GraphScores:
         """Score every arc and label of a batch.
 
         Args:
             batch: a :class:`biaffine.data.batching.Batch` (the encoder reads its inputs;
                 ``lengths`` long[B] bounds the heads).
-            tag: run the auxiliary taggers too; parsing passes False, since it never reads
-                their scores (about 180k multiply-adds per word with all three on).
+            tag: run the taggers too; parsing passes False unless it predicts columns (about
+                180k multiply-adds per word with all three on).
 
         Returns:
-            :class:`ArcRelScores` with arc_scores [B, N+1, N+1] (dependent-major, invalid heads
-            at ``-inf``), the label MLP vectors and the scores of the auxiliary taggers.
+            :class:`GraphScores` with arc_scores [B, N+1, N+1] (dependent-major, invalid heads
+            at ``-inf``), the label MLP vectors and the scores of the taggers.
         """
         states = self.encoder(batch)
-        arc_scores = score_arcs(self, states, batch.lengths)
-        tag_scores = {column: head(states) for column, head in self.taggers.items()} if tag else {}
-        return ArcRelScores(arc_scores, self.rel_dep(states), self.rel_head(states), tag_scores)
+        tag_scores = self.taggers(states) if tag else {}
+        return GraphScores(self.arcs(states, batch.lengths), self.labels(states), tag_scores)
 
-    def rel_scores_at(self, scores: ArcRelScores, heads: torch.Tensor) -> torch.Tensor:
-        """Label scores of one arc per word: float[B, N+1, R] for the arcs heads[b, d] -> d.
-
-        Args:
-            scores: the output of :meth:`forward`.
-            heads: long[B, N+1]; negative entries (ROOT, padding) score an arbitrary arc.
-        """
-        index = heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, scores.rel_head.shape[-1])
-        return self.rel_attn.score_pairs(scores.rel_dep, scores.rel_head.gather(1, index))
-
-    def rel_scores(self, scores: ArcRelScores) -> torch.Tensor:
-        """Label scores of every (dependent, head) pair: float[B, N+1, N+1, R]."""
-        return self.rel_attn(scores.rel_dep, scores.rel_head)
-
-    def loss(self, scores: ArcRelScores, batch: Batch) -> torch.Tensor:
+    def loss(self, scores: GraphScores, batch: Batch) -> torch.Tensor:
         """Training loss: head loss + label cross entropy at gold arcs (+ tag losses).
 
         Each term is a mean over the words it covers (Dozat & Manning, 2017, sec. 3): heads
@@ -180,7 +157,7 @@ class BiaffineParser(EncoderParser):
         Args:
             scores: the output of :meth:`forward` on ``batch``.
             batch: reads ``heads`` long[B, N+1], ``rels`` long[B, N+1], ``mask`` bool[B, N+1]
-                and, for the auxiliary taggers present, ``tags``/``xpos``/``feats`` long[B, N+1].
+                and, for the taggers present, their gold ``columns`` long[B, N+1].
 
         Returns:
             A scalar tensor.
@@ -190,18 +167,14 @@ class BiaffineParser(EncoderParser):
             arc_loss = _crf_head_loss(scores.arc_scores, batch)
         else:
             arc_loss = F.cross_entropy(scores.arc_scores[mask], batch.heads[mask])
-        gold_arc_rels = self.rel_scores_at(scores, batch.heads)  # [B, N+1, R]
+        gold_arc_rels = self.labels.at(scores.labels, batch.heads)  # [B, N+1, R]
         rel_loss = mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
         loss = arc_loss + rel_loss
-        return add_tagger_losses(loss, scores.tag_scores, batch, self._config)
+        return self.taggers.add_losses(loss, scores.tag_scores, batch)
 
 
 def _validate(config: Mapping[str, Any], encoder: nn.Module) -> None:
-    for key in ("arc_mlp", "rel_mlp", "tag_mlp"):
-        if config[key] < 1:
-            raise ValueError(f"{key}={config[key]} must be >= 1")
-    if not 0.0 <= config["mlp_dropout"] < 1.0:
-        raise ValueError(f"mlp_dropout={config['mlp_dropout']} must be in [0, 1)")
+    check_sizes(config, ("arc_mlp", "rel_mlp", "tag_mlp"))
     if config["loss"] not in LOSSES:
         raise ValueError(f"loss={config['loss']!r} is not one of {', '.join(LOSSES)}")
     check_tagger_weights(config, encoder)
@@ -253,24 +226,3 @@ def _gold_tree_log_probs(arc_scores: torch.Tensor, batch: Batch) -> torch.Tensor
             )
             log_prob = log_prob.index_put((rows,), group)
     return log_prob
-
-
-def score_arcs(heads: nn.Module, states: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """Biaffine arc scores float[B, N+1, N+1] (``[b, d, h]``), impossible heads at ``-inf``.
-
-    Args:
-        heads: holds the arc scorer as ``arc_dep``, ``arc_head`` (MLPs) and ``arc_attn``
-            (a one-output :class:`Biaffine` with the head prior), as both parser families name it.
-        states: float[B, N+1, H], the encoder states.
-        lengths: long[B], words per sentence.
-    """
-    arc_scores = heads.arc_attn(heads.arc_dep(states), heads.arc_head(states)).squeeze(-1)
-    return arc_scores.masked_fill(~_valid_heads(lengths, states.shape[1]), float("-inf"))
-
-
-def _valid_heads(lengths: torch.Tensor, total: int) -> torch.Tensor:
-    """bool[B, N+1, N+1]: True where h <= length and h != d."""
-    positions = torch.arange(total, device=lengths.device)
-    in_sentence = positions.unsqueeze(0) <= lengths.unsqueeze(1)  # [B, N+1]
-    not_self = positions.unsqueeze(0) != positions.unsqueeze(1)  # [N+1, N+1]
-    return in_sentence.unsqueeze(1) & not_self

@@ -1,0 +1,104 @@
+"""The contract of an inference family, its registry, and what the families share.
+
+A family turns one parser family's scores into :class:`~biaffine.inference.request.SentenceResult`
+objects for a whole batch, for several decoder settings at once (one network pass). It says
+what it cannot answer (:meth:`Family.refusal`) before any batch runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from biaffine.data.batching import Batch
+from biaffine.data.conllu import Sentence
+from biaffine.data.vocab import SPECIALS, Vocabs
+from biaffine.inference.request import Request, SentenceResult
+from biaffine.inference.settings import DecoderSettings
+
+__all__ = ["FAMILIES", "BatchResults", "Family", "predicted_columns"]
+
+BatchResults = dict[str, tuple[list[SentenceResult], float]]
+"""Setting name -> (one result per batch row, seconds spent finding trees with it)."""
+
+FAMILIES: dict[str, type[Family]] = {}
+"""Inference families by the name parser classes give as ``family``."""
+
+
+class Family:
+    """Base of the inference families; a subclass registers itself under its ``name``."""
+
+    name: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Enter the subclass in :data:`FAMILIES`."""
+        super().__init_subclass__(**kwargs)
+        FAMILIES[cls.name] = cls
+
+    def __init__(self, model: torch.nn.Module, vocabs: Vocabs) -> None:
+        """Bind the family to a trained parser and its vocabularies."""
+        self.model = model
+        self.vocabs = vocabs
+
+    def refusal(self, request: Request, settings: DecoderSettings) -> str | None:
+        """Why this family cannot answer ``request`` with ``settings``, or None if it can."""
+        missing = [c for c in request.columns if c not in self.model.tagged_columns]
+        if missing:
+            return (
+                f"columns={','.join(missing)}: this model has no tagger for "
+                f"{', '.join(missing)} (train with the column's loss weight > 0)"
+            )
+        return None
+
+    @classmethod
+    def warm_up(cls, settings: Mapping[str, DecoderSettings]) -> None:
+        """Load the compiled kernels the settings will call, so no timed call pays for it."""
+
+    def parse_batch(
+        self,
+        batch: Batch,
+        sentences: Sequence[Sentence],
+        request: Request,
+        settings: Mapping[str, DecoderSettings],
+        fixed_heads: Sequence[Sequence[int | None]] | None,
+    ) -> BatchResults:
+        """Answer ``request`` for every row of ``batch`` with every setting.
+
+        Args:
+            batch: the batch, on the model's device.
+            sentences: the input sentence of each row.
+            request: what to compute.
+            settings: name -> decoder settings.
+            fixed_heads: the fixed heads of each row (``request.fixed_heads`` reordered).
+        """
+        raise NotImplementedError
+
+
+def predicted_columns(
+    tag_scores: Mapping[str, torch.Tensor], columns: Sequence[str], vocabs: Vocabs, row: int, n: int
+) -> dict[str, list[str]]:
+    """The best class of each word in each requested column, never a special (PAD, UNK, ROOT).
+
+    Args:
+        tag_scores: tagger scores by column, float[B, N+1, n_classes].
+        columns: the columns to read.
+        vocabs: their vocabularies.
+        row: the sentence's row in the batch.
+        n: its words.
+    """
+    found = {}
+    for column in columns:
+        scores = tag_scores[column][row, 1 : n + 1].float()
+        specials = torch.arange(len(SPECIALS), device=scores.device)
+        scores = scores.index_fill(-1, specials, float("-inf"))
+        itos = vocabs.columns[column].itos
+        found[column] = [itos[i] for i in scores.argmax(-1).tolist()]
+    return found
+
+
+def word_slice(values: np.ndarray, row: int, n: int) -> list:
+    """``values[row, 1 : n + 1]`` as a list: a sentence's words, ROOT and padding dropped."""
+    return values[row, 1 : n + 1].tolist()

@@ -1,0 +1,100 @@
+"""What a caller asks of a parse, and what comes back: one request type, one result type.
+
+Every family of :mod:`biaffine.inference` answers a :class:`Request` for a batch with one
+:class:`SentenceResult` per sentence, or refuses it with a one-line reason (:class:`Refused`).
+The Python API, ``predict.py``, training's dev scoring and the experiments all ask this way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from biaffine.data.columns import TAGGED
+
+__all__ = ["Refused", "Request", "SentenceResult", "Tree"]
+
+
+class Refused(ValueError):  # noqa: N818  (reads as what happened: "raise Refused")
+    """A family or a model cannot answer a request (the message says what and why, in a line)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What to compute for each sentence besides its best tree.
+
+    Attributes:
+        probabilities: per-arc and per-label probabilities, and the tree's log-probability
+            (graph parsers) or the transition path's (transition parsers).
+        kbest: the k best trees of each sentence, best first (None: one tree).
+        fixed_heads: per sentence, one entry per word: a head to keep (0 = ROOT), or None
+            where the parser chooses (None as a whole: nothing fixed). Only ints are heads.
+        columns: tagged columns to predict (:data:`biaffine.data.columns.TAGGED`).
+    """
+
+    probabilities: bool = False
+    kbest: int | None = None
+    fixed_heads: Sequence[Sequence[int | None]] | None = None
+    columns: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        """Refuse malformed requests now, in one line each."""
+        k = self.kbest
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"kbest={k!r} must be an integer >= 1 (or None for one tree)")
+        unknown = [column for column in self.columns if column not in TAGGED]
+        if unknown:
+            raise ValueError(f"columns {unknown}: predictable columns are {', '.join(TAGGED)}")
+        if self.fixed_heads is not None:
+            for k, heads in enumerate(self.fixed_heads):
+                _check_heads(heads, k)
+
+    @property
+    def plain(self) -> bool:
+        """One tree per sentence, no probabilities, nothing fixed (what training scores)."""
+        return not self.probabilities and self.kbest is None and self.fixed_heads is None
+
+
+def _check_heads(heads: Sequence[int | None], sentence: int) -> None:
+    for word, head in enumerate(heads, 1):
+        if head is not None and (isinstance(head, bool) or not isinstance(head, int)):
+            raise ValueError(
+                f"sentence {sentence}, word {word}: fixed head {head!r} is a "
+                f"{type(head).__name__}; a head is an int (0 = ROOT) or None"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """One tree of a sentence; head ``i - 1`` is word i's (0 = ROOT).
+
+    Attributes:
+        heads: int[n].
+        rels: str[n], the relation of each word's arc.
+        head_probs: float[n], marginal probability of each chosen arc (graph, probabilities).
+        label_probs: float[n], probability of each chosen label at its arc (probabilities).
+        log_prob: the tree's log-probability (graph, probabilities), or its score (k-best: the
+            sum of its words' head log-probabilities).
+        path_log_prob: transition parsers: log of the product of the probabilities of the
+            transitions the search took (probabilities).
+    """
+
+    heads: list[int]
+    rels: list[str]
+    head_probs: list[float] | None = None
+    label_probs: list[float] | None = None
+    log_prob: float | None = None
+    path_log_prob: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceResult:
+    """What a request found for one sentence.
+
+    Attributes:
+        trees: the best tree, or the k best, best first.
+        columns: predicted values of each requested column, str[n] by column name.
+    """
+
+    trees: list[Tree]
+    columns: dict[str, list[str]] = field(default_factory=dict)

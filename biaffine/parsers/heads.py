@@ -1,0 +1,160 @@
+"""The heads both parser families compose on the shared encoder's states.
+
+- :class:`ArcScorer`: the biaffine arc scorer with a head prior (Dozat & Manning, 2017), the
+  graph parser's whole head finder and the combined model's graph head.
+- :class:`LabelScorer`: a biaffine label scorer that scores one arc per word
+  (:meth:`~LabelScorer.at`, all a parser ever needs: labels follow heads) or every pair
+  (:meth:`~LabelScorer.all`).
+- :class:`Taggers`: one classifier per tagged CoNLL-U column
+  (:data:`biaffine.data.columns.TAGGED`), trained next to the parser and read when parsing asks
+  for predicted columns.
+
+A head never reads a batch: it takes states ``float[B, N+1, H]`` (position 0 is ROOT) and returns
+scores, so a parser is the encoder plus the heads it composes plus its own loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch import nn
+
+from biaffine.data.batching import IGNORE_INDEX, Batch
+from biaffine.data.columns import TAGGED
+from biaffine.data.vocab import Vocabs
+from biaffine.nn.modules import MLP, Biaffine
+
+__all__ = ["ArcScorer", "LabelScorer", "LabelVectors", "Taggers", "mean_cross_entropy"]
+
+
+class ArcScorer(nn.Module):
+    """Biaffine arc scores ``float[B, N+1, N+1]`` (``[b, d, h]``), impossible heads at ``-inf``.
+
+    Two MLPs (the word as dependent, as head) and a one-output biaffine whose bias is on the
+    dependent side only: the paper's head prior term ``H u``.
+    """
+
+    def __init__(self, n_in: int, n_hidden: int, *, dropout: float) -> None:
+        """Sizes: encoder states ``n_in``, MLP ``n_hidden``; ``dropout`` after the MLPs."""
+        super().__init__()
+        self.dep = MLP(n_in, n_hidden, dropout=dropout)
+        self.head = MLP(n_in, n_hidden, dropout=dropout)
+        self.attn = Biaffine(n_hidden, 1, bias_x=True, bias_y=False)
+
+    def forward(self, states: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Arc scores of a batch.
+
+        Args:
+            states: float[B, N+1, H], the encoder states.
+            lengths: long[B], words per sentence.
+
+        Returns:
+            float[B, N+1, N+1]; heads beyond a sentence's length and self-loops at ``-inf``.
+        """
+        arc_scores = self.attn(self.dep(states), self.head(states)).squeeze(-1)
+        return arc_scores.masked_fill(~_valid_heads(lengths, states.shape[1]), float("-inf"))
+
+
+class LabelVectors(NamedTuple):
+    """The label MLP vectors of a batch's words: float[B, N+1, rel_mlp] each."""
+
+    dep: torch.Tensor
+    head: torch.Tensor
+
+
+class LabelScorer(nn.Module):
+    """Biaffine label scores; vectors are computed once per batch and scored where needed."""
+
+    def __init__(self, n_in: int, n_hidden: int, n_labels: int, *, dropout: float) -> None:
+        """Sizes: encoder states ``n_in``, MLP ``n_hidden``, ``n_labels`` relations."""
+        super().__init__()
+        self.dep = MLP(n_in, n_hidden, dropout=dropout)
+        self.head = MLP(n_in, n_hidden, dropout=dropout)
+        self.attn = Biaffine(n_hidden, n_labels, bias_x=True, bias_y=True)
+
+    def forward(self, states: torch.Tensor) -> LabelVectors:
+        """The words' vectors as dependents and as heads, from states float[B, N+1, H]."""
+        return LabelVectors(self.dep(states), self.head(states))
+
+    def at(self, vectors: LabelVectors, heads: torch.Tensor) -> torch.Tensor:
+        """Label scores of one arc per word: float[B, N+1, R] for the arcs heads[b, d] -> d.
+
+        Args:
+            vectors: :meth:`forward` of the batch.
+            heads: long[B, N+1]; negative entries (ROOT, padding) score an arbitrary arc.
+        """
+        index = heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, vectors.head.shape[-1])
+        return self.attn.score_pairs(vectors.dep, vectors.head.gather(1, index))
+
+    def all(self, vectors: LabelVectors) -> torch.Tensor:
+        """Label scores of every (dependent, head) pair: float[B, N+1, N+1, R]."""
+        return self.attn(vectors.dep, vectors.head)
+
+
+class Taggers(nn.ModuleDict):
+    """One MLP classifier per tagged column whose loss weight is > 0, keyed by column name."""
+
+    def __init__(
+        self,
+        vocabs: Vocabs,
+        weights: Mapping[str, float],
+        n_in: int,
+        n_hidden: int,
+        *,
+        dropout: float,
+    ) -> None:
+        """Build a classifier for every column of ``weights`` (column -> loss weight) above 0.
+
+        Args:
+            vocabs: the classes of each column (``vocabs.columns[name]``).
+            weights: loss weight by column name; 0 builds no classifier.
+            n_in: size of the encoder states.
+            n_hidden: size of each classifier's MLP.
+            dropout: dropout after the MLP.
+        """
+        super().__init__(
+            {
+                column: nn.Sequential(
+                    MLP(n_in, n_hidden, dropout=dropout),
+                    nn.Linear(n_hidden, len(vocabs.columns[column])),
+                )
+                for column in TAGGED
+                if weights[column] > 0
+            }
+        )
+        self.weights = {column: float(weights[column]) for column in self}
+
+    def forward(self, states: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Scores by column: float[B, N+1, n_classes] from states float[B, N+1, H]."""
+        return {column: head(states) for column, head in self.items()}
+
+    def add_losses(
+        self, loss: torch.Tensor, scores: Mapping[str, torch.Tensor], batch: Batch
+    ) -> torch.Tensor:
+        """``loss`` plus each tagger's weighted cross entropy against its gold column (over mask).
+
+        Added one by one to ``loss`` (not summed apart first), so the float sums are the same as
+        they always were and a seeded run trains to the same weights.
+        """
+        mask = batch.mask
+        for column, column_scores in scores.items():
+            gold = batch.columns[column][mask]
+            loss = loss + self.weights[column] * F.cross_entropy(column_scores[mask], gold)
+        return loss
+
+
+def mean_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean over non-ignored targets; 0 (not NaN) when every target is ignored."""
+    total = F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, reduction="sum")
+    return total / (targets != IGNORE_INDEX).sum().clamp(min=1)
+
+
+def _valid_heads(lengths: torch.Tensor, total: int) -> torch.Tensor:
+    """bool[B, N+1, N+1]: True where h <= length and h != d."""
+    positions = torch.arange(total, device=lengths.device)
+    in_sentence = positions.unsqueeze(0) <= lengths.unsqueeze(1)  # [B, N+1]
+    not_self = positions.unsqueeze(0) != positions.unsqueeze(1)  # [N+1, N+1]
+    return in_sentence.unsqueeze(1) & not_self

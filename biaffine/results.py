@@ -1,0 +1,82 @@
+"""Results written into CoNLL-U: trees, predicted columns, probabilities and k-best ranks.
+
+What ``predict.py`` writes per input sentence, from the one result type of
+:mod:`biaffine.inference`: the input's bytes are kept but for the columns a result fills, the
+MISC items and comment lines named below.
+"""
+
+from __future__ import annotations
+
+from biaffine.data.conllu import Sentence
+from biaffine.inference.request import Request, SentenceResult, Tree
+
+__all__ = [
+    "DEPREL_PROB",
+    "HEAD_PROB",
+    "KBEST_RANK",
+    "KBEST_SCORE",
+    "PATH_LOG_PROB",
+    "TREE_LOG_PROB",
+    "with_result",
+    "with_tree",
+]
+
+HEAD_PROB = "HeadProb"
+"""MISC key: marginal probability of the word's chosen arc under the decoder's tree distribution."""
+DEPREL_PROB = "DeprelProb"
+"""MISC key: probability of the word's chosen label at its chosen arc."""
+TREE_LOG_PROB = "tree_log_prob"
+"""Comment key: log-probability of the sentence's tree under the same distribution."""
+PATH_LOG_PROB = "transition_path_log_prob"
+"""Comment key (transition parsers): log-probability of the transition path the search took."""
+KBEST_RANK = "kbest_rank"
+"""Comment key: 1 for the best tree of a sentence, 2 for the next, ..."""
+KBEST_SCORE = "kbest_score"
+"""Comment key: the tree's score, the sum of its words' head log-probabilities."""
+
+_BOUNDARIES = ("newdoc", "newpar")
+"""Comments only the best of k trees keeps: the others are not new documents or paragraphs."""
+
+
+def with_tree(sentence: Sentence, tree: Tree, columns: dict[str, list[str]]) -> Sentence:
+    """``sentence`` with ``tree`` and the predicted ``columns`` written in, nothing else."""
+    return sentence.with_tree(tree.heads, tree.rels).with_columns(columns)
+
+
+def with_result(sentence: Sentence, result: SentenceResult, request: Request) -> list[Sentence]:
+    """The sentences to write for one input sentence (the first one is the one scored).
+
+    One sentence with the best tree, or k with their rank and score in comments (``kbest``);
+    with ``probabilities``, head and label probabilities in MISC and the tree's (or the
+    transition path's) log-probability in a comment.
+    """
+    if request.kbest is not None:
+        return [
+            with_tree(sentence, tree, result.columns).with_comments(
+                [(KBEST_RANK, str(rank)), (KBEST_SCORE, f"{tree.log_prob:.4f}")],
+                drop=() if rank == 1 else _BOUNDARIES,
+            )
+            for rank, tree in enumerate(result.trees, 1)
+        ]
+    tree = result.trees[0]
+    written = with_tree(sentence, tree, result.columns)
+    if request.probabilities:
+        written = _with_probabilities(written, tree)
+    return [written]
+
+
+def _with_probabilities(sentence: Sentence, tree: Tree) -> Sentence:
+    """``sentence`` with its tree's probabilities in MISC and a comment.
+
+    Graph parsers: head and label probabilities, and the tree's log-probability. Transition
+    parsers, which define no distribution over trees: label probabilities, and the
+    log-probability of the transition path their search took.
+    """
+    labels = [[(DEPREL_PROB, f"{p:.4f}")] for p in tree.label_probs or []]
+    if tree.head_probs is None:
+        misc, comment = labels, (PATH_LOG_PROB, f"{tree.path_log_prob:.4f}")
+    else:
+        heads = [[(HEAD_PROB, f"{p:.4f}")] for p in tree.head_probs]
+        misc = [h + rel for h, rel in zip(heads, labels, strict=True)]
+        comment = (TREE_LOG_PROB, f"{tree.log_prob:.4f}")
+    return sentence.with_misc(misc).with_comments([comment])
