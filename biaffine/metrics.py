@@ -11,6 +11,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+import decoding
+
 if TYPE_CHECKING:
     from biaffine.data.conllu import Sentence
 
@@ -26,7 +30,6 @@ __all__ = [
     "is_well_formed",
     "score_corpus",
     "score_sentence",
-    "score_sentences",
     "universal_relation",
 ]
 
@@ -167,24 +170,6 @@ def universal_relation(deprel: str) -> str:
     return deprel.split(":", 1)[0]
 
 
-def is_well_formed(heads: Sequence[int]) -> bool:
-    """Whether ``heads`` form a tree over words 1..n with exactly one word on ROOT.
-
-    Args:
-        heads: HEAD of words 1..n (``heads[0]`` is the HEAD of word 1); 0 means ROOT.
-
-    Returns:
-        False on a HEAD outside 0..n, a cycle (including a word heading itself) or a number of
-        root words other than one; True otherwise (and for an empty sentence).
-    """
-    n = len(heads)
-    if n and sum(1 for head in heads if head == 0) != 1:
-        return False
-    if any(not 0 <= head <= n for head in heads):
-        return False
-    return not _has_cycle(heads)
-
-
 def follows_root_rule(heads: Sequence[int], deprels: Sequence[str]) -> bool:
     """Whether the words on ROOT, and only they, carry UD's ``root`` relation.
 
@@ -198,24 +183,6 @@ def follows_root_rule(heads: Sequence[int], deprels: Sequence[str]) -> bool:
         (head == 0) == (universal_relation(rel) == ROOT)
         for head, rel in zip(heads, deprels, strict=True)
     )
-
-
-def _has_cycle(heads: Sequence[int]) -> bool:
-    # Walk up from each word; state 1 = on the current path, 2 = known to reach ROOT.
-    state = [0] * (len(heads) + 1)
-    state[0] = 2
-    for start in range(1, len(heads) + 1):
-        path = []
-        node = start
-        while state[node] == 0:
-            state[node] = 1
-            path.append(node)
-            node = heads[node - 1]
-        if state[node] == 1:
-            return True
-        for visited in path:
-            state[visited] = 2
-    return False
 
 
 def score_sentence(
@@ -287,6 +254,21 @@ def _well_formed(gold_rels: Sequence[str], heads: Sequence[int], rels: Sequence[
     return is_well_formed(heads) and (not uses_root or follows_root_rule(heads, rels))
 
 
+def is_well_formed(heads: Sequence[int]) -> bool:
+    """Whether ``heads`` form a tree over words 1..n with exactly one word on ROOT.
+
+    The check is :func:`decoding.is_tree`'s; this only adapts the CoNLL-U layout.
+
+    Args:
+        heads: HEAD of words 1..n (``heads[0]`` is the HEAD of word 1); 0 means ROOT.
+
+    Returns:
+        False on a HEAD outside 0..n, a cycle (including a word heading itself) or a number of
+        root words other than one; True otherwise (and for an empty sentence).
+    """
+    return not heads or bool(decoding.is_tree(np.array([-1, *heads], dtype=np.int64)))
+
+
 def _check_lengths(*columns: Sequence[object]) -> None:
     names = ("gold_heads", "gold_rels", "pred_heads", "pred_rels", "upos")
     lengths = {name: len(column) for name, column in zip(names, columns, strict=True)}
@@ -332,10 +314,6 @@ def score_corpus(
             exclude_punct=exclude_punct,
         )
     return total
-
-
-score_sentences = score_corpus
-"""Alias of :func:`score_corpus` (the name used in the project's interface contract)."""
 
 
 def _check_aligned(
