@@ -2,6 +2,8 @@
 
 Python functions accept one head vector ``int[n+1]`` or a padded batch ``int[B, N+1]`` (``-1`` at
 position 0 and padding); the ``@njit`` kernels below them work on one sentence.
+:func:`tree_problem_kernel` is the one tree checker of ``decoding``, ``transitions`` (gold trees
+at the oracles' door) and ``biaffine.metrics`` (malformed predictions).
 """
 
 from __future__ import annotations
