@@ -1,4 +1,7 @@
-"""Command line scorer: attachment scores of a predicted CoNLL-U file against the gold file.
+"""Command line scorer: a predicted CoNLL-U file against the gold file (gold tokenization).
+
+Attachment scores, then the CoNLL 2018 shared task's UPOS, XPOS, UFeats, AllTags, Lemmas, CLAS,
+MLAS and BLEX (``biaffine.metrics.METRICS``).
 
 Example: ``python -m biaffine.evaluate gold.conllu pred.conllu [--exclude-punct] [--json]``.
 """
@@ -11,7 +14,13 @@ import sys
 from collections.abc import Sequence
 
 from biaffine.data.conllu import ConlluError, read_conllu
-from biaffine.metrics import AttachmentScores, EvaluationError, score_corpus
+from biaffine.metrics import (
+    GOLD_COLUMNS,
+    Conll18Scores,
+    Evaluation,
+    EvaluationError,
+    evaluate_corpus,
+)
 
 _ROWS = (
     ("UAS", "uas"),
@@ -28,6 +37,8 @@ _NOTES = (
     "  so compare its LAS with LAS (universal DEPREL).",
     "malformed: not a single-rooted tree, or the word on ROOT not labelled root, or another",
     "  word labelled root (UD's rule; checked where the gold file uses the root relation).",
+    "CoNLL 2018 scores count punctuation always; CLAS, MLAS and BLEX count content words only:",
+    "  predicted ones (by predicted DEPREL) for precision, gold ones for recall.",
 )
 
 
@@ -49,16 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def evaluate_files(gold: str, pred: str, *, exclude_punct: bool = False) -> AttachmentScores:
+def evaluate_files(gold: str, pred: str, *, exclude_punct: bool = False) -> Evaluation:
     """Scores of the predicted file ``pred`` against the gold file ``gold``.
 
     Args:
         gold: path of the gold CoNLL-U file; every HEAD and DEPREL must be valid.
         pred: path of the predicted CoNLL-U file, or ``-`` for standard input.
-        exclude_punct: leave gold ``PUNCT`` words out of UAS/LAS (see ``score_sentence``).
+        exclude_punct: leave gold ``PUNCT`` words out of UAS/LAS (see ``score_sentence``); the
+            CoNLL 2018 scores ignore it.
 
     Returns:
-        Corpus totals.
+        Corpus totals: attachment scores and CoNLL 2018 scores.
 
     Raises:
         OSError: if a file cannot be read.
@@ -67,11 +79,12 @@ def evaluate_files(gold: str, pred: str, *, exclude_punct: bool = False) -> Atta
     """
     gold_sentences = read_conllu(gold, require_trees=True)
     pred_sentences = read_conllu(sys.stdin if pred == "-" else pred)
-    return score_corpus(gold_sentences, pred_sentences, exclude_punct=exclude_punct)
+    return evaluate_corpus(gold_sentences, pred_sentences, exclude_punct=exclude_punct)
 
 
-def format_table(scores: AttachmentScores, *, gold: str, pred: str, exclude_punct: bool) -> str:
-    """A readable two-column table (metric, value) with the sentence and word counts."""
+def format_table(evaluation: Evaluation, *, gold: str, pred: str, exclude_punct: bool) -> str:
+    """Readable tables: attachment scores, then CoNLL 2018 precision, recall and F1."""
+    scores = evaluation.attachment
     punct = "excluded" if exclude_punct else "included"
     lines = [
         f"gold:       {gold}",
@@ -83,24 +96,40 @@ def format_table(scores: AttachmentScores, *, gold: str, pred: str, exclude_punc
         f"{'-' * 24}{'-' * 8}",
     ]
     lines += [f"{label:<24}{getattr(scores, name):>8.2f}" for label, name in _ROWS]
-    return "\n".join([*lines, "", *_NOTES])
+    return "\n".join([*lines, "", *_conll18_table(evaluation.words), "", *_NOTES])
+
+
+def _conll18_table(words: Conll18Scores) -> list[str]:
+    lines = [
+        f"{'CoNLL 2018 metric':<24}{'P':>8}{'R':>8}{'F1':>8}",
+        f"{'-' * 24}{'-' * 24}",
+    ]
+    for name, score in words.scores.items():
+        lines.append(f"{name:<24}{score.precision:>8.2f}{score.recall:>8.2f}{score.f1:>8.2f}")
+    missing = [name for name in GOLD_COLUMNS if name not in words.annotated]
+    if missing:
+        names = ", ".join(name.upper() for name in missing)
+        lines.append(f"the gold file leaves {names} empty ('_'): scores reading them mean little")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the scorer; returns the exit status (0 ok, 2 on unreadable or misaligned input)."""
     args = build_parser().parse_args(argv)
     try:
-        scores = evaluate_files(args.gold, args.pred, exclude_punct=args.exclude_punct)
+        evaluation = evaluate_files(args.gold, args.pred, exclude_punct=args.exclude_punct)
     except (OSError, ConlluError, EvaluationError, UnicodeDecodeError) as error:
         print(f"error: {_describe(error)}", file=sys.stderr)
         return 2
     if args.json:
         result = {"gold": args.gold, "pred": args.pred, "exclude_punct": args.exclude_punct}
-        print(json.dumps(result | scores.to_dict(), indent=2))
+        result |= evaluation.attachment.to_dict() | {"conll18": evaluation.words.to_dict()}
+        print(json.dumps(result, indent=2))
     else:
-        print(
-            format_table(scores, gold=args.gold, pred=args.pred, exclude_punct=args.exclude_punct)
+        table = format_table(
+            evaluation, gold=args.gold, pred=args.pred, exclude_punct=args.exclude_punct
         )
+        print(table)
     return 0
 
 

@@ -1,15 +1,21 @@
-"""Attachment scores of predicted dependency trees against gold trees.
+"""Scores of predicted CoNLL-U against gold: attachment scores and the CoNLL 2018 scores.
 
-Counts add up over sentences (:class:`AttachmentScores`); percentages are derived from them.
-Punctuation is included by default, as in the CoNLL 2018 shared task scorer.
+Counts add up over sentences (:class:`AttachmentScores`, :class:`Conll18Scores`); percentages
+are derived from them. Punctuation is included by default, as in the CoNLL 2018 shared task
+scorer (``conll18_ud_eval.py``), whose definitions of UPOS, XPOS, UFeats, AllTags, Lemmas,
+CLAS, MLAS and BLEX :class:`Conll18Scores` follows.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+import decoding
 
 if TYPE_CHECKING:
     from biaffine.data.conllu import Sentence
@@ -18,15 +24,28 @@ PUNCT = "PUNCT"
 ROOT = "root"
 
 __all__ = [
+    "CONTENT_RELATIONS",
+    "FUNCTIONAL_RELATIONS",
+    "GOLD_COLUMNS",
+    "METRICS",
     "PUNCT",
+    "UNIVERSAL_FEATURES",
     "AttachmentScores",
+    "Conll18Scores",
+    "Evaluation",
     "EvaluationError",
+    "Metric",
+    "Score",
+    "ScoredWord",
     "dependency_accuracy_of",
+    "evaluate_corpus",
     "follows_root_rule",
     "is_well_formed",
     "score_corpus",
     "score_sentence",
-    "score_sentences",
+    "score_words",
+    "scored_words",
+    "universal_features",
     "universal_relation",
 ]
 
@@ -167,24 +186,6 @@ def universal_relation(deprel: str) -> str:
     return deprel.split(":", 1)[0]
 
 
-def is_well_formed(heads: Sequence[int]) -> bool:
-    """Whether ``heads`` form a tree over words 1..n with exactly one word on ROOT.
-
-    Args:
-        heads: HEAD of words 1..n (``heads[0]`` is the HEAD of word 1); 0 means ROOT.
-
-    Returns:
-        False on a HEAD outside 0..n, a cycle (including a word heading itself) or a number of
-        root words other than one; True otherwise (and for an empty sentence).
-    """
-    n = len(heads)
-    if n and sum(1 for head in heads if head == 0) != 1:
-        return False
-    if any(not 0 <= head <= n for head in heads):
-        return False
-    return not _has_cycle(heads)
-
-
 def follows_root_rule(heads: Sequence[int], deprels: Sequence[str]) -> bool:
     """Whether the words on ROOT, and only they, carry UD's ``root`` relation.
 
@@ -198,24 +199,6 @@ def follows_root_rule(heads: Sequence[int], deprels: Sequence[str]) -> bool:
         (head == 0) == (universal_relation(rel) == ROOT)
         for head, rel in zip(heads, deprels, strict=True)
     )
-
-
-def _has_cycle(heads: Sequence[int]) -> bool:
-    # Walk up from each word; state 1 = on the current path, 2 = known to reach ROOT.
-    state = [0] * (len(heads) + 1)
-    state[0] = 2
-    for start in range(1, len(heads) + 1):
-        path = []
-        node = start
-        while state[node] == 0:
-            state[node] = 1
-            path.append(node)
-            node = heads[node - 1]
-        if state[node] == 1:
-            return True
-        for visited in path:
-            state[visited] = 2
-    return False
 
 
 def score_sentence(
@@ -287,11 +270,306 @@ def _well_formed(gold_rels: Sequence[str], heads: Sequence[int], rels: Sequence[
     return is_well_formed(heads) and (not uses_root or follows_root_rule(heads, rels))
 
 
+def is_well_formed(heads: Sequence[int]) -> bool:
+    """Whether ``heads`` form a tree over words 1..n with exactly one word on ROOT.
+
+    The check is :func:`decoding.is_tree`'s; this only adapts the CoNLL-U layout.
+
+    Args:
+        heads: HEAD of words 1..n (``heads[0]`` is the HEAD of word 1); 0 means ROOT.
+
+    Returns:
+        False on a HEAD outside 0..n, a cycle (including a word heading itself) or a number of
+        root words other than one; True otherwise (and for an empty sentence).
+    """
+    return not heads or bool(decoding.is_tree(np.array([-1, *heads], dtype=np.int64)))
+
+
 def _check_lengths(*columns: Sequence[object]) -> None:
     names = ("gold_heads", "gold_rels", "pred_heads", "pred_rels", "upos")
     lengths = {name: len(column) for name, column in zip(names, columns, strict=True)}
     if len(set(lengths.values())) > 1:
         raise EvaluationError(f"columns of one sentence differ in length: {lengths}")
+
+
+# The CoNLL 2018 scorer's sets (conll18_ud_eval.py), compared on universal relations.
+CONTENT_RELATIONS = frozenset(
+    {
+        "nsubj", "obj", "iobj", "csubj", "ccomp", "xcomp", "obl", "vocative", "expl",
+        "dislocated", "advcl", "advmod", "discourse", "nmod", "appos", "nummod", "acl", "amod",
+        "conj", "fixed", "flat", "compound", "list", "parataxis", "orphan", "goeswith",
+        "reparandum", "root", "dep",
+    }
+)  # fmt: skip
+"""Relations of the words CLAS, MLAS and BLEX count (``punct`` and the functional ones are not)."""
+
+FUNCTIONAL_RELATIONS = frozenset({"aux", "cop", "mark", "det", "clf", "case", "cc"})
+"""Relations of the functional children whose relation, UPOS and features MLAS also compares."""
+
+UNIVERSAL_FEATURES = frozenset(
+    {
+        "PronType", "NumType", "Poss", "Reflex", "Foreign", "Abbr", "Gender", "Animacy",
+        "Number", "Case", "Definite", "Degree", "VerbForm", "Mood", "Tense", "Aspect", "Voice",
+        "Evident", "Polarity", "Person", "Polite",
+    }
+)  # fmt: skip
+"""Feature names UFeats compares; others (``Typo``, ``NumForm``, layered ``Number[psor]``) drop."""
+
+_MISSING = "_"
+
+GOLD_COLUMNS = ("upos", "xpos", "feats", "lemmas")
+"""Columns a gold file may leave empty (``_``) that :data:`METRICS` read (``Sentence`` names)."""
+
+
+def universal_features(feats: str) -> str:
+    """FEATS as the CoNLL 2018 scorer compares them: universal features only, sorted.
+
+    ``"Typo=Yes|Number=Sing|Case=Nom"`` -> ``"Case=Nom|Number=Sing"``; ``"_"`` and a FEATS of
+    language-specific features only both give ``""``.
+    """
+    kept = (f for f in feats.split("|") if f.split("=", 1)[0] in UNIVERSAL_FEATURES)
+    return "|".join(sorted(kept))
+
+
+class _Annotated(Protocol):
+    """What the CoNLL 2018 scores read of a sentence (``data.conllu.Sentence`` has it)."""
+
+    lemmas: list[str]
+    upos: list[str]
+    xpos: list[str]
+    feats: list[str]
+    heads: list[int] | None
+    deprels: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredWord:
+    """One word as the CoNLL 2018 scorer compares it (see :func:`scored_words`).
+
+    Attributes:
+        id: the ID of the gold word it stands for (with gold tokenization, its own ID).
+        head: the ID of the gold word its HEAD stands for; 0 for ROOT.
+        deprel: the universal part of DEPREL.
+        upos, xpos, lemma: the columns as written.
+        feats: :func:`universal_features` of FEATS.
+        functional_children: ``(id, deprel, upos, feats)`` of each word whose HEAD is this word
+            and whose relation is in :data:`FUNCTIONAL_RELATIONS`, in word order.
+    """
+
+    id: int
+    head: int
+    deprel: str
+    upos: str
+    xpos: str
+    feats: str
+    lemma: str
+    functional_children: tuple[tuple[int, str, str, str], ...] = ()
+
+    @property
+    def is_content(self) -> bool:
+        """Whether CLAS, MLAS and BLEX count this word (its relation is a content relation)."""
+        return self.deprel in CONTENT_RELATIONS
+
+
+def scored_words(sentence: _Annotated) -> list[ScoredWord]:
+    """The words of a sentence with a HEAD column, IDs as they are (gold tokenization).
+
+    A HEAD outside 1..n (a malformed prediction) makes its word nobody's child.
+    """
+    assert sentence.heads is not None  # _check_aligned refuses sentences without HEAD
+    deprels = [universal_relation(rel) for rel in sentence.deprels]
+    feats = [universal_features(value) for value in sentence.feats]
+    children: list[list[tuple[int, str, str, str]]] = [[] for _ in range(len(deprels) + 1)]
+    for d, head in enumerate(sentence.heads, start=1):
+        if deprels[d - 1] in FUNCTIONAL_RELATIONS and 1 <= head <= len(deprels):
+            children[head].append((d, deprels[d - 1], sentence.upos[d - 1], feats[d - 1]))
+    columns = zip(
+        sentence.heads, deprels, sentence.upos, sentence.xpos, feats, sentence.lemmas, strict=True
+    )
+    return [
+        ScoredWord(d, head, rel, upos, xpos, feat, lemma, tuple(children[d]))
+        for d, (head, rel, upos, xpos, feat, lemma) in enumerate(columns, start=1)
+    ]
+
+
+def _lemma(word: ScoredWord, gold: ScoredWord) -> str:
+    # A gold lemma "_" (not annotated) accepts any predicted lemma, as the scorer does.
+    return word.lemma if gold.lemma != _MISSING else _MISSING
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One CoNLL 2018 score: what of a word must match, and which words count.
+
+    Attributes:
+        name: the scorer's name (``"UPOS"``).
+        key: ``key(word, gold)``: what must be equal for a predicted word and the gold word it
+            aligns to, each given with that gold word (the lemma rule reads it).
+        content_only: count only words with a content relation (:data:`CONTENT_RELATIONS`):
+            gold ones for recall, predicted ones for precision.
+        columns: the gold columns (besides HEAD and DEPREL) the score reads; see
+            :meth:`Conll18Scores.reported`.
+    """
+
+    name: str
+    key: Callable[[ScoredWord, ScoredWord], Hashable]
+    content_only: bool
+    columns: tuple[str, ...]
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("UPOS", lambda w, g: w.upos, False, ("upos",)),
+    Metric("XPOS", lambda w, g: w.xpos, False, ("xpos",)),
+    Metric("UFeats", lambda w, g: w.feats, False, ("feats",)),
+    Metric("AllTags", lambda w, g: (w.upos, w.xpos, w.feats), False, ("upos", "xpos", "feats")),
+    Metric("Lemmas", _lemma, False, ("lemmas",)),
+    Metric("CLAS", lambda w, g: (w.head, w.deprel), True, ()),
+    Metric(
+        "MLAS",
+        lambda w, g: (w.head, w.deprel, w.upos, w.feats, w.functional_children),
+        True,
+        ("upos", "feats"),
+    ),
+    Metric("BLEX", lambda w, g: (w.head, w.deprel, _lemma(w, g)), True, ("lemmas",)),
+)
+"""The CoNLL 2018 scores past UAS and LAS (those are :class:`AttachmentScores`), in its order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """Counts of one CoNLL 2018 score, as the scorer keeps them.
+
+    Attributes:
+        correct: aligned words (gold ones counted by the metric) whose keys match.
+        gold: gold words the metric counts.
+        system: predicted words the metric counts.
+    """
+
+    correct: int = 0
+    gold: int = 0
+    system: int = 0
+
+    def __add__(self, other: Score) -> Score:
+        """Sum of two sets of counts."""
+        return Score(
+            self.correct + other.correct, self.gold + other.gold, self.system + other.system
+        )
+
+    @property
+    def precision(self) -> float:
+        """Percent of counted predicted words that are correct."""
+        return _percent(self.correct, self.system)
+
+    @property
+    def recall(self) -> float:
+        """Percent of counted gold words that are correct."""
+        return _percent(self.correct, self.gold)
+
+    @property
+    def f1(self) -> float:
+        """Harmonic mean of precision and recall: the score the CoNLL 2018 tables give."""
+        return _percent(2 * self.correct, self.gold + self.system)
+
+    def to_dict(self) -> dict[str, int | float]:
+        """Counts and percentages as plain JSON-able data."""
+        return {**asdict(self), "precision": self.precision, "recall": self.recall, "f1": self.f1}
+
+
+@dataclass(frozen=True, slots=True)
+class Conll18Scores:
+    """Counts of the :data:`METRICS` over a sentence or corpus; instances add up with ``+``.
+
+    With gold tokenization every word aligns to itself, so UPOS to Lemmas have precision =
+    recall = F1 = accuracy; CLAS, MLAS and BLEX count predicted content words (by predicted
+    relation) for precision and gold ones for recall, so the two can differ.
+
+    Attributes:
+        scores: :class:`Score` per metric name, in :data:`METRICS` order.
+        annotated: the :data:`GOLD_COLUMNS` with at least one value other than ``_``.
+    """
+
+    scores: Mapping[str, Score] = field(
+        default_factory=lambda: {metric.name: Score() for metric in METRICS}
+    )
+    annotated: frozenset[str] = frozenset()
+
+    def __add__(self, other: Conll18Scores) -> Conll18Scores:
+        """Sum of two sets of counts, metric by metric."""
+        if not isinstance(other, Conll18Scores):
+            return NotImplemented
+        sums = {name: score + other.scores[name] for name, score in self.scores.items()}
+        return Conll18Scores(sums, self.annotated | other.annotated)
+
+    @classmethod
+    def of_aligned(
+        cls,
+        gold: Sequence[ScoredWord],
+        system: Sequence[ScoredWord],
+        pairs: Sequence[tuple[ScoredWord, ScoredWord]],
+    ) -> Conll18Scores:
+        """Counts of predicted words against gold ones, as the scorer's ``alignment_score``.
+
+        Args:
+            gold: all gold words.
+            system: all predicted words, IDs and HEADs given as the gold words they align to.
+            pairs: (gold word, predicted word) of the aligned words; with gold tokenization,
+                every word with itself.
+
+        Returns:
+            Counts of every metric (``annotated`` left empty).
+        """
+        return cls({metric.name: _count(metric, gold, system, pairs) for metric in METRICS})
+
+    def reported(self) -> dict[str, Score]:
+        """The scores whose gold columns are annotated (e.g. no Lemmas for a file of ``_``)."""
+        return {
+            metric.name: self.scores[metric.name]
+            for metric in METRICS
+            if set(metric.columns) <= self.annotated
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every score's counts and percentages, and the annotated gold columns, as JSON data."""
+        scores = {name: score.to_dict() for name, score in self.scores.items()}
+        return {"scores": scores, "annotated_gold_columns": sorted(self.annotated)}
+
+
+def _count(
+    metric: Metric,
+    gold: Sequence[ScoredWord],
+    system: Sequence[ScoredWord],
+    pairs: Sequence[tuple[ScoredWord, ScoredWord]],
+) -> Score:
+    def counted(word: ScoredWord) -> bool:
+        return word.is_content or not metric.content_only
+
+    correct = sum(counted(g) and metric.key(g, g) == metric.key(s, g) for g, s in pairs)
+    return Score(correct, sum(map(counted, gold)), sum(map(counted, system)))
+
+
+def score_words(gold: _Annotated, pred: _Annotated) -> Conll18Scores:
+    """CoNLL 2018 scores of one predicted sentence against its gold sentence (same words).
+
+    Args:
+        gold: the gold sentence (HEAD annotated).
+        pred: the predicted sentence over the same words (HEAD annotated, may be malformed).
+
+    Returns:
+        Counts for this sentence.
+    """
+    gold_words, pred_words = scored_words(gold), scored_words(pred)
+    pairs = list(zip(gold_words, pred_words, strict=True))
+    scores = Conll18Scores.of_aligned(gold_words, pred_words, pairs)
+    annotated = frozenset(name for name in GOLD_COLUMNS if set(getattr(gold, name)) - {_MISSING})
+    return Conll18Scores(scores.scores, annotated)
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """What :func:`evaluate_corpus` counts: attachment scores and the CoNLL 2018 scores."""
+
+    attachment: AttachmentScores
+    words: Conll18Scores
 
 
 def score_corpus(
@@ -317,25 +595,53 @@ def score_corpus(
         EvaluationError: naming the sentence number (1-based), the predicted file and line and
             what differs, when the inputs are misaligned or a sentence lacks HEAD annotation.
     """
-    total = AttachmentScores()
+    pairs = _aligned(gold_sentences, pred_sentences)
+    return sum((_attachment(g, p, exclude_punct) for g, p in pairs), AttachmentScores())
+
+
+def evaluate_corpus(
+    gold_sentences: Iterable[Sentence],
+    pred_sentences: Iterable[Sentence],
+    *,
+    exclude_punct: bool = False,
+) -> Evaluation:
+    """Attachment scores and CoNLL 2018 scores in one lazy pass (see :func:`score_corpus`).
+
+    Args:
+        gold_sentences: gold sentences, e.g. ``read_conllu(gold_path)``.
+        pred_sentences: predicted sentences for the same words.
+        exclude_punct: applies to the attachment scores only (the CoNLL 2018 scores are the
+            scorer's, punctuation included; CLAS, MLAS and BLEX never count it).
+
+    Returns:
+        Corpus totals of both.
+
+    Raises:
+        EvaluationError: as :func:`score_corpus`.
+    """
+    attachment, words = AttachmentScores(), Conll18Scores()
+    for gold, pred in _aligned(gold_sentences, pred_sentences):
+        attachment += _attachment(gold, pred, exclude_punct)
+        words += score_words(gold, pred)
+    return Evaluation(attachment, words)
+
+
+def _attachment(gold: Sentence, pred: Sentence, exclude_punct: bool) -> AttachmentScores:
+    return score_sentence(
+        gold.heads, gold.deprels, pred.heads, pred.deprels, gold.upos, exclude_punct=exclude_punct
+    )
+
+
+def _aligned(
+    gold_sentences: Iterable[Sentence], pred_sentences: Iterable[Sentence]
+) -> Iterator[tuple[Sentence, Sentence]]:
+    """Sentence pairs in order, each checked by :func:`_check_aligned` before it is yielded."""
     previous: Sentence | None = None
     pairs = itertools.zip_longest(gold_sentences, pred_sentences)
     for number, (gold, pred) in enumerate(pairs, start=1):
         _check_aligned(number, gold, pred, previous)
         previous = pred
-        total += score_sentence(
-            gold.heads,
-            gold.deprels,
-            pred.heads,
-            pred.deprels,
-            gold.upos,
-            exclude_punct=exclude_punct,
-        )
-    return total
-
-
-score_sentences = score_corpus
-"""Alias of :func:`score_corpus` (the name used in the project's interface contract)."""
+        yield gold, pred
 
 
 def _check_aligned(

@@ -24,7 +24,7 @@ from biaffine.api import Parser
 from biaffine.data.conllu import Sentence, read_conllu, read_text, write_conllu
 from biaffine.files import atomic_open
 from biaffine.inference import DecoderSettings, warm_up
-from biaffine.metrics import AttachmentScores, score_corpus
+from biaffine.metrics import AttachmentScores, Conll18Scores, evaluate_corpus
 from biaffine.predict_options import (
     ChunkParser,
     PredictOptions,
@@ -50,6 +50,7 @@ class PredictResult:
     n_words: int = 0
     seconds: float = 0.0
     scores: AttachmentScores | None = None
+    conll18: Conll18Scores | None = None
     _gold_missing: bool = field(default=False, repr=False)
 
     @property
@@ -256,10 +257,11 @@ def _score_chunk(
     gold: list[Sentence], parsed: list[Sentence], result: PredictResult, exclude_punct: bool
 ) -> None:
     if result._gold_missing or any(s.heads is None for s in gold):
-        result._gold_missing, result.scores = True, None
+        result._gold_missing, result.scores, result.conll18 = True, None, None
         return
-    scores = score_corpus(gold, parsed, exclude_punct=exclude_punct)
-    result.scores = scores if result.scores is None else result.scores + scores
+    scores = evaluate_corpus(gold, parsed, exclude_punct=exclude_punct)
+    result.scores = scores.attachment + (result.scores or AttachmentScores())
+    result.conll18 = scores.words + (result.conll18 or Conll18Scores())
 
 
 def _log_result(result: PredictResult, evaluate: bool) -> None:
@@ -278,3 +280,5 @@ def _log_result(result: PredictResult, evaluate: bool) -> None:
             s.root_accuracy,
             s.malformed_rate,
         )
+        reported = result.conll18.reported().items() if result.conll18 else ()
+        log.info("CoNLL 2018 F1: %s", ", ".join(f"{k} {v.f1:.2f}" for k, v in reported))

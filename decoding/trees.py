@@ -2,6 +2,8 @@
 
 Python functions accept one head vector ``int[n+1]`` or a padded batch ``int[B, N+1]`` (``-1`` at
 position 0 and padding); the ``@njit`` kernels below them work on one sentence.
+:func:`tree_problem_kernel` is the one tree checker of ``decoding``, ``transitions`` (gold trees
+at the oracles' door) and ``biaffine.metrics`` (malformed predictions).
 """
 
 from __future__ import annotations
@@ -14,18 +16,22 @@ from ._inputs import as_array, check_float, check_integer
 from .tiered import tiered
 from .types import BoolArray, FloatArray, IntArray
 
+# What tree_problem_kernel finds first, checked in this order.
+OK, OUT_OF_RANGE, CYCLE, ROOTS, NON_PROJECTIVE = 0, 1, 2, 3, 4
+
 
 @numba.njit(cache=True)
-def _heads_in_range(heads: IntArray, n: int) -> bool:
-    for d in range(1, n + 1):  # noqa: SIM110 (numba cannot compile all() over a generator)
+def _out_of_range(heads: IntArray, n: int) -> int:
+    """The first word 1..n whose head is not another word or ROOT, 0 if there is none."""
+    for d in range(1, n + 1):
         if heads[d] < 0 or heads[d] > n or heads[d] == d:
-            return False
-    return True
+            return d
+    return 0
 
 
 @numba.njit(cache=True)
-def _acyclic(heads: IntArray, n: int) -> bool:
-    """Every word reaches ROOT by following heads (heads already in range)."""
+def _on_cycle(heads: IntArray, n: int) -> int:
+    """A word on a cycle that never reaches ROOT, 0 if every word reaches it (heads in range)."""
     state = np.zeros(n + 1, dtype=np.int64)  # 0 unseen, 1 on the current path, 2 reaches ROOT
     state[0] = 2
     for start in range(1, n + 1):
@@ -33,13 +39,13 @@ def _acyclic(heads: IntArray, n: int) -> bool:
         while state[v] == 0:
             state[v] = 1
             v = heads[v]
-        if state[v] == 1:
-            return False
+        if state[v] == 1:  # the walk came back to a word of its own path
+            return v
         v = start
         while state[v] == 1:
             state[v] = 2
             v = heads[v]
-    return True
+    return 0
 
 
 @numba.njit(cache=True)
@@ -53,25 +59,86 @@ def count_roots_kernel(heads: IntArray, n: int) -> int:
 
 
 @numba.njit(cache=True)
-def projective_kernel(heads: IntArray, n: int) -> bool:
-    """No two arcs cross (ROOT at position 0, its arcs included); heads already in range."""
-    for a in range(1, n + 1):
-        lo_a, hi_a = min(a, heads[a]), max(a, heads[a])
-        for b in range(a + 1, n + 1):
-            lo_b, hi_b = min(b, heads[b]), max(b, heads[b])
-            if lo_a < lo_b < hi_a < hi_b or lo_b < lo_a < hi_b < hi_a:
-                return False
-    return True
+def _crossing(heads: IntArray, n: int, detail: IntArray) -> bool:
+    """Whether two arcs cross; if so, ``detail`` = (d, e): e inside the arc into d, its head not.
+
+    ROOT sits left of every word, so a tree (heads in range, acyclic) is projective iff no two
+    arcs cross iff no word inside an arc's span has its head outside the span.
+    """
+    for d in range(1, n + 1):
+        lo, hi = min(d, heads[d]), max(d, heads[d])
+        for e in range(lo + 1, hi):
+            if heads[e] < lo or heads[e] > hi:
+                detail[0], detail[1] = d, e
+                return True
+    return False
+
+
+@numba.njit(cache=True)
+def tree_problem_kernel(
+    heads: IntArray, n: int, root_constraint: bool, projective: bool, detail: IntArray
+) -> int:
+    """The first reason heads[1..n] are not a tree of the requested kind, or OK.
+
+    The one tree checker of the three packages (``heads[0]`` is not read). Checks, in order:
+    every head in 0..n and not the word itself (OUT_OF_RANGE), no cycle (CYCLE), exactly one
+    word on ROOT if ``root_constraint`` (ROOTS), no crossing arcs if ``projective``
+    (NON_PROJECTIVE).
+
+    Args:
+        heads: int64[n+1].
+        n: words.
+        root_constraint: require exactly one word on ROOT.
+        projective: require a projective tree.
+        detail: int64[2], overwritten on a problem: (word, its head) for OUT_OF_RANGE and
+            CYCLE (the word lies on the cycle), (number of roots, -1) for ROOTS, (word d, word
+            e) for NON_PROJECTIVE (e lies inside the arc into d and has its head outside it).
+
+    Returns:
+        One of OK, OUT_OF_RANGE, CYCLE, ROOTS, NON_PROJECTIVE.
+    """
+    d = _out_of_range(heads, n)
+    if d:
+        detail[0], detail[1] = d, heads[d]
+        return OUT_OF_RANGE
+    d = _on_cycle(heads, n)
+    if d:
+        detail[0], detail[1] = d, heads[d]
+        return CYCLE
+    roots = count_roots_kernel(heads, n)
+    if root_constraint and roots != 1:
+        detail[0], detail[1] = roots, -1
+        return ROOTS
+    if projective and _crossing(heads, n, detail):
+        return NON_PROJECTIVE
+    return OK
+
+
+@numba.njit(cache=True)
+def first_problem_kernel(
+    heads: IntArray, lengths: IntArray, root_constraint: bool, projective: bool, detail: IntArray
+) -> tuple[int, int]:
+    """(sentence, problem) of the first sentence of a batch that is not a tree, or (-1, OK).
+
+    Args:
+        heads: int64[S, N+1], as for :func:`tree_problem_kernel` row by row.
+        lengths: int64[S], words per sentence.
+        root_constraint: as for :func:`tree_problem_kernel`.
+        projective: as for :func:`tree_problem_kernel`.
+        detail: as for :func:`tree_problem_kernel`, for the sentence found.
+    """
+    for s in range(lengths.shape[0]):
+        code = tree_problem_kernel(heads[s], lengths[s], root_constraint, projective, detail)
+        if code != OK:
+            return s, code
+    return -1, OK
 
 
 @numba.njit(cache=True)
 def is_tree_kernel(heads: IntArray, n: int, root_constraint: bool, projective: bool) -> bool:
     """Whether heads[1..n] form a dependency tree rooted at 0 (``heads[0]`` is not read)."""
-    if n < 1 or not _heads_in_range(heads, n) or not _acyclic(heads, n):
-        return False
-    if root_constraint and count_roots_kernel(heads, n) != 1:
-        return False
-    return not projective or projective_kernel(heads, n)
+    detail = np.zeros(2, dtype=np.int64)
+    return n >= 1 and tree_problem_kernel(heads, n, root_constraint, projective, detail) == OK
 
 
 @numba.njit(cache=True)
@@ -174,9 +241,11 @@ def is_projective(heads: npt.ArrayLike) -> bool:
     if np.ndim(heads) != 1:
         raise ValueError(f"heads must be int[n+1], got shape {np.shape(heads)}")
     batch, sizes = _as_heads(heads, None)
-    if not tiered(is_tree_kernel)(batch[0], sizes[0], False, False):
+    detail = np.zeros(2, dtype=np.int64)
+    problem = tiered(tree_problem_kernel)(batch[0], sizes[0], False, True, detail)
+    if sizes[0] < 1 or problem in (OUT_OF_RANGE, CYCLE):
         raise ValueError("heads is not a tree, so projectivity is undefined")
-    return bool(tiered(projective_kernel)(batch[0], sizes[0]))
+    return bool(problem == OK)
 
 
 def count_roots(heads: npt.ArrayLike) -> int:
@@ -216,10 +285,9 @@ def tree_score(
         raise ValueError(f"scores shape {matrix.shape} does not match heads: expected {expected}")
     matrix = np.ascontiguousarray(matrix.reshape(-1, *matrix.shape[-2:]), dtype=np.float64)
     totals = np.empty(batch.shape[0])
-    in_range, score = tiered(_heads_in_range), tiered(tree_score_kernel)
+    out_of_range, score = tiered(_out_of_range), tiered(tree_score_kernel)
     for b, (row, n) in enumerate(zip(batch, sizes, strict=True)):
-        if not in_range(row, n):
-            d = next(d for d in range(1, n + 1) if not 0 <= row[d] <= n or row[d] == d)
+        if d := out_of_range(row, n):
             raise ValueError(
                 f"sentence {b}: heads[{d}]={row[d]} is not a head in 0..{n} other than {d}"
             )

@@ -1,57 +1,19 @@
-"""Gold trees at the door: padding of head lists, one-line errors for trees that are not trees."""
+"""Gold trees at the door: padding of head lists, one-line errors for trees that are not trees.
+
+The check itself is :func:`decoding.trees.tree_problem_kernel`; this module words its findings
+for a transition system.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
 from decoding.tiered import tiered
+from decoding.trees import CYCLE, OK, OUT_OF_RANGE, ROOTS, first_problem_kernel
 from decoding.types import IntArray
-
-OK, OUT_OF_RANGE, CYCLE, ROOTS, NON_PROJECTIVE = 0, 1, 2, 3, 4
-
-
-@numba.njit(cache=True)
-def _status(heads, n, single_root, projective, detail):
-    # detail = (word, other): the word at fault and a second word (head, crossing arc, ...).
-    roots = 0
-    for d in range(1, n + 1):
-        if heads[d] < 0 or heads[d] > n or heads[d] == d:
-            detail[0], detail[1] = d, heads[d]
-            return OUT_OF_RANGE
-        roots += heads[d] == 0
-    for d in range(1, n + 1):
-        node, steps = d, 0
-        while node != 0 and steps <= n:
-            node, steps = heads[node], steps + 1
-        if node != 0:
-            detail[0], detail[1] = d, heads[d]
-            return CYCLE
-    if single_root and roots != 1:
-        detail[0], detail[1] = roots, -1
-        return ROOTS
-    if projective:
-        # ROOT sits left of every word, so the tree is projective iff no two arcs cross.
-        for d in range(1, n + 1):
-            lo, hi = min(d, heads[d]), max(d, heads[d])
-            for e in range(lo + 1, hi):
-                if heads[e] < lo or heads[e] > hi:
-                    detail[0], detail[1] = d, e
-                    return NON_PROJECTIVE
-    return OK
-
-
-@numba.njit(cache=True)
-def _first_problem(heads, lengths, single_root, projective, detail):
-    # (sentence, status) of the first sentence that is not a tree of the requested kind.
-    for s in range(lengths.shape[0]):
-        code = _status(heads[s], lengths[s], single_root, projective, detail)
-        if code != OK:
-            return s, code
-    return -1, OK
 
 
 def pad_trees(trees: Sequence[npt.ArrayLike]) -> tuple[IntArray, IntArray]:
@@ -95,7 +57,7 @@ def check_trees(
         system: the system's name, for the message.
     """
     detail = np.zeros(2, dtype=np.int64)
-    s, code = tiered(_first_problem)(heads, lengths, single_root, projective, detail)
+    s, code = tiered(first_problem_kernel)(heads, lengths, single_root, projective, detail)
     if code != OK:
         raise ValueError(f"sentence {s}: {_message(code, detail, system)}")
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from biaffine.evaluate import main
+from biaffine.evaluate import evaluate_files, main
+from biaffine.predicting import predict
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -310,3 +311,147 @@ def test_gold_against_itself_scores_100(
         assert result[name] == 100.0, name
     assert result["malformed_rate"] == 0.0
     assert result["n_malformed"] == 0
+
+
+# The CoNLL 2018 scores: the corrupted trees above, tags, features and lemmas corrupted too,
+# recounted here word by word from the column text with the scorer's sets written out again.
+
+CONTENT = {
+    *("nsubj", "obj", "iobj", "csubj", "ccomp", "xcomp", "obl", "vocative", "expl"),
+    *("dislocated", "advcl", "advmod", "discourse", "nmod", "appos", "nummod", "acl", "amod"),
+    *("conj", "fixed", "flat", "compound", "list", "parataxis", "orphan", "goeswith"),
+    *("reparandum", "root", "dep"),
+}
+FUNCTIONAL = {"aux", "cop", "mark", "det", "clf", "case", "cc"}
+UNIVERSAL = {
+    *("PronType", "NumType", "Poss", "Reflex", "Foreign", "Abbr", "Gender", "Animacy"),
+    *("Number", "Case", "Definite", "Degree", "VerbForm", "Mood", "Tense", "Aspect", "Voice"),
+    *("Evident", "Polarity", "Person", "Polite"),
+}
+
+
+def _corrupt_tags(text: str, seed: int) -> str:
+    rng = random.Random(seed)
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        cols = line.split("\t")
+        if not cols[0].isdigit():
+            continue
+        roll = rng.random()
+        if roll < 0.05:
+            cols[3] = rng.choice(["NOUN", "VERB", "ADP", "DET"])
+        elif roll < 0.1:
+            cols[4] = cols[4] + "x"
+        elif roll < 0.15:
+            cols[5] = "|".join(reversed(cols[5].split("|")))  # same features: still right
+        elif roll < 0.2:
+            cols[5] = "Typo=Yes" if cols[5] == "_" else "_"  # Typo is not universal
+        elif roll < 0.25:
+            cols[2] = cols[2].upper() + "x"
+        elif roll < 0.3:
+            cols[7] = rng.choice(["det", "case", "aux", "cc"])  # becomes a functional child
+        lines[i] = "\t".join(cols)
+    return "\n".join(lines)
+
+
+def _feats(value: str) -> str:
+    return "|".join(sorted(f for f in value.split("|") if f.split("=")[0] in UNIVERSAL))
+
+
+def _conll18_recount(gold_path: Path, pred_path: Path) -> dict[str, tuple[int, int, int]]:
+    counts: Counter[str] = Counter()
+    for g_words, p_words in zip(_word_columns(gold_path), _word_columns(pred_path), strict=True):
+        g_kids, p_kids = _kids(g_words), _kids(p_words)
+        for i, (g, p) in enumerate(zip(g_words, p_words, strict=True), start=1):
+            lemma_ok = g[2] == "_" or g[2] == p[2]
+            tags_ok = {"UPOS": g[3] == p[3], "XPOS": g[4] == p[4]}
+            tags_ok["UFeats"] = _feats(g[5]) == _feats(p[5])
+            counts.update(name for name, ok in tags_ok.items() if ok)
+            counts["AllTags"] += all(tags_ok.values())
+            counts["Lemmas"] += lemma_ok
+            g_rel, p_rel = g[7].split(":")[0], p[7].split(":")[0]
+            counts["gold content"] += g_rel in CONTENT
+            counts["system content"] += p_rel in CONTENT
+            if g_rel not in CONTENT or g[6] != p[6] or g_rel != p_rel:
+                continue
+            counts["CLAS"] += 1
+            counts["BLEX"] += lemma_ok
+            same_kids = g_kids.get(i, []) == p_kids.get(i, [])
+            counts["MLAS"] += tags_ok["UPOS"] and tags_ok["UFeats"] and same_kids
+    n = counts["words"] = sum(len(words) for words in _word_columns(gold_path))
+    content = (counts["gold content"], counts["system content"])
+    return {
+        name: (
+            counts[name],
+            *((n, n) if name in tags_ok or name in ("AllTags", "Lemmas") else content),
+        )
+        for name in ("UPOS", "XPOS", "UFeats", "AllTags", "Lemmas", "CLAS", "MLAS", "BLEX")
+    }
+
+
+def _kids(words: list[list[str]]) -> dict[int, list[tuple]]:
+    kids: dict[int, list[tuple]] = {}
+    for i, w in enumerate(words, start=1):
+        if w[7].split(":")[0] in FUNCTIONAL and w[6] != "0":
+            kids.setdefault(int(w[6]), []).append((i, w[7].split(":")[0], w[3], _feats(w[5])))
+    return kids
+
+
+@pytest.mark.ud
+@pytest.mark.parametrize("dev_file", DEV_FILES)
+def test_conll18_scores_match_an_independent_recount_on_real_data(
+    ud_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], dev_file: str
+) -> None:
+    gold = ud_root / dev_file
+    if not gold.is_file():
+        pytest.skip(f"{gold} not found")
+    pred = tmp_path / "pred.conllu"
+    corrupted = _corrupt_tags(_corrupt(gold.read_text(encoding="utf-8"), seed=13), seed=7)
+    pred.write_text(corrupted, encoding="utf-8")
+    scores = _run_json(capsys, str(gold), str(pred))["conll18"]["scores"]
+    found = {name: (s["correct"], s["gold"], s["system"]) for name, s in scores.items()}
+    assert found == _conll18_recount(gold, pred)
+    # Every score is exercised: none trivially 0 or 100, and precision differs from recall.
+    assert all(0 < s["f1"] < 100 for s in scores.values())
+    assert scores["CLAS"]["precision"] != scores["CLAS"]["recall"]
+    assert scores["MLAS"]["f1"] < scores["CLAS"]["f1"]
+
+
+def test_conll18_scores_of_the_small_pair(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Content words: dog (nsubj, predicted obj: wrong), barks, My (nmod:poss vs nmod: right
+    # after subtypes go), cat. Every tag is copied, so the tag scores are 100.
+    gold, pred = _write(tmp_path, "gold.conllu", GOLD), _write(tmp_path, "pred.conllu", PRED)
+    result = _run_json(capsys, gold, pred)["conll18"]
+    for name in ("CLAS", "MLAS", "BLEX"):
+        assert result["scores"][name] == {
+            "correct": 3,
+            "gold": 4,
+            "system": 4,
+            "precision": 75.0,
+            "recall": 75.0,
+            "f1": 75.0,
+        }
+    assert result["scores"]["UPOS"]["f1"] == 100.0
+    assert result["annotated_gold_columns"] == ["lemmas", "upos"]
+    assert main([gold, pred]) == 0
+    out = capsys.readouterr().out
+    assert "CLAS                       75.00   75.00   75.00" in out
+    assert "the gold file leaves XPOS, FEATS empty ('_')" in out
+
+
+def test_predict_eval_logs_the_conll18_scores_of_what_it_wrote(
+    graph_checkpoint: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # predict's eval=true line and the evaluator agree on the file predict wrote.
+    gold = REPO_ROOT / "tests" / "data" / "tiny.conllu"
+    out = tmp_path / "out.conllu"
+    with caplog.at_level("INFO", logger="biaffine.predicting"):
+        result = predict(graph_checkpoint, gold, out, evaluate=True, chunk_sentences=3)
+    expected = evaluate_files(str(gold), str(out))
+    assert (result.scores, result.conll18) == (expected.attachment, expected.words)
+    figures = ", ".join(f"{k} {v.f1:.2f}" for k, v in expected.words.reported().items())
+    assert f"CoNLL 2018 F1: {figures}" in caplog.text
+    assert figures.startswith("UPOS 100.00, XPOS 100.00, UFeats 100.00, AllTags 100.00")
+    assert "MLAS" in figures

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from biaffine.data.conllu import Sentence
 from biaffine.metrics import (
+    CONTENT_RELATIONS,
+    FUNCTIONAL_RELATIONS,
+    METRICS,
     AttachmentScores,
+    Conll18Scores,
     EvaluationError,
+    Score,
     dependency_accuracy_of,
+    evaluate_corpus,
     follows_root_rule,
     is_well_formed,
     score_corpus,
     score_sentence,
-    score_sentences,
+    score_words,
+    universal_features,
     universal_relation,
 )
 
@@ -301,7 +310,7 @@ def test_score_corpus_sums_sentences() -> None:
     scores = score_corpus(gold, pred)
     assert (scores.n_sentences, scores.n_words, scores.n_correct_heads) == (2, 3, 1)
     assert scores.root_accuracy == 50.0
-    assert score_sentences(iter(gold), iter(pred)) == scores
+    assert score_corpus(iter(gold), iter(pred)) == scores  # one pass over lazy inputs
 
 
 def test_score_corpus_names_a_word_count_mismatch() -> None:
@@ -334,3 +343,206 @@ def test_score_corpus_names_a_sentence_count_mismatch() -> None:
 def test_score_corpus_refuses_unannotated_predictions() -> None:
     with pytest.raises(EvaluationError, match="no HEAD annotation"):
         score_corpus([_sentence("a", [0])], [_sentence("a", None)])
+
+
+# The CoNLL 2018 scores (conll18_ud_eval.py's definitions), on hand-built sentences.
+
+
+def _words(rows: str, heads: list[int] | None = None) -> Sentence:
+    """A sentence from ';'-separated rows "form lemma upos xpos feats head deprel"."""
+    cols = [row.split() for row in rows.split(";")]
+    return Sentence(
+        forms=[c[0] for c in cols],
+        lemmas=[c[1] for c in cols],
+        upos=[c[2] for c in cols],
+        xpos=[c[3] for c in cols],
+        feats=[c[4] for c in cols],
+        heads=heads or [int(c[5]) for c in cols],
+        deprels=[c[6] for c in cols],
+    )
+
+
+def _f1(scores: Conll18Scores) -> dict[str, float]:
+    return {name: score.f1 for name, score in scores.scores.items()}
+
+
+# "The old dogs bark ." : det and amod on dogs, dogs the subject of bark.
+GOLD_ROWS = (
+    "The the DET DT Definite=Def|PronType=Art 3 det;"
+    "old old ADJ JJ Degree=Pos 3 amod;"
+    "dogs dog NOUN NNS Number=Plur 4 nsubj;"
+    "bark bark VERB VBP Mood=Ind|Tense=Pres 0 root;"
+    ". . PUNCT . _ 4 punct"
+)
+
+
+def test_gold_against_itself_is_100_and_counts_content_words_only_in_clas() -> None:
+    gold = _words(GOLD_ROWS)
+    scores = score_words(gold, gold)
+    assert set(_f1(scores).values()) == {100.0}
+    assert scores.scores["UPOS"] == Score(5, 5, 5)
+    assert scores.scores["CLAS"] == Score(3, 3, 3)  # old, dogs, bark (not det, not punct)
+    assert scores.annotated == {"upos", "xpos", "feats", "lemmas"}
+
+
+def test_ufeats_compares_the_universal_features_only_in_any_order() -> None:
+    gold = _words(GOLD_ROWS.replace("Number=Plur", "Number=Plur|Typo=Yes|Number[psor]=Sing"))
+    same = _words(GOLD_ROWS.replace("Definite=Def|PronType=Art", "PronType=Art|Definite=Def"))
+    assert _f1(score_words(gold, same))["UFeats"] == 100.0  # Typo and layered features dropped
+    other = _words(GOLD_ROWS.replace("Degree=Pos", "Degree=Cmp").replace("_ 4", "Foreign=Yes 4"))
+    scores = score_words(gold, other)  # "old" wrong; "." gains a universal feature: wrong too
+    assert scores.scores["UFeats"] == Score(3, 5, 5)
+    assert scores.scores["AllTags"] == Score(3, 5, 5)
+    assert scores.scores["UPOS"] == Score(5, 5, 5)
+    assert universal_features("Typo=Yes") == universal_features("_") == ""
+    assert universal_features("Tense=Past|Case=Nom|NumForm=Digit") == "Case=Nom|Tense=Past"
+
+
+def test_a_gold_lemma_of_underscore_accepts_any_lemma() -> None:
+    gold = _words(GOLD_ROWS.replace("old old", "old _").replace("dogs dog", "dogs dogg"))
+    pred = _words(GOLD_ROWS.replace("old old", "old older"))
+    scores = score_words(gold, pred)
+    assert scores.scores["Lemmas"] == Score(4, 5, 5)  # "old" right (gold "_"), "dogs" wrong
+    assert scores.scores["BLEX"] == Score(2, 3, 3)  # dogs wrong; old and bark right
+
+
+def test_clas_precision_and_recall_differ_when_a_relation_changes_content_status() -> None:
+    gold = _words(GOLD_ROWS)
+    # "old" predicted det (functional): one gold content word fewer on the predicted side;
+    # "The" predicted nmod (content) on the right head: a predicted content word more, wrong.
+    pred = _words(GOLD_ROWS.replace("3 amod", "3 det").replace("3 det;old", "3 nmod;old"))
+    scores = score_words(gold, pred)
+    assert scores.scores["CLAS"] == Score(correct=2, gold=3, system=3)
+    pred = _words(GOLD_ROWS.replace("3 amod", "3 det"))
+    clas = score_words(gold, pred).scores["CLAS"]
+    assert clas == Score(correct=2, gold=3, system=2)
+    assert (clas.precision, clas.recall, clas.f1) == (100.0, pytest.approx(200 / 3), 80.0)
+
+
+def test_relation_subtypes_are_ignored_in_clas() -> None:
+    gold = _words(GOLD_ROWS)
+    pred = _words(GOLD_ROWS.replace("nsubj", "nsubj:pass").replace("amod", "amod:x"))
+    assert score_words(gold, pred).scores["CLAS"] == Score(3, 3, 3)
+
+
+def test_mlas_compares_the_functional_children_of_each_content_word() -> None:
+    gold = _words(GOLD_ROWS)
+    # The determiner's UPOS is wrong: it is not counted itself (det is functional), but it is a
+    # functional child of "dogs", which fails MLAS; UPOS loses one word, CLAS nothing.
+    pred = _words(GOLD_ROWS.replace("The the DET", "The the PRON"))
+    scores = score_words(gold, pred)
+    assert scores.scores["MLAS"] == Score(2, 3, 3)
+    assert scores.scores["CLAS"] == Score(3, 3, 3)
+    assert scores.scores["UPOS"] == Score(4, 5, 5)
+    # The determiner on the wrong head: "dogs" loses its functional child and "bark" gains one,
+    # so both fail MLAS; CLAS still counts them right (their own heads are right).
+    pred = _words(GOLD_ROWS.replace("3 det", "4 det"))
+    scores = score_words(gold, pred)
+    assert scores.scores["MLAS"] == Score(1, 3, 3)
+    assert scores.scores["CLAS"] == Score(3, 3, 3)
+    # A non-functional child (amod) with a wrong feature only fails its own MLAS.
+    pred = _words(GOLD_ROWS.replace("Degree=Pos", "Degree=Sup"))
+    assert score_words(gold, pred).scores["MLAS"] == Score(2, 3, 3)
+    # XPOS is not part of MLAS; FEATS of a functional child are.
+    assert score_words(gold, _words(GOLD_ROWS.replace("DT", "WDT"))).scores["MLAS"].f1 == 100.0
+    pred = _words(GOLD_ROWS.replace("Definite=Def|", ""))
+    assert score_words(gold, pred).scores["MLAS"] == Score(2, 3, 3)
+
+
+def test_a_malformed_prediction_is_scored_as_it_is() -> None:
+    gold = _words(GOLD_ROWS)
+    pred = _words(GOLD_ROWS, heads=[1, 3, 4, 0, 4])  # "The" heads itself
+    scores = score_words(gold, pred)
+    assert scores.scores["MLAS"] == Score(2, 3, 3)  # dogs lost its determiner
+    assert scores.scores["CLAS"] == Score(3, 3, 3)
+
+
+def test_reported_scores_need_their_gold_columns() -> None:
+    bare = Sentence(forms=["a", "b"], heads=[2, 0], deprels=["nsubj", "root"])
+    scores = score_words(bare, bare)
+    assert scores.annotated == frozenset()
+    assert list(scores.reported()) == ["CLAS"]
+    one_lemma = _words(GOLD_ROWS.replace("the DET", "_ DET").replace(". PUNCT", "_ PUNCT"))
+    total = score_words(one_lemma, one_lemma) + scores
+    assert list(total.reported()) == [m.name for m in METRICS]  # one annotated word suffices
+
+
+def test_conll18_counts_add_up_and_serialize() -> None:
+    gold = _words(GOLD_ROWS)
+    pred = _words(GOLD_ROWS.replace("The the DET", "The the PRON"))
+    one = score_words(gold, pred)
+    total = one + one + Conll18Scores()
+    assert total.scores["MLAS"] == Score(4, 6, 6)
+    data = json.loads(json.dumps(total.to_dict()))
+    assert data["scores"]["UPOS"] == {
+        "correct": 8,
+        "gold": 10,
+        "system": 10,
+        "precision": 80.0,
+        "recall": 80.0,
+        "f1": 80.0,
+    }
+    assert data["annotated_gold_columns"] == ["feats", "lemmas", "upos", "xpos"]
+
+
+def test_evaluate_corpus_gives_both_kinds_of_scores_in_one_pass() -> None:
+    gold = [_words(GOLD_ROWS), _words("a a X X _ 0 root")]
+    pred = [_words(GOLD_ROWS.replace("4 nsubj", "2 nsubj")), _words("a a Y X _ 0 root")]
+    evaluation = evaluate_corpus(iter(gold), iter(pred))
+    assert evaluation.attachment == score_corpus(gold, pred)
+    assert evaluation.words == score_words(gold[0], pred[0]) + score_words(gold[1], pred[1])
+    assert evaluation.words.scores["UPOS"] == Score(5, 6, 6)
+    assert evaluation.words.scores["CLAS"] == Score(3, 4, 4)
+
+
+# Properties over random sentences: gold against itself, and one UPOS changed.
+
+RELATIONS = ["nsubj", "obj", "amod", "det", "case", "aux", "punct", "cc", "nmod:poss", "conj"]
+
+
+@st.composite
+def sentences(draw: st.DrawFn) -> Sentence:
+    n = draw(st.integers(1, 8))
+    heads = [draw(st.integers(0, n)) for _ in range(n)]  # any heads: trees or not
+    tags = st.sampled_from(["NOUN", "VERB", "DET", "ADP", "PUNCT"])
+    feats = st.sampled_from(["_", "Number=Sing", "Case=Nom|Number=Plur", "Typo=Yes"])
+    return Sentence(
+        forms=[f"w{i}" for i in range(n)],
+        lemmas=draw(st.lists(st.sampled_from(["_", "a", "b"]), min_size=n, max_size=n)),
+        upos=draw(st.lists(tags, min_size=n, max_size=n)),
+        xpos=draw(st.lists(st.sampled_from(["NN", "_"]), min_size=n, max_size=n)),
+        feats=draw(st.lists(feats, min_size=n, max_size=n)),
+        heads=heads,
+        deprels=draw(st.lists(st.sampled_from(RELATIONS), min_size=n, max_size=n)),
+    )
+
+
+@given(sentences())
+def test_a_sentence_against_itself_scores_everything_right(gold: Sentence) -> None:
+    for name, score in score_words(gold, gold).scores.items():
+        assert score.correct == score.gold == score.system, name
+
+
+@given(sentences(), st.data())
+def test_one_wrong_upos_costs_upos_alltags_and_the_mlas_words_that_read_it(
+    gold: Sentence, data: st.DataObject
+) -> None:
+    n = len(gold)
+    d = data.draw(st.integers(1, n))
+    upos = [*gold.upos]
+    upos[d - 1] = "INTJ"  # never drawn: always wrong
+    pred = Sentence(gold.forms, gold.lemmas, upos, gold.xpos, gold.feats, gold.heads, gold.deprels)
+    scores = score_words(gold, pred).scores
+    # MLAS reads a word's UPOS for the word itself if it has a content relation, and for its
+    # head if it is a functional child of a content word.
+    content = [rel.split(":")[0] in CONTENT_RELATIONS for rel in gold.deprels]
+    functional = gold.deprels[d - 1] in FUNCTIONAL_RELATIONS
+    head = gold.heads[d - 1]
+    readers = {d} if content[d - 1] else set()
+    if functional and head != d and 1 <= head <= n and content[head - 1]:
+        readers.add(head)
+    assert scores["UPOS"] == Score(n - 1, n, n)
+    assert scores["AllTags"] == Score(n - 1, n, n)
+    assert scores["MLAS"] == Score(sum(content) - len(readers), sum(content), sum(content))
+    for name in ("XPOS", "UFeats", "Lemmas", "CLAS", "BLEX"):
+        assert scores[name].correct == scores[name].gold, name

@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 from strategies import head_vectors, tree_head_vectors
 
 import decoding
-from decoding.trees import greedy_kernel
+from decoding.trees import (
+    CYCLE,
+    NON_PROJECTIVE,
+    OK,
+    OUT_OF_RANGE,
+    ROOTS,
+    greedy_kernel,
+    tree_problem_kernel,
+)
 
 
 @given(head_vectors(), st.booleans(), st.booleans())
@@ -19,6 +27,49 @@ def test_is_tree_agrees_with_oracle(heads, root_constraint, projective):
     assert (
         decoding.is_tree(heads, root_constraint=root_constraint, projective=projective) is expected
     )
+
+
+def _problem(heads: list[int], root_constraint: bool, projective: bool) -> tuple[int, list[int]]:
+    detail = np.full(2, -7, dtype=np.int64)
+    array = np.array(heads, dtype=np.int64)
+    code = tree_problem_kernel(array, len(heads) - 1, root_constraint, projective, detail)
+    return code, detail.tolist()
+
+
+def _reaches(heads: list[int], start: int, goal: int) -> bool:
+    node = heads[start]
+    for _ in range(len(heads)):
+        if node == goal:
+            return True
+        node = heads[node]
+    return False
+
+
+@given(head_vectors(), st.booleans(), st.booleans())
+def test_tree_problem_names_the_first_problem_and_its_words(heads, root_constraint, projective):
+    # Each code is checked against the oracle's own reading of the same condition, and the
+    # words in detail must show that problem.
+    n = len(heads) - 1
+    code, (first, second) = _problem(heads, root_constraint, projective)
+    in_range = all(0 <= heads[d] <= n and heads[d] != d for d in range(1, n + 1))
+    if not in_range:
+        assert code == OUT_OF_RANGE
+        assert first == min(d for d in range(1, n + 1) if not 0 <= heads[d] <= n or heads[d] == d)
+        assert second == heads[first]
+    elif not oracle.reaches_root(heads):
+        assert code == CYCLE
+        assert (second, _reaches(heads, first, first)) == (heads[first], True)
+    elif root_constraint and heads[1:].count(0) != 1:
+        assert (code, first, second) == (ROOTS, heads[1:].count(0), -1)
+    elif projective and not oracle.projective(heads):
+        assert code == NON_PROJECTIVE
+        lo, hi = sorted((first, heads[first]))
+        assert lo < second < hi
+        assert not lo <= heads[second] <= hi
+    else:
+        assert (code, first, second) == (OK, -7, -7)
+    expected = oracle.is_tree(heads, single_root=root_constraint, is_projective=projective)
+    assert (code == OK) is expected
 
 
 @given(tree_head_vectors())
@@ -104,6 +155,7 @@ def test_greedy_kernel_reports_word_without_finite_head():
             r"sentence 1: heads\[2\]=5",
         ),
         (lambda: decoding.is_projective([-1, 2, 1]), "not a tree"),
+        (lambda: decoding.is_projective([-1]), "not a tree"),
         (lambda: decoding.is_projective([[-1, 0]]), "shape"),
         (lambda: decoding.count_roots([[-1, 0]]), "shape"),
     ],
