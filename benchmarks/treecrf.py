@@ -72,7 +72,7 @@ def time_loss(loss_fn: Callable[..., torch.Tensor], batch, repeats: int) -> floa
 
 
 def main() -> None:
-    # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
+    # Time machine code, never the plain-Python calls of a fresh numba cache (tiered).
     os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch-size", type=int, default=100)

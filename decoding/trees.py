@@ -10,8 +10,9 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from tiered import tiered
+
 from ._inputs import as_array, check_float, check_integer
-from .tiered import tiered
 from .types import BoolArray, FloatArray, IntArray
 
 

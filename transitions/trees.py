@@ -8,8 +8,8 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from decoding.tiered import tiered
 from decoding.types import IntArray
+from tiered import tiered
 
 OK, OUT_OF_RANGE, CYCLE, ROOTS, NON_PROJECTIVE = 0, 1, 2, 3, 4
 

@@ -31,7 +31,7 @@ import numba
 import numpy as np
 import torch
 
-from decoding.tiered import tiered
+from tiered import tiered
 
 __all__ = ["crf_loss", "log_partition", "marginals", "tree_log_prob", "tree_score"]
 
