@@ -24,7 +24,7 @@ EWT_TEST = Path("UD_English-EWT") / "en_ewt-ud-test.conllu"
 
 def main() -> None:
     """Time both, print the best of each and their ratio."""
-    # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
+    # Time machine code, never the plain-Python calls of a fresh numba cache (tiered).
     os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkpoint", type=Path)

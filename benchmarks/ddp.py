@@ -48,7 +48,7 @@ WARM_UP = 2
 
 def main() -> None:
     """Run every setup under torchrun and print the report (or, with --worker, be one rank)."""
-    # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
+    # Time machine code, never the plain-Python calls of a fresh numba cache (tiered).
     os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10, help="timed optimizer steps")

@@ -683,7 +683,7 @@ def bench_import() -> tuple[list[str], float]:
         "Fresh interpreter, `numpy` already imported; times in seconds. Warm: second run on the "
         "same NUMBA_CACHE_DIR; cold: a fresh empty NUMBA_CACHE_DIR, compiled in the calling "
         "process (`ROOTPARSE_COMPILE=foreground`); cold, tiered: the default, plain Python while "
-        "a background process compiles (decoding.tiered).",
+        "a background process compiles (tiered).",
         "",
         "| cache | import decoding | first mst (n=20) | import + first mst | then first eisner "
         "| whole process |",
@@ -888,7 +888,7 @@ def warm_up(all_methods: list[Method]) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
+    # Time machine code, never the plain-Python calls of a fresh numba cache (tiered).
     os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: fewer n and repeats")

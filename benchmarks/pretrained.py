@@ -56,7 +56,7 @@ def train_rate(parser: BiaffineParser, encoded: list, n_batches: int) -> float:
 
 
 def main() -> None:
-    # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
+    # Time machine code, never the plain-Python calls of a fresh numba cache (tiered).
     os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     options = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     options.add_argument("--train-batches", type=int, default=10)

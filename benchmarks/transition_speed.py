@@ -34,7 +34,7 @@ EWT_TEST = Path("UD_English-EWT") / "en_ewt-ud-test.conllu"
 
 def main() -> None:
     """Parse the arguments, time, print a markdown report."""
-    # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
+    # Time machine code, never the plain-Python calls of a fresh numba cache (tiered).
     os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkpoint", type=Path)

@@ -183,7 +183,7 @@ def report(ud_root: Path, repeats: int, command: str) -> str:
 
 
 def main() -> None:
-    # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
+    # Time machine code, never the plain-Python calls of a fresh numba cache (tiered).
     os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ud-root", type=Path, required=True, help="folder of UD_* treebanks")

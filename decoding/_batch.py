@@ -17,11 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
+from tiered import tiered
+
 from .baselines import best_of_roots_kernel
 from .eisner import eisner_kernel
 from .status import NAN, NO_HEAD, NO_ROOT_ARC, OK, POSINF
 from .tarjan import mst_kernel
-from .tiered import tiered
 from .trees import greedy_kernel
 from .types import BoolArray, FloatArray, IntArray
 
@@ -292,7 +293,7 @@ def _best_of_roots_blocks(
     _decode_blocks(BEST_OF_ROOTS, scores, lengths, root_constraint, heads, where, claimed, start)
 
 
-# Tiered (see decoding.tiered): in a fresh environment they run as plain Python while a
+# Tiered (see tiered): in a fresh environment they run as plain Python while a
 # background process compiles them into numba's cache.
 _SINGLE = {
     MST: tiered(_mst_single),

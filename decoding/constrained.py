@@ -21,11 +21,12 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from tiered import tiered
+
 from . import _batch, status
 from .api import _as_scores, _error
 from .eisner import eisner_kernel
 from .tarjan import mst_kernel
-from .tiered import tiered
 from .types import BoolArray, FloatArray, IntArray
 
 __all__ = ["check_sentence", "constrained"]

@@ -24,12 +24,13 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from tiered import tiered
+
 from . import _batch, status
 from .api import _as_scores, _error, _lengths
 from .constrained import check_sentence
 from .kbest_eisner import kbest_eisner_kernel
 from .tarjan import mst_kernel
-from .tiered import tiered
 from .trees import tree_score_kernel
 from .types import FloatArray, IntArray
 

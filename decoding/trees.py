@@ -12,8 +12,9 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from tiered import tiered
+
 from ._inputs import as_array, check_float, check_integer
-from .tiered import tiered
 from .types import BoolArray, FloatArray, IntArray
 
 # What tree_problem_kernel finds first, checked in this order.

@@ -241,7 +241,7 @@ def write_page(rows: Sequence[dict[str, Any]], page: Path, cpu: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
+    # Time machine code, never the plain-Python calls of a fresh numba cache (tiered).
     os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkpoints", nargs="+", type=Path)

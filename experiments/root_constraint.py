@@ -260,7 +260,7 @@ def write_page(rows: Sequence[dict[str, Any]], page: Path, plot_path: Path | Non
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    # Time machine code, never the plain-Python calls of a fresh numba cache (decoding.tiered).
+    # Time machine code, never the plain-Python calls of a fresh numba cache (tiered).
     os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="*", type=Path, help="checkpoints or folders of runs")

@@ -13,15 +13,57 @@ ROOT = Path(__file__).parent.parent
 COMPOSITION_ROOT = ROOT / "biaffine" / "training" / "compose.py"
 
 
+TORCH_FREE = {"tiered": set(), "decoding": {"tiered"}, "transitions": {"tiered", "decoding"}}
+"""The packages without torch, and the project packages each may import."""
+
+# biaffine's parts, bottom up (docs/architecture.md): the modules of each, and the parts and
+# project packages each may import besides itself.
+PARTS = {
+    "leaves": ["__init__", "openmp", "files", "runtime", "cli", "distributed"],
+    "data": ["data"],
+    "nn": ["nn"],
+    "parsers": ["parsers"],
+    "inference": ["inference"],
+    "services": ["checkpoint", "metrics", "evaluate", "plot"],
+    "api": ["api", "render"],
+    "predicting": ["predicting", "predict_options"],
+    "training": ["training"],
+}
+ALLOWED = {
+    "leaves": set(),
+    "data": {"leaves", "decoding"},
+    "nn": {"leaves", "data", "tiered"},
+    "parsers": {"leaves", "data", "nn", "transitions"},
+    "inference": {"leaves", "data", "parsers", "decoding", "transitions"},
+}
+# The parts from services up may import every part below them and what those may import.
+for _upper in list(PARTS)[len(ALLOWED) :]:
+    ALLOWED[_upper] = set().union(*(ALLOWED[part] | {part} for part in ALLOWED))
+
+
 def imported_modules(path: Path) -> set[str]:
-    """Top-level names of every module a file imports (``import a.b`` and ``from a.b import c``)."""
+    """Every absolute module a file imports: ``import a.b``, and ``from a import b`` as ``a.b``.
+
+    ``from a import b`` counts as ``a.b`` when ``b`` is a module or package of this repository,
+    else as ``a``.
+    """
     names = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module)
+            for alias in node.names:
+                module = f"{node.module}.{alias.name}"
+                where = ROOT.joinpath(*module.split("."))
+                is_module = where.is_dir() or where.with_suffix(".py").is_file()
+                names.add(module if is_module else node.module)
     return names
+
+
+def part_of(module: str) -> str | None:
+    """The part of ``biaffine`` a module ``biaffine.x...`` belongs to (None: not in PARTS)."""
+    first = module.split(".")[1] if "." in module else "__init__"
+    return next((part for part, names in PARTS.items() if first in names), None)
 
 
 def run_python(code: str) -> subprocess.CompletedProcess[str]:
@@ -30,7 +72,7 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("package", ["decoding", "transitions"])
+@pytest.mark.parametrize("package", sorted(TORCH_FREE))
 def test_torch_free_packages_import_without_torch(package: str) -> None:
     # A None entry in sys.modules makes any later "import torch" raise ImportError.
     done = run_python(f"import sys; sys.modules['torch'] = None; import {package}; print('ok')")
@@ -38,11 +80,30 @@ def test_torch_free_packages_import_without_torch(package: str) -> None:
     assert done.stdout.strip() == "ok"
 
 
-@pytest.mark.parametrize("package", ["decoding", "transitions"])
-def test_torch_free_packages_import_nothing_of_biaffine(package: str) -> None:
+@pytest.mark.parametrize("package", sorted(TORCH_FREE))
+def test_torch_free_packages_import_only_the_packages_below(package: str) -> None:
+    forbidden = {"biaffine", "torch", "decoding", "transitions", "tiered"} - TORCH_FREE[package]
     for path in (ROOT / package).rglob("*.py"):
         modules = imported_modules(path)
-        assert not {m for m in modules if m.split(".")[0] in ("biaffine", "torch")}, path
+        assert not {m for m in modules if m.split(".")[0] in forbidden - {package}}, path
+
+
+def test_every_module_of_biaffine_is_in_a_part() -> None:
+    paths = (ROOT / "biaffine").rglob("*.py")
+    modules = [".".join(p.relative_to(ROOT).with_suffix("").parts) for p in paths]
+    assert [m for m in modules if part_of(m.removesuffix(".__init__")) is None] == []
+
+
+def test_each_part_of_biaffine_imports_only_the_parts_below() -> None:
+    wrong = []
+    for path in (ROOT / "biaffine").rglob("*.py"):
+        own = part_of(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        for module in imported_modules(path):
+            root = module.split(".")[0]
+            other = part_of(module) if root == "biaffine" else root
+            if root in ("biaffine", *TORCH_FREE) and other not in ALLOWED[own] | {own}:
+                wrong.append(f"{path.relative_to(ROOT)} ({own}) imports {module} ({other})")
+    assert wrong == []
 
 
 def test_only_the_composition_root_reads_a_hydra_config() -> None:

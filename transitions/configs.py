@@ -7,8 +7,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 import numpy.typing as npt
 
-from decoding.tiered import tiered
 from decoding.types import BoolArray, IntArray
+from tiered import tiered
 
 from . import _kernels
 

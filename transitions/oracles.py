@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from decoding.tiered import tiered
+from tiered import tiered
 
 from . import _oracles
 from .configs import BoolArray, Configs, IntArray

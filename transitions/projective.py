@@ -28,9 +28,9 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from decoding.tiered import tiered
 from decoding.trees import is_tree_kernel
 from decoding.types import BoolArray, IntArray
+from tiered import tiered
 
 SEPARATOR = "|"
 ENCODINGS = ("head",)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from decoding.tiered import tiered
+from tiered import tiered
 
 from . import _kernels as k
 from .configs import BoolArray, Configs, IntArray

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from decoding.tiered import tiered
 from decoding.trees import CYCLE, OK, OUT_OF_RANGE, ROOTS, first_problem_kernel
 from decoding.types import IntArray
+from tiered import tiered
 
 
 def pad_trees(trees: Sequence[npt.ArrayLike]) -> tuple[IntArray, IntArray]:

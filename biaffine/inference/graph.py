@@ -145,7 +145,7 @@ class GraphFamily(Family):
 
         The first call of a numba kernel in a process loads it from numba's cache (about
         0.5 s); later calls cost microseconds. With a cold cache it starts the background
-        compilation (:mod:`decoding.tiered`) and the kernels run as plain Python until it ends.
+        compilation (:mod:`tiered`) and the kernels run as plain Python until it ends.
         """
         for decoder in settings.values():
             decode_heads(torch.zeros(1, 3, 3), torch.tensor([2]), decoder)

@@ -31,9 +31,9 @@ import numba
 import numpy as np
 import torch
 
-from decoding.tiered import tiered
+from tiered import tiered
 
-__all__ = ["crf_loss", "log_partition", "marginals", "tree_log_prob", "tree_score"]
+__all__ = ["log_partition", "marginals", "tree_log_prob", "tree_score"]
 
 # Stand-in for -inf in the inside chart: a logsumexp over -inf alone has a NaN gradient, while
 # exp(_NEG + any real score) is an exact 0 in float64. Tree scores must stay far above _NEG / 2.
@@ -154,40 +154,6 @@ def tree_log_prob(
     _check_heads(heads, lengths, root_constraint)
     logz = _log_partition64(scores, lengths, root_constraint, projective)
     return (tree_score(scores, heads, lengths) - logz).to(arc_scores.dtype)
-
-
-def crf_loss(
-    arc_scores: torch.Tensor,
-    heads: torch.Tensor,
-    lengths: torch.Tensor,
-    *,
-    root_constraint: bool = True,
-    projective: bool = False,
-) -> torch.Tensor:
-    """Negative log-likelihood of the gold trees, averaged over words (not sentences).
-
-    Per word, like the local head cross entropy (``F.cross_entropy`` over the words of a
-    batch), so the two losses have the same scale and a switch between them keeps the
-    learning rate and clipping settings meaningful; long sentences weigh by their arcs.
-
-    Args:
-        arc_scores: float[B, N+1, N+1], as for :func:`log_partition`.
-        heads: int64[B, N+1], gold heads (``-1`` at ROOT and padding).
-        lengths: int[B], words per sentence.
-        root_constraint: normalise over single-rooted trees only (UD gold trees are) if True.
-        projective: normalise over projective trees only if True.
-
-    Returns:
-        Scalar in the dtype of ``arc_scores``: sum over sentences of (log Z - gold score)
-        divided by the number of words. ``+inf`` if a gold arc is forbidden (``-inf``).
-
-    Raises:
-        ValueError: as :func:`tree_log_prob`.
-    """
-    log_prob = tree_log_prob(
-        arc_scores.double(), heads, lengths, root_constraint=root_constraint, projective=projective
-    )
-    return (-log_prob.sum() / lengths.sum()).to(arc_scores.dtype)
 
 
 def _prepare(arc_scores: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

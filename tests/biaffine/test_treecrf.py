@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from biaffine.nn import treecrf
-from biaffine.nn.treecrf import crf_loss, log_partition, marginals, tree_log_prob, tree_score
+from biaffine.nn.treecrf import log_partition, marginals, tree_log_prob, tree_score
 
 # The decoding oracle's tree test, loaded by path: tests/decoding is not a package.
 _SPEC = importlib.util.spec_from_file_location(
@@ -231,7 +231,7 @@ def test_log_partition_passes_gradcheck(root_constraint, projective):
 
 
 @given(score_matrices(max_words=4), st.sampled_from(VARIANTS), st.data())
-def test_tree_log_prob_and_loss_equal_brute_force(scores, variant, data):
+def test_tree_log_prob_equals_brute_force(scores, variant, data):
     root_constraint, projective = variant
     scores = np.where(np.isfinite(scores), scores, 0.0)  # every tree possible: gold has a score
     n = len(scores) - 1
@@ -243,16 +243,13 @@ def test_tree_log_prob_and_loss_equal_brute_force(scores, variant, data):
     gold = torch.tensor(heads)[None]
     options = {"root_constraint": root_constraint, "projective": projective}
     assert float(tree_log_prob(batch, gold, lengths, **options)[0]) == pytest.approx(expected)
-    assert float(crf_loss(batch, gold, lengths, **options)) == pytest.approx(-expected / n)
 
 
-def test_loss_is_a_mean_over_words_and_its_gradient_is_marginals_minus_gold():
+def test_the_gradient_of_minus_the_tree_log_prob_is_marginals_minus_gold():
     scores = torch.randn(2, 6, 6, dtype=torch.float64, requires_grad=True)
     lengths = torch.tensor([5, 2])
     heads = torch.tensor([[-1, 2, 0, 2, 3, 3], [-1, 0, 1, -1, -1, -1]])
-    loss = crf_loss(scores, heads, lengths)
-    per_sentence = -tree_log_prob(scores, heads, lengths)
-    torch.testing.assert_close(loss, per_sentence.sum() / 7)
+    loss = -tree_log_prob(scores, heads, lengths).sum() / 7  # per word, as training's CRF loss
     loss.backward()
     gold = torch.zeros(2, 6, 6, dtype=torch.float64)
     for b, n in enumerate(lengths.tolist()):
@@ -260,10 +257,10 @@ def test_loss_is_a_mean_over_words_and_its_gradient_is_marginals_minus_gold():
     torch.testing.assert_close(scores.grad, (marginals(scores, lengths) - gold) / 7)
 
 
-def test_loss_in_float32_keeps_its_dtype_and_gradient():
+def test_tree_log_prob_in_float32_keeps_its_dtype_and_gradient():
     scores = torch.randn(3, 5, 5, requires_grad=True)
     heads = torch.tensor([[-1, 0, 1, 2, 3], [-1, 2, 0, -1, -1], [-1, 0, -1, -1, -1]])
-    loss = crf_loss(scores, heads, torch.tensor([4, 2, 1]))
+    loss = -tree_log_prob(scores, heads, torch.tensor([4, 2, 1])).sum()
     loss.backward()
     assert loss.dtype == scores.grad.dtype == torch.float32
     assert loss > 0
@@ -302,13 +299,13 @@ def test_nan_on_a_scored_arc_is_rejected():
 )
 def test_bad_gold_heads_are_rejected(heads, message):
     with pytest.raises(ValueError, match=message):
-        crf_loss(torch.zeros(1, 4, 4), torch.tensor([heads]), torch.tensor([3]))
+        tree_log_prob(torch.zeros(1, 4, 4), torch.tensor([heads]), torch.tensor([3]))
 
 
 def test_two_roots_are_fine_without_the_root_constraint():
     heads = torch.tensor([[-1, 0, 0, 1]])
-    loss = crf_loss(torch.zeros(1, 4, 4), heads, torch.tensor([3]), root_constraint=False)
-    assert float(loss) == pytest.approx(math.log(16) / 3)  # Cayley: 4^2 trees, all equal
+    log_prob = tree_log_prob(torch.zeros(1, 4, 4), heads, torch.tensor([3]), root_constraint=False)
+    assert float(log_prob[0]) == pytest.approx(-math.log(16))  # Cayley: 4^2 trees, all equal
 
 
 def test_a_cycle_of_best_heads_far_above_every_tree_is_nan_not_wrong_for_the_determinant():

@@ -32,7 +32,7 @@ def test_the_first_mst_call_compiles_each_kernel_once(tmp_path: Path) -> None:
     # A literal constant argument (f(x, 0)) is a numba type of its own: it compiled _tarjan and
     # three helpers a second time, about a third of the first call's 35 s of CPU.
     # In the foreground, as numba does by itself: a fresh process would otherwise run the kernels
-    # as plain Python and compile them in another process (decoding.tiered).
+    # as plain Python and compile them in another process (tiered).
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "ROOTPARSE_COMPILE": "foreground"}
     result = subprocess.run(
         [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=600

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from numba.core.dispatcher import Dispatcher
 
-from decoding import _batch, tiered
-from decoding.tiered import Tiered, interpreted
+import tiered
+from decoding import _batch
+from tiered import Tiered, interpreted
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled without the JIT"
@@ -27,7 +28,7 @@ PROBE = """
 import json, sys
 import numba, numpy as np
 import decoding, transitions
-from decoding import tiered
+import tiered
 
 rng = np.random.default_rng(0)
 matrix = rng.normal(size=(9, 9))

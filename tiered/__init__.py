@@ -14,7 +14,10 @@ Python (the test suite also runs them without the JIT), so a process need not wa
 
 The background process outlives a short-lived parent, so the next process finds the cache
 filled. Background processes take a lock one at a time, so kernels shared by several entry
-points are compiled once and loaded from the cache by the next process.
+points are compiled once and loaded from the cache by the next process (:mod:`tiered.lock`).
+
+This package is the one way Python calls the numba kernels of ``decoding``, ``transitions`` and
+``biaffine``; it imports none of them.
 
 ``ROOTPARSE_COMPILE=foreground`` restores numba's own behaviour (compile in the calling process,
 on the first call); so does anything that keeps the background process from starting or from
@@ -24,12 +27,10 @@ finishing its work (the first call after it ends then compiles whatever the cach
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import pickle
 import subprocess
 import sys
-import tempfile
 import threading
 import types
 from collections.abc import Callable, Iterator
@@ -91,14 +92,8 @@ def interpreted(function: Callable[..., Any], twins: dict[int, Callable[..., Any
     return twin
 
 
-def _lock_path() -> str:
-    """The file whose lock the background processes of this user take one at a time."""
-    user = os.getuid() if hasattr(os, "getuid") else "all"
-    return os.path.join(tempfile.gettempdir(), f"rootparse-compile-{user}.lock")
-
-
 def _start(request: Request) -> subprocess.Popen[bytes] | None:
-    """Start ``python -m decoding.tiered`` compiling ``request``; None if none can start.
+    """Start ``python -m tiered`` compiling ``request``; None if none can start.
 
     The process runs in a session of its own, so a Ctrl-C in the caller's terminal does not stop
     it and it outlives the caller; its environment (``NUMBA_CACHE_DIR`` included) is the
@@ -110,7 +105,7 @@ def _start(request: Request) -> subprocess.Popen[bytes] | None:
     path = os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "decoding.tiered"],
+            [sys.executable, "-m", "tiered"],
             env={**os.environ, "PYTHONPATH": path},
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
@@ -209,19 +204,3 @@ def tiered(function: Callable[..., Any]) -> Callable[..., Any]:
     if entry is None:
         entry = _ENTRIES.setdefault(function, Tiered(function))
     return entry
-
-
-def _compile_request(payload: bytes) -> None:
-    """Compile the requested entry point into numba's cache (the background process's job)."""
-    with open(_lock_path(), "a") as lock:
-        with contextlib.suppress(ImportError):  # no fcntl (Windows): the processes overlap
-            import fcntl
-
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        # Unpickling the signature imports numba: waiting processes stay small until their turn.
-        module, name, signature = pickle.loads(payload)
-        getattr(importlib.import_module(module), name).compile(signature)
-
-
-if __name__ == "__main__":
-    _compile_request(sys.stdin.buffer.read())
