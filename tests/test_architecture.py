@@ -24,7 +24,7 @@ PARTS = {
     "nn": ["nn"],
     "parsers": ["parsers"],
     "inference": ["inference"],
-    "services": ["checkpoint", "metrics", "evaluate", "plot"],
+    "services": ["checkpoint", "metrics", "evaluate", "plot", "results"],
     "api": ["api", "render"],
     "predicting": ["predicting", "predict_options"],
     "training": ["training"],
@@ -34,7 +34,7 @@ ALLOWED = {
     "data": {"leaves", "decoding"},
     "nn": {"leaves", "data", "tiered"},
     "parsers": {"leaves", "data", "nn", "transitions"},
-    "inference": {"leaves", "data", "parsers", "decoding", "transitions"},
+    "inference": {"leaves", "data", "nn", "parsers", "decoding", "transitions"},
 }
 # The parts from services up may import every part below them and what those may import.
 for _upper in list(PARTS)[len(ALLOWED) :]:
