@@ -22,7 +22,7 @@ from torch import nn
 from biaffine import checkpoint, distributed
 from biaffine.api import Parser
 from biaffine.data.conllu import Sentence, read_conllu, read_text, write_conllu
-from biaffine.files import atomic_open
+from biaffine.files import open_output
 from biaffine.inference import DecoderSettings, warm_up
 from biaffine.metrics import AttachmentScores, score_corpus
 from biaffine.predict_options import (
@@ -84,7 +84,8 @@ def predict(
     sentences), and rank 0 writes them all in input order: the same bytes as one process.
     A file ``dest`` is written atomically (:func:`biaffine.files.atomic_open`): it keeps its old
     content until the whole input is parsed, so a failed run leaves it untouched and two runs
-    writing the same path never mix; its mode follows the umask. Standard output streams.
+    writing the same path never mix; its mode follows the umask. Standard output and special
+    files (pipes, devices, ``/dev/stdout``: :func:`biaffine.files.open_output`) stream, in place.
 
     Args:
         checkpoint_path: a ``best.pt`` or ``last.pt`` written by training.
@@ -145,7 +146,7 @@ def predict(
     elif str(dest) == STDIO:
         write_conllu(sys.stdout, parsed)
     else:
-        with atomic_open(dest, "w", encoding="utf-8", newline="") as out:
+        with open_output(dest, "w", encoding="utf-8", newline="") as out:
             write_conllu(out, parsed)
     result.seconds = time.perf_counter() - started
     result = distributed.broadcast(result, here)
@@ -172,7 +173,7 @@ def _check_arguments(
     if not Path(dest).parent.is_dir():
         raise FileNotFoundError(f"output {dest}: the folder {Path(dest).parent} does not exist")
     # Device and inode, not resolved names: a hard link to the input is the input.
-    files = str(source) != STDIO and Path(dest).exists() and Path(source).exists()
+    files = str(source) != STDIO and Path(dest).is_file() and Path(source).exists()
     if files and os.path.samefile(source, dest):
         raise ValueError(f"output {dest} is the input file {source}: choose another output path")
 
