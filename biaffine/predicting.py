@@ -78,7 +78,8 @@ def predict(
     """Parse ``source`` with the model in ``checkpoint_path`` and write CoNLL-U to ``dest``.
 
     Only HEAD and DEPREL of word lines change; every other byte of a CoNLL-U input comes back
-    (``options`` may add MISC items and comment lines, and write a sentence several times).
+    but a leading UTF-8 byte order mark (``options`` may add MISC items and comment lines, and
+    write a sentence several times).
     Under ``torchrun`` (an open process group, see :mod:`biaffine.distributed`), every rank
     reads the input, rank ``r`` parses chunks ``k * size + r`` (ranges of ``chunk_sentences``
     sentences), and rank 0 writes them all in input order: the same bytes as one process.

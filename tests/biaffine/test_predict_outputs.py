@@ -79,3 +79,29 @@ def test_dev_stdout_appends_to_a_log_and_streams_into_a_pipe(
     assert (tmp_path / "f").read_text(encoding="utf-8") == expected
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f", "log", "stdout"]
     assert (tmp_path / "stdout").is_symlink()
+
+
+def test_every_byte_but_head_deprel_and_a_leading_bom_comes_back(
+    graph_checkpoint: Path, tmp_path: Path
+) -> None:
+    # CRLF on every other line, a BOM, no closing blank line: the README's "every byte" claim.
+    lines = TINY_CONLLU.read_text(encoding="utf-8").splitlines()
+    text = "".join(line + ("\r\n" if k % 2 else "\n") for k, line in enumerate(lines))
+    text = text.rstrip("\r\n")
+    source, out = tmp_path / "in.conllu", tmp_path / "out.conllu"
+    source.write_bytes(("\ufeff" + text).encode("utf-8"))
+    predict(graph_checkpoint, source, out, threads=1)
+    written = out.read_bytes().decode("utf-8").splitlines(keepends=True)
+    given = text.splitlines(keepends=True)
+    assert len(written) == len(given)
+    for new, old in zip(written, given, strict=True):
+        if old.split("\t")[0].isdigit():  # a word line: all but HEAD and DEPREL kept
+            assert without_tree(new) == without_tree(old)
+        else:
+            assert new == old
+
+
+def without_tree(line: str) -> list[str]:
+    """A word line's columns but HEAD and DEPREL (the line break stays with MISC)."""
+    columns = line.split("\t")
+    return columns[:6] + columns[8:]
