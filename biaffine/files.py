@@ -91,8 +91,9 @@ def open_output(path: str | os.PathLike[str], mode: str = "w", **options: Any) -
 
     A special file (see :func:`special_kind`) is written as a shell redirection would: a
     descriptor of this process through a duplicate of it (its offset and ``O_APPEND`` kept,
-    nothing truncated), a device or named pipe opened for writing (which waits for a reader of
-    a pipe). What was written before an exception in the ``with`` block stays written there.
+    nothing truncated), a character device or named pipe opened for writing (which waits for a
+    reader of a pipe). What was written before an exception in the ``with`` block stays written
+    there. A block device (a disk) is refused: parser output there is a mistake.
 
     Args:
         path: the destination.
@@ -101,15 +102,23 @@ def open_output(path: str | os.PathLike[str], mode: str = "w", **options: Any) -
 
     Raises:
         FileNotFoundError: if the destination folder does not exist.
-        OSError: the special file cannot be opened for writing (e.g. a socket).
+        OSError: the special file cannot be opened for writing (a socket, a closed descriptor);
+            the error names ``path``.
+        ValueError: ``path`` is a block device.
     """
-    if special_kind(path) is None:
+    kind = special_kind(path)
+    if kind is None:
         with atomic_open(path, mode, **options) as handle:
             yield handle
         return
+    if kind == "block device":
+        raise ValueError(f"{path} is a block device: give a file path")
     fd = _descriptor(path)
-    # Opening the name again instead would truncate a file opened by ">> log".
-    raw = os.dup(fd) if fd is not None else os.open(path, os.O_WRONLY)
+    try:
+        # Opening the name again instead would truncate a file opened by ">> log".
+        raw = os.dup(fd) if fd is not None else os.open(path, os.O_WRONLY)
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, os.fspath(path)) from None
     with open(raw, mode, **options) as handle:
         yield handle
 

@@ -254,3 +254,26 @@ def test_a_socket_is_an_error_naming_it_not_a_replaced_file(tmp_path: Path) -> N
             pass
         assert error.value.filename == str(path)
         assert stat.S_ISSOCK(path.lstat().st_mode)
+
+
+def test_a_closed_descriptor_is_an_error_naming_the_path() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    os.close(write_end)  # both numbers are free now (until the next open)
+    name = f"/dev/fd/{write_end}"
+    with pytest.raises(OSError, match="Bad file descriptor") as error, open_output(name):
+        pass
+    assert error.value.filename == name
+
+
+def test_a_block_device_is_refused(tmp_path: Path) -> None:
+    # Major number 0 has no driver: were the code wrong, opening it would fail, not write a disk.
+    disk = tmp_path / "disk"
+    try:
+        os.mknod(disk, stat.S_IFBLK | 0o600, os.makedev(0, 0))
+    except (PermissionError, AttributeError, OSError) as error:
+        pytest.skip(f"cannot make a block device here (needs root on Linux): {error}")
+    refused = pytest.raises(ValueError, match="disk is a block device: give a file path")
+    with refused, open_output(disk, "w"):
+        pass
+    assert stat.S_ISBLK(disk.lstat().st_mode)
