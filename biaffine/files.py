@@ -1,20 +1,32 @@
-"""Output files written atomically: a temporary file beside the destination, renamed at the end.
+"""Output files: regular files written atomically, special files (pipes, devices) in place.
 
-A reader, a crash or a second writer never sees half a file: the destination holds its old
-content until the new one is complete, then the new one whole. Two runs writing the same path
-each rename a complete file of their own, so the last one to finish wins and nothing is mixed.
+A regular file is written to a temporary file beside it and renamed at the end
+(:func:`atomic_open`): a reader, a crash or a second writer never sees half a file; the
+destination holds its old content until the new one is complete, then the new one whole. Two
+runs writing the same path each rename a complete file of their own, so the last one to finish
+wins and nothing is mixed.
+
+A name for something that is not a regular file cannot be renamed over without breaking it: a
+character device (``/dev/null``), a named pipe or socket, and ``/dev/stdout`` or ``/dev/fd/N``,
+which name a file descriptor the shell opened (a pipe, a terminal, or a file opened by ``>>`` for
+appending). :func:`open_output` writes those in place, streamed, through the descriptor the shell
+set up (so ``>> log`` appends); checkpoints and run-folder files use :func:`atomic_open` alone,
+which refuses them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_open", "fsync_dir", "umask_mode"]
+__all__ = ["atomic_open", "fsync_dir", "open_output", "special_kind", "umask_mode"]
+
+_MAX_LINKS = 40  # as the kernel's limit on symbolic links in one lookup
 
 
 def umask_mode() -> int:
@@ -23,6 +35,92 @@ def umask_mode() -> int:
     umask = os.umask(0o022)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def special_kind(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` names when it is not a plain regular file; None for a regular file or none.
+
+    Args:
+        path: a destination path (symbolic links are followed).
+
+    Returns:
+        ``"file descriptor N"`` for a name of this process's descriptor N (``/dev/stdout``,
+        ``/dev/fd/N``, ``/proc/self/fd/N``) whatever it is open on, ``"character device"``,
+        ``"block device"``, ``"named pipe"`` or ``"socket"``; None for a regular file, a
+        folder or a missing path.
+    """
+    fd = _descriptor(path)
+    if fd is not None:
+        return f"file descriptor {fd}"
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    kinds = (
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISFIFO, "named pipe"),
+        (stat.S_ISSOCK, "socket"),
+    )
+    return next((kind for test, kind in kinds if test(mode)), None)
+
+
+def _descriptor(path: str | os.PathLike[str]) -> int | None:
+    """N when ``path`` leads, link by link, to ``/proc/<this pid>/fd/N``; else None.
+
+    The links are followed one at a time because the last one is magic: ``/proc/self/fd/1``
+    reads as ``pipe:[123]`` or the name of the file the shell opened, neither of which is the
+    open descriptor (with its offset and ``O_APPEND``) that writing must go through.
+    """
+    own = os.path.realpath("/proc/self/fd")  # /proc/<pid>/fd, where /dev/fd leads on Linux
+    name = os.path.abspath(path)
+    for _ in range(_MAX_LINKS):
+        folder = os.path.realpath(os.path.dirname(name))
+        base = os.path.basename(name)
+        if folder == own and base.isdigit():
+            return int(base)
+        if not os.path.islink(name):
+            return None
+        name = os.path.join(os.path.dirname(name), os.readlink(name))
+    return None
+
+
+@contextlib.contextmanager
+def open_output(path: str | os.PathLike[str], mode: str = "w", **options: Any) -> Iterator[IO]:
+    """Open an output: a regular (or new) file atomically, a special file in place.
+
+    A special file (see :func:`special_kind`) is written as a shell redirection would: a
+    descriptor of this process through a duplicate of it (its offset and ``O_APPEND`` kept,
+    nothing truncated), a character device or named pipe opened for writing (which waits for a
+    reader of a pipe). What was written before an exception in the ``with`` block stays written
+    there. A block device (a disk) is refused: parser output there is a mistake.
+
+    Args:
+        path: the destination.
+        mode: ``"w"`` (text) or ``"wb"`` (binary).
+        **options: passed to :func:`open`, e.g. ``encoding="utf-8", newline=""``.
+
+    Raises:
+        FileNotFoundError: if the destination folder does not exist.
+        OSError: the special file cannot be opened for writing (a socket, a closed descriptor);
+            the error names ``path``.
+        ValueError: ``path`` is a block device.
+    """
+    kind = special_kind(path)
+    if kind is None:
+        with atomic_open(path, mode, **options) as handle:
+            yield handle
+        return
+    if kind == "block device":
+        raise ValueError(f"{path} is a block device: give a file path")
+    fd = _descriptor(path)
+    try:
+        # Opening the name again instead would truncate a file opened by ">> log".
+        raw = os.dup(fd) if fd is not None else os.open(path, os.O_WRONLY)
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, os.fspath(path)) from None
+    with open(raw, mode, **options) as handle:
+        yield handle
 
 
 @contextlib.contextmanager
@@ -41,7 +139,12 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **options: Any) -
 
     Raises:
         FileNotFoundError: if the destination folder does not exist.
+        ValueError: ``path`` names a special file (:func:`special_kind`), which a rename would
+            replace with a regular file.
     """
+    kind = special_kind(path)
+    if kind is not None:
+        raise ValueError(f"{path} is a {kind}, not a regular file: give a file path")
     target = Path(os.path.realpath(path))
     fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:

@@ -8,16 +8,15 @@ when drawing, so reading a run's metrics does not need it.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from biaffine.files import atomic_open
 
 __all__ = ["CURVES", "Curves", "main", "plot_run", "read_curves"]
 
@@ -139,6 +138,8 @@ def _epoch_values(record: dict[str, Any], path: Path, lineno: int) -> dict[str, 
 def plot_run(run_dir: str | Path) -> Path:
     """Draws ``run_dir/curves.png`` from ``run_dir/metrics.jsonl``, written atomically.
 
+    The file gets the mode the umask gives (:func:`biaffine.files.atomic_open`).
+
     Two panels over a shared epoch axis: dev UAS and LAS (with the best epoch marked and the
     test scores of the best model, if any), and the mean train loss (log scale when it spans
     more than a factor of 10).
@@ -150,7 +151,8 @@ def plot_run(run_dir: str | Path) -> Path:
         The path of the written PNG.
 
     Raises:
-        ValueError: no readable ``metrics.jsonl`` in ``run_dir`` (see :func:`read_curves`).
+        ValueError: no readable ``metrics.jsonl`` in ``run_dir`` (see :func:`read_curves`), or
+            ``curves.png`` there is a special file (a pipe, a device).
         ImportError: matplotlib is not installed.
     """
     run_dir = Path(run_dir)
@@ -162,7 +164,9 @@ def plot_run(run_dir: str | Path) -> Path:
     _draw_loss(loss, curves)
     figure.suptitle(f"{run_dir.resolve().name}: {len(curves.epochs)} epochs")
     path = run_dir / CURVES
-    _save_atomically(figure, path)
+    # A run-folder file: atomic, the umask's mode; a special file there is refused.
+    with atomic_open(path, "wb") as handle:
+        figure.savefig(handle, format="png")
     return path
 
 
@@ -210,19 +214,6 @@ def _draw_loss(axes: Any, curves: Curves) -> None:
     axes.grid(alpha=0.3)
     axes.legend(loc="best", fontsize=8)
     axes.xaxis.get_major_locator().set_params(integer=True)
-
-
-def _save_atomically(figure: Any, path: Path) -> None:
-    # The temporary file lives in the destination folder so os.replace is a same-disk rename.
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            figure.savefig(handle, format="png")
-        os.replace(temp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp_name)
-        raise
 
 
 def build_parser() -> argparse.ArgumentParser:

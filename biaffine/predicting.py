@@ -22,7 +22,7 @@ from torch import nn
 from biaffine import checkpoint, distributed
 from biaffine.api import Parser
 from biaffine.data.conllu import Sentence, read_conllu, read_text, write_conllu
-from biaffine.files import atomic_open
+from biaffine.files import open_output
 from biaffine.inference import DecoderSettings, warm_up
 from biaffine.metrics import AttachmentScores, Conll18Scores, evaluate_corpus
 from biaffine.predict_options import (
@@ -79,13 +79,15 @@ def predict(
     """Parse ``source`` with the model in ``checkpoint_path`` and write CoNLL-U to ``dest``.
 
     Only HEAD and DEPREL of word lines change; every other byte of a CoNLL-U input comes back
-    (``options`` may add MISC items and comment lines, and write a sentence several times).
+    but a leading UTF-8 byte order mark (``options`` may add MISC items and comment lines, and
+    write a sentence several times).
     Under ``torchrun`` (an open process group, see :mod:`biaffine.distributed`), every rank
     reads the input, rank ``r`` parses chunks ``k * size + r`` (ranges of ``chunk_sentences``
     sentences), and rank 0 writes them all in input order: the same bytes as one process.
     A file ``dest`` is written atomically (:func:`biaffine.files.atomic_open`): it keeps its old
     content until the whole input is parsed, so a failed run leaves it untouched and two runs
-    writing the same path never mix; its mode follows the umask. Standard output streams.
+    writing the same path never mix; its mode follows the umask. Standard output and special
+    files (pipes, devices, ``/dev/stdout``: :func:`biaffine.files.open_output`) stream, in place.
 
     Args:
         checkpoint_path: a ``best.pt`` or ``last.pt`` written by training.
@@ -147,7 +149,7 @@ def predict(
     elif str(dest) == STDIO:
         write_conllu(sys.stdout, parsed)
     else:
-        with atomic_open(dest, "w", encoding="utf-8", newline="") as out:
+        with open_output(dest, "w", encoding="utf-8", newline="") as out:
             write_conllu(out, parsed)
     result.seconds = time.perf_counter() - started
     result = distributed.broadcast(result, here)

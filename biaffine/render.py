@@ -19,18 +19,16 @@ Text widths are estimated from a monospace font, since there is no script to mea
 from __future__ import annotations
 
 import argparse
-import contextlib
 import html
-import os
 import re
 import sys
-import tempfile
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.files import open_output, special_kind
 
 __all__ = [
     "COLOURS",
@@ -666,11 +664,12 @@ def render_file(
     gold: str | Path | None = None,
     ranges: Sequence[tuple[int, int]] | None = None,
 ) -> int:
-    """Draws the trees of a CoNLL-U file into an HTML page, written atomically.
+    """Draws the trees of a CoNLL-U file into an HTML page, written atomically (umask's mode).
 
     Args:
         source: the CoNLL-U file to draw (predicted trees when ``gold`` is given).
-        output: the HTML file; written to a temporary file beside it, then renamed.
+        output: the HTML file; written to a temporary file beside it, then renamed (a special
+            file, e.g. ``/dev/stdout``, is written in place: :func:`biaffine.files.open_output`).
         gold: the gold CoNLL-U file of the same sentences, to colour the errors.
         ranges: 1-based inclusive sentence ranges to draw; None draws every sentence.
 
@@ -686,7 +685,8 @@ def render_file(
     if not pairs:
         raise ValueError(f"{source}: no sentence in the selected range {_ranges_text(ranges)}")
     page = render_page(pairs, title=f"Dependency trees of {Path(source).name}")
-    _write_atomically(Path(output), page)
+    with open_output(output, "w", encoding="utf-8", newline="\n") as handle:
+        handle.write(page)
     return len(pairs)
 
 
@@ -715,19 +715,6 @@ def _ranges_text(ranges: Sequence[tuple[int, int]] | None) -> str:
     return ",".join(f"{low}-{high}" if low != high else str(low) for low, high in ranges)
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    # The temporary file lives in the destination folder so os.replace is a same-disk rename.
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(temp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp_name)
-        raise
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command line interface of ``python -m biaffine.render``."""
     parser = argparse.ArgumentParser(
@@ -753,7 +740,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as error:  # ConlluError is a ValueError
         print(f"error: {_describe(error)}", file=sys.stderr)
         return 2
-    print(f"{args.output}: {count} sentence(s)")
+    # Not into the page when the page goes to standard output (-o /dev/stdout).
+    report = sys.stderr if special_kind(args.output) else sys.stdout
+    print(f"{args.output}: {count} sentence(s)", file=report)
     return 0
 
 

@@ -2,18 +2,21 @@
 
 The only module that imports :mod:`conllu` (its ID, HEAD and comment field parsers). Errors are
 :class:`ConlluError` with ``FILE:LINE: problem`` messages; line 0 marks a problem with the file
-as a whole (missing, empty).
+as a whole (missing, empty). The one byte sequence not kept is a UTF-8 byte order mark at the
+start of the input, which is dropped. A line may hold at most :data:`MAX_LINE` (1 MiB) so that
+an endless line (``/dev/zero``, a binary file) is an error instead of filling memory.
 """
 
 from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+import re
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from sys import intern
-from typing import TextIO, cast
+from typing import AnyStr, TextIO, cast
 
 from conllu.exceptions import ParseException
 from conllu.parser import parse_comment_line, parse_id_value, parse_int_value
@@ -25,6 +28,11 @@ _WRITABLE = {"lemma": 2, "upos": 3, "xpos": 4, "feats": 5, "head": _HEAD, "depre
 _ATTRIBUTES = {"lemma": "lemmas", "deprel": "deprels"}
 """Sentence attributes whose name is not the column's."""
 _BOM = "\ufeff"
+MAX_LINE = 1 << 20
+"""The longest line read, its line break included: bytes in a file, characters on a stream."""
+# What only CoNLL-U starts with: a sentence's metadata comment, or a word line's ID and 9 TABs.
+_CONLLU_COMMENT = re.compile(r"#\s*(?:(?:sent_id|text)\s*=|new(?:doc|par)\b)")
+_CONLLU_ID = re.compile(r"\d+(?:[-.]\d+)?")
 
 # conllu's ID and HEAD parsers, memoised: the same few hundred values fill nearly every line, and
 # re-running their regular expressions was a third of the reading time. Errors are not cached.
@@ -338,9 +346,10 @@ def read_conllu(source: str | Path | TextIO, *, require_trees: bool = False) -> 
         A lazy iterator of Sentences in file order.
 
     Raises:
-        ConlluError: missing or empty file, invalid UTF-8, a line without exactly 10
-            tab-separated non-empty columns, IDs not running 1..n, or a bad HEAD. A missing file
-            is reported at call time, the rest while iterating.
+        ConlluError: missing or empty file, invalid UTF-8, a line longer than
+            :data:`MAX_LINE`, a line without exactly 10 tab-separated non-empty columns, IDs
+            not running 1..n, or a bad HEAD. A missing file is reported at call time, the rest
+            while iterating.
     """
     name, lines = _open_lines(source)
     return _read_sentences(name, lines, require_trees)
@@ -358,7 +367,9 @@ def read_text(source: str | Path | TextIO) -> Iterator[Sentence]:
         A lazy iterator of Sentences, ``heads=None``, ``line`` = their line in ``source``.
 
     Raises:
-        ConlluError: missing file, invalid UTF-8, or no sentence at all.
+        ConlluError: missing file, invalid UTF-8, a line longer than :data:`MAX_LINE`, no
+            sentence at all, or a first line that is CoNLL-U (a ``# sent_id =`` or
+            ``# text =`` comment, or 10 tab-separated columns starting with an ID).
     """
     name, lines = _open_lines(source)
     return _read_text_sentences(name, lines)
@@ -419,7 +430,7 @@ def _path_lines(path: Path, name: str) -> Iterator[str]:
     # Binary reading and per-line decoding pins an encoding error to its line and byte offset.
     offset = 0
     with open(path, "rb") as file:
-        for lineno, raw in enumerate(file, 1):
+        for lineno, raw in _bounded_lines(file.readline, name):
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as err:
@@ -427,22 +438,37 @@ def _path_lines(path: Path, name: str) -> Iterator[str]:
                 where = f"byte 0x{bad} at byte offset {offset + err.start}"
                 raise ConlluError(name, lineno, f"not valid UTF-8: {where}") from None
             offset += len(raw)
-            yield text[1:] if lineno == 1 and text.startswith(_BOM) else text
+            yield _without_bom(text, lineno)
 
 
 def _stream_lines(file: TextIO, name: str) -> Iterator[str]:
+    lines = _bounded_lines(file.readline, name)
     lineno = 0
-    lines = iter(file)
     while True:
         try:
-            text = next(lines)
+            lineno, text = next(lines)
         except StopIteration:
             return
         except UnicodeDecodeError as err:
             problem = f"not valid UTF-8 (at or after this line): {err}"
             raise ConlluError(name, lineno + 1, problem) from None
+        yield _without_bom(text, lineno)
+
+
+def _bounded_lines(readline: Callable[[int], AnyStr], name: str) -> Iterator[tuple[int, AnyStr]]:
+    """(line number, line) pairs, each line read with at most :data:`MAX_LINE` in memory."""
+    lineno = 0
+    while line := readline(MAX_LINE + 1):
         lineno += 1
-        yield text
+        if len(line) > MAX_LINE:
+            unit = "bytes" if isinstance(line, bytes) else "characters"
+            problem = f"line longer than {MAX_LINE} {unit} (1 MiB; is this a text file?)"
+            raise ConlluError(name, lineno, problem)
+        yield lineno, line
+
+
+def _without_bom(text: str, lineno: int) -> str:
+    return text[1:] if lineno == 1 and text.startswith(_BOM) else text
 
 
 def _read_sentences(name: str, lines: Iterator[str], require_trees: bool) -> Iterator[Sentence]:
@@ -553,7 +579,21 @@ def _read_text_sentences(name: str, lines: Iterator[str]) -> Iterator[Sentence]:
     for lineno, text in enumerate(lines, 1):
         forms = text.split()
         if forms:
+            if not count:
+                _refuse_conllu(text, name, lineno)
             count += 1
             yield Sentence.from_forms(forms, source=name, line=lineno)
     if not count:
         raise ConlluError(name, 0, "no sentences found (empty or blank input)")
+
+
+def _refuse_conllu(text: str, name: str, lineno: int) -> None:
+    """Raises if the first line of a plain text input is CoNLL-U (the format was mistaken)."""
+    cols = text.rstrip("\r\n").split("\t")
+    if _CONLLU_COMMENT.match(text):
+        found = "a CoNLL-U sentence comment"
+    elif len(cols) == len(COLUMNS) and _CONLLU_ID.fullmatch(cols[0]):
+        found = f"a CoNLL-U word line ({len(COLUMNS)} tab-separated columns)"
+    else:
+        return
+    raise ConlluError(name, lineno, f"{found} in plain text input: for CoNLL-U pass format=conllu")

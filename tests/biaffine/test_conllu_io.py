@@ -5,12 +5,15 @@ from __future__ import annotations
 import io
 import itertools
 import pickle
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from biaffine.data.conllu import (
+    MAX_LINE,
     ConlluError,
     Sentence,
     read_conllu,
@@ -202,11 +205,22 @@ def test_writer_separates_a_sentence_read_without_closing_blank_line(tmp_path: P
     assert len(list(read_conllu(io.StringIO(text)))) == 2
 
 
-def test_leading_bom_is_dropped(tmp_path: Path) -> None:
-    path = write_bytes(tmp_path / "bom.conllu", "\ufeff# x = y\n" + word_line(1) + "\n\n")
+def test_leading_bom_is_dropped_the_one_byte_sequence_not_written_back(tmp_path: Path) -> None:
+    text = "# x = y\n" + word_line(1) + "\n\n"
+    path = write_bytes(tmp_path / "bom.conllu", "\ufeff" + text)
     sentence = next(read_conllu(path))
     assert sentence.metadata == {"x": "y"}
     assert len(sentence) == 1
+    assert to_text([sentence]) == text  # the README names this exception to "every byte"
+
+
+def test_a_leading_bom_on_a_stream_is_dropped_as_in_a_file() -> None:
+    # stdin used to keep it, and then refused the first line ("found 1 column").
+    text = "# x = y\n" + word_line(1) + "\n\n"
+    sentence = next(read_conllu(io.StringIO("\ufeff" + text)))
+    assert sentence.metadata == {"x": "y"}
+    assert to_text([sentence]) == text
+    assert next(read_text(io.StringIO("\ufeffa b\n"))).forms == ["a", "b"]
 
 
 def test_heads_none_when_some_head_is_underscore(tmp_path: Path) -> None:
@@ -375,13 +389,16 @@ class CountingLines(io.TextIOBase):
 
     def __init__(self, n_sentences: int) -> None:
         self.served = 0
-        self.n_sentences = n_sentences
+        self.lines = self.generate(n_sentences)
 
-    def __iter__(self) -> Iterator[str]:  # type: ignore[override]
-        for _ in range(self.n_sentences):
+    def generate(self, n_sentences: int) -> Iterator[str]:
+        for _ in range(n_sentences):
             for line in (f"{word_line(1)}\n", "\n"):
                 self.served += 1
                 yield line
+
+    def readline(self, size: int = -1) -> str:  # the reader's bounded readline(MAX_LINE + 1)
+        return next(self.lines, "")
 
 
 def test_reading_streams_without_loading_the_whole_input() -> None:
@@ -474,3 +491,71 @@ def test_plain_text_given_as_conllu_hints_at_format_text(tmp_path: Path) -> None
     path.write_text("The dog barks .\n", encoding="utf-8")
     with pytest.raises(ConlluError, match=r"in\.conllu:1: .*found 1; .* pass format=text"):
         list(read_conllu(path))
+
+
+def test_conllu_given_as_plain_text_hints_at_format_conllu(tmp_path: Path) -> None:
+    with pytest.raises(ConlluError, match=r"tiny.conllu:1: a CoNLL-U sentence comment in plain "):
+        list(read_text(TINY))
+    words = write_bytes(tmp_path / "words.txt", "\n" + word_line(1) + "\n\n")
+    with pytest.raises(ConlluError, match=r"words.txt:2: a CoNLL-U word line .* format=conllu$"):
+        list(read_text(words))
+    with pytest.raises(ConlluError, match=r"<stdin>:1: a CoNLL-U sentence comment"):
+        list(read_text(io.StringIO("# sent_id = 1\nThe dog barks .\n")))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# Hashtags start tweets .\n",
+        "#text me later\n",
+        "1 2 3 4 5 6 7 8 9 10\n",  # ten tokens, spaces not TABs
+        "a\tb\tc\n",
+        "x\t" * 9 + "x\n",  # ten columns, but no ID first
+    ],
+)
+def test_plain_text_that_merely_resembles_conllu_is_read(text: str) -> None:
+    assert len(list(read_text(io.StringIO(text)))) == 1
+
+
+def test_a_line_of_max_line_bytes_is_read_and_one_more_is_refused(tmp_path: Path) -> None:
+    fits = write_bytes(tmp_path / "fits.txt", "a\n" + "x" * (MAX_LINE - 1) + "\n")
+    assert [len(s.forms[0]) for s in read_text(fits)] == [1, MAX_LINE - 1]
+    long = write_bytes(tmp_path / "long.txt", "a\n" + "x" * MAX_LINE + "\n")
+    with pytest.raises(ConlluError, match=r"long.txt:2: line longer than 1048576 bytes \(1 MiB"):
+        list(read_text(long))
+    with pytest.raises(ConlluError, match=r"long.conllu:1: line longer than 1048576 bytes"):
+        list(read_conllu(write_bytes(tmp_path / "long.conllu", "y" * (2 * MAX_LINE))))
+
+
+class EndlessZeros(io.RawIOBase):
+    """An endless stream of NUL bytes, like /dev/zero, that fails a test reading 16 MiB of it."""
+
+    def __init__(self) -> None:
+        self.served = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+        self.served += len(buffer)
+        assert self.served < 16 * MAX_LINE, "read far past the line limit"
+        buffer[:] = bytes(len(buffer))
+        return len(buffer)
+
+
+def test_an_endless_line_on_a_stream_stops_at_the_limit() -> None:
+    stream = io.TextIOWrapper(io.BufferedReader(EndlessZeros()), encoding="utf-8")
+    with pytest.raises(ConlluError, match=r":1: line longer than 1048576 characters"):
+        list(read_conllu(stream))
+
+
+def test_dev_zero_is_refused_without_filling_memory() -> None:
+    # In a child process with 1 GiB of address space: a reader without a limit dies there.
+    script = "from biaffine.data.conllu import read_text\nlist(read_text('/dev/zero'))\n"
+    limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", limit + script], capture_output=True, text=True, timeout=120,
+        cwd=Path(__file__).parents[2], check=False,
+    )  # fmt: skip
+    assert "ConlluError: /dev/zero:1: line longer than 1048576 bytes" in done.stderr
+    assert "MemoryError" not in done.stderr

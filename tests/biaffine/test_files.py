@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from biaffine.files import atomic_open, umask_mode
+from biaffine.files import atomic_open, open_output, special_kind, umask_mode
 
 
 @pytest.fixture
@@ -82,3 +88,192 @@ def test_a_symbolic_link_is_followed(tmp_path: Path) -> None:
 def test_a_missing_folder_is_a_file_not_found_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError), atomic_open(tmp_path / "no" / "out.txt"):
         pass
+
+
+# Special files: written in place, never renamed over (a rename would replace them with a file).
+
+ROOT = Path(__file__).parents[2]
+
+
+@contextlib.contextmanager
+def reading(fifo: Path) -> Iterator[list[bytes]]:
+    """A thread that reads ``fifo`` to its end; the bytes are in the list after the block."""
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    yield got
+    reader.join(timeout=60)
+    assert not reader.is_alive(), "the reader never saw the end of the pipe"
+
+
+def test_a_named_pipe_is_written_in_place_and_stays_a_pipe(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with reading(fifo) as got, open_output(fifo, "w", encoding="utf-8") as out:
+        for line in range(10_000):  # more than a pipe's buffer: streamed while the reader reads
+            out.write(f"line {line}\n")
+    assert got == ["".join(f"line {line}\n" for line in range(10_000)).encode()]
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe"]  # no temporary file beside it
+
+
+def private_null(tmp_path: Path) -> Path:
+    """A character device like /dev/null (1, 3), made in ``tmp_path``; skips unless allowed."""
+    path = tmp_path / "null"
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (PermissionError, AttributeError, OSError) as error:
+        pytest.skip(f"cannot make a character device here (needs root on Linux): {error}")
+    return path
+
+
+def test_a_character_device_is_written_in_place_and_stays_a_device(tmp_path: Path) -> None:
+    null = private_null(tmp_path)
+    with open_output(null, "wb") as out:
+        out.write(b"discarded\n")
+    assert stat.S_ISCHR(null.lstat().st_mode)
+    assert null.stat().st_rdev == os.makedev(1, 3)
+    assert [p.name for p in tmp_path.iterdir()] == ["null"]
+
+
+def test_a_link_to_a_device_is_followed_to_the_device(tmp_path: Path) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(private_null(tmp_path))
+    with open_output(link, "w") as out:
+        out.write("discarded\n")
+    assert link.is_symlink()
+    assert stat.S_ISCHR(link.stat().st_mode)
+
+
+def test_a_descriptor_name_writes_through_the_descriptor_and_appends(tmp_path: Path) -> None:
+    # /dev/fd/N of a file opened for appending: opening the name with "w" would truncate it.
+    log = tmp_path / "log"
+    log.write_text("earlier\n")
+    with log.open("a") as appended:
+        name = f"/dev/fd/{appended.fileno()}"
+        assert special_kind(name) == f"file descriptor {appended.fileno()}"
+        with open_output(name, "w") as out:
+            out.write("new\n")
+    assert log.read_text() == "earlier\nnew\n"
+
+
+def test_a_descriptor_name_of_a_pipe_writes_into_the_pipe() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        with open_output(f"/proc/self/fd/{write_end}", "wb") as out:
+            out.write(b"through the pipe\n")
+        os.close(write_end)
+        assert os.read(read_end, 100) == b"through the pipe\n"
+    finally:
+        os.close(read_end)
+        with contextlib.suppress(OSError):
+            os.close(write_end)
+
+
+def test_a_regular_file_through_open_output_is_still_atomic(tmp_path: Path, umask_027: None):
+    path = tmp_path / "out.txt"
+    path.write_text("old\n")
+    with open_output(path, "w") as out:
+        out.write("new\n")
+        out.flush()
+        assert path.read_text() == "old\n"
+    assert path.read_text() == "new\n"
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_atomic_open_refuses_a_special_file_in_one_line(tmp_path: Path) -> None:
+    # Checkpoints and run-folder files are regular files: a pipe or a device there is a mistake.
+    fifo = tmp_path / "best.pt"
+    os.mkfifo(fifo)
+    refused = pytest.raises(ValueError, match=r"best.pt is a named pipe, not a regular file")
+    with refused as error, atomic_open(fifo, "wb"):
+        pass
+    assert "\n" not in str(error.value)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    stdout = private_stdout(tmp_path)
+    refused = pytest.raises(ValueError, match="stdout is a file descriptor 1, not a regular file")
+    with refused, atomic_open(stdout):
+        pass
+    assert stdout.is_symlink()
+
+
+def private_stdout(folder: Path) -> Path:
+    """``folder/stdout``, a link like /dev/stdout: were the code wrong, only it would break."""
+    link = folder / "stdout"
+    link.symlink_to("/proc/self/fd/1")
+    return link
+
+
+def test_the_systems_names_are_recognised_without_writing_to_them() -> None:
+    assert special_kind("/dev/stdout") == "file descriptor 1"
+    assert special_kind("/dev/fd/2") == "file descriptor 2"
+    assert special_kind("/dev/null") == "character device"
+    assert special_kind("/dev") is None
+
+
+# The scripts write to a private link like /dev/stdout (to /proc/self/fd/1), not to the system's.
+WRITE_STDOUT = (
+    "from biaffine.files import open_output\n"
+    "with open_output('stdout', 'w') as out:\n"
+    "    out.write('new\\n')\n"
+)
+
+
+def shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {command}"],
+        cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_dev_stdout_appended_by_the_shell_keeps_the_earlier_content(tmp_path: Path) -> None:
+    (tmp_path / "script.py").write_text(WRITE_STDOUT)
+    private_stdout(tmp_path)
+    (tmp_path / "log").write_text("earlier\n")
+    result = shell(f"{sys.executable} script.py >> log", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "log").read_text() == "earlier\nnew\n"
+
+
+def test_dev_stdout_into_a_pipe_streams_through_it(tmp_path: Path) -> None:
+    (tmp_path / "script.py").write_text(WRITE_STDOUT)
+    private_stdout(tmp_path)
+    result = shell(f"{sys.executable} script.py | cat > f", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "f").read_text() == "new\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f", "script.py", "stdout"]
+    assert (tmp_path / "stdout").is_symlink()
+
+
+def test_a_socket_is_an_error_naming_it_not_a_replaced_file(tmp_path: Path) -> None:
+    path = tmp_path / "sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        with pytest.raises(OSError, match="No such device") as error, open_output(path, "w"):
+            pass
+        assert error.value.filename == str(path)
+        assert stat.S_ISSOCK(path.lstat().st_mode)
+
+
+def test_a_closed_descriptor_is_an_error_naming_the_path() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    os.close(write_end)  # both numbers are free now (until the next open)
+    name = f"/dev/fd/{write_end}"
+    with pytest.raises(OSError, match="Bad file descriptor") as error, open_output(name):
+        pass
+    assert error.value.filename == name
+
+
+def test_a_block_device_is_refused(tmp_path: Path) -> None:
+    # Major number 0 has no driver: were the code wrong, opening it would fail, not write a disk.
+    disk = tmp_path / "disk"
+    try:
+        os.mknod(disk, stat.S_IFBLK | 0o600, os.makedev(0, 0))
+    except (PermissionError, AttributeError, OSError) as error:
+        pytest.skip(f"cannot make a block device here (needs root on Linux): {error}")
+    refused = pytest.raises(ValueError, match="disk is a block device: give a file path")
+    with refused, open_output(disk, "w"):
+        pass
+    assert stat.S_ISBLK(disk.lstat().st_mode)

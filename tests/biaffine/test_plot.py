@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -114,3 +116,27 @@ def test_cli_draws_every_run_and_reports_the_bad_ones(
         err
         == f"error: {missing / 'metrics.jsonl'}: no such file (is this a training run directory?)\n"
     )
+
+
+def test_curves_get_the_umasks_mode_not_0600(tmp_path: Path):
+    pytest.importorskip("matplotlib", reason="matplotlib (the bench extra) missing")
+    run = _run(tmp_path, RECORDS)
+    old = os.umask(0o022)
+    try:
+        path = plot_run(run)
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_pipe_named_curves_png_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    pytest.importorskip("matplotlib", reason="matplotlib (the bench extra) missing")
+    run = _run(tmp_path, RECORDS)
+    os.mkfifo(run / CURVES)
+    assert main([str(run)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {run / CURVES} is a named pipe, not a regular file: give a file path\n"
+    )
+    assert stat.S_ISFIFO((run / CURVES).lstat().st_mode)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import shutil
+import stat
 import subprocess
+import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -25,6 +28,7 @@ from biaffine.render import (
     main,
     multiword_tokens,
     parse_selection,
+    render_file,
     render_page,
     sentence_arcs,
     sentence_svg,
@@ -445,3 +449,40 @@ def test_browser_draws_the_whole_tiny_treebank(tmp_path: Path):
     # Vertical dark runs of 30 pixels are arc legs or ROOT arrows (text strokes are shorter).
     runs = np.lib.stride_tricks.sliding_window_view(ink, 30, axis=0).all(axis=-1)
     assert runs.any(axis=0).sum() >= 10
+
+
+def test_the_page_gets_the_umasks_mode_not_0600(tmp_path: Path):
+    out = tmp_path / "trees.html"
+    old = os.umask(0o022)
+    try:
+        render_file(TINY_CONLLU, out)
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_named_pipe_gets_the_page_and_stays_a_pipe(tmp_path: Path):
+    fifo = tmp_path / "trees.fifo"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text("utf-8")), daemon=True)
+    reader.start()
+    assert render_file(TINY_CONLLU, fifo) == 7
+    reader.join(timeout=60)
+    assert not reader.is_alive(), "the reader never saw the end of the pipe"
+    assert got[0].count("<svg") == 7
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def test_cli_to_dev_stdout_writes_only_the_page_there(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+):
+    # A private link like /dev/stdout: were the code wrong, it would replace only this link.
+    stdout = tmp_path / "stdout"
+    stdout.symlink_to("/proc/self/fd/1")
+    assert main([str(TINY_CONLLU), "-o", str(stdout)]) == 0
+    out, err = capfd.readouterr()
+    assert out.startswith("<!DOCTYPE html>")
+    assert out.count("<svg") == 7
+    assert err == f"{stdout}: 7 sentence(s)\n"
+    assert stdout.is_symlink()

@@ -1,0 +1,107 @@
+"""predict's output path: regular files atomically, pipes, devices and /dev/stdout in place."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import TINY_CONLLU
+
+from biaffine.predicting import predict
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture(scope="module")
+def expected(graph_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """What predict writes into a regular file: the reference for every other kind of output."""
+    out = tmp_path_factory.mktemp("reference") / "out.conllu"
+    predict(graph_checkpoint, TINY_CONLLU, out, threads=1)
+    return out.read_text(encoding="utf-8")
+
+
+def test_a_named_pipe_gets_the_output_and_stays_a_pipe(
+    graph_checkpoint: Path, expected: str, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text("utf-8")), daemon=True)
+    reader.start()
+    predict(graph_checkpoint, TINY_CONLLU, fifo, threads=1, chunk_sentences=2)
+    reader.join(timeout=60)
+    assert not reader.is_alive(), "the reader never saw the end of the pipe"
+    assert got == [expected]
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["out.fifo"]
+
+
+def test_a_character_device_stays_a_device(graph_checkpoint: Path, tmp_path: Path) -> None:
+    # A private /dev/null (same device numbers), so a bug cannot break the system's.
+    null = tmp_path / "null"
+    try:
+        os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (PermissionError, AttributeError, OSError) as error:
+        pytest.skip(f"cannot make a character device here (needs root on Linux): {error}")
+    predict(graph_checkpoint, TINY_CONLLU, null, threads=1)
+    assert stat.S_ISCHR(null.lstat().st_mode)
+    assert null.stat().st_rdev == os.makedev(1, 3)
+    assert [p.name for p in tmp_path.iterdir()] == ["null"]
+
+
+def shell(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``command`` in bash with pipefail, so a failed predict fails the pipeline too."""
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "HYDRA_FULL_ERROR": "1"}
+    return subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {command}"],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def test_dev_stdout_appends_to_a_log_and_streams_into_a_pipe(
+    graph_checkpoint: Path, expected: str, tmp_path: Path
+) -> None:
+    predict_py = f"{sys.executable} {ROOT / 'predict.py'} checkpoint={graph_checkpoint} "
+    predict_py += f"input={TINY_CONLLU} threads=1 output=stdout"
+    # A private link like /dev/stdout: were the code wrong, it would replace only this link.
+    (tmp_path / "stdout").symlink_to("/proc/self/fd/1")
+    (tmp_path / "log").write_text("earlier\n")
+    appended = shell(f"{predict_py} >> log", tmp_path)
+    assert appended.returncode == 0, appended.stderr[-3000:]
+    assert (tmp_path / "log").read_text(encoding="utf-8") == "earlier\n" + expected
+    piped = shell(f"{predict_py} | cat > f", tmp_path)
+    assert piped.returncode == 0, piped.stderr[-3000:]
+    assert (tmp_path / "f").read_text(encoding="utf-8") == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f", "log", "stdout"]
+    assert (tmp_path / "stdout").is_symlink()
+
+
+def test_every_byte_but_head_deprel_and_a_leading_bom_comes_back(
+    graph_checkpoint: Path, tmp_path: Path
+) -> None:
+    # CRLF on every other line, a BOM, no closing blank line: the README's "every byte" claim.
+    lines = TINY_CONLLU.read_text(encoding="utf-8").splitlines()
+    text = "".join(line + ("\r\n" if k % 2 else "\n") for k, line in enumerate(lines))
+    text = text.rstrip("\r\n")
+    source, out = tmp_path / "in.conllu", tmp_path / "out.conllu"
+    source.write_bytes(("\ufeff" + text).encode("utf-8"))
+    predict(graph_checkpoint, source, out, threads=1)
+    written = out.read_bytes().decode("utf-8").splitlines(keepends=True)
+    given = text.splitlines(keepends=True)
+    assert len(written) == len(given)
+    for new, old in zip(written, given, strict=True):
+        if old.split("\t")[0].isdigit():  # a word line: all but HEAD and DEPREL kept
+            assert without_tree(new) == without_tree(old)
+        else:
+            assert new == old
+
+
+def without_tree(line: str) -> list[str]:
+    """A word line's columns but HEAD and DEPREL (the line break stays with MISC)."""
+    columns = line.split("\t")
+    return columns[:6] + columns[8:]
