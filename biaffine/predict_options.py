@@ -8,7 +8,7 @@ The options become a :class:`~biaffine.inference.Request`; what is written per s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from torch import nn
@@ -66,21 +66,26 @@ _WHY_NOT_BOTH = {
 }
 
 
-def parse_columns(value: str | None) -> tuple[str, ...]:
-    """``predict.py columns=upos,xpos`` (or ``all``, or null/empty) as column names.
+def parse_columns(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``predict.py columns=[upos,xpos]`` (a list, one name, ``all``, or null) as column names.
+
+    Hydra reads an unbracketed ``columns=upos,xpos`` as a sweep, so a list is written in
+    brackets; a comma-separated string (quoted on the command line) is read too.
 
     Raises:
         ValueError: an unknown column (one line naming the known ones).
     """
-    if value is None or not str(value).strip():
+    if value is None:
         return ()
-    if str(value).strip().lower() == "all":
+    given = value.split(",") if isinstance(value, str) else [str(name) for name in value]
+    names = [name.strip().lower() for name in given if name.strip()]
+    if names == ["all"]:
         return TAGGED
-    names = tuple(part.strip().lower() for part in str(value).split(","))
     unknown = [name for name in names if name not in TAGGED]
     if unknown:
+        spelled = ",".join(given) if isinstance(value, str) else f"[{','.join(given)}]"
         known = ", ".join(CONLLU_NAMES[name].lower() for name in TAGGED)
-        raise ValueError(f"columns={value}: unknown {', '.join(unknown)}; known: {known}, all")
+        raise ValueError(f"columns={spelled}: unknown {', '.join(unknown)}; known: {known}, all")
     return tuple(dict.fromkeys(names))
 
 

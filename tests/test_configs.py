@@ -16,6 +16,8 @@ from omegaconf import OmegaConf
 
 from biaffine.data.conllu import read_conllu
 from biaffine.data.vocab import build_vocabs
+from biaffine.inference import FAMILIES
+from biaffine.nn import ENCODERS
 from biaffine.parsers import PARSERS, Parser
 from biaffine.training import build_model, fit_settings, load_splits
 from biaffine.training.loop import lr_decay_scheduler
@@ -135,6 +137,21 @@ def test_every_experiment_composes_and_instantiates(experiment: str) -> None:
     cfg = compose_train(f"experiment={experiment}", *SMALL)
     assert isinstance(build_model(cfg.model, VOCABS), Parser)
     fit_settings(cfg)
+
+
+def test_the_registries_and_conf_name_the_same_parts() -> None:
+    """Every model config names a registered parser kind and encoder kind, every registered
+    parser kind has a config, and every parser family has an inference family."""
+    named = {compose_train(f"model={model}").model.kind for model in options("model")}
+    assert named == set(PARSERS)
+    encoders = {compose_train(f"model={model}").model.encoder.kind for model in options("model")}
+    assert encoders <= set(ENCODERS)
+    assert {parser.family for parser in PARSERS.values()} <= set(FAMILIES)
+
+
+def test_an_unknown_model_kind_is_one_line() -> None:
+    with pytest.raises(ValueError, match=r"^parser kind 'nope'; known kinds: biaffine, transition"):
+        build_model(compose_train("model.kind=nope").model, VOCABS)
 
 
 def test_train_without_a_model_override_trains_the_biaffine_parser() -> None:

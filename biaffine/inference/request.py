@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 
 from biaffine.data.columns import TAGGED
 
@@ -28,7 +29,8 @@ class Request:
             (graph parsers) or the transition path's (transition parsers).
         kbest: the k best trees of each sentence, best first (None: one tree).
         fixed_heads: per sentence, one entry per word: a head to keep (0 = ROOT), or None
-            where the parser chooses (None as a whole: nothing fixed). Only ints are heads.
+            where the parser chooses (None as a whole: nothing fixed). Only integers (Python or
+            numpy, not bool) are heads: ``3.7`` or ``"4"`` is refused, never rounded.
         columns: tagged columns to predict (:data:`biaffine.data.columns.TAGGED`).
     """
 
@@ -57,7 +59,7 @@ class Request:
 
 def _check_heads(heads: Sequence[int | None], sentence: int) -> None:
     for word, head in enumerate(heads, 1):
-        if head is not None and (isinstance(head, bool) or not isinstance(head, int)):
+        if head is not None and (isinstance(head, bool) or not isinstance(head, Integral)):
             raise ValueError(
                 f"sentence {sentence}, word {word}: fixed head {head!r} is a "
                 f"{type(head).__name__}; a head is an int (0 = ROOT) or None"

@@ -142,3 +142,28 @@ def test_constraints_that_admit_no_tree_name_the_sentence(graph_checkpoint, sent
         parser.parse_constrained(sentences, cyclic)
     with pytest.raises(ValueError, match=r"^<input>:2: no tree satisfies the constraints"):
         parser.parse_constrained([s.forms for s in sentences], cyclic)
+
+
+def test_a_plain_string_is_refused_with_what_to_pass_instead(graph_checkpoint) -> None:
+    """A string is CoNLL-U text; plain words get a hint the API can follow (no format=text)."""
+    parser = Parser.load(graph_checkpoint, threads=1)
+    with pytest.raises(ValueError, match=r"read as CoNLL-U text.*lists of words") as raised:
+        parser.parse("The cat sat.")
+    assert "format=" not in str(raised.value)
+
+
+@pytest.mark.parametrize("head", [3.7, 1.0, "2", True, np.float64(1.0)])
+def test_only_ints_and_none_are_fixed_heads(graph_checkpoint, sentences, head) -> None:
+    parser = Parser.load(graph_checkpoint, threads=1)
+    fixed = [[None] * len(s) for s in sentences]
+    fixed[0][1] = head
+    with pytest.raises(ValueError, match=r"^sentence 0, word 2: fixed head .* is a \w+; a head is"):
+        parser.parse_constrained(sentences, fixed)
+
+
+def test_numpy_integer_heads_are_ints(graph_checkpoint, sentences) -> None:
+    parser = Parser.load(graph_checkpoint, threads=1)
+    fixed = [[None] * len(s) for s in sentences]
+    fixed[0][1] = np.int64(0)
+    [first, *_] = parser.parse_constrained(sentences, fixed)
+    assert first.heads[1] == 0

@@ -1,0 +1,169 @@
+"""Predicted UPOS, XPOS and FEATS: through the one prediction path into CoNLL-U, and scored."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from builders import TINY_PARSER, biaffine_parser, save_model, split_options
+from conftest import TINY_CONLLU
+
+from biaffine.api import Parser
+from biaffine.data.batching import batches_by_tokens, encode
+from biaffine.data.conllu import ConlluError, Sentence, read_conllu
+from biaffine.data.vocab import SPECIALS, Vocabs
+from biaffine.evaluate import evaluate_files
+from biaffine.inference import Refused, Request, predict
+from biaffine.nn import Encoder
+from biaffine.parsers import TransitionParser
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+REPO = Path(__file__).parents[2]
+TAGGERS = {"tag_loss_weight": 1.0, "xpos_loss_weight": 1.0, "feats_loss_weight": 1.0}
+COLUMN_INDEX = {"upos": 3, "xpos": 4, "feats": 5}
+
+
+def randomized(model: torch.nn.Module) -> torch.nn.Module:
+    """Random, untied weights: taggers that disagree with the gold tags somewhere."""
+    with torch.no_grad():
+        for param in model.parameters():
+            param.add_(0.5 * torch.randn_like(param))
+    return model
+
+
+@pytest.fixture(scope="module")
+def tagged_checkpoint(tmp_path_factory: pytest.TempPathFactory, vocabs: Vocabs) -> Path:
+    """A tiny graph parser with UPOS, XPOS and FEATS taggers, random weights."""
+    torch.manual_seed(1)
+    model = randomized(biaffine_parser(vocabs, **TINY_PARSER, **TAGGERS))
+    return save_model(tmp_path_factory.mktemp("tagged") / "best.pt", model, vocabs)
+
+
+@pytest.fixture(scope="module")
+def upos_only_checkpoint(tmp_path_factory: pytest.TempPathFactory, vocabs: Vocabs) -> Path:
+    torch.manual_seed(2)
+    model = randomized(biaffine_parser(vocabs, **TINY_PARSER, tag_loss_weight=1.0))
+    return save_model(tmp_path_factory.mktemp("upos") / "best.pt", model, vocabs)
+
+
+def cells(sentence: Sentence) -> list[list[str]]:
+    return [sentence.lines[k].rstrip("\r\n").split("\t") for k in sentence.word_lines]
+
+
+def expected_tags(parser: Parser, sentences: list[Sentence], column: str) -> list[list[str]]:
+    """The tagger's argmax over the non-special classes, computed here from the raw scores."""
+    itos = parser.vocabs.columns[column].itos
+    found = []
+    with torch.inference_mode():
+        for batch in batches_by_tokens(encode(sentences, parser.vocabs), 10_000, shuffle=False):
+            scores = parser.model(batch).tag_scores[column]
+            for row, index in enumerate(batch.indices.tolist()):
+                n = len(sentences[index])
+                best = scores[row, 1 : n + 1, len(SPECIALS) :].argmax(-1) + len(SPECIALS)
+                found.append((index, [itos[i] for i in best.tolist()]))
+    return [tags for _, tags in sorted(found)]
+
+
+def test_columns_write_the_taggers_best_classes_and_nothing_else(
+    tagged_checkpoint: Path, sentences: list[Sentence]
+) -> None:
+    parser = Parser.load(tagged_checkpoint, threads=1)
+    plain = parser.parse(sentences)
+    tagged = parser.parse(sentences, columns=["upos", "feats"])
+    for column in ("upos", "feats"):
+        expected = expected_tags(parser, sentences, column)
+        assert [getattr(t.sentence, column) for t in tagged] == expected
+        written = [[row[COLUMN_INDEX[column]] for row in cells(t.sentence)] for t in tagged]
+        assert written == expected
+    changed = 0
+    for ours, theirs in zip(tagged, plain, strict=True):
+        assert ours.heads == theirs.heads
+        assert ours.deprels == theirs.deprels
+        for row, plain_row in zip(cells(ours.sentence), cells(theirs.sentence), strict=True):
+            changed += row[3] != plain_row[3]
+            assert row[:3] + row[4:5] + row[6:] == plain_row[:3] + plain_row[4:5] + plain_row[6:]
+    assert changed > 0, "random taggers must change some UPOS: else this test proves nothing"
+
+
+def test_without_columns_the_input_tags_come_back(tagged_checkpoint, sentences) -> None:
+    parser = Parser.load(tagged_checkpoint, threads=1)
+    for tree, sentence in zip(parser.parse(sentences), sentences, strict=True):
+        assert tree.sentence.upos == sentence.upos
+        assert [row[3:6] for row in cells(tree.sentence)] == [row[3:6] for row in cells(sentence)]
+
+
+def test_a_column_without_a_tagger_is_refused_in_one_line(upos_only_checkpoint, sentences):
+    parser = Parser.load(upos_only_checkpoint, threads=1)
+    with pytest.raises(Refused, match=r"^columns=xpos: this model has no tagger for xpos \("):
+        parser.parse(sentences, columns=["upos", "xpos"])
+    with pytest.raises(ValueError, match="predictable columns are upos, xpos, feats"):
+        parser.parse(sentences, columns=["lemma"])
+
+
+def test_a_transition_parser_predicts_columns_too(vocabs: Vocabs, sentences) -> None:
+    torch.manual_seed(3)
+    encoder_options, parser_options = split_options(TINY_PARSER)
+    encoder = Encoder(vocabs, **encoder_options)
+    model = randomized(TransitionParser(vocabs, encoder, **parser_options, **TAGGERS)).eval()
+    request = Request(columns=("xpos",))
+    [result] = predict(model, vocabs, sentences[:3], request)[""].results[:1]
+    itos = vocabs.columns["xpos"].itos
+    with torch.inference_mode():
+        batch = next(batches_by_tokens(encode(sentences[:3], vocabs), 10_000, shuffle=False))
+        scores = model.encode(batch).tag_scores["xpos"]
+        row = batch.indices.tolist().index(0)
+        n = len(sentences[0])
+        best = scores[row, 1 : n + 1, len(SPECIALS) :].argmax(-1) + len(SPECIALS)
+    assert result.columns == {"xpos": [itos[i] for i in best.tolist()]}
+
+
+def test_predict_py_columns_upos_is_scored_by_the_evaluator(tagged_checkpoint, tmp_path) -> None:
+    """The issue's acceptance test: predict.py columns=upos writes UPOS, the evaluator scores it."""
+    out = tmp_path / "pred.conllu"
+    command = [sys.executable, str(REPO / "predict.py"), f"checkpoint={tagged_checkpoint}"]
+    command += [f"input={TINY_CONLLU}", f"output={out}", "threads=1", "columns=upos"]
+    subprocess.run(command, check=True, capture_output=True, cwd=REPO)
+    evaluation = evaluate_files(str(TINY_CONLLU), str(out))
+    upos = evaluation.words.scores["UPOS"]
+    predicted = [s.upos for s in read_conllu(out)]
+    gold = [s.upos for s in read_conllu(TINY_CONLLU)]
+    right = sum(
+        p == g for ps, gs in zip(predicted, gold, strict=True) for p, g in zip(ps, gs, strict=True)
+    )
+    assert (upos.correct, upos.gold) == (right, sum(map(len, gold)))
+    assert upos.correct < upos.gold  # random taggers: the score is the prediction's, not 100
+    assert evaluation.words.scores["XPOS"].correct == evaluation.words.scores["XPOS"].gold
+
+
+def test_predict_py_refuses_an_unknown_column(tagged_checkpoint, tmp_path) -> None:
+    command = [sys.executable, str(REPO / "predict.py"), f"checkpoint={tagged_checkpoint}"]
+    command += [f"input={TINY_CONLLU}", f"output={tmp_path / 'o'}", "columns=[upos,lemma]"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: columns=[upos,lemma]: unknown lemma; known: upos, xpos, feats, all"
+    ]
+
+
+def test_with_columns_changes_only_the_named_cells(sentences: list[Sentence]) -> None:
+    sentence = sentences[0]
+    n = len(sentence)
+    upos = [f"T{i}" for i in range(n)]
+    written = sentence.with_columns({"upos": upos, "lemma": ["l"] * n})
+    assert written.upos == upos
+    assert written.lemmas == ["l"] * n
+    assert sentence.upos != upos, "the original is not modified"
+    for ours, theirs in zip(written.lines, sentence.lines, strict=True):
+        if ours == theirs:
+            continue
+        a, b = ours.split("\t"), theirs.split("\t")
+        assert a[:2] + a[4:] == b[:2] + b[4:]
+    assert written.with_tree(sentence.heads, sentence.deprels).upos == upos
+    with pytest.raises(ConlluError, match="cannot write column 'misc'"):
+        sentence.with_columns({"misc": ["_"] * n})
+    with pytest.raises(ConlluError, match="invalid UPOS 'a b\\\\t' for word 1"):
+        sentence.with_columns({"upos": ["a b\t", *upos[1:]]})
