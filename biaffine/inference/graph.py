@@ -63,15 +63,11 @@ def decode_heads(
     """
     scores = arc_scores.detach().to("cpu", torch.float64).log_softmax(-1).numpy()
     sizes = lengths.detach().to("cpu", torch.int64).numpy()
-    threads = torch.get_num_threads()
-    heads = decoding.decode(
+    # decoding batches on plain Python threads, never numba's OpenMP layer, which would reset
+    # torch's thread count when it starts (decoding._batch).
+    return decoding.decode(
         scores, sizes, algorithm=decoder.algorithm, root_constraint=decoder.root_constraint
     )
-    if torch.get_num_threads() != threads:
-        # numba's OpenMP layer shares libgomp with torch and, when it starts its thread pool,
-        # resets torch's thread count too (to all cores): oversubscribed, the LSTM ran 4x slower.
-        torch.set_num_threads(threads)
-    return heads
 
 
 def choose_labels(
