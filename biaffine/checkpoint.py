@@ -412,10 +412,7 @@ def build_model(checkpoint: Checkpoint) -> nn.Module:
     where = f"{checkpoint.path}: " if checkpoint.path is not None else ""
     model = _build(checkpoint, where)
     _check_fit(model.state_dict(), checkpoint.state_dict, where)
-    try:
-        model.load_state_dict(checkpoint.state_dict)
-    except RuntimeError as error:
-        raise CheckpointError(f"{where}weights do not fit the model config: {error}") from error
+    model.load_state_dict(checkpoint.state_dict)  # strict, and now known to fit
     return model.eval()
 
 
@@ -436,12 +433,11 @@ def _check_fit(
         stored: the checkpoint's weights.
         where: ``<file>: `` or nothing, to start the message.
     """
-    missing = sorted(expected.keys() - stored.keys())
-    unexpected = sorted(stored.keys() - expected.keys())
+    missing, unexpected = expected.keys() - stored.keys(), stored.keys() - expected.keys()
     if missing or unexpected:
         raise CheckpointError(
-            f"{where}weights do not fit the model config: missing {missing or 'none'}, "
-            f"unexpected {unexpected or 'none'}"
+            f"{where}weights do not fit the model config: missing {_names(missing)}, "
+            f"unexpected {_names(unexpected)}"
         )
     for name, want in expected.items():
         have = stored[name]
@@ -450,6 +446,15 @@ def _check_fit(
                 f"{where}weights do not fit the model config: {name} is {_describe(have)} "
                 f"where the config builds {_describe(want)}"
             )
+
+
+def _names(keys: Iterable[str], shown: int = 3) -> str:
+    """The first names in sorted order (a renamed module would otherwise list hundreds)."""
+    names = sorted(keys)
+    if not names:
+        return "none"
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _describe(tensor: torch.Tensor) -> str:

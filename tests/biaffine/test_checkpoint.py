@@ -387,6 +387,19 @@ def test_weights_of_another_dtype_are_refused_not_cast(saved, dtype: torch.dtype
         build_model(load(saved))
 
 
+def test_weights_under_other_names_are_listed_briefly(saved) -> None:
+    raw = torch.load(saved, weights_only=True)
+    raw["state_dict"] = {f"old.{k}": v for k, v in raw["state_dict"].items()}
+    resave(saved, raw)
+    n = len(raw["state_dict"])
+    with pytest.raises(
+        CheckpointError,
+        match=rf"fit the model config: missing arc_attn\.weight, .* and {n - 3} more, "
+        rf"unexpected old\.arc_attn\.weight, .* and {n - 3} more$",
+    ):
+        build_model(load(saved))
+
+
 def test_weights_of_another_dtype_without_a_new_checksum_fail_the_checksum(saved) -> None:
     raw = torch.load(saved, weights_only=True)
     raw["state_dict"]["rel_attn.weight"] = raw["state_dict"]["rel_attn.weight"].to(torch.int64)
