@@ -7,10 +7,10 @@ parses its share of the chunks, rank 0 writes the output (the same bytes as one 
 """
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from biaffine import distributed
-from biaffine.cli import report_user_errors
+from biaffine.cli import refuse_missing, report_user_errors
 from biaffine.inference import DecoderSettings
 from biaffine.predict_options import parse_columns
 from biaffine.predicting import PredictOptions, predict
@@ -27,6 +27,7 @@ def main(cfg: DictConfig) -> None:
 
 
 def _predict(cfg: DictConfig) -> None:
+    refuse_missing(OmegaConf.missing_keys(cfg))  # checkpoint=, input=
     decoder = DecoderSettings.from_config(cfg.decoder, cfg.get("search"))
     with distributed.process_group(select_device(cfg.device)):
         _predict_in(cfg, decoder)

@@ -13,13 +13,17 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from biaffine import distributed
-from biaffine.cli import report_user_errors
-from biaffine.runtime import select_device
+from biaffine.cli import check_types, refuse_missing, report_user_errors
+from biaffine.runtime import check_threads, select_device
 from biaffine.training import train
 from biaffine.training.run_state import remove_unused_run_dir
+
+TRAINER_DEFAULTS = Path(__file__).parent / "conf" / "trainer" / "default.yaml"
+# The trainer settings whose default is null, so that their type cannot be read off it.
+NULL_DEFAULT_TYPES = {"max_steps": int, "max_minutes": float, "ema_decay": float, "threads": int}
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
@@ -36,6 +40,7 @@ def main(cfg: DictConfig) -> float:
 
 
 def _train(cfg: DictConfig, run_dir: Path) -> float:
+    check_settings(cfg)
     with distributed.process_group(select_device(cfg.trainer.device)) as here:
         # Each rank's Hydra named a folder from its own clock: rank 0's is the run's.
         shared = distributed.broadcast(run_dir, here)
@@ -43,6 +48,25 @@ def _train(cfg: DictConfig, run_dir: Path) -> float:
             with contextlib.suppress(OSError):
                 run_dir.rmdir()  # empty: the other ranks write nothing
         return train(cfg, run_dir=shared).best_dev.las
+
+
+def check_settings(cfg: DictConfig) -> None:
+    """Refuse missing settings and trainer settings of the wrong type before training starts.
+
+    Raises:
+        ValueError: naming the setting (without it, ``trainer.max_epochs=abc`` would end in a
+            ``TypeError`` traceback after the data was read).
+    """
+    refuse_missing(OmegaConf.missing_keys(cfg))
+    check_types(cfg.trainer, trainer_types(), "trainer")
+    check_threads(cfg.trainer.threads, "trainer.threads")
+
+
+def trainer_types() -> dict[str, type]:
+    """The type of each boolean or numeric trainer setting, read off its default."""
+    defaults = OmegaConf.to_container(OmegaConf.load(TRAINER_DEFAULTS))
+    numbers = (bool, int, float)
+    return {k: type(v) for k, v in defaults.items() if isinstance(v, numbers)} | NULL_DEFAULT_TYPES
 
 
 def _quiet_worker_args() -> list[str]:

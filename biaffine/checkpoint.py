@@ -6,9 +6,12 @@ A checkpoint is a dict of strings, numbers, lists, dicts and tensors, so it load
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import pickle
 import re
+import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +29,7 @@ from biaffine.runtime import check_device
 
 __all__ = [
     "FORMAT",
+    "MAX_SIZE",
     "VERSION",
     "Checkpoint",
     "CheckpointError",
@@ -33,6 +37,7 @@ __all__ = [
     "find",
     "load",
     "save",
+    "weights_sha256",
 ]
 
 FORMAT = "rootparse-checkpoint"
@@ -51,6 +56,11 @@ _REQUIRED = (
     "training_state",
 )
 _SCALARS = (bool, int, float, str)
+# The largest integer a model config may hold (a layer size, a layer count, ...): a crafted
+# config would otherwise ask the allocator for terabytes before any weight is compared.
+MAX_SIZE = 65536
+# Config integers that are counts of rows read from a file, which bounds them (GloVe: 400000).
+_FILE_COUNTS = frozenset({"max_words"})
 
 
 class CheckpointError(ValueError):
@@ -69,6 +79,7 @@ class Checkpoint:
         metadata: free plain data (training data, best dev scores, resolved config, ...).
         training_state: optimizer/scheduler/epoch state for resuming, or None.
         package_version: version of the package that wrote the file.
+        path: the file it was read from (named in errors), or None.
     """
 
     parser: str
@@ -78,6 +89,7 @@ class Checkpoint:
     metadata: dict[str, Any]
     training_state: dict[str, Any] | None
     package_version: str
+    path: Path | None = None
 
 
 def save(
@@ -101,9 +113,12 @@ def save(
         metadata: plain data to keep with the model.
         training_state: plain data to resume training (e.g. ``optimizer.state_dict()``), or None.
 
+    The file records :func:`weights_sha256` of the weights, which :func:`load` verifies.
+
     Raises:
         TypeError: if any value is not plain data (it would not load with ``weights_only=True``).
     """
+    weights = {k: v.detach().cpu() for k, v in state_dict.items()}
     payload = {
         "format": FORMAT,
         "version": VERSION,
@@ -111,7 +126,8 @@ def save(
         "parser": parser,
         "model_config": model_config,
         "vocabs": vocabs.to_dict() if isinstance(vocabs, Vocabs) else vocabs,
-        "state_dict": {k: v.detach().cpu() for k, v in state_dict.items()},
+        "state_dict": weights,
+        "weights_sha256": weights_sha256(weights),
         "metadata": metadata,
         "training_state": training_state,
     }
@@ -169,8 +185,10 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
 
     Raises:
         CheckpointError: if the file is missing, truncated or corrupt, holds pickled objects,
-            is not a rootparse checkpoint, or has an unknown format version; or if
-            ``map_location`` is a device this machine lacks (said so, not blamed on the file).
+            is a TorchScript archive or no rootparse checkpoint, has an unknown format
+            version, weights that differ from their recorded checksum or are not finite, or a
+            model config with a size above :data:`MAX_SIZE`; or if ``map_location`` is a
+            device this machine lacks (said so, not blamed on the file).
     """
     path = Path(path)
     try:
@@ -181,8 +199,11 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
         raise CheckpointError(f"{path}: no such checkpoint file")
     if not path.is_file():
         raise CheckpointError(f"{path}: is not a file, so not a checkpoint")
+    _refuse_torchscript(path)
     payload = _read(path, map_location)
     _check_format(payload, path)
+    _check_weights(payload, path)
+    _check_sizes(payload["model_config"], f"{path}: model_config")
     if payload["version"] == 2:
         payload = _migrate_v2(payload)
     if payload["version"] in (2, 3):
@@ -199,7 +220,27 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
         metadata=payload["metadata"],
         training_state=payload["training_state"],
         package_version=str(payload["package_version"]),
+        path=path,
     )
+
+
+def _refuse_torchscript(path: Path) -> None:
+    """Name a TorchScript archive (``torch.jit.save``), which torch.load would call corrupt.
+
+    Its zip holds ``<archive>/constants.pkl`` and ``<archive>/code/``; a checkpoint's never does.
+    """
+    if not zipfile.is_zipfile(path):
+        return
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return  # damaged: torch.load says so
+    if any(name.split("/")[1:2] in (["constants.pkl"], ["code"]) for name in names):
+        raise CheckpointError(
+            f"{path}: a TorchScript archive (torch.jit.save), not a {FORMAT} file: give the "
+            "best.pt or last.pt that train.py wrote"
+        )
 
 
 def _read(path: Path, map_location: str | torch.device) -> Any:
@@ -221,10 +262,17 @@ def _read(path: Path, map_location: str | torch.device) -> Any:
     except Exception as error:
         # Unpickling arbitrary bytes fails in many ways (RuntimeError from the zip reader,
         # EOFError, KeyError, struct.error, ...): all mean the file is damaged.
+        detail = _torch_detail(error)
         raise CheckpointError(
-            f"{path}: truncated or corrupt checkpoint (the write may have been interrupted): "
-            f"{type(error).__name__}: {error}"
-        ) from error
+            f"{path}: truncated or corrupt checkpoint (the write may have been interrupted){detail}"
+        ) from (error if detail else None)
+
+
+def _torch_detail(error: Exception) -> str:
+    """``: <torch's words>``, or nothing where they advise loading with weights_only=False."""
+    if "weights_only" in str(error):
+        return ""
+    return f": {type(error).__name__}: {error}"
 
 
 # How torch's weights-only unpickler names a class or function it refuses to import.
@@ -249,6 +297,77 @@ def _check_format(payload: Any, path: Path) -> None:
 
 
 _READABLE = (2, 3, VERSION)
+
+
+def weights_sha256(state_dict: Mapping[str, torch.Tensor]) -> str:
+    """SHA-256 over each tensor's name, dtype, shape and bytes, in the order of sorted names.
+
+    Args:
+        state_dict: weights (any device; bfloat16 and other dtypes numpy lacks included).
+    """
+    digest = hashlib.sha256()
+    for name in sorted(state_dict):
+        tensor = state_dict[name].detach().cpu().contiguous()
+        raw = tensor.reshape(-1).view(torch.uint8).numpy()
+        # The header gives the byte count, so no two different dicts feed the same stream.
+        header = [name, str(tensor.dtype), list(tensor.shape), raw.nbytes]
+        digest.update(json.dumps(header).encode() + b"\n")
+        digest.update(raw.data)
+    return digest.hexdigest()
+
+
+def _check_weights(payload: dict[str, Any], path: Path) -> None:
+    """Refuse weights that are no tensors, differ from their checksum, or are not finite.
+
+    Files written before the checksum (formats 2 and 3 of earlier releases) lack it and are
+    checked for the rest only.
+    """
+    weights = payload["state_dict"]
+    if not isinstance(weights, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()
+    ):
+        raise CheckpointError(f"{path}: state_dict is not a dict of named tensors")
+    recorded = payload.get("weights_sha256")
+    if recorded is not None and recorded != weights_sha256(weights):
+        raise CheckpointError(
+            f"{path}: the weights differ from the checksum recorded when the file was written "
+            "(damaged or altered since)"
+        )
+    bad = next((k for k, v in weights.items() if not _finite(v)), None)
+    if bad is not None:
+        raise CheckpointError(
+            f"{path}: weight {bad} holds NaN or infinite values (training diverged, or the file "
+            "is damaged): not usable"
+        )
+
+
+def _finite(tensor: torch.Tensor) -> bool:
+    """Whether a tensor holds no NaN or infinity (integer and bool tensors always)."""
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        return True
+    return bool(torch.isfinite(tensor).all())
+
+
+def _check_sizes(config: Any, where: str) -> None:
+    """Refuse any integer above :data:`MAX_SIZE` in a model config, before a layer is built.
+
+    Args:
+        config: the model config, or a part of it (dicts and lists are searched).
+        where: the field, named in the error (``<file>: model_config.encoder``).
+    """
+    if isinstance(config, dict):
+        for key, value in config.items():
+            if key not in _FILE_COUNTS:
+                _check_sizes(value, f"{where}.{key}")
+    elif isinstance(config, (list, tuple)):
+        for i, value in enumerate(config):
+            _check_sizes(value, f"{where}[{i}]")
+    elif isinstance(config, int) and not isinstance(config, bool) and abs(config) > MAX_SIZE:
+        raise CheckpointError(
+            f"{where}={config} is above {MAX_SIZE}, the largest size rootparse builds: the "
+            "config was altered or is not a model's"
+        )
+
 
 # Version 2 held only the biaffine parser, with the encoder's layers and options at top level.
 _V2_ENCODER_OPTIONS = (
@@ -311,19 +430,64 @@ def _renamed(key: str, renames: Mapping[str, str]) -> str:
 def build_model(checkpoint: Checkpoint) -> nn.Module:
     """The parser stored in a checkpoint, weights loaded, in eval mode.
 
+    The weights' names, shapes and dtypes are compared with the built model's first:
+    ``load_state_dict`` would silently cast (int64 into float32, say). The config's sizes were
+    bounded by :func:`load` before anything is built.
+
     Raises:
         CheckpointError: if the parser kind is unknown, the config does not fit it, or the
             weights do not fit the config.
     """
-    try:
-        model = build_parser(checkpoint.parser, checkpoint.vocabs, checkpoint.model_config)
-    except ValueError as error:
-        raise CheckpointError(str(error)) from error
-    try:
-        model.load_state_dict(checkpoint.state_dict)
-    except RuntimeError as error:
-        raise CheckpointError(f"weights do not fit the model config: {error}") from error
+    where = f"{checkpoint.path}: " if checkpoint.path is not None else ""
+    model = _build(checkpoint, where)
+    _check_fit(model.state_dict(), checkpoint.state_dict, where)
+    model.load_state_dict(checkpoint.state_dict)  # strict, and now known to fit
     return model.eval()
+
+
+def _build(checkpoint: Checkpoint, where: str) -> nn.Module:
+    try:
+        return build_parser(checkpoint.parser, checkpoint.vocabs, checkpoint.model_config)
+    except ValueError as error:
+        raise CheckpointError(f"{where}{error}") from error
+
+
+def _check_fit(
+    expected: Mapping[str, torch.Tensor], stored: Mapping[str, torch.Tensor], where: str
+) -> None:
+    """Refuse stored weights whose names, shapes or dtypes differ from the model's.
+
+    Args:
+        expected: ``state_dict()`` of the model the config builds.
+        stored: the checkpoint's weights.
+        where: ``<file>: `` or nothing, to start the message.
+    """
+    missing, unexpected = expected.keys() - stored.keys(), stored.keys() - expected.keys()
+    if missing or unexpected:
+        raise CheckpointError(
+            f"{where}weights do not fit the model config: missing {_names(missing)}, "
+            f"unexpected {_names(unexpected)}"
+        )
+    for name, want in expected.items():
+        have = stored[name]
+        if have.dtype != want.dtype or have.shape != want.shape:
+            raise CheckpointError(
+                f"{where}weights do not fit the model config: {name} is {_describe(have)} "
+                f"where the config builds {_describe(want)}"
+            )
+
+
+def _names(keys: Iterable[str], shown: int = 3) -> str:
+    """The first names in sorted order (a renamed module would otherwise list hundreds)."""
+    names = sorted(keys)
+    if not names:
+        return "none"
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def _describe(tensor: torch.Tensor) -> str:
+    return f"{str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
 
 
 def find(paths: Iterable[str | os.PathLike]) -> list[Path]:

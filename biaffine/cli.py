@@ -5,16 +5,28 @@ package raises for bad input: ``ConlluError``, ``CheckpointError``, ``Evaluation
 missing treebank file, a refused setting) print ``error: <message>`` on stderr, with no
 traceback. Any other exception is a bug and keeps its traceback. ``ROOTPARSE_DEBUG=1`` shows
 the traceback of user errors too.
+
+Settings are checked before the work starts (:func:`refuse_missing`, :func:`check_types`), so a
+forgotten ``checkpoint=`` or a ``trainer.max_epochs=abc`` is a user error, not a ``TypeError``
+deep inside.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from typing import NoReturn, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NoReturn, TypeVar
 
-__all__ = ["DEBUG_ENV", "USER_ERRORS", "USER_ERROR_STATUS", "describe", "report_user_errors"]
+__all__ = [
+    "DEBUG_ENV",
+    "USER_ERRORS",
+    "USER_ERROR_STATUS",
+    "check_types",
+    "describe",
+    "refuse_missing",
+    "report_user_errors",
+]
 
 T = TypeVar("T")
 
@@ -50,7 +62,52 @@ def _exit(error: BaseException) -> NoReturn:
 
 
 def describe(error: BaseException) -> str:
-    """The message of an error, with the file named for an OS error that has one."""
+    """The message of an error on one line, with the file named for an OS error that has one.
+
+    A message of several lines (omegaconf's name the setting on a second line) has its lines
+    joined with ``; ``.
+    """
     if isinstance(error, OSError) and error.filename is not None and error.strerror:
         return f"{error.filename}: {error.strerror}"
-    return str(error)
+    return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+
+
+def refuse_missing(keys: Iterable[str]) -> None:
+    """Refuse settings left without a value (``???`` in a config: ``checkpoint``, ``input``).
+
+    Args:
+        keys: the settings that have no value, e.g. ``OmegaConf.missing_keys(cfg)``.
+
+    Raises:
+        ValueError: naming each of them, if there are any.
+    """
+    missing = sorted(keys)
+    if missing:
+        settings = "setting" if len(missing) == 1 else "settings"
+        given = " ".join(f"{key}=..." for key in missing)
+        raise ValueError(f"missing {settings} {', '.join(missing)} (give {given})")
+
+
+def check_types(settings: Mapping[str, Any], types: Mapping[str, type], where: str) -> None:
+    """Refuse a setting whose value is not of its type (null is left to the code that reads it).
+
+    An int is a float here, and a bool is no number (YAML reads ``true`` as a bool).
+
+    Args:
+        settings: the section's values, e.g. ``cfg.trainer``.
+        types: the type of each setting to check; settings not named are not checked.
+        where: the section's name, for the message (``trainer``).
+
+    Raises:
+        ValueError: naming the first setting of another type, its value and the type expected.
+    """
+    for key, kind in types.items():
+        value = settings.get(key)
+        if value is None:
+            continue
+        accepted = (int, float) if kind is float else (kind,)
+        if not isinstance(value, accepted) or (kind is not bool and isinstance(value, bool)):
+            expected = {bool: "true or false", int: "an integer", float: "a number"}
+            raise ValueError(
+                f"{where}.{key}={value!r}: expected {expected.get(kind, kind.__name__)}"
+            )

@@ -12,6 +12,7 @@ import torch
 __all__ = [
     "check_bf16",
     "check_device",
+    "check_threads",
     "cpu_description",
     "seed_everything",
     "select_device",
@@ -53,8 +54,32 @@ def check_device(device: str | torch.device) -> torch.device:
     return device
 
 
+def check_threads(threads: object, setting: str = "threads") -> None:
+    """Refuse a CPU thread count that is not a positive integer or None (torch's default).
+
+    Args:
+        threads: the value given.
+        setting: the option the error names (``threads``, ``trainer.threads``).
+
+    Raises:
+        ValueError: for zero, a negative number, or a value that is no integer.
+    """
+    if threads is None:
+        return
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(
+            f"{setting}={threads!r}: give a positive number of CPU threads, or null for "
+            "torch's default"
+        )
+
+
 def set_threads(threads: int | None) -> None:
-    """Set torch's CPU thread count; None keeps torch's default."""
+    """Set torch's CPU thread count; None keeps torch's default.
+
+    Raises:
+        ValueError: for a count :func:`check_threads` refuses (torch's own error is a traceback).
+    """
+    check_threads(threads)
     if threads is not None:
         torch.set_num_threads(threads)
 

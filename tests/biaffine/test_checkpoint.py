@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -324,3 +325,165 @@ def test_find_takes_files_and_the_best_checkpoints_under_folders(tmp_path: Path)
     assert found == [single, tmp_path / "sweep/0_a/best.pt", tmp_path / "sweep/1_b/best.pt"]
     with pytest.raises(FileNotFoundError, match="nowhere: no such checkpoint or folder"):
         checkpoint.find([tmp_path / "nowhere"])
+
+
+def a_matrix(state_dict: dict[str, torch.Tensor]) -> str:
+    """The name of the first weight matrix (names change with the model's layout; this does not)."""
+    return next(k for k in sorted(state_dict) if state_dict[k].dim() == 2)
+
+
+def resave(path: Path, raw: dict, *, checksum: bool = True) -> None:
+    """Write ``raw`` back, with the checksum of its (altered) weights, as a crafted file would."""
+    if checksum:
+        raw["weights_sha256"] = checkpoint.weights_sha256(raw["state_dict"])
+    torch.save(raw, path)
+
+
+def test_save_records_the_checksum_of_the_weights(saved) -> None:
+    raw = torch.load(saved, weights_only=True)
+    assert raw["weights_sha256"] == checkpoint.weights_sha256(raw["state_dict"])
+    assert len(raw["weights_sha256"]) == 64
+    renamed = {f"x{k}": v for k, v in raw["state_dict"].items()}
+    assert checkpoint.weights_sha256(renamed) != raw["weights_sha256"]  # names count too
+
+
+def test_the_checksum_sees_dtype_and_shape_not_only_bytes() -> None:
+    weights = torch.arange(6, dtype=torch.int32)
+    same_bytes = {
+        "a": weights,
+        "b": weights.reshape(2, 3),
+        "c": weights.view(torch.float32),
+        "d": weights.view(torch.bfloat16),  # numpy has no bfloat16: hashed as bytes
+    }
+    digests = {checkpoint.weights_sha256({"w": t}) for t in same_bytes.values()}
+    assert len(digests) == len(same_bytes)
+
+
+def test_a_flipped_byte_in_the_weights_is_refused(saved) -> None:
+    weights = load(saved).state_dict
+    weight = weights[a_matrix(weights)]
+    data = bytearray(saved.read_bytes())
+    at = data.find(weight.numpy().tobytes())
+    assert at > 0
+    assert data.find(weight.numpy().tobytes(), at + 1) < 0  # the bytes are that weight's
+    data[at + 5] ^= 0x10
+    saved.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match=r"model\.pt: the weights differ from the checksum"):
+        load(saved)
+
+
+def test_a_checkpoint_without_a_checksum_still_loads(saved, vocabs, sentences) -> None:
+    """Format 3 as released wrote no checksum (format 2 is tested above)."""
+    raw = torch.load(saved, weights_only=True)
+    del raw["weights_sha256"]
+    torch.save(raw, saved)
+    model = build_model(load(saved))
+    name = a_matrix(raw["state_dict"])
+    assert torch.equal(model.state_dict()[name], raw["state_dict"][name])
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float64, torch.bfloat16])
+def test_weights_of_another_dtype_are_refused_not_cast(saved, dtype: torch.dtype) -> None:
+    raw = torch.load(saved, weights_only=True)
+    name = a_matrix(raw["state_dict"])
+    raw["state_dict"][name] = raw["state_dict"][name].to(dtype)
+    resave(saved, raw)
+    kind = str(dtype).removeprefix("torch.")
+    with pytest.raises(
+        CheckpointError,
+        match=rf"model\.pt: weights do not fit the model config: {re.escape(name)} is {kind}\[",
+    ):
+        build_model(load(saved))
+
+
+def test_weights_under_other_names_are_listed_briefly(saved) -> None:
+    raw = torch.load(saved, weights_only=True)
+    first = re.escape(sorted(raw["state_dict"])[0])
+    raw["state_dict"] = {f"old.{k}": v for k, v in raw["state_dict"].items()}
+    resave(saved, raw)
+    n = len(raw["state_dict"])
+    with pytest.raises(
+        CheckpointError,
+        match=rf"fit the model config: missing {first}, .* and {n - 3} more, "
+        rf"unexpected old\.{first}, .* and {n - 3} more$",
+    ):
+        build_model(load(saved))
+
+
+def test_weights_of_another_dtype_without_a_new_checksum_fail_the_checksum(saved) -> None:
+    raw = torch.load(saved, weights_only=True)
+    name = a_matrix(raw["state_dict"])
+    raw["state_dict"][name] = raw["state_dict"][name].to(torch.int64)
+    resave(saved, raw, checksum=False)
+    with pytest.raises(CheckpointError, match="differ from the checksum"):
+        load(saved)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("checksum", [True, False])
+def test_non_finite_weights_are_blamed_on_the_checkpoint(saved, value, checksum) -> None:
+    raw = torch.load(saved, weights_only=True)
+    if not checksum:
+        del raw["weights_sha256"]
+    raw["state_dict"]["encoder.lstms.0.backward_lstm.weight_hh_l0"][3, 2] = value
+    resave(saved, raw, checksum=checksum)
+    with pytest.raises(
+        CheckpointError,
+        match=r"model\.pt: weight encoder\.lstms\.0\.backward_lstm\.weight_hh_l0 holds NaN or inf",
+    ):
+        load(saved)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit, to make the archive
+def test_a_torchscript_archive_is_named_and_no_unsafe_advice_given(tmp_path) -> None:
+    path = tmp_path / "model.pt"
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), path)
+    with pytest.raises(CheckpointError, match=r"model\.pt: a TorchScript archive") as caught:
+        load(path)
+    assert "weights_only" not in str(caught.value)
+
+
+def test_torchs_advice_to_load_with_weights_only_false_is_never_repeated(
+    saved, monkeypatch
+) -> None:
+    def refuse(*args, **kwargs):
+        raise RuntimeError("Re-running `torch.load` with `weights_only` set to `False` ...")
+
+    monkeypatch.setattr(torch, "load", refuse)
+    with pytest.raises(CheckpointError, match="truncated or corrupt") as caught:
+        load(saved)
+    assert "weights_only" not in str(caught.value)
+    assert caught.value.__suppress_context__
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("encoder.lstm_hidden", 10**7),
+        ("arc_mlp", checkpoint.MAX_SIZE + 1),
+        ("encoder.lstm_layers", -(10**9)),
+    ],
+)
+def test_sizes_above_the_bound_are_refused_before_anything_is_built(
+    saved, monkeypatch, field: str, value: int
+) -> None:
+    raw = torch.load(saved, weights_only=True)
+    *parents, key = field.split(".")
+    node = raw["model_config"]
+    for parent in parents:
+        node = node[parent]
+    node[key] = value
+    torch.save(raw, saved)
+    monkeypatch.setattr(checkpoint, "build_parser", pytest.fail)  # nothing may be built
+    with pytest.raises(
+        CheckpointError, match=rf"model\.pt: model_config\.{field}={value} is above 65536"
+    ):
+        build_model(load(saved))
+
+
+def test_the_largest_size_still_loads(saved) -> None:
+    raw = torch.load(saved, weights_only=True)
+    raw["model_config"]["encoder"]["pretrained"] = {"max_words": 400_000}  # a file's row count
+    raw["model_config"]["arc_mlp"] = checkpoint.MAX_SIZE
+    torch.save(raw, saved)
+    assert load(saved).model_config["arc_mlp"] == checkpoint.MAX_SIZE

@@ -1,0 +1,173 @@
+"""Bad settings on the command line: one line on stderr, exit status 2, no run folder left."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+from hydra import compose, initialize
+
+from biaffine.cli import check_types, describe, refuse_missing
+from biaffine.runtime import check_threads, set_threads
+
+ROOT = Path(__file__).parent.parent
+DATA = ROOT / "tests" / "data"
+CHECKPOINT = DATA / "format2-smoke.pt"
+TINY = DATA / "tiny.conllu"
+TRAIN = ["experiment=smoke", "trainer.max_epochs=1", "trainer.progress_bar=false"]
+
+
+def load_script(name: str) -> ModuleType:
+    """The module of a top-level script (``train.py``), imported without running it."""
+    spec = importlib.util.spec_from_file_location(f"script_{name}", ROOT / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, str(ROOT / script), *args]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def assert_one_line_refusal(done: subprocess.CompletedProcess[str], pattern: str) -> None:
+    """Exit status 2 and a single stderr line ``error: ...`` matching ``pattern``."""
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert re.fullmatch(f"error: {pattern}", lines[0]), lines[0]
+
+
+@pytest.mark.parametrize("threads", [0, -1, "abc", True, 1.5])
+def test_a_thread_count_that_is_no_positive_integer_is_refused(threads) -> None:
+    before = torch.get_num_threads()
+    with pytest.raises(ValueError, match=r"^trainer\.threads=.*: give a positive number"):
+        check_threads(threads, "trainer.threads")
+    with pytest.raises(ValueError, match=r"^threads=.*: give a positive number"):
+        set_threads(threads)
+    assert torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("threads", [None, 1])
+def test_a_positive_thread_count_or_none_is_taken(threads) -> None:
+    before = torch.get_num_threads()
+    try:
+        set_threads(threads)
+        assert torch.get_num_threads() == (threads or before)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_missing_settings_are_named() -> None:
+    refuse_missing([])
+    with pytest.raises(ValueError, match=r"^missing setting input \(give input=\.\.\.\)$"):
+        refuse_missing(["input"])
+    with pytest.raises(ValueError, match=r"settings checkpoint, input \(give checkpoint=\.\.\. "):
+        refuse_missing(["input", "checkpoint"])
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"max_epochs": "abc"}, "trainer.max_epochs='abc': expected an integer"),
+        ({"max_epochs": 2.5}, "trainer.max_epochs=2.5: expected an integer"),
+        ({"max_epochs": True}, "trainer.max_epochs=True: expected an integer"),
+        ({"clip": "5"}, "trainer.clip='5': expected a number"),
+        ({"resume": 1}, "trainer.resume=1: expected true or false"),
+    ],
+)
+def test_settings_of_another_type_are_refused(settings, message) -> None:
+    types = {"max_epochs": int, "clip": float, "resume": bool}
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        check_types(settings, types, "trainer")
+
+
+def test_settings_of_their_type_or_null_pass() -> None:
+    types = {"max_epochs": int, "clip": float, "resume": bool, "absent": int}
+    check_types({"max_epochs": 3, "clip": 5, "resume": False}, types, "trainer")
+    check_types({"max_epochs": None, "clip": 0.5, "resume": True}, types, "trainer")
+
+
+def test_a_message_of_several_lines_becomes_one() -> None:
+    error = ValueError("Value 'abc' could not be converted\n    full_key: trainer.x\n")
+    assert describe(error) == "Value 'abc' could not be converted; full_key: trainer.x"
+
+
+def test_every_experiment_passes_the_settings_check() -> None:
+    train = load_script("train")
+    assert train.trainer_types()["max_epochs"] is int
+    assert train.trainer_types()["threads"] is int
+    experiments = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("[!_]*.yaml"))
+    assert "smoke" in experiments
+    with initialize(version_base="1.3", config_path="../conf"):
+        for experiment in experiments:
+            cfg = compose("train", overrides=[f"experiment={experiment}"])
+            train.check_settings(cfg)
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        ([f"checkpoint={CHECKPOINT}", f"input={TINY}", "threads=0"], r"threads=0: .*"),
+        ([f"checkpoint={CHECKPOINT}", f"input={TINY}", "threads=-1"], r"threads=-1: .*"),
+        ([f"input={TINY}"], r"missing setting checkpoint \(give checkpoint=\.\.\.\)"),
+        ([f"checkpoint={CHECKPOINT}"], r"missing setting input \(give input=\.\.\.\)"),
+    ],
+)
+def test_predict_refuses_bad_settings_in_one_line(args: list[str], pattern: str, tmp_path) -> None:
+    done = run("predict.py", *args, f"output={tmp_path / 'out.conllu'}")
+    assert_one_line_refusal(done, pattern)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "pattern"),
+    [
+        ("lstm_hidden", r".*bad\.pt: model_config\.lstm_hidden=10000000 is above 65536.*"),
+        ("nan", r".*bad\.pt: weight rel_attn\.weight holds NaN or infinite values.*"),
+    ],
+)
+def test_predict_blames_a_bad_checkpoint_in_one_line(change: str, pattern: str, tmp_path) -> None:
+    raw = torch.load(CHECKPOINT, weights_only=True)  # format 2: flat config, no checksum
+    if change == "nan":
+        raw["state_dict"]["rel_attn.weight"][0, 0, 0] = float("nan")
+    else:
+        raw["model_config"][change] = 10**7
+    torch.save(raw, tmp_path / "bad.pt")
+    done = run("predict.py", f"checkpoint={tmp_path / 'bad.pt'}", f"input={TINY}")
+    assert_one_line_refusal(done, pattern)
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("override", "pattern"),
+    [
+        ("trainer.max_epochs=abc", r"trainer\.max_epochs='abc': expected an integer"),
+        ("trainer.threads=0", r"trainer\.threads=0: give a positive number .*"),
+        ("data=ud", r"missing setting data\.treebank \(give data\.treebank=\.\.\.\)"),
+    ],
+)
+def test_train_refuses_bad_settings_in_one_line_and_leaves_no_run_folder(
+    override: str, pattern: str, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    done = run("train.py", *TRAIN, f"hydra.run.dir={run_dir}", override)
+    assert_one_line_refusal(done, pattern)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_training_keeps_a_folder_that_held_files(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "notes.txt").write_text("mine\n")
+    done = run("train.py", *TRAIN, f"hydra.run.dir={run_dir}", "trainer.threads=-1")
+    assert_one_line_refusal(done, r"trainer\.threads=-1: .*")
+    assert (run_dir / "notes.txt").read_text() == "mine\n"
