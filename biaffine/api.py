@@ -12,20 +12,8 @@ Example::
     tree.log_prob       # log-probability of the whole tree under the same distribution
     print(parser.to_conllu([tree]), end="")
 
-Probabilities (graph parsers): the arc scores define a distribution over single-rooted trees
-(``P(tree) ∝ exp(sum of its arc scores)``, the tree-CRF of :mod:`biaffine.nn.treecrf`); a head
-probability is the marginal of that arc (Matrix-Tree theorem, Koo et al. 2007), the tree's
-log-probability its normalized score, and a label probability the softmax of the label scores
-at the chosen arc (labels follow UD's rule: ``root`` on the ROOT arc and nowhere else; the
-probability reported is the model's softmax probability of the label chosen). For a model
-trained with the local loss these are the globally normalized reading of its scores, not
-calibrated confidences. The determinant loses float64 precision when the words' best heads form
-a cycle whose cheapest break costs more than about 35 nats; such a sentence gets NaN
-probabilities rather than wrong ones.
-
-Transition parsers have no distribution over trees: ``probabilities=True`` gives each label's
-probability and ``path_log_prob``, the log of the product of the transition probabilities along
-the path the search took (not the tree's probability: other paths may build the same tree).
+What the probabilities mean is said where they are computed: :mod:`biaffine.inference.graph`
+(tree-CRF marginals) and :mod:`biaffine.inference.transition` (transition paths).
 """
 
 from __future__ import annotations
@@ -33,7 +21,6 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -42,44 +29,12 @@ from biaffine import checkpoint
 from biaffine.data.conllu import Sentence, read_conllu, write_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, Request, SentenceResult, predict
-from biaffine.results import with_tree
+from biaffine.results import ParsedTree, parsed_tree
 from biaffine.runtime import check_bf16, select_device, set_threads
 
 __all__ = ["ParsedTree", "Parser"]
 
 Inputs = Sequence[Sequence[str]] | Sequence[Sentence] | str
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedTree:
-    """One parsed sentence, with probabilities when they were asked for.
-
-    Attributes:
-        sentence: the input sentence with HEAD and DEPREL filled, and the predicted columns
-            asked for (every other byte as given).
-        head_probs: float[n], the marginal probability of the arc to each word's chosen head.
-        label_probs: float[n], the probability of each word's chosen label at that arc.
-        log_prob: log-probability of the whole unlabeled tree (graph parsers), or its score
-            (k-best: the sum of its words' head log-probabilities).
-        path_log_prob: transition parsers: log of the product of the probabilities of the
-            transitions the search took (each a softmax over the legal ones).
-    """
-
-    sentence: Sentence
-    head_probs: list[float] | None = None
-    label_probs: list[float] | None = None
-    log_prob: float | None = None
-    path_log_prob: float | None = None
-
-    @property
-    def heads(self) -> list[int]:
-        """int[n]: the head of word i at index i - 1 (0 = ROOT)."""
-        return list(self.sentence.heads or [])
-
-    @property
-    def deprels(self) -> list[str]:
-        """str[n]: the label of each word's arc."""
-        return list(self.sentence.deprels)
 
 
 class Parser:
@@ -170,7 +125,7 @@ class Parser:
         request = Request(probabilities=probabilities, columns=tuple(columns))
         sentences = list(_sentences(inputs))
         found = self._predict(sentences, request, settings, max_tokens)
-        return [_parsed(s, r, 0) for s, r in zip(sentences, found, strict=True)]
+        return [parsed_tree(s, r, 0) for s, r in zip(sentences, found, strict=True)]
 
     def to_conllu(self, trees: Sequence[ParsedTree]) -> str:
         """The parsed sentences as CoNLL-U text."""
@@ -207,7 +162,7 @@ class Parser:
         sentences = list(_sentences(inputs))
         found = self._predict(sentences, Request(kbest=k), settings, max_tokens)
         return [
-            [_parsed(s, r, rank) for rank in range(len(r.trees))]
+            [parsed_tree(s, r, rank) for rank in range(len(r.trees))]
             for s, r in zip(sentences, found, strict=True)
         ]
 
@@ -239,7 +194,7 @@ class Parser:
         request = Request(fixed_heads=[list(heads) for heads in fixed_heads])
         sentences = list(_sentences(inputs))
         found = self._predict(sentences, request, settings, max_tokens)
-        return [_parsed(s, r, 0) for s, r in zip(sentences, found, strict=True)]
+        return [parsed_tree(s, r, 0) for s, r in zip(sentences, found, strict=True)]
 
     def _predict(
         self,
@@ -251,17 +206,6 @@ class Parser:
         options = {"max_tokens": max_tokens, "bf16": self.bf16}
         found = predict(self.model, self.vocabs, sentences, request, {"": settings}, **options)
         return found[""].results
-
-
-def _parsed(sentence: Sentence, result: SentenceResult, rank: int) -> ParsedTree:
-    tree = result.trees[rank]
-    return ParsedTree(
-        with_tree(sentence, tree, result.columns),
-        head_probs=tree.head_probs,
-        label_probs=tree.label_probs,
-        log_prob=tree.log_prob,
-        path_log_prob=tree.path_log_prob,
-    )
 
 
 def _sentences(inputs: Inputs) -> Iterator[Sentence]:

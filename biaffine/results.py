@@ -7,6 +7,8 @@ MISC items and comment lines named below.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from biaffine.data.conllu import Sentence
 from biaffine.inference.request import Request, SentenceResult, Tree
 
@@ -17,6 +19,8 @@ __all__ = [
     "KBEST_SCORE",
     "PATH_LOG_PROB",
     "TREE_LOG_PROB",
+    "ParsedTree",
+    "parsed_tree",
     "with_result",
     "with_tree",
 ]
@@ -80,3 +84,47 @@ def _with_probabilities(sentence: Sentence, tree: Tree) -> Sentence:
         misc = [h + rel for h, rel in zip(heads, labels, strict=True)]
         comment = (TREE_LOG_PROB, f"{tree.log_prob:.4f}")
     return sentence.with_misc(misc).with_comments([comment])
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedTree:
+    """One parsed sentence, with probabilities when they were asked for.
+
+    Attributes:
+        sentence: the input sentence with HEAD and DEPREL filled, and the predicted columns
+            asked for (every other byte as given).
+        head_probs: float[n], the marginal probability of the arc to each word's chosen head.
+        label_probs: float[n], the probability of each word's chosen label at that arc.
+        log_prob: log-probability of the whole unlabeled tree (graph parsers), or its score
+            (k-best: the sum of its words' head log-probabilities).
+        path_log_prob: transition parsers: log of the product of the probabilities of the
+            transitions the search took (each a softmax over the legal ones).
+    """
+
+    sentence: Sentence
+    head_probs: list[float] | None = None
+    label_probs: list[float] | None = None
+    log_prob: float | None = None
+    path_log_prob: float | None = None
+
+    @property
+    def heads(self) -> list[int]:
+        """int[n]: the head of word i at index i - 1 (0 = ROOT)."""
+        return list(self.sentence.heads or [])
+
+    @property
+    def deprels(self) -> list[str]:
+        """str[n]: the label of each word's arc."""
+        return list(self.sentence.deprels)
+
+
+def parsed_tree(sentence: Sentence, result: SentenceResult, rank: int) -> ParsedTree:
+    """The ``rank``-th tree of a result (0: the best) as a :class:`ParsedTree`."""
+    tree = result.trees[rank]
+    return ParsedTree(
+        with_tree(sentence, tree, result.columns),
+        head_probs=tree.head_probs,
+        label_probs=tree.label_probs,
+        log_prob=tree.log_prob,
+        path_log_prob=tree.path_log_prob,
+    )

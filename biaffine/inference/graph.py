@@ -2,6 +2,17 @@
 
 It answers every request: one tree, probabilities (tree-CRF marginals and log-probabilities),
 the k best trees, and trees that keep fixed heads; and predicted columns.
+
+Probabilities: the arc scores define a distribution over single-rooted trees
+(``P(tree) ∝ exp(sum of its arc scores)``, the tree-CRF of :mod:`biaffine.nn.treecrf`); a head
+probability is the marginal of that arc (Matrix-Tree theorem, Koo et al. 2007), the tree's
+log-probability its normalized score, and a label probability the softmax of the label scores
+at the chosen arc (labels follow UD's rule: ``root`` on the ROOT arc and nowhere else; the
+probability reported is the model's softmax probability of the label chosen). For a model
+trained with the local loss these are the globally normalized reading of its scores, not
+calibrated confidences. The determinant loses float64 precision when the words' best heads form
+a cycle whose cheapest break costs more than about 35 nats; such a sentence gets NaN
+probabilities rather than wrong ones.
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ finished sentences drop out. A combined model's search adds its graph head's arc
 log-probabilities to the transition scores. Labels come from the label scorer on the finished
 tree's arcs, as in the graph family, and projective systems' pseudo-projective labels are then
 decoded (:func:`transitions.projective.deprojectivize`).
+
+Transition parsers have no distribution over trees: ``probabilities=True`` gives each label's
+probability and ``path_log_prob``, the log of the product of the transition probabilities along
+the path the search took (not the tree's probability: other paths may build the same tree).
 """
 
 from __future__ import annotations
