@@ -410,11 +410,18 @@ def remove_unused_run_dir(run_dir: Path) -> bool:
     """Delete a run folder that a failed start left with start-up files only; True if deleted.
 
     A folder holding anything else (a checkpoint, metrics, files of the user's) is kept, so a
-    failed resume never loses the run it was resuming.
+    failed resume never loses the run it was resuming; so is a folder another run has locked
+    (it may be starting there, with start-up files only so far).
     """
-    if not run_dir.is_dir() or any(p.name not in _STARTUP_FILES for p in run_dir.iterdir()):
+    if not run_dir.is_dir():
         return False
-    shutil.rmtree(run_dir)
+    try:
+        with locked_run_dir(run_dir):
+            if any(p.name not in _STARTUP_FILES for p in run_dir.iterdir()):
+                return False
+            shutil.rmtree(run_dir)
+    except RunFolderError:
+        return False
     log.info("removed %s: the run wrote nothing", run_dir)
     return True
 

@@ -22,6 +22,7 @@ from biaffine.training.run_state import (
     DiskFullError,
     RunFolderError,
     read_metrics,
+    remove_unused_run_dir,
     writing,
 )
 
@@ -129,6 +130,21 @@ def test_a_folder_locked_by_another_process_is_left_as_it_was(tmp_path: Path) ->
     finally:
         os.close(fd)
     assert [p.name for p in tmp_path.iterdir()] == [".lock"]
+
+
+def test_a_refused_run_never_removes_the_folder_of_the_run_starting_there(tmp_path: Path):
+    # The locked folder holds start-up files only, as while the other run reads its data.
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / "config.yaml").write_text("the other run's\n")
+    fd = os.open(tmp_path / ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert not remove_unused_run_dir(tmp_path)
+    finally:
+        os.close(fd)
+    assert (tmp_path / "config.yaml").is_file()
+    assert remove_unused_run_dir(tmp_path)  # unlocked now: a failed start's leftovers
+    assert not tmp_path.exists()
 
 
 def test_a_planted_lock_link_is_refused_and_not_followed(tmp_path: Path) -> None:
