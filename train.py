@@ -22,7 +22,7 @@ from biaffine.cli import report_user_errors
 from biaffine.files import atomic_open
 from biaffine.runtime import select_device
 from biaffine.training import train
-from biaffine.training.run_state import HYDRA_RECORD, remove_unused_run_dir, writing
+from biaffine.training.run_state import HYDRA_RECORD, RunLog, remove_unused_run_dir, writing
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
@@ -81,7 +81,7 @@ def _start_record(cfg: DictConfig, run_dir: Path, logs: list[logging.FileHandler
             with atomic_open(record / name, "w", encoding="utf-8") as out:
                 OmegaConf.save(node, out)
     for held in logs:
-        handler = logging.FileHandler(held.baseFilename, encoding=held.encoding)
+        handler = RunLog(held.baseFilename, encoding=held.encoding)
         handler.setFormatter(held.formatter)
         handler.setLevel(held.level)
         logging.getLogger().addHandler(handler)

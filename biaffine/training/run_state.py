@@ -20,6 +20,7 @@ import os
 import random
 import shutil
 import stat
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,7 @@ __all__ = [
     "METRICS",
     "DiskFullError",
     "RunFolderError",
+    "RunLog",
     "RunWriter",
     "TrainState",
     "carry_history",
@@ -252,6 +254,25 @@ def _metrics_record(line: bytes) -> dict[str, Any]:
     if not isinstance(record, dict) or not isinstance(record.get("epoch"), int):
         raise ValueError("not a metrics record (a JSON object with an integer epoch)")
     return record
+
+
+class RunLog(logging.FileHandler):
+    """A run's ``train.log``: a full disk stops the run as for its other files.
+
+    :class:`logging.Handler` would print a traceback for every record it cannot write and go
+    on; a full disk or quota raises :class:`DiskFullError` from the logging call instead, one
+    line naming the log (another write error is still reported the standard way).
+    """
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        """Raise a full disk as :class:`DiskFullError`; leave other errors to logging."""
+        path = Path(self.baseFilename)
+        error = _disk_full_cause(sys.exc_info()[1])
+        if error is None:
+            super().handleError(record)
+            return
+        with writing(path, path.parent):
+            raise error
 
 
 @contextlib.contextmanager

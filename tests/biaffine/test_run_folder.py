@@ -21,6 +21,7 @@ from biaffine.training import train
 from biaffine.training.run_state import (
     DiskFullError,
     RunFolderError,
+    RunLog,
     read_metrics,
     remove_unused_run_dir,
     writing,
@@ -246,3 +247,16 @@ def test_a_full_disk_before_any_checkpoint_says_to_start_again(tmp_path: Path) -
     )
     with pytest.raises(PermissionError), writing(tmp_path / "metrics.jsonl", tmp_path):
         raise PermissionError(errno.EACCES, "other errors pass unchanged")
+
+
+def test_a_full_disk_under_the_log_file_is_one_error_naming_it(tmp_path: Path) -> None:
+    handler = RunLog(tmp_path / "train.log")
+    logger = logging.getLogger("test_run_folder.full_disk")
+    logger.addHandler(handler)
+    try:
+        handler.stream.close()
+        handler.stream = _FullDisk()  # type: ignore[assignment]
+        with pytest.raises(DiskFullError, match=r"train\.log: No space left on device \(the"):
+            logger.warning("epoch 2: ...")
+    finally:
+        logger.removeHandler(handler)
