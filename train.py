@@ -7,8 +7,10 @@ folder and its log, the other ranks log to stderr only.
 """
 
 import contextlib
+import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import hydra
@@ -17,9 +19,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from biaffine import distributed
 from biaffine.cli import check_types, refuse_missing, report_user_errors
+from biaffine.files import atomic_open
 from biaffine.runtime import check_threads, select_device
 from biaffine.training import train
-from biaffine.training.run_state import remove_unused_run_dir
+from biaffine.training.run_state import HYDRA_RECORD, RunLog, remove_unused_run_dir, writing
 
 TRAINER_DEFAULTS = Path(__file__).parent / "conf" / "trainer" / "default.yaml"
 # The trainer settings whose default is null, so that their type cannot be read off it.
@@ -34,12 +37,14 @@ def main(cfg: DictConfig) -> float:
     the run folder is removed if the run wrote nothing into it.
     """
     run_dir = Path(HydraConfig.get().runtime.output_dir)
+    logs = _hold_log_files(run_dir)
     return report_user_errors(
-        lambda: _train(cfg, run_dir), on_error=lambda: remove_unused_run_dir(run_dir)
+        lambda: _train(cfg, run_dir, lambda shared: _start_record(cfg, shared, logs)),
+        on_error=lambda: remove_unused_run_dir(run_dir),
     )
 
 
-def _train(cfg: DictConfig, run_dir: Path) -> float:
+def _train(cfg: DictConfig, run_dir: Path, on_start: Callable[[Path], None]) -> float:
     check_settings(cfg)
     with distributed.process_group(select_device(cfg.trainer.device)) as here:
         # Each rank's Hydra named a folder from its own clock: rank 0's is the run's.
@@ -47,7 +52,44 @@ def _train(cfg: DictConfig, run_dir: Path) -> float:
         if shared != run_dir:
             with contextlib.suppress(OSError):
                 run_dir.rmdir()  # empty: the other ranks write nothing
-        return train(cfg, run_dir=shared).best_dev.las
+        return train(cfg, run_dir=shared, on_start=on_start).best_dev.las
+
+
+def _hold_log_files(run_dir: Path) -> list[logging.FileHandler]:
+    """Close the log files Hydra opened in the run folder (train.log) until the run owns it.
+
+    A refused run (the folder is locked, holds a run, or a resume changes settings) then
+    leaves the folder as it was; Hydra writes no ``.hydra/`` there either (conf/train.yaml).
+    """
+    root = logging.getLogger()
+    held = [
+        handler
+        for handler in root.handlers
+        if isinstance(handler, logging.FileHandler)
+        and Path(handler.baseFilename).parent == run_dir.absolute()
+    ]
+    for handler in held:
+        root.removeHandler(handler)
+        handler.close()
+    return held
+
+
+def _start_record(cfg: DictConfig, run_dir: Path, logs: list[logging.FileHandler]) -> None:
+    """Write Hydra's record of the run into ``run_dir/.hydra`` and open its log files again."""
+    hydra_cfg = HydraConfig.instance().cfg
+    record = run_dir / HYDRA_RECORD
+    files = {"config.yaml": cfg, "hydra.yaml": hydra_cfg}
+    files["overrides.yaml"] = hydra_cfg.hydra.overrides.task
+    with writing(record, run_dir):
+        record.mkdir(exist_ok=True)
+        for name, node in files.items():
+            with atomic_open(record / name, "w", encoding="utf-8") as out:
+                OmegaConf.save(node, out)
+    for held in logs:
+        handler = RunLog(held.baseFilename, encoding=held.encoding)
+        handler.setFormatter(held.formatter)
+        handler.setLevel(held.level)
+        logging.getLogger().addHandler(handler)
 
 
 def check_settings(cfg: DictConfig) -> None:

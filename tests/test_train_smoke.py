@@ -227,3 +227,37 @@ def test_command_line_multirun_train_then_predict_to_stdout(tmp_path: Path) -> N
     assert "sentences/s" in predicted.stderr
     assert "UAS" in predicted.stderr
     assert list(cwd.iterdir()) == []  # nothing written into the working directory
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` by relative path, with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_refused_run_leaves_its_folder_as_it_was_and_overwrite_starts_afresh(
+    tmp_path: Path,
+) -> None:
+    # The README's Quick start trains into runs/smoke: running it twice must not replace
+    # the first run, nor touch Hydra's record and log of it (.hydra/, train.log).
+    run_dir = tmp_path / "runs" / "smoke"
+    args = [str(ROOT / "train.py"), "experiment=smoke", "trainer.max_epochs=1"]
+    args += [f"hydra.run.dir={run_dir}"]
+    run(args, tmp_path)
+    before = snapshot(run_dir)
+    assert {".hydra/config.yaml", ".hydra/overrides.yaml", "train.log", "best.pt"} <= set(before)
+    again = run(args, tmp_path, status=2)
+    assert again.stderr == (
+        f"error: {run_dir} holds a run already (last.pt, best.pt, metrics.jsonl): continue it "
+        "with trainer.resume=true, replace it with trainer.overwrite=true, or choose another "
+        "hydra.run.dir\n"
+    )
+    assert snapshot(run_dir) == before
+    conflicting = run([*args, "trainer.resume=true", "trainer.seed=3"], tmp_path, status=2)
+    assert conflicting.stderr.startswith("error: cannot resume with settings")
+    assert conflicting.stderr.count("\n") == 1
+    assert snapshot(run_dir) == before
+    run([*args, "trainer.overwrite=true", "trainer.seed=2"], tmp_path)
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["event"] for r in records] == ["epoch", "test"]
+    assert "trainer.seed=2" in (run_dir / ".hydra" / "overrides.yaml").read_text()
+    assert (run_dir / "train.log").read_text().count("stopped (max_epochs)") == 1

@@ -6,7 +6,9 @@
 
 A run directory receives ``config.yaml`` (resolved config), ``best.pt`` (best dev LAS),
 ``last.pt`` (all that is needed to resume exactly) and ``metrics.jsonl`` (one JSON object per
-epoch, then one for the final test evaluation of the best model).
+epoch, then one for the final test evaluation of the best model). A run holds a lock on its
+``.lock`` while it writes there, and never replaces an earlier run's results unless
+``trainer.overwrite`` is set.
 """
 
 from biaffine.training.compose import TrainResult, build_model, fit_settings, load_splits, train

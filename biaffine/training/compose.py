@@ -7,34 +7,50 @@ model-agnostic loop :func:`biaffine.training.loop.fit`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
+from torch.optim.swa_utils import AveragedModel
 
 from biaffine import checkpoint, distributed
 from biaffine.data import treebanks
 from biaffine.data.batching import encode
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs, build_vocabs
+from biaffine.files import atomic_open
 from biaffine.inference import DecoderSettings
 from biaffine.metrics import AttachmentScores
 from biaffine.parsers import PARSERS, build_parser
 from biaffine.runtime import check_bf16, seed_everything, select_device, set_threads
-from biaffine.training.loop import FitSettings, fit, lr_decay_scheduler, score_parser
+from biaffine.training.loop import (
+    FitSettings,
+    Scheduler,
+    fit,
+    lr_decay_scheduler,
+    score_parser,
+)
 from biaffine.training.loop import weight_average as make_weight_average
 from biaffine.training.run_state import (
     BEST,
     CONFIG,
+    RunFolderError,
     RunWriter,
+    TrainState,
     carry_history,
     find_resume_checkpoint,
+    locked_run_dir,
     restore,
+    resumes_in,
+    start_afresh,
+    writing,
 )
 
 __all__ = [
@@ -63,90 +79,201 @@ class TrainResult:
     run_dir: Path
 
 
-def train(cfg: DictConfig, run_dir: Path) -> TrainResult:
+def train(
+    cfg: DictConfig, run_dir: Path, *, on_start: Callable[[Path], None] | None = None
+) -> TrainResult:
     """Train a parser as configured, then score its best checkpoint on test.
 
     Args:
         cfg: the composed ``conf/train.yaml`` (groups data, model, optimizer, trainer, decoder).
-        run_dir: folder for checkpoints, ``metrics.jsonl`` and ``config.yaml``.
+        run_dir: folder for checkpoints, ``metrics.jsonl`` and ``config.yaml``; locked for the
+            whole run (see :func:`~biaffine.training.run_state.locked_run_dir`).
+        on_start: called with ``run_dir`` once the folder is locked and ready, before the
+            data is read (``train.py`` writes Hydra's record there and opens ``train.log``).
 
     Under ``torchrun`` (an open process group, see :mod:`biaffine.distributed`) every rank
-    calls this: all train with DDP, rank 0 alone scores dev and test and writes into
+    calls this: all train with DDP, rank 0 alone locks, scores dev and test and writes into
     ``run_dir``; every rank returns the same result.
 
     Returns:
         Best dev scores, test scores of the best model (None without a test split), epochs run.
 
     Raises:
+        RunFolderError: another run writes to ``run_dir``, or it holds an earlier run's
+            results and neither ``trainer.resume`` nor ``trainer.overwrite`` is set (nothing in
+            ``run_dir`` is touched).
+        DiskFullError: no space left while writing a file of the run.
         ValueError: among others, when resuming with settings the interrupted run did not have
             (before anything in ``run_dir`` is touched).
     """
     run_dir = Path(run_dir)
-    t = cfg.trainer
     here = distributed.world()
+    if cfg.trainer.bf16:  # refused before the run folder is touched
+        check_bf16(select_device(cfg.trainer.device), setting="trainer.bf16")
+    with _opened_run_dir(cfg, run_dir, here, on_start) as resumed:
+        return _train_in(cfg, run_dir, here, resumed)
+
+
+@contextlib.contextmanager
+def _opened_run_dir(
+    cfg: DictConfig,
+    run_dir: Path,
+    here: distributed.World,
+    on_start: Callable[[Path], None] | None,
+) -> Iterator[checkpoint.Checkpoint | None]:
+    """Rank 0 locks and readies ``run_dir`` for the block; every rank gets the checkpoint to resume.
+
+    A refusal on rank 0 is raised on every rank, so that none trains alone.
+    """
+    t = cfg.trainer
+    with contextlib.ExitStack() as held:
+        resumed, refusal = None, None
+        if here.is_main:
+            try:
+                held.enter_context(locked_run_dir(run_dir))
+                resumed = _ready_run_dir(cfg, run_dir, on_start)
+            except Exception as error:  # raised below, on every rank
+                refusal = error
+        message = distributed.broadcast(None if refusal is None else str(refusal), here)
+        if refusal is not None:
+            raise refusal
+        if message is not None:
+            raise RunFolderError(message)
+        if not here.is_main:
+            resumed = find_resume_checkpoint(t.resume, t.resume_from, run_dir)
+        yield resumed
+
+
+def _ready_run_dir(
+    cfg: DictConfig, run_dir: Path, on_start: Callable[[Path], None] | None
+) -> checkpoint.Checkpoint | None:
+    """Check what this run may do with the locked ``run_dir``; then clear it or keep the run.
+
+    Returns:
+        The ``last.pt`` to resume, or None for a new run.
+    """
+    t = cfg.trainer
     resumed = find_resume_checkpoint(t.resume, t.resume_from, run_dir)
     if resumed is not None:
         check_resume_config(resumed.metadata.get("config"), cfg)
-    if t.bf16:  # refused before the run folder is touched
-        check_bf16(select_device(t.device), setting="trainer.bf16")
-    if here.is_main:
-        run_dir.mkdir(parents=True, exist_ok=True)
+    if resumed is not None and resumes_in(t.resume_from, run_dir):
+        if t.overwrite:
+            raise RunFolderError(
+                f"trainer.overwrite=true would remove the run in {run_dir} that "
+                "trainer.resume=true continues: pass one of them"
+            )
+    else:
+        start_afresh(run_dir, overwrite=t.overwrite)
         carry_history(t.resume_from if resumed is not None else None, run_dir)
-        OmegaConf.save(cfg, run_dir / CONFIG, resolve=True)
+    config = run_dir / CONFIG
+    with writing(config, run_dir), atomic_open(config, "w", encoding="utf-8") as out:
+        OmegaConf.save(cfg, out, resolve=True)
+    if on_start is not None:
+        on_start(run_dir)
+    return resumed
+
+
+@dataclass(frozen=True, slots=True)
+class _Trainee:
+    """What training updates: the model, its optimizer and schedule, the weight average."""
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: Scheduler
+    average: AveragedModel | None
+
+
+def _train_in(
+    cfg: DictConfig,
+    run_dir: Path,
+    here: distributed.World,
+    resumed: checkpoint.Checkpoint | None,
+) -> TrainResult:
+    """Train into the ready ``run_dir``, from ``resumed`` if given; then score test."""
+    t = cfg.trainer
     seed_everything(t.seed)
     set_threads(t.threads)
     device = distributed.local_device(select_device(t.device), here)
     if here.size > 1:
         log.info("training on %d processes (%s)", here.size, device.type)
-    splits = load_splits(cfg.data)
-    train_sentences = prepare_training(cfg.model, splits.train)
-    vocabs = (
-        resumed.vocabs
-        if resumed
-        else training_vocabs(splits.train, train_sentences, min_word_count=t.min_word_count)
-    )
-    _log_data(splits, vocabs)
-    model = build_model(cfg.model, vocabs).to(device)
-    optimizer = instantiate(cfg.optimizer, _convert_="all")(model.parameters())
-    scheduler = lr_decay_scheduler(optimizer, rate=t.lr_decay, steps=t.lr_decay_steps)
-    average = make_weight_average(model, t.ema_decay) if t.ema_decay is not None else None
-    metadata = {"config": OmegaConf.to_container(cfg, resolve=True), "treebank": cfg.data.treebank}
-    writer = RunWriter(
-        run_dir, parser=model.kind, model_config=model.config(), vocabs=vocabs, metadata=metadata
-    )
-    state = None
-    if resumed is not None:
-        state = restore(resumed, model, optimizer, scheduler, average)
-        if here.is_main:
-            writer.truncate_metrics(state.epoch)
-        log.info("resumed after epoch %d (step %d)", state.epoch, state.step)
+    splits, train_sentences, vocabs = _training_data(cfg, resumed)
+    trainee = _trainee(cfg, vocabs, device)
+    writer = _run_writer(cfg, run_dir, trainee.model, vocabs)
+    state = _restore(resumed, trainee, writer, here)
     settings = fit_settings(cfg)
     train_data = encode(train_sentences, vocabs)
     state, reason = fit(
-        model,
-        optimizer,
-        scheduler,
-        train_data,
-        splits.dev,
-        vocabs,
-        settings=settings,
-        writer=writer,
-        device=device,
-        state=state,
-        average=average,
-    )
+        trainee.model, trainee.optimizer, trainee.scheduler, train_data, splits.dev, vocabs,
+        settings=settings, writer=writer, device=device, state=state, average=trainee.average,
+    )  # fmt: skip
     if state.best_dev is None:
         raise ValueError("no epoch was trained: trainer.max_epochs must be at least 1")
-    test = _test_best(model, vocabs, splits.test, settings, writer) if here.is_main else None
+    test = (
+        _test_best(trainee.model, vocabs, splits.test, settings, writer) if here.is_main else None
+    )
     test = distributed.broadcast(test, here)
     return TrainResult(
         state.best_dev, test, state.best_epoch, state.epoch, state.step, reason, run_dir
     )
 
 
+def _training_data(
+    cfg: DictConfig, resumed: checkpoint.Checkpoint | None
+) -> tuple[treebanks.Splits, list[Sentence], Vocabs]:
+    """The splits, the training sentences as the parser learns from them, the vocabularies.
+
+    A resumed run keeps the vocabularies of its checkpoint.
+    """
+    splits = load_splits(cfg.data)
+    train_sentences = prepare_training(cfg.model, splits.train)
+    if resumed is not None:
+        vocabs = resumed.vocabs
+    else:
+        vocabs = training_vocabs(
+            splits.train, train_sentences, min_word_count=cfg.trainer.min_word_count
+        )
+    _log_data(splits, vocabs)
+    return splits, train_sentences, vocabs
+
+
+def _trainee(cfg: DictConfig, vocabs: Vocabs, device: torch.device) -> _Trainee:
+    """The configured model on ``device``, with its optimizer, schedule and weight average."""
+    t = cfg.trainer
+    model = build_model(cfg.model, vocabs).to(device)
+    optimizer = instantiate(cfg.optimizer, _convert_="all")(model.parameters())
+    scheduler = lr_decay_scheduler(optimizer, rate=t.lr_decay, steps=t.lr_decay_steps)
+    average = make_weight_average(model, t.ema_decay) if t.ema_decay is not None else None
+    return _Trainee(model, optimizer, scheduler, average)
+
+
+def _run_writer(cfg: DictConfig, run_dir: Path, model: nn.Module, vocabs: Vocabs) -> RunWriter:
+    """The writer of this run's checkpoints (carrying the resolved config) and metrics."""
+    metadata = {"config": OmegaConf.to_container(cfg, resolve=True), "treebank": cfg.data.treebank}
+    return RunWriter(
+        run_dir, parser=model.kind, model_config=model.config(), vocabs=vocabs, metadata=metadata
+    )
+
+
+def _restore(
+    resumed: checkpoint.Checkpoint | None,
+    trainee: _Trainee,
+    writer: RunWriter,
+    here: distributed.World,
+) -> TrainState | None:
+    """Load the resumed run's states into ``trainee``; its progress (None for a new run)."""
+    if resumed is None:
+        return None
+    state = restore(resumed, trainee.model, trainee.optimizer, trainee.scheduler, trainee.average)
+    if here.is_main:
+        writer.truncate_metrics(state.epoch)
+    log.info("resumed after epoch %d (step %d)", state.epoch, state.step)
+    return state
+
+
 RESUMABLE_CHANGES = frozenset(
     {
-        *("trainer.resume", "trainer.resume_from", "trainer.max_epochs", "trainer.max_steps"),
+        *("trainer.resume", "trainer.resume_from", "trainer.overwrite"),
+        *("trainer.max_epochs", "trainer.max_steps"),
         *("trainer.max_minutes", "trainer.patience", "trainer.eval_max_tokens"),
         *("trainer.progress_bar", "trainer.device", "trainer.threads"),
         *("data.root", "data.download", "data.base_url"),

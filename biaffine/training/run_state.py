@@ -2,15 +2,26 @@
 
 Everything is plain data, so ``last.pt`` loads with ``torch.load(weights_only=True)`` and a
 resumed run continues exactly where the interrupted one stopped.
+
+A run owns its folder while it writes: :func:`locked_run_dir` holds a lock on ``.lock`` there,
+so a second run into the same folder is refused at once, and :func:`start_afresh` refuses to
+replace the results of an earlier run unless asked to (``trainer.overwrite=true``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
+import fcntl
 import json
 import logging
+import os
 import random
 import shutil
+import stat
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,28 +33,63 @@ from torch.optim.swa_utils import AveragedModel
 
 from biaffine import checkpoint
 from biaffine.data.vocab import Vocabs
+from biaffine.files import atomic_open
 from biaffine.metrics import AttachmentScores
-from biaffine.plot import plot_run
+from biaffine.plot import CURVES, plot_run
 
 __all__ = [
     "BEST",
     "CONFIG",
+    "HYDRA_RECORD",
     "LAST",
+    "LOCK",
+    "LOG",
     "METRICS",
+    "DiskFullError",
+    "RunFolderError",
+    "RunLog",
     "RunWriter",
     "TrainState",
     "carry_history",
     "find_resume_checkpoint",
     "get_rng_state",
+    "locked_run_dir",
+    "read_metrics",
     "remove_unused_run_dir",
     "restore",
+    "resumes_in",
     "set_rng_state",
+    "start_afresh",
+    "writing",
 ]
 
 BEST, LAST, METRICS, CONFIG = "best.pt", "last.pt", "metrics.jsonl", "config.yaml"
+LOCK, LOG, HYDRA_RECORD = ".lock", "train.log", ".hydra"
+# A run's results: a new run never replaces them unless trainer.overwrite=true.
+_RESULTS = (LAST, BEST, METRICS)
+# Every file a run writes, removed by a fresh start: last.pt first, so that a fresh start cut
+# short never leaves a resumable mix of two runs. The .hydra folder holds Hydra's three files.
+_RUN_FILES = (*_RESULTS, CURVES, CONFIG, LOG)
+_HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
 _COUNTERS = ("epoch", "step", "best_epoch", "bad_epochs")
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 log = logging.getLogger(__name__)
+
+
+class RunFolderError(ValueError):
+    """A run folder that cannot take this run: another run writes there, or it holds results."""
+
+
+class DiskFullError(OSError):
+    """No space left (or a quota reached) while a run wrote one of its files.
+
+    ``str()`` is one line: the file, the problem, and how to go on.
+    """
+
+    def __str__(self) -> str:
+        """``<file>: <problem and what to do>``."""
+        return f"{self.filename}: {self.strerror}"
 
 
 @dataclass(slots=True)
@@ -132,15 +178,16 @@ class RunWriter:
 
     def _save(self, name: str, model: nn.Module, state: TrainState, training: dict | None) -> Path:
         path = self.run_dir / name
-        checkpoint.save(
-            path,
-            parser=self.parser,
-            model_config=self.model_config,
-            vocabs=self.vocabs,
-            state_dict=model.state_dict(),
-            metadata={**self.metadata, "progress": state.to_dict()},
-            training_state=training,
-        )
+        with writing(path, self.run_dir):
+            checkpoint.save(
+                path,
+                parser=self.parser,
+                model_config=self.model_config,
+                vocabs=self.vocabs,
+                state_dict=model.state_dict(),
+                metadata={**self.metadata, "progress": state.to_dict()},
+                training_state=training,
+            )
         return path
 
     def append_metrics(self, record: dict[str, Any]) -> None:
@@ -149,24 +196,183 @@ class RunWriter:
         The plot needs matplotlib (an optional dependency): without it the run goes on, and
         ``python -m biaffine.plot RUN_DIR`` draws it later.
         """
-        with (self.run_dir / METRICS).open("a", encoding="utf-8") as out:
+        path = self.run_dir / METRICS
+        with writing(path, self.run_dir), path.open("a", encoding="utf-8") as out:
             out.write(json.dumps(record) + "\n")
         try:
-            plot_run(self.run_dir)
+            with writing(self.run_dir / CURVES, self.run_dir):
+                plot_run(self.run_dir)
         except ImportError:
             log.debug("matplotlib is not installed: no curves.png (python -m biaffine.plot)")
         except ValueError as error:  # a drawing problem never stops training
             log.warning("curves.png not drawn: %s", error)
 
     def truncate_metrics(self, last_epoch: int) -> None:
-        """Keep only epoch records up to ``last_epoch`` (a resumed run rewrites what follows)."""
+        """Keep only epoch records up to ``last_epoch`` (a resumed run rewrites what follows).
+
+        A torn last line (an append cut short) is dropped with a warning, see
+        :func:`read_metrics`; the file is rewritten atomically.
+        """
         path = self.run_dir / METRICS
         if not path.is_file():
             return
-        lines = path.read_text(encoding="utf-8").splitlines()
-        records = [json.loads(line) for line in lines if line.strip()]
+        records = read_metrics(path)
         kept = [r for r in records if r.get("event") == "epoch" and r["epoch"] <= last_epoch]
-        path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+        with writing(path, self.run_dir), atomic_open(path, "w", encoding="utf-8") as out:
+            out.write("".join(json.dumps(r) + "\n" for r in kept))
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """The records of a ``metrics.jsonl``, one JSON object with an integer ``epoch`` a line.
+
+    A last line that does not parse is what an append cut short leaves (a kill, a full disk):
+    it is dropped, with a warning naming it. A bad line before it is an error.
+
+    Raises:
+        ValueError: naming ``path``, the line number and the problem of a bad line that is
+            not the last one.
+    """
+    lines = [
+        (number, line)
+        for number, line in enumerate(path.read_bytes().split(b"\n"), 1)
+        if line.strip()
+    ]
+    records = []
+    for index, (number, line) in enumerate(lines):
+        try:
+            records.append(_metrics_record(line))
+        except ValueError as error:
+            if index < len(lines) - 1:
+                raise ValueError(f"{path}:{number}: {error}") from None
+            log.warning("%s:%d: dropped a torn last line (%s)", path, number, error)
+    return records
+
+
+def _metrics_record(line: bytes) -> dict[str, Any]:
+    # UnicodeDecodeError and JSONDecodeError are ValueErrors.
+    record = json.loads(line.decode("utf-8"))
+    if not isinstance(record, dict) or not isinstance(record.get("epoch"), int):
+        raise ValueError("not a metrics record (a JSON object with an integer epoch)")
+    return record
+
+
+class RunLog(logging.FileHandler):
+    """A run's ``train.log``: a full disk stops the run as for its other files.
+
+    :class:`logging.Handler` would print a traceback for every record it cannot write and go
+    on; a full disk or quota raises :class:`DiskFullError` from the logging call instead, one
+    line naming the log (another write error is still reported the standard way).
+    """
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        """Raise a full disk as :class:`DiskFullError`; leave other errors to logging."""
+        path = Path(self.baseFilename)
+        error = _disk_full_cause(sys.exc_info()[1])
+        if error is None:
+            super().handleError(record)
+            return
+        with writing(path, path.parent):
+            raise error
+
+
+@contextlib.contextmanager
+def writing(path: Path, run_dir: Path) -> Iterator[None]:
+    """Turn a full disk or quota while writing ``path`` into a :class:`DiskFullError`.
+
+    Its message names ``path`` and how to go on: resume from ``run_dir/last.pt`` (written
+    atomically, so intact) when there is one, else start again. torch reports a failed write
+    as a RuntimeError whose context is the OSError; both are recognised.
+    """
+    try:
+        yield
+    except DiskFullError:
+        raise
+    except (OSError, RuntimeError) as error:
+        full = _disk_full_cause(error)
+        if full is None:
+            raise
+        if (run_dir / LAST).is_file():
+            then = "free some space, then continue the run with trainer.resume=true"
+        else:
+            then = "free some space, then start the run again with trainer.overwrite=true"
+        problem = f"{os.strerror(full.errno)} (the checkpoints written so far are intact): {then}"
+        raise DiskFullError(full.errno, problem, str(path)) from error
+
+
+def _disk_full_cause(error: BaseException | None) -> OSError | None:
+    """The ENOSPC or EDQUOT OSError among ``error`` and its causes, if any."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, OSError) and error.errno in _DISK_FULL:
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+@contextlib.contextmanager
+def locked_run_dir(run_dir: Path) -> Iterator[None]:
+    """Create ``run_dir`` if needed and hold an exclusive lock on its ``.lock`` for the block.
+
+    The lock (``flock``) is released when the process ends, however it ends; the empty
+    ``.lock`` file stays. It is opened without following a symbolic link, so a link planted
+    there cannot make the run create or lock a file elsewhere.
+
+    Raises:
+        RunFolderError: another process holds the lock (a run writing to ``run_dir``), or
+            ``.lock`` is a symbolic link or not a regular file.
+    """
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / LOCK
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise RunFolderError(
+            f"{path} is a symbolic link: remove it (runs lock that file)"
+        ) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RunFolderError(f"{path} is not a regular file: remove it (runs lock this file)")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunFolderError(
+                f"{run_dir}: another run is writing to this folder (it holds {LOCK}); wait for "
+                "it to end, or choose another hydra.run.dir"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def start_afresh(run_dir: Path, *, overwrite: bool) -> None:
+    """Ready ``run_dir`` for a new run: remove the files an earlier run left there.
+
+    Only the run's own files go (``last.pt`` first, then ``best.pt``, ``metrics.jsonl``,
+    ``curves.png``, ``config.yaml``, ``train.log`` and Hydra's files in ``.hydra/``); anything
+    else in the folder is kept. Call it holding :func:`locked_run_dir`.
+
+    Raises:
+        RunFolderError: the folder holds an earlier run's checkpoints or metrics and
+            ``overwrite`` is False.
+    """
+    results = [name for name in _RESULTS if os.path.lexists(run_dir / name)]
+    if results and not overwrite:
+        raise RunFolderError(
+            f"{run_dir} holds a run already ({', '.join(results)}): continue it with "
+            "trainer.resume=true, replace it with trainer.overwrite=true, or choose another "
+            "hydra.run.dir"
+        )
+    for name in _RUN_FILES:
+        (run_dir / name).unlink(missing_ok=True)
+    record = run_dir / HYDRA_RECORD
+    for name in _HYDRA_FILES:
+        (record / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        record.rmdir()  # only when empty: a file of the user's there stays
 
 
 def find_resume_checkpoint(
@@ -203,26 +409,40 @@ def carry_history(resume_from: str | None, run_dir: Path) -> None:
     So that this run carries the whole history; nothing happens when ``resume_from`` is None or
     lies in ``run_dir`` already.
     """
-    if resume_from is None or Path(resume_from).resolve().parent == run_dir.resolve():
+    if resume_from is None or resumes_in(resume_from, run_dir):
         return
     for name in (BEST, METRICS):
         if (Path(resume_from).parent / name).is_file():
-            shutil.copyfile(Path(resume_from).parent / name, run_dir / name)
+            with writing(run_dir / name, run_dir):
+                shutil.copyfile(Path(resume_from).parent / name, run_dir / name)
 
 
-# What a run directory holds before training writes anything: Hydra's record and log, our config.
-_STARTUP_FILES = frozenset({".hydra", "train.log", CONFIG})
+def resumes_in(resume_from: str | None, run_dir: Path) -> bool:
+    """Whether resuming from ``resume_from`` (None: ``run_dir/last.pt``) continues run_dir's run."""
+    return resume_from is None or Path(resume_from).resolve().parent == run_dir.resolve()
+
+
+# What a run directory holds before training writes anything: Hydra's record and log, our config,
+# the lock.
+_STARTUP_FILES = frozenset({HYDRA_RECORD, LOG, CONFIG, LOCK})
 
 
 def remove_unused_run_dir(run_dir: Path) -> bool:
     """Delete a run folder that a failed start left with start-up files only; True if deleted.
 
     A folder holding anything else (a checkpoint, metrics, files of the user's) is kept, so a
-    failed resume never loses the run it was resuming.
+    failed resume never loses the run it was resuming; so is a folder another run has locked
+    (it may be starting there, with start-up files only so far).
     """
-    if not run_dir.is_dir() or any(p.name not in _STARTUP_FILES for p in run_dir.iterdir()):
+    if not run_dir.is_dir():
         return False
-    shutil.rmtree(run_dir)
+    try:
+        with locked_run_dir(run_dir):
+            if any(p.name not in _STARTUP_FILES for p in run_dir.iterdir()):
+                return False
+            shutil.rmtree(run_dir)
+    except RunFolderError:
+        return False
     log.info("removed %s: the run wrote nothing", run_dir)
     return True
 

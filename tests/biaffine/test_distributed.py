@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -76,7 +78,7 @@ def test_two_processes_equal_one_accumulating_two_and_only_rank_0_writes(
     run_processes(train_job, [run, elsewhere], ["trainer.max_epochs=2", f"model={model}"], None)
     assert not elsewhere.exists()
     written = {p.name for p in run.iterdir()} - {"curves.png"}  # drawn when matplotlib is there
-    assert written == {"best.pt", "last.pt", "metrics.jsonl", "config.yaml"}
+    assert written == {"best.pt", "last.pt", "metrics.jsonl", "config.yaml", ".lock"}
     options = ("trainer.max_epochs=2", "trainer.accumulate=2", f"model={model}")
     one = train(tiny_config(*options), tmp_path / "one")
     # 5 batches an epoch, 2 per step: 3 steps, the last of one batch.
@@ -110,6 +112,20 @@ def test_a_rank_killed_mid_epoch_resumes_to_the_uninterrupted_model(
     assert epoch_records(parts) == epoch_records(whole)
     whole_weights, parts_weights = weights(whole), weights(parts)
     assert all(torch.equal(whole_weights[k], parts_weights[k]) for k in whole_weights)
+
+
+@pytest.mark.slow
+def test_a_locked_run_folder_is_refused_on_every_rank(one_torch_thread, tmp_path: Path) -> None:
+    # Another run holds the folder: rank 0 is refused, and rank 1 must not train alone
+    # (it would wait for rank 0 in DDP until the timeout).
+    fd = os.open(tmp_path / ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(mp.ProcessRaisedException, match="another run is writing"):
+            run_processes(train_job, [tmp_path, tmp_path], ["trainer.max_epochs=1"], None)
+    finally:
+        os.close(fd)
+    assert [p.name for p in tmp_path.iterdir()] == [".lock"]
 
 
 @pytest.mark.slow

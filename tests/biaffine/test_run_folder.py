@@ -1,0 +1,262 @@
+"""Run folders: locked while a run writes, never overwritten unasked, torn metrics, a full disk."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize
+
+from biaffine import checkpoint, distributed
+from biaffine.cli import report_user_errors
+from biaffine.training import compose as training_compose
+from biaffine.training import train
+from biaffine.training.run_state import (
+    DiskFullError,
+    RunFolderError,
+    RunLog,
+    read_metrics,
+    remove_unused_run_dir,
+    writing,
+)
+
+ONE_EPOCH = ["experiment=smoke", "trainer.progress_bar=false", "trainer.max_epochs=1"]
+
+
+def tiny_config(*overrides: str):
+    with initialize(version_base="1.3", config_path="../../conf"):
+        return compose("train", overrides=[*ONE_EPOCH, *overrides])
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` by relative path, with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def events(run_dir: Path) -> list[tuple[str, int]]:
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [(r["event"], r["epoch"]) for r in map(json.loads, lines)]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run folder holding a finished one-epoch run (tests copy it before changing it)."""
+    run_dir = tmp_path_factory.mktemp("finished")
+    train(tiny_config(), run_dir)
+    return run_dir
+
+
+def copy_run(source: Path, dest: Path) -> Path:
+    dest.mkdir()
+    for name, data in snapshot(source).items():
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        (dest / name).write_bytes(data)
+    return dest
+
+
+def test_a_new_run_into_a_finished_run_folder_is_refused_and_changes_nothing(
+    finished: Path, tmp_path: Path
+) -> None:
+    run_dir = copy_run(finished, tmp_path / "run")
+    before = snapshot(run_dir)
+    message = (
+        r"holds a run already \(last\.pt, best\.pt, metrics\.jsonl\): continue it with "
+        r"trainer\.resume=true, replace it with trainer\.overwrite=true"
+    )
+    with pytest.raises(RunFolderError, match=message):
+        train(tiny_config("trainer.seed=2"), run_dir)
+    assert snapshot(run_dir) == before
+    # A resume from another run into this folder would replace best.pt and metrics.jsonl too.
+    other = f"trainer.resume_from={finished / 'last.pt'}"
+    with pytest.raises(RunFolderError, match="holds a run already"):
+        train(tiny_config("trainer.resume=true", other, "trainer.max_epochs=2"), run_dir)
+    assert snapshot(run_dir) == before
+
+
+def test_overwrite_starts_afresh_and_keeps_the_other_files(finished: Path, tmp_path: Path):
+    run_dir = copy_run(finished, tmp_path / "run")
+    (run_dir / "notes.txt").write_text("mine")
+    (run_dir / ".hydra").mkdir()
+    (run_dir / ".hydra" / "overrides.yaml").write_text("- the earlier run's\n")
+    (run_dir / ".hydra" / "mine.txt").write_text("mine too")
+    result = train(tiny_config("trainer.seed=2", "trainer.overwrite=true"), run_dir)
+    assert events(run_dir) == [("epoch", 1), ("test", 1)]  # one run, not two
+    assert checkpoint.load(run_dir / "best.pt").metadata["config"]["trainer"]["seed"] == 2
+    assert result.test is not None
+    assert (run_dir / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in (run_dir / ".hydra").iterdir()) == ["mine.txt"]
+
+
+def test_overwrite_and_resume_of_the_same_run_contradict(finished: Path, tmp_path: Path):
+    run_dir = copy_run(finished, tmp_path / "run")
+    before = snapshot(run_dir)
+    with pytest.raises(RunFolderError, match="pass one of them"):
+        train(tiny_config("trainer.resume=true", "trainer.overwrite=true"), run_dir)
+    assert snapshot(run_dir) == before
+
+
+def test_a_second_run_started_while_one_trains_is_refused_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_fit, tries = training_compose.fit, []
+
+    def fit_and_start_another(*args, **kwargs):
+        if not tries:  # the second run starts while the first one trains
+            tries.append(tmp_path)
+            with pytest.raises(RunFolderError, match="another run is writing to this folder"):
+                train(tiny_config("trainer.seed=2"), tmp_path)
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(training_compose, "fit", fit_and_start_another)
+    result = train(tiny_config(), tmp_path)
+    assert tries
+    assert events(tmp_path) == [("epoch", 1), ("test", 1)]  # nothing interleaved
+    assert checkpoint.load(tmp_path / "best.pt").metadata["config"]["trainer"]["seed"] == 1
+    assert result.test is not None
+
+
+def test_a_folder_locked_by_another_process_is_left_as_it_was(tmp_path: Path) -> None:
+    fd = os.open(tmp_path / ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(RunFolderError, match=f"^{re.escape(str(tmp_path))}: another run"):
+            train(tiny_config(), tmp_path)
+    finally:
+        os.close(fd)
+    assert [p.name for p in tmp_path.iterdir()] == [".lock"]
+
+
+def test_a_refused_run_never_removes_the_folder_of_the_run_starting_there(tmp_path: Path):
+    # The locked folder holds start-up files only, as while the other run reads its data.
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / "config.yaml").write_text("the other run's\n")
+    fd = os.open(tmp_path / ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert not remove_unused_run_dir(tmp_path)
+    finally:
+        os.close(fd)
+    assert (tmp_path / "config.yaml").is_file()
+    assert remove_unused_run_dir(tmp_path)  # unlocked now: a failed start's leftovers
+    assert not tmp_path.exists()
+
+
+def test_a_planted_lock_link_is_refused_and_not_followed(tmp_path: Path) -> None:
+    run_dir, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    run_dir.mkdir()
+    (run_dir / ".lock").symlink_to(elsewhere)
+    with pytest.raises(RunFolderError, match=r"\.lock is a symbolic link"):
+        train(tiny_config(), run_dir)
+    assert not elsewhere.exists()
+
+
+def test_rank_0_refusing_the_folder_stops_the_other_ranks_before_they_train(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Rank 1 of two: rank 0 found the folder locked and broadcasts why.
+    monkeypatch.setattr(distributed, "world", lambda: distributed.World(rank=1, size=2))
+    monkeypatch.setattr(distributed, "broadcast", lambda value, here: "run: another run is ...")
+    with pytest.raises(RunFolderError, match="another run is"):
+        train(tiny_config(), tmp_path / "rank1")
+    assert not (tmp_path / "rank1").exists()  # rank 1 writes nothing
+
+
+def write_metrics(path: Path, *lines: str) -> None:
+    path.write_text("".join(lines))
+
+
+def test_a_torn_last_metrics_line_is_dropped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "metrics.jsonl"
+    write_metrics(path, '{"event": "epoch", "epoch": 1}\n', '{"event": "epoch", "epoch": 2, "st')
+    with caplog.at_level(logging.WARNING):
+        assert read_metrics(path) == [{"event": "epoch", "epoch": 1}]
+    assert f"{path}:2: dropped a torn last line" in caplog.text
+    write_metrics(path, '{"event": "epoch", "epoch": 1}\n', "\x00\x00\x00\n")  # disk full
+    assert read_metrics(path) == [{"event": "epoch", "epoch": 1}]
+
+
+def test_a_bad_metrics_line_before_the_last_names_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    write_metrics(
+        path, '{"event": "epoch", "epoch": 1}\n', '{"ev\n', '{"event": "test", "epoch": 1}\n'
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}:2: "):
+        read_metrics(path)
+    write_metrics(path, "[1]\n", '{"event": "test", "epoch": 1}\n')
+    with pytest.raises(ValueError, match=r":1: not a metrics record"):
+        read_metrics(path)
+
+
+def test_a_run_resumes_over_a_torn_last_metrics_line(finished: Path, tmp_path: Path) -> None:
+    run_dir = copy_run(finished, tmp_path / "run")
+    with (run_dir / "metrics.jsonl").open("a") as out:
+        out.write('{"event": "epoch", "epoch": 2, "step": 2, "lr": 0.0')  # killed mid-append
+    result = train(tiny_config("trainer.resume=true", "trainer.max_epochs=2"), run_dir)
+    assert result.epochs == 2
+    assert events(run_dir) == [("epoch", 1), ("epoch", 2), ("test", result.best_epoch)]
+
+
+class _FullDisk:
+    """A file that takes no byte: every write fails as on a full disk."""
+
+    def write(self, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_full_disk_is_one_line_naming_the_file_and_the_run_resumes(
+    finished: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    run_dir = copy_run(finished, tmp_path / "run")
+    real_save = torch.save
+    # torch reports the failed write as a RuntimeError whose context is the OSError.
+    monkeypatch.setattr(torch, "save", lambda payload, handle: real_save(payload, _FullDisk()))
+    resume = tiny_config("trainer.resume=true", "trainer.max_epochs=2")
+    with pytest.raises(SystemExit) as exited:
+        report_user_errors(lambda: train(resume, run_dir))
+    assert exited.value.code == 2
+    error = capsys.readouterr().err
+    expected = (
+        rf"error: {re.escape(str(run_dir))}/(best|last)\.pt: No space left on device \(the "
+        r"checkpoints written so far are intact\): free some space, then continue the run "
+        r"with trainer\.resume=true\n"
+    )
+    assert re.fullmatch(expected, error), error
+    monkeypatch.undo()
+    assert train(resume, run_dir).epochs == 2  # the checkpoints stayed intact
+
+
+def test_a_full_disk_before_any_checkpoint_says_to_start_again(tmp_path: Path) -> None:
+    with pytest.raises(DiskFullError) as raised, writing(tmp_path / "metrics.jsonl", tmp_path):
+        raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+    assert str(raised.value) == (
+        f"{tmp_path / 'metrics.jsonl'}: {os.strerror(errno.EDQUOT)} (the checkpoints written "
+        "so far are intact): free some space, then start the run again with "
+        "trainer.overwrite=true"
+    )
+    with pytest.raises(PermissionError), writing(tmp_path / "metrics.jsonl", tmp_path):
+        raise PermissionError(errno.EACCES, "other errors pass unchanged")
+
+
+def test_a_full_disk_under_the_log_file_is_one_error_naming_it(tmp_path: Path) -> None:
+    handler = RunLog(tmp_path / "train.log")
+    logger = logging.getLogger("test_run_folder.full_disk")
+    logger.addHandler(handler)
+    try:
+        handler.stream.close()
+        handler.stream = _FullDisk()  # type: ignore[assignment]
+        with pytest.raises(DiskFullError, match=r"train\.log: No space left on device \(the"):
+            logger.warning("epoch 2: ...")
+    finally:
+        logger.removeHandler(handler)
