@@ -6,12 +6,15 @@ import inspect
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 
 from biaffine import checkpoint
+from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.nn import Encoder
-from biaffine.parsers import BiaffineParser
+from biaffine.parsers import BiaffineParser, TransitionParser
+from biaffine.training import compose
 
 ENCODER_OPTIONS = set(inspect.signature(Encoder).parameters) - {"vocabs"}
 TINY_PARSER = {"word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10}
@@ -55,3 +58,25 @@ def save_model(path: Path, model: nn.Module, vocabs: Vocabs) -> Path:
         metadata={},
     )
     return path
+
+
+# A small transition parser, shared by the transition parser, beam search and dynamic oracle tests.
+ENCODER = {"word_dim": 16, "char_dim": 8, "char_hidden": 8, "char_out": 16, "lstm_hidden": 24}
+ENCODER |= {"lstm_layers": 1, "embed_dropout": 0.0, "lstm_dropout": 0.0}
+HEADS = {"arc_mlp": 32, "rel_mlp": 16, "mlp_dropout": 0.0}
+
+
+def training_vocabs(sentences: list[Sentence], system: str) -> tuple[list[Sentence], Vocabs]:
+    """Prepared training sentences and their vocabularies, as biaffine.training builds them."""
+    prepared = TransitionParser.prepare_training(sentences, {"system": system})
+    return prepared, compose.training_vocabs(sentences, prepared, min_word_count=1)
+
+
+def untrained(vocabs: Vocabs, system: str, seed: int = 0) -> TransitionParser:
+    torch.manual_seed(seed)
+    encoder = Encoder(vocabs, **ENCODER)
+    return TransitionParser(vocabs, encoder, system=system, **HEADS).eval()
+
+
+def trees(sentences: list[Sentence]) -> list[tuple[list[int], list[str]]]:
+    return [(s.heads, s.deprels) for s in sentences]

@@ -21,7 +21,7 @@ from biaffine.data.conllu import (
     write_conllu,
 )
 
-TINY = Path(__file__).parents[1] / "data" / "tiny.conllu"
+TINY = Path(__file__).parents[2] / "data" / "tiny.conllu"
 WORD = "\t".join(["{i}", "w{i}", "_", "X", "_", "_", "{h}", "dep", "_", "_"])
 
 
@@ -555,7 +555,7 @@ def test_dev_zero_is_refused_without_filling_memory() -> None:
     limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
     done = subprocess.run(
         [sys.executable, "-c", limit + script], capture_output=True, text=True, timeout=120,
-        cwd=Path(__file__).parents[2], check=False,
+        cwd=Path(__file__).parents[3], check=False,
     )  # fmt: skip
     assert "ConlluError: /dev/zero:1: line longer than 1048576 bytes" in done.stderr
     assert "MemoryError" not in done.stderr

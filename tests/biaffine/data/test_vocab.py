@@ -11,7 +11,7 @@ import pytest
 from biaffine.data.conllu import read_conllu
 from biaffine.data.vocab import PAD, ROOT, SPECIALS, UNK, Vocab, Vocabs, build_vocabs
 
-TINY = Path(__file__).parents[1] / "data" / "tiny.conllu"
+TINY = Path(__file__).parents[2] / "data" / "tiny.conllu"
 
 
 def test_specials_take_the_first_three_indices() -> None:

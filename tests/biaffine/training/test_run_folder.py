@@ -31,7 +31,7 @@ ONE_EPOCH = ["experiment=smoke", "trainer.progress_bar=false", "trainer.max_epoc
 
 
 def tiny_config(*overrides: str):
-    with initialize(version_base="1.3", config_path="../../conf"):
+    with initialize(version_base="1.3", config_path="../../../conf"):
         return compose("train", overrides=[*ONE_EPOCH, *overrides])
 
 

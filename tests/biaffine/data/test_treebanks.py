@@ -13,7 +13,7 @@ import pytest
 from biaffine.data import treebanks as data
 
 REPO = "UD_Test-Fake"
-TESTS_DATA = Path(__file__).parent.parent / "data"
+TESTS_DATA = Path(__file__).parents[2] / "data"
 CONTENT = b"# sent_id = 1\n1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n\n"
 
 

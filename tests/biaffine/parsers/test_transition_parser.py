@@ -11,38 +11,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from builders import ENCODER, training_vocabs, trees, untrained
 
 import transitions
 from biaffine import checkpoint
 from biaffine.data.batching import collate, encode
 from biaffine.data.conllu import Sentence, read_conllu
-from biaffine.data.vocab import Vocabs
 from biaffine.inference import parse
 from biaffine.inference.transition import deprojectivize_batch
-from biaffine.nn import Encoder
 from biaffine.parsers import PARSERS, TransitionParser, build_parser
-from biaffine.training import compose
 from transitions.projective import projectivize
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 TINY = ROOT / "tests" / "data" / "tiny.conllu"
-ENCODER = {"word_dim": 16, "char_dim": 8, "char_hidden": 8, "char_out": 16, "lstm_hidden": 24}
-ENCODER |= {"lstm_layers": 1, "embed_dropout": 0.0, "lstm_dropout": 0.0}
-HEADS = {"arc_mlp": 32, "rel_mlp": 16, "mlp_dropout": 0.0}
-
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def training_vocabs(sentences: list[Sentence], system: str) -> tuple[list[Sentence], Vocabs]:
-    """Prepared training sentences and their vocabularies, as biaffine.training builds them."""
-    prepared = TransitionParser.prepare_training(sentences, {"system": system})
-    return prepared, compose.training_vocabs(sentences, prepared, min_word_count=1)
-
-
-def untrained(vocabs: Vocabs, system: str, seed: int = 0) -> TransitionParser:
-    torch.manual_seed(seed)
-    encoder = Encoder(vocabs, **ENCODER)
-    return TransitionParser(vocabs, encoder, system=system, **HEADS).eval()
 
 
 def overfit(sentences: list[Sentence], system: str, steps: int = 60) -> tuple:
@@ -59,10 +41,6 @@ def overfit(sentences: list[Sentence], system: str, steps: int = 60) -> tuple:
         if step % 10 == 9 and trees(parse(model, vocabs, sentences)) == trees(sentences):
             break
     return model, vocabs
-
-
-def trees(sentences: list[Sentence]) -> list[tuple[list[int], list[str]]]:
-    return [(s.heads, s.deprels) for s in sentences]
 
 
 @pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)

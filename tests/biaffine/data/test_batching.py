@@ -24,7 +24,7 @@ from biaffine.data.batching import (
 from biaffine.data.conllu import Sentence, read_conllu, read_text
 from biaffine.data.vocab import PAD, ROOT, UNK, Vocabs, build_vocabs
 
-TINY = Path(__file__).parents[1] / "data" / "tiny.conllu"
+TINY = Path(__file__).parents[2] / "data" / "tiny.conllu"
 
 
 @pytest.fixture(scope="module")

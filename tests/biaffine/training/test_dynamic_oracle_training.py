@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_transition_parser import ENCODER, HEADS, training_vocabs, trees
+from builders import ENCODER, HEADS, training_vocabs, trees
 
 import transitions
 from biaffine.data.batching import collate, encode

@@ -26,7 +26,7 @@ from biaffine.predicting import predict
 from biaffine.training import train
 from biaffine.training.loop import ParserLoss
 
-TINY_CONLLU = Path(__file__).parents[1] / "data" / "tiny.conllu"
+TINY_CONLLU = Path(__file__).parents[2] / "data" / "tiny.conllu"
 SMALL = {"word_dim": 16, "char_dim": 8, "char_hidden": 8, "char_out": 16, "tag_dim": 8}
 SMALL |= {"lstm_hidden": 16, "lstm_layers": 1, "arc_mlp": 16, "rel_mlp": 8, "tag_mlp": 8}
 

@@ -21,7 +21,7 @@ from biaffine.training import build_model, train
 from biaffine.training.compose import prepare_training
 from biaffine.training.loop import ParserLoss
 
-TINY = Path(__file__).parent.parent / "data" / "tiny.conllu"
+TINY = Path(__file__).parents[2] / "data" / "tiny.conllu"
 NATIVE_BF16 = torch.ops.mkldnn._is_mkldnn_bf16_supported()
 needs_bf16 = pytest.mark.skipif(
     not NATIVE_BF16, reason="this CPU has no native bfloat16 (AVX512-BF16 or AMX)"
@@ -31,7 +31,7 @@ SMALL = ["model.encoder.lstm_hidden=32", "model.arc_mlp=32", "model.rel_mlp=16"]
 
 def config(*overrides: str):
     base = ["experiment=smoke", "trainer.max_tokens=40", "trainer.progress_bar=false"]
-    with initialize(version_base="1.3", config_path="../../conf"):
+    with initialize(version_base="1.3", config_path="../../../conf"):
         return compose("train", overrides=[*base, *overrides])
 
 

@@ -30,7 +30,7 @@ TINY = ["experiment=smoke", "trainer.max_tokens=20", "trainer.progress_bar=false
 
 
 def tiny_config(*overrides: str):
-    with initialize(version_base="1.3", config_path="../../conf"):
+    with initialize(version_base="1.3", config_path="../../../conf"):
         return compose("train", overrides=[*TINY, *overrides])
 
 

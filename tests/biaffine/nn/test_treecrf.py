@@ -19,7 +19,7 @@ from biaffine.nn.treecrf import log_partition, marginals, tree_log_prob, tree_sc
 
 # The decoding oracle's tree test, loaded by path: tests/decoding is not a package.
 _SPEC = importlib.util.spec_from_file_location(
-    "decoding_oracle", Path(__file__).parents[1] / "decoding" / "oracle.py"
+    "decoding_oracle", Path(__file__).parents[2] / "decoding" / "oracle.py"
 )
 oracle = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(oracle)

@@ -22,7 +22,7 @@ from biaffine.parsers import TransitionParser
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[3]
 TAGGERS = {"tag_loss_weight": 1.0, "xpos_loss_weight": 1.0, "feats_loss_weight": 1.0}
 COLUMN_INDEX = {"upos": 3, "xpos": 4, "feats": 5}
 
