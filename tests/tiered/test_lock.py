@@ -14,7 +14,7 @@ import pytest
 
 from tiered import lock
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes"),

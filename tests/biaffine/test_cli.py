@@ -16,7 +16,7 @@ from hydra import compose, initialize
 from biaffine.cli import check_types, describe, refuse_missing
 from biaffine.runtime import check_threads, set_threads
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 DATA = ROOT / "tests" / "data"
 CHECKPOINT = DATA / "format2-smoke.pt"
 TINY = DATA / "tiny.conllu"
@@ -107,7 +107,7 @@ def test_every_experiment_passes_the_settings_check() -> None:
     assert train.trainer_types()["threads"] is int
     experiments = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("[!_]*.yaml"))
     assert "smoke" in experiments
-    with initialize(version_base="1.3", config_path="../conf"):
+    with initialize(version_base="1.3", config_path="../../conf"):
         for experiment in experiments:
             cfg = compose("train", overrides=[f"experiment={experiment}"])
             train.check_settings(cfg)
