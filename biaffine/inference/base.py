@@ -43,6 +43,11 @@ class Family:
         self.model = model
         self.vocabs = vocabs
 
+    @classmethod
+    def narrow(cls, settings: DecoderSettings) -> Any:
+        """The part of ``settings`` this family reads (after :meth:`refusal` accepted them)."""
+        raise NotImplementedError
+
     def refusal(self, request: Request, settings: DecoderSettings) -> str | None:
         """Why this family cannot answer ``request`` with ``settings``, or None if it can."""
         missing = [c for c in request.columns if c not in self.model.tagged_columns]
@@ -54,7 +59,7 @@ class Family:
         return None
 
     @classmethod
-    def warm_up(cls, settings: Mapping[str, DecoderSettings]) -> None:
+    def warm_up(cls, settings: Mapping[str, Any]) -> None:
         """Load the compiled kernels the settings will call, so no timed call pays for it."""
 
     def parse_batch(
@@ -62,7 +67,7 @@ class Family:
         batch: Batch,
         sentences: Sequence[Sentence],
         request: Request,
-        settings: Mapping[str, DecoderSettings],
+        settings: Mapping[str, Any],
         fixed_heads: Sequence[Sequence[int | None]] | None,
     ) -> BatchResults:
         """Answer ``request`` for every row of ``batch`` with every setting.
@@ -71,7 +76,7 @@ class Family:
             batch: the batch, on the model's device.
             sentences: the input sentence of each row.
             request: what to compute.
-            settings: name -> decoder settings.
+            settings: name -> this family's settings (:meth:`narrow`).
             fixed_heads: the fixed heads of each row (``request.fixed_heads`` reordered).
         """
         raise NotImplementedError

@@ -29,13 +29,14 @@ from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocab
 from biaffine.inference.base import BatchResults, Family, predicted_columns, word_slice
 from biaffine.inference.request import Request, SentenceResult, Tree
-from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings
+from biaffine.inference.settings import DecoderSettings, GraphDecoding
 from biaffine.nn.treecrf import marginals, tree_log_prob
 from biaffine.parsers.graph import GraphScores
 from biaffine.parsers.heads import LabelScorer, LabelVectors
 from decoding.types import IntArray
 
 __all__ = [
+    "MST",
     "ROOT_LABEL",
     "GraphFamily",
     "choose_labels",
@@ -47,6 +48,9 @@ __all__ = [
 ROOT_LABEL = "root"
 """UD's label of the word attached to ROOT, and of no other word."""
 
+MST = GraphDecoding()
+"""MST with exactly one word on ROOT, as UD requires."""
+
 
 def root_label_id(labels: Vocab) -> int | None:
     """The id of ``root`` in the relation vocabulary, or None if the treebank never uses it."""
@@ -54,7 +58,7 @@ def root_label_id(labels: Vocab) -> int | None:
 
 
 def decode_heads(
-    arc_scores: torch.Tensor, lengths: torch.Tensor, decoder: DecoderSettings = DEFAULT_DECODER
+    arc_scores: torch.Tensor, lengths: torch.Tensor, decoder: GraphDecoding = MST
 ) -> IntArray:
     """Best tree per sentence from a batch of arc scores.
 
@@ -130,9 +134,14 @@ class GraphFamily(Family):
 
     name = "graph"
 
+    @classmethod
+    def narrow(cls, settings: DecoderSettings) -> GraphDecoding:
+        """The decoder and the root rule."""
+        return settings.graph_decoding()
+
     def refusal(self, request: Request, settings: DecoderSettings) -> str | None:
         """Searches are the transition family's; k-best and fixed heads need a tree decoder."""
-        if settings.transition_search:
+        if settings.asks_search:
             return (
                 f"search={settings.search} with graph_weight={settings.graph_weight} is for "
                 "transition parsers; a graph parser decodes with decoder=mst|eisner|greedy"
@@ -147,7 +156,7 @@ class GraphFamily(Family):
         return super().refusal(request, settings)
 
     @classmethod
-    def warm_up(cls, settings: Mapping[str, DecoderSettings]) -> None:
+    def warm_up(cls, settings: Mapping[str, GraphDecoding]) -> None:
         """Load the decoders' compiled kernels now, on a two-word sentence.
 
         The first call of a numba kernel in a process loads it from numba's cache (about
@@ -162,7 +171,7 @@ class GraphFamily(Family):
         batch: Batch,
         sentences: Sequence[Sentence],
         request: Request,
-        settings: Mapping[str, DecoderSettings],
+        settings: Mapping[str, GraphDecoding],
         fixed_heads: Sequence[Sequence[int | None]] | None,
     ) -> BatchResults:
         """Score the batch once, then find trees with every setting (see :class:`Family`)."""
@@ -184,7 +193,7 @@ class GraphFamily(Family):
         batch: Batch,
         sentences: Sequence[Sentence],
         request: Request,
-        decoder: DecoderSettings,
+        decoder: GraphDecoding,
         fixed_heads: Sequence[Sequence[int | None]] | None,
     ) -> tuple[list[list[Tree]], float]:
         """The trees of each row, and the seconds spent in the decoder (labels excluded)."""
@@ -206,7 +215,7 @@ class GraphFamily(Family):
         heads: IntArray,
         batch_lengths: torch.Tensor,
         request: Request,
-        decoder: DecoderSettings,
+        decoder: GraphDecoding,
     ) -> list[list[Tree]]:
         """The decoded trees with their labels, and probabilities when asked."""
         lengths = batch_lengths.tolist()
@@ -234,7 +243,7 @@ class GraphFamily(Family):
         scores: GraphScores,
         lengths: list[int],
         k: int,
-        decoder: DecoderSettings,
+        decoder: GraphDecoding,
     ) -> list[list[Tree]]:
         """The k best trees of each sentence, scored by their head log-probabilities."""
         found = []
@@ -259,7 +268,7 @@ class GraphFamily(Family):
         scores: GraphScores,
         sentences: Sequence[Sentence],
         fixed_heads: Sequence[Sequence[int | None]],
-        decoder: DecoderSettings,
+        decoder: GraphDecoding,
     ) -> list[list[Tree]]:
         """The best tree of each sentence that keeps its fixed heads."""
         found = []
@@ -313,7 +322,7 @@ def _probabilities(
     heads: IntArray,
     rels: IntArray,
     lengths: torch.Tensor,
-    decoder: DecoderSettings,
+    decoder: GraphDecoding,
 ) -> dict[str, np.ndarray]:
     """Head marginals and label probabilities float64[B, N+1], tree log-probabilities [B]."""
     arc_scores = scores.arc_scores
@@ -325,7 +334,7 @@ def _probabilities(
 
 
 def _arc_probabilities(
-    arc_scores: torch.Tensor, heads: IntArray, lengths: torch.Tensor, decoder: DecoderSettings
+    arc_scores: torch.Tensor, heads: IntArray, lengths: torch.Tensor, decoder: GraphDecoding
 ) -> np.ndarray:
     """float64[B, N+1]: the marginal probability of each chosen arc (0 at ROOT and padding)."""
     root = decoder.root_constraint and decoder.algorithm != "greedy"
@@ -337,7 +346,7 @@ def _arc_probabilities(
 
 
 def _tree_log_probs(
-    arc_scores: torch.Tensor, heads: IntArray, lengths: torch.Tensor, decoder: DecoderSettings
+    arc_scores: torch.Tensor, heads: IntArray, lengths: torch.Tensor, decoder: GraphDecoding
 ) -> np.ndarray:
     """float64[B]: log P(tree) of each decoded tree under the tree distribution of the decoder.
 

@@ -58,7 +58,8 @@ def family_of(model: nn.Module, vocabs: Vocabs) -> Family:
 
 def warm_up(model: nn.Module, settings: Mapping[str, DecoderSettings]) -> None:
     """Load the compiled kernels ``model``'s family will call, so no timed call pays for it."""
-    _family_class(model).warm_up(settings)
+    family = _family_class(model)
+    family.warm_up({name: family.narrow(s) for name, s in settings.items()})
 
 
 def _family_class(model: nn.Module) -> type[Family]:
@@ -111,7 +112,8 @@ def predict(
     device = next(model.parameters()).device
     if bf16:
         check_bf16(device)
-    family.warm_up(settings)  # keeps kernel loading out of the decoding times
+    narrowed = {name: family.narrow(setting) for name, setting in settings.items()}
+    family.warm_up(narrowed)  # keeps kernel loading out of the decoding times
     model.eval()
     found: dict[str, list[SentenceResult | None]] = {n: [None] * len(sentences) for n in settings}
     seconds = dict.fromkeys(settings, 0.0)
@@ -121,7 +123,7 @@ def predict(
             fixed = request.fixed_heads
             batch_fixed = None if fixed is None else [fixed[i] for i in rows]
             answers = family.parse_batch(
-                batch.to(device), [sentences[i] for i in rows], request, settings, batch_fixed
+                batch.to(device), [sentences[i] for i in rows], request, narrowed, batch_fixed
             )
             for name, (results, spent) in answers.items():
                 seconds[name] += spent

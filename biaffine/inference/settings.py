@@ -1,4 +1,11 @@
-"""How trees are found: settings shared by training (dev scoring), prediction and experiments."""
+"""How trees are found: what a user asks (:class:`DecoderSettings`), and what each family reads.
+
+A user names a decoder and a search at once (``decoder=`` and ``search=`` config groups, or the
+API's keywords), whatever the checkpoint holds. The family of the loaded parser then refuses
+settings it cannot honour (:meth:`biaffine.inference.Family.refusal`) and narrows the rest to
+its own type: :class:`GraphDecoding` for graph parsers, :class:`TransitionSearch` for
+transition parsers, so that no family reads a field that is not its own.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +16,41 @@ from typing import Any
 
 import decoding
 
-__all__ = ["DEFAULT_DECODER", "SEARCHES", "DecoderSettings"]
+__all__ = ["DEFAULT_DECODER", "SEARCHES", "DecoderSettings", "GraphDecoding", "TransitionSearch"]
 
 SEARCHES = ("greedy", "beam", "graph")
 """Searches of the transition family: one best transition per step, a beam, or (combined models
 only) no transitions at all: the graph head's arc scores decoded by ``algorithm``."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphDecoding:
+    """What the graph family reads: a decoder of :data:`decoding.DECODERS` and the root rule.
+
+    Attributes:
+        algorithm: ``mst`` (non-projective), ``eisner`` (projective) or ``greedy``.
+        root_constraint: exactly one word attaches to ROOT (mst and eisner; greedy ignores it).
+    """
+
+    algorithm: str = "mst"
+    root_constraint: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionSearch:
+    """What the transition family reads: the search, and the graph head's decoding.
+
+    Attributes:
+        search: ``greedy``, ``beam`` or ``graph`` (a combined model's graph head alone).
+        beam_size: items per sentence of the beam.
+        graph_weight: weight of the graph head's arc log-probabilities in the search score.
+        graph: how ``search="graph"`` decodes the graph head.
+    """
+
+    search: str = "greedy"
+    beam_size: int = 1
+    graph_weight: float = 0.0
+    graph: GraphDecoding = GraphDecoding()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +103,19 @@ class DecoderSettings:
         )
 
     @property
-    def transition_search(self) -> bool:
+    def asks_search(self) -> bool:
         """A transition search other than greedy, or a graph weight: not for a graph parser."""
         return self.search != "greedy" or self.graph_weight > 0
+
+    def graph_decoding(self) -> GraphDecoding:
+        """The fields a graph parser reads."""
+        return GraphDecoding(self.algorithm, self.root_constraint)
+
+    def transition_search(self) -> TransitionSearch:
+        """The fields a transition parser reads."""
+        return TransitionSearch(
+            self.search, self.beam_size, self.graph_weight, self.graph_decoding()
+        )
 
 
 DEFAULT_DECODER = DecoderSettings()

@@ -27,7 +27,7 @@ from biaffine.data.conllu import Sentence
 from biaffine.inference.base import BatchResults, Family, predicted_columns, word_slice
 from biaffine.inference.graph import choose_labels, decode_heads, label_probabilities, root_label_id
 from biaffine.inference.request import Request, SentenceResult, Tree
-from biaffine.inference.settings import DecoderSettings
+from biaffine.inference.settings import DecoderSettings, TransitionSearch
 from biaffine.parsers.transition import TransitionParser, TransitionStates
 from transitions.projective import SEPARATOR, deprojectivize
 
@@ -80,7 +80,7 @@ def search(
     model: TransitionParser,
     encoded: TransitionStates,
     lengths: IntArray,
-    settings: DecoderSettings,
+    settings: TransitionSearch,
 ) -> transitions.SearchResult:
     """Find the trees of an encoded batch with the search ``settings`` ask for.
 
@@ -116,7 +116,7 @@ def search(
     return transitions.greedy_search(model.system, lengths, score, **options)
 
 
-def _graph_head(encoded: TransitionStates, settings: DecoderSettings) -> torch.Tensor:
+def _graph_head(encoded: TransitionStates, settings: TransitionSearch) -> torch.Tensor:
     """The graph head's arc scores float[B, N+1, N+1]; a clear error without a graph head."""
     if encoded.arc_scores is None:
         asked = "search=graph" if settings.search == "graph" else "graph_weight > 0"
@@ -136,6 +136,11 @@ class TransitionFamily(Family):
 
     name = "transition"
     model: TransitionParser
+
+    @classmethod
+    def narrow(cls, settings: DecoderSettings) -> TransitionSearch:
+        """The search, and how ``search="graph"`` decodes the graph head."""
+        return settings.transition_search()
 
     def refusal(self, request: Request, settings: DecoderSettings) -> str | None:
         """No k-best or fixed heads; no probabilities of a graph head alone; no missing head."""
@@ -158,7 +163,7 @@ class TransitionFamily(Family):
         return super().refusal(request, settings)
 
     @classmethod
-    def warm_up(cls, settings: Mapping[str, DecoderSettings]) -> None:
+    def warm_up(cls, settings: Mapping[str, TransitionSearch]) -> None:
         """Load every system's compiled kernels now, on a two-word sentence.
 
         Greedy and beam search with arc scores run once per system, whatever ``settings`` hold.
@@ -181,7 +186,7 @@ class TransitionFamily(Family):
         batch: Batch,
         sentences: Sequence[Sentence],
         request: Request,
-        settings: Mapping[str, DecoderSettings],
+        settings: Mapping[str, TransitionSearch],
         fixed_heads: Sequence[Sequence[int | None]] | None,
     ) -> BatchResults:
         """Encode the batch once and search it with every setting (see :class:`Family`).
@@ -213,13 +218,13 @@ class TransitionFamily(Family):
         batch: Batch,
         lengths: list[int],
         request: Request,
-        settings: DecoderSettings,
+        settings: TransitionSearch,
     ) -> list[Tree]:
         """One labelled tree per row, deprojectivized, with probabilities when asked."""
         model = self.model
         path_log_probs = None
         if settings.search == "graph":
-            heads = decode_heads(_graph_head(encoded, settings), batch.lengths, settings)
+            heads = decode_heads(_graph_head(encoded, settings), batch.lengths, settings.graph)
         else:
             found = search(model, encoded, batch.lengths.cpu().numpy(), settings)
             heads, path_log_probs = found.heads, found.path_log_probs

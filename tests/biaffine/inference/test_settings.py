@@ -1,0 +1,64 @@
+"""Decoder settings as a user gives them, refused or narrowed by the checkpoint's family."""
+
+from __future__ import annotations
+
+import pytest
+from builders import TINY_PARSER, biaffine_parser, split_options
+
+from biaffine.data.vocab import Vocabs
+from biaffine.inference import DecoderSettings, Request, family_of
+from biaffine.inference.settings import GraphDecoding, TransitionSearch
+from biaffine.nn import Encoder
+from biaffine.parsers import TransitionParser
+
+
+@pytest.fixture(scope="module")
+def graph(vocabs: Vocabs):
+    return family_of(biaffine_parser(vocabs, **TINY_PARSER), vocabs)
+
+
+@pytest.fixture(scope="module")
+def transition(vocabs: Vocabs):
+    encoder_options, parser_options = split_options(TINY_PARSER)
+    model = TransitionParser(vocabs, Encoder(vocabs, **encoder_options), **parser_options)
+    return family_of(model, vocabs)
+
+
+def test_each_family_reads_only_its_own_fields(graph, transition) -> None:
+    asked = DecoderSettings("eisner", False, "beam", 4, 0.5)
+    assert graph.narrow(asked) == GraphDecoding("eisner", False)
+    assert transition.narrow(asked) == TransitionSearch(
+        "beam", 4, 0.5, GraphDecoding("eisner", False)
+    )
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [DecoderSettings(search="beam", beam_size=2), DecoderSettings(graph_weight=0.5)],
+)
+def test_a_graph_parser_refuses_a_search(graph, settings) -> None:
+    assert graph.refusal(Request(), settings).endswith(
+        "is for transition parsers; a graph parser decodes with decoder=mst|eisner|greedy"
+    )
+
+
+@pytest.mark.parametrize(
+    ("settings", "what"),
+    [
+        (DecoderSettings(search="graph"), "search=graph"),
+        (DecoderSettings(graph_weight=1.0), "graph_weight > 0"),
+    ],
+)
+def test_a_transition_parser_without_a_graph_head_refuses_what_needs_one(
+    transition, settings, what
+) -> None:
+    assert transition.refusal(Request(), settings).startswith(f"{what} needs a combined model")
+
+
+def test_each_family_accepts_its_own_settings(graph, transition) -> None:
+    assert graph.refusal(Request(kbest=2), DecoderSettings("eisner")) is None
+    assert (
+        transition.refusal(Request(probabilities=True), DecoderSettings(search="beam", beam_size=3))
+        is None
+    )
+    assert graph.refusal(Request(kbest=2), DecoderSettings("greedy")).startswith("kbest needs")
