@@ -149,6 +149,11 @@ class Vocabs:
             raise ValueError(f"vocabularies of unknown columns {sorted(unknown)}")
         self.columns = {name: self.columns.get(name, Vocab(SPECIALS)) for name in TAGGED}
 
+    def sizes(self) -> dict[str, int]:
+        """The size of every vocabulary, the tagged columns' by their names."""
+        named = {"words": self.words, "chars": self.chars, "rels": self.rels, **self.columns}
+        return {name: len(vocab) for name, vocab in named.items()}
+
     @classmethod
     def build(cls, sentences: Iterable[Sentence], *, min_word_count: int = 2) -> Vocabs:
         """Same as :func:`build_vocabs`."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -415,8 +415,7 @@ def _log_data(splits: treebanks.Splits, vocabs: Vocabs) -> None:
         if sentences is not None:
             words = sum(len(s) for s in sentences)
             log.info("%s: %d sentences, %d words", name, len(sentences), words)
-    sizes = {f.name: len(getattr(vocabs, f.name)) for f in fields(vocabs)}
-    log.info("vocabulary sizes: %s", sizes)
+    log.info("vocabulary sizes: %s", vocabs.sizes())
 
 
 def _test_best(

@@ -114,3 +114,11 @@ def test_vocabs_without_xpos_and_feats_load_with_specials_only() -> None:
     old = Vocabs.from_dict({k: v for k, v in data.items() if k not in ("xpos", "feats")})
     assert old.columns["xpos"].itos == old.columns["feats"].itos == list(SPECIALS)
     assert old.columns["upos"] == Vocabs.from_dict(data).columns["upos"]
+
+
+def test_sizes_name_every_vocabulary_and_column() -> None:
+    vocabs = Vocabs.build(read_conllu(TINY))
+    sizes = vocabs.sizes()
+    assert list(sizes) == ["words", "chars", "rels", "upos", "xpos", "feats"]
+    assert sizes["upos"] == len(vocabs.columns["upos"])
+    assert sizes["rels"] == len(vocabs.rels)
