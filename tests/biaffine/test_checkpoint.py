@@ -487,3 +487,23 @@ def test_the_largest_size_still_loads(saved) -> None:
     raw["model_config"]["arc_mlp"] = checkpoint.MAX_SIZE
     torch.save(raw, saved)
     assert load(saved).model_config["arc_mlp"] == checkpoint.MAX_SIZE
+
+
+def test_sizes_under_the_bound_that_multiply_into_gigabytes_allocate_nothing(
+    saved, monkeypatch
+) -> None:
+    """Each size is allowed, but an LSTM 40000 wide would hold tens of GB: the weights in the
+    file do not fit it, which is found on the meta device before any memory is allocated."""
+    raw = torch.load(saved, weights_only=True)
+    raw["model_config"]["encoder"]["lstm_hidden"] = 40_000
+    raw["model_config"]["arc_mlp"] = 40_000
+    torch.save(raw, saved)
+    real_build = checkpoint._build
+
+    def build_on_meta_only(*args, **kwargs):
+        assert torch.empty(0).device.type == "meta", "a real build would allocate gigabytes"
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(checkpoint, "_build", build_on_meta_only)
+    with pytest.raises(CheckpointError, match=r"model\.pt: weights do not fit the model config: "):
+        build_model(load(saved))
