@@ -80,6 +80,13 @@ def test_torch_free_packages_import_without_torch(package: str) -> None:
     assert done.stdout.strip() == "ok"
 
 
+def test_the_lemma_edit_scripts_import_without_torch() -> None:
+    # biaffine.data is a torch package, but its edit scripts serve torch-free tools too (the
+    # coverage report of docs/lemmas.md).
+    done = run_python("import sys; sys.modules['torch'] = None; import biaffine.data.lemmas")
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.parametrize("package", sorted(TORCH_FREE))
 def test_torch_free_packages_import_only_the_packages_below(package: str) -> None:
     forbidden = {"biaffine", "torch", "decoding", "transitions", "tiered"} - TORCH_FREE[package]

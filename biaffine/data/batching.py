@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
+from biaffine.data.columns import classes
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import PAD, ROOT, UNK, Vocab, Vocabs
 from decoding.types import Int32Array, IntArray
@@ -32,7 +33,8 @@ class Encoded:
         heads: int32[n+1] gold heads; 0 at position 0, and everywhere if the sentence has none.
         rels: int32[n+1] gold relation ids; IGNORE_INDEX at 0 and where unknown or absent.
         columns: int32[n+1] ids of each tagged column (``upos``, ``xpos``, ``feats``: the whole
-            FEATS string is one class), ROOT at 0.
+            FEATS string is one class; ``lemma``: the edit script), ROOT at 0, IGNORE_INDEX
+            where a word has no class (no lemma given).
         forms: the n word forms (for encoders that read text: pretrained vectors, transformers).
     """
 
@@ -60,7 +62,8 @@ class Batch:
         mask: bool[B, N+1]; True at words 1..n only.
         lengths: long[B] words per sentence n.
         indices: long[B] position of each sentence in the encoded input list.
-        columns: long[B, N+1] ids of each tagged column, by name (``upos``, ``xpos``, ``feats``).
+        columns: long[B, N+1] ids of each tagged column, by name (``upos``, ``xpos``, ``feats``,
+            ``lemma``); IGNORE_INDEX where a word has no class.
         forms: the word forms of each sentence (ROOT excluded), or None if the encoded items
             lack them; read by encoders that look words up as text.
     """
@@ -98,7 +101,8 @@ def encode(
 ) -> list[Encoded]:
     """Maps each sentence to index arrays once, for batching in every epoch.
 
-    Unknown words, chars and tags map to UNK; unknown relations to IGNORE_INDEX.
+    Unknown words, chars and tags map to UNK; unknown relations and missing lemmas to
+    IGNORE_INDEX.
 
     Args:
         sentences: the sentences, in the order ``Batch.indices`` will refer to.
@@ -128,17 +132,17 @@ def _encode_one(sentence: Sentence, vocabs: Vocabs, max_chars: int, char_rows: d
         heads=np.array(heads, dtype=np.int32),
         rels=np.array(rels, dtype=np.int32),
         columns={
-            name: np.array(_ids(getattr(sentence, name), vocab), dtype=np.int32)
+            name: np.array(_ids(classes(sentence, name), vocab), dtype=np.int32)
             for name, vocab in vocabs.columns.items()
         },
         forms=tuple(sentence.forms),  # references to the sentence's strings: 8 bytes per word
     )
 
 
-def _ids(column: list[str], vocab: Vocab) -> list[int]:
-    """[ROOT, ids of the column's strings...], UNK for unknown strings."""
+def _ids(column: list[str | None], vocab: Vocab) -> list[int]:
+    """[ROOT, ids of the column's strings...], UNK for unknown strings, IGNORE_INDEX for None."""
     stoi = vocab.stoi
-    return [ROOT] + [stoi.get(token, UNK) for token in column]
+    return [ROOT] + [IGNORE_INDEX if token is None else stoi.get(token, UNK) for token in column]
 
 
 def _char_matrix(forms: list[str], chars: Vocab, max_chars: int, char_rows: dict) -> Int32Array:

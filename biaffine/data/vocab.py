@@ -1,4 +1,4 @@
-"""String <-> index vocabularies for words, characters, tags (UPOS, XPOS, FEATS) and relations.
+"""String <-> index vocabularies for words, characters, tagged columns and relations.
 
 Word, char and tag vocabularies start with the specials PAD=0, UNK=1, ROOT=2; the relation
 vocabulary has none. Both classes round-trip through plain JSON-able dicts for checkpoints.
@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from biaffine.data.columns import TAGGED
+from biaffine.data.columns import TAGGED, classes
 from biaffine.data.conllu import Sentence
 
 PAD, UNK, ROOT = 0, 1, 2
@@ -133,8 +133,8 @@ class Vocabs:
         chars: characters of the forms.
         rels: dependency relations (no specials).
         columns: one vocabulary per tagged column of :data:`biaffine.data.columns.TAGGED`
-            (``upos``, ``xpos``, ``feats``: each whole FEATS string is one class); a column
-            missing from an old checkpoint holds the specials only.
+            (``upos``, ``xpos``, ``feats``: each whole FEATS string is one class; ``lemma``:
+            edit scripts); a column missing from an old checkpoint holds the specials only.
     """
 
     words: Vocab
@@ -166,7 +166,7 @@ class Vocabs:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, Any]]) -> Vocabs:
-        """Inverse of :meth:`to_dict`; XPOS and FEATS may be absent (specials only then).
+        """Inverse of :meth:`to_dict`; XPOS, FEATS and LEMMA may be absent (specials only then).
 
         Raises:
             ValueError: a required vocabulary missing, or any one malformed.
@@ -179,15 +179,16 @@ class Vocabs:
         return cls(**vocabs, columns=columns)
 
 
-# Checkpoints written before the XPOS/FEATS taggers existed lack those two vocabularies.
+# Checkpoints written before the XPOS/FEATS taggers (or the lemmatizer) existed lack those
+# vocabularies.
 _REQUIRED = ("words", "chars", "upos", "rels")
-_NAMES = ("words", "chars", "upos", "rels", "xpos", "feats")
+_NAMES = ("words", "chars", "upos", "rels", "xpos", "feats", "lemma")
 
 
 def build_vocabs(
     sentences: Iterable[Sentence], *, min_word_count: int = 2, extra_rels: Iterable[str] = ()
 ) -> Vocabs:
-    """Counts forms, characters, UPOS, XPOS, FEATS and relations in one pass over ``sentences``.
+    """Counts forms, characters, tagged classes, relations in one pass over ``sentences``.
 
     Args:
         sentences: training sentences (iterated once).
@@ -197,7 +198,8 @@ def build_vocabs(
             that every label it outputs after decoding them has an id.
 
     Returns:
-        Vocabs; ``rels`` has no specials and skips ``_`` labels.
+        Vocabs; ``rels`` has no specials and skips ``_`` labels; ``columns["lemma"]`` holds the
+        edit scripts of the lemmas given (:func:`biaffine.data.columns.classes`).
     """
     words: Counter[str] = Counter()
     columns = {name: Counter[str]() for name in TAGGED}
@@ -205,8 +207,9 @@ def build_vocabs(
     for sentence in sentences:
         words.update(sentence.forms)
         for name, counts in columns.items():
-            counts.update(getattr(sentence, name))
+            counts.update(classes(sentence, name))
         rels.update(sentence.deprels)
+    columns["lemma"].pop(None, None)  # words without a lemma
     rels.update(extra_rels)
     rels.pop("_", None)
     chars: Counter[str] = Counter()

@@ -87,6 +87,9 @@ def predicted_columns(
 ) -> dict[str, list[str]]:
     """The best class of each word in each requested column, never a special (PAD, UNK, ROOT).
 
+    LEMMA's classes are edit scripts, made lemmas when the result is written
+    (:func:`biaffine.results.with_tree` applies them to the forms, which this does not see).
+
     Args:
         tag_scores: tagger scores by column, float[B, N+1, n_classes].
         columns: the columns to read.

@@ -58,9 +58,9 @@ class BiaffineParser(EncoderParser):
     """Deep biaffine attention parser (Dozat & Manning, 2017) on the shared encoder.
 
     An arc scorer and a label scorer (:mod:`biaffine.parsers.heads`) read the encoder states.
-    Optional UPOS, XPOS and FEATS classifiers on the states (``tag_loss_weight``,
-    ``xpos_loss_weight``, ``feats_loss_weight`` > 0) add multi-task supervision and predict
-    those columns when parsing asks for them.
+    Optional UPOS, XPOS, FEATS and LEMMA classifiers on the states (``tag_loss_weight``,
+    ``xpos_loss_weight``, ``feats_loss_weight``, ``lemma_loss_weight`` > 0) add multi-task
+    supervision and predict those columns when parsing asks for them.
     Defaults are sized for a 2-core CPU; the paper used lstm_hidden=400, arc_mlp=500.
 
     The head loss is the paper's per-word cross entropy (``loss="local"``) or the negative
@@ -74,7 +74,7 @@ class BiaffineParser(EncoderParser):
         encoder: the shared encoder.
         arcs: the arc scorer.
         labels: the label scorer.
-        taggers: the tagger heads present, by column (``upos``, ``xpos``, ``feats``).
+        taggers: the tagger heads present, by column (``upos``, ``xpos``, ``feats``, ``lemma``).
     """
 
     kind: ClassVar[str] = "biaffine"
@@ -92,6 +92,7 @@ class BiaffineParser(EncoderParser):
         tag_loss_weight: float = 0.0,
         xpos_loss_weight: float = 0.0,
         feats_loss_weight: float = 0.0,
+        lemma_loss_weight: float = 0.0,
         loss: str = "local",
     ) -> None:
         """Build the scorers on top of ``encoder``, sized by the vocabularies.
@@ -107,6 +108,8 @@ class BiaffineParser(EncoderParser):
             tag_loss_weight: weight of the auxiliary UPOS loss; 0 disables that head.
             xpos_loss_weight: weight of the auxiliary XPOS loss; 0 disables that head.
             feats_loss_weight: weight of the auxiliary FEATS loss; 0 disables that head.
+            lemma_loss_weight: weight of the lemmatizer's loss (edit scripts, see
+                :mod:`biaffine.data.lemmas`); 0 disables that head.
             loss: head loss, ``"local"`` (cross entropy per word) or ``"crf"`` (tree CRF).
 
         Raises:

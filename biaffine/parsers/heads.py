@@ -136,13 +136,16 @@ class Taggers(nn.ModuleDict):
     ) -> torch.Tensor:
         """``loss`` plus each tagger's weighted cross entropy against its gold column (over mask).
 
+        Words without a class (IGNORE_INDEX: no lemma given) are left out, and a batch without
+        any adds 0.
+
         Added one by one to ``loss`` (not summed apart first), so the float sums are the same as
         they always were and a seeded run trains to the same weights.
         """
         mask = batch.mask
         for column, column_scores in scores.items():
             gold = batch.columns[column][mask]
-            loss = loss + self.weights[column] * F.cross_entropy(column_scores[mask], gold)
+            loss = loss + self.weights[column] * mean_cross_entropy(column_scores[mask], gold)
         return loss
 
 

@@ -142,6 +142,7 @@ class TransitionParser(EncoderParser):
         tag_loss_weight: float = 0.0,
         xpos_loss_weight: float = 0.0,
         feats_loss_weight: float = 0.0,
+        lemma_loss_weight: float = 0.0,
         graph_loss_weight: float = 0.0,
         graph_mlp: int = 400,
         oracle: str = "static",
@@ -166,6 +167,8 @@ class TransitionParser(EncoderParser):
             tag_loss_weight: weight of the auxiliary UPOS loss; 0 disables that head.
             xpos_loss_weight: weight of the auxiliary XPOS loss; 0 disables that head.
             feats_loss_weight: weight of the auxiliary FEATS loss; 0 disables that head.
+            lemma_loss_weight: weight of the lemmatizer's loss (edit scripts, see
+                :mod:`biaffine.data.lemmas`); 0 disables that head.
             graph_loss_weight: weight of the graph head's per-word head cross entropy; 0 (the
                 default) builds no graph head, > 0 makes the combined model.
             graph_mlp: size of the graph head's arc MLPs (when it is built).

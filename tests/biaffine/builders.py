@@ -10,6 +10,8 @@ import torch
 from torch import nn
 
 from biaffine import checkpoint
+from biaffine.api import Parser
+from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.nn import Encoder
@@ -80,3 +82,30 @@ def untrained(vocabs: Vocabs, system: str, seed: int = 0) -> TransitionParser:
 
 def trees(sentences: list[Sentence]) -> list[tuple[list[int], list[str]]]:
     return [(s.heads, s.deprels) for s in sentences]
+
+
+# Random taggers, and what they write: shared by the tests of predicted columns and lemmas.
+def randomized(model: torch.nn.Module) -> torch.nn.Module:
+    """Random, untied weights: taggers that disagree with the gold tags somewhere."""
+    with torch.no_grad():
+        for param in model.parameters():
+            param.add_(0.5 * torch.randn_like(param))
+    return model
+
+
+def cells(sentence: Sentence) -> list[list[str]]:
+    return [sentence.lines[k].rstrip("\r\n").split("\t") for k in sentence.word_lines]
+
+
+def expected_tags(parser: Parser, sentences: list[Sentence], column: str) -> list[list[str]]:
+    """The tagger's argmax over the non-special classes, computed here from the raw scores."""
+    itos = parser.vocabs.columns[column].itos
+    found = []
+    with torch.inference_mode():
+        for batch in batches_by_tokens(encode(sentences, parser.vocabs), 10_000, shuffle=False):
+            scores = parser.model(batch).tag_scores[column]
+            for row, index in enumerate(batch.indices.tolist()):
+                n = len(sentences[index])
+                best = scores[row, 1 : n + 1, len(SPECIALS) :].argmax(-1) + len(SPECIALS)
+                found.append((index, [itos[i] for i in best.tolist()]))
+    return [tags for _, tags in sorted(found)]

@@ -89,7 +89,7 @@ def test_checkpoint_holds_plain_data_only(saved) -> None:
     assert raw["version"] == checkpoint.VERSION
     assert isinstance(raw["package_version"], str)
     assert raw["metadata"]["best_dev"]["las"] == 12.5
-    assert set(raw["vocabs"]) == {"words", "chars", "upos", "rels", "xpos", "feats"}
+    assert set(raw["vocabs"]) == {"words", "chars", "upos", "rels", "xpos", "feats", "lemma"}
 
 
 def test_training_state_round_trips(saved, parser) -> None:

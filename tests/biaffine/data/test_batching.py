@@ -22,6 +22,7 @@ from biaffine.data.batching import (
     plan_batches,
 )
 from biaffine.data.conllu import Sentence, read_conllu, read_text
+from biaffine.data.lemmas import apply
 from biaffine.data.vocab import PAD, ROOT, UNK, Vocabs, build_vocabs
 
 TINY = Path(__file__).parents[2] / "data" / "tiny.conllu"
@@ -63,7 +64,7 @@ def test_encode_puts_root_at_position_zero(tiny: list[Sentence], vocabs: Vocabs)
         assert len(item) == n
         for name in ("words", "heads", "rels"):
             assert getattr(item, name).shape == (n + 1,), name
-        for name in ("upos", "xpos", "feats"):
+        for name in ("upos", "xpos", "feats", "lemma"):
             assert item.columns[name].shape == (n + 1,), name
             assert item.columns[name][0] == ROOT
         assert item.words[0] == ROOT
@@ -71,8 +72,12 @@ def test_encode_puts_root_at_position_zero(tiny: list[Sentence], vocabs: Vocabs)
         assert item.heads[1:].tolist() == sentence.heads
         assert item.rels[0] == IGNORE_INDEX
         assert [vocabs.rels.itos[r] for r in item.rels[1:]] == sentence.deprels
-        for name, ids in item.columns.items():
-            assert [vocabs.columns[name].itos[t] for t in ids[1:]] == getattr(sentence, name)
+        for name in ("upos", "xpos", "feats"):
+            ids = item.columns[name][1:]
+            assert [vocabs.columns[name].itos[t] for t in ids] == getattr(sentence, name)
+        scripts = [vocabs.columns["lemma"].itos[t] for t in item.columns["lemma"][1:]]
+        lemmas = [apply(s, form) for s, form in zip(scripts, sentence.forms, strict=True)]
+        assert lemmas == sentence.lemmas
         assert item.chars[0].tolist() == [ROOT] + [PAD] * (item.chars.shape[1] - 1)
 
 
@@ -147,7 +152,7 @@ def test_batch_is_frozen_and_moves_to_a_device(tiny: list[Sentence], vocabs: Voc
         for f in dataclasses.fields(batch)
         if f.name not in ("forms", "columns")
     )
-    assert moved.columns.keys() == batch.columns.keys() == {"upos", "xpos", "feats"}
+    assert moved.columns.keys() == batch.columns.keys() == {"upos", "xpos", "feats", "lemma"}
     assert all(torch.equal(moved.columns[k], batch.columns[k]) for k in batch.columns)
     assert moved.forms == batch.forms == tuple(tuple(s.forms) for s in tiny[:2])
 

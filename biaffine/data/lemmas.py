@@ -1,0 +1,169 @@
+"""Lemmas as edit scripts: the classes a lemmatizer head predicts, torch-free.
+
+A script says how to turn a form into its lemma, so that words inflected alike share one script
+("cats" -> "cat" and "dogs" -> "dog" are both "cut one character from the end"), as the
+lemmatizers of UDPipe 2 and spaCy do. A script is a plain string (a vocabulary entry):
+
+- ``"<casing>-<cut>+<add>|-<cut>+<add>"``: the first pair edits the start of the form (cut that
+  many characters, then put ``add`` in front), the second its end. The casing says what the
+  edits read and what the result becomes:
+
+  - ``L``: the form lower-cased, the result as it is (a lower-case lemma: "Cats" -> "cat");
+  - ``T``: the form lower-cased, the result's first character upper-cased ("PARIS" -> "Paris");
+  - ``U``: the form lower-cased, the result upper-cased ("NASA's" -> "NASA");
+  - ``K``: the form as written, the result as it is (mixed case: "McDonald's" -> "McDonald").
+
+  The edits keep the longest substring the (cased) form and lemma share, so they are as short
+  as the pair allows. Example: ``"L-0+|-1+"`` for "cats" -> "cat".
+- ``"=<lemma>"``: the whole lemma, where form and lemma share no character ("was" -> "be") or
+  no edit script rebuilds the lemma (casing that does not round-trip, see below).
+
+Casing works one character at a time and only where it keeps the length (``"İ".lower()`` is two
+characters, ``"ß".upper()`` is "SS": such characters are left as they are), so cuts count the
+same characters in the form and its lower-cased copy. :func:`script_of` checks every script it
+returns by applying it, so ``apply(script_of(form, lemma), form) == lemma`` holds for every pair.
+
+A ``_`` lemma of a form other than ``_`` is CoNLL-U for "no lemma annotated" (treebanks without
+lemmas, or single words without one): it has no script (:func:`script_of` returns None), so
+nothing is learnt from it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["UNANNOTATED", "apply", "is_annotated", "script_of"]
+
+UNANNOTATED = "_"
+"""The CoNLL-U LEMMA of a word without a lemma (unless the form itself is ``_``)."""
+
+WHOLE = "="
+"""The first character of a whole-lemma script."""
+
+_CASINGS = ("L", "T", "U", "K")
+"""Casings in the order :func:`script_of` tries them: the first that rebuilds the lemma wins,
+so a lower-case lemma always gets ``L`` and similar words get the same script."""
+
+_SEPARATOR = "|"
+"""Between the prefix edit and the suffix edit; a prefix addition never contains it."""
+
+
+def is_annotated(form: str, lemma: str) -> bool:
+    """Whether ``lemma`` is a lemma and not CoNLL-U's "none given" (``_`` for a form not ``_``)."""
+    return lemma != UNANNOTATED or form == UNANNOTATED
+
+
+def script_of(form: str, lemma: str) -> str | None:
+    """The edit script that turns ``form`` into ``lemma``.
+
+    Args:
+        form: a word as written.
+        lemma: its lemma.
+
+    Returns:
+        The script (see the module docstring), an edit script where one rebuilds the lemma and
+        a whole-lemma script otherwise; None for an unannotated lemma (:func:`is_annotated`).
+    """
+    if not is_annotated(form, lemma):
+        return None
+    for casing in _CASINGS:
+        script = _edit_script(casing, form, lemma)
+        if script is not None and apply(script, form) == lemma:
+            return script
+    return WHOLE + lemma
+
+
+def apply(script: str, form: str) -> str | None:
+    """The lemma that ``script`` makes of ``form``.
+
+    Args:
+        script: a script of :func:`script_of`.
+        form: the word to lemmatize.
+
+    Returns:
+        The lemma; None when the script cuts more characters than the form has (it was made
+        for longer words; an edit script always keeps at least one character of the form).
+
+    Raises:
+        ValueError: ``script`` is not a script.
+    """
+    if script.startswith(WHOLE):
+        return script[len(WHOLE) :]
+    casing, prefix_cut, prefix, suffix_cut, suffix = _parse(script)
+    source = form if casing == "K" else _lower(form)
+    if prefix_cut + suffix_cut >= len(source):
+        return None
+    result = prefix + source[prefix_cut : len(source) - suffix_cut] + suffix
+    if casing == "T":
+        return _upper(result[:1]) + result[1:]
+    return _upper(result) if casing == "U" else result
+
+
+def _edit_script(casing: str, form: str, lemma: str) -> str | None:
+    """The prefix and suffix edits around the longest common substring, under ``casing``.
+
+    None when the (cased) form and lemma share no character, or the prefix addition holds the
+    separator.
+    """
+    source, target = (form, lemma) if casing == "K" else (_lower(form), _lower(lemma))
+    start, lemma_start, size = _longest_common_substring(source, target)
+    prefix = target[:lemma_start]
+    if size == 0 or _SEPARATOR in prefix:
+        return None
+    suffix_cut = len(source) - start - size
+    suffix = target[lemma_start + size :]
+    return f"{casing}-{start}+{prefix}{_SEPARATOR}-{suffix_cut}+{suffix}"
+
+
+def _parse(script: str) -> tuple[str, int, str, int, str]:
+    """(casing, prefix cut, prefix addition, suffix cut, suffix addition) of an edit script.
+
+    Raises:
+        ValueError: not an edit script.
+    """
+    casing, rest = script[:1], script[1:]
+    prefix_edit, separator, suffix_edit = rest.partition(_SEPARATOR)
+    if casing not in _CASINGS or not separator:
+        raise ValueError(f"{script!r} is not a lemma edit script")
+    prefix_cut, prefix = _parse_edit(prefix_edit, script)
+    suffix_cut, suffix = _parse_edit(suffix_edit, script)
+    return casing, prefix_cut, prefix, suffix_cut, suffix
+
+
+def _parse_edit(edit: str, script: str) -> tuple[int, str]:
+    """(cut, addition) of ``-<cut>+<addition>``; ``script`` names the script in the error."""
+    cut, plus, added = edit.partition("+")
+    if not (cut.startswith("-") and cut[1:].isascii() and cut[1:].isdigit() and plus):
+        raise ValueError(f"{script!r} is not a lemma edit script")
+    return int(cut[1:]), added
+
+
+def _longest_common_substring(a: str, b: str) -> tuple[int, int, int]:
+    """(start in a, start in b, length) of the longest common substring, the first in ``a``.
+
+    Ties go to the earliest start in ``a``, then in ``b``; length 0 when none is shared.
+    Dynamic programming over one row of ``b``: O(len(a) * len(b)), words are short.
+    """
+    best = (0, 0, 0)
+    previous = [0] * (len(b) + 1)
+    for i, char in enumerate(a, start=1):
+        current = [0] * (len(b) + 1)
+        for j, other in enumerate(b, start=1):
+            if char == other:
+                current[j] = previous[j - 1] + 1
+                if current[j] > best[2]:  # strictly: a tie ends later in a, or later in b
+                    best = (i - current[j], j - current[j], current[j])
+        previous = current
+    return best
+
+
+def _lower(text: str) -> str:
+    """``text`` lower-cased one character at a time (``str.lower``'s final sigma is contextual).
+
+    Characters whose lower case is longer ("İ") stay as they are, so that positions in the text
+    and in its lower-cased copy agree.
+    """
+    return "".join(c if len(lower := c.lower()) != 1 else lower for c in text)
+
+
+def _upper(text: str) -> str:
+    """``text`` upper-cased one character at a time; "ß" (upper case "SS") and the like stay."""
+    return "".join(c if len(upper := c.upper()) != 1 else upper for c in text)

@@ -1,0 +1,78 @@
+"""Lemma edit scripts: the round trip form -> script -> lemma on random strings and on every
+training pair of every UD treebank, and scripts shared by words inflected alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from biaffine.data.conllu import read_conllu
+from biaffine.data.lemmas import apply, is_annotated, script_of
+
+# Letters of every script and case (titlecase "ǅ", "İ" whose lower case is two characters, "ß"
+# whose upper case is), digits and punctuation, the script syntax's own characters included.
+WORDS = st.text(
+    st.characters(categories=("Lu", "Ll", "Lt", "Lo", "Nd", "Pd", "Po", "Sm"))
+    | st.sampled_from("|+-=_İßǅΣς"),
+    max_size=12,
+)
+
+
+@given(form=WORDS, lemma=WORDS)
+def test_every_script_rebuilds_its_lemma(form: str, lemma: str) -> None:
+    script = script_of(form, lemma)
+    if not is_annotated(form, lemma):
+        assert script is None
+    else:
+        assert apply(script, form) == lemma
+
+
+@given(stem=st.text(st.characters(categories=("Ll",)), min_size=1, max_size=8), ending=WORDS)
+def test_a_lower_case_lemma_followed_by_an_ending_is_one_suffix_cut(stem: str, ending: str) -> None:
+    assert script_of(stem + ending, stem) == f"L-0+|-{len(ending)}+"
+
+
+@pytest.mark.parametrize(
+    ("pairs", "script"),
+    [
+        ([("cats", "cat"), ("dogs", "dog"), ("Trees", "tree")], "L-0+|-1+"),
+        ([("gemacht", "machen"), ("gesagt", "sagen")], "L-2+|-1+en"),
+        ([("PARIS", "Paris"), ("London", "London")], "T-0+|-0+"),
+        ([("NASA", "NASA"), ("UN", "UN")], "U-0+|-0+"),
+        ([("McDonald's", "McDonald"), ("iPhone's", "iPhone")], "K-0+|-2+"),
+        ([("was", "be"), ("is", "be")], "=be"),
+    ],
+)
+def test_words_inflected_alike_share_one_script(pairs: list[tuple[str, str]], script: str) -> None:
+    assert {script_of(form, lemma) for form, lemma in pairs} == {script}
+
+
+def test_unannotated_lemmas_have_no_script_but_an_underscore_word_has() -> None:
+    assert script_of("cats", "_") is None
+    assert apply(script_of("_", "_"), "_") == "_"
+
+
+def test_a_script_for_longer_words_does_not_apply_and_garbage_is_refused() -> None:
+    assert apply("L-0+|-4+", "cats") is None
+    assert apply("L-0+|-3+", "cats") == "c"
+    for garbage in ("", "X-0+|-0+", "L-0+", "L0+|-0+", "L-a+|-0+", "L-0|-0+", "L-\u0661+|-0+"):
+        with pytest.raises(ValueError, match="not a lemma edit script"):
+            apply(garbage, "cats")
+
+
+def test_the_script_of_every_training_pair_of_every_ud_treebank_rebuilds_its_lemma(
+    ud_root: Path,
+) -> None:
+    paths = sorted(ud_root.glob("UD_*/*-train.conllu"))
+    assert paths, f"no training files under {ud_root}"
+    for path in paths:
+        pairs = {
+            (form, lemma)
+            for sentence in read_conllu(path)
+            for form, lemma in zip(sentence.forms, sentence.lemmas, strict=True)
+        }
+        wrong = [p for p in pairs if is_annotated(*p) and apply(script_of(*p), p[0]) != p[1]]
+        assert wrong == [], path.name

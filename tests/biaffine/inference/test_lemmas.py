@@ -1,0 +1,146 @@
+"""Predicted LEMMA: the lemmatizer's best edit script applied to each form, through the one
+prediction path into CoNLL-U, refused without a lemmatizer, trained and scored end to end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from builders import (
+    TINY_PARSER,
+    biaffine_parser,
+    cells,
+    expected_tags,
+    randomized,
+    save_model,
+    split_options,
+)
+from conftest import TINY_CONLLU
+
+from biaffine.api import Parser
+from biaffine.data.batching import IGNORE_INDEX, batches_by_tokens, encode
+from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.data.lemmas import apply, script_of
+from biaffine.data.vocab import Vocabs
+from biaffine.evaluate import evaluate_files
+from biaffine.inference import Refused
+from biaffine.nn import Encoder
+from biaffine.parsers import TransitionParser
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+REPO = Path(__file__).parents[3]
+LEMMA = 2  # the LEMMA cell of a word line
+
+
+@pytest.fixture(scope="module")
+def lemma_checkpoint(tmp_path_factory: pytest.TempPathFactory, vocabs: Vocabs) -> Path:
+    """A tiny graph parser with a UPOS tagger and a lemmatizer, random weights."""
+    torch.manual_seed(4)
+    model = biaffine_parser(vocabs, **TINY_PARSER, tag_loss_weight=1.0, lemma_loss_weight=1.0)
+    return save_model(tmp_path_factory.mktemp("lemma") / "best.pt", randomized(model), vocabs)
+
+
+def lemmatizer_only(vocabs: Vocabs, family: str, script: str) -> torch.nn.Module:
+    """A parser of ``family`` whose lemmatizer picks ``script`` for every word."""
+    torch.manual_seed(5)
+    if family == "graph":
+        model = biaffine_parser(vocabs, **TINY_PARSER, lemma_loss_weight=1.0)
+    else:
+        encoder_options, parser_options = split_options(TINY_PARSER)
+        encoder = Encoder(vocabs, **encoder_options)
+        model = TransitionParser(vocabs, encoder, **parser_options, lemma_loss_weight=1.0)
+    output = model.taggers["lemma"][-1]
+    with torch.no_grad():
+        output.weight.zero_()
+        output.bias.zero_()
+        output.bias[vocabs.columns["lemma"].stoi[script]] = 10.0
+    return model
+
+
+def test_the_tiny_lemmas_are_edit_scripts_and_words_without_one_are_ignored(
+    sentences: list[Sentence], vocabs: Vocabs
+) -> None:
+    pairs = {(f, lemma) for s in sentences for f, lemma in zip(s.forms, s.lemmas, strict=True)}
+    assert set(vocabs.columns["lemma"].itos[3:]) == {script_of(*pair) for pair in pairs}
+    words = sentences[0].with_columns({"lemma": ["_", "_", "sit", "."]})
+    batch = next(batches_by_tokens(encode([words], vocabs), 100, shuffle=False))
+    stoi = vocabs.columns["lemma"].stoi
+    assert batch.columns["lemma"][0, 1:].tolist() == [
+        IGNORE_INDEX,
+        IGNORE_INDEX,
+        stoi[script_of("sat", "sit")],
+        stoi[script_of(".", ".")],
+    ]
+
+
+def test_a_batch_without_lemmas_adds_no_lemma_loss(sentences, vocabs) -> None:
+    model = biaffine_parser(vocabs, **TINY_PARSER, lemma_loss_weight=1.0)
+    unannotated = [s.with_columns({"lemma": ["_"] * len(s)}) for s in sentences]
+    batch = next(batches_by_tokens(encode(unannotated, vocabs), 10_000, shuffle=False))
+    scores = model(batch)
+    assert scores.tag_scores.keys() == {"lemma"}
+    zero = torch.zeros(())
+    assert model.taggers.add_losses(zero, scores.tag_scores, batch).item() == 0.0
+
+
+def test_columns_lemma_writes_the_best_script_applied_to_each_form(
+    lemma_checkpoint: Path, sentences: list[Sentence]
+) -> None:
+    parser = Parser.load(lemma_checkpoint, threads=1)
+    plain = parser.parse(sentences)
+    lemmatized = parser.parse(sentences, columns=["lemma"])
+    scripts = expected_tags(parser, sentences, "lemma")
+    changed = 0
+    for ours, theirs, best, sentence in zip(lemmatized, plain, scripts, sentences, strict=True):
+        forms = sentence.forms
+        lemmas = [apply(script, form) or form for script, form in zip(best, forms, strict=True)]
+        assert ours.sentence.lemmas == lemmas
+        assert [row[LEMMA] for row in cells(ours.sentence)] == lemmas
+        assert ours.heads == theirs.heads
+        for row, plain_row in zip(cells(ours.sentence), cells(theirs.sentence), strict=True):
+            changed += row[LEMMA] != plain_row[LEMMA]
+            assert row[:LEMMA] + row[LEMMA + 1 :] == plain_row[:LEMMA] + plain_row[LEMMA + 1 :]
+    assert changed > 0, "a random lemmatizer must change some LEMMA: else this proves nothing"
+
+
+@pytest.mark.parametrize("family", ["graph", "transition"])
+def test_a_script_that_cuts_the_whole_form_gives_the_form(
+    family: str, vocabs: Vocabs, sentences: list[Sentence], tmp_path: Path
+) -> None:
+    # "scheduled" -> "schedule": lower-case, cut one character at the end. On "." (one
+    # character) it would keep nothing: the form stays.
+    model = lemmatizer_only(vocabs, family, script_of("scheduled", "schedule"))
+    parser = Parser.load(save_model(tmp_path / "best.pt", model, vocabs), threads=1)
+    for tree in parser.parse(sentences, columns=["lemma"]):
+        forms = tree.sentence.forms
+        assert tree.sentence.lemmas == [f[:-1].lower() if len(f) > 1 else f for f in forms]
+
+
+def test_a_model_without_a_lemmatizer_refuses_columns_lemma(sentences, vocabs, tmp_path):
+    model = biaffine_parser(vocabs, **TINY_PARSER, tag_loss_weight=1.0)
+    parser = Parser.load(save_model(tmp_path / "best.pt", model, vocabs), threads=1)
+    with pytest.raises(Refused, match=r"^columns=lemma: this model has no tagger for lemma \("):
+        parser.parse(sentences, columns=["upos", "lemma"])
+
+
+def test_a_lemmatizer_trained_two_epochs_is_scored_by_the_evaluator(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    train = [sys.executable, str(REPO / "train.py"), "experiment=smoke", "trainer.max_epochs=2"]
+    train += ["model.lemma_loss_weight=1", f"hydra.run.dir={run}"]
+    subprocess.run(train, check=True, capture_output=True, cwd=REPO)
+    out = tmp_path / "pred.conllu"
+    command = [sys.executable, str(REPO / "predict.py"), f"checkpoint={run / 'best.pt'}"]
+    command += [f"input={TINY_CONLLU}", f"output={out}", "threads=1", "columns=[lemma]"]
+    subprocess.run(command, check=True, capture_output=True, cwd=REPO)
+    evaluation = evaluate_files(str(TINY_CONLLU), str(out))
+    lemmas = evaluation.words.scores["Lemmas"]
+    predicted = [w for s in read_conllu(out) for w in s.lemmas]
+    gold = [w for s in read_conllu(TINY_CONLLU) for w in s.lemmas]
+    right = sum(p == g for p, g in zip(predicted, gold, strict=True))
+    assert (lemmas.correct, lemmas.gold) == (right, len(gold))
+    assert predicted != gold  # two epochs: the score is the prediction's, not 100
+    assert evaluation.words.scores["UPOS"].correct == evaluation.words.scores["UPOS"].gold
