@@ -17,6 +17,7 @@ from biaffine.data.columns import CONLLU_NAMES, TAGGED
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, Request, family_of, predict
+from biaffine.inference.request import ALL_COLUMNS
 from biaffine.results import with_result
 
 __all__ = [
@@ -80,7 +81,7 @@ def parse_columns(value: str | Sequence[str] | None) -> tuple[str, ...]:
     given = value.split(",") if isinstance(value, str) else [str(name) for name in value]
     names = [name.strip().lower() for name in given if name.strip()]
     if names == ["all"]:
-        return TAGGED
+        return ALL_COLUMNS
     unknown = [name for name in names if name not in TAGGED]
     if unknown:
         spelled = ",".join(given) if isinstance(value, str) else f"[{','.join(given)}]"
@@ -135,7 +136,8 @@ def check_model(
         ValueError: e.g. k-best trees or given heads asked of a transition parser, or a
             column the model has no tagger for.
     """
-    reason = family_of(model, vocabs).refusal(_request(options, []), decoder)
+    request = _request(options, []).for_model(model.tagged_columns)
+    reason = family_of(model, vocabs).refusal(request, decoder)
     if reason is not None:
         raise ValueError(reason)
 

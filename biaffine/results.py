@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from biaffine.data.columns import strings
 from biaffine.data.conllu import Sentence
 from biaffine.inference.request import Request, SentenceResult, Tree
 
@@ -44,13 +43,8 @@ _BOUNDARIES = ("newdoc", "newpar")
 
 
 def with_tree(sentence: Sentence, tree: Tree, columns: dict[str, list[str]]) -> Sentence:
-    """``sentence`` with ``tree`` and the predicted ``columns`` written in, nothing else.
-
-    ``columns`` holds the predicted classes: LEMMA's edit scripts are applied to the forms here
-    (:func:`biaffine.data.columns.strings`), where the sentence is at hand.
-    """
-    written = {name: strings(name, found, sentence.forms) for name, found in columns.items()}
-    return sentence.with_tree(tree.heads, tree.rels).with_columns(written)
+    """``sentence`` with ``tree`` and the predicted ``columns`` written in, nothing else."""
+    return sentence.with_tree(tree.heads, tree.rels).with_columns(columns)
 
 
 def with_result(sentence: Sentence, result: SentenceResult, request: Request) -> list[Sentence]:

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from biaffine.data.batching import Batch
+from biaffine.data.columns import strings
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import SPECIALS, Vocabs
 from biaffine.inference.request import Request, SentenceResult
@@ -83,27 +84,33 @@ class Family:
 
 
 def predicted_columns(
-    tag_scores: Mapping[str, torch.Tensor], columns: Sequence[str], vocabs: Vocabs, row: int, n: int
+    tag_scores: Mapping[str, torch.Tensor],
+    columns: Sequence[str],
+    vocabs: Vocabs,
+    row: int,
+    sentence: Sentence,
 ) -> dict[str, list[str]]:
-    """The best class of each word in each requested column, never a special (PAD, UNK, ROOT).
+    """The values of each requested column, as the strings to write.
 
-    LEMMA's classes are edit scripts, made lemmas when the result is written
-    (:func:`biaffine.results.with_tree` applies them to the forms, which this does not see).
+    Each word's best class, never a special (PAD, UNK, ROOT), turned back into the column's
+    strings (LEMMA: its edit script applied to the form, :func:`biaffine.data.columns.strings`).
 
     Args:
         tag_scores: tagger scores by column, float[B, N+1, n_classes].
         columns: the columns to read.
         vocabs: their vocabularies.
         row: the sentence's row in the batch.
-        n: its words.
+        sentence: the sentence (its forms, and its n words).
     """
     found = {}
+    n = len(sentence)
     for column in columns:
         scores = tag_scores[column][row, 1 : n + 1].float()
         specials = torch.arange(len(SPECIALS), device=scores.device)
         scores = scores.index_fill(-1, specials, float("-inf"))
         itos = vocabs.columns[column].itos
-        found[column] = [itos[i] for i in scores.argmax(-1).tolist()]
+        best = [itos[i] for i in scores.argmax(-1).tolist()]
+        found[column] = strings(column, best, sentence.forms)
     return found
 
 

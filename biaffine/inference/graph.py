@@ -177,7 +177,7 @@ class GraphFamily(Family):
         """Score the batch once, then find trees with every setting (see :class:`Family`)."""
         scores = self.model(batch, tag=bool(request.columns))
         columns = [
-            predicted_columns(scores.tag_scores, request.columns, self.vocabs, row, len(sentence))
+            predicted_columns(scores.tag_scores, request.columns, self.vocabs, row, sentence)
             for row, sentence in enumerate(sentences)
         ]
         results = {}

@@ -101,6 +101,7 @@ def predict(
     """
     settings = settings if settings is not None else {"": DEFAULT_DECODER}
     family = family_of(model, vocabs)
+    request = request.for_model(model.tagged_columns)
     for setting in settings.values():
         reason = family.refusal(request, setting)
         if reason is not None:

@@ -8,12 +8,15 @@ The Python API, ``predict.py``, training's dev scoring and the experiments all a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from numbers import Integral
 
 from biaffine.data.columns import TAGGED
 
-__all__ = ["Refused", "Request", "SentenceResult", "Tree"]
+__all__ = ["ALL_COLUMNS", "Refused", "Request", "SentenceResult", "Tree"]
+
+ALL_COLUMNS = ("all",)
+"""``Request.columns`` asking for every column the model's taggers predict."""
 
 
 class Refused(ValueError):  # noqa: N818  (reads as what happened: "raise Refused")
@@ -31,7 +34,8 @@ class Request:
         fixed_heads: per sentence, one entry per word: a head to keep (0 = ROOT), or None
             where the parser chooses (None as a whole: nothing fixed). Only integers (Python or
             numpy, not bool) are heads: ``3.7`` or ``"4"`` is refused, never rounded.
-        columns: tagged columns to predict (:data:`biaffine.data.columns.TAGGED`).
+        columns: tagged columns to predict (:data:`biaffine.data.columns.TAGGED`), or
+            ``("all",)``: every column the model has a tagger for.
     """
 
     probabilities: bool = False
@@ -44,17 +48,24 @@ class Request:
         k = self.kbest
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
             raise ValueError(f"kbest={k!r} must be an integer >= 1 (or None for one tree)")
-        unknown = [column for column in self.columns if column not in TAGGED]
+        unknown = [c for c in self.columns if c not in TAGGED and self.columns != ALL_COLUMNS]
         if unknown:
             raise ValueError(f"columns {unknown}: predictable columns are {', '.join(TAGGED)}")
         if self.fixed_heads is not None:
             for k, heads in enumerate(self.fixed_heads):
                 _check_heads(heads, k)
 
-    @property
-    def plain(self) -> bool:
-        """One tree per sentence, no probabilities, nothing fixed (what training scores)."""
-        return not self.probabilities and self.kbest is None and self.fixed_heads is None
+    def for_model(self, tagged: Sequence[str]) -> Request:
+        """This request with ``columns=("all",)`` made the ``tagged`` columns of a model.
+
+        Raises:
+            Refused: ``all`` asked of a model without any tagger.
+        """
+        if self.columns != ALL_COLUMNS:
+            return self
+        if not tagged:
+            raise Refused("columns=all: this model has no tagger (it predicts trees only)")
+        return replace(self, columns=tuple(tagged))
 
 
 def _check_heads(heads: Sequence[int | None], sentence: int) -> None:

@@ -201,8 +201,8 @@ class TransitionFamily(Family):
         encoded = model.encode(batch, tag=bool(request.columns))
         lengths = [len(sentence) for sentence in sentences]
         columns = [
-            predicted_columns(encoded.tag_scores, request.columns, self.vocabs, row, n)
-            for row, n in enumerate(lengths)
+            predicted_columns(encoded.tag_scores, request.columns, self.vocabs, row, sentence)
+            for row, sentence in enumerate(sentences)
         ]
         results = {}
         for name, setting in settings.items():

@@ -119,6 +119,6 @@ def test_vocabs_without_xpos_and_feats_load_with_specials_only() -> None:
 def test_sizes_name_every_vocabulary_and_column() -> None:
     vocabs = Vocabs.build(read_conllu(TINY))
     sizes = vocabs.sizes()
-    assert list(sizes) == ["words", "chars", "rels", "upos", "xpos", "feats"]
+    assert list(sizes) == ["words", "chars", "rels", "upos", "xpos", "feats", "lemma"]
     assert sizes["upos"] == len(vocabs.columns["upos"])
     assert sizes["rels"] == len(vocabs.rels)

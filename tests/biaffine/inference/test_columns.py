@@ -86,6 +86,17 @@ def test_a_column_without_a_tagger_is_refused_in_one_line(upos_only_checkpoint, 
         parser.parse(sentences, columns=["deprel"])
 
 
+def test_columns_all_means_every_column_the_model_tags(
+    upos_only_checkpoint, graph_checkpoint, sentences
+) -> None:
+    parser = Parser.load(upos_only_checkpoint, threads=1)
+    [every] = parser.parse(sentences[:1], columns=["all"])
+    [upos] = parser.parse(sentences[:1], columns=["upos"])
+    assert every.sentence.lines == upos.sentence.lines
+    with pytest.raises(Refused, match=r"^columns=all: this model has no tagger"):
+        Parser.load(graph_checkpoint, threads=1).parse(sentences[:1], columns=["all"])
+
+
 def test_a_transition_parser_predicts_columns_too(vocabs: Vocabs, sentences) -> None:
     torch.manual_seed(3)
     encoder_options, parser_options = split_options(TINY_PARSER)
