@@ -49,7 +49,11 @@ def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
         int8=cfg.int8,
         bf16=cfg.bf16,
         options=PredictOptions(
-            cfg.probabilities, cfg.kbest, cfg.keep_given_heads, parse_columns(cfg.columns)
+            cfg.probabilities,
+            cfg.kbest,
+            cfg.keep_given_heads,
+            parse_columns(cfg.columns),
+            cfg.overwrite_columns,
         ),
     )
 

@@ -93,6 +93,7 @@ class Parser:
         graph_weight: float = 0.0,
         probabilities: bool = False,
         columns: Sequence[str] = (),
+        overwrite: bool = False,
         max_tokens: int = 5000,
     ) -> list[ParsedTree]:
         """Parse pre-tokenized sentences.
@@ -109,8 +110,9 @@ class Parser:
                 the graph head's arc log-probabilities in the search score.
             probabilities: also compute head, label and tree probabilities (graph parsers), or
                 label and transition-path probabilities (transition parsers).
-            columns: tagged columns to predict and write (``upos``, ``xpos``, ``feats``), for a
-                model trained with those taggers.
+            columns: tagged columns to predict (``upos``, ``xpos``, ``feats``, ``lemma``, or
+                ``["all"]``: every column the model has a tagger for).
+            overwrite: write them over the input's values (default: only ``_`` cells).
             max_tokens: words per batch.
 
         Returns:
@@ -122,10 +124,10 @@ class Parser:
             biaffine.data.conllu.ConlluError: malformed CoNLL-U text or words.
         """
         settings = DecoderSettings(decoder, root_constraint, search, beam_size, graph_weight)
-        request = Request(probabilities=probabilities, columns=tuple(columns))
+        request = Request(probabilities, columns=tuple(columns), overwrite=overwrite)
         sentences = list(_sentences(inputs))
         found = self._predict(sentences, request, settings, max_tokens)
-        return [parsed_tree(s, r, 0) for s, r in zip(sentences, found, strict=True)]
+        return [parsed_tree(s, r, 0, request) for s, r in zip(sentences, found, strict=True)]
 
     def to_conllu(self, trees: Sequence[ParsedTree]) -> str:
         """The parsed sentences as CoNLL-U text."""
@@ -160,9 +162,10 @@ class Parser:
         """
         settings = DecoderSettings(decoder, root_constraint)
         sentences = list(_sentences(inputs))
-        found = self._predict(sentences, Request(kbest=k), settings, max_tokens)
+        request = Request(kbest=k)
+        found = self._predict(sentences, request, settings, max_tokens)
         return [
-            [parsed_tree(s, r, rank) for rank in range(len(r.trees))]
+            [parsed_tree(s, r, rank, request) for rank in range(len(r.trees))]
             for s, r in zip(sentences, found, strict=True)
         ]
 
@@ -194,7 +197,7 @@ class Parser:
         request = Request(fixed_heads=[list(heads) for heads in fixed_heads])
         sentences = list(_sentences(inputs))
         found = self._predict(sentences, request, settings, max_tokens)
-        return [parsed_tree(s, r, 0) for s, r in zip(sentences, found, strict=True)]
+        return [parsed_tree(s, r, 0, request) for s, r in zip(sentences, found, strict=True)]
 
     def _predict(
         self,

@@ -42,13 +42,15 @@ class PredictOptions:
             comment (graph parsers).
         kbest: write the k best trees of each sentence, best first (None: one tree).
         keep_given_heads: keep the HEAD cells that the input fills, predict those that are ``_``.
-        columns: tagged columns to predict and write (``upos``, ``xpos``, ``feats``).
+        columns: tagged columns to predict and write (``upos``, ``xpos``, ``feats``, ``lemma``).
+        overwrite_columns: write them over the input's values (default: fill ``_`` cells only).
     """
 
     probabilities: bool = False
     kbest: int | None = None
     keep_given_heads: bool = False
     columns: tuple[str, ...] = ()
+    overwrite_columns: bool = False
 
     def names(self) -> list[str]:
         """The tree options that are on, as ``predict.py`` spells them."""
@@ -102,6 +104,7 @@ def check_options(options: PredictOptions, decoder: DecoderSettings, input_forma
     switches = {
         "probabilities": options.probabilities,
         "keep_given_heads": options.keep_given_heads,
+        "overwrite_columns": options.overwrite_columns,
     }
     for name, value in switches.items():
         if not isinstance(value, bool):
@@ -124,7 +127,9 @@ def check_options(options: PredictOptions, decoder: DecoderSettings, input_forma
 
 def _request(options: PredictOptions, chunk: list[Sentence]) -> Request:
     fixed = [s.given_heads() for s in chunk] if options.keep_given_heads else None
-    return Request(options.probabilities, options.kbest, fixed, options.columns)
+    return Request(
+        options.probabilities, options.kbest, fixed, options.columns, options.overwrite_columns
+    )
 
 
 def check_model(

@@ -42,9 +42,26 @@ _BOUNDARIES = ("newdoc", "newpar")
 """Comments only the best of k trees keeps: the others are not new documents or paragraphs."""
 
 
-def with_tree(sentence: Sentence, tree: Tree, columns: dict[str, list[str]]) -> Sentence:
-    """``sentence`` with ``tree`` and the predicted ``columns`` written in, nothing else."""
+def with_tree(
+    sentence: Sentence, tree: Tree, columns: dict[str, list[str]], *, overwrite: bool = False
+) -> Sentence:
+    """``sentence`` with ``tree`` and the predicted ``columns`` written in, nothing else.
+
+    A cell of a predicted column that the input fills (anything but ``_``) keeps the input's
+    value unless ``overwrite``: what a user wrote is never replaced unasked.
+    """
+    if not overwrite:
+        columns = {name: _kept(sentence, name, values) for name, values in columns.items()}
     return sentence.with_tree(tree.heads, tree.rels).with_columns(columns)
+
+
+def _kept(sentence: Sentence, column: str, predicted: list[str]) -> list[str]:
+    given = getattr(sentence, _ATTRIBUTES.get(column, column))
+    return [value if value != "_" else guess for value, guess in zip(given, predicted, strict=True)]
+
+
+_ATTRIBUTES = {"lemma": "lemmas"}
+"""Sentence attributes whose name is not the column's."""
 
 
 def with_result(sentence: Sentence, result: SentenceResult, request: Request) -> list[Sentence]:
@@ -56,14 +73,14 @@ def with_result(sentence: Sentence, result: SentenceResult, request: Request) ->
     """
     if request.kbest is not None:
         return [
-            with_tree(sentence, tree, result.columns).with_comments(
+            with_tree(sentence, tree, result.columns, overwrite=request.overwrite).with_comments(
                 [(KBEST_RANK, str(rank)), (KBEST_SCORE, f"{tree.log_prob:.4f}")],
                 drop=() if rank == 1 else _BOUNDARIES,
             )
             for rank, tree in enumerate(result.trees, 1)
         ]
     tree = result.trees[0]
-    written = with_tree(sentence, tree, result.columns)
+    written = with_tree(sentence, tree, result.columns, overwrite=request.overwrite)
     if request.probabilities:
         written = _with_probabilities(written, tree)
     return [written]
@@ -118,11 +135,13 @@ class ParsedTree:
         return list(self.sentence.deprels)
 
 
-def parsed_tree(sentence: Sentence, result: SentenceResult, rank: int) -> ParsedTree:
+def parsed_tree(
+    sentence: Sentence, result: SentenceResult, rank: int, request: Request
+) -> ParsedTree:
     """The ``rank``-th tree of a result (0: the best) as a :class:`ParsedTree`."""
     tree = result.trees[rank]
     return ParsedTree(
-        with_tree(sentence, tree, result.columns),
+        with_tree(sentence, tree, result.columns, overwrite=request.overwrite),
         head_probs=tree.head_probs,
         label_probs=tree.label_probs,
         log_prob=tree.log_prob,

@@ -36,12 +36,15 @@ class Request:
             numpy, not bool) are heads: ``3.7`` or ``"4"`` is refused, never rounded.
         columns: tagged columns to predict (:data:`biaffine.data.columns.TAGGED`), or
             ``("all",)``: every column the model has a tagger for.
+        overwrite: write the predicted columns over the input's values; by default a cell the
+            input fills (anything but ``_``) keeps its value and only ``_`` cells are filled.
     """
 
     probabilities: bool = False
     kbest: int | None = None
     fixed_heads: Sequence[Sequence[int | None]] | None = None
     columns: tuple[str, ...] = ()
+    overwrite: bool = False
 
     def __post_init__(self) -> None:
         """Refuse malformed requests now, in one line each."""

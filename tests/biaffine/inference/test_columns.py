@@ -55,7 +55,7 @@ def test_columns_write_the_taggers_best_classes_and_nothing_else(
 ) -> None:
     parser = Parser.load(tagged_checkpoint, threads=1)
     plain = parser.parse(sentences)
-    tagged = parser.parse(sentences, columns=["upos", "feats"])
+    tagged = parser.parse(sentences, columns=["upos", "feats"], overwrite=True)
     for column in ("upos", "feats"):
         expected = expected_tags(parser, sentences, column)
         assert [getattr(t.sentence, column) for t in tagged] == expected
@@ -84,6 +84,19 @@ def test_a_column_without_a_tagger_is_refused_in_one_line(upos_only_checkpoint, 
         parser.parse(sentences, columns=["upos", "xpos"])
     with pytest.raises(ValueError, match=r"predictable columns are upos, xpos, feats, lemma$"):
         parser.parse(sentences, columns=["deprel"])
+
+
+def test_a_cell_the_input_fills_is_kept_unless_overwrite(tagged_checkpoint, sentences) -> None:
+    """What a user wrote is never replaced unasked: only ``_`` cells get the prediction."""
+    parser = Parser.load(tagged_checkpoint, threads=1)
+    first = sentences[0]
+    blanked = first.with_columns({"upos": ["_", *first.upos[1:]]})
+    [predicted] = parser.parse([blanked], columns=["upos"], overwrite=True)
+    [kept] = parser.parse([blanked], columns=["upos"])
+    assert kept.sentence.upos == [predicted.sentence.upos[0], *first.upos[1:]]
+    assert predicted.sentence.upos != kept.sentence.upos, "random taggers: else proves nothing"
+    [untouched] = parser.parse([first], columns=["upos"])
+    assert untouched.sentence.lines == parser.parse([first])[0].sentence.lines
 
 
 def test_columns_all_means_every_column_the_model_tags(
@@ -118,7 +131,13 @@ def test_predict_py_columns_upos_is_scored_by_the_evaluator(tagged_checkpoint, t
     """The issue's acceptance test: predict.py columns=upos writes UPOS, the evaluator scores it."""
     out = tmp_path / "pred.conllu"
     command = [sys.executable, str(REPO / "predict.py"), f"checkpoint={tagged_checkpoint}"]
-    command += [f"input={TINY_CONLLU}", f"output={out}", "threads=1", "columns=upos"]
+    command += [
+        f"input={TINY_CONLLU}",
+        f"output={out}",
+        "threads=1",
+        "columns=upos",
+        "overwrite_columns=true",
+    ]
     subprocess.run(command, check=True, capture_output=True, cwd=REPO)
     evaluation = evaluate_files(str(TINY_CONLLU), str(out))
     upos = evaluation.words.scores["UPOS"]

@@ -92,7 +92,7 @@ def test_columns_lemma_writes_the_best_script_applied_to_each_form(
 ) -> None:
     parser = Parser.load(lemma_checkpoint, threads=1)
     plain = parser.parse(sentences)
-    lemmatized = parser.parse(sentences, columns=["lemma"])
+    lemmatized = parser.parse(sentences, columns=["lemma"], overwrite=True)
     scripts = expected_tags(parser, sentences, "lemma")
     changed = 0
     for ours, theirs, best, sentence in zip(lemmatized, plain, scripts, sentences, strict=True):
@@ -115,7 +115,7 @@ def test_a_script_that_cuts_the_whole_form_gives_the_form(
     # character) it would keep nothing: the form stays.
     model = lemmatizer_only(vocabs, family, script_of("scheduled", "schedule"))
     parser = Parser.load(save_model(tmp_path / "best.pt", model, vocabs), threads=1)
-    for tree in parser.parse(sentences, columns=["lemma"]):
+    for tree in parser.parse(sentences, columns=["lemma"], overwrite=True):
         forms = tree.sentence.forms
         assert tree.sentence.lemmas == [f[:-1].lower() if len(f) > 1 else f for f in forms]
 
@@ -134,7 +134,13 @@ def test_a_lemmatizer_trained_two_epochs_is_scored_by_the_evaluator(tmp_path: Pa
     subprocess.run(train, check=True, capture_output=True, cwd=REPO)
     out = tmp_path / "pred.conllu"
     command = [sys.executable, str(REPO / "predict.py"), f"checkpoint={run / 'best.pt'}"]
-    command += [f"input={TINY_CONLLU}", f"output={out}", "threads=1", "columns=[lemma]"]
+    command += [
+        f"input={TINY_CONLLU}",
+        f"output={out}",
+        "threads=1",
+        "columns=[lemma]",
+        "overwrite_columns=true",
+    ]
     subprocess.run(command, check=True, capture_output=True, cwd=REPO)
     evaluation = evaluate_files(str(TINY_CONLLU), str(out))
     lemmas = evaluation.words.scores["Lemmas"]
