@@ -87,30 +87,32 @@ def predicted_columns(
     tag_scores: Mapping[str, torch.Tensor],
     columns: Sequence[str],
     vocabs: Vocabs,
-    row: int,
-    sentence: Sentence,
-) -> dict[str, list[str]]:
-    """The values of each requested column, as the strings to write.
+    sentences: Sequence[Sentence],
+) -> list[dict[str, list[str]]]:
+    """The values of each requested column for every row of a batch, as the strings to write.
 
     Each word's best class, never a special (PAD, UNK, ROOT), turned back into the column's
     strings (LEMMA: its edit script applied to the form, :func:`biaffine.data.columns.strings`).
+    One argmax per column for the whole batch.
 
     Args:
         tag_scores: tagger scores by column, float[B, N+1, n_classes].
         columns: the columns to read.
         vocabs: their vocabularies.
-        row: the sentence's row in the batch.
-        sentence: the sentence (its forms, and its n words).
+        sentences: the sentence of each row (its forms, and its n words).
+
+    Returns:
+        Per row, the predicted values by column, str[n] each.
     """
-    found = {}
-    n = len(sentence)
+    found: list[dict[str, list[str]]] = [{} for _ in sentences]
     for column in columns:
-        scores = tag_scores[column][row, 1 : n + 1].float()
+        scores = tag_scores[column].float()
         specials = torch.arange(len(SPECIALS), device=scores.device)
-        scores = scores.index_fill(-1, specials, float("-inf"))
+        best = scores.index_fill(-1, specials, float("-inf")).argmax(-1).tolist()  # [B][N+1]
         itos = vocabs.columns[column].itos
-        best = [itos[i] for i in scores.argmax(-1).tolist()]
-        found[column] = strings(column, best, sentence.forms)
+        for row, sentence in enumerate(sentences):
+            classes = [itos[i] for i in best[row][1 : len(sentence) + 1]]
+            found[row][column] = strings(column, classes, sentence.forms)
     return found
 
 

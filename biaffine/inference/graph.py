@@ -176,10 +176,7 @@ class GraphFamily(Family):
     ) -> BatchResults:
         """Score the batch once, then find trees with every setting (see :class:`Family`)."""
         scores = self.model(batch, tag=bool(request.columns))
-        columns = [
-            predicted_columns(scores.tag_scores, request.columns, self.vocabs, row, sentence)
-            for row, sentence in enumerate(sentences)
-        ]
+        columns = predicted_columns(scores.tag_scores, request.columns, self.vocabs, sentences)
         results = {}
         for name, decoder in settings.items():
             trees, seconds = self._trees(scores, batch, sentences, request, decoder, fixed_heads)

@@ -119,12 +119,17 @@ def search(
 def _graph_head(encoded: TransitionStates, settings: TransitionSearch) -> torch.Tensor:
     """The graph head's arc scores float[B, N+1, N+1]; a clear error without a graph head."""
     if encoded.arc_scores is None:
-        asked = "search=graph" if settings.search == "graph" else "graph_weight > 0"
-        raise ValueError(
-            f"{asked} needs a combined model (a transition parser trained with "
-            "graph_loss_weight > 0, e.g. model=combined); this one has no graph head"
-        )
+        raise ValueError(_no_graph_head(settings))
     return encoded.arc_scores
+
+
+def _no_graph_head(settings: DecoderSettings | TransitionSearch) -> str:
+    """Why a search that reads the graph head cannot run on a model without one."""
+    asked = "search=graph" if settings.search == "graph" else "graph_weight > 0"
+    return (
+        f"{asked} needs a combined model (a transition parser trained with "
+        "graph_loss_weight > 0, e.g. model=combined); this one has no graph head"
+    )
 
 
 class TransitionFamily(Family):
@@ -155,11 +160,7 @@ class TransitionFamily(Family):
             return "probabilities=True with search=graph: use a transition search"
         needs_graph = settings.search == "graph" or settings.graph_weight > 0
         if needs_graph and self.model.graph is None:
-            asked = "search=graph" if settings.search == "graph" else "graph_weight > 0"
-            return (
-                f"{asked} needs a combined model (a transition parser trained with "
-                "graph_loss_weight > 0, e.g. model=combined); this one has no graph head"
-            )
+            return _no_graph_head(settings)
         return super().refusal(request, settings)
 
     @classmethod
@@ -200,10 +201,7 @@ class TransitionFamily(Family):
         model = self.model
         encoded = model.encode(batch, tag=bool(request.columns))
         lengths = [len(sentence) for sentence in sentences]
-        columns = [
-            predicted_columns(encoded.tag_scores, request.columns, self.vocabs, row, sentence)
-            for row, sentence in enumerate(sentences)
-        ]
+        columns = predicted_columns(encoded.tag_scores, request.columns, self.vocabs, sentences)
         results = {}
         for name, setting in settings.items():
             started = time.perf_counter()
