@@ -439,9 +439,10 @@ def build_model(checkpoint: Checkpoint) -> nn.Module:
             weights do not fit the config.
     """
     where = f"{checkpoint.path}: " if checkpoint.path is not None else ""
-    _check_fit_without_memory(checkpoint, where)
+    checked = _check_fit_without_memory(checkpoint, where)
     model = _build(checkpoint, where)
-    _check_fit(model.state_dict(), checkpoint.state_dict, where)
+    if not checked:
+        _check_fit(model.state_dict(), checkpoint.state_dict, where)
     model.load_state_dict(checkpoint.state_dict)  # strict, and now known to fit
     return model.eval()
 
@@ -453,21 +454,26 @@ def _build(checkpoint: Checkpoint, where: str) -> nn.Module:
         raise CheckpointError(f"{where}{error}") from error
 
 
-def _check_fit_without_memory(checkpoint: Checkpoint, where: str) -> None:
+def _check_fit_without_memory(checkpoint: Checkpoint, where: str) -> bool:
     """Compare the weights with the model the config builds on the meta device (no memory).
 
     Sizes each under :data:`MAX_SIZE` can still multiply into gigabytes (an LSTM 65536 wide
     holds 68 GB); weights that fit such a config would have to be in the file, so a crafted
     config is refused here before anything is allocated, and the real build then allocates no
     more than the file holds. An encoder that reads data while it is built (pretrained vectors)
-    cannot be built on the meta device: for it the size bounds of :func:`load` stand alone.
+    cannot be built on the meta device: for it the size bounds of :func:`load` stand alone, and
+    the weights are compared with the real model instead.
+
+    Returns:
+        Whether the comparison was made.
     """
     try:
         with torch.device("meta"):
             skeleton = _build(checkpoint, where)
     except (RuntimeError, NotImplementedError, TypeError):
-        return
+        return False
     _check_fit(skeleton.state_dict(), checkpoint.state_dict, where)
+    return True
 
 
 def _check_fit(
