@@ -52,7 +52,7 @@ def with_tree(
     """
     if not overwrite:
         columns = {name: _kept(sentence, name, values) for name, values in columns.items()}
-    return sentence.with_tree(tree.heads, tree.rels).with_columns(columns)
+    return sentence.with_tree(tree.heads, tree.rels, columns)
 
 
 def _kept(sentence: Sentence, column: str, predicted: list[str]) -> list[str]:

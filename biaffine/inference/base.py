@@ -7,6 +7,7 @@ what it cannot answer (:meth:`Family.refusal`) before any batch runs.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -96,7 +97,8 @@ def predicted_columns(
     One argmax per column for the whole batch.
 
     Args:
-        tag_scores: tagger scores by column, float[B, N+1, n_classes].
+        tag_scores: tagger scores by column for the batch's words, row by row,
+            float[W, n_classes] with W the sum of the sentences' lengths.
         columns: the columns to read.
         vocabs: their vocabularies.
         sentences: the sentence of each row (its forms, and its n words).
@@ -105,13 +107,14 @@ def predicted_columns(
         Per row, the predicted values by column, str[n] each.
     """
     found: list[dict[str, list[str]]] = [{} for _ in sentences]
+    ends = list(itertools.accumulate(len(sentence) for sentence in sentences))
     for column in columns:
         scores = tag_scores[column].float()
         specials = torch.arange(len(SPECIALS), device=scores.device)
-        best = scores.index_fill(-1, specials, float("-inf")).argmax(-1).tolist()  # [B][N+1]
+        best = scores.index_fill(-1, specials, float("-inf")).argmax(-1).tolist()  # [W]
         itos = vocabs.columns[column].itos
-        for row, sentence in enumerate(sentences):
-            classes = [itos[i] for i in best[row][1 : len(sentence) + 1]]
+        for row, (sentence, end) in enumerate(zip(sentences, ends, strict=True)):
+            classes = [itos[i] for i in best[end - len(sentence) : end]]
             found[row][column] = strings(column, classes, sentence.forms)
     return found
 

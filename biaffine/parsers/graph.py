@@ -43,9 +43,10 @@ class GraphScores:
         arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d. Heads
             beyond a sentence's length and self-loops (the diagonal) are ``-inf``.
         labels: the label MLP vectors of the words, float[B, N+1, rel_mlp] each.
-        tag_scores: tagger scores by column, ``"upos"`` float[B, N+1, n_upos], ``"xpos"``
-            float[B, N+1, n_xpos], ``"feats"`` float[B, N+1, n_feats]; only the taggers whose
-            loss weight is > 0 are present, and none when the forward pass skipped them.
+        tag_scores: tagger scores by column for the W words of the batch (``mask``, row by
+            row): ``"upos"`` float[W, n_upos], ``"xpos"``, ``"feats"``, ``"lemma"`` likewise;
+            only the taggers whose loss weight is > 0 are present, and none when the forward
+            pass skipped them.
     """
 
     arc_scores: torch.Tensor
@@ -142,7 +143,7 @@ class BiaffineParser(EncoderParser):
             at ``-inf``), the label MLP vectors and the scores of the taggers.
         """
         states = self.encoder(batch)
-        tag_scores = self.taggers(states) if tag else {}
+        tag_scores = self.taggers(states, batch.mask) if tag else {}
         return GraphScores(self.arcs(states, batch.lengths), self.labels(states), tag_scores)
 
     def loss(self, scores: GraphScores, batch: Batch) -> torch.Tensor:

@@ -279,7 +279,7 @@ class TransitionParser(EncoderParser):
         n_slots, n_states, hidden = self.slot_weight.shape
         weight = self.slot_weight.to(states.dtype).transpose(0, 1).reshape(n_states, -1)
         slots = (with_empty @ weight).view(*with_empty.shape[:2], n_slots, hidden)
-        tag_scores = self.taggers(states) if tag else {}
+        tag_scores = self.taggers(states, batch.mask) if tag else {}
         arc_scores = None if self.graph is None else self.graph(states, batch.lengths)
         return TransitionStates(slots, self.labels(states), tag_scores, arc_scores)
 

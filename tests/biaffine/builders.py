@@ -97,6 +97,13 @@ def cells(sentence: Sentence) -> list[list[str]]:
     return [sentence.lines[k].rstrip("\r\n").split("\t") for k in sentence.word_lines]
 
 
+def row_scores(scores: torch.Tensor, batch, row: int) -> torch.Tensor:
+    """Row ``row``'s words of tagger scores float[W, C] (the batch's words, row by row)."""
+    lengths = batch.lengths.tolist()
+    start = sum(lengths[:row])
+    return scores[start : start + lengths[row]]
+
+
 def expected_tags(parser: Parser, sentences: list[Sentence], column: str) -> list[list[str]]:
     """The tagger's argmax over the non-special classes, computed here from the raw scores."""
     itos = parser.vocabs.columns[column].itos
@@ -105,7 +112,7 @@ def expected_tags(parser: Parser, sentences: list[Sentence], column: str) -> lis
         for batch in batches_by_tokens(encode(sentences, parser.vocabs), 10_000, shuffle=False):
             scores = parser.model(batch).tag_scores[column]
             for row, index in enumerate(batch.indices.tolist()):
-                n = len(sentences[index])
-                best = scores[row, 1 : n + 1, len(SPECIALS) :].argmax(-1) + len(SPECIALS)
+                assert len(sentences[index]) == batch.lengths[row]
+                best = row_scores(scores, batch, row)[:, len(SPECIALS) :].argmax(-1) + len(SPECIALS)
                 found.append((index, [itos[i] for i in best.tolist()]))
     return [tags for _, tags in sorted(found)]

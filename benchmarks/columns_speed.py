@@ -1,0 +1,60 @@
+"""What the tagged columns cost: one model parsing with and without ``columns=all``.
+
+Usage: ``python benchmarks/columns_speed.py CHECKPOINT [--input FILE] [--threads 2]
+[--rounds 5]`` (default input: EWT test under $UD_ROOT).
+
+The same loaded model parses the same CoNLL-U text twice per round, once for HEAD and DEPREL
+alone (the tagger heads are not run) and once with every column it tags (UPOS, XPOS, FEATS,
+LEMMA: the heads run, the lemma edit scripts are applied and the cells written). Rounds
+alternate the two, so both see the same machine load; the report gives the median of each in
+sentences per second and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+
+from biaffine.api import Parser
+
+EWT_TEST = Path("UD_English-EWT") / "en_ewt-ud-test.conllu"
+
+
+def seconds(parser: Parser, text: str, columns: list[str]) -> float:
+    """Wall-clock seconds of one ``Parser.parse`` of ``text``."""
+    started = time.perf_counter()
+    parser.parse(text, columns=columns)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    """Time both ways in alternating rounds; print medians and the ratio."""
+    # Time machine code, never the plain-Python calls of a fresh numba cache (tiered).
+    os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
+    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    options.add_argument("checkpoint", type=Path)
+    options.add_argument("--input", type=Path, default=None)
+    options.add_argument("--threads", type=int, default=2)
+    options.add_argument("--rounds", type=int, default=5)
+    args = options.parse_args()
+    source = args.input or Path(os.environ["UD_ROOT"]) / EWT_TEST
+    parser = Parser.load(args.checkpoint, threads=args.threads)
+    text = source.read_text(encoding="utf-8")
+    n_sentences = len(parser.parse(text, columns=["all"]))  # warm-up, both paths' kernels
+    ways = {"tree only": [], "columns=all": []}
+    for _ in range(args.rounds):
+        ways["tree only"].append(seconds(parser, text, []))
+        ways["columns=all"].append(seconds(parser, text, ["all"]))
+    print(f"{source.name}: {n_sentences} sentences, {args.threads} threads, {args.rounds} rounds")
+    print(f"model tags: {', '.join(parser.model.tagged_columns) or 'nothing'}")
+    rates = {way: n_sentences / statistics.median(times) for way, times in ways.items()}
+    for way, rate in rates.items():
+        print(f"{way:>12}: {rate:7.1f} sentences/s (median)")
+    print(f"columns=all / tree only: {rates['columns=all'] / rates['tree only']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
