@@ -1,0 +1,36 @@
+"""Raw text in: per-character classes, the structure they decode to, and CoNLL-U out (no torch).
+
+A segmenter (the torch model lives in ``biaffine``) gives each character of a text one class of
+:mod:`rawtext.labels`: the last character of each token says that a token ends there, whether a
+sentence ends with it and whether it is a multi-word token. :func:`labelled_documents` builds
+those classes from a treebank for training.
+"""
+
+from .labels import (
+    CLASS_NAMES,
+    MWT_END,
+    MWT_SENTENCE_END,
+    N_CLASSES,
+    NONE,
+    SENTENCE_END,
+    TOKEN_END,
+    LabelledText,
+    labelled_documents,
+)
+from .treebank import TreebankError, TreebankSentence, TreebankToken, read_sentences
+
+__all__ = [
+    "CLASS_NAMES",
+    "MWT_END",
+    "MWT_SENTENCE_END",
+    "NONE",
+    "N_CLASSES",
+    "SENTENCE_END",
+    "TOKEN_END",
+    "LabelledText",
+    "TreebankError",
+    "TreebankSentence",
+    "TreebankToken",
+    "labelled_documents",
+    "read_sentences",
+]
