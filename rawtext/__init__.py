@@ -5,7 +5,7 @@ A segmenter (the torch model lives in ``biaffine``) gives each character of a te
 sentence ends with it and whether it is a multi-word token. :func:`labelled_documents` builds
 those classes from a treebank for training; :func:`segment` decodes predicted classes into a
 :class:`Document` (paragraphs, sentences, tokens with their character spans, words), which
-:func:`to_conllu` writes out.
+:func:`to_conllu` writes out. :class:`MwtExpander` splits multi-word tokens into words.
 
 Example::
 
@@ -28,6 +28,7 @@ from .labels import (
     LabelledText,
     labelled_documents,
 )
+from .mwt import MwtExpander
 from .segment import Expand, segment
 from .treebank import TreebankError, TreebankSentence, TreebankToken, read_sentences
 
@@ -42,6 +43,7 @@ __all__ = [
     "Document",
     "Expand",
     "LabelledText",
+    "MwtExpander",
     "Paragraph",
     "Sentence",
     "Token",
