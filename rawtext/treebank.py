@@ -1,0 +1,168 @@
+"""Reading the surface of a CoNLL-U treebank: tokens, their words, spacing and document marks.
+
+Only what raw text needs (no trees, no tags), streamed one sentence at a time. Errors are
+:class:`TreebankError` with ``FILE:LINE: problem`` messages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+_NEWDOC = re.compile(r"#\s*newdoc(\s|$)", re.IGNORECASE)
+_NEWPAR = re.compile(r"#\s*newpar(\s|$)", re.IGNORECASE)
+_TEXT = re.compile(r"#\s*text\s*=\s*(.*)")
+_RANGE = re.compile(r"(\d+)-(\d+)")
+_BOM = "\ufeff"
+
+
+class TreebankError(ValueError):
+    """A malformed CoNLL-U line, located as ``FILE:LINE``."""
+
+    def __init__(self, source: str, line: int, problem: str) -> None:
+        """Message ``f"{source}:{line}: {problem}"``."""
+        super().__init__(f"{source}:{line}: {problem}")
+        self.source, self.line, self.problem = source, line, problem
+
+
+@dataclass(frozen=True, slots=True)
+class TreebankToken:
+    """One surface token: a word line, or a multi-word token's range line with its words.
+
+    Attributes:
+        form: the token's FORM (may hold spaces, as in Vietnamese VTB).
+        words: the FORMs of its syntactic words; ``(form,)`` for a single-word token.
+        space_after: False where MISC says ``SpaceAfter=No`` (the range line's, for an MWT).
+        new_par: MISC says ``NewPar=Yes``: a paragraph starts at this token, inside a sentence.
+    """
+
+    form: str
+    words: tuple[str, ...]
+    space_after: bool
+    new_par: bool
+
+    @property
+    def is_mwt(self) -> bool:
+        """True for a multi-word token (a range line ``a-b``)."""
+        return len(self.words) > 1
+
+
+@dataclass(frozen=True, slots=True)
+class TreebankSentence:
+    """One sentence's surface: its tokens and the comments that place it in the text.
+
+    Attributes:
+        tokens: the tokens in order.
+        new_doc: a ``# newdoc`` comment precedes it.
+        new_par: a ``# newpar`` comment precedes it.
+        text: its ``# text`` value, or None without one.
+        line: the line number of its first line in the file.
+    """
+
+    tokens: tuple[TreebankToken, ...]
+    new_doc: bool
+    new_par: bool
+    text: str | None
+    line: int
+
+
+def read_sentences(source: str | Path | TextIO) -> Iterator[TreebankSentence]:
+    """Streams the sentences of a CoNLL-U file as surface tokens.
+
+    Empty nodes (``ID`` like ``3.1``) are skipped; a multi-word token's words are the word lines
+    its range covers.
+
+    Args:
+        source: a path, or an open text file (read from its position, not closed).
+
+    Returns:
+        A lazy iterator of sentences in file order.
+
+    Raises:
+        TreebankError: a missing file, invalid UTF-8, a word line without 10 tab-separated
+            columns, or a bad ID (raised while iterating).
+    """
+    if isinstance(source, str | Path):
+        return _read_path(Path(source))
+    return _read_lines(str(getattr(source, "name", "<stream>")), source)
+
+
+def _read_path(path: Path) -> Iterator[TreebankSentence]:
+    if not path.is_file():
+        raise TreebankError(str(path), 0, "no such file")
+    with open(path, "rb") as file:
+        yield from _read_lines(str(path), _decoded(str(path), file))
+
+
+def _decoded(name: str, file: Iterable[bytes]) -> Iterator[str]:
+    # Decoding line by line pins an encoding error to its line.
+    for lineno, raw in enumerate(file, 1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise TreebankError(name, lineno, f"not valid UTF-8 at byte {err.start}") from None
+
+
+def _read_lines(name: str, lines: Iterable[str]) -> Iterator[TreebankSentence]:
+    block: list[tuple[int, str]] = []
+    for lineno, raw in enumerate(lines, 1):
+        text = raw.rstrip("\r\n")
+        if lineno == 1:
+            text = text.removeprefix(_BOM)
+        if text.strip():
+            block.append((lineno, text))
+        elif block:
+            yield _parse_block(name, block)
+            block = []
+    if block:
+        yield _parse_block(name, block)
+
+
+def _parse_block(name: str, block: list[tuple[int, str]]) -> TreebankSentence:
+    new_doc = new_par = False
+    text = None
+    tokens: list[TreebankToken] = []
+    open_range: tuple[int, list[str], list[str]] | None = None  # (last ID, range cells, words)
+    for lineno, line in block:
+        if line.startswith("#"):
+            new_doc = new_doc or bool(_NEWDOC.match(line))
+            new_par = new_par or bool(_NEWPAR.match(line))
+            if found := _TEXT.match(line):
+                text = found.group(1)
+            continue
+        cells = line.split("\t")
+        if len(cells) != 10:
+            problem = f"expected 10 tab-separated columns, found {len(cells)}"
+            raise TreebankError(name, lineno, problem)
+        word_id = cells[0]
+        if found := _RANGE.fullmatch(word_id):
+            _close(open_range, tokens)
+            open_range = (int(found.group(2)), cells, [])
+        elif word_id.isdigit():
+            if open_range is not None and int(word_id) <= open_range[0]:
+                open_range[2].append(cells[1])
+                continue
+            _close(open_range, tokens)
+            open_range = None
+            tokens.append(_token(cells, (cells[1],)))
+        elif "." not in word_id:
+            raise TreebankError(name, lineno, f"invalid ID {word_id!r}")
+    _close(open_range, tokens)
+    return TreebankSentence(tuple(tokens), new_doc, new_par, text, block[0][0])
+
+
+def _close(
+    open_range: tuple[int, list[str], list[str]] | None, tokens: list[TreebankToken]
+) -> None:
+    """Appends the multi-word token being read, if any."""
+    if open_range is not None:
+        _, cells, words = open_range
+        tokens.append(_token(cells, tuple(words)))
+
+
+def _token(cells: list[str], words: tuple[str, ...]) -> TreebankToken:
+    misc = cells[9].split("|")
+    return TreebankToken(cells[1], words, "SpaceAfter=No" not in misc, "NewPar=Yes" in misc)
