@@ -171,10 +171,14 @@ def check_same_text(gold: Segmentation, system: Segmentation) -> None:
             f"{system.source}:{system.line_at(p)}: the predicted text ends before {where}, "
             f"but the gold text goes on at {gold.source}:{gold.line_at(p)} with {gold_part!r}"
         )
-    gold_side = f"{gold_part!r} at {gold.source}:{gold.line_at(p)}" if gold_part else "its end"
+    gold_side = (
+        f"{gold_part!r} at {gold.source}:{gold.line_at(p)}"
+        if gold_part
+        else f"the end of the gold text ({gold.source})"
+    )
     raise EvaluationError(
         f"{system.source}:{system.line_at(p)}: the predicted text differs from the gold text "
-        f"at {where}: {system_part!r} against the gold text's {gold_side}"
+        f"at {where}: {system_part!r} against {gold_side}"
     )
 
 

@@ -148,8 +148,11 @@ class Sentence:
 
     def _range_token(self, form: str, low: int, high: int, covered: int, line: int) -> Token:
         if not covered < low <= high <= len(self):
-            problem = f"multiword range {low}-{high} must cover words {covered + 1}..{len(self)}"
-            raise ConlluError(self.source, line, problem + " in order, without overlapping")
+            last = f"the last word, {len(self)}"
+            problem = (
+                f"multiword range {low}-{high} overlaps the range before it or ends past {last}"
+            )
+            raise ConlluError(self.source, line, problem)
         return Token(form, low, high, True, line)
 
     @property
