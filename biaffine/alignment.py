@@ -226,11 +226,12 @@ def _multiword_region(
     each side lies past the end (a plain word ending after it, a multiword one starting at or
     after it).
     """
-    opener, other, i = (gold[g], system[s], s) if gold[g].multiword else (system[s], gold[g], g)
-    end = opener.span[1]
-    if not other.multiword and other.span[0] < opener.span[0]:
-        i += 1
-    g, s = (g, i) if gold[g].multiword else (i, s)
+    if gold[g].multiword:
+        end = gold[g].span[1]
+        s += _plain_before(system[s], gold[g])
+    else:
+        end = system[s].span[1]
+        g += _plain_before(gold[g], system[s])
     g_start, s_start = g, s
     while not (_past(gold, g, end) and _past(system, s, end)):
         take_gold = g < len(gold) and (s == len(system) or gold[g].span[0] <= system[s].span[0])
@@ -239,6 +240,10 @@ def _multiword_region(
             end = max(end, word.span[1])
         g, s = (g + 1, s) if take_gold else (g, s + 1)
     return g_start, s_start, g, s
+
+
+def _plain_before(word: SpannedWord, opener: SpannedWord) -> bool:
+    return not word.multiword and word.span[0] < opener.span[0]
 
 
 def _past(words: Sequence[SpannedWord], i: int, end: int) -> bool:
