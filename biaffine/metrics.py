@@ -24,6 +24,8 @@ PUNCT = "PUNCT"
 ROOT = "root"
 
 __all__ = [
+    "ALIGNED_METRICS",
+    "ATTACHMENT_METRICS",
     "CONTENT_RELATIONS",
     "FUNCTIONAL_RELATIONS",
     "GOLD_COLUMNS",
@@ -37,6 +39,7 @@ __all__ = [
     "Metric",
     "Score",
     "ScoredWord",
+    "annotated_columns",
     "dependency_accuracy_of",
     "evaluate_corpus",
     "follows_root_rule",
@@ -417,12 +420,14 @@ class Metric:
     columns: tuple[str, ...]
 
 
-METRICS: tuple[Metric, ...] = (
+_TAG_METRICS = (
     Metric("UPOS", lambda w, g: w.upos, False, ("upos",)),
     Metric("XPOS", lambda w, g: w.xpos, False, ("xpos",)),
     Metric("UFeats", lambda w, g: w.feats, False, ("feats",)),
     Metric("AllTags", lambda w, g: (w.upos, w.xpos, w.feats), False, ("upos", "xpos", "feats")),
     Metric("Lemmas", _lemma, False, ("lemmas",)),
+)
+_CONTENT_METRICS = (
     Metric("CLAS", lambda w, g: (w.head, w.deprel), True, ()),
     Metric(
         "MLAS",
@@ -432,7 +437,24 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("BLEX", lambda w, g: (w.head, w.deprel, _lemma(w, g)), True, ("lemmas",)),
 )
+
+METRICS: tuple[Metric, ...] = (*_TAG_METRICS, *_CONTENT_METRICS)
 """The CoNLL 2018 scores past UAS and LAS (those are :class:`AttachmentScores`), in its order."""
+
+ATTACHMENT_METRICS: tuple[Metric, ...] = (
+    Metric("UAS", lambda w, g: w.head, False, ()),
+    Metric("LAS", lambda w, g: (w.head, w.deprel), False, ()),
+)
+"""UAS and LAS as the scorer counts them over aligned words (LAS on universal relations).
+
+With gold tokenization their F1 equals :attr:`AttachmentScores.uas` and
+:attr:`AttachmentScores.las_universal` (punctuation included).
+"""
+
+ALIGNED_METRICS: tuple[Metric, ...] = (*_TAG_METRICS, *ATTACHMENT_METRICS, *_CONTENT_METRICS)
+"""Every score the CoNLL 2018 scorer computes over aligned words, in its order."""
+
+_COLUMNS_OF = {metric.name: metric.columns for metric in ALIGNED_METRICS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -506,26 +528,30 @@ class Conll18Scores:
         gold: Sequence[ScoredWord],
         system: Sequence[ScoredWord],
         pairs: Sequence[tuple[ScoredWord, ScoredWord]],
+        metrics: Sequence[Metric] = METRICS,
     ) -> Conll18Scores:
         """Counts of predicted words against gold ones, as the scorer's ``alignment_score``.
 
         Args:
             gold: all gold words.
-            system: all predicted words, IDs and HEADs given as the gold words they align to.
+            system: all predicted words, IDs and HEADs given as the gold words they align to
+                (a HEAD on a word that aligns to no gold word must equal no gold ID: ``-1``).
             pairs: (gold word, predicted word) of the aligned words; with gold tokenization,
                 every word with itself.
+            metrics: the scores to count, in the order they are kept (:data:`METRICS`, or
+                :data:`ALIGNED_METRICS` with UAS and LAS).
 
         Returns:
             Counts of every metric (``annotated`` left empty).
         """
-        return cls({metric.name: _count(metric, gold, system, pairs) for metric in METRICS})
+        return cls({metric.name: _count(metric, gold, system, pairs) for metric in metrics})
 
     def reported(self) -> dict[str, Score]:
         """The scores whose gold columns are annotated (e.g. no Lemmas for a file of ``_``)."""
         return {
-            metric.name: self.scores[metric.name]
-            for metric in METRICS
-            if set(metric.columns) <= self.annotated
+            name: score
+            for name, score in self.scores.items()
+            if set(_COLUMNS_OF[name]) <= self.annotated
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -560,8 +586,12 @@ def score_words(gold: _Annotated, pred: _Annotated) -> Conll18Scores:
     gold_words, pred_words = scored_words(gold), scored_words(pred)
     pairs = list(zip(gold_words, pred_words, strict=True))
     scores = Conll18Scores.of_aligned(gold_words, pred_words, pairs)
-    annotated = frozenset(name for name in GOLD_COLUMNS if set(getattr(gold, name)) - {_MISSING})
-    return Conll18Scores(scores.scores, annotated)
+    return Conll18Scores(scores.scores, annotated_columns(gold))
+
+
+def annotated_columns(gold: _Annotated) -> frozenset[str]:
+    """The :data:`GOLD_COLUMNS` of a gold sentence with at least one value other than ``_``."""
+    return frozenset(name for name in GOLD_COLUMNS if set(getattr(gold, name)) - {_MISSING})
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ PARTS = {
     "nn": ["nn"],
     "parsers": ["parsers"],
     "inference": ["inference"],
-    "services": ["checkpoint", "metrics", "evaluate", "plot", "results"],
+    "services": ["checkpoint", "metrics", "alignment", "evaluate", "plot", "results"],
     "api": ["api", "render"],
     "predicting": ["predicting", "predict_options"],
     "training": ["training"],

@@ -53,6 +53,25 @@ class ConlluError(ValueError):
         return (type(self), (self.source, self.line, self.problem))
 
 
+@dataclass(frozen=True, slots=True)
+class Token:
+    """One surface token of a sentence: a word, or a multiword token and the words it spans.
+
+    Attributes:
+        form: FORM of the token (of the range line, for a multiword token).
+        first: ID of its first word.
+        last: ID of its last word (``first`` for a one-word token).
+        multiword: whether it is written as a range line (``3-4``).
+        line: its line in the sentence's source (the range line, or the word line).
+    """
+
+    form: str
+    first: int
+    last: int
+    multiword: bool
+    line: int
+
+
 @dataclass(slots=True)
 class Sentence:
     """One CoNLL-U sentence: the columns of its words (integer IDs 1..n) plus its raw lines.
@@ -100,6 +119,41 @@ class Sentence:
     def comments(self) -> list[str]:
         """The comment lines, without line terminators."""
         return [text.rstrip("\r\n") for text in self.lines if text.startswith("#")]
+
+    @property
+    def tokens(self) -> list[Token]:
+        """The surface tokens in order: multiword range lines, and the words outside them.
+
+        Empty nodes are not tokens. A range must cover words of this sentence, not overlapping
+        another range; the reader checks only where a range starts.
+
+        Raises:
+            ConlluError: naming the line of a range that ends before it starts, past the last
+                word, or inside the previous range.
+        """
+        first = next(k for k, text in enumerate(self.lines) if not text.isspace())
+        tokens: list[Token] = []
+        covered = 0  # the last word ID inside a range read so far
+        for k, text in enumerate(self.lines[first:], start=first):
+            if _is_blank_or_comment(text) or (cols := _columns(text))[0].count(".") == 1:
+                continue
+            line = self.line + k - first
+            low, dash, high = cols[0].partition("-")
+            if dash:
+                tokens.append(self._range_token(cols[1], int(low), int(high), covered, line))
+                covered = int(high)
+            elif int(low) > covered:
+                tokens.append(Token(cols[1], int(low), int(low), False, line))
+        return tokens
+
+    def _range_token(self, form: str, low: int, high: int, covered: int, line: int) -> Token:
+        if not covered < low <= high <= len(self):
+            last = f"the last word, {len(self)}"
+            problem = (
+                f"multiword range {low}-{high} overlaps the range before it or ends past {last}"
+            )
+            raise ConlluError(self.source, line, problem)
+        return Token(form, low, high, True, line)
 
     @property
     def metadata(self) -> dict[str, str | None]:
