@@ -1,0 +1,293 @@
+"""Training a segmenter on a treebank's raw text: typed settings, windows in random order, Adam.
+
+``train_segmenter.py`` reads the Hydra config and calls :func:`train` with typed arguments. The
+training text (every document, a blank line between two) is cut into windows at a random offset
+each epoch, shuffled, and batched; after each epoch the dev documents are segmented whole and
+scored by Tokens F1 and Sentences F1 (:mod:`biaffine.segmenting.spans`); the best model so far
+is ``best.pt``. Training stops after ``patience`` epochs without a better dev score (their sum),
+after ``max_epochs``, or at the first step past ``max_minutes``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from biaffine.data import treebanks
+from biaffine.files import atomic_open
+from biaffine.runtime import seed_everything, set_threads
+from biaffine.segmenting import checkpoint
+from biaffine.segmenting.features import CharVocab, char_features
+from biaffine.segmenting.model import SegmenterModel
+from biaffine.segmenting.spans import SpanScores, score_spans
+from biaffine.segmenting.windows import classify
+from rawtext.labels import (
+    MWT_SENTENCE_END,
+    N_CLASSES,
+    SENTENCE_END,
+    LabelledText,
+    labelled_documents,
+)
+
+__all__ = [
+    "BEST",
+    "METRICS",
+    "SegmenterData",
+    "SegmenterResult",
+    "TrainSettings",
+    "evaluate",
+    "hold_out_dev",
+    "load_documents",
+    "train",
+]
+
+log = logging.getLogger(__name__)
+
+BEST = "best.pt"
+METRICS = "metrics.jsonl"
+_IGNORE = -100  # the loss's ignore_index: padding after the end of a window
+
+
+@dataclass(frozen=True, slots=True)
+class TrainSettings:
+    """How to train (``conf/segmenter.yaml``'s ``trainer`` section)."""
+
+    max_epochs: int = 50
+    max_minutes: float | None = None
+    patience: int | None = 5
+    window: int = 256
+    batch_windows: int = 32
+    lr: float = 2e-3
+    clip: float | None = 5.0
+    sentence_weight: float = 2.0
+    min_char_count: int = 2
+    threads: int | None = None
+    seed: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SegmenterData:
+    """The documents of each split, as raw text with gold classes; ``test`` None without one."""
+
+    treebank: str
+    train: list[LabelledText]
+    dev: list[LabelledText]
+    test: list[LabelledText] | None
+
+
+@dataclass(frozen=True, slots=True)
+class SegmenterResult:
+    """Outcome of :func:`train`: dev scores of the best epoch, test scores of its model."""
+
+    best_dev: dict[str, float]
+    test: dict[str, float] | None
+    best_epoch: int
+    epochs: int
+    stop_reason: str
+    run_dir: Path
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def load_documents(d: Mapping[str, Any]) -> SegmenterData:
+    """The labelled documents of the splits a ``data`` config names (see ``conf/data/``).
+
+    A treebank without a dev split holds out ``dev_fraction`` of its training text as dev
+    (:func:`hold_out_dev`).
+
+    Raises:
+        ValueError: no train split; FileNotFoundError, DownloadError: see
+            :func:`biaffine.data.treebanks.locate_treebank`.
+    """
+    folder, names = treebanks.configured_names(d)
+    if names.get("train") is None:
+        raise ValueError(f"{d['treebank']} has no train split (test only): it cannot be trained on")
+    files = treebanks.locate_treebank(
+        folder, d["treebank"], names, download=d["download"], base_url=d["base_url"]
+    )
+    train = labelled_documents(files.train)
+    test = labelled_documents(files.test) if files.test is not None else None
+    if files.dev is not None:
+        return SegmenterData(d["treebank"], train, labelled_documents(files.dev), test)
+    train, dev = hold_out_dev(train, d["dev_fraction"], seed=d["split_seed"])
+    log.info(
+        "%s has no dev split: %d blocks of 20 sentences held out as dev", d["treebank"], len(dev)
+    )
+    return SegmenterData(d["treebank"], train, dev, test)
+
+
+def hold_out_dev(
+    documents: Sequence[LabelledText], fraction: float, *, seed: int, sentences: int = 20
+) -> tuple[list[LabelledText], list[LabelledText]]:
+    """Cut the documents into blocks of ``sentences`` sentences and hold out a share as dev.
+
+    Blocks, not documents, so that a treebank of one document has a dev set too; the choice
+    is :func:`biaffine.data.treebanks.split_off_dev`'s (seeded, order kept).
+    """
+    blocks = [block for document in documents for block in _blocks(document, sentences)]
+    return treebanks.split_off_dev(blocks, fraction, seed=seed)
+
+
+def _blocks(document: LabelledText, sentences: int) -> list[LabelledText]:
+    """A document cut after every ``sentences``-th sentence end (the rest starts the next block)."""
+    ends = np.flatnonzero(np.isin(document.labels, (SENTENCE_END, MWT_SENTENCE_END)))
+    cuts = [0, *(int(end) + 1 for end in ends[sentences - 1 :: sentences]), len(document.text)]
+    pieces = [(a, b) for a, b in itertools.pairwise(cuts) if document.text[a:b].strip()]
+    return [LabelledText(document.text[a:b], document.labels[a:b]) for a, b in pieces]
+
+
+def evaluate(
+    model: SegmenterModel, vocab: CharVocab, documents: Sequence[LabelledText]
+) -> SpanScores:
+    """Token and sentence span counts of the model's classes on each document, added up."""
+    total = SpanScores()
+    for document in documents:
+        total += score_spans(document.text, document.labels, classify(model, vocab, document.text))
+    return total
+
+
+def train(
+    data: SegmenterData,
+    model_config: Mapping[str, Any],
+    settings: TrainSettings,
+    run_dir: Path,
+    *,
+    mwt: dict[str, Any] | None = None,
+) -> SegmenterResult:
+    """Train a segmenter, keep the best on dev as ``run_dir/best.pt``, score it on test.
+
+    Args:
+        data: the labelled documents.
+        model_config: :class:`SegmenterModel`'s arguments but ``n_chars``.
+        settings: the trainer settings.
+        run_dir: where ``best.pt`` and ``metrics.jsonl`` go (it must exist).
+        mwt: the multi-word token expander's plain data, stored in the checkpoint.
+    """
+    set_threads(settings.threads)
+    seed_everything(settings.seed)
+    vocab = CharVocab.build((d.text for d in data.train), settings.min_char_count)
+    model = SegmenterModel(len(vocab), **model_config)
+    text, labels = _joined(data.train)
+    ids, features = vocab.ids(text), char_features(text)
+    log.info(
+        "%s: %d training characters, %d dev documents, %d characters known, %d parameters",
+        data.treebank, len(text), len(data.dev), len(vocab.chars),
+        sum(p.numel() for p in model.parameters()),
+    )  # fmt: skip
+    optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
+    weights = torch.ones(N_CLASSES)
+    weights[[SENTENCE_END, MWT_SENTENCE_END]] = settings.sentence_weight
+    loss_fn = nn.CrossEntropyLoss(weight=weights, ignore_index=_IGNORE)
+    rng = np.random.default_rng(settings.seed)
+    started = time.monotonic()
+    deadline = started + 60 * settings.max_minutes if settings.max_minutes else math.inf
+    history: list[dict[str, Any]] = []
+    best, best_epoch, stop_reason = -1.0, 0, "max_epochs"
+    for epoch in range(1, settings.max_epochs + 1):
+        model.train()
+        losses = []
+        for batch in _batches(len(text), settings.window, settings.batch_windows, rng):
+            if time.monotonic() > deadline:
+                stop_reason = "max_minutes"
+                break
+            scores = model(*_tensors(batch, ids, features))
+            loss = loss_fn(scores.reshape(-1, N_CLASSES), _targets(batch, labels).reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            if settings.clip:
+                nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
+            optimizer.step()
+            losses.append(loss.item())
+        dev = evaluate(model, vocab, data.dev).as_dict()
+        line = {"epoch": epoch, "loss": float(np.mean(losses)) if losses else None, "dev": dev}
+        history.append(line | {"minutes": (time.monotonic() - started) / 60})
+        _write_metrics(run_dir / METRICS, history)
+        log.info("epoch %d: loss %s, dev tokens F1 %.2f, sentences F1 %.2f",
+                 epoch, line["loss"], dev["tokens_f1"], dev["sentences_f1"])  # fmt: skip
+        if sum(dev.values()) > best:
+            best, best_epoch = sum(dev.values()), epoch
+            checkpoint.save(run_dir / BEST, model, vocab, treebank=data.treebank, mwt=mwt)
+        if stop_reason == "max_minutes":
+            break
+        if settings.patience is not None and epoch - best_epoch >= settings.patience:
+            stop_reason = "patience"
+            break
+    stored = checkpoint.load(run_dir / BEST)
+    best_dev = history[best_epoch - 1]["dev"]
+    test = evaluate(stored.model, stored.vocab, data.test).as_dict() if data.test else None
+    history.append({"best_epoch": best_epoch, "dev": best_dev, "test": test, "stop": stop_reason})
+    _write_metrics(run_dir / METRICS, history)
+    log.info(
+        "best epoch %d (dev %s); test %s; stopped: %s", best_epoch, best_dev, test, stop_reason
+    )
+    return SegmenterResult(
+        best_dev, test, best_epoch, len(history) - 1, stop_reason, run_dir, history
+    )
+
+
+def _joined(documents: Sequence[LabelledText]) -> tuple[str, np.ndarray]:
+    """All documents as one text, a blank line between two, and its classes (uint8)."""
+    separator = "\n\n"
+    text = separator.join(d.text for d in documents)
+    parts = []
+    for i, d in enumerate(documents):
+        parts += [np.zeros(len(separator), dtype=np.uint8)] if i else []
+        parts.append(np.asarray(d.labels, dtype=np.uint8))
+    return text, np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
+
+
+def _batches(
+    length: int, window: int, size: int, rng: np.random.Generator
+) -> list[list[tuple[int, int]]]:
+    """Windows ``(start, end)`` tiling the text from a random offset, shuffled, in batches."""
+    offset = int(rng.integers(window))
+    starts = [max(0, s) for s in range(offset - window, length, window)]
+    bounds = [(s, min(length, s + window)) for s in starts if s < min(length, s + window)]
+    bounds = [bounds[i] for i in rng.permutation(len(bounds))]
+    return [bounds[i : i + size] for i in range(0, len(bounds), size)]
+
+
+def _tensors(
+    batch: list[tuple[int, int]], ids: np.ndarray, features: np.ndarray
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """int64[B, T] ids and float32[B, T, F] features of the windows, padded."""
+    width = max(end - start for start, end in batch)
+    batch_ids = np.zeros((len(batch), width), dtype=np.int64)
+    batch_features = np.zeros((len(batch), width, features.shape[1]), dtype=np.float32)
+    for row, (start, end) in enumerate(batch):
+        batch_ids[row, : end - start] = ids[start:end]
+        batch_features[row, : end - start] = features[start:end]
+    return torch.from_numpy(batch_ids), torch.from_numpy(batch_features)
+
+
+def _targets(batch: list[tuple[int, int]], labels: np.ndarray) -> torch.Tensor:
+    """int64[B, T] gold classes of the windows, ``_IGNORE`` at padding."""
+    width = max(end - start for start, end in batch)
+    targets = np.full((len(batch), width), _IGNORE, dtype=np.int64)
+    for row, (start, end) in enumerate(batch):
+        targets[row, : end - start] = labels[start:end]
+    return torch.from_numpy(targets)
+
+
+def _write_metrics(path: Path, lines: list[dict[str, Any]]) -> None:
+    with atomic_open(path, "w", encoding="utf-8") as out:
+        out.writelines(json.dumps(line) + "\n" for line in lines)
+
+
+def settings_from(values: Mapping[str, Any]) -> TrainSettings:
+    """Trainer settings from a plain mapping (unknown keys refused by name)."""
+    known = set(asdict(TrainSettings()))
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown trainer setting(s): {', '.join(unknown)}")
+    return TrainSettings(**values)
