@@ -3,9 +3,20 @@
 A segmenter (the torch model lives in ``biaffine``) gives each character of a text one class of
 :mod:`rawtext.labels`: the last character of each token says that a token ends there, whether a
 sentence ends with it and whether it is a multi-word token. :func:`labelled_documents` builds
-those classes from a treebank for training.
+those classes from a treebank for training; :func:`segment` decodes predicted classes into a
+:class:`Document` (paragraphs, sentences, tokens with their character spans, words), which
+:func:`to_conllu` writes out. :class:`MwtExpander` splits multi-word tokens into words.
+
+Example::
+
+    import rawtext
+
+    document = rawtext.segment(text, labels, expand=None)  # labels: int[len(text)]
+    lines = rawtext.to_conllu(document, doc_id="doc1", sent_id_prefix="doc1-")
 """
 
+from .conllu_out import to_conllu
+from .document import Document, Paragraph, Sentence, Token
 from .labels import (
     CLASS_NAMES,
     MWT_END,
@@ -17,6 +28,8 @@ from .labels import (
     LabelledText,
     labelled_documents,
 )
+from .mwt import MwtExpander
+from .segment import Expand, segment
 from .treebank import TreebankError, TreebankSentence, TreebankToken, read_sentences
 
 __all__ = [
@@ -27,10 +40,18 @@ __all__ = [
     "N_CLASSES",
     "SENTENCE_END",
     "TOKEN_END",
+    "Document",
+    "Expand",
     "LabelledText",
+    "MwtExpander",
+    "Paragraph",
+    "Sentence",
+    "Token",
     "TreebankError",
     "TreebankSentence",
     "TreebankToken",
     "labelled_documents",
     "read_sentences",
+    "segment",
+    "to_conllu",
 ]

@@ -7,7 +7,7 @@ Only what raw text needs (no trees, no tags), streamed one sentence at a time. E
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -82,7 +82,8 @@ def read_sentences(source: str | Path | TextIO) -> Iterator[TreebankSentence]:
         A lazy iterator of sentences in file order.
 
     Raises:
-        TreebankError: a word line without 10 tab-separated columns, or a bad ID.
+        TreebankError: a missing file, invalid UTF-8, a word line without 10 tab-separated
+            columns, or a bad ID (raised while iterating).
     """
     if isinstance(source, str | Path):
         return _read_path(Path(source))
@@ -90,11 +91,22 @@ def read_sentences(source: str | Path | TextIO) -> Iterator[TreebankSentence]:
 
 
 def _read_path(path: Path) -> Iterator[TreebankSentence]:
-    with open(path, encoding="utf-8", newline="") as file:
-        yield from _read_lines(str(path), file)
+    if not path.is_file():
+        raise TreebankError(str(path), 0, "no such file")
+    with open(path, "rb") as file:
+        yield from _read_lines(str(path), _decoded(str(path), file))
 
 
-def _read_lines(name: str, lines: TextIO) -> Iterator[TreebankSentence]:
+def _decoded(name: str, file: Iterable[bytes]) -> Iterator[str]:
+    # Decoding line by line pins an encoding error to its line.
+    for lineno, raw in enumerate(file, 1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise TreebankError(name, lineno, f"not valid UTF-8 at byte {err.start}") from None
+
+
+def _read_lines(name: str, lines: Iterable[str]) -> Iterator[TreebankSentence]:
     block: list[tuple[int, str]] = []
     for lineno, raw in enumerate(lines, 1):
         text = raw.rstrip("\r\n")

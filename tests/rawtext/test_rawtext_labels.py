@@ -100,6 +100,20 @@ def test_a_line_without_ten_columns_names_file_and_line() -> None:
         labelled_documents(stream)
 
 
+def test_invalid_utf8_and_a_missing_file_name_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.conllu"
+    path.write_bytes(b"# text = a\n1\ta\t_\t_\t_\t_\t_\t_\t_\t_\n\n1\t\xff" + b"\t_" * 8 + b"\n")
+    with pytest.raises(TreebankError, match=r"bad\.conllu:4: not valid UTF-8 at byte 2$"):
+        labelled_documents(path)
+    with pytest.raises(TreebankError, match=r"missing\.conllu:0: no such file$"):
+        labelled_documents(tmp_path / "missing.conllu")
+
+
+def test_crlf_files_read_like_lf_files() -> None:
+    crlf = labelled_documents(io.StringIO(SMALL.replace("\n", "\r\n"), newline=""))
+    assert [d.text for d in crlf] == [d.text for d in labelled_documents(io.StringIO(SMALL))]
+
+
 def test_the_class_helpers_agree_with_the_constants() -> None:
     assert lab.end_class(mwt=False, sentence_end=False) == lab.TOKEN_END
     assert lab.end_class(mwt=True, sentence_end=True) == lab.MWT_SENTENCE_END

@@ -1,0 +1,66 @@
+r"""CoNLL-U lines for a segmented :class:`Document`: only ID, FORM and MISC filled, ``_`` elsewhere.
+
+``# text`` holds exactly the input characters from the sentence's first token's start to its
+last token's end, except that each TAB and each line-breaking character (``\n``, ``\r``,
+``\v``, ``\f``, U+001C..U+001E, U+0085, U+2028, U+2029: what ends a line for
+:meth:`str.splitlines`) becomes one space, as it does inside a FORM: a CoNLL-U line cannot hold
+them. ``SpaceAfter=No`` is written where the character after a token is not whitespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .chars import writable
+from .document import Document, Token
+
+_EMPTY = "\t".join(["_"] * 7)
+"""LEMMA, UPOS, XPOS, FEATS, HEAD, DEPREL, DEPS: unknown before tagging and parsing."""
+
+
+def to_conllu(
+    document: Document, *, doc_id: str | None = None, sent_id_prefix: str = ""
+) -> Iterator[str]:
+    """The document as CoNLL-U, one line at a time, each ending with a line break.
+
+    A document without sentences gives no line at all (valid, empty CoNLL-U).
+
+    Args:
+        document: the segmented document.
+        doc_id: written as ``# newdoc id = ...`` before the first sentence (``# newdoc``
+            alone when None).
+        sent_id_prefix: sentence *k* (from 1, counted over the document) gets
+            ``# sent_id = {sent_id_prefix}{k}``.
+
+    Returns:
+        A lazy iterator of lines; sentences are each followed by a blank line.
+    """
+    text = document.text
+    number = 0
+    for paragraph in document.paragraphs:
+        for k, sentence in enumerate(paragraph.sentences):
+            number += 1
+            if number == 1:
+                yield "# newdoc\n" if doc_id is None else f"# newdoc id = {writable(doc_id)}\n"
+            if k == 0:
+                yield "# newpar\n"
+            yield f"# sent_id = {writable(sent_id_prefix)}{number}\n"
+            yield f"# text = {writable(text[sentence.start : sentence.end])}\n"
+            yield from _token_lines(text, sentence.tokens)
+            yield "\n"
+
+
+def _token_lines(text: str, tokens: tuple[Token, ...]) -> Iterator[str]:
+    word_id = 0
+    for token in tokens:
+        glued = token.end < len(text) and not text[token.end].isspace()
+        misc = "SpaceAfter=No" if glued else "_"
+        if token.is_mwt:
+            span = f"{word_id + 1}-{word_id + len(token.words)}"
+            yield f"{span}\t{writable(token.form)}\t{_EMPTY}\t{misc}\n"
+            for word in token.words:
+                word_id += 1
+                yield f"{word_id}\t{writable(word)}\t{_EMPTY}\t_\n"
+        else:
+            word_id += 1
+            yield f"{word_id}\t{writable(token.form)}\t{_EMPTY}\t{misc}\n"

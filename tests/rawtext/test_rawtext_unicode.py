@@ -1,0 +1,145 @@
+"""Unicode edge cases of segmentation and CoNLL-U out: nothing normalized, spans index the input."""
+
+from __future__ import annotations
+
+import io
+import re
+import unicodedata
+
+import conllu
+import numpy as np
+import pytest
+from rawtext_cases import labelled
+
+from rawtext import SENTENCE_END, TOKEN_END, segment, to_conllu
+from rawtext.chars import SPACE_CODES, space_mask
+
+
+def forms(document) -> list[str]:
+    return [token.form for token in document.tokens()]
+
+
+def written(document) -> str:
+    return "".join(to_conllu(document, doc_id="d", sent_id_prefix="s"))
+
+
+def test_the_whitespace_table_is_exactly_str_isspace() -> None:
+    every = [chr(c) for c in range(0x110000) if c < 0xD800 or c > 0xDFFF]
+    assert {ord(c) for c in every if c.isspace()} == set(SPACE_CODES.tolist())
+    assert all(bool(re.fullmatch(r"\s", c)) == c.isspace() for c in every)
+    sample = "a\u00a0b\u200bc\u3000\t\n\u2028"
+    assert space_mask(sample).tolist() == [c.isspace() for c in sample]
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFD"])
+def test_nfc_and_nfd_input_is_kept_as_given(form: str) -> None:
+    word = unicodedata.normalize(form, "café")
+    text, labels = labelled(f"{word}| crème#")
+    document = segment(text, labels)
+    first = next(document.tokens())
+    assert first.form == word
+    assert (first.start, first.end) == (0, len(word))  # 4 code points in NFC, 5 in NFD
+    assert f"# text = {word} crème\n" in written(document)
+
+
+def test_crlf_and_lone_cr_are_line_breaks_that_become_spaces_in_the_text_comment() -> None:
+    text, labels = labelled("one|\r\ntwo|\rthree#\r\n\r\nfour#\r\r five#")
+    document = segment(text, labels)
+    assert [[[t.form for t in s.tokens] for s in p.sentences] for p in document.paragraphs] == [
+        [["one", "two", "three"]],
+        [["four"]],
+        [["five"]],
+    ]
+    assert "# text = one  two three\n" in written(document)  # CR LF: two characters, two spaces
+
+
+def test_tabs_separate_tokens_and_become_spaces() -> None:
+    text, labels = labelled("a|\tb#")
+    lines = written(segment(text, labels)).splitlines()
+    assert "# text = a b" in lines
+    assert "1\ta\t_\t_\t_\t_\t_\t_\t_\t_" in lines  # a TAB after it: a space, no SpaceAfter=No
+
+
+def test_a_tab_inside_a_token_becomes_a_space_in_its_form() -> None:
+    text, labels = labelled("a\tb#")
+    assert forms(segment(text, labels)) == ["a\tb"]
+    assert "1\ta b\t" in written(segment(text, labels))
+
+
+def test_zero_width_space_is_a_character_of_a_token() -> None:
+    text, labels = labelled("a|\u200bb#")
+    document = segment(text, labels)
+    assert forms(document) == ["a", "\u200bb"]
+    assert "1\ta\t_\t_\t_\t_\t_\t_\t_\tSpaceAfter=No" in written(document).splitlines()
+
+
+def test_no_break_space_is_whitespace() -> None:
+    text, labels = labelled("10\u00a0000#")
+    assert forms(segment(text, labels)) == ["10\u00a0000"]  # inside a token when unlabelled
+    text, labels = labelled("10|\u00a0000#")
+    document = segment(text, labels)
+    assert forms(document) == ["10", "000"]
+    assert "SpaceAfter=No" not in written(document)
+
+
+def test_emoji_sequences_index_code_points() -> None:
+    family = "\U0001f469\u200d\U0001f469\u200d\U0001f467"  # 5 code points, one glyph
+    text, labels = labelled(f"hi| {family}|👍🏽#")
+    document = segment(text, labels)
+    assert forms(document) == ["hi", family, "👍🏽"]
+    assert [(t.start, t.end) for t in document.tokens()] == [(0, 2), (3, 8), (8, 10)]
+    (sentence,) = conllu.parse(written(document))
+    assert [token["form"] for token in sentence] == ["hi", family, "👍🏽"]
+
+
+def test_right_to_left_text_stays_in_logical_order() -> None:
+    text, labels = labelled("\u05e9\u05dc\u05d5\u05dd| \u200f\u05e2\u05d5\u05dc\u05dd|.# ")
+    document = segment(text, labels)
+    assert forms(document) == ["\u05e9\u05dc\u05d5\u05dd", "\u200f\u05e2\u05d5\u05dc\u05dd", "."]
+    (sentence,) = conllu.parse(written(document))
+    assert sentence.metadata["text"] == text.strip()
+
+
+def test_a_one_megabyte_line_segments_and_writes() -> None:
+    text = "word, " * ((1 << 20) // 6) + "end"  # one line, no line break
+    labels = np.zeros(len(text), np.uint8)
+    labels[3::6] = TOKEN_END
+    labels[4::6] = SENTENCE_END
+    labels[-1] = SENTENCE_END
+    document = segment(text, labels)
+    (paragraph,) = document.paragraphs
+    assert len(paragraph.sentences) == text.count(",") + 1
+    assert sum(len(s.tokens) for s in paragraph.sentences) == 2 * text.count(",") + 1
+    lines = list(to_conllu(document))
+    assert lines[-3:] == ["# text = end\n", "1\tend\t_\t_\t_\t_\t_\t_\t_\t_\n", "\n"]
+
+
+def test_one_megabyte_unlabelled_is_one_token_that_the_conllu_package_reads() -> None:
+    text = "x" * (1 << 20)
+    document = segment(text, np.zeros(len(text), np.uint8))
+    assert forms(document) == [text]
+    (sentence,) = conllu.parse(written(document))
+    assert sentence[0]["form"] == text
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\r\n\r\n", "\u00a0\u3000\t"])
+def test_empty_and_whitespace_only_documents_have_no_sentences(text: str) -> None:
+    document = segment(text, np.full(len(text), TOKEN_END, np.uint8))
+    assert document.paragraphs == ()
+    assert list(document.sentences()) == []
+    assert written(document) == ""
+    assert conllu.parse(written(document)) == []
+
+
+def test_the_biaffine_reader_reads_every_edge_case_back() -> None:
+    from biaffine.data.conllu import read_conllu
+
+    family = "\U0001f469\u200d\U0001f467"
+    marked = f"cafe\u0301| a\u200bb|\u00a0c\td#\r\n\r\n{family}| \u05e9\u05dc\u05d5\u05dd#"
+    text, labels = labelled(marked)
+    sentences = list(read_conllu(io.StringIO(written(segment(text, labels)))))
+    assert [s.forms for s in sentences] == [
+        ["cafe\u0301", "a\u200bb", "c d"],
+        [family, "\u05e9\u05dc\u05d5\u05dd"],
+    ]
+    assert sentences[0].metadata["text"] == "cafe\u0301 a\u200bb\u00a0c d"
