@@ -3,8 +3,8 @@
 A checkpoint is a dict: ``format`` (:data:`FORMAT`), ``kind`` (``"segmenter"``), ``config``
 (:meth:`SegmenterModel.config`), ``chars`` (the character vocabulary, ids 2 on), ``weights``
 (the state dict), ``treebank`` (the folder it was trained on) and ``mwt`` (the multi-word token
-expander's plain data, None for a treebank without multi-word tokens). Nothing in it names code
-to import.
+expander's plain data, ``rawtext.mwt.MwtExpander.to_data()``, None for a treebank without
+multi-word tokens). Nothing in it names code to import.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import torch
 from biaffine.files import atomic_open
 from biaffine.segmenting.features import CharVocab
 from biaffine.segmenting.model import SegmenterModel
+from rawtext.mwt import MwtExpander
 
 __all__ = ["FORMAT", "KIND", "SegmenterCheckpointError", "Stored", "load", "save"]
 
@@ -38,7 +39,7 @@ class Stored:
     model: SegmenterModel
     vocab: CharVocab
     treebank: str
-    mwt: dict[str, Any] | None
+    mwt: MwtExpander | None
 
 
 def save(
@@ -47,7 +48,7 @@ def save(
     vocab: CharVocab,
     *,
     treebank: str,
-    mwt: dict[str, Any] | None = None,
+    mwt: MwtExpander | None = None,
 ) -> None:
     """Write a segmenter checkpoint atomically (a crash leaves the old file or the new one)."""
     payload = {
@@ -57,7 +58,7 @@ def save(
         "chars": list(vocab.chars),
         "weights": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
         "treebank": treebank,
-        "mwt": mwt,
+        "mwt": None if mwt is None else mwt.to_data(),
     }
     with atomic_open(path, "wb") as handle:
         torch.save(payload, handle)
@@ -85,10 +86,11 @@ def load(path: str | os.PathLike[str]) -> Stored:
         vocab = CharVocab(payload["chars"])
         model = SegmenterModel.from_config(payload["config"])
         model.load_state_dict(payload["weights"])
-    except (TypeError, ValueError, RuntimeError) as error:
+        mwt = None if payload["mwt"] is None else MwtExpander.from_data(payload["mwt"])
+    except (TypeError, ValueError, RuntimeError, AttributeError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise SegmenterCheckpointError(f"{path}: invalid segmenter checkpoint ({first})") from None
-    return Stored(model.eval(), vocab, str(payload["treebank"]), payload["mwt"])
+    return Stored(model.eval(), vocab, str(payload["treebank"]), mwt)
 
 
 def _check(payload: Any, path: Path) -> None:

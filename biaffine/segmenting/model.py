@@ -18,7 +18,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from biaffine.segmenting.features import FEATURES, PAD
-from rawtext.labels import N_CLASSES
+from rawtext.labels import MWT_SENTENCE_END, N_CLASSES, SENTENCE_END
 
 __all__ = ["SegmenterModel"]
 
@@ -35,6 +35,9 @@ class SegmenterModel(nn.Module):
         rnn_hidden: BiLSTM width per direction; 0 leaves the BiLSTM out (each class then depends
             on ``receptive_field`` characters on each side only).
         dropout: dropout rate after the embeddings and each layer, in training.
+        sentence_bias: added to the log-probabilities of the sentence-end classes when
+            choosing a class (:meth:`decide`), never in training: tuned on dev after training,
+            it trades missed sentence ends for false ones.
     """
 
     def __init__(
@@ -46,6 +49,7 @@ class SegmenterModel(nn.Module):
         dilations: Sequence[int] = (1, 2, 4, 8),
         rnn_hidden: int = 64,
         dropout: float = 0.1,
+        sentence_bias: float = 0.0,
     ) -> None:
         """Create the layers (fresh weights).
 
@@ -63,6 +67,7 @@ class SegmenterModel(nn.Module):
             "dilations": list(dilations),
             "rnn_hidden": rnn_hidden,
             "dropout": dropout,
+            "sentence_bias": sentence_bias,
         }
         self.embed = nn.Embedding(n_chars, embed_dim, padding_idx=PAD)
         self.project = nn.Conv1d(embed_dim + len(FEATURES), channels, 1)
@@ -111,6 +116,19 @@ class SegmenterModel(nn.Module):
         if self.rnn is not None:
             h = self.dropout(self._bilstm(h, mask.squeeze(1)))
         return self.out(h)
+
+    def decide(self, log_probs: torch.Tensor) -> torch.Tensor:
+        """The class of each character: the best after adding ``sentence_bias``.
+
+        Args:
+            log_probs: float32[..., N_CLASSES], log-softmax of :meth:`forward`'s scores.
+
+        Returns:
+            uint8[...] classes.
+        """
+        bias = torch.zeros(N_CLASSES, dtype=log_probs.dtype, device=log_probs.device)
+        bias[[SENTENCE_END, MWT_SENTENCE_END]] = self.settings["sentence_bias"]
+        return (log_probs + bias).argmax(-1).to(torch.uint8)
 
     def _bilstm(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """[B, T, C] -> [B, T, 2H]; the backward direction starts at each row's own end."""

@@ -1,4 +1,4 @@
-"""The segmenter's Python API: load a checkpoint, classify the characters of a text."""
+"""The segmenter's Python API: load a checkpoint, classify the characters of a text, segment it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import numpy.typing as npt
 
 from biaffine.segmenting import checkpoint
 from biaffine.segmenting.windows import DEFAULT_CONTEXT, DEFAULT_WINDOW, classify
+from rawtext.document import Document
+from rawtext.segment import segment
 
 __all__ = ["Segmenter"]
 
@@ -48,3 +50,11 @@ class Segmenter:
     def classes(self, text: str) -> npt.NDArray[np.uint8]:
         """uint8[len(text)]: the class of ``rawtext.labels`` of each character (deterministic)."""
         return classify(self.model, self.vocab, text, window=self.window, context=self.context)
+
+    def segment(self, text: str) -> Document:
+        """``text`` as documents' paragraphs, sentences, tokens and words (``rawtext.segment``).
+
+        Multi-word tokens are split into words by the treebank's expander (kept whole without
+        one). An empty or all-whitespace text gives a document without sentences.
+        """
+        return segment(text, self.classes(text), self.mwt)

@@ -5,13 +5,9 @@ its span of characters is the same: span F1 is the CoNLL 2018 shared task's Toke
 Sentences F1 (its scorer aligns the two texts character by character, whitespace left out).
 Torch-free.
 
-A token ends at each character whose class is not ``NONE``; it starts at the first
-non-whitespace character after the previous token's end, and its span is that character up to
-its last non-whitespace character (a token of whitespace alone is no token). Non-whitespace
-characters after the last token end form one last token. A sentence ends with a token of a
-sentence-end class, before a paragraph break (a blank line, ``PARAGRAPH_BREAK``, between two
-tokens) and at the end of the text; its span runs from its first token's start to its last
-token's end.
+Tokens and sentences are those :func:`rawtext.segment.segment` decodes from the classes, so the
+dev score of training is the score of what a user gets. A span is (first character, one past
+the last).
 """
 
 from __future__ import annotations
@@ -22,12 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rawtext.labels import MWT_SENTENCE_END, NONE, PARAGRAPH_BREAK, SENTENCE_END
+from rawtext.segment import segment
 
 __all__ = ["SpanCounts", "SpanScores", "score_spans", "segment_spans"]
 
 Span = tuple[int, int]
-"""First and last character index of a token or sentence, both included."""
+"""Index of the first character of a token or sentence, and one past its last."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,37 +71,14 @@ def segment_spans(text: str, labels: npt.NDArray[np.uint8]) -> tuple[list[Span],
         labels: uint8[len(text)], a class of ``rawtext.labels`` per character.
 
     Returns:
-        ``(tokens, sentences)``, each a list of (first, last) character indices in text order.
+        ``(tokens, sentences)``, each a list of (start, end) character offsets in text order.
+
+    Raises:
+        ValueError: labels of another length, or no class (see :func:`rawtext.segment.segment`).
     """
-    if len(labels) != len(text):
-        raise ValueError(f"{len(labels)} labels for a text of {len(text)} characters")
-    solid = np.array([not c.isspace() for c in text], dtype=bool)
-    ends = np.flatnonzero(np.asarray(labels) != NONE).tolist()
-    if solid.any() and (not ends or ends[-1] < np.flatnonzero(solid)[-1]):
-        ends.append(len(text) - 1)  # characters after the last token end: one more token
-    tokens: list[Span] = []
-    sentences: list[Span] = []
-    sentence_start = None
-    start = 0
-    for end in ends:
-        chunk = np.flatnonzero(solid[start : end + 1])
-        if len(chunk):
-            first, last = start + int(chunk[0]), start + int(chunk[-1])
-            if (
-                tokens
-                and sentence_start is not None
-                and PARAGRAPH_BREAK in text[tokens[-1][1] : first]
-            ):
-                sentences.append((sentence_start, tokens[-1][1]))
-                sentence_start = None
-            tokens.append((first, last))
-            sentence_start = first if sentence_start is None else sentence_start
-        if sentence_start is not None and labels[end] in (SENTENCE_END, MWT_SENTENCE_END):
-            sentences.append((sentence_start, tokens[-1][1]))
-            sentence_start = None
-        start = end + 1
-    if sentence_start is not None:
-        sentences.append((sentence_start, tokens[-1][1]))
+    document = segment(text, labels)
+    tokens = [(token.start, token.end) for token in document.tokens()]
+    sentences = [(sentence.start, sentence.end) for sentence in document.sentences()]
     return tokens, sentences
 
 

@@ -16,8 +16,9 @@ import torch
 
 from biaffine.segmenting.features import CharVocab, char_features
 from biaffine.segmenting.model import SegmenterModel
+from rawtext.labels import N_CLASSES
 
-__all__ = ["DEFAULT_CONTEXT", "DEFAULT_WINDOW", "classify", "window_bounds"]
+__all__ = ["DEFAULT_CONTEXT", "DEFAULT_WINDOW", "classify", "log_probs", "window_bounds"]
 
 DEFAULT_WINDOW = 512
 DEFAULT_CONTEXT = 64
@@ -42,7 +43,6 @@ def window_bounds(length: int, window: int, context: int) -> list[tuple[int, int
     ]
 
 
-@torch.inference_mode()
 def classify(
     model: SegmenterModel,
     vocab: CharVocab,
@@ -52,7 +52,7 @@ def classify(
     context: int = DEFAULT_CONTEXT,
     batch_size: int = 32,
 ) -> npt.NDArray[np.uint8]:
-    """The most likely class of every character of ``text`` (the model in eval mode).
+    """The class of every character of ``text``, as :meth:`SegmenterModel.decide` chooses it.
 
     Args:
         model: the network (put into eval mode here; its device is used).
@@ -65,10 +65,28 @@ def classify(
     Returns:
         uint8[len(text)] classes of ``rawtext.labels``.
     """
+    scores = log_probs(model, vocab, text, window=window, context=context, batch_size=batch_size)
+    return model.decide(scores).cpu().numpy()
+
+
+@torch.inference_mode()
+def log_probs(
+    model: SegmenterModel,
+    vocab: CharVocab,
+    text: str,
+    *,
+    window: int = DEFAULT_WINDOW,
+    context: int = DEFAULT_CONTEXT,
+    batch_size: int = 32,
+) -> torch.Tensor:
+    """float32[len(text), N_CLASSES]: log-probabilities of the classes of each character.
+
+    Arguments as :func:`classify`'s.
+    """
     model.eval()
     device = next(model.parameters()).device
     ids, features = vocab.ids(text), char_features(text)
-    classes = np.zeros(len(text), dtype=np.uint8)
+    out = torch.zeros(len(text), N_CLASSES, device=device)
     bounds = window_bounds(len(text), window, context)
     for first in range(0, len(bounds), batch_size):
         batch = bounds[first : first + batch_size]
@@ -80,8 +98,7 @@ def classify(
             batch_features[row, : end - start] = features[start:end]
         scores = model(
             torch.from_numpy(batch_ids).to(device), torch.from_numpy(batch_features).to(device)
-        )
-        best = scores.argmax(-1).to(torch.uint8).cpu().numpy()
+        ).log_softmax(-1)
         for row, (start, keep_start, keep_end, _) in enumerate(batch):
-            classes[keep_start:keep_end] = best[row, keep_start - start : keep_end - start]
-    return classes
+            out[keep_start:keep_end] = scores[row, keep_start - start : keep_end - start]
+    return out

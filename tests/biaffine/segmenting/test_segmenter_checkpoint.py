@@ -12,8 +12,10 @@ from segmenter_builders import TEXT, random_model, small_vocab
 
 from biaffine.segmenting import Segmenter, SegmenterCheckpointError, checkpoint
 from biaffine.segmenting.windows import classify
+from rawtext.labels import MWT_END, SENTENCE_END
+from rawtext.mwt import MwtExpander
 
-MWT = {"du": ["de", "le"]}  # stands for the expander's plain data
+MWT = MwtExpander(dictionary={"du": ("de", "le")}, rules={})
 
 
 @pytest.fixture
@@ -38,15 +40,27 @@ def test_the_file_is_plain_data(saved: Path) -> None:
     payload = torch.load(saved, weights_only=True)
     assert payload["format"] == checkpoint.FORMAT == 1
     assert payload["kind"] == "segmenter"
+    assert payload["mwt"] == MWT.to_data()
     assert sorted(payload) == sorted(
         ["format", "kind", "config", "chars", "weights", "treebank", "mwt"]
     )
 
 
-def test_empty_and_whitespace_texts(saved: Path) -> None:
+@pytest.mark.parametrize("text", ["", " ", " \n\n\t\u00a0 "])
+def test_empty_and_whitespace_texts_give_no_sentences(saved: Path, text: str) -> None:
     segmenter = Segmenter.load(saved)
-    assert segmenter.classes("").shape == (0,)
-    assert segmenter.classes(" \n\t").shape == (3,)
+    assert segmenter.classes(text).shape == (len(text),)
+    assert list(segmenter.segment(text).sentences()) == []
+
+
+def test_segment_expands_multi_word_tokens_by_the_stored_expander(
+    saved: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    segmenter = Segmenter.load(saved)
+    classes = np.array([0, MWT_END, 0, 0, 0, SENTENCE_END], dtype=np.uint8)  # "du vin"
+    monkeypatch.setattr(segmenter, "classes", lambda text: classes)
+    (sentence,) = segmenter.segment("Du vin").sentences()
+    assert [token.words for token in sentence.tokens] == [("De", "le"), ("vin",)]
 
 
 def test_a_parser_checkpoint_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -22,8 +22,8 @@ GOLD = labels(TEXT, {1: TOKEN_END, 7: TOKEN_END, 8: SENTENCE_END, 11: SENTENCE_E
 
 def test_spans_of_tokens_and_sentences() -> None:
     tokens, sentences = segment_spans(TEXT, GOLD)
-    assert tokens == [(0, 1), (3, 7), (8, 8), (10, 11)]
-    assert sentences == [(0, 8), (10, 11)]
+    assert tokens == [(0, 2), (3, 8), (8, 9), (10, 12)]
+    assert sentences == [(0, 9), (10, 12)]
 
 
 def test_a_missed_sentence_end_costs_both_sentences_and_no_token() -> None:
@@ -45,19 +45,26 @@ def test_a_merged_token_is_one_wrong_token_and_two_missed() -> None:
     assert scores.sentences == SpanCounts(2, 2, 2)
 
 
-def test_whitespace_is_never_part_of_a_span() -> None:
-    text = "  a  b \n"
+def test_whitespace_never_starts_or_ends_a_span() -> None:
+    text = "  ab  c \n"
     tokens, sentences = segment_spans(text, labels(text, {3: TOKEN_END, 6: SENTENCE_END}))
-    # the token ending on the space after "a" spans "a" alone; "b"'s end is the space after it
-    assert tokens == [(2, 2), (5, 5)]
-    assert sentences == [(2, 5)]
+    assert tokens == [(2, 4), (6, 7)]
+    assert sentences == [(2, 7)]
+
+
+def test_a_class_on_whitespace_ends_nothing() -> None:
+    # As rawtext.segment decodes: the token runs on to the next class or the text's end.
+    text = "a b c"
+    tokens, sentences = segment_spans(text, labels(text, {1: SENTENCE_END, 2: TOKEN_END}))
+    assert tokens == [(0, 3), (4, 5)]
+    assert sentences == [(0, 5)]
 
 
 def test_text_after_the_last_end_is_one_more_token_and_sentence() -> None:
     text = "a b c"
     tokens, sentences = segment_spans(text, labels(text, {0: SENTENCE_END}))
-    assert tokens == [(0, 0), (2, 4)]
-    assert sentences == [(0, 0), (2, 4)]
+    assert tokens == [(0, 1), (2, 5)]
+    assert sentences == [(0, 1), (2, 5)]
 
 
 def test_a_paragraph_break_ends_a_sentence() -> None:
@@ -65,8 +72,8 @@ def test_a_paragraph_break_ends_a_sentence() -> None:
     tokens, sentences = segment_spans(
         text, labels(text, {0: TOKEN_END, 2: TOKEN_END, 5: TOKEN_END})
     )
-    assert tokens == [(0, 0), (2, 2), (5, 5)]
-    assert sentences == [(0, 2), (5, 5)]
+    assert tokens == [(0, 1), (2, 3), (5, 6)]
+    assert sentences == [(0, 3), (5, 6)]
 
 
 def test_multi_word_token_classes_end_tokens_and_sentences_alike() -> None:
@@ -89,7 +96,7 @@ def test_empty_and_whitespace_texts_hold_no_tokens_and_no_sentences(text: str) -
 
 
 def test_labels_of_another_length_are_refused() -> None:
-    with pytest.raises(ValueError, match="3 labels for a text of 2 characters"):
+    with pytest.raises(ValueError, match="expected"):
         segment_spans("ab", np.zeros(3, dtype=np.uint8))
 
 

@@ -9,6 +9,7 @@ from segmenter_builders import TEXT, random_model, small_vocab
 
 from biaffine.segmenting.features import FEATURES, CharVocab, char_features
 from biaffine.segmenting.windows import classify, window_bounds
+from rawtext.labels import MWT_SENTENCE_END, N_CLASSES, SENTENCE_END
 
 
 @pytest.fixture
@@ -78,3 +79,17 @@ def test_unknown_characters_read_as_unk() -> None:
     assert vocab.chars == ["a"]
     assert vocab.ids("abz").tolist() == [2, 1, 1]
     assert CharVocab([]).ids("ab").tolist() == [1, 1]
+
+
+def test_the_sentence_bias_moves_token_ends_to_sentence_ends(vocab: CharVocab) -> None:
+    model = random_model(vocab, rnn_hidden=6)
+    scores = torch.randn(50, N_CLASSES).log_softmax(-1)
+    plain = model.decide(scores).numpy()
+    model.settings["sentence_bias"] = 100.0
+    assert set(model.decide(scores).tolist()) <= {SENTENCE_END, MWT_SENTENCE_END}
+    model.settings["sentence_bias"] = -100.0
+    never = model.decide(scores).numpy()
+    assert not np.isin(never, (SENTENCE_END, MWT_SENTENCE_END)).any()
+    # outside the sentence-end classes, the choice is the plain one
+    kept = ~np.isin(plain, (SENTENCE_END, MWT_SENTENCE_END))
+    np.testing.assert_array_equal(never[kept], plain[kept])
