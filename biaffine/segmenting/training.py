@@ -128,25 +128,30 @@ def load_documents(d: Mapping[str, Any]) -> SegmenterData:
     )
     train = labelled_documents(files.train)
     test = labelled_documents(files.test) if files.test is not None else None
+    mwt = MwtExpander.from_conllu(files.train)
+    mwt = mwt if mwt.dictionary else None
     if files.dev is not None:
-        return SegmenterData(d["treebank"], train, labelled_documents(files.dev), test)
+        return SegmenterData(d["treebank"], train, labelled_documents(files.dev), test, mwt)
     train, dev = hold_out_dev(train, d["dev_fraction"], seed=d["split_seed"])
-    log.info(
-        "%s has no dev split: %d blocks of 20 sentences held out as dev", d["treebank"], len(dev)
-    )
-    return SegmenterData(d["treebank"], train, dev, test)
+    log.info("%s has no dev split: %d blocks of its text held out as dev", d["treebank"], len(dev))
+    return SegmenterData(d["treebank"], train, dev, test, mwt)
 
 
 def hold_out_dev(
-    documents: Sequence[LabelledText], fraction: float, *, seed: int, sentences: int = 20
+    documents: Sequence[LabelledText], fraction: float, *, seed: int, blocks: int = 50
 ) -> tuple[list[LabelledText], list[LabelledText]]:
-    """Cut the documents into blocks of ``sentences`` sentences and hold out a share as dev.
+    """Cut the documents into about ``blocks`` runs of whole sentences; hold out a share as dev.
 
     Blocks, not documents, so that a treebank of one document has a dev set too; the choice
     is :func:`biaffine.data.treebanks.split_off_dev`'s (seeded, order kept).
+
+    Raises:
+        ValueError: fewer than two sentences in all (see ``split_off_dev``).
     """
-    blocks = [block for document in documents for block in _blocks(document, sentences)]
-    return treebanks.split_off_dev(blocks, fraction, seed=seed)
+    ends = sum(int(np.isin(d.labels, (SENTENCE_END, MWT_SENTENCE_END)).sum()) for d in documents)
+    size = max(1, ends // blocks)
+    pieces = [piece for document in documents for piece in _blocks(document, size)]
+    return treebanks.split_off_dev(pieces, fraction, seed=seed)
 
 
 def _blocks(document: LabelledText, sentences: int) -> list[LabelledText]:

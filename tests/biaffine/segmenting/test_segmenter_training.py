@@ -66,6 +66,8 @@ def test_a_tiny_run_beats_the_whitespace_baseline(ewt_dir: Path, tmp_path: Path)
     assert len(lines) == settings.max_epochs + 1
     assert lines[-1]["best_epoch"] == result.best_epoch
     segmenter = Segmenter.load(tmp_path / BEST)
+    assert segmenter.mwt is not None
+    assert segmenter.mwt("don't") == ["do", "n't"]  # learned from EWT's multi-word tokens
     dev = SpanScores()
     for document in data.dev:
         dev += score_spans(document.text, document.labels, segmenter.classes(document.text))
@@ -76,7 +78,7 @@ def test_a_treebank_without_dev_holds_out_blocks_of_sentences() -> None:
     text = "A b. C d. E f. G h."
     labels = np.zeros(len(text), dtype=np.uint8)
     labels[[0, 2, 3, 5, 7, 8, 10, 12, 13, 15, 17, 18]] = [1, 1, 2] * 4
-    train_part, dev = hold_out_dev([LabelledText(text, labels)], 0.5, seed=1, sentences=1)
+    train_part, dev = hold_out_dev([LabelledText(text, labels)], 0.5, seed=1)
     assert sorted(d.text for d in train_part + dev) == [" C d.", " E f.", " G h.", "A b."]
     assert len(dev) == 2
     for block in train_part + dev:
