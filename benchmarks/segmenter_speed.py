@@ -1,6 +1,6 @@
 """Segmenter speed: characters of raw text per second, on 1 and 2 threads, best of N.
 
-Usage: ``python benchmarks/segmenter_speed.py CHECKPOINT [--input FILE.conllu] [--repeats 3]``
+Usage: ``python -m benchmarks.segmenter_speed CHECKPOINT [--input FILE.conllu] [--repeats 3]``
 (default input: EWT test under $UD_ROOT, its raw text rebuilt by ``rawtext.labelled_documents``).
 
 Times :meth:`Segmenter.classes` on the file's whole raw text (its documents joined by a blank
