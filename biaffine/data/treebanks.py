@@ -10,10 +10,10 @@ import os
 import random
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.files import atomic_open
@@ -23,6 +23,7 @@ __all__ = [
     "DownloadError",
     "Splits",
     "TreebankFiles",
+    "configured_names",
     "discover_files",
     "download_file",
     "load_splits",
@@ -80,6 +81,27 @@ def resolve_root(root: str | os.PathLike[str] | None) -> Path:
     if root is None:
         return project_root()
     return Path(root).expanduser()
+
+
+def configured_names(
+    d: Mapping[str, Any], *, root: str | os.PathLike[str] | None = None
+) -> tuple[Path, dict[str, str | None]]:
+    """The treebanks folder and the file name of each split that a ``data`` config names.
+
+    Args:
+        d: the data config (a ``conf/data/*.yaml`` node or its plain dict copy): ``root``,
+            ``treebank``, ``train``/``dev``/``test`` and ``discover`` (find the splits named null
+            on disk, see :func:`discover_files`).
+        root: a UD root to use instead of ``d["root"]`` (experiments reading a stored config).
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`discover_files`.
+    """
+    names = {split: d[split] for split in SPLITS}
+    folder = resolve_root(root if root is not None else d["root"])
+    if d.get("discover", False):
+        names = discover_files(folder / d["treebank"], names)
+    return folder, names
 
 
 def locate_treebank(

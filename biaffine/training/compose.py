@@ -330,12 +330,9 @@ def load_splits(d: Mapping[str, Any], *, root: str | Path | None = None) -> tree
             named null on disk, see :func:`biaffine.data.treebanks.discover_files`).
         root: a UD root to use instead of ``d["root"]`` (experiments reading a stored config).
     """
-    names = {split: d[split] for split in treebanks.SPLITS}
+    folder, names = treebanks.configured_names(d, root=root)
     options = {"download": d["download"], "base_url": d["base_url"]}
     options |= {"dev_fraction": d["dev_fraction"], "split_seed": d["split_seed"]}
-    folder = treebanks.resolve_root(root if root is not None else d["root"])
-    if d.get("discover", False):
-        names = treebanks.discover_files(folder / d["treebank"], names)
     return treebanks.load_splits(folder, d["treebank"], names, **options)
 
 

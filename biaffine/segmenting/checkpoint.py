@@ -1,0 +1,110 @@
+"""The segmenter's one checkpoint format: plain data, read with ``torch.load(weights_only=True)``.
+
+A checkpoint is a dict: ``format`` (:data:`FORMAT`), ``kind`` (``"segmenter"``), ``config``
+(:meth:`SegmenterModel.config`), ``chars`` (the character vocabulary, ids 2 on), ``weights``
+(the state dict), ``treebank`` (the folder it was trained on) and ``mwt`` (the multi-word token
+expander's plain data, ``rawtext.mwt.MwtExpander.to_data()``, None for a treebank without
+multi-word tokens). Nothing in it names code to import.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from biaffine.files import atomic_open
+from biaffine.segmenting.features import CharVocab
+from biaffine.segmenting.model import SegmenterModel
+from rawtext.mwt import MwtExpander
+
+__all__ = ["FORMAT", "KIND", "SegmenterCheckpointError", "Stored", "load", "save"]
+
+FORMAT = 1
+KIND = "segmenter"
+_KEYS = ("format", "kind", "config", "chars", "weights", "treebank", "mwt")
+
+
+class SegmenterCheckpointError(ValueError):
+    """A segmenter checkpoint is missing, damaged, of another format or no segmenter's."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What a segmenter checkpoint holds, ready to use (the model in eval mode, on CPU)."""
+
+    model: SegmenterModel
+    vocab: CharVocab
+    treebank: str
+    mwt: MwtExpander | None
+
+
+def save(
+    path: str | os.PathLike[str],
+    model: SegmenterModel,
+    vocab: CharVocab,
+    *,
+    treebank: str,
+    mwt: MwtExpander | None = None,
+) -> None:
+    """Write a segmenter checkpoint atomically (a crash leaves the old file or the new one)."""
+    payload = {
+        "format": FORMAT,
+        "kind": KIND,
+        "config": model.config(),
+        "chars": list(vocab.chars),
+        "weights": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+        "treebank": treebank,
+        "mwt": None if mwt is None else mwt.to_data(),
+    }
+    with atomic_open(path, "wb") as handle:
+        torch.save(payload, handle)
+
+
+def load(path: str | os.PathLike[str]) -> Stored:
+    """Read a checkpoint written by :func:`save`.
+
+    Raises:
+        SegmenterCheckpointError: one line naming ``path``: missing, truncated or corrupt, a
+            parser checkpoint or another file, another format version, or weights that do not
+            fit the stored model.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SegmenterCheckpointError(f"{path}: no such segmenter checkpoint file")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:  # unpickling damaged bytes fails in many ways; all mean the same here
+        raise SegmenterCheckpointError(
+            f"{path}: truncated or corrupt file, or no checkpoint of plain data"
+        ) from None
+    _check(payload, path)
+    try:
+        vocab = CharVocab(payload["chars"])
+        model = SegmenterModel.from_config(payload["config"])
+        model.load_state_dict(payload["weights"])
+        mwt = None if payload["mwt"] is None else MwtExpander.from_data(payload["mwt"])
+    except (TypeError, ValueError, RuntimeError, AttributeError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise SegmenterCheckpointError(f"{path}: invalid segmenter checkpoint ({first})") from None
+    return Stored(model.eval(), vocab, str(payload["treebank"]), mwt)
+
+
+def _check(payload: Any, path: Path) -> None:
+    if not isinstance(payload, dict) or payload.get("kind") != KIND:
+        parser = isinstance(payload, dict) and "parser" in payload
+        raise SegmenterCheckpointError(
+            f"{path}: {'a parser checkpoint' if parser else 'another kind of file'}, not a "
+            "segmenter checkpoint: give the best.pt that train_segmenter.py wrote"
+        )
+    if payload.get("format") != FORMAT:
+        raise SegmenterCheckpointError(
+            f"{path}: segmenter checkpoint format {payload.get('format')!r}; this version reads "
+            f"format {FORMAT}"
+        )
+    missing = [key for key in _KEYS if key not in payload]
+    if missing:
+        raise SegmenterCheckpointError(f"{path}: segmenter checkpoint lacks {', '.join(missing)}")

@@ -1,0 +1,60 @@
+"""The segmenter's Python API: load a checkpoint, classify the characters of a text, segment it."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import numpy.typing as npt
+
+from biaffine.segmenting import checkpoint
+from biaffine.segmenting.windows import DEFAULT_CONTEXT, DEFAULT_WINDOW, classify
+from rawtext.document import Document
+from rawtext.segment import segment
+
+__all__ = ["Segmenter"]
+
+
+class Segmenter:
+    """A trained segmenter, as :func:`checkpoint.load` reads it.
+
+    Args:
+        stored: the checkpoint's contents.
+        window: characters whose classes one network window gives.
+        context: characters read on each side of a window besides its own.
+    """
+
+    def __init__(
+        self,
+        stored: checkpoint.Stored,
+        *,
+        window: int = DEFAULT_WINDOW,
+        context: int = DEFAULT_CONTEXT,
+    ) -> None:
+        """Keep the model (in eval mode) and the window sizes."""
+        self.model = stored.model.eval()
+        self.vocab = stored.vocab
+        self.treebank = stored.treebank
+        self.mwt = stored.mwt
+        self.window, self.context = window, context
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], **options: int) -> Segmenter:
+        """The segmenter a ``best.pt`` of ``train_segmenter.py`` holds.
+
+        Raises:
+            SegmenterCheckpointError: one line naming the file (see :func:`checkpoint.load`).
+        """
+        return cls(checkpoint.load(path), **options)
+
+    def classes(self, text: str) -> npt.NDArray[np.uint8]:
+        """uint8[len(text)]: the class of ``rawtext.labels`` of each character (deterministic)."""
+        return classify(self.model, self.vocab, text, window=self.window, context=self.context)
+
+    def segment(self, text: str) -> Document:
+        """``text`` as documents' paragraphs, sentences, tokens and words (``rawtext.segment``).
+
+        Multi-word tokens are split into words by the treebank's expander (kept whole without
+        one). An empty or all-whitespace text gives a document without sentences.
+        """
+        return segment(text, self.classes(text), self.mwt)

@@ -1,0 +1,104 @@
+"""Classes of the characters of a text of any length, in overlapping windows of bounded size.
+
+The text is cut into windows of ``window`` characters; each is read with up to ``context``
+characters of the text on either side, and only its own characters' classes are kept. Windows
+go through the network in batches, so memory stays bounded whatever the text's length. With a
+model whose classes depend on at most ``context`` characters on each side (no BiLSTM, see
+:attr:`SegmenterModel.receptive_field`), the classes are exactly those of one pass over the
+whole text.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from biaffine.segmenting.features import CharVocab, char_features
+from biaffine.segmenting.model import SegmenterModel
+from rawtext.labels import N_CLASSES
+
+__all__ = ["DEFAULT_CONTEXT", "DEFAULT_WINDOW", "classify", "log_probs", "window_bounds"]
+
+DEFAULT_WINDOW = 512
+DEFAULT_CONTEXT = 64
+
+
+def window_bounds(length: int, window: int, context: int) -> list[tuple[int, int, int, int]]:
+    """``(read_start, keep_start, keep_end, read_end)`` of each window over ``length`` characters.
+
+    The kept ranges ``[keep_start, keep_end)`` tile the text; each is read from ``read_start``
+    to ``read_end`` (up to ``context`` more characters on each side, within the text).
+    """
+    if window < 1 or context < 0:
+        raise ValueError(f"window={window} must be positive and context={context} not negative")
+    return [
+        (
+            max(0, start - context),
+            start,
+            min(length, start + window),
+            min(length, start + window + context),
+        )
+        for start in range(0, length, window)
+    ]
+
+
+def classify(
+    model: SegmenterModel,
+    vocab: CharVocab,
+    text: str,
+    *,
+    window: int = DEFAULT_WINDOW,
+    context: int = DEFAULT_CONTEXT,
+    batch_size: int = 32,
+) -> npt.NDArray[np.uint8]:
+    """The class of every character of ``text``, as :meth:`SegmenterModel.decide` chooses it.
+
+    Args:
+        model: the network (put into eval mode here; its device is used).
+        vocab: its character vocabulary.
+        text: any text (empty gives an empty array).
+        window: characters whose classes one window gives.
+        context: characters read on each side of a window besides its own.
+        batch_size: windows per network call.
+
+    Returns:
+        uint8[len(text)] classes of ``rawtext.labels``.
+    """
+    scores = log_probs(model, vocab, text, window=window, context=context, batch_size=batch_size)
+    return model.decide(scores).cpu().numpy()
+
+
+@torch.inference_mode()
+def log_probs(
+    model: SegmenterModel,
+    vocab: CharVocab,
+    text: str,
+    *,
+    window: int = DEFAULT_WINDOW,
+    context: int = DEFAULT_CONTEXT,
+    batch_size: int = 32,
+) -> torch.Tensor:
+    """float32[len(text), N_CLASSES]: log-probabilities of the classes of each character.
+
+    Arguments as :func:`classify`'s.
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    ids, features = vocab.ids(text), char_features(text)
+    out = torch.zeros(len(text), N_CLASSES, device=device)
+    bounds = window_bounds(len(text), window, context)
+    for first in range(0, len(bounds), batch_size):
+        batch = bounds[first : first + batch_size]
+        width = max(end - start for start, _, _, end in batch)
+        batch_ids = np.zeros((len(batch), width), dtype=np.int64)
+        batch_features = np.zeros((len(batch), width, features.shape[1]), dtype=np.float32)
+        for row, (start, _, _, end) in enumerate(batch):
+            batch_ids[row, : end - start] = ids[start:end]
+            batch_features[row, : end - start] = features[start:end]
+        scores = model(
+            torch.from_numpy(batch_ids).to(device), torch.from_numpy(batch_features).to(device)
+        ).log_softmax(-1)
+        for row, (start, keep_start, keep_end, _) in enumerate(batch):
+            out[keep_start:keep_end] = scores[row, keep_start - start : keep_end - start]
+    return out

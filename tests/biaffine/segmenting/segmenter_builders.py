@@ -1,0 +1,28 @@
+"""Small segmenter models with random weights, for the window and checkpoint tests."""
+
+from __future__ import annotations
+
+import torch
+
+from biaffine.segmenting.features import CharVocab
+from biaffine.segmenting.model import SegmenterModel
+
+TEXT = (
+    'Dr. Smith arrived at 9:30. "Why?" she asked\u00a0\u2014 nobody knew!\n\n'
+    "Zweite Zeile, mit Umlauten: \u00e4\u00f6\u00fc. \u4e2d\u6587\u3002 \U0001f600 done\n"
+) * 3
+
+
+def small_vocab() -> CharVocab:
+    """The characters of the start of TEXT: the rest holds unknown ones."""
+    return CharVocab.build([TEXT[:150]], min_count=1)
+
+
+def random_model(vocab: CharVocab, *, rnn_hidden: int, seed: int = 0) -> SegmenterModel:
+    """A model whose weights are large enough that every class wins somewhere."""
+    torch.manual_seed(seed)
+    model = SegmenterModel(len(vocab), embed_dim=8, channels=12, rnn_hidden=rnn_hidden)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.normal_()
+    return model.eval()

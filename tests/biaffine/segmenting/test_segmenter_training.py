@@ -1,0 +1,114 @@
+"""A tiny segmenter training run on a few hundred real sentences learns to segment."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from biaffine.segmenting import Segmenter, score_spans
+from biaffine.segmenting.spans import SpanScores
+from biaffine.segmenting.training import (
+    BEST,
+    METRICS,
+    TrainSettings,
+    hold_out_dev,
+    load_documents,
+    settings_from,
+    train,
+)
+from rawtext.labels import SENTENCE_END, TOKEN_END, LabelledText
+
+ROOT = Path(__file__).parents[3]
+TINY_MODEL = {"embed_dim": 16, "channels": 24, "dilations": [1, 2, 4], "rnn_hidden": 24}
+
+
+def head(source: Path, target: Path, sentences: int) -> None:
+    """The first ``sentences`` sentences of a CoNLL-U file."""
+    blocks = source.read_text(encoding="utf-8").split("\n\n")[:sentences]
+    target.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
+
+
+def whitespace_baseline(text: str) -> np.ndarray:
+    """A token ends before each whitespace run; one sentence per line."""
+    labels = np.zeros(len(text), dtype=np.uint8)
+    for i in range(len(text) - 1):
+        if not text[i].isspace() and text[i + 1].isspace():
+            labels[i] = SENTENCE_END if text[i + 1] == "\n" else TOKEN_END
+    return labels
+
+
+@pytest.mark.ud
+def test_a_tiny_run_beats_the_whitespace_baseline(ewt_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "UD_Tiny"
+    folder.mkdir()
+    head(ewt_dir / "en_ewt-ud-train.conllu", folder / "train.conllu", 300)
+    head(ewt_dir / "en_ewt-ud-dev.conllu", folder / "dev.conllu", 100)
+    config = {"root": str(tmp_path), "treebank": "UD_Tiny", "download": False, "base_url": ""}
+    config |= {"train": "train.conllu", "dev": "dev.conllu", "test": None}
+    config |= {"discover": False, "dev_fraction": 0.1, "split_seed": 1}
+    data = load_documents(config)
+    settings = TrainSettings(max_epochs=6, patience=None, window=128, lr=0.005, threads=1)
+    result = train(data, TINY_MODEL, settings, tmp_path)
+
+    baseline = SpanScores()
+    for document in data.dev:
+        gold, guess = document.labels, whitespace_baseline(document.text)
+        baseline += score_spans(document.text, gold, guess)
+    assert baseline.tokens.f1 < 92  # EWT splits "don't", "cat." and the like
+    assert result.best_dev["tokens_f1"] > baseline.tokens.f1 + 3
+    assert result.test is None
+    lines = [json.loads(line) for line in (tmp_path / METRICS).read_text().splitlines()]
+    assert len(lines) == settings.max_epochs + 1
+    assert lines[-1]["best_epoch"] == result.best_epoch
+    segmenter = Segmenter.load(tmp_path / BEST)
+    assert segmenter.mwt is not None
+    assert segmenter.mwt("don't") == ["do", "n't"]  # learned from EWT's multi-word tokens
+    dev = SpanScores()
+    for document in data.dev:
+        dev += score_spans(document.text, document.labels, segmenter.classes(document.text))
+    assert dev.as_dict() == result.best_dev  # the checkpoint is the best epoch's model
+
+
+def test_a_treebank_without_dev_holds_out_blocks_of_sentences() -> None:
+    text = "A b. C d. E f. G h."
+    labels = np.zeros(len(text), dtype=np.uint8)
+    labels[[0, 2, 3, 5, 7, 8, 10, 12, 13, 15, 17, 18]] = [1, 1, 2] * 4
+    train_part, dev = hold_out_dev([LabelledText(text, labels)], 0.5, seed=1)
+    assert sorted(d.text for d in train_part + dev) == [" C d.", " E f.", " G h.", "A b."]
+    assert len(dev) == 2
+    for block in train_part + dev:
+        assert block.labels[-1] == SENTENCE_END
+
+
+def test_unknown_trainer_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"unknown trainer setting\(s\): epochs"):
+        settings_from({"epochs": 3})
+    assert settings_from({"window": 64}).window == 64
+
+
+def run_entry_point(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "train_segmenter.py", f"hydra.run.dir={tmp_path}", *overrides]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def test_the_entry_point_writes_a_run_folder(tmp_path: Path) -> None:
+    done = run_entry_point(tmp_path, "data=tiny", "trainer.max_epochs=1", "trainer.threads=1")
+    assert done.returncode == 0, done.stderr
+    assert {BEST, METRICS, "train_segmenter.log"} <= {p.name for p in tmp_path.iterdir()}
+    assert Segmenter.load(tmp_path / BEST).treebank == "tests/data"
+
+
+def test_the_entry_point_reports_a_missing_treebank_in_one_line(tmp_path: Path) -> None:
+    done = run_entry_point(
+        tmp_path / "run", "data=ud", f"data.root={tmp_path}", "data.treebank=UD_No"
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: treebank folder {tmp_path}/UD_No not found: check data.treebank and data.root "
+        "(or the UD_ROOT environment variable)"
+    ]

@@ -1,0 +1,40 @@
+"""Train a raw-text segmenter on a treebank (characters -> token, sentence, multi-word token ends).
+
+Example: ``python train_segmenter.py data=ud_english_ewt trainer.max_minutes=12``; any UD
+treebank on disk: ``python train_segmenter.py data=ud data.treebank=UD_French-Sequoia``.
+"""
+
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from biaffine.cli import refuse_missing, report_user_errors
+from biaffine.runtime import check_threads
+from biaffine.segmenting import training
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="segmenter")
+def main(cfg: DictConfig) -> float:
+    """Train into Hydra's run directory; returns the best dev Tokens F1 + Sentences F1.
+
+    A user error prints one line on stderr and exits with status 2 (see :mod:`biaffine.cli`).
+    """
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    return report_user_errors(lambda: _train(cfg, run_dir))
+
+
+def _train(cfg: DictConfig, run_dir: Path) -> float:
+    refuse_missing(OmegaConf.missing_keys(cfg))
+    settings = training.settings_from(OmegaConf.to_container(cfg.trainer))
+    check_threads(settings.threads, "trainer.threads")
+    data = training.load_documents(OmegaConf.to_container(cfg.data, resolve=True))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    model = OmegaConf.to_container(cfg.model)
+    result = training.train(data, model, settings, run_dir)
+    return sum(result.best_dev.values())
+
+
+if __name__ == "__main__":
+    main()
