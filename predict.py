@@ -1,6 +1,7 @@
 """Parse with a trained model.
 
-Example: ``python predict.py checkpoint=run/best.pt input=in.conllu > out.conllu``
+Example: ``python predict.py checkpoint=run/best.pt input=in.conllu > out.conllu``; from plain
+text: ``python predict.py checkpoint=run/best.pt segmenter=seg/best.pt input=doc.txt format=raw``
 
 On several processes: ``torchrun --nproc_per_node=2 predict.py ... input=in.conllu``; each
 parses its share of the chunks, rank 0 writes the output (the same bytes as one process).
@@ -55,6 +56,7 @@ def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
             parse_columns(cfg.columns),
             cfg.overwrite_columns,
         ),
+        segmenter=cfg.segmenter,
     )
 
 

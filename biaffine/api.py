@@ -12,6 +12,11 @@ Example::
     tree.log_prob       # log-probability of the whole tree under the same distribution
     print(parser.to_conllu([tree]), end="")
 
+From plain text, with a segmenter trained by ``train_segmenter.py``::
+
+    parser = Parser.load("run/best.pt", segmenter="segmenter/best.pt")
+    trees = parser.parse(text="The cat sat. It slept.")  # two sentences, every column
+
 What the probabilities mean is said where they are computed: :mod:`biaffine.inference.graph`
 (tree-CRF marginals) and :mod:`biaffine.inference.transition` (transition paths).
 """
@@ -29,8 +34,10 @@ from biaffine import checkpoint
 from biaffine.data.conllu import Sentence, read_conllu, write_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, Request, SentenceResult, predict
+from biaffine.pipeline import segmented
 from biaffine.results import ParsedTree, parsed_tree
 from biaffine.runtime import check_bf16, select_device, set_threads
+from biaffine.segmenting import Segmenter
 
 __all__ = ["ParsedTree", "Parser"]
 
@@ -41,7 +48,13 @@ class Parser:
     """A trained parser with its vocabularies, ready to parse (load once, parse many times)."""
 
     def __init__(
-        self, model: nn.Module, vocabs: Vocabs, *, device: torch.device, bf16: bool = False
+        self,
+        model: nn.Module,
+        vocabs: Vocabs,
+        *,
+        device: torch.device,
+        bf16: bool = False,
+        segmenter: Segmenter | None = None,
     ) -> None:
         """Wrap a model (in eval mode) and the vocabularies it was trained with.
 
@@ -54,6 +67,7 @@ class Parser:
         self.vocabs = vocabs
         self.device = device
         self.bf16 = bf16
+        self.segmenter = segmenter
 
     @classmethod
     def load(
@@ -63,6 +77,7 @@ class Parser:
         device: str = "cpu",
         threads: int | None = None,
         bf16: bool = False,
+        segmenter: str | os.PathLike[str] | None = None,
     ) -> Parser:
         """Load a checkpoint written by training (``best.pt`` or ``last.pt``).
 
@@ -72,35 +87,43 @@ class Parser:
             threads: torch CPU threads (None = torch's default).
             bf16: run the network in bfloat16 (``torch.autocast``; decoders and probabilities
                 stay float64): on CPUs with native bfloat16 (AVX512-BF16, AMX) and GPUs.
+            segmenter: a ``best.pt`` of ``train_segmenter.py``, for ``parse(text=...)``.
 
         Raises:
             biaffine.checkpoint.CheckpointError: the file is not a readable checkpoint.
+            biaffine.segmenting.SegmenterCheckpointError: nor is ``segmenter``.
             ValueError: ``bf16`` on a CPU without native bfloat16.
         """
         set_threads(threads)
         where = select_device(device)
+        segments = None if segmenter is None else Segmenter.load(segmenter)
         saved = checkpoint.load(path, map_location=where)
-        return cls(checkpoint.build_model(saved).to(where), saved.vocabs, device=where, bf16=bf16)
+        model = checkpoint.build_model(saved).to(where)
+        return cls(model, saved.vocabs, device=where, bf16=bf16, segmenter=segments)
 
     def parse(
         self,
-        inputs: Inputs,
+        inputs: Inputs | None = None,
         *,
+        text: str | None = None,
         decoder: str = "mst",
         root_constraint: bool = True,
         search: str = "greedy",
         beam_size: int = 1,
         graph_weight: float = 0.0,
         probabilities: bool = False,
-        columns: Sequence[str] = (),
+        columns: Sequence[str] | None = None,
         overwrite: bool = False,
         max_tokens: int = 5000,
     ) -> list[ParsedTree]:
-        """Parse pre-tokenized sentences.
+        """Parse pre-tokenized sentences, or plain text with the segmenter.
 
         Args:
             inputs: lists of word forms, :class:`Sentence` objects, or CoNLL-U text (one
                 string; every byte but HEAD, DEPREL and the predicted columns comes back).
+            text: instead of ``inputs``, plain text (paragraphs separated by blank lines):
+                the segmenter given to :meth:`load` finds its tokens, multi-word tokens and
+                sentences.
             decoder: a name in :data:`decoding.DECODERS` (``mst``, ``eisner``, ``greedy``).
             root_constraint: exactly one word on ROOT (``mst`` and ``eisner``).
             search: transition parsers: ``greedy``, ``beam``, or ``graph`` (a combined model's
@@ -111,7 +134,8 @@ class Parser:
             probabilities: also compute head, label and tree probabilities (graph parsers), or
                 label and transition-path probabilities (transition parsers).
             columns: tagged columns to predict (``upos``, ``xpos``, ``feats``, ``lemma``, or
-                ``["all"]``: every column the model has a tagger for).
+                ``["all"]``: every column the model has a tagger for); None: none for
+                ``inputs``, all for ``text``.
             overwrite: write them over the input's values (default: only ``_`` cells).
             max_tokens: words per batch.
 
@@ -120,12 +144,15 @@ class Parser:
 
         Raises:
             ValueError: an unknown decoder or search, a request the parser cannot answer (one
-                line saying why), an empty sentence.
+                line saying why), an empty sentence, both or neither of ``inputs`` and
+                ``text``, ``text`` without a segmenter.
             biaffine.data.conllu.ConlluError: malformed CoNLL-U text or words.
         """
         settings = DecoderSettings(decoder, root_constraint, search, beam_size, graph_weight)
+        if columns is None:
+            columns = () if text is None else ("all",)
         request = Request(probabilities, columns=tuple(columns), overwrite=overwrite)
-        sentences = list(_sentences(inputs))
+        sentences = self._sentences_of(inputs, text)
         found = self._predict(sentences, request, settings, max_tokens)
         return [parsed_tree(s, r, 0, request) for s, r in zip(sentences, found, strict=True)]
 
@@ -199,6 +226,15 @@ class Parser:
         found = self._predict(sentences, request, settings, max_tokens)
         return [parsed_tree(s, r, 0, request) for s, r in zip(sentences, found, strict=True)]
 
+    def _sentences_of(self, inputs: Inputs | None, text: str | None) -> list[Sentence]:
+        if (inputs is None) == (text is None):
+            raise ValueError("give either inputs (sentences) or text= (plain text), not both")
+        if text is None:
+            return list(_sentences(inputs))
+        if self.segmenter is None:
+            raise ValueError("text= needs a segmenter: Parser.load(..., segmenter=PATH)")
+        return segmented(self.segmenter, text)
+
     def _predict(
         self,
         sentences: list[Sentence],
@@ -217,7 +253,7 @@ def _sentences(inputs: Inputs) -> Iterator[Sentence]:
             raise ValueError(
                 "a string is read as CoNLL-U text, and this one has no tab-separated word "
                 "lines: pass pre-tokenized sentences as lists of words, e.g. "
-                "[['The', 'cat', 'sat', '.']]"
+                "[['The', 'cat', 'sat', '.']], or plain text as parse(text=...) with a segmenter"
             )
         yield from read_conllu(io.StringIO(inputs))
         return

@@ -6,6 +6,7 @@ Typed functions only; ``predict.py`` turns its Hydra config into these arguments
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import logging
 import os
@@ -25,6 +26,7 @@ from biaffine.data.conllu import Sentence, read_conllu, read_text, write_conllu
 from biaffine.files import open_output
 from biaffine.inference import DecoderSettings, warm_up
 from biaffine.metrics import AttachmentScores, Conll18Scores, evaluate_corpus
+from biaffine.pipeline import read_raw
 from biaffine.predict_options import (
     ChunkParser,
     PredictOptions,
@@ -33,12 +35,13 @@ from biaffine.predict_options import (
     chunk_parser,
 )
 from biaffine.runtime import select_device, set_threads
+from biaffine.segmenting import Segmenter
 
 __all__ = ["FORMATS", "PredictOptions", "PredictResult", "predict", "quantized"]
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("conllu", "text")
+FORMATS = ("conllu", "text", "raw")
 STDIO = "-"
 
 
@@ -75,6 +78,7 @@ def predict(
     int8: bool = False,
     bf16: bool = False,
     options: PredictOptions | None = None,
+    segmenter: str | os.PathLike[str] | None = None,
 ) -> PredictResult:
     """Parse ``source`` with the model in ``checkpoint_path`` and write CoNLL-U to ``dest``.
 
@@ -93,7 +97,10 @@ def predict(
         checkpoint_path: a ``best.pt`` or ``last.pt`` written by training.
         source: input path, or ``-`` for stdin.
         dest: output path, or ``-`` for stdout.
-        input_format: ``conllu``, or ``text`` (one pre-tokenized sentence per line).
+        input_format: ``conllu``, ``text`` (one pre-tokenized sentence per line), or ``raw``
+            (plain text, paragraphs separated by blank lines: ``segmenter`` finds the tokens,
+            multi-word tokens and sentences, and every column the model tags is predicted
+            unless ``options`` names the columns).
         decoder: tree decoder (default: MST with one word on ROOT).
         evaluate: score the output against the input's gold trees (logged; skipped with a
             warning when the input has none).
@@ -109,6 +116,7 @@ def predict(
         options: probabilities, k-best trees or given heads kept
             (:class:`biaffine.predict_options.PredictOptions`; default: one tree per sentence).
             With k-best, ``evaluate`` scores the best tree of each sentence.
+        segmenter: with ``input_format="raw"``, a ``best.pt`` of ``train_segmenter.py``.
 
     Returns:
         Counts, time, and the scores if ``evaluate`` found gold trees.
@@ -130,7 +138,10 @@ def predict(
     if here.size > 1 and str(source) == STDIO:
         raise ValueError(f"input '-' (stdin) with {here.size} processes: give the input file")
     set_threads(threads)
+    segments = _load_segmenter(input_format, segmenter)
     parser = _load_model(checkpoint_path, device, int8=int8, bf16=bf16)
+    if segments is not None and not options.columns:
+        options = dataclasses.replace(options, columns=("all",))
     check_model(parser.model, parser.vocabs, decoder, options)
     if input_format == "text" and getattr(parser.model.encoder, "use_tags", False):
         log.warning("the model embeds UPOS tags, which plain text input lacks: expect lower scores")
@@ -141,7 +152,7 @@ def predict(
     if options != PredictOptions():
         parse_chunk([Sentence.from_forms(["warm", "up"])])  # the option's own kernels too
     result, started = PredictResult(), time.perf_counter()
-    sentences = _read(source, input_format)
+    sentences = _read(source, input_format, segments)
     scoring = {"evaluate": evaluate, "exclude_punct": exclude_punct}
     parsed = _parse_chunks(parse_chunk, sentences, chunk_sentences, result, **scoring)
     if not here.is_main:
@@ -213,7 +224,22 @@ def quantized(model: nn.Module) -> nn.Module:
         )
 
 
-def _read(source: str | os.PathLike[str], fmt: str) -> Iterator[Sentence]:
+def _load_segmenter(fmt: str, path: str | os.PathLike[str] | None) -> Segmenter | None:
+    """The segmenter that ``format=raw`` needs, and only it."""
+    if fmt != "raw":
+        if path is not None:
+            raise ValueError(f"segmenter= reads raw text, and format={fmt}: use format=raw")
+        return None
+    if path is None:
+        raise ValueError("format=raw needs segmenter=PATH (a best.pt of train_segmenter.py)")
+    return Segmenter.load(path)
+
+
+def _read(
+    source: str | os.PathLike[str], fmt: str, segmenter: Segmenter | None
+) -> Iterator[Sentence]:
+    if segmenter is not None:
+        return iter(read_raw(source, segmenter))
     stream = sys.stdin if str(source) == STDIO else source
     return read_text(stream) if fmt == "text" else read_conllu(stream)
 

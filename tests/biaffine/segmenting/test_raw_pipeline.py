@@ -1,0 +1,182 @@
+"""Raw text in: segmenter -> CoNLL-U -> parser, through predict.py format=raw and the API.
+
+The segmenter here has random weights, so its tokens and sentences are arbitrary: the tests
+check what must hold for any segmentation (every character of the input comes back, in order,
+in FORMs and ``# text``; every word gets a tree and its columns), and what the user sees when
+something is missing or wrong.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from builders import TINY_PARSER, biaffine_parser, randomized, save_model
+from segmenter_builders import random_model, small_vocab
+
+from biaffine.api import Parser
+from biaffine.data.conllu import read_conllu
+from biaffine.pipeline import segmented
+from biaffine.segmenting import Segmenter, checkpoint
+from rawtext.mwt import MwtExpander
+
+REPO = Path(__file__).parents[3]
+TEXT = (
+    "Dr. Smith arrived at 9:30.  Nobody knew why!\r\n"
+    "He left du village.\n\n"  # a paragraph break; "du" is a multi-word token for the expander
+    "\u00a0Second paragraph, with \u00e4\u00f6\u00fc and an emoji \U0001f600.\n"
+)
+TAGGERS = {"tag_loss_weight": 1.0, "xpos_loss_weight": 1.0, "feats_loss_weight": 1.0}
+
+
+@pytest.fixture(scope="module")
+def segmenter_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    vocab = small_vocab()
+    path = tmp_path_factory.mktemp("segmenter") / "best.pt"
+    mwt = MwtExpander(dictionary={"du": ("de", "le")}, rules={})
+    checkpoint.save(path, random_model(vocab, rnn_hidden=6), vocab, treebank="UD_X", mwt=mwt)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tagged_parser(tmp_path_factory: pytest.TempPathFactory, vocabs) -> Path:
+    torch.manual_seed(4)
+    model = randomized(biaffine_parser(vocabs, **TINY_PARSER, **TAGGERS))
+    return save_model(tmp_path_factory.mktemp("tagged") / "best.pt", model, vocabs)
+
+
+def visible(text: str) -> str:
+    return "".join(text.split())
+
+
+def token_forms(sentence) -> list[str]:
+    """FORM of each token: a multi-word token's range line, else the word line."""
+    return [token.form for token in sentence.tokens]
+
+
+def test_every_character_comes_back_in_the_forms_and_the_text_comments(segmenter_path) -> None:
+    sentences = segmented(Segmenter.load(segmenter_path), TEXT)
+    assert sentences, "a random segmenter still finds at least one sentence in this text"
+    # A token may hold spaces (as Vietnamese words do): compare what is not whitespace.
+    forms = "".join(form for s in sentences for form in token_forms(s))
+    assert visible(forms) == visible(TEXT)
+    assert "".join(visible(s.metadata["text"]) for s in sentences) == visible(TEXT)
+    assert [s.metadata["sent_id"] for s in sentences] == [
+        str(k) for k in range(1, len(sentences) + 1)
+    ]
+    assert "newdoc" in sentences[0].metadata
+    # A blank line is a paragraph break, so a sentence never spans it.
+    assert sum("newpar" in s.metadata for s in sentences) == 2
+
+
+def test_whitespace_only_text_gives_no_sentences(segmenter_path) -> None:
+    assert segmented(Segmenter.load(segmenter_path), " \n\n\t\r\n") == []
+
+
+def test_the_api_parses_text_with_every_column(segmenter_path, tagged_parser) -> None:
+    parser = Parser.load(tagged_parser, threads=1, segmenter=segmenter_path)
+    trees = parser.parse(text=TEXT)
+    words = segmented(parser.segmenter, TEXT)
+    expected = parser.parse(words, columns=["all"])
+    assert [t.sentence.lines for t in trees] == [t.sentence.lines for t in expected]
+    for tree in trees:
+        n = len(tree.sentence)
+        assert len(tree.heads) == n
+        assert all(0 <= h <= n for h in tree.heads)
+        assert "_" not in tree.sentence.upos
+        assert "_" not in tree.sentence.xpos
+        assert set(tree.sentence.lemmas) == {"_"}  # no lemmatizer in this model
+    only_trees = parser.parse(text=TEXT, columns=[])
+    assert all(set(t.sentence.upos) == {"_"} for t in only_trees)
+
+
+def test_the_api_refuses_text_without_a_segmenter_and_two_inputs(
+    segmenter_path, tagged_parser
+) -> None:
+    with pytest.raises(ValueError, match="segmenter"):
+        Parser.load(tagged_parser, threads=1).parse(text=TEXT)
+    parser = Parser.load(tagged_parser, threads=1, segmenter=segmenter_path)
+    with pytest.raises(ValueError, match="not both"):
+        parser.parse([["a", "b"]], text=TEXT)
+    with pytest.raises(ValueError, match="not both"):
+        parser.parse()
+
+
+def run_predict(*overrides: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(REPO / "predict.py"), "threads=1", *overrides]
+    return subprocess.run(command, cwd=REPO, capture_output=True, input=stdin, check=False)
+
+
+def test_predict_py_format_raw_writes_parsed_conllu(
+    segmenter_path, tagged_parser, tmp_path
+) -> None:
+    source = tmp_path / "doc.txt"
+    source.write_text(TEXT, encoding="utf-8", newline="")
+    out = tmp_path / "out.conllu"
+    done = run_predict(
+        f"checkpoint={tagged_parser}",
+        f"segmenter={segmenter_path}",
+        f"input={source}",
+        "format=raw",
+        f"output={out}",
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    sentences = list(read_conllu(out, require_trees=True))
+    assert all("_" not in s.upos for s in sentences)
+    forms = "".join(form for s in sentences for form in token_forms(s))
+    assert visible(forms) == visible(TEXT)
+    api = Parser.load(tagged_parser, threads=1, segmenter=segmenter_path)
+    assert out.read_text(encoding="utf-8") == api.to_conllu(api.parse(text=TEXT))
+    from_stdin = run_predict(
+        f"checkpoint={tagged_parser}", f"segmenter={segmenter_path}", "input=-", "format=raw",
+        stdin=TEXT.encode(),
+    )  # fmt: skip
+    assert from_stdin.stdout == out.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["format=raw"], "format=raw needs segmenter=PATH"),
+        (["format=conllu", "segmenter=SEG"], "use format=raw"),
+    ],
+)
+def test_predict_py_refuses_a_missing_or_stray_segmenter(
+    overrides, message, segmenter_path, tagged_parser, tmp_path
+) -> None:
+    source = tmp_path / "doc.txt"
+    source.write_text(TEXT, encoding="utf-8")
+    overrides = [o.replace("SEG", str(segmenter_path)) for o in overrides]
+    done = run_predict(f"checkpoint={tagged_parser}", f"input={source}", *overrides)
+    assert done.returncode == 2
+    lines = done.stderr.decode().strip().splitlines()
+    assert len(lines) == 1, lines
+    assert message in lines[0]
+
+
+def test_predict_py_names_the_line_of_text_that_is_not_utf8(
+    segmenter_path, tagged_parser, tmp_path
+) -> None:
+    source = tmp_path / "doc.txt"
+    source.write_bytes(b"Fine line.\nSecond \xff line.\n")
+    done = run_predict(
+        f"checkpoint={tagged_parser}", f"segmenter={segmenter_path}", f"input={source}",
+        "format=raw",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert f"{source}:2: not UTF-8" in done.stderr.decode()
+
+
+def test_predict_py_writes_nothing_for_an_empty_text(segmenter_path, tagged_parser, tmp_path):
+    source = tmp_path / "empty.txt"
+    source.write_text("\n \n", encoding="utf-8")
+    out = tmp_path / "out.conllu"
+    done = run_predict(
+        f"checkpoint={tagged_parser}", f"segmenter={segmenter_path}", f"input={source}",
+        "format=raw", f"output={out}",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    assert out.read_bytes() == b""
