@@ -12,7 +12,7 @@ parser alone on the gold tokenization (the gold file's words, same columns).
 Usage::
 
     python experiments/raw_text.py --treebank UD_English-EWT --segmenter seg/best.pt \\
-        --parser run/best.pt [--spacy en] [--threads 2] [--json out.json]
+        [--parser run/best.pt] [--spacy en] [--threads 2] [--json out.json]
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from biaffine.alignment import EndToEndScores, evaluate_end_to_end
 from biaffine.api import Parser
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.pipeline import segmented
+from biaffine.runtime import set_threads
+from biaffine.segmenting import Segmenter
 from rawtext import Document, Paragraph, Token, labelled_documents, to_conllu
 from rawtext import Sentence as TextSentence
 from rawtext.chars import paragraph_spans
@@ -74,17 +76,32 @@ def _token(offset: int, token: object) -> Token:
     return Token(start, start + len(token.text), token.text, (token.text,))
 
 
-def scored(parser: Parser, sentences: list[Sentence], gold: Path) -> EndToEndScores:
-    """Tag and parse the sentences; score them against the gold file end to end."""
-    trees = parser.parse(sentences, columns=["all"], overwrite=True)
-    return evaluate_end_to_end(read_conllu(gold), [tree.sentence for tree in trees])
+def scored(parser: Parser | None, sentences: list[Sentence], gold: Path) -> EndToEndScores:
+    """Tag and parse the sentences; score them against the gold file end to end.
+
+    Without a parser only the segmentation is scored: the scorer reads trees, so each sentence
+    gets a placeholder one (every word on the first), and only Tokens, Sentences and Words
+    mean anything (:func:`row` reports only those).
+    """
+    if parser is None:
+        system = [s.with_tree([0] + [1] * (len(s) - 1), ["dep"] * len(s)) for s in sentences]
+    else:
+        trees = parser.parse(sentences, columns=["all"], overwrite=True)
+        system = [tree.sentence for tree in trees]
+    return evaluate_end_to_end(read_conllu(gold), system)
 
 
-def row(name: str, scores: EndToEndScores) -> dict[str, float | str]:
-    """The F1 of every reported score (a dash where the gold file does not annotate it)."""
+def row(name: str, scores: EndToEndScores, *, parsed: bool) -> dict[str, float | str]:
+    """The F1 of every reported score by column name.
+
+    A dash where the gold file does not annotate the column, and for everything but the
+    segmentation when nothing was parsed.
+    """
     reported = scores.reported()
+    shown = COLUMNS if parsed else COLUMNS[:3]
     return {"system": name} | {
-        column: round(reported[column].f1, 2) if column in reported else "-" for column in COLUMNS
+        column: round(reported[column].f1, 2) if column in reported and column in shown else "-"
+        for column in COLUMNS
     }
 
 
@@ -98,13 +115,26 @@ def best_seconds(run: Callable[[], object], rounds: int) -> float:
     return min(times)
 
 
+def pipeline_timing(
+    parser: Parser, text: str, gold_words: list[Sentence], rounds: int
+) -> dict[str, float]:
+    """Seconds of the whole pipeline on the raw text against the parser on the gold words."""
+    raw_seconds = best_seconds(lambda: parser.parse(text=text), rounds)
+    gold_seconds = best_seconds(lambda: parser.parse(gold_words, columns=["all"]), rounds)
+    return {
+        "raw_pipeline_s": round(raw_seconds, 3),
+        "gold_tokenization_s": round(gold_seconds, 3),
+        "raw_speed_vs_gold": round(gold_seconds / raw_seconds, 3),
+    }
+
+
 def main() -> None:
     """Score the pipeline (and the spaCy front end), time it, print Markdown rows."""
     os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--treebank", required=True)
     options.add_argument("--segmenter", type=Path, required=True)
-    options.add_argument("--parser", type=Path, required=True)
+    options.add_argument("--parser", type=Path, default=None, help="none: segmentation only")
     options.add_argument("--spacy", default=None, help="a spaCy language code, e.g. en")
     options.add_argument("--threads", type=int, default=2)
     options.add_argument("--rounds", type=int, default=3)
@@ -113,26 +143,27 @@ def main() -> None:
     args = options.parse_args()
     gold = test_file(args.root, args.treebank)
     text = raw_text(gold)
-    parser = Parser.load(args.parser, threads=args.threads, segmenter=args.segmenter)
-    found = segmented(parser.segmenter, text)
-    rows = [row(f"{args.treebank}: ours", scored(parser, found, gold))]
+    segmenter = Segmenter.load(args.segmenter)
+    parser = None
+    if args.parser is not None:
+        parser = Parser.load(args.parser, threads=args.threads, segmenter=args.segmenter)
+    else:
+        set_threads(args.threads)
+    systems = {"ours": segmented(segmenter, text)}
     if args.spacy:
-        baseline = spacy_sentences(text, args.spacy)
-        rows.append(
-            row(f"{args.treebank}: spaCy blank + sentencizer", scored(parser, baseline, gold))
-        )
-    gold_words = list(read_conllu(gold))
-    raw_seconds = best_seconds(lambda: parser.parse(text=text), args.rounds)
-    segment_seconds = best_seconds(lambda: parser.segmenter.segment(text), args.rounds)
-    gold_seconds = best_seconds(lambda: parser.parse(gold_words, columns=["all"]), args.rounds)
+        systems["spaCy blank + sentencizer"] = spacy_sentences(text, args.spacy)
+    rows = [
+        row(f"{args.treebank}: {name}", scored(parser, found, gold), parsed=parser is not None)
+        for name, found in systems.items()
+    ]
+    segment_seconds = best_seconds(lambda: segmenter.segment(text), args.rounds)
     timing = {
         "characters": len(text),
         "segmenter_chars_per_s": round(len(text) / segment_seconds),
-        "raw_pipeline_s": round(raw_seconds, 3),
-        "gold_tokenization_s": round(gold_seconds, 3),
-        "raw_speed_vs_gold": round(gold_seconds / raw_seconds, 3),
         "threads": args.threads,
     }
+    if parser is not None:
+        timing |= pipeline_timing(parser, text, list(read_conllu(gold)), args.rounds)
     print("| " + " | ".join(["system", *COLUMNS]) + " |")
     for found_row in rows:
         print("| " + " | ".join(str(v) for v in found_row.values()) + " |")
