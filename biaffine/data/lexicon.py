@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from biaffine.data.conllu import Sentence
 from biaffine.data.lemmas import is_annotated
 
-__all__ = ["MIN_FORM_SHARE", "Lexicon", "build_lexicon"]
+__all__ = ["MIN_FORM_SHARE", "LemmaCounts", "Lexicon", "build_lexicon"]
 
 MIN_FORM_SHARE = 0.99
 """The share of a form's training occurrences its lemma must cover to be looked up by form
@@ -111,28 +111,45 @@ def _rows(rows: Any, size: int, name: str) -> list[list[str]]:
 def build_lexicon(
     sentences: Iterable[Sentence], *, min_form_share: float = MIN_FORM_SHARE
 ) -> Lexicon:
-    """The lexicon of ``sentences`` (training data, iterated once).
-
-    Args:
-        sentences: sentences with lemmas; words without one (``_``) are skipped.
-        min_form_share: the share of a form's occurrences its majority lemma must cover for
-            the form to be looked up alone (0 keeps every form, above 1 none).
-
-    Raises:
-        ValueError: ``min_form_share`` is negative.
-    """
-    if min_form_share < 0:
-        raise ValueError(f"min_form_share must be >= 0, got {min_form_share}")
-    tagged: defaultdict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-    forms: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    """The lexicon of ``sentences`` (training data, iterated once); see :class:`LemmaCounts`."""
+    counts = LemmaCounts()
     for sentence in sentences:
+        counts.add(sentence)
+    return counts.lexicon(min_form_share=min_form_share)
+
+
+class LemmaCounts:
+    """The lemmas of each (form, UPOS) and each form, counted sentence by sentence.
+
+    Words without a lemma (``_``) are skipped; a word without a UPOS counts for its form only.
+    """
+
+    def __init__(self) -> None:
+        """No sentence counted yet."""
+        self.tagged: defaultdict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+        self.forms: defaultdict[str, Counter[str]] = defaultdict(Counter)
+
+    def add(self, sentence: Sentence) -> None:
+        """Count the lemmas of ``sentence``'s words."""
         for form, lemma, upos in zip(sentence.forms, sentence.lemmas, sentence.upos, strict=True):
-            if not is_annotated(form, lemma):
-                continue
-            forms[form][lemma] += 1
-            if upos != _NO_UPOS:
-                tagged[form, upos][lemma] += 1
-    return Lexicon(_majorities(tagged, 0.0), _majorities(forms, min_form_share))
+            if is_annotated(form, lemma):
+                self.forms[form][lemma] += 1
+                if upos != _NO_UPOS:
+                    self.tagged[form, upos][lemma] += 1
+
+    def lexicon(self, *, min_form_share: float = MIN_FORM_SHARE) -> Lexicon:
+        """The lexicon of the words counted.
+
+        Args:
+            min_form_share: the share of a form's occurrences its majority lemma must cover
+                for the form to be looked up alone (0 keeps every form, above 1 none).
+
+        Raises:
+            ValueError: ``min_form_share`` is negative.
+        """
+        if min_form_share < 0:
+            raise ValueError(f"min_form_share must be >= 0, got {min_form_share}")
+        return Lexicon(_majorities(self.tagged, 0.0), _majorities(self.forms, min_form_share))
 
 
 def _majorities(counts: Mapping[K, Counter[str]], min_share: float) -> dict[K, str]:
