@@ -17,7 +17,8 @@ Torch-free; about a minute for the 21 treebanks.
 Usage::
 
     PYTHONPATH=. python experiments/lemma_lexicon.py [UD_ROOT]     # the tables of docs/lemmas.md
-    PYTHONPATH=. python experiments/lemma_lexicon.py --treebank UD_French-Sequoia --predicted out.conllu
+    PYTHONPATH=. python experiments/lemma_lexicon.py --treebank UD_French-Sequoia \
+        --predicted out.conllu
 """
 
 from __future__ import annotations
