@@ -18,6 +18,7 @@ from biaffine.data.lemmas import apply, script_of
 
 if TYPE_CHECKING:
     from biaffine.data.conllu import Sentence
+    from biaffine.data.lexicon import Lexicon
 
 __all__ = ["CONLLU_NAMES", "LOSS_WEIGHTS", "TAGGED", "classes", "strings"]
 
@@ -52,13 +53,40 @@ def classes(sentence: Sentence, column: str) -> list[str | None]:
     return getattr(sentence, column)
 
 
-def strings(column: str, predicted: Sequence[str], forms: Sequence[str]) -> list[str]:
+def strings(
+    column: str,
+    predicted: Sequence[str],
+    forms: Sequence[str],
+    *,
+    lexicon: Lexicon | None = None,
+    upos: Sequence[str | None] | None = None,
+) -> list[str]:
     """The values to write for the ``predicted`` classes of a sentence's words in ``column``.
 
-    LEMMA: each script applied to its form, or the form itself where the script does not apply
-    (it cuts more than the form has). Other columns: the classes themselves.
+    LEMMA: the lexicon's lemma of each word it holds (:meth:`Lexicon.lemma`, by the word's
+    UPOS where ``upos`` gives one), else its script applied to its form, or the form itself
+    where the script does not apply (it cuts more than the form has). Other columns: the
+    classes themselves.
+
+    Args:
+        column: a column of :data:`TAGGED`.
+        predicted: the class of each word, str[n].
+        forms: the words, str[n].
+        lexicon: the training lemmas (LEMMA only), or None for the scripts alone.
+        upos: the UPOS of each word (None where unknown), or None for none at all.
     """
     if column != "lemma":
         return list(predicted)
-    lemmas = (apply(script, form) for script, form in zip(predicted, forms, strict=True))
-    return [form if lemma is None else lemma for lemma, form in zip(lemmas, forms, strict=True)]
+    tags = [None] * len(forms) if upos is None else upos
+    return [
+        _lemma(script, form, tag, lexicon)
+        for script, form, tag in zip(predicted, forms, tags, strict=True)
+    ]
+
+
+def _lemma(script: str, form: str, upos: str | None, lexicon: Lexicon | None) -> str:
+    """The lemma of one word: the lexicon's, else the script's, else the form."""
+    found = None if lexicon is None else lexicon.lemma(form, upos)
+    if found is None:
+        found = apply(script, form)
+    return form if found is None else found

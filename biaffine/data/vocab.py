@@ -13,6 +13,7 @@ from typing import Any
 
 from biaffine.data.columns import TAGGED, classes
 from biaffine.data.conllu import Sentence
+from biaffine.data.lexicon import LemmaCounts, Lexicon
 
 PAD, UNK, ROOT = 0, 1, 2
 SPECIALS = ("<pad>", "<unk>", "<root>")
@@ -135,12 +136,16 @@ class Vocabs:
         columns: one vocabulary per tagged column of :data:`biaffine.data.columns.TAGGED`
             (``upos``, ``xpos``, ``feats``: each whole FEATS string is one class; ``lemma``:
             edit scripts); a column missing from an old checkpoint holds the specials only.
+        lexicon: the training lemmas looked up before the lemmatizer's scripts
+            (:mod:`biaffine.data.lexicon`); None in checkpoints written before it, whose
+            lemmas come from the scripts alone.
     """
 
     words: Vocab
     chars: Vocab
     rels: Vocab
     columns: dict[str, Vocab] = field(default_factory=dict)
+    lexicon: Lexicon | None = None
 
     def __post_init__(self) -> None:
         """Give every tagged column a vocabulary (specials only where none was given)."""
@@ -160,13 +165,21 @@ class Vocabs:
         return build_vocabs(sentences, min_word_count=min_word_count)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
-        """Plain data: one :meth:`Vocab.to_dict` per vocabulary, columns by their own names."""
+        """Plain data: one :meth:`Vocab.to_dict` per vocabulary, columns by their own names.
+
+        The lexicon's :meth:`Lexicon.to_dict` goes under ``lemma_lexicon`` where there is one.
+        """
         named = {"words": self.words, "chars": self.chars, "rels": self.rels, **self.columns}
-        return {name: named[name].to_dict() for name in _NAMES}
+        data = {name: named[name].to_dict() for name in _NAMES}
+        if self.lexicon is not None:
+            data[_LEXICON] = self.lexicon.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, Any]]) -> Vocabs:
-        """Inverse of :meth:`to_dict`; XPOS, FEATS and LEMMA may be absent (specials only then).
+        """Inverse of :meth:`to_dict`.
+
+        XPOS, FEATS and LEMMA may be absent (specials only then), and so may the lexicon (None).
 
         Raises:
             ValueError: a required vocabulary missing, or any one malformed.
@@ -176,13 +189,16 @@ class Vocabs:
             raise ValueError(f"vocabulary data lacks {sorted(missing)}")
         vocabs = {name: Vocab.from_dict(data[name]) for name in _NAMES if name in data}
         columns = {name: vocabs.pop(name) for name in TAGGED if name in vocabs}
-        return cls(**vocabs, columns=columns)
+        lexicon = Lexicon.from_dict(data[_LEXICON]) if _LEXICON in data else None
+        return cls(**vocabs, columns=columns, lexicon=lexicon)
 
 
 # Checkpoints written before the XPOS/FEATS taggers (or the lemmatizer) existed lack those
 # vocabularies.
 _REQUIRED = ("words", "chars", "upos", "rels")
 _NAMES = ("words", "chars", "upos", "rels", "xpos", "feats", "lemma")
+# Optional too: checkpoints written before the lexicon lack it.
+_LEXICON = "lemma_lexicon"
 
 
 def build_vocabs(
@@ -199,13 +215,16 @@ def build_vocabs(
 
     Returns:
         Vocabs; ``rels`` has no specials and skips ``_`` labels; ``columns["lemma"]`` holds the
-        edit scripts of the lemmas given (:func:`biaffine.data.columns.classes`).
+        edit scripts of the lemmas given (:func:`biaffine.data.columns.classes`), ``lexicon``
+        their lemmas by form (:mod:`biaffine.data.lexicon`).
     """
     words: Counter[str] = Counter()
     columns = {name: Counter[str]() for name in TAGGED}
     rels: Counter[str] = Counter()
+    lemmas = LemmaCounts()
     for sentence in sentences:
         words.update(sentence.forms)
+        lemmas.add(sentence)
         for name, counts in columns.items():
             counts.update(classes(sentence, name))
         rels.update(sentence.deprels)
@@ -221,4 +240,5 @@ def build_vocabs(
         chars=Vocab.build(chars),
         rels=Vocab.build(rels, specials=False),
         columns={name: Vocab.build(counts) for name, counts in columns.items()},
+        lexicon=lemmas.lexicon(),
     )

@@ -93,30 +93,44 @@ def predicted_columns(
     """The values of each requested column for every row of a batch, as the strings to write.
 
     Each word's best class, never a special (PAD, UNK, ROOT), turned back into the column's
-    strings (LEMMA: its edit script applied to the form, :func:`biaffine.data.columns.strings`).
-    One argmax per column for the whole batch.
+    strings (:func:`biaffine.data.columns.strings`). LEMMA: the lemma of the vocabularies'
+    lexicon where it holds the word, keyed by the word's UPOS: the predicted one where the
+    model has a UPOS tagger (predicted even when not asked for), else the input's; else its
+    edit script applied to the form. One argmax per column for the whole batch.
 
     Args:
         tag_scores: tagger scores by column for the batch's words, row by row,
             float[W, n_classes] with W the sum of the sentences' lengths.
         columns: the columns to read.
         vocabs: their vocabularies.
-        sentences: the sentence of each row (its forms, and its n words).
+        sentences: the sentence of each row (its forms, UPOS, and its n words).
 
     Returns:
         Per row, the predicted values by column, str[n] each.
     """
+    lexicon = vocabs.lexicon if "lemma" in columns else None
+    wanted = list(columns)
+    if lexicon is not None and "upos" in tag_scores and "upos" not in wanted:
+        wanted.append("upos")  # the lexicon's key
+    best = {column: _best_classes(tag_scores[column], vocabs, column) for column in wanted}
     found: list[dict[str, list[str]]] = [{} for _ in sentences]
-    ends = list(itertools.accumulate(len(sentence) for sentence in sentences))
-    for column in columns:
-        scores = tag_scores[column].float()
-        specials = torch.arange(len(SPECIALS), device=scores.device)
-        best = scores.index_fill(-1, specials, float("-inf")).argmax(-1).tolist()  # [W]
-        itos = vocabs.columns[column].itos
-        for row, (sentence, end) in enumerate(zip(sentences, ends, strict=True)):
-            classes = [itos[i] for i in best[end - len(sentence) : end]]
-            found[row][column] = strings(column, classes, sentence.forms)
+    ends = itertools.accumulate(len(sentence) for sentence in sentences)
+    for row, (sentence, end) in enumerate(zip(sentences, ends, strict=True)):
+        classes = {column: best[column][end - len(sentence) : end] for column in wanted}
+        upos = classes.get("upos", sentence.upos)
+        for column in columns:
+            found[row][column] = strings(
+                column, classes[column], sentence.forms, lexicon=lexicon, upos=upos
+            )
     return found
+
+
+def _best_classes(scores: torch.Tensor, vocabs: Vocabs, column: str) -> list[str]:
+    """The best class of each word in ``column``, never a special: float[W, n_classes] -> str[W]."""
+    specials = torch.arange(len(SPECIALS), device=scores.device)
+    best = scores.float().index_fill(-1, specials, float("-inf")).argmax(-1).tolist()
+    itos = vocabs.columns[column].itos
+    return [itos[i] for i in best]
 
 
 def word_slice(values: np.ndarray, row: int, n: int) -> list:

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +13,7 @@ import torch
 from builders import biaffine_parser
 
 from biaffine import checkpoint
-from biaffine.checkpoint import CheckpointError, build_model, load, save
+from biaffine.checkpoint import CheckpointError, build_model, load, save, weights_sha256
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence, read_conllu, write_conllu
 from biaffine.data.vocab import Vocabs
@@ -89,7 +92,9 @@ def test_checkpoint_holds_plain_data_only(saved) -> None:
     assert raw["version"] == checkpoint.VERSION
     assert isinstance(raw["package_version"], str)
     assert raw["metadata"]["best_dev"]["las"] == 12.5
-    assert set(raw["vocabs"]) == {"words", "chars", "upos", "rels", "xpos", "feats", "lemma"}
+    names = {"words", "chars", "upos", "rels", "xpos", "feats", "lemma", "lemma_lexicon"}
+    assert set(raw["vocabs"]) == names
+    assert ["sat", "VERB", "sit"] in raw["vocabs"]["lemma_lexicon"]["tagged"]
 
 
 def test_training_state_round_trips(saved, parser) -> None:
@@ -507,3 +512,57 @@ def test_sizes_under_the_bound_that_multiply_into_gigabytes_allocate_nothing(
     monkeypatch.setattr(checkpoint, "_build", build_on_meta_only)
     with pytest.raises(CheckpointError, match=r"model\.pt: weights do not fit the model config: "):
         build_model(load(saved))
+
+
+ADD_LEXICON = Path(__file__).parents[2] / "experiments" / "add_lexicon.py"
+
+
+def test_the_lemma_lexicon_round_trips_through_a_checkpoint(saved, vocabs) -> None:
+    assert vocabs.lexicon is not None
+    assert len(vocabs.lexicon) > 0
+    assert load(saved).vocabs.lexicon == vocabs.lexicon
+
+
+def test_add_lexicon_copies_an_old_checkpoint_with_the_lexicon_of_its_training_file(
+    tmp_path, parser, vocabs
+) -> None:
+    old = tmp_path / "old.pt"
+    data = vocabs.to_dict()
+    del data["lemma_lexicon"]  # as written before the lexicon
+    save(
+        old,
+        parser=parser.kind,
+        model_config=parser.config(),
+        vocabs=data,
+        state_dict=parser.state_dict(),
+        metadata={"train": "tiny.conllu"},
+        training_state={"epoch": 3},
+    )
+    assert load(old).vocabs.lexicon is None
+    new = tmp_path / "new.pt"
+    command = [sys.executable, str(ADD_LEXICON), str(old), str(DATA / "tiny.conllu"), str(new)]
+    done = subprocess.run(command, capture_output=True, text=True, env=_with_repo_path())
+    assert done.returncode == 0, done.stderr
+    before, after = load(old), load(new)
+    assert after.vocabs == dataclasses.replace(before.vocabs, lexicon=vocabs.lexicon)
+    assert weights_sha256(after.state_dict) == weights_sha256(before.state_dict)
+    assert (after.metadata, after.training_state) == (before.metadata, before.training_state)
+    assert (after.parser, after.model_config) == (before.parser, before.model_config)
+
+
+def test_add_lexicon_names_a_bad_training_file_in_one_line(tmp_path, saved) -> None:
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("1\tx\n\n", encoding="utf-8")
+    out = tmp_path / "new.pt"
+    command = [sys.executable, str(ADD_LEXICON), str(saved), str(bad), str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, env=_with_repo_path())
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ")
+    assert str(bad) in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert not out.exists()
+
+
+def _with_repo_path() -> dict[str, str]:
+    """The environment with this repository first on the import path (as ``PYTHONPATH=.``)."""
+    return os.environ | {"PYTHONPATH": str(Path(__file__).parents[2])}

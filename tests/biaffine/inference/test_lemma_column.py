@@ -1,8 +1,10 @@
 """Predicted LEMMA: the lemmatizer's best edit script applied to each form, through the one
-prediction path into CoNLL-U, refused without a lemmatizer, trained and scored end to end."""
+prediction path into CoNLL-U, refused without a lemmatizer, trained and scored end to end; the
+training lexicon's lemma first where the vocabularies hold one."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +26,7 @@ from biaffine.api import Parser
 from biaffine.data.batching import IGNORE_INDEX, batches_by_tokens, encode
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemmas import apply, script_of
+from biaffine.data.lexicon import Lexicon
 from biaffine.data.vocab import Vocabs
 from biaffine.evaluate import evaluate_files
 from biaffine.inference import Refused
@@ -37,28 +40,46 @@ LEMMA = 2  # the LEMMA cell of a word line
 
 
 @pytest.fixture(scope="module")
-def lemma_checkpoint(tmp_path_factory: pytest.TempPathFactory, vocabs: Vocabs) -> Path:
-    """A tiny graph parser with a UPOS tagger and a lemmatizer, random weights."""
+def scripts_only(vocabs: Vocabs) -> Vocabs:
+    """The tiny vocabularies as a checkpoint from before the lexicon holds them: without it."""
+    return dataclasses.replace(vocabs, lexicon=None)
+
+
+@pytest.fixture(scope="module")
+def lemma_checkpoint(tmp_path_factory: pytest.TempPathFactory, scripts_only: Vocabs) -> Path:
+    """A tiny graph parser with a UPOS tagger and a lemmatizer, random weights, no lexicon."""
     torch.manual_seed(4)
-    model = biaffine_parser(vocabs, **TINY_PARSER, tag_loss_weight=1.0, lemma_loss_weight=1.0)
-    return save_model(tmp_path_factory.mktemp("lemma") / "best.pt", randomized(model), vocabs)
+    model = biaffine_parser(scripts_only, **TINY_PARSER, tag_loss_weight=1.0, lemma_loss_weight=1.0)
+    path = tmp_path_factory.mktemp("lemma") / "best.pt"
+    return save_model(path, randomized(model), scripts_only)
 
 
-def lemmatizer_only(vocabs: Vocabs, family: str, script: str) -> torch.nn.Module:
-    """A parser of ``family`` whose lemmatizer picks ``script`` for every word."""
+def lemmatizer_only(
+    vocabs: Vocabs, family: str, script: str, upos: str | None = None
+) -> torch.nn.Module:
+    """A parser of ``family`` whose lemmatizer picks ``script`` for every word, and whose UPOS
+    tagger (where ``upos`` is given, else none) picks ``upos``."""
     torch.manual_seed(5)
+    tagging = {"lemma_loss_weight": 1.0, "tag_loss_weight": 0.0 if upos is None else 1.0}
     if family == "graph":
-        model = biaffine_parser(vocabs, **TINY_PARSER, lemma_loss_weight=1.0)
+        model = biaffine_parser(vocabs, **TINY_PARSER, **tagging)
     else:
         encoder_options, parser_options = split_options(TINY_PARSER)
         encoder = Encoder(vocabs, **encoder_options)
-        model = TransitionParser(vocabs, encoder, **parser_options, lemma_loss_weight=1.0)
-    output = model.taggers["lemma"][-1]
+        model = TransitionParser(vocabs, encoder, **parser_options, **tagging)
+    force(model, vocabs, "lemma", script)
+    if upos is not None:
+        force(model, vocabs, "upos", upos)
+    return model
+
+
+def force(model: torch.nn.Module, vocabs: Vocabs, column: str, value: str) -> None:
+    """Make the tagger of ``column`` pick ``value`` for every word."""
+    output = model.taggers[column][-1]
     with torch.no_grad():
         output.weight.zero_()
         output.bias.zero_()
-        output.bias[vocabs.columns["lemma"].stoi[script]] = 10.0
-    return model
+        output.bias[vocabs.columns[column].stoi[value]] = 10.0
 
 
 def test_the_tiny_lemmas_are_edit_scripts_and_words_without_one_are_ignored(
@@ -109,15 +130,57 @@ def test_columns_lemma_writes_the_best_script_applied_to_each_form(
 
 @pytest.mark.parametrize("family", ["graph", "transition"])
 def test_a_script_that_cuts_the_whole_form_gives_the_form(
-    family: str, vocabs: Vocabs, sentences: list[Sentence], tmp_path: Path
+    family: str, scripts_only: Vocabs, sentences: list[Sentence], tmp_path: Path
 ) -> None:
     # "scheduled" -> "schedule": lower-case, cut one character at the end. On "." (one
     # character) it would keep nothing: the form stays.
-    model = lemmatizer_only(vocabs, family, script_of("scheduled", "schedule"))
-    parser = Parser.load(save_model(tmp_path / "best.pt", model, vocabs), threads=1)
+    model = lemmatizer_only(scripts_only, family, script_of("scheduled", "schedule"))
+    parser = Parser.load(save_model(tmp_path / "best.pt", model, scripts_only), threads=1)
     for tree in parser.parse(sentences, columns=["lemma"], overwrite=True):
         forms = tree.sentence.forms
         assert tree.sentence.lemmas == [f[:-1].lower() if len(f) > 1 else f for f in forms]
+
+
+@pytest.mark.parametrize("family", ["graph", "transition"])
+def test_the_lexicon_lemma_of_a_training_form_wins_over_a_wrong_script(
+    family: str, vocabs: Vocabs, sentences: list[Sentence], tmp_path: Path
+) -> None:
+    # Every script is "cut one character, lower-case": wrong for every tiny word but
+    # "scheduled". The vocabularies' lexicon knows them all; "Cats" it never saw.
+    model = lemmatizer_only(vocabs, family, script_of("scheduled", "schedule"))
+    parser = Parser.load(save_model(tmp_path / "best.pt", model, vocabs), threads=1)
+    trees = parser.parse(sentences, columns=["lemma"], overwrite=True)
+    assert [tree.sentence.lemmas for tree in trees] == [s.lemmas for s in sentences]
+    words = Sentence.from_forms(["Cats", "sat", "."])
+    [tree] = parser.parse([words], columns=["lemma"], overwrite=True)
+    assert tree.sentence.lemmas == ["cat", "sit", "."]
+
+
+# "sat" has a lemma per UPOS and one by form alone, all made up: which one is written shows
+# which UPOS the lookup used.
+MADE_UP = Lexicon(
+    tagged={("sat", "VERB"): "sit-verb", ("sat", "NOUN"): "sit-noun"}, forms={"sat": "sit-form"}
+)
+
+
+@pytest.mark.parametrize(
+    ("tagger", "given", "lemma"),
+    [
+        ("NOUN", "VERB", "sit-noun"),  # a UPOS tagger: its UPOS, even when not asked for
+        (None, "VERB", "sit-verb"),  # none: the input's UPOS
+        (None, "_", "sit-form"),  # none given either: the form alone
+    ],
+)
+def test_the_lexicon_is_keyed_by_the_predicted_upos_else_the_given_one(
+    tagger: str | None, given: str, lemma: str, vocabs: Vocabs, tmp_path: Path
+) -> None:
+    with_lexicon = dataclasses.replace(vocabs, lexicon=MADE_UP)
+    model = lemmatizer_only(with_lexicon, "graph", script_of("scheduled", "schedule"), tagger)
+    parser = Parser.load(save_model(tmp_path / "best.pt", model, with_lexicon), threads=1)
+    words = Sentence(["The", "cat", "sat"], upos=["DET", "NOUN", given])
+    [tree] = parser.parse([words], columns=["lemma"], overwrite=True)
+    assert tree.sentence.lemmas == ["th", "ca", lemma]
+    assert tree.sentence.upos == words.upos  # UPOS was not asked for: kept
 
 
 def test_a_model_without_a_lemmatizer_refuses_columns_lemma(sentences, vocabs, tmp_path):
@@ -148,5 +211,10 @@ def test_a_lemmatizer_trained_two_epochs_is_scored_by_the_evaluator(tmp_path: Pa
     gold = [w for s in read_conllu(TINY_CONLLU) for w in s.lemmas]
     right = sum(p == g for p, g in zip(predicted, gold, strict=True))
     assert (lemmas.correct, lemmas.gold) == (right, len(gold))
-    assert predicted != gold  # two epochs: the score is the prediction's, not 100
+    assert predicted == gold  # the smoke data is this file: the training lexicon knows it all
+    wrong = tmp_path / "wrong.conllu"  # so the score is shown to be the prediction's thus:
+    wrong.write_text(
+        out.read_text(encoding="utf-8").replace("\tsat\tsit\t", "\tsat\tsat\t", 1), encoding="utf-8"
+    )
+    assert evaluate_files(str(TINY_CONLLU), str(wrong)).words.scores["Lemmas"].correct == right - 1
     assert evaluation.words.scores["UPOS"].correct == evaluation.words.scores["UPOS"].gold

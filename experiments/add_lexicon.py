@@ -1,0 +1,61 @@
+"""Write a copy of a checkpoint with the lemma lexicon of a training file added.
+
+Checkpoints trained before the lexicon (:mod:`biaffine.data.lexicon`) lemmatize with the edit
+scripts alone; this gives them the lexicon that training now builds, from the training file
+they were trained on. Everything else is copied as it is: weights (and their checksum),
+config, metadata, training state; the output is written atomically (read in the current
+format: older versions are migrated, as on load). Give the same training file as in training,
+or the lexicon holds lemmas the model never saw.
+
+Usage::
+
+    PYTHONPATH=. python experiments/add_lexicon.py CHECKPOINT TRAIN_CONLLU OUT
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from biaffine import checkpoint
+from biaffine.cli import report_user_errors
+from biaffine.data.conllu import read_conllu
+from biaffine.data.lexicon import build_lexicon
+
+
+def add_lexicon(source: Path, train: Path, out: Path) -> int:
+    """Copy ``source`` to ``out`` with the lexicon of ``train``; returns its number of entries.
+
+    Raises:
+        CheckpointError: ``source`` is no readable checkpoint.
+        ConlluError: ``train`` is malformed.
+        OSError: a file cannot be read or written.
+    """
+    loaded = checkpoint.load(source)
+    lexicon = build_lexicon(read_conllu(train))
+    checkpoint.save(
+        out,
+        parser=loaded.parser,
+        model_config=loaded.model_config,
+        vocabs=dataclasses.replace(loaded.vocabs, lexicon=lexicon),
+        state_dict=loaded.state_dict,
+        metadata=loaded.metadata,
+        training_state=loaded.training_state,
+    )
+    return len(lexicon)
+
+
+def main() -> None:
+    """The command line: CHECKPOINT TRAIN_CONLLU OUT."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("train", type=Path, help="the training file of the model (CoNLL-U)")
+    parser.add_argument("out", type=Path)
+    args = parser.parse_args()
+    entries = report_user_errors(lambda: add_lexicon(args.checkpoint, args.train, args.out))
+    print(f"{args.out}: lemma lexicon of {entries:,} entries from {args.train}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""The training lemma lexicon: majorities, ties, the form-only threshold, the lookup order, and
+plain data through the vocabularies."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+
+import pytest
+
+from biaffine.data.conllu import Sentence
+from biaffine.data.lexicon import MIN_FORM_SHARE, Lexicon, build_lexicon
+from biaffine.data.vocab import Vocabs, build_vocabs
+
+
+def sentence(*words: tuple[str, str, str]) -> Sentence:
+    """A sentence of (form, UPOS, lemma) words."""
+    forms, upos, lemmas = (list(column) for column in zip(*words, strict=True))
+    return Sentence(forms, lemmas=lemmas, upos=upos)
+
+
+def test_each_key_gets_its_majority_lemma() -> None:
+    sentences = [
+        sentence(("est", "AUX", "être"), ("est", "AUX", "être"), ("est", "NOUN", "est")),
+        sentence(("est", "AUX", "est"), ("Est", "PROPN", "Est")),
+    ]
+    lexicon = build_lexicon(sentences, min_form_share=0.0)
+    assert lexicon.tagged == {
+        ("est", "AUX"): "être",
+        ("est", "NOUN"): "est",
+        ("Est", "PROPN"): "Est",
+    }
+    # "est": lemma être twice, est twice: a tie, to the smaller string.
+    assert lexicon.forms == {"est": "est", "Est": "Est"}
+
+
+def test_ties_go_to_the_smallest_lemma_whatever_the_order() -> None:
+    words = [("a", "X", "b"), ("a", "X", "c"), ("a", "X", "a2"), ("a", "X", "c"), ("a", "X", "b")]
+    for seed in range(5):
+        random.Random(seed).shuffle(words)
+        lexicon = build_lexicon([sentence(w) for w in words], min_form_share=0.0)
+        assert lexicon.tagged == {("a", "X"): "b"}
+        assert lexicon.forms == {"a": "b"}
+
+
+def test_a_form_is_kept_alone_only_where_its_majority_covers_the_threshold() -> None:
+    # "de": 3 of 4 "de" (0.75); "la": 4 of 4; (form, UPOS) keys are kept whatever their share.
+    words = [("de", "ADP", "de")] * 3 + [("de", "DET", "un")] + [("la", "DET", "le")] * 4
+    sentences = [sentence(*words)]
+    assert build_lexicon(sentences, min_form_share=0.75).forms == {"de": "de", "la": "le"}
+    assert build_lexicon(sentences, min_form_share=0.76).forms == {"la": "le"}
+    assert build_lexicon(sentences, min_form_share=1.01).forms == {}
+    for share in (0.0, 0.76, 1.01):
+        tagged = build_lexicon(sentences, min_form_share=share).tagged
+        assert tagged == {("de", "ADP"): "de", ("de", "DET"): "un", ("la", "DET"): "le"}
+    with pytest.raises(ValueError, match="min_form_share must be >= 0"):
+        build_lexicon(sentences, min_form_share=-0.1)
+
+
+def test_words_without_a_lemma_or_a_upos() -> None:
+    # "_" lemma of a form not "_": no lemma given, nothing learnt; "_" UPOS: the form alone.
+    lexicon = build_lexicon([sentence(("x", "NOUN", "_"), ("y", "_", "why"), ("_", "SYM", "_"))])
+    assert lexicon.tagged == {("_", "SYM"): "_"}
+    assert lexicon.forms == {"y": "why", "_": "_"}
+
+
+def test_the_default_threshold_matches_a_brute_force_majority() -> None:
+    rng = random.Random(7)
+    words = [
+        (rng.choice("abc"), rng.choice(["N", "V", "_"]), rng.choice(["l1", "l2", "l3", "_"]))
+        for _ in range(400)
+    ]
+    lexicon = build_lexicon([sentence(*words[i : i + 10]) for i in range(0, 400, 10)])
+    annotated = [(f, u, lemma) for f, u, lemma in words if lemma != "_"]
+    for form in "abc":
+        counts = Counter(lemma for f, _, lemma in annotated if f == form)
+        best = sorted(counts, key=lambda lemma: (-counts[lemma], lemma))[0]
+        expected = best if counts[best] >= MIN_FORM_SHARE * counts.total() else None
+        assert lexicon.forms.get(form) == expected
+        for upos in "NV":
+            tagged = Counter(lemma for f, u, lemma in annotated if (f, u) == (form, upos))
+            want = min(tagged, key=lambda lemma: (-tagged[lemma], lemma)) if tagged else None
+            assert lexicon.tagged.get((form, upos)) == want
+
+
+LEXICON = Lexicon(
+    tagged={("sat", "VERB"): "sit", ("sat", "NOUN"): "sat-noun", ("les", "DET"): "le"},
+    forms={"sat": "sit-form", "us": "we"},
+)
+
+
+@pytest.mark.parametrize(
+    ("form", "upos", "lemma"),
+    [
+        ("sat", "VERB", "sit"),  # form + UPOS first
+        ("sat", "NOUN", "sat-noun"),
+        ("sat", "ADJ", "sit-form"),  # then the form alone
+        ("sat", None, "sit-form"),  # no UPOS known: the form alone
+        ("sat", "_", "sit-form"),  # an empty UPOS cell is no UPOS
+        ("Les", "DET", "le"),  # then the form lower-cased, with its UPOS
+        ("Les", None, None),  # ... never without one
+        ("US", "PROPN", None),  # nor by the lower-cased form alone
+        ("dog", "NOUN", None),  # unseen: left to the classifier
+    ],
+)
+def test_the_lookup_order(form: str, upos: str | None, lemma: str | None) -> None:
+    assert LEXICON.lemma(form, upos) == lemma
+
+
+def test_plain_data_round_trips_through_json_and_the_vocabularies(sentences) -> None:
+    vocabs = build_vocabs(sentences)
+    assert vocabs.lexicon == build_lexicon(sentences)
+    assert vocabs.lexicon.lemma("sat", "VERB") == "sit"
+    data = json.loads(json.dumps(vocabs.to_dict()))
+    assert Vocabs.from_dict(data) == vocabs
+    assert Lexicon.from_dict(json.loads(json.dumps(LEXICON.to_dict()))) == LEXICON
+
+
+def test_vocabularies_without_a_lexicon_have_none_and_write_none(sentences) -> None:
+    data = build_vocabs(sentences).to_dict()
+    del data["lemma_lexicon"]
+    old = Vocabs.from_dict(data)
+    assert old.lexicon is None
+    assert old.to_dict() == data
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"tagged": []},
+        {"tagged": [["a", "b"]], "forms": []},
+        {"tagged": [], "forms": [["a", 1]]},
+        {"tagged": [], "forms": "ab"},
+    ],
+)
+def test_malformed_lexicon_data_is_refused(data) -> None:
+    with pytest.raises(ValueError, match="lemma lexicon"):
+        Lexicon.from_dict(data)
