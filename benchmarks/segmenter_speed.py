@@ -1,13 +1,14 @@
-"""Segmenter speed: characters of raw text per second, on 1 and 2 threads, best of N.
+"""Segmenter speed: characters of raw text per second, best of N.
 
 Usage: ``python -m benchmarks.segmenter_speed CHECKPOINT [--input FILE.conllu] [--repeats 3]``
 (default input: EWT test under $UD_ROOT, its raw text rebuilt by ``rawtext.labelled_documents``).
 
 Times :meth:`Segmenter.classes` on the file's whole raw text (its documents joined by a blank
 line, as one text file of them would read; the model loaded once, before timing; one warm-up
-pass). Prints a markdown table with the CPU and the load average, since timings on shared cores
-are noisy. torch is imported through ``biaffine`` only, so that OpenMP's threads wait passively
-(``biaffine/openmp.py``).
+pass), which runs on one CPU thread whatever torch's count (two were 2.4x slower: the matrices
+are too small to share). Prints a markdown row with the CPU and the load average, since timings
+on shared cores are noisy. torch is imported through ``biaffine`` only, so that OpenMP's
+threads wait passively (``biaffine/openmp.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import time
 from pathlib import Path
 
-from biaffine.runtime import cpu_description, set_threads
+from biaffine.runtime import cpu_description
 from biaffine.segmenting import Segmenter
 from rawtext.labels import labelled_documents
 
@@ -25,7 +26,7 @@ EWT_TEST = Path("UD_English-EWT") / "en_ewt-ud-test.conllu"
 
 
 def main() -> None:
-    """Time the segmenter on 1 and 2 threads; print chars/s and KB/s (UTF-8) for each."""
+    """Time the segmenter; print chars/s and KB/s (UTF-8)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("--input", type=Path, default=None)
@@ -38,13 +39,11 @@ def main() -> None:
     segmenter = Segmenter.load(args.checkpoint)
     print(f"{source.name}: {len(documents)} documents, {len(text)} characters, {kilobytes:.0f} KB")
     print(f"{cpu_description()}; load average {os.getloadavg()[0]:.2f}\n")
-    print(f"| threads | seconds (best of {args.repeats}) | chars/s | KB/s |")
-    print("|---|---|---|---|")
-    for threads in (1, 2):
-        set_threads(threads)
-        segmenter.classes(text)  # warm-up
-        best = min(_seconds(segmenter, text) for _ in range(args.repeats))
-        print(f"| {threads} | {best:.2f} | {len(text) / best:,.0f} | {kilobytes / best:,.0f} |")
+    print(f"| seconds (best of {args.repeats}) | chars/s | KB/s |")
+    print("|---|---|---|")
+    segmenter.classes(text)  # warm-up
+    best = min(_seconds(segmenter, text) for _ in range(args.repeats))
+    print(f"| {best:.2f} | {len(text) / best:,.0f} | {kilobytes / best:,.0f} |")
 
 
 def _seconds(segmenter: Segmenter, text: str) -> float:

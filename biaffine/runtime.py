@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ __all__ = [
     "check_device",
     "check_threads",
     "cpu_description",
+    "one_thread",
     "seed_everything",
     "select_device",
     "set_threads",
@@ -81,6 +84,17 @@ def set_threads(threads: int | None) -> None:
     """
     check_threads(threads)
     if threads is not None:
+        torch.set_num_threads(threads)
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Run the block on one torch CPU thread, then restore the count it had."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
         torch.set_num_threads(threads)
 
 

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import numpy.typing as npt
 
+from biaffine.runtime import one_thread
 from biaffine.segmenting import checkpoint
 from biaffine.segmenting.windows import DEFAULT_CONTEXT, DEFAULT_WINDOW, classify
 from rawtext.document import Document
@@ -48,8 +49,14 @@ class Segmenter:
         return cls(checkpoint.load(path), **options)
 
     def classes(self, text: str) -> npt.NDArray[np.uint8]:
-        """uint8[len(text)]: the class of ``rawtext.labels`` of each character (deterministic)."""
-        return classify(self.model, self.vocab, text, window=self.window, context=self.context)
+        """uint8[len(text)]: the class of ``rawtext.labels`` of each character (deterministic).
+
+        On one CPU thread whatever torch's count: the network's matrices are too small to
+        share (EWT test on the 2-core AMD EPYC: 361,000 characters/s on one thread, 152,000
+        on two, ``python -m benchmarks.segmenter_speed``).
+        """
+        with one_thread():
+            return classify(self.model, self.vocab, text, window=self.window, context=self.context)
 
     def segment(self, text: str) -> Document:
         """``text`` as documents' paragraphs, sentences, tokens and words (``rawtext.segment``).

@@ -103,3 +103,24 @@ def test_weights_that_do_not_fit_the_config_are_refused(saved: Path, tmp_path: P
     with pytest.raises(SegmenterCheckpointError, match="invalid segmenter checkpoint") as error:
         Segmenter.load(wrong)
     assert "\n" not in str(error.value)
+
+
+def test_classes_run_on_one_thread_and_restore_the_count(saved: Path) -> None:
+    segmenter = Segmenter.load(saved)
+    seen = []
+    original = segmenter.model.forward
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return original(*args, **kwargs)
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        segmenter.model.forward = spy
+        segmenter.classes(TEXT)
+        assert seen
+        assert set(seen) == {1}
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
