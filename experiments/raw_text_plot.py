@@ -110,7 +110,7 @@ def plot(results: list[dict], png: Path) -> None:
             axis.bar(positions, values, width, label=system)
         axis.set_xticks(range(len(results)), names, rotation=30, ha="right", fontsize=8)
         axis.set_title(f"{column} F1, raw text")
-        axis.set_ylim(40 if column == "LAS" else 80, 100)
+        axis.set_ylim(40 if column == "LAS" else 50, 100)
     axes[0].legend(fontsize=7, loc="lower left")
     figure.tight_layout()
     figure.savefig(png, dpi=110)
