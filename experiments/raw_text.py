@@ -40,7 +40,7 @@ COLUMNS += ("UAS", "LAS", "CLAS", "MLAS", "BLEX")
 
 
 def test_file(root: Path, treebank: str) -> Path:
-    """The treebank's test file (named as conf/data names it, or the one ``*-ud-test``)."""
+    """The treebank's test file, the one ``*-ud-test.conllu`` of its folder."""
     return next((root / treebank).glob("*-ud-test.conllu"))
 
 
@@ -143,12 +143,13 @@ def main() -> None:
     args = options.parse_args()
     gold = test_file(args.root, args.treebank)
     text = raw_text(gold)
-    segmenter = Segmenter.load(args.segmenter)
     parser = None
     if args.parser is not None:
         parser = Parser.load(args.parser, threads=args.threads, segmenter=args.segmenter)
+        segmenter = parser.segmenter  # loaded once, the one the pipeline uses
     else:
         set_threads(args.threads)
+        segmenter = Segmenter.load(args.segmenter)
     systems = {"ours": segmented(segmenter, text)}
     if args.spacy:
         systems["spaCy blank + sentencizer"] = spacy_sentences(text, args.spacy)
