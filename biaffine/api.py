@@ -12,10 +12,14 @@ Example::
     tree.log_prob       # log-probability of the whole tree under the same distribution
     print(parser.to_conllu([tree]), end="")
 
-From plain text, with a segmenter trained by ``train_segmenter.py``::
+A shipped model by name (``python -m biaffine.models`` lists them), plain text in::
+
+    parser = Parser.load("en_ewt")
+    trees = parser.parse(text="The cat sat. It slept.")  # two sentences, every column
+
+Your own checkpoints, with a segmenter trained by ``train_segmenter.py`` for plain text::
 
     parser = Parser.load("run/best.pt", segmenter="segmenter/best.pt")
-    trees = parser.parse(text="The cat sat. It slept.")  # two sentences, every column
 
 What the probabilities mean is said where they are computed: :mod:`biaffine.inference.graph`
 (tree-CRF marginals) and :mod:`biaffine.inference.transition` (transition paths).
@@ -30,7 +34,7 @@ from collections.abc import Iterator, Sequence
 import torch
 from torch import nn
 
-from biaffine import checkpoint
+from biaffine import checkpoint, installed
 from biaffine.data.conllu import Sentence, read_conllu, write_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, Request, SentenceResult, predict
@@ -55,8 +59,11 @@ class Parser:
         device: torch.device,
         bf16: bool = False,
         segmenter: Segmenter | None = None,
+        name: str | None = None,
     ) -> None:
         """Wrap a model (in eval mode) and the vocabularies it was trained with.
+
+        ``name`` is the installed model's name where it was loaded by name, else None.
 
         Raises:
             ValueError: ``bf16`` on a CPU without native bfloat16.
@@ -68,6 +75,7 @@ class Parser:
         self.device = device
         self.bf16 = bf16
         self.segmenter = segmenter
+        self.name = name
 
     @classmethod
     def load(
@@ -79,27 +87,71 @@ class Parser:
         bf16: bool = False,
         segmenter: str | os.PathLike[str] | None = None,
     ) -> Parser:
-        """Load a checkpoint written by training (``best.pt`` or ``last.pt``).
+        """Load an installed model by name, or a checkpoint written by training.
 
         Args:
-            path: the checkpoint file.
+            path: a model name (``en_ewt``; see :meth:`named`), or a checkpoint file
+                (``best.pt`` or ``last.pt``). A string spelled like a name is a name unless a
+                file of that name exists.
             device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
             threads: torch CPU threads (None = torch's default).
             bf16: run the network in bfloat16 (``torch.autocast``; decoders and probabilities
                 stay float64): on CPUs with native bfloat16 (AVX512-BF16, AMX) and GPUs.
-            segmenter: a ``best.pt`` of ``train_segmenter.py``, for ``parse(text=...)``.
+            segmenter: a ``best.pt`` of ``train_segmenter.py``, for ``parse(text=...)``
+                (an installed model brings its own).
 
         Raises:
+            biaffine.installed.UnknownModelError: a name that is not installed.
             biaffine.checkpoint.CheckpointError: the file is not a readable checkpoint.
             biaffine.segmenting.SegmenterCheckpointError: nor is ``segmenter``.
             ValueError: ``bf16`` on a CPU without native bfloat16.
         """
+        if installed.is_name(path) and not os.path.exists(path):
+            options = {"device": device, "threads": threads, "bf16": bf16}
+            return cls.named(str(path), **options, segmenter=segmenter)
+        return cls._load(path, device=device, threads=threads, bf16=bf16, segmenter=segmenter)
+
+    @classmethod
+    def named(
+        cls,
+        name: str,
+        *,
+        device: str = "cpu",
+        threads: int | None = None,
+        bf16: bool = False,
+        segmenter: str | os.PathLike[str] | None = None,
+    ) -> Parser:
+        """Load the installed model ``name`` (never a path: what a server offers its clients).
+
+        The model's own segmenter comes with it unless ``segmenter`` names another; the other
+        arguments are :meth:`load`'s.
+
+        Raises:
+            biaffine.installed.UnknownModelError: no installed model of that name (the message
+                lists those that are).
+        """
+        model = installed.find(name)
+        segmenter = model.segmenter if segmenter is None else segmenter
+        options = {"device": device, "threads": threads, "bf16": bf16, "segmenter": segmenter}
+        return cls._load(model.parser, **options, name=name)
+
+    @classmethod
+    def _load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        device: str,
+        threads: int | None,
+        bf16: bool,
+        segmenter: str | os.PathLike[str] | None,
+        name: str | None = None,
+    ) -> Parser:
         set_threads(threads)
         where = select_device(device)
         segments = None if segmenter is None else Segmenter.load(segmenter)
         saved = checkpoint.load(path, map_location=where)
         model = checkpoint.build_model(saved).to(where)
-        return cls(model, saved.vocabs, device=where, bf16=bf16, segmenter=segments)
+        return cls(model, saved.vocabs, device=where, bf16=bf16, segmenter=segments, name=name)
 
     def parse(
         self,
@@ -232,7 +284,10 @@ class Parser:
         if text is None:
             return list(_sentences(inputs))
         if self.segmenter is None:
-            raise ValueError("text= needs a segmenter: Parser.load(..., segmenter=PATH)")
+            raise ValueError(
+                "text= needs a segmenter: load an installed model by name (Parser.load('en_ewt')) "
+                "or give one, Parser.load(..., segmenter=PATH)"
+            )
         return segmented(self.segmenter, text)
 
     def _predict(

@@ -34,6 +34,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "build_model",
+    "compact",
     "find",
     "load",
     "save",
@@ -101,6 +102,7 @@ def save(
     state_dict: Mapping[str, torch.Tensor],
     metadata: Mapping[str, Any],
     training_state: Mapping[str, Any] | None = None,
+    half: bool = False,
 ) -> None:
     """Write a checkpoint atomically: a crash leaves the old file or the new one, never half.
 
@@ -112,13 +114,20 @@ def save(
         state_dict: ``model.state_dict()``.
         metadata: plain data to keep with the model.
         training_state: plain data to resume training (e.g. ``optimizer.state_dict()``), or None.
+        half: store float32 weights as float16 (half the size, for shipped models);
+            :func:`load` gives them back as float32, so the model computes as before, on
+            weights rounded to 11 significant bits.
 
-    The file records :func:`weights_sha256` of the weights, which :func:`load` verifies.
+    The file records :func:`weights_sha256` of the weights as stored, which :func:`load`
+    verifies.
 
     Raises:
         TypeError: if any value is not plain data (it would not load with ``weights_only=True``).
+        ValueError: with ``half``, a weight beyond float16's range (about 65504).
     """
     weights = {k: v.detach().cpu() for k, v in state_dict.items()}
+    if half:
+        weights = {k: _half(k, v) for k, v in weights.items()}
     payload = {
         "format": FORMAT,
         "version": VERSION,
@@ -131,7 +140,44 @@ def save(
         "metadata": metadata,
         "training_state": training_state,
     }
+    if half:
+        payload["stored_as"] = _HALF
     _atomic_torch_save(_plain(payload, "checkpoint"), Path(path))
+
+
+# The one compact storage: float32 weights kept as float16 and widened again on load.
+_HALF = "float16"
+
+
+def _half(name: str, tensor: torch.Tensor) -> torch.Tensor:
+    if tensor.dtype != torch.float32:
+        return tensor
+    halved = tensor.half()
+    if not bool(torch.isfinite(halved).all()):
+        raise ValueError(f"weight {name} holds values beyond float16's range: store it as is")
+    return halved
+
+
+def compact(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> None:
+    """Copy a checkpoint without its training state, float32 weights stored as float16.
+
+    What ships in ``models/``: about half the size, and no optimizer state (a third of a
+    ``last.pt``). Loading gives float32 weights again (:func:`load`).
+
+    Raises:
+        CheckpointError: ``source`` is not a readable checkpoint.
+        ValueError: a weight beyond float16's range.
+    """
+    saved = load(source)
+    save(
+        dest,
+        parser=saved.parser,
+        model_config=saved.model_config,
+        vocabs=saved.vocabs,
+        state_dict=saved.state_dict,
+        metadata=saved.metadata,
+        half=True,
+    )
 
 
 def _plain(value: Any, where: str) -> Any:
@@ -208,6 +254,7 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
         payload = _migrate_v2(payload)
     if payload["version"] in (2, 3):
         payload = _migrate_v3(payload)
+    weights = _widened(payload, path)
     try:
         vocabs = Vocabs.from_dict(payload["vocabs"])
     except (KeyError, TypeError, ValueError) as error:
@@ -216,12 +263,25 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
         parser=str(payload["parser"]),
         model_config=payload["model_config"],
         vocabs=vocabs,
-        state_dict=payload["state_dict"],
+        state_dict=weights,
         metadata=payload["metadata"],
         training_state=payload["training_state"],
         package_version=str(payload["package_version"]),
         path=path,
     )
+
+
+def _widened(payload: dict[str, Any], path: Path) -> dict[str, torch.Tensor]:
+    """The weights as the model holds them: float32 again where they were stored as float16."""
+    stored_as = payload.get("stored_as")
+    if stored_as is None:
+        return payload["state_dict"]
+    if stored_as != _HALF:
+        raise CheckpointError(f"{path}: unknown weight storage {stored_as!r} (expected float16)")
+    return {
+        name: tensor.float() if tensor.dtype == torch.float16 else tensor
+        for name, tensor in payload["state_dict"].items()
+    }
 
 
 def _refuse_torchscript(path: Path) -> None:

@@ -31,7 +31,7 @@ from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.pipeline import segmented
 from biaffine.runtime import set_threads
 from biaffine.segmenting import Segmenter
-from rawtext import Document, Paragraph, Token, labelled_documents, to_conllu
+from rawtext import Document, Paragraph, Token, corpus_text, to_conllu
 from rawtext import Sentence as TextSentence
 from rawtext.chars import paragraph_spans
 
@@ -42,11 +42,6 @@ COLUMNS += ("UAS", "LAS", "CLAS", "MLAS", "BLEX")
 def test_file(root: Path, treebank: str) -> Path:
     """The treebank's test file, the one ``*-ud-test.conllu`` of its folder."""
     return next((root / treebank).glob("*-ud-test.conllu"))
-
-
-def raw_text(gold: Path) -> str:
-    """The gold file's text: its documents, each ending in a line break, one blank line apart."""
-    return "\n".join(document.text for document in labelled_documents(gold))
 
 
 def spacy_sentences(text: str, language: str) -> list[Sentence]:
@@ -142,7 +137,7 @@ def main() -> None:
     options.add_argument("--json", type=Path, default=None)
     args = options.parse_args()
     gold = test_file(args.root, args.treebank)
-    text = raw_text(gold)
+    text = corpus_text(gold)
     parser = None
     if args.parser is not None:
         parser = Parser.load(args.parser, threads=args.threads, segmenter=args.segmenter)

@@ -26,6 +26,7 @@ from .labels import (
     SENTENCE_END,
     TOKEN_END,
     LabelledText,
+    corpus_text,
     labelled_documents,
 )
 from .mwt import MwtExpander
@@ -50,6 +51,7 @@ __all__ = [
     "TreebankError",
     "TreebankSentence",
     "TreebankToken",
+    "corpus_text",
     "labelled_documents",
     "read_sentences",
     "segment",

@@ -92,6 +92,15 @@ def labelled_documents(source: str | Path | TextIO) -> list[LabelledText]:
     return documents
 
 
+def corpus_text(source: str | Path) -> str:
+    """A treebank file's whole raw text: its documents one blank line apart.
+
+    What a user would give the segmenter, and what end-to-end scores are measured on (the
+    documents' texts as :func:`labelled_documents` rebuilds them).
+    """
+    return "\n".join(document.text for document in labelled_documents(source))
+
+
 def sentence_surface(sentence: TreebankSentence) -> str:
     """A sentence's text rebuilt from its tokens and ``SpaceAfter`` (what ``# text`` should say).
 

@@ -24,7 +24,7 @@ TORCH_FREE = {
 # biaffine's parts, bottom up (docs/architecture.md): the modules of each, and the parts and
 # project packages each may import besides itself.
 PARTS = {
-    "leaves": ["__init__", "openmp", "files", "runtime", "cli", "distributed"],
+    "leaves": ["__init__", "openmp", "files", "runtime", "cli", "distributed", "installed"],
     "data": ["data"],
     "nn": ["nn"],
     "parsers": ["parsers"],
@@ -33,6 +33,7 @@ PARTS = {
     "services": ["checkpoint", "metrics", "alignment", "evaluate", "plot", "results"],
     "api": ["api", "render", "pipeline"],
     "predicting": ["predicting", "predict_options"],
+    "models": ["models"],
     "training": ["training"],
 }
 ALLOWED = {

@@ -49,7 +49,7 @@ def compose_train(*overrides: str):
 
 
 def compose_predict(*overrides: str, hydra: bool = False):
-    with initialize(version_base="1.3", config_path="../conf"):
+    with initialize(version_base="1.3", config_path="../conf/predict"):
         return compose(
             "predict", overrides=[*PREDICT_REQUIRED, *overrides], return_hydra_config=hydra
         )
@@ -194,10 +194,11 @@ def test_trainer_defaults_are_typed_and_complete() -> None:
     assert OmegaConf.missing_keys(cfg) == set()
 
 
-def test_predict_requires_checkpoint_and_input_and_writes_stdout_by_default() -> None:
-    with initialize(version_base="1.3", config_path="../conf"):
+def test_predict_requires_input_and_writes_stdout_by_default() -> None:
+    with initialize(version_base="1.3", config_path="../conf/predict"):
         cfg = compose("predict")
-    assert OmegaConf.missing_keys(cfg) == {"checkpoint", "input"}
+    assert OmegaConf.missing_keys(cfg) == {"input"}
+    assert (cfg.model, cfg.checkpoint) == (None, None)  # predict.py asks for one of them
     cfg = compose_predict()
     assert (cfg.output, cfg.format, cfg.eval) == ("-", "conllu", False)
     assert (cfg.decoder.algorithm, cfg.decoder.root_constraint) == ("mst", True)

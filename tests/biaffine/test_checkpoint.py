@@ -566,3 +566,47 @@ def test_add_lexicon_names_a_bad_training_file_in_one_line(tmp_path, saved) -> N
 def _with_repo_path() -> dict[str, str]:
     """The environment with this repository first on the import path (as ``PYTHONPATH=.``)."""
     return os.environ | {"PYTHONPATH": str(Path(__file__).parents[2])}
+
+
+def test_compact_halves_the_weights_and_loads_them_back_as_float32(saved, tmp_path) -> None:
+    compact = tmp_path / "compact.pt"
+    checkpoint.compact(saved, compact)
+    raw = torch.load(compact, weights_only=True)
+    assert raw["stored_as"] == "float16"
+    assert raw["training_state"] is None
+    assert {v.dtype for v in raw["state_dict"].values()} == {torch.float16}
+    original, loaded = load(saved), load(compact)
+    assert loaded.vocabs.to_dict() == original.vocabs.to_dict()
+    assert loaded.metadata == original.metadata
+    for name, weight in original.state_dict.items():
+        # float32 again, each weight the nearest float16 of the original
+        assert torch.equal(loaded.state_dict[name], weight.half().float()), name
+    build_model(loaded)  # fits the model config: no dtype refused
+    assert compact.stat().st_size < 0.6 * saved.stat().st_size
+
+
+def test_float16_weights_without_the_storage_mark_are_refused_not_cast(saved) -> None:
+    raw = torch.load(saved, weights_only=True)
+    name = a_matrix(raw["state_dict"])
+    raw["state_dict"][name] = raw["state_dict"][name].half()
+    resave(saved, raw)
+    with pytest.raises(CheckpointError, match=rf"{re.escape(name)} is float16\["):
+        build_model(load(saved))
+
+
+def test_an_unknown_weight_storage_is_named(saved) -> None:
+    raw = torch.load(saved, weights_only=True)
+    raw["stored_as"] = "int4"
+    resave(saved, raw)
+    with pytest.raises(CheckpointError, match=r"model\.pt: unknown weight storage 'int4'"):
+        load(saved)
+
+
+def test_compact_refuses_a_weight_beyond_float16s_range(saved, tmp_path) -> None:
+    raw = torch.load(saved, weights_only=True)
+    name = a_matrix(raw["state_dict"])
+    raw["state_dict"][name][0, 0] = 1e6
+    resave(saved, raw)
+    with pytest.raises(ValueError, match=rf"weight {re.escape(name)} holds values beyond"):
+        checkpoint.compact(saved, tmp_path / "compact.pt")
+    assert not (tmp_path / "compact.pt").exists()

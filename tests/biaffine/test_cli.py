@@ -118,7 +118,12 @@ def test_every_experiment_passes_the_settings_check() -> None:
     [
         ([f"checkpoint={CHECKPOINT}", f"input={TINY}", "threads=0"], r"threads=0: .*"),
         ([f"checkpoint={CHECKPOINT}", f"input={TINY}", "threads=-1"], r"threads=-1: .*"),
-        ([f"input={TINY}"], r"missing setting checkpoint \(give checkpoint=\.\.\.\)"),
+        ([f"input={TINY}"], r"neither of model= and checkpoint= given: give model=NAME .*"),
+        (
+            [f"input={TINY}", "model=xx_none", f"checkpoint={CHECKPOINT}"],
+            r"both of model= and checkpoint= given: .*",
+        ),
+        ([f"input={TINY}", "model=xx_none"], r"no model named 'xx_none'; installed: .*"),
         ([f"checkpoint={CHECKPOINT}"], r"missing setting input \(give input=\.\.\.\)"),
     ],
 )

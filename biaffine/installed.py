@@ -1,0 +1,125 @@
+"""Models installed by name: folders holding a ``card.json``, found without touching the network.
+
+A model is a folder named like ``en_ewt`` (language code, underscore, treebank) that holds
+``card.json`` (what the model is, how it was made, what it scores: :mod:`biaffine.models`),
+the parser checkpoint the card names, and usually a segmenter for raw text. Folders are looked
+for, in this order, under each path of the ``ROOTPARSE_MODELS`` environment variable
+(separated like ``PATH``) and then in the repository's own ``models/``, which ships with the
+project; the first folder of a name wins.
+
+Nothing here imports torch: the registry is read before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ENVIRONMENT",
+    "SHIPPED",
+    "InstalledModel",
+    "UnknownModelError",
+    "find",
+    "installed",
+    "is_name",
+]
+
+ENVIRONMENT = "ROOTPARSE_MODELS"
+SHIPPED = Path(__file__).resolve().parent.parent / "models"
+"""The repository's ``models/`` (there in a clone or an editable install)."""
+
+CARD = "card.json"
+_NAME = re.compile(r"[a-z]{2,3}_[a-z0-9]+(?:_[a-z0-9]+)*")
+
+
+class UnknownModelError(ValueError):
+    """No installed model has the name asked for; the message lists those that are there."""
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledModel:
+    """One installed model.
+
+    Attributes:
+        name: its name, the folder's (``en_ewt``).
+        folder: the folder holding the card and the checkpoints.
+        card: the card's plain data (``card.json``).
+    """
+
+    name: str
+    folder: Path
+    card: dict[str, Any]
+
+    @property
+    def parser(self) -> Path:
+        """The parser checkpoint."""
+        return self.folder / self.card["files"]["parser"]
+
+    @property
+    def segmenter(self) -> Path | None:
+        """The segmenter checkpoint, or None for a model that reads pre-tokenized input only."""
+        name = self.card["files"].get("segmenter")
+        return None if name is None else self.folder / name
+
+
+def is_name(value: str | os.PathLike[str]) -> bool:
+    """Whether ``value`` is spelled as a model name (``en_ewt``) rather than a file path."""
+    return isinstance(value, str) and _NAME.fullmatch(value) is not None
+
+
+def search_path() -> list[Path]:
+    """The folders searched for models, first match first."""
+    extra = os.environ.get(ENVIRONMENT, "")
+    return [Path(p) for p in extra.split(os.pathsep) if p] + [SHIPPED]
+
+
+def installed() -> dict[str, InstalledModel]:
+    """Every installed model by name, sorted by name.
+
+    Raises:
+        ValueError: a model folder whose ``card.json`` is not a JSON object naming its parser
+            (one line naming the file).
+    """
+    found: dict[str, InstalledModel] = {}
+    for root in search_path():
+        if not root.is_dir():
+            continue
+        for folder in sorted(root.iterdir()):
+            card = folder / CARD
+            if folder.name not in found and is_name(folder.name) and card.is_file():
+                found[folder.name] = InstalledModel(folder.name, folder, _read_card(card))
+    return dict(sorted(found.items()))
+
+
+def _read_card(path: Path) -> dict[str, Any]:
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not a model card ({error})") from None
+    files = card.get("files") if isinstance(card, dict) else None
+    if not isinstance(files, dict) or not isinstance(files.get("parser"), str):
+        raise ValueError(f"{path}: not a model card (no files.parser)")
+    return card
+
+
+def find(name: str) -> InstalledModel:
+    """The installed model called ``name``.
+
+    Raises:
+        UnknownModelError: no model has that name (the message lists the installed ones and
+            where they were looked for).
+    """
+    models = installed()
+    if name in models:
+        return models[name]
+    there = ", ".join(models) or "none"
+    where = ", ".join(str(p) for p in search_path())
+    raise UnknownModelError(
+        f"no model named {name!r}; installed: {there} (looked in {where}; add folders to "
+        f"{ENVIRONMENT})"
+    )

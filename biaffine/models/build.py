@@ -1,0 +1,147 @@
+r"""Package a trained parser and segmenter as a shipped model: compact files, card, docs page.
+
+Usage (the runs of the model's recipe, ``conf/experiment/NAME.yaml``)::
+
+    python -m biaffine.models.build en_ewt --parser RUN/best.pt --segmenter SEG/best.pt \
+        --treebank UD_English-EWT --limit "..." [--note "..."]
+
+writes ``models/en_ewt/`` (``parser.pt`` with float16 weights and no training state, a copy of
+the segmenter, ``card.json``) and rewrites ``docs/models.md`` from every card there. The card's
+scores come from :func:`biaffine.models.scoring.card_scores`; its speed is the best of three
+rounds on the test set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import biaffine
+from biaffine import checkpoint
+from biaffine.api import Parser
+from biaffine.data.conllu import read_conllu
+from biaffine.files import atomic_open
+from biaffine.installed import CARD, SHIPPED, installed
+from biaffine.models.card import render_page, run_facts, treebank_facts, write_json
+from biaffine.models.scoring import GOLD, THREADS, card_scores, ud_test_file
+from biaffine.runtime import cpu_description, set_threads
+from rawtext import corpus_text
+
+__all__ = ["build", "main"]
+
+DOCS = SHIPPED.parent / "docs" / "models.md"
+PARSER, SEGMENTER = "parser.pt", "segmenter.pt"
+
+
+def build(args: argparse.Namespace) -> dict[str, Any]:
+    """Write the model's folder and card; returns the card."""
+    treebank = Path(args.root) / args.treebank
+    gold = ud_test_file(treebank)
+    folder = Path(args.out) / args.name
+    folder.mkdir(parents=True, exist_ok=True)
+    checkpoint.compact(args.parser, folder / PARSER)
+    with atomic_open(folder / SEGMENTER, "wb") as out, open(args.segmenter, "rb") as source:
+        shutil.copyfileobj(source, out)
+    parser = Parser.load(folder / PARSER, threads=THREADS, segmenter=folder / SEGMENTER)
+    float32 = Parser.load(args.parser, threads=THREADS)
+    card = {
+        "card_format": 1,
+        "name": args.name,
+        "language": args.treebank.removeprefix("UD_").split("-")[0].replace("_", " "),
+        "treebank": treebank_facts(treebank),
+        "files": {"parser": PARSER, "segmenter": SEGMENTER},
+        "size_bytes": sum((folder / f).stat().st_size for f in (PARSER, SEGMENTER)),
+        "weights": "parser weights stored as float16 (computed in float32), segmenter float32",
+        "requires": [],
+        "training": _training(args),
+        "evaluation": {"test_file": gold.name, "threads": THREADS, "metric": "CoNLL 2018 F1"},
+        "scores": card_scores(parser, gold),
+        "float32_scores": {GOLD: card_scores(float32, gold)[GOLD]},
+        "speed": _speed(parser, gold, args.speed_threads),
+        "limits": args.limit,
+        "package_version": biaffine.__version__,
+    }
+    with atomic_open(folder / CARD, "w", encoding="utf-8") as out:
+        out.write(write_json(card))
+    return card
+
+
+def _training(args: argparse.Namespace) -> dict[str, Any]:
+    parser_run, segmenter_run = Path(args.parser).parent, Path(args.segmenter).parent
+    progress = checkpoint.load(args.parser).metadata.get("progress", {})
+    parser = {"recipe": f"python train.py experiment={args.name}"}
+    parser |= run_facts(parser_run, "train.py") | {"epochs": progress.get("best_epoch")}
+    segmenter = run_facts(segmenter_run, "train_segmenter.py")
+    segmenter = {"recipe": segmenter["command"]} | segmenter
+    segmenter["epochs"] = _last_json(segmenter_run / "metrics.jsonl").get("best_epoch")
+    training = {"parser": parser, "segmenter": segmenter, "machine": args.machine}
+    return training | ({"note": args.note} if args.note else {})
+
+
+def _last_json(path: Path) -> dict[str, Any]:
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    return json.loads(lines[-1]) if lines else {}
+
+
+def _speed(parser: Parser, gold: Path, threads: int) -> dict[str, Any]:
+    """Sentences per second on the test set from gold tokens and from raw text (best of 3)."""
+    set_threads(threads)
+    words, text = list(read_conllu(gold)), corpus_text(gold)
+    gold_seconds = _best(lambda: parser.parse(words, columns=["all"], overwrite=True))
+    found = len(parser.parse(text=text))
+    raw_seconds = _best(lambda: parser.parse(text=text))
+    set_threads(THREADS)
+    return {
+        "cpu": cpu_description(),
+        "threads": threads,
+        "load": round(os.getloadavg()[0], 1),
+        "gold_sentences_per_second": round(len(words) / gold_seconds),
+        "raw_sentences_per_second": round(found / raw_seconds),
+        "raw_characters_per_second": round(len(text) / raw_seconds),
+    }
+
+
+def _best(run: Callable[[], object], rounds: int = 3) -> float:
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def write_docs(folder: Path, page: Path) -> None:
+    """Rewrite ``page`` from the cards of the models under ``folder``."""
+    cards = [m.card for m in installed().values() if m.folder.parent == folder.resolve()]
+    with atomic_open(page, "w", encoding="utf-8") as out:
+        out.write(render_page(cards))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The command line (see the module's docstring)."""
+    options = argparse.ArgumentParser(prog="python -m biaffine.models.build", description=__doc__)
+    options.add_argument("name", help="the model's name, e.g. en_ewt (its recipe's name too)")
+    options.add_argument("--parser", required=True, help="the parser run's best.pt")
+    options.add_argument("--segmenter", required=True, help="the segmenter run's best.pt")
+    options.add_argument("--treebank", required=True, help="e.g. UD_English-EWT")
+    options.add_argument("--root", default=os.environ.get("UD_ROOT"), help="default $UD_ROOT")
+    options.add_argument("--out", default=str(SHIPPED), help="default: the repository's models/")
+    options.add_argument("--limit", action="append", default=[], help="a known limit, in words")
+    options.add_argument("--note", default=None, help="a note on how the runs were made")
+    options.add_argument("--machine", default=f"{cpu_description()}, one thread per run")
+    options.add_argument("--speed-threads", type=int, default=2)
+    options.add_argument("--docs", default=str(DOCS), help="the page rewritten from the cards")
+    args = options.parse_args(argv)
+    card = build(args)
+    write_docs(Path(args.out), Path(args.docs))
+    print(write_json(card), end="")
+
+
+if __name__ == "__main__":
+    main()

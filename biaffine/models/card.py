@@ -1,0 +1,177 @@
+"""Model cards: where a shipped model's facts come from, and its page in ``docs/models.md``.
+
+A card (``models/NAME/card.json``) is plain JSON, written by :mod:`biaffine.models.build`:
+
+- ``name``, ``language``, ``treebank`` (folder, source repository and commit, licence, and
+  whether the licence forbids commercial use), ``files`` (``parser``, ``segmenter``),
+  ``size_bytes``, ``weights`` (how they are stored), ``requires`` (packages beyond the base
+  install: none for the models shipped here);
+- ``training``: per component the recipe, the command as it ran, wall minutes and epochs, and
+  the machine;
+- ``evaluation`` and ``scores``: the test file, threads, and the F1 of every metric from gold
+  tokenization and from raw text (:mod:`biaffine.models.scoring`); ``float32_scores``: the same
+  model before its weights were halved, gold tokenization;
+- ``speed`` (with the CPU and its load), ``limits`` (known weaknesses, in words),
+  ``package_version``.
+
+The facts about the data and the runs are read here from the treebank folder (its README's
+``License:`` line, ``MANIFEST.tsv`` beside it) and the training run folders (Hydra's
+``.hydra/overrides.yaml``, the log's time stamps).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from biaffine.models.scoring import GOLD, RAW
+
+__all__ = ["render_page", "run_facts", "treebank_facts", "write_json"]
+
+_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+\]")
+_LICENCE = re.compile(r"^License:\s*(.+?)\s*$", re.MULTILINE)
+_NON_COMMERCIAL = re.compile(r"(?<![A-Z])NC(?![A-Z])")  # the NC of CC BY-NC-SA
+
+
+def treebank_facts(folder: Path) -> dict[str, Any]:
+    """The treebank's name, language, licence and source commit, from its own files.
+
+    Raises:
+        ValueError: the README names no licence.
+    """
+    readme = next(iter(sorted(folder.glob("README*"))), None)
+    found = _LICENCE.search(readme.read_text(encoding="utf-8")) if readme else None
+    if found is None:
+        raise ValueError(f"{folder}: no 'License:' line in its README")
+    licence = found.group(1)
+    facts = {
+        "name": folder.name,
+        "licence": licence,
+        "non_commercial": _NON_COMMERCIAL.search(licence) is not None,
+    }
+    return facts | _source(folder)
+
+
+def _source(folder: Path) -> dict[str, str]:
+    """The repository and commit ``MANIFEST.tsv`` (beside the treebanks) records, if any."""
+    manifest = folder.parent / "MANIFEST.tsv"
+    if not manifest.is_file():
+        return {}
+    with manifest.open(encoding="utf-8", newline="") as rows:
+        for row in csv.DictReader(rows, delimiter="\t"):
+            if row["folder"] == folder.name:
+                return {"source": row["repo"], "commit": row["commit"]}
+    return {}
+
+
+def run_facts(run: Path, script: str) -> dict[str, Any]:
+    """The command a Hydra run ran and its wall minutes, from the run folder.
+
+    Args:
+        run: the run folder (``.hydra/overrides.yaml`` and a ``*.log`` inside).
+        script: the entry point, e.g. ``train.py``.
+    """
+    overrides = yaml.safe_load((run / ".hydra" / "overrides.yaml").read_text(encoding="utf-8"))
+    kept = [o for o in overrides if not o.startswith("hydra.")]
+    facts: dict[str, Any] = {"command": " ".join(["python", script, *kept])}
+    log = next(iter(sorted(run.glob("*.log"))), None)
+    if log is not None:
+        facts["minutes"] = _minutes(log.read_text(encoding="utf-8").splitlines())
+    return facts
+
+
+def _minutes(lines: Iterable[str]) -> float:
+    """Minutes between the first and the last time-stamped line of a log."""
+    stamps = [datetime.datetime.fromisoformat(m.group(1)) for m in map(_STAMP.match, lines) if m]
+    return round((stamps[-1] - stamps[0]).total_seconds() / 60, 1) if stamps else 0.0
+
+
+_METRICS = ("Tokens", "Sentences", "Words", "UPOS", "XPOS", "UFeats", "AllTags", "Lemmas")
+_METRICS += ("UAS", "LAS", "CLAS", "MLAS", "BLEX")
+
+
+def render_page(cards: Iterable[Mapping[str, Any]]) -> str:
+    """``docs/models.md``: a summary table, then one section per card."""
+    cards = list(cards)
+    lines = [
+        "# Shipped models",
+        "",
+        "Written by `python -m biaffine.models.build` from each `models/NAME/card.json`; "
+        "`tests/models` checks that every figure below is what the model scores today.",
+        "Scores are CoNLL 2018 F1 on the treebank's UD test set, from raw text and from gold "
+        "tokenization.",
+        "",
+        "| model | treebank | licence | size | LAS raw | LAS gold | UPOS gold | Lemmas gold |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [_summary_row(card) for card in cards]
+    for card in cards:
+        lines += ["", *_section(card)]
+    return "\n".join(lines) + "\n"
+
+
+def _summary_row(card: Mapping[str, Any]) -> str:
+    scores, tree = card["scores"], card["treebank"]
+    raw = scores.get(RAW, {}).get("LAS", "-")
+    gold = scores[GOLD]
+    licence = tree["licence"] + (" (non-commercial)" if tree["non_commercial"] else "")
+    cells = [f"`{card['name']}`", tree["name"], licence, _megabytes(card["size_bytes"])]
+    cells += [raw, gold["LAS"], gold.get("UPOS", "-"), gold.get("Lemmas", "-")]
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
+def _section(card: Mapping[str, Any]) -> list[str]:
+    tree, training, speed = card["treebank"], card["training"], card["speed"]
+    non_commercial = " — **non-commercial use only**" if tree["non_commercial"] else ""
+    lines = [
+        f"## `{card['name']}`: {card['language']}, {tree['name']}",
+        "",
+        f"- Data: {tree['name']} ({tree.get('source', '?')} at {tree.get('commit', '?')[:10]}), "
+        f"licence {tree['licence']}{non_commercial}.",
+        f"- Files: {', '.join(card['files'].values())}, {_megabytes(card['size_bytes'])} in all; "
+        f"{card['weights']}.",
+    ]
+    for part in ("parser", "segmenter"):
+        if part in training:
+            run = training[part]
+            lines.append(
+                f"- {part.capitalize()}: `{run['recipe']}` ({run['minutes']} min, "
+                f"{run['epochs']} epochs); as run: `{run['command']}`."
+            )
+    if training.get("note"):
+        lines.append(f"- {training['note']}")
+    lines += [f"- Trained on: {training['machine']}.", "", *_score_table(card), ""]
+    lines.append(
+        f"Speed ({speed['threads']} threads, {speed['cpu']}, load {speed['load']}): "
+        f"{speed['gold_sentences_per_second']} sentences/s from gold tokens (every column), "
+        f"{speed['raw_sentences_per_second']} sentences/s from raw text."
+    )
+    lines += ["", "Known limits:", "", *(f"- {limit}" for limit in card["limits"])]
+    return lines
+
+
+def _score_table(card: Mapping[str, Any]) -> list[str]:
+    rows = [("from raw text", card["scores"].get(RAW)), ("gold tokenization", card["scores"][GOLD])]
+    rows.append(("gold, float32 weights", card.get("float32_scores", {}).get(GOLD)))
+    lines = ["| " + " | ".join(["input", *_METRICS]) + " |", "|---" + "|---:" * len(_METRICS) + "|"]
+    for label, scores in rows:
+        if scores:
+            cells = [label, *(str(scores.get(metric, "-")) for metric in _METRICS)]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_json(card: Mapping[str, Any]) -> str:
+    """The card as written to ``card.json``: indented, keys in the order given."""
+    return json.dumps(card, indent=1, ensure_ascii=False) + "\n"

@@ -1,0 +1,188 @@
+"""Shipped models by name: the registry, loading, the listing, the quick start, the docs page."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from biaffine import installed, models
+from biaffine.api import Parser
+from biaffine.models.card import render_page
+
+ROOT = Path(__file__).parents[2]
+SHIPPED = ("en_ewt", "fr_sequoia", "tr_imst")
+FOX = "The quick brown fox jumped over the lazy dog."
+
+
+@pytest.fixture(autouse=True)
+def only_the_shipped_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(installed.ENVIRONMENT, raising=False)
+    torch.set_num_threads(1)
+
+
+def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, input=stdin, capture_output=True, text=True, check=False
+    )
+
+
+def test_the_shipped_models_are_installed_with_their_files() -> None:
+    assert models.names() == sorted(SHIPPED)
+    for model in installed.installed().values():
+        files = [model.folder / name for name in model.card["files"].values()]
+        assert model.card["size_bytes"] == sum(f.stat().st_size for f in files), model.name
+        assert model.card["size_bytes"] < 20.5e6, model.name  # the issue's "about 20 MB"
+        assert model.card["requires"] == []  # nothing beyond the base install
+        assert model.parser.is_file()
+        assert model.segmenter.is_file()
+
+
+def test_an_unknown_name_gets_the_installed_names() -> None:
+    with pytest.raises(models.UnknownModelError) as error:
+        models.load("en_gum")
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith("no model named 'en_gum'; installed: en_ewt, fr_sequoia, tr_imst")
+
+
+@pytest.mark.parametrize("name", ["models/en_ewt/parser.pt", "../en_ewt", "/etc/passwd", "EN_EWT"])
+def test_a_model_name_is_never_read_as_a_path(name: str) -> None:
+    assert not installed.is_name(name)
+    with pytest.raises(models.UnknownModelError, match=r"^no model named "):
+        Parser.named(name)
+
+
+def test_folders_under_the_environment_variable_come_first(tmp_path, monkeypatch) -> None:
+    mine = tmp_path / "en_ewt"
+    mine.mkdir()
+    card = json.loads((installed.SHIPPED / "en_ewt" / "card.json").read_text()) | {"mine": True}
+    (mine / "card.json").write_text(json.dumps(card))
+    (tmp_path / "xx_nocard").mkdir()  # no card: not a model
+    (tmp_path / "Not-A-Name").mkdir()
+    (tmp_path / "Not-A-Name" / "card.json").write_text(json.dumps(card))
+    monkeypatch.setenv(installed.ENVIRONMENT, str(tmp_path))
+    assert installed.find("en_ewt").folder == mine
+    assert installed.find("en_ewt").card["mine"] is True
+    assert models.names() == sorted(SHIPPED)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [("{not json", r"\(Expecting"), ('{"files": {}}', r"\(no files\.parser\)")],
+)
+def test_a_broken_card_is_named_in_one_line(tmp_path, monkeypatch, text, problem) -> None:
+    (tmp_path / "xx_broken").mkdir()
+    (tmp_path / "xx_broken" / "card.json").write_text(text)
+    monkeypatch.setenv(installed.ENVIRONMENT, str(tmp_path))
+    with pytest.raises(ValueError, match=rf"xx_broken/card\.json: not a model card {problem}"):
+        installed.installed()
+
+
+def test_load_by_name_brings_the_models_segmenter() -> None:
+    parser = Parser.load("en_ewt")
+    assert parser.name == "en_ewt"
+    assert parser.segmenter is not None
+    trees = parser.parse(text="The cat sat on the mat. It slept.")
+    assert [tree.sentence.forms for tree in trees] == [
+        ["The", "cat", "sat", "on", "the", "mat", "."],
+        ["It", "slept", "."],
+    ]
+    first = trees[0].sentence
+    assert first.upos == ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN", "PUNCT"]
+    assert first.lemmas == ["the", "cat", "sit", "on", "the", "mat", "."]
+    assert trees[0].heads == [2, 3, 0, 6, 6, 3, 3]
+
+
+def test_a_file_named_like_a_model_is_read_as_that_file(tmp_path, monkeypatch) -> None:
+    shutil.copy(installed.SHIPPED / "en_ewt" / "parser.pt", tmp_path / "en_ewt")
+    monkeypatch.chdir(tmp_path)
+    parser = Parser.load("en_ewt")
+    assert parser.name is None
+    assert parser.segmenter is None
+
+
+def test_the_quick_start_parses_a_sentence_of_english() -> None:
+    done = run("predict.py", "model=en_ewt", "input=-", "format=raw", stdin=FOX + "\n")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:4] == ["# newdoc", "# newpar", "# sent_id = 1", f"# text = {FOX}"]
+    words = [line.split("\t") for line in lines[4:] if line]
+    assert [w[1] for w in words] == FOX.replace(".", " .").split()
+    assert [w[2] for w in words] == [
+        "the",
+        "quick",
+        "brown",
+        "fox",
+        "jump",
+        "over",
+        "the",
+        "lazy",
+        "dog",
+        ".",
+    ]
+    assert [w[3] for w in words] == [
+        "DET",
+        "ADJ",
+        "ADJ",
+        "NOUN",
+        "VERB",
+        "ADP",
+        "DET",
+        "ADJ",
+        "NOUN",
+        "PUNCT",
+    ]
+    assert [int(w[6]) for w in words] == [4, 4, 4, 5, 0, 9, 9, 9, 5, 5]
+    deprels = ["det", "amod", "amod", "nsubj", "root", "case", "det", "amod", "obl", "punct"]
+    assert [w[7] for w in words] == deprels
+    assert words[8][9] == "SpaceAfter=No"
+
+
+def test_predict_refuses_an_unknown_model_in_one_line() -> None:
+    done = run("predict.py", "model=en_gum", "input=-", "format=raw", stdin=FOX)
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: no model named 'en_gum'; installed: en_ewt")
+    )
+
+
+def test_the_listing_names_each_model_with_its_licence_size_and_scores() -> None:
+    done = run("-m", "biaffine.models")
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.split()[:4] == ["name", "language", "treebank", "licence"]
+    assert [row.split()[0] for row in rows] == sorted(SHIPPED)
+    for row, model in zip(rows, installed.installed().values(), strict=True):
+        card = model.card
+        assert card["treebank"]["licence"] in row
+        assert f"{card['scores']['gold_tokenization']['LAS']}" in row
+        assert f"{card['scores']['raw_text']['LAS']}" in row
+    assert "(NC)" in next(row for row in rows if row.startswith("tr_imst"))
+
+
+def test_the_docs_page_is_the_cards_rendered() -> None:
+    cards = [model.card for model in installed.installed().values()]
+    assert (ROOT / "docs" / "models.md").read_text(encoding="utf-8") == render_page(cards)
+
+
+def train_config(command: str) -> dict:
+    overrides = command.split()[2:]  # python train.py ...
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return OmegaConf.to_container(compose("train", overrides=overrides))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_each_recipe_composes_the_configuration_its_run_had(name: str) -> None:
+    parser = installed.find(name).card["training"]["parser"]
+    assert parser["recipe"] == f"python train.py experiment={name}"
+    assert train_config(parser["recipe"]) == train_config(parser["command"])
