@@ -7,7 +7,7 @@ times and the best model's test scores come from ``metrics.jsonl``, the settings
 precision; :mod:`biaffine.parsers.graph` logs every batch where it happens) from
 ``train.log``.
 
-Usage (the runs of the README's "Pretrained inputs and the tree-CRF loss" section)::
+Usage (the runs of docs/results.md's "Pretrained inputs and the tree-CRF loss" section)::
 
     python experiments/ablation.py "glove + crf"=runs/abl_glove_crf \
         "glove + minilm + crf"=runs/abl_glove_minilm_crf --results docs/ablation.json

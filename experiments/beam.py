@@ -12,7 +12,7 @@ batch (:func:`biaffine.inference.parse_with_decoders`):
 
 Each treebank's table also shows, when ``--graph-results`` has it, the separately trained graph
 parser of the root-constraint study (``docs/root-constraint.json``: MST with one word on ROOT,
-the same CPU budget as ``conf/experiment/root_study.yaml``; EWT's model is the README's).
+the same CPU budget as ``conf/experiment/root_study.yaml``; EWT's model is docs/results.md's).
 
 Usage (checkpoints from ``python train.py model=combined experiment=ewt_cpu_2h`` and others)::
 

@@ -237,7 +237,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 def test_a_refused_run_leaves_its_folder_as_it_was_and_overwrite_starts_afresh(
     tmp_path: Path,
 ) -> None:
-    # The README's Quick start trains into runs/smoke: running it twice must not replace
+    # A smoke run into runs/smoke (docs/training.md), run twice, must not replace
     # the first run, nor touch Hydra's record and log of it (.hydra/, train.log).
     run_dir = tmp_path / "runs" / "smoke"
     args = [str(ROOT / "train.py"), "experiment=smoke", "trainer.max_epochs=1"]
