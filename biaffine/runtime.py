@@ -5,13 +5,15 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import torch
 
 __all__ = [
+    "best_seconds",
     "check_bf16",
     "check_device",
     "check_threads",
@@ -143,3 +145,13 @@ def cpu_description() -> str:
     if "avx512_bf16" in flags or "amx_bf16" in flags:
         details.append("native bf16")
     return f"{model or 'unknown CPU'} ({', '.join(details)})"
+
+
+def best_seconds(run: Callable[[], object], rounds: int = 3) -> float:
+    """The shortest wall time of ``rounds`` calls of ``run()``: the least disturbed by load."""
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return min(times)

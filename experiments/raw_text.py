@@ -21,15 +21,13 @@ import argparse
 import io
 import json
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from biaffine.alignment import EndToEndScores, evaluate_end_to_end
 from biaffine.api import Parser
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.pipeline import segmented
-from biaffine.runtime import set_threads
+from biaffine.runtime import best_seconds, set_threads
 from biaffine.segmenting import Segmenter
 from rawtext import Document, Paragraph, Token, corpus_text, to_conllu
 from rawtext import Sentence as TextSentence
@@ -98,16 +96,6 @@ def row(name: str, scores: EndToEndScores, *, parsed: bool) -> dict[str, float |
         column: round(reported[column].f1, 2) if column in reported and column in shown else "-"
         for column in COLUMNS
     }
-
-
-def best_seconds(run: Callable[[], object], rounds: int) -> float:
-    """The shortest of ``rounds`` runs of ``run()``."""
-    times = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def pipeline_timing(

@@ -17,8 +17,6 @@ import argparse
 import json
 import os
 import shutil
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,7 @@ from biaffine.files import atomic_open
 from biaffine.installed import CARD, SHIPPED, installed
 from biaffine.models.card import render_page, run_facts, treebank_facts, write_json
 from biaffine.models.scoring import GOLD, THREADS, card_scores, ud_test_file
-from biaffine.runtime import cpu_description, set_threads
+from biaffine.runtime import best_seconds, cpu_description, set_threads
 from rawtext import corpus_text
 
 __all__ = ["build", "main"]
@@ -93,9 +91,9 @@ def _speed(parser: Parser, gold: Path, threads: int) -> dict[str, Any]:
     """Sentences per second on the test set from gold tokens and from raw text (best of 3)."""
     set_threads(threads)
     words, text = list(read_conllu(gold)), corpus_text(gold)
-    gold_seconds = _best(lambda: parser.parse(words, columns=["all"], overwrite=True))
+    gold_seconds = best_seconds(lambda: parser.parse(words, columns=["all"], overwrite=True))
     found = len(parser.parse(text=text))
-    raw_seconds = _best(lambda: parser.parse(text=text))
+    raw_seconds = best_seconds(lambda: parser.parse(text=text))
     set_threads(THREADS)
     return {
         "cpu": cpu_description(),
@@ -105,15 +103,6 @@ def _speed(parser: Parser, gold: Path, threads: int) -> dict[str, Any]:
         "raw_sentences_per_second": round(found / raw_seconds),
         "raw_characters_per_second": round(len(text) / raw_seconds),
     }
-
-
-def _best(run: Callable[[], object], rounds: int = 3) -> float:
-    times = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def write_docs(folder: Path, page: Path) -> None:
