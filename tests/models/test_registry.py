@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from biaffine.api import Parser
 from biaffine.models.card import render_page
 
 ROOT = Path(__file__).parents[2]
-SHIPPED = ("en_ewt", "fr_sequoia", "tr_imst")
+SHIPPED = ("en_ewt", "fr_sequoia", "tr_imst", "vi_vtb")
 FOX = "The quick brown fox jumped over the lazy dog."
 
 
@@ -186,3 +187,15 @@ def test_each_recipe_composes_the_configuration_its_run_had(name: str) -> None:
     parser = installed.find(name).card["training"]["parser"]
     assert parser["recipe"] == f"python train.py experiment={name}"
     assert train_config(parser["recipe"]) == train_config(parser["command"])
+
+
+def test_the_readmes_table_shows_what_each_card_says() -> None:
+    rows = re.findall(r"^\| `(\w+)`[^|]*\|([^\n]*)$", (ROOT / "README.md").read_text(), re.M)
+    shown = {name: [cell.strip() for cell in cells.split("|")] for name, cells in rows}
+    assert sorted(shown) == sorted(SHIPPED)
+    for name, cells in shown.items():
+        card = installed.find(name).card
+        raw, gold = card["scores"]["raw_text"], card["scores"]["gold_tokenization"]
+        figures = [raw["LAS"], gold["LAS"], gold["UPOS"], gold["Lemmas"]]
+        assert cells[2:6] == [str(f) for f in figures], name
+        assert cells[6] == f"{card['size_bytes'] / 1e6:.1f} MB", name
