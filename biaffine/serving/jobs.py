@@ -214,7 +214,8 @@ def _number(fields: Mapping[str, str], name: str, kind: type, default: object) -
     try:
         return kind(fields[name])
     except ValueError:
-        raise RequestError(400, f"{name}={fields[name]!r} must be a {kind.__name__}") from None
+        what = "an integer" if kind is int else "a number"
+        raise RequestError(400, f"{name}={fields[name]!r} must be {what}") from None
 
 
 class Worker:
