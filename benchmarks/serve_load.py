@@ -3,13 +3,14 @@
 Usage: ``python -m benchmarks.serve_load [--model en_ewt] [--clients 32] [--seconds 20]
 [--sentences-per-request 8] [--threads N]`` (input: EWT test under $UD_ROOT, or ``--input``).
 
-First ``predict.py model=MODEL format=text columns=all`` parses every sentence of the input in
-one run (its logged rate: model loading excluded, as for the server, which is loaded before
-the clock starts). Then ``serve.py`` serves the model on 127.0.0.1, and ``--clients`` threads,
-each with its own keep-alive connection, send requests of ``--sentences-per-request``
-pre-tokenized sentences (``input=horizontal``, ``tagger``, ``parser``: the same work) back to
-back for ``--seconds``. Prints requests/s, sentences/s, p50/p99 latency, errors, the ratio to
-predict.py, the CPU (lscpu) and the load (uptime): the clients share the CPU with the server.
+``predict.py model=MODEL format=text columns=all`` parses every sentence of the input in one
+run, before and after the load (the mean of its logged rates: model loading excluded, as for
+the server, which is loaded before the clock starts). Between them, ``serve.py`` serves the
+model on 127.0.0.1, and ``--clients`` threads, each with its own keep-alive connection, send
+requests of ``--sentences-per-request`` pre-tokenized sentences (``input=horizontal``,
+``tagger``, ``parser``: the same work) back to back for ``--seconds``. Prints requests/s,
+sentences/s, p50/p99 latency, errors, the ratio to predict.py, the CPU (lscpu) and the load
+(uptime): the clients share the CPU with the server.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def main() -> None:
     source = args.input or Path(os.environ["UD_ROOT"]) / EWT_TEST
     lines = [" ".join(s.forms) + "\n" for s in read_conllu(source)]
     threads = [] if args.threads is None else [f"threads={args.threads}"]
-    predicted = predict_rate(args.model, lines, threads)
+    before = predict_rate(args.model, lines, threads)
     k = args.sentences_per_request
     bodies = [
         urllib.parse.urlencode(
@@ -62,8 +63,14 @@ def main() -> None:
         for i in range(0, len(lines) - k + 1, k)
     ]
     port = free_port()
-    with served(args.model, port, threads):
+    with served(args.model, port, threads) as server:
+        cpu = {"server": cpu_seconds(server.pid), "clients": cpu_seconds(os.getpid())}
         results = load(port, bodies, args.clients, args.seconds)
+        for who, pid in (("server", server.pid), ("clients", os.getpid())):
+            results[f"{who} cpu"] = cpu_seconds(pid) - cpu[who]
+        results["health"] = health(port)
+    # Before and after: the load of a shared machine drifts, the mean is fairer to both.
+    predicted = (before + predict_rate(args.model, lines, threads)) / 2
     report(args, source, len(lines), predicted, results)
 
 
@@ -94,7 +101,7 @@ class served:  # noqa: N801  (a context manager, used as a function)
         self.command = [sys.executable, "serve.py", f"models={model}", f"port={port}", *threads]
         self.port = port
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> subprocess.Popen:
         """Start the server and wait until it answers ``/health``."""
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(self.command, cwd=ROOT, stdout=self.log, stderr=self.log)
@@ -106,7 +113,7 @@ class served:  # noqa: N801  (a context manager, used as a function)
                 connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
                 connection.request("GET", "/health")
                 if connection.getresponse().status == 200:
-                    return
+                    return self.process
             except OSError:
                 time.sleep(0.2)
 
@@ -115,6 +122,19 @@ class served:  # noqa: N801  (a context manager, used as a function)
         self.process.send_signal(signal.SIGINT)
         self.process.wait(timeout=60)
         self.log.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user and system, all threads) of a process so far, from ``/proc``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def health(port: int) -> dict:
+    """The server's ``/health`` answer (its batch counters)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("GET", "/health")
+    return json.loads(connection.getresponse().read())
 
 
 def load(port: int, bodies: list[bytes], clients: int, seconds: float) -> dict:
@@ -145,7 +165,9 @@ def load(port: int, bodies: list[bytes], clients: int, seconds: float) -> dict:
             with lock:
                 if status == 200:
                     latencies.append(spent)
-                    sentences[0] += json.loads(payload)["result"].count("\n\n")
+                    # A sentence ends in a blank line: "\n\n" in the JSON string, read as
+                    # bytes, since the clients share the CPU with the server.
+                    sentences[0] += payload.count(b"\\n\\n")
                 else:
                     errors.append(f"{status}: {payload[:200]!r}")
 
@@ -182,6 +204,11 @@ def report(args: argparse.Namespace, source: Path, n: int, predicted: float, res
         f"| {len(latencies) / seconds:.1f} | {rate:.1f} | {p50:.0f} | {p99:.0f} "
         f"| {len(results['errors'])} | {predicted:.1f} | {rate / predicted:.2f} |"
     )
+    batches = results["health"]["batches"]
+    mean = results["health"]["batched_requests"] / max(batches, 1)
+    server, clients = results["server cpu"], results["clients cpu"]
+    print(f"\n{batches} batches of {mean:.1f} requests on average; CPU seconds in the run:")
+    print(f"server {server:.1f}, clients {clients:.1f} (of {os.cpu_count() * seconds:.0f})")
     for error in results["errors"][:5]:
         print(f"error: {error}")
 

@@ -41,7 +41,7 @@ def create_app(
     limits: Limits = Limits(),  # noqa: B008  (frozen)
     batch_wait_s: float = 0.005,
     max_batch_requests: int = 64,
-    max_tokens: int = 5000,
+    max_tokens: int = 1000,
 ) -> Starlette:
     """The ASGI app serving ``models`` (run it with uvicorn: ``uvicorn.run(app, ...)``).
 
@@ -51,7 +51,8 @@ def create_app(
         limits: what one request may ask.
         batch_wait_s: how long a request waits for others to share its batch.
         max_batch_requests: requests per batch.
-        max_tokens: words per batch of the network (``predict.py max_tokens=``).
+        max_tokens: words per batch of the network (padding included; ``conf/serve.yaml``
+            says why less than ``predict.py``'s 5000).
 
     Raises:
         ValueError: no models, or a default model that is not one of them.
@@ -92,6 +93,7 @@ def create_app(
 
     async def health(request: Request) -> JSONResponse:
         state = {"queued": batcher.queued, "in_flight": batcher.in_flight}
+        state |= {"batches": batcher.batches, "batched_requests": batcher.batched}
         return JSONResponse({"status": "ok", "models": list(models), **state})
 
     routes = [

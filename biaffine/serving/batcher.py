@@ -52,6 +52,10 @@ class Batcher:
         self._serving: asyncio.Task[None] | None = None
         self.in_flight = 0
         """Tasks submitted and not yet answered (waiting or being parsed)."""
+        self.batches = 0
+        """Batches handed to ``run`` so far."""
+        self.batched = 0
+        """Tasks in them (``batched / batches``: the mean batch)."""
 
     def start(self) -> None:
         """Start the worker thread and the loop that feeds it."""
@@ -99,6 +103,8 @@ class Batcher:
             live = [(task, future) for task, future in batch if not future.done()]
             if not live:
                 continue  # every one timed out while waiting
+            self.batches += 1
+            self.batched += len(live)
             try:
                 answers = await self.call(functools.partial(self._run, [task for task, _ in live]))
             except Exception:  # a bug: every task of the batch gets a 500, the server lives on
