@@ -8,7 +8,6 @@ The options become a :class:`~biaffine.inference.Request`; what is written per s
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -52,12 +51,6 @@ class PredictOptions:
     keep_given_heads: bool = False
     columns: tuple[str, ...] = ()
     overwrite_columns: bool = False
-
-    def for_input(self, input_format: str) -> PredictOptions:
-        """The options a format gets: raw text predicts every tagged column unless named."""
-        if input_format == "raw" and not self.columns:
-            return dataclasses.replace(self, columns=("all",))
-        return self
 
     def names(self) -> list[str]:
         """The tree options that are on, as ``predict.py`` spells them."""

@@ -6,6 +6,7 @@ Typed functions only; ``predict.py`` turns its Hydra config into these arguments
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import logging
 import os
@@ -139,7 +140,8 @@ def predict(
     set_threads(threads)
     segments = _load_segmenter(input_format, segmenter)
     parser = _load_model(checkpoint_path, device, int8=int8, bf16=bf16)
-    options = options.for_input(input_format)
+    if segments is not None and not options.columns:
+        options = dataclasses.replace(options, columns=("all",))
     check_model(parser.model, parser.vocabs, decoder, options)
     if input_format == "text" and getattr(parser.model.encoder, "use_tags", False):
         log.warning("the model embeds UPOS tags, which plain text input lacks: expect lower scores")

@@ -251,16 +251,31 @@ def test_given_heads_are_kept_and_the_decoder_is_the_one_asked(server: str) -> N
 
 
 def test_concurrent_clients_each_get_their_own_answer(server: str) -> None:
+    # Different inputs and steps, so that a batch mixes them: each answer must be the one the
+    # request gets alone.
     words = HORIZONTAL.split()
-    requests = [
-        {"data": " ".join(words[k:] + words[:k]) + "\n", "input": "horizontal", "parser": ""}
-        for k in range(24)
-    ]
+    requests = []
+    for k in range(24):
+        text = " ".join(words[k:] + words[:k]) + "\n"
+        steps = [
+            {"input": "horizontal", "parser": ""},
+            {"tokenizer": "", "parser": ""},
+            {"tokenizer": "", "tagger": "", "parser": ""},
+        ][k % 3]
+        requests.append({"data": text, **steps})
     alone = [call(server, fields) for fields in requests]
     assert {status for status, _ in alone} == {200}
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(requests)) as pool:
         together = list(pool.map(lambda fields: call(server, fields), requests))
     assert together == alone
+
+
+def test_raw_text_without_tagger_gets_a_tree_and_no_tags(server: str) -> None:
+    status, answer = call(server, {"data": RAW, "tokenizer": "", "parser": ""})
+    assert status == 200
+    words = [line.split("\t") for line in answer["result"].splitlines() if line[:1].isdigit()]
+    assert {w[3] for w in words} == {"_"}
+    assert "root" in {w[7] for w in words}
 
 
 # --- errors ----------------------------------------------------------------------------------

@@ -95,7 +95,8 @@ class Task:
         parse: run the parser (UDPipe's ``tagger`` or ``parser``); False: only read (and
             tokenize) the input.
         decoder: how trees are found.
-        options: what to write besides the tree (columns: UDPipe's ``tagger``).
+        options: what to write besides the tree, final (columns: UDPipe's ``tagger``; unlike
+            ``predict.py format=raw``, raw text without ``tagger`` gets no columns).
     """
 
     model: str
@@ -155,7 +156,7 @@ def task_of(
     try:
         check_options(options, decoder, input_format)
         if parse:
-            check_model(parser.model, parser.vocabs, decoder, options.for_input(input_format))
+            check_model(parser.model, parser.vocabs, decoder, options)
     except ValueError as error:
         raise RequestError(400, str(error)) from None
     return Task(name, fields["data"], input_format, parse, decoder, options)
@@ -304,9 +305,8 @@ class Worker:
         if not task.parse or not sentences:
             return [[sentence] for sentence in sentences]
         parser = self.models[task.model]
-        options = task.options.for_input(task.input_format)
         how = {"max_tokens": self.max_tokens, "bf16": parser.bf16}
-        parse_chunk = chunk_parser(parser.model, parser.vocabs, task.decoder, options, **how)
+        parse_chunk = chunk_parser(parser.model, parser.vocabs, task.decoder, task.options, **how)
         return parse_chunk(sentences)
 
 
