@@ -14,6 +14,7 @@ import sys
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from biaffine import installed, models
 from biaffine.cli import refuse_missing, report_user_errors
 
 
@@ -33,13 +34,13 @@ def _serve(cfg: DictConfig) -> None:
         raise ValueError(
             f"serve.py needs the serve extra ({error}): pip install '.[serve]'"
         ) from None
-    from biaffine import models
 
     names = [cfg.models] if isinstance(cfg.models, str) else list(cfg.models)
     loaded = {name: models.load(name, threads=cfg.threads, device=cfg.device) for name in names}
     app = create_app(
         loaded,
         default_model=cfg.default_model,
+        acknowledgements={name: _acknowledgements(name) for name in names},
         limits=Limits(**OmegaConf.to_container(cfg.limits)),
         batch_wait_s=cfg.batch_wait_ms / 1000,
         max_batch_requests=cfg.max_batch_requests,
@@ -52,6 +53,14 @@ def _serve(cfg: DictConfig) -> None:
         timeout_graceful_shutdown=cfg.graceful_shutdown_s,
         log_level="info",
     )
+
+
+def _acknowledgements(name: str) -> list[str]:
+    """The treebank a shipped model learned from, with its licence, from the model's card."""
+    treebank = installed.find(name).card.get("treebank")
+    if not treebank:
+        return []
+    return [f"{treebank['name']} ({treebank['licence']}), https://github.com/{treebank['source']}"]
 
 
 def _bracket_models(argv: list[str]) -> list[str]:

@@ -64,7 +64,6 @@ SAME_AS_PREDICT = {
     "raw": ({"data": RAW, **UDPIPE}, ["format=raw"]),
     "horizontal": ({"data": HORIZONTAL, "input": "horizontal", "parser": ""}, ["format=text"]),
     "conllu": ({"data": CONLLU, "parser": ""}, []),
-    "conllu_tagged": ({"data": CONLLU, "tagger": "", "parser": ""}, ["columns=all"]),
     "probabilities": (
         {"data": CONLLU, "parser": "", "probabilities": "true"},
         ["probabilities=true"],
@@ -191,7 +190,9 @@ def test_process_answers_the_bytes_predict_py_writes(
     status, answer = call(server, fields)
     assert status == 200, answer
     assert answer["model"] == MODEL
-    assert isinstance(answer["acknowledgements"], list)
+    assert answer["acknowledgements"] == [
+        "UD_English-EWT (CC BY-SA 4.0), https://github.com/UniversalDependencies/UD_English-EWT"
+    ]
     assert answer["result"] == finished(predicted[case])
 
 

@@ -14,7 +14,7 @@ import email.parser
 import email.policy
 import logging
 import urllib.parse
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -26,18 +26,16 @@ from biaffine.api import Parser
 from biaffine.serving.batcher import Batcher
 from biaffine.serving.jobs import Limits, RequestError, Worker, components, task_of
 
-__all__ = ["ACKNOWLEDGEMENTS", "create_app"]
+__all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
-
-ACKNOWLEDGEMENTS = ["https://universaldependencies.org/ (the treebank each model learned from)"]
-"""The ``acknowledgements`` of every ``/process`` answer (UDPipe 2 lists its own there)."""
 
 
 def create_app(
     models: Mapping[str, Parser],
     *,
     default_model: str | None = None,
+    acknowledgements: Mapping[str, Sequence[str]] | None = None,
     limits: Limits = Limits(),  # noqa: B008  (frozen)
     batch_wait_s: float = 0.005,
     max_batch_requests: int = 64,
@@ -48,6 +46,7 @@ def create_app(
     Args:
         models: name -> loaded parser (with a segmenter for raw text).
         default_model: the model of requests that name none (default: the first).
+        acknowledgements: name -> what ``/process`` answers credit (the treebank, its licence).
         limits: what one request may ask.
         batch_wait_s: how long a request waits for others to share its batch.
         max_batch_requests: requests per batch.
@@ -87,8 +86,9 @@ def create_app(
         answer = await batcher.submit(task, limits.timeout_s)
         if answer.status != 200:
             return _error(answer.status, answer.text)
+        credits = list((acknowledgements or {}).get(task.model, []))
         return JSONResponse(
-            {"model": task.model, "acknowledgements": ACKNOWLEDGEMENTS, "result": answer.text}
+            {"model": task.model, "acknowledgements": credits, "result": answer.text}
         )
 
     async def health(request: Request) -> JSONResponse:
