@@ -30,7 +30,7 @@ pytest.importorskip("uvicorn", reason="the server needs the serve extra (uvicorn
 
 from biaffine import models
 from biaffine.serving.batcher import Batcher
-from biaffine.serving.jobs import Answer
+from biaffine.serving.jobs import Answer, Limits, Worker, task_of
 from decoding.trees import is_projective
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -412,6 +412,23 @@ def test_a_request_out_of_time_or_beyond_the_queue_gets_503() -> None:
     assert (timed_out.status, overflow.status) == (503, 503)
     assert "no answer within 0.2 s" in timed_out.text
     assert "requests are waiting" in overflow.text
+
+
+def test_a_request_that_fails_in_a_shared_batch_fails_alone(model_installed: None) -> None:
+    loaded = {MODEL: models.load(MODEL, threads=1)}
+    two_roots = CONLLU.replace("1\tThe\t_\t_\t_\t_\t_", "1\tThe\t_\t_\t_\t_\t0").replace(
+        "2\tcat\t_\t_\t_\t_\t_", "2\tcat\t_\t_\t_\t_\t0"
+    )
+    asked = [
+        {"data": data, "parser": "", "keep_given_heads": "true"} for data in (two_roots, CONLLU)
+    ]
+    bad, good = (task_of(fields, loaded, MODEL, Limits()) for fields in asked)
+    assert bad.setup() == good.setup()  # so one call parses both
+    worker = Worker(loaded, Limits(), max_tokens=1000)
+    answers = worker.run([bad, good])
+    assert [answer.status for answer in answers] == [400, 200]
+    assert "data:1" in answers[0].text
+    assert answers[1] == worker.run([good])[0]
 
 
 def test_serve_py_refuses_an_unknown_model_in_one_line(model_installed: None) -> None:
