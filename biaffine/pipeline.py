@@ -15,10 +15,13 @@ import sys
 from pathlib import Path
 
 import rawtext
-from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.data.conllu import Sentence, read_conllu, read_text
 from biaffine.segmenting import Segmenter
 
-__all__ = ["read_raw", "segmented"]
+__all__ = ["INPUT_FORMATS", "read_raw", "segmented", "sentences_in"]
+
+INPUT_FORMATS = ("conllu", "text", "raw")
+"""What :func:`sentences_in` reads: CoNLL-U, one pre-tokenized sentence per line, raw text."""
 
 
 def segmented(segmenter: Segmenter, text: str, *, doc_id: str | None = None) -> list[Sentence]:
@@ -33,7 +36,7 @@ def segmented(segmenter: Segmenter, text: str, *, doc_id: str | None = None) -> 
         One sentence per sentence found, numbered from 1 in ``# sent_id``; none for a text with
         no characters other than whitespace.
     """
-    document = segmenter.segment(text)
+    document = segmenter.segment(text.removeprefix("\ufeff"))  # a byte order mark is no text
     lines = "".join(rawtext.to_conllu(document, doc_id=doc_id))
     # The CoNLL-U reader refuses a file without sentences, which here is a valid empty text.
     return list(read_conllu(io.StringIO(lines))) if lines else []
@@ -54,3 +57,29 @@ def read_raw(source: str | os.PathLike[str], segmenter: Segmenter) -> list[Sente
         problem = f"not UTF-8 text (byte {error.start}: {error.reason})"
         raise ValueError(f"{name}:{line}: {problem}") from None
     return segmented(segmenter, text)
+
+
+def sentences_in(
+    text: str, input_format: str, segmenter: Segmenter | None, *, name: str = "<input>"
+) -> list[Sentence]:
+    """The sentences of a text held in memory, read as ``predict.py format=...`` reads a file.
+
+    Args:
+        text: the whole input.
+        input_format: one of :data:`INPUT_FORMATS`.
+        segmenter: the segmenter that ``raw`` needs (unused otherwise).
+        name: the input's name in error messages (``NAME:LINE: problem``).
+
+    Raises:
+        ValueError: an unknown format, or ``raw`` without a segmenter.
+        biaffine.data.conllu.ConlluError: malformed CoNLL-U, or no sentence in ``text`` format.
+    """
+    if input_format == "raw":
+        if segmenter is None:
+            raise ValueError("raw text needs a segmenter")
+        return segmented(segmenter, text)
+    if input_format not in INPUT_FORMATS:
+        raise ValueError(f"format={input_format!r}; expected one of {', '.join(INPUT_FORMATS)}")
+    stream = io.StringIO(text, newline="\n")  # no newline translation: bytes come back as read
+    stream.name = name
+    return list(read_text(stream) if input_format == "text" else read_conllu(stream))

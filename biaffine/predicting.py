@@ -26,7 +26,7 @@ from biaffine.data.conllu import Sentence, read_conllu, read_text, write_conllu
 from biaffine.files import open_output
 from biaffine.inference import DecoderSettings, warm_up
 from biaffine.metrics import AttachmentScores, Conll18Scores, evaluate_corpus
-from biaffine.pipeline import read_raw
+from biaffine.pipeline import INPUT_FORMATS, read_raw
 from biaffine.predict_options import (
     ChunkParser,
     PredictOptions,
@@ -41,7 +41,7 @@ __all__ = ["FORMATS", "PredictOptions", "PredictResult", "predict", "quantized"]
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("conllu", "text", "raw")
+FORMATS = INPUT_FORMATS  # those pipeline.sentences_in reads in memory, for the server
 STDIO = "-"
 
 

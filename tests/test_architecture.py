@@ -34,6 +34,7 @@ PARTS = {
     "api": ["api", "render", "pipeline"],
     "predicting": ["predicting", "predict_options"],
     "models": ["models"],
+    "serving": ["serving"],
     "training": ["training"],
 }
 ALLOWED = {

@@ -180,3 +180,10 @@ def test_predict_py_writes_nothing_for_an_empty_text(segmenter_path, tagged_pars
     )  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()
     assert out.read_bytes() == b""
+
+
+def test_a_byte_order_mark_is_no_text(segmenter_path) -> None:
+    # predict.py decodes a file as utf-8-sig; the API and the server get text with the mark.
+    segmenter = Segmenter.load(segmenter_path)
+    with_mark = segmented(segmenter, "\ufeff" + TEXT)
+    assert [s.lines for s in with_mark] == [s.lines for s in segmented(segmenter, TEXT)]

@@ -1,0 +1,183 @@
+"""The HTTP face: UDPipe 2's REST API (``GET /models``, ``GET|POST /process``) and ``/health``.
+
+The app receives loaded models (name -> :class:`biaffine.api.Parser`); a request only ever
+names one of them, so nothing a client sends reaches a file path. Request bodies are read into
+memory up to :attr:`Limits.max_body_bytes` and parsed by the standard library (form-encoded and
+multipart alike), so no temporary file is ever written either. Errors are JSON
+``{"error": "one line"}`` with a 4xx status (503 when overloaded or out of time).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.parser
+import email.policy
+import logging
+import urllib.parse
+from collections.abc import AsyncIterator, Mapping, Sequence
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from biaffine.api import Parser
+from biaffine.serving.batcher import Batcher
+from biaffine.serving.jobs import Limits, RequestError, Worker, components, task_of
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+
+
+def create_app(
+    models: Mapping[str, Parser],
+    *,
+    default_model: str | None = None,
+    acknowledgements: Mapping[str, Sequence[str]] | None = None,
+    limits: Limits = Limits(),  # noqa: B008  (frozen)
+    batch_wait_s: float = 0.005,
+    max_batch_requests: int = 64,
+    max_tokens: int = 1000,
+) -> Starlette:
+    """The ASGI app serving ``models`` (run it with uvicorn: ``uvicorn.run(app, ...)``).
+
+    Args:
+        models: name -> loaded parser (with a segmenter for raw text).
+        default_model: the model of requests that name none (default: the first).
+        acknowledgements: name -> what ``/process`` answers credit (the treebank, its licence).
+        limits: what one request may ask.
+        batch_wait_s: how long a request waits for others to share its batch.
+        max_batch_requests: requests per batch.
+        max_tokens: words per batch of the network (padding included; ``conf/serve.yaml``
+            says why less than ``predict.py``'s 5000).
+
+    Raises:
+        ValueError: no models, or a default model that is not one of them.
+    """
+    if not models:
+        raise ValueError("give at least one model")
+    default = default_model if default_model is not None else next(iter(models))
+    if default not in models:
+        raise ValueError(f"default_model={default!r} is not one of {', '.join(models)}")
+    worker = Worker(models, limits, max_tokens)
+    batcher = Batcher(
+        worker.run, wait_s=batch_wait_s, max_tasks=max_batch_requests, max_queued=limits.max_queued
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        batcher.start()
+        await batcher.call(worker.warm_up)
+        yield
+        await batcher.stop()  # uvicorn has let the requests in flight finish by now
+
+    async def list_models(request: Request) -> JSONResponse:
+        named = {name: components(parser) for name, parser in models.items()}
+        return JSONResponse({"models": named, "default_model": default})
+
+    async def process(request: Request) -> JSONResponse:
+        try:
+            fields = await _fields(request, limits.max_body_bytes)
+            task = task_of(fields, models, default, limits)
+        except RequestError as error:
+            return _error(error.status, str(error))
+        answer = await batcher.submit(task, limits.timeout_s)
+        if answer.status != 200:
+            return _error(answer.status, answer.text)
+        credits = list((acknowledgements or {}).get(task.model, []))
+        return JSONResponse(
+            {"model": task.model, "acknowledgements": credits, "result": answer.text}
+        )
+
+    async def health(request: Request) -> JSONResponse:
+        state = {"queued": batcher.queued, "in_flight": batcher.in_flight}
+        state |= {"batches": batcher.batches, "batched_requests": batcher.batched}
+        return JSONResponse({"status": "ok", "models": list(models), **state})
+
+    routes = [
+        Route("/models", list_models, methods=["GET"]),
+        Route("/process", process, methods=["GET", "POST"]),
+        Route("/health", health, methods=["GET"]),
+    ]
+    handlers = {HTTPException: _http_error, Exception: _internal_error}
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": " ".join(message.split())}, status_code=status)
+
+
+async def _http_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, HTTPException)  # the key it is registered under
+    return _error(error.status_code, f"{request.method} {request.url.path}: {error.detail}")
+
+
+async def _internal_error(request: Request, error: Exception) -> JSONResponse:
+    log.exception("%s %s failed", request.method, request.url.path, exc_info=error)
+    return _error(500, "internal error")
+
+
+async def _fields(request: Request, max_bytes: int) -> dict[str, str]:
+    """The query's fields, then the body's (form-encoded or multipart), later ones winning.
+
+    Raises:
+        RequestError: 413 for a body over ``max_bytes``, 415 for another content type, 400
+            for a body or query that does not parse or is not UTF-8.
+    """
+    fields = _pairs(request.scope["query_string"], "query string")
+    if request.method != "POST":
+        return fields
+    body = await _body(request, max_bytes)
+    kind = request.headers.get("content-type", "")
+    if kind.startswith("multipart/form-data"):
+        fields.update(_multipart(kind, body))
+    elif kind.startswith("application/x-www-form-urlencoded"):
+        fields.update(_pairs(body, "form-encoded body"))
+    elif body:
+        raise RequestError(415, f"content type {kind or 'none'!r}: send form fields")
+    return fields
+
+
+async def _body(request: Request, max_bytes: int) -> bytes:
+    """The request body, refused as soon as it passes ``max_bytes`` (before it is all read)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise RequestError(413, f"a body of {declared} bytes: at most {max_bytes}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise RequestError(413, f"a body of more than {max_bytes} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _pairs(raw: bytes, where: str) -> dict[str, str]:
+    try:
+        text = raw.decode("utf-8")  # percent-encoded, or UTF-8 sent as is
+        pairs = urllib.parse.parse_qsl(text, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise RequestError(400, f"the {where} is not UTF-8") from None
+    return dict(pairs)
+
+
+def _multipart(content_type: str, body: bytes) -> dict[str, str]:
+    """The fields of a multipart/form-data body (files are read as UTF-8 text fields too)."""
+    parser = email.parser.BytesFeedParser(policy=email.policy.HTTP)
+    parser.feed(f"Content-Type: {content_type}\r\n\r\n".encode("latin-1") + body)
+    message = parser.close()
+    if not message.is_multipart() or message.defects:
+        raise RequestError(400, "the multipart/form-data body does not parse")
+    fields = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        if not name:
+            continue
+        payload = part.get_payload(decode=True) or b""
+        try:
+            fields[str(name)] = payload.decode("utf-8")
+        except UnicodeDecodeError:
+            raise RequestError(400, f"the field {name!r} is not UTF-8") from None
+    return fields

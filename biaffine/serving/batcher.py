@@ -1,0 +1,135 @@
+"""Requests that arrive together, answered in one call on one worker thread.
+
+The event loop only queues tasks and hands batches to a single worker thread, so parsing never
+blocks it and the model's CPU threads (set once, ``torch.set_num_threads``) are never shared
+between two parses at a time. A batch is the first waiting task and those that arrive within
+``wait_s`` after it (or are already waiting), up to ``max_tasks``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from biaffine.serving.jobs import Answer, Task
+
+__all__ = ["Batcher"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Batcher:
+    """A queue of tasks in front of ``run``, which answers a list of tasks on the worker thread."""
+
+    def __init__(
+        self,
+        run: Callable[[Sequence[Task]], list[Answer]],
+        *,
+        wait_s: float,
+        max_tasks: int,
+        max_queued: int,
+    ) -> None:
+        """Set up; :meth:`start` begins serving (inside the event loop).
+
+        Args:
+            run: answers tasks, one answer each, in order.
+            wait_s: how long the first task of a batch waits for others.
+            max_tasks: tasks per batch.
+            max_queued: tasks waiting at most (:meth:`submit` answers 503 above).
+        """
+        self._run = run
+        self._wait_s = wait_s
+        self._max_tasks = max_tasks
+        self._max_queued = max_queued
+        self._queue: asyncio.Queue[tuple[Task, asyncio.Future[Answer]]] | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._serving: asyncio.Task[None] | None = None
+        self.in_flight = 0
+        """Tasks submitted and not yet answered (waiting or being parsed)."""
+        self.batches = 0
+        """Batches handed to ``run`` so far."""
+        self.batched = 0
+        """Tasks in them (``batched / batches``: the mean batch)."""
+
+    def start(self) -> None:
+        """Start the worker thread and the loop that feeds it."""
+        self._queue = asyncio.Queue()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parser")
+        self._serving = asyncio.get_running_loop().create_task(self._serve())
+
+    async def stop(self) -> None:
+        """Stop taking batches and end the worker thread (after its current batch)."""
+        if self._serving is not None:
+            self._serving.cancel()
+            await asyncio.gather(self._serving, return_exceptions=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+
+    @property
+    def queued(self) -> int:
+        """Tasks waiting for the worker."""
+        return self._queue.qsize() if self._queue is not None else 0
+
+    async def call(self, function: Callable[[], T]) -> T:
+        """Run ``function`` on the worker thread (between batches) and return its result."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, function)
+
+    async def submit(self, task: Task, timeout_s: float) -> Answer:
+        """The answer to ``task``, or a 503 answer when the queue is full or time runs out."""
+        if self._queue is None:
+            return Answer(503, "the server is starting or stopping: try again")
+        if self._queue.qsize() >= self._max_queued:
+            return Answer(503, f"{self._max_queued} requests are waiting: try again later")
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self.in_flight += 1
+        try:
+            self._queue.put_nowait((task, future))
+            return await asyncio.wait_for(future, timeout_s)
+        except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11
+            return Answer(503, f"no answer within {timeout_s:g} s: the server is busy, try again")
+        finally:
+            self.in_flight -= 1
+
+    async def _serve(self) -> None:
+        assert self._queue is not None  # start() set it
+        while True:
+            batch = await self._batch(self._queue)
+            live = [(task, future) for task, future in batch if not future.done()]
+            if not live:
+                continue  # every one timed out while waiting
+            self.batches += 1
+            self.batched += len(live)
+            try:
+                answers = await self.call(functools.partial(self._run, [task for task, _ in live]))
+            except Exception:  # a bug: every task of the batch gets a 500, the server lives on
+                log.exception("parsing a batch of %d requests failed", len(live))
+                answers = [Answer(500, "internal error while parsing")] * len(live)
+            for (_, future), answer in zip(live, answers, strict=True):
+                if not future.done():
+                    future.set_result(answer)
+
+    async def _batch(
+        self, queue: asyncio.Queue[tuple[Task, asyncio.Future[Answer]]]
+    ) -> list[tuple[Task, asyncio.Future[Answer]]]:
+        """The next task, and those that come within ``wait_s`` (at most ``max_tasks``)."""
+        batch = [await queue.get()]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._wait_s
+        while len(batch) < self._max_tasks:
+            if not queue.empty():
+                batch.append(queue.get_nowait())
+                continue
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            try:
+                batch.append(await asyncio.wait_for(queue.get(), remaining))
+            except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11
+                break
+        return batch

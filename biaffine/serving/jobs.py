@@ -1,0 +1,316 @@
+"""What one request asks (validated, never a path), and parsing many requests in one batch.
+
+Nothing here knows HTTP: :func:`task_of` turns the fields of a UDPipe-style request into a
+:class:`Task` or a :class:`RequestError`, and :class:`Worker` answers a list of tasks in one
+call on one thread, as ``predict.py`` answers a file (:func:`biaffine.pipeline.sentences_in`,
+:func:`biaffine.predict_options.chunk_parser`, :func:`biaffine.data.conllu.write_conllu`), so a
+request alone gets the bytes ``predict.py`` writes for the same input.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from biaffine.api import Parser
+from biaffine.data.conllu import Sentence, write_conllu
+from biaffine.inference import DecoderSettings
+from biaffine.pipeline import sentences_in
+from biaffine.predict_options import PredictOptions, check_model, check_options, chunk_parser
+
+__all__ = [
+    "FIELDS",
+    "Answer",
+    "Limits",
+    "RequestError",
+    "Task",
+    "Worker",
+    "components",
+    "task_of",
+]
+
+UDPIPE_FIELDS = ("data", "model", "tokenizer", "tagger", "parser", "input", "output")
+EXTRA_FIELDS = (
+    "probabilities",
+    "kbest",
+    "keep_given_heads",
+    "decoder",
+    "root_constraint",
+    "search",
+    "beam_size",
+    "graph_weight",
+)
+FIELDS = UDPIPE_FIELDS + EXTRA_FIELDS
+"""Every field ``/process`` reads: UDPipe 2's, then the toolkit's own (any other is refused)."""
+
+# UDPipe's input names -> predict.py's formats; UDPipe's "vertical" and "generic_tokenizer"
+# have no reader here.
+_INPUTS = {"conllu": "conllu", "horizontal": "text"}
+_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+class RequestError(ValueError):
+    """A request this server refuses: the HTTP status and a one-line reason."""
+
+    def __init__(self, status: int, message: str) -> None:
+        """Keep the status beside the message."""
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one request may ask.
+
+    Attributes:
+        max_body_bytes: request body (413 above); the default stays under the 1 MiB at which
+            multipart parsers spill to temporary files (this server never writes one).
+        max_words: words of one request, all sentences together (413 above).
+        max_sentence_words: words of one sentence (413 above; UDPipe 2 refuses above 1000).
+        max_kbest: largest ``kbest``.
+        max_beam_size: largest ``beam_size``.
+        timeout_s: seconds a request may wait and be parsed (503 after).
+        max_queued: requests waiting for the parser (503 above: the server is overloaded).
+    """
+
+    max_body_bytes: int = 1_000_000
+    max_words: int = 20_000
+    max_sentence_words: int = 1000
+    max_kbest: int = 32
+    max_beam_size: int = 64
+    timeout_s: float = 60.0
+    max_queued: int = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One request, validated: its text and how to read and parse it.
+
+    Attributes:
+        model: a name of the server's models.
+        data: the input text.
+        input_format: ``conllu``, ``text`` (UDPipe's ``horizontal``) or ``raw`` (tokenizer).
+        parse: run the parser (UDPipe's ``tagger`` or ``parser``); False: only read (and
+            tokenize) the input.
+        decoder: how trees are found.
+        options: what to write besides the tree, final (columns: UDPipe's ``tagger``; unlike
+            ``predict.py format=raw``, raw text without ``tagger`` gets no columns).
+    """
+
+    model: str
+    data: str
+    input_format: str
+    parse: bool
+    decoder: DecoderSettings
+    options: PredictOptions
+
+    def setup(self) -> tuple[str, bool, DecoderSettings, PredictOptions]:
+        """What tasks share to be parsed in one call."""
+        return self.model, self.parse, self.decoder, self.options
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The outcome of one task: the CoNLL-U text (status 200), or an error and its status."""
+
+    status: int
+    text: str
+
+
+def components(parser: Parser) -> list[str]:
+    """What a model does, as UDPipe's ``GET /models`` names it."""
+    tokenizer = ["tokenizer"] if parser.segmenter is not None else []
+    tagger = ["tagger"] if parser.model.tagged_columns else []
+    return [*tokenizer, *tagger, "parser"]
+
+
+def task_of(
+    fields: Mapping[str, str], models: Mapping[str, Parser], default_model: str, limits: Limits
+) -> Task:
+    """The task a request's fields ask for, checked against the model it names.
+
+    UDPipe 2's semantics: ``tokenizer``, ``tagger`` and ``parser`` turn a step on by being
+    present, whatever their value; ``tokenizer`` reads ``data`` as raw text (``input`` is then
+    ignored); ``input`` defaults to ``conllu``; ``output`` is ``conllu``.
+
+    Raises:
+        RequestError: 400 for a missing ``data``, an unknown field, model, format or value,
+            or options that the model or decoder cannot serve (one line each).
+    """
+    unknown = sorted(set(fields) - set(FIELDS))
+    if unknown:
+        raise RequestError(400, f"unknown field {unknown[0]!r}; known: {', '.join(FIELDS)}")
+    if "data" not in fields:
+        raise RequestError(400, "the field 'data' is required")
+    name = fields.get("model", default_model)
+    parser = models.get(name)
+    if parser is None:
+        raise RequestError(400, f"unknown model {name!r}; available: {', '.join(models)}")
+    if fields.get("output", "conllu") != "conllu":
+        raise RequestError(400, f"output={fields['output']!r}: only conllu is written")
+    input_format = _input_format(fields, name, parser)
+    decoder, options = _settings(fields, limits)
+    parse = "tagger" in fields or "parser" in fields
+    try:
+        check_options(options, decoder, input_format)
+        if parse:
+            check_model(parser.model, parser.vocabs, decoder, options)
+    except ValueError as error:
+        raise RequestError(400, str(error)) from None
+    return Task(name, fields["data"], input_format, parse, decoder, options)
+
+
+def _input_format(fields: Mapping[str, str], name: str, parser: Parser) -> str:
+    if "tokenizer" in fields:
+        if parser.segmenter is None:
+            raise RequestError(400, f"model {name!r} has no tokenizer: give conllu or horizontal")
+        return "raw"
+    given = fields.get("input", "conllu")
+    if given not in _INPUTS:
+        raise RequestError(400, f"input={given!r}; expected one of {', '.join(_INPUTS)}")
+    return _INPUTS[given]
+
+
+def _settings(fields: Mapping[str, str], limits: Limits) -> tuple[DecoderSettings, PredictOptions]:
+    """The decoder settings and output options of the toolkit's own fields."""
+    kbest = _number(fields, "kbest", int, None)
+    if kbest is not None and not 1 <= kbest <= limits.max_kbest:
+        raise RequestError(400, f"kbest={kbest}: give 1 to {limits.max_kbest}")
+    beam_size = _number(fields, "beam_size", int, 1)
+    if beam_size > limits.max_beam_size:
+        raise RequestError(400, f"beam_size={beam_size}: at most {limits.max_beam_size}")
+    try:
+        decoder = DecoderSettings(
+            fields.get("decoder", "mst"),
+            _boolean(fields, "root_constraint", True),
+            fields.get("search", "greedy"),
+            beam_size,
+            _number(fields, "graph_weight", float, 0.0),
+        )
+    except ValueError as error:
+        raise RequestError(400, str(error)) from None
+    options = PredictOptions(
+        probabilities=_boolean(fields, "probabilities", False),
+        kbest=kbest,
+        keep_given_heads=_boolean(fields, "keep_given_heads", False),
+        columns=("all",) if "tagger" in fields else (),
+    )
+    return decoder, options
+
+
+def _boolean(fields: Mapping[str, str], name: str, default: bool) -> bool:
+    if name not in fields:
+        return default
+    value = _BOOLEANS.get(fields[name].strip().lower())
+    if value is None:
+        raise RequestError(400, f"{name}={fields[name]!r} must be true or false")
+    return value
+
+
+def _number(fields: Mapping[str, str], name: str, kind: type, default: object) -> object:
+    if name not in fields:
+        return default
+    try:
+        return kind(fields[name])
+    except ValueError:
+        what = "an integer" if kind is int else "a number"
+        raise RequestError(400, f"{name}={fields[name]!r} must be {what}") from None
+
+
+class Worker:
+    """Answers tasks with the server's models, many in one call (run on one thread)."""
+
+    def __init__(self, models: Mapping[str, Parser], limits: Limits, max_tokens: int) -> None:
+        """Keep the models.
+
+        Args:
+            models: name -> loaded parser.
+            limits: words per request and per sentence.
+            max_tokens: words per batch of the network (``predict.py max_tokens=``).
+        """
+        self.models = models
+        self.limits = limits
+        self.max_tokens = max_tokens
+
+    def warm_up(self) -> None:
+        """Parse two words with every model, so no request pays for loading kernels."""
+        decoder, options = DecoderSettings(), PredictOptions()
+        for name, parser in self.models.items():
+            formats = ["text", "raw"] if parser.segmenter is not None else ["text"]
+            self.run([Task(name, "Warm up.\n", fmt, True, decoder, options) for fmt in formats])
+
+    def run(self, tasks: Sequence[Task]) -> list[Answer]:
+        """Read every task, parse those that share a setup in one call, write each.
+
+        A task whose input is malformed or too large fails alone; a call that fails for one
+        of its tasks (given heads that admit no tree) is retried task by task, so only that
+        task fails.
+        """
+        answers: list[Answer | None] = [None] * len(tasks)
+        read: dict[int, list[Sentence]] = {}
+        for i, task in enumerate(tasks):
+            try:
+                read[i] = self._read(task)
+            except RequestError as error:
+                answers[i] = Answer(error.status, str(error))
+            except ValueError as error:
+                answers[i] = Answer(400, str(error))
+        setups: dict[tuple, list[int]] = {}
+        for i in read:
+            setups.setdefault(tasks[i].setup(), []).append(i)
+        for members in setups.values():
+            self._parse([tasks[i] for i in members], [read[i] for i in members], members, answers)
+        missing = [i for i, answer in enumerate(answers) if answer is None]
+        if missing:
+            raise RuntimeError(f"tasks {missing} got no answer")  # a bug here, not the client's
+        return answers  # type: ignore[return-value]  (none is None, checked above)
+
+    def _read(self, task: Task) -> list[Sentence]:
+        parser = self.models[task.model]
+        sentences = sentences_in(task.data, task.input_format, parser.segmenter, name="data")
+        longest = max((len(s) for s in sentences), default=0)
+        if longest > self.limits.max_sentence_words:
+            limit = self.limits.max_sentence_words
+            raise RequestError(413, f"a sentence of {longest} words: at most {limit} per sentence")
+        words = sum(len(s) for s in sentences)
+        if words > self.limits.max_words:
+            raise RequestError(413, f"{words} words: at most {self.limits.max_words} per request")
+        return sentences
+
+    def _parse(
+        self,
+        tasks: list[Task],
+        inputs: list[list[Sentence]],
+        where: list[int],
+        answers: list[Answer | None],
+    ) -> None:
+        """Fill ``answers[where[j]]`` for ``tasks[j]`` (one setup) read as ``inputs[j]``."""
+        try:
+            written = self._written(tasks[0], list(itertools.chain.from_iterable(inputs)))
+        except ValueError as error:
+            if len(tasks) == 1:
+                answers[where[0]] = Answer(400, str(error))
+                return
+            for j in range(len(tasks)):
+                self._parse(tasks[j : j + 1], inputs[j : j + 1], where[j : j + 1], answers)
+            return
+        ends = itertools.accumulate(len(sentences) for sentences in inputs)
+        for i, end, sentences in zip(where, ends, inputs, strict=True):
+            answers[i] = Answer(200, _conllu(written[end - len(sentences) : end]))
+
+    def _written(self, task: Task, sentences: list[Sentence]) -> list[list[Sentence]]:
+        """Per input sentence, the sentences to write (several with k-best)."""
+        if not task.parse or not sentences:
+            return [[sentence] for sentence in sentences]
+        parser = self.models[task.model]
+        how = {"max_tokens": self.max_tokens, "bf16": parser.bf16}
+        parse_chunk = chunk_parser(parser.model, parser.vocabs, task.decoder, task.options, **how)
+        return parse_chunk(sentences)
+
+
+def _conllu(written: list[list[Sentence]]) -> str:
+    out = io.StringIO(newline="\n")
+    write_conllu(out, itertools.chain.from_iterable(written))
+    return out.getvalue()

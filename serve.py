@@ -1,0 +1,78 @@
+"""Serve parsers over HTTP, compatible with UDPipe 2's REST API.
+
+Example: ``python serve.py models=en_ewt,fr_sequoia port=8080``, then::
+
+    curl -F data='The cat sat on the mat.' -F tokenizer= -F tagger= -F parser= http://127.0.0.1:8080/process
+
+The models are loaded once by name (:func:`biaffine.models.load`, never a path) and served by
+:func:`biaffine.serving.create_app` under uvicorn until SIGINT or SIGTERM, which lets the
+requests in flight finish.
+"""
+
+import sys
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from biaffine import installed, models
+from biaffine.cli import refuse_missing, report_user_errors
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="serve")
+def main(cfg: DictConfig) -> None:
+    """Serve until stopped; a user error prints one line on stderr and exits with status 2."""
+    report_user_errors(lambda: _serve(cfg))
+
+
+def _serve(cfg: DictConfig) -> None:
+    refuse_missing(OmegaConf.missing_keys(cfg))  # models=
+    try:
+        import uvicorn
+
+        from biaffine.serving import Limits, create_app
+    except ImportError as error:
+        raise ValueError(
+            f"serve.py needs the serve extra ({error}): pip install '.[serve]'"
+        ) from None
+
+    names = [cfg.models] if isinstance(cfg.models, str) else list(cfg.models)
+    loaded = {name: models.load(name, threads=cfg.threads, device=cfg.device) for name in names}
+    app = create_app(
+        loaded,
+        default_model=cfg.default_model,
+        acknowledgements={name: _acknowledgements(name) for name in names},
+        limits=Limits(**OmegaConf.to_container(cfg.limits)),
+        batch_wait_s=cfg.batch_wait_ms / 1000,
+        max_batch_requests=cfg.max_batch_requests,
+        max_tokens=cfg.max_tokens,
+    )
+    uvicorn.run(
+        app,
+        host=cfg.host,
+        port=cfg.port,
+        timeout_graceful_shutdown=cfg.graceful_shutdown_s,
+        log_level="info",
+    )
+
+
+def _acknowledgements(name: str) -> list[str]:
+    """The treebank a shipped model learned from, with its licence, from the model's card."""
+    treebank = installed.find(name).card.get("treebank")
+    if not treebank:
+        return []
+    return [f"{treebank['name']} ({treebank['licence']}), https://github.com/{treebank['source']}"]
+
+
+def _bracket_models(argv: list[str]) -> list[str]:
+    """``models=a,b`` as ``models=[a,b]``: Hydra would read a bare comma list as a sweep."""
+    return [
+        f"models=[{arg[len('models=') :]}]"
+        if arg.startswith("models=") and "," in arg and "[" not in arg
+        else arg
+        for arg in argv
+    ]
+
+
+if __name__ == "__main__":
+    sys.argv = _bracket_models(sys.argv)
+    main()

@@ -1,0 +1,446 @@
+"""The HTTP server of serve.py, started for real on 127.0.0.1 and called by real HTTP clients.
+
+Its answers are compared byte for byte with predict.py's output for the same model and input
+(predict.py runs as a subprocess, started beside the server so that both load at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="the server needs the serve extra (starlette)")
+pytest.importorskip("uvicorn", reason="the server needs the serve extra (uvicorn)")
+
+from biaffine import models
+from biaffine.serving.batcher import Batcher
+from biaffine.serving.jobs import Answer, Limits, Worker, task_of
+from decoding.trees import is_projective
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "en_ewt"
+
+RAW = (
+    "The cat sat on the mat. It didn't move, naïve as it was.\n\n"
+    "A second paragraph: Dr. Smith arrived at 5 p.m. and left.\n"
+)
+HORIZONTAL = "The cat sat on the mat .\nIt did n't move , naïve as it was .\n"
+CONLLU = (
+    "# sent_id = a\n"
+    "# text = The cat didn't sleep.\n"
+    "1\tThe\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "2\tcat\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "3-4\tdidn't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "3\tdid\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "4\tn't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "5\tsleep\t_\t_\t_\t_\t_\t_\t_\tSpaceAfter=No\n"
+    "6\t.\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "\n"
+    "# sent_id = b\n"
+    "1\tDogs\tdog\tNOUN\tNNS\t_\t_\t_\t_\t_\n"
+    "2\tbark\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "\n"
+)
+UDPIPE = {"tokenizer": "", "tagger": "", "parser": ""}  # what a UDPipe client sends
+
+# name -> (the request's fields, predict.py's arguments for the same answer)
+SAME_AS_PREDICT = {
+    "raw": ({"data": RAW, **UDPIPE}, ["format=raw"]),
+    "horizontal": ({"data": HORIZONTAL, "input": "horizontal", "parser": ""}, ["format=text"]),
+    "conllu": ({"data": CONLLU, "parser": ""}, []),
+    "probabilities": (
+        {"data": CONLLU, "parser": "", "probabilities": "true"},
+        ["probabilities=true"],
+    ),
+    "kbest": ({"data": CONLLU, "parser": "", "kbest": "3"}, ["kbest=3"]),
+}
+LIMITS = ["limits.max_body_bytes=20000", "limits.max_words=300", "limits.max_sentence_words=60"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def call(
+    base: str,
+    fields: dict[str, str] | None = None,
+    *,
+    path: str = "/process",
+    method: str = "POST",
+    body: bytes | None = None,
+    content_type: str = "application/x-www-form-urlencoded",
+) -> tuple[int, dict]:
+    """One HTTP call; the status and the JSON answer (errors included)."""
+    if fields is not None:
+        body = urllib.parse.urlencode(fields).encode()
+    headers = {"Content-Type": content_type} if body is not None else {}
+    request = urllib.request.Request(base + path, data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def multipart(fields: dict[str, str], *, file: str | None = None) -> tuple[bytes, str]:
+    """A multipart/form-data body as curl -F sends it (``file``: that field as an upload)."""
+    boundary = "----rootparse-test-boundary"
+    parts = []
+    for name, value in fields.items():
+        upload = '; filename="doc.txt"\r\nContent-Type: text/plain' if name == file else ""
+        disposition = f'Content-Disposition: form-data; name="{name}"{upload}'
+        parts.append(f"--{boundary}\r\n{disposition}\r\n\r\n{value}\r\n")
+    body = "".join(parts) + f"--{boundary}--\r\n"
+    return body.encode(), f"multipart/form-data; boundary={boundary}"
+
+
+@contextlib.contextmanager
+def serving(log: Path, *overrides: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``python serve.py models=en_ewt ...`` on a free port, until the block ends."""
+    port = free_port()
+    command = [sys.executable, "serve.py", f"models={MODEL}", f"port={port}", *overrides]
+    with open(log, "wb") as stderr:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=stderr, stderr=stderr)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(base, process, log)
+        yield base, process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=60)
+
+
+def wait_until_up(base: str, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 300  # loading and warming up on a busy machine
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"serve.py exited with {process.returncode}: {log.read_text()[-2000:]}")
+        with contextlib.suppress(OSError):
+            if call(base, path="/health", method="GET")[0] == 200:
+                return
+        time.sleep(0.2)
+    pytest.fail(f"serve.py did not answer within 300 s: {log.read_text()[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def model_installed() -> None:
+    if MODEL not in models.names():
+        pytest.skip(f"the shipped model {MODEL} is not installed (models/{MODEL}/ missing)")
+
+
+@pytest.fixture(scope="module")
+def predicted(
+    model_installed: None, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, subprocess.Popen]:
+    """predict.py started on every case of SAME_AS_PREDICT at once (read with ``finished``)."""
+    folder = tmp_path_factory.mktemp("predict")
+    running = {}
+    for name, (fields, arguments) in SAME_AS_PREDICT.items():
+        source = folder / f"{name}.txt"
+        source.write_bytes(fields["data"].encode())
+        command = [sys.executable, "predict.py", f"model={MODEL}", f"input={source}", *arguments]
+        running[name] = subprocess.Popen(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+    return running
+
+
+def finished(process: subprocess.Popen) -> str:
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err.decode()[-2000:]
+    return out.decode()
+
+
+@pytest.fixture(scope="module")
+def server(
+    predicted: dict[str, subprocess.Popen], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    with serving(log, *LIMITS) as (base, _):
+        yield base
+
+
+# --- UDPipe's API, byte for byte with predict.py ------------------------------------------
+
+
+@pytest.mark.parametrize("case", list(SAME_AS_PREDICT))
+def test_process_answers_the_bytes_predict_py_writes(
+    server: str, predicted: dict[str, subprocess.Popen], case: str
+) -> None:
+    fields, _ = SAME_AS_PREDICT[case]
+    status, answer = call(server, fields)
+    assert status == 200, answer
+    assert answer["model"] == MODEL
+    assert answer["acknowledgements"] == [
+        "UD_English-EWT (CC BY-SA 4.0), https://github.com/UniversalDependencies/UD_English-EWT"
+    ]
+    assert answer["result"] == finished(predicted[case])
+
+
+def test_models_lists_what_each_model_does_as_udpipe_does(server: str) -> None:
+    status, answer = call(server, path="/models", method="GET")
+    assert status == 200
+    assert answer == {"models": {MODEL: ["tokenizer", "tagger", "parser"]}, "default_model": MODEL}
+
+
+def test_health(server: str) -> None:
+    status, answer = call(server, path="/health", method="GET")
+    assert status == 200
+    assert (
+        answer.items() >= {"status": "ok", "models": [MODEL], "queued": 0, "in_flight": 0}.items()
+    )
+    assert 0 <= answer["batches"] <= answer["batched_requests"]
+
+
+def test_multipart_a_file_upload_and_a_query_string_ask_the_same(server: str) -> None:
+    fields = {"data": RAW, **UDPIPE}
+    expected = call(server, fields)
+    body, kind = multipart(fields)
+    assert call(server, body=body, content_type=kind) == expected
+    body, kind = multipart(fields, file="data")  # curl -F data=@doc.txt
+    assert call(server, body=body, content_type=kind) == expected
+    query = urllib.parse.urlencode(fields)
+    assert call(server, path=f"/process?{query}", method="GET") == expected
+
+
+def test_tokenizer_alone_segments_without_parsing(server: str) -> None:
+    status, answer = call(server, {"data": RAW, "tokenizer": ""})
+    assert status == 200
+    words = [line.split("\t") for line in answer["result"].splitlines() if line[:1].isdigit()]
+    assert words
+    assert {(w[6], w[7]) for w in words} == {("_", "_")}  # no tree
+    assert words[0][1] == "The"
+
+
+def test_given_heads_are_kept_and_the_decoder_is_the_one_asked(server: str) -> None:
+    given = CONLLU.replace("1\tThe\t_\t_\t_\t_\t_", "1\tThe\t_\t_\t_\t_\t5")  # The <- sleep
+    fields = {"data": given, "parser": "", "keep_given_heads": "true"}
+    status, answer = call(server, fields)
+    assert status == 200, answer
+    assert answer["result"].splitlines()[2].split("\t")[6] == "5"
+    for decoder in ("eisner", "greedy", "mst"):
+        fields = {"data": HORIZONTAL, "input": "horizontal", "parser": "", "decoder": decoder}
+        status, answer = call(server, fields)
+        assert status == 200, answer
+        for block in answer["result"].strip().split("\n\n"):
+            heads = [int(line.split("\t")[6]) for line in block.splitlines() if line[0].isdigit()]
+            assert len(heads) > 3
+            if decoder == "eisner":
+                assert is_projective([-1, *heads])
+
+
+# --- concurrency -----------------------------------------------------------------------------
+
+
+def test_concurrent_clients_each_get_their_own_answer(server: str) -> None:
+    # Different inputs and steps, so that a batch mixes them: each answer must be the one the
+    # request gets alone.
+    words = HORIZONTAL.split()
+    requests = []
+    for k in range(24):
+        text = " ".join(words[k:] + words[:k]) + "\n"
+        steps = [
+            {"input": "horizontal", "parser": ""},
+            {"tokenizer": "", "parser": ""},
+            {"tokenizer": "", "tagger": "", "parser": ""},
+        ][k % 3]
+        requests.append({"data": text, **steps})
+    alone = [call(server, fields) for fields in requests]
+    assert {status for status, _ in alone} == {200}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(requests)) as pool:
+        together = list(pool.map(lambda fields: call(server, fields), requests))
+    assert together == alone
+
+
+def test_raw_text_without_tagger_gets_a_tree_and_no_tags(server: str) -> None:
+    status, answer = call(server, {"data": RAW, "tokenizer": "", "parser": ""})
+    assert status == 200
+    words = [line.split("\t") for line in answer["result"].splitlines() if line[:1].isdigit()]
+    assert {w[3] for w in words} == {"_"}
+    assert "root" in {w[7] for w in words}
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+TOO_MANY_WORDS = ("word " * 40 + "\n") * 10
+TOO_LONG = "word " * 61 + "\n"
+ERRORS = {
+    "no data": ({"parser": ""}, 400, "'data' is required"),
+    "unknown model": ({"data": "x", "model": "../../etc/passwd"}, 400, "unknown model"),
+    "unknown field": ({"data": "x", "checkpoint": "/tmp/x.pt"}, 400, "unknown field"),
+    "unknown input": ({"data": "x", "input": "vertical"}, 400, "input='vertical'"),
+    "unknown output": ({"data": "x", "output": "horizontal"}, 400, "only conllu"),
+    "bad boolean": ({"data": "x", "probabilities": "maybe"}, 400, "true or false"),
+    "bad number": ({"data": "x", "kbest": "two"}, 400, "must be an integer"),
+    "kbest too large": ({"data": "x", "kbest": "1000"}, 400, "kbest=1000"),
+    "unknown decoder": ({"data": "x", "decoder": "cky"}, 400, "cky"),
+    "options that clash": (
+        {"data": CONLLU, "parser": "", "kbest": "2", "probabilities": "true"},
+        400,
+        "do not combine",
+    ),
+    "given heads of text": (
+        {"data": "a b\n", "input": "horizontal", "keep_given_heads": "true"},
+        400,
+        "keep_given_heads",
+    ),
+    "malformed conllu": ({"data": "1\tThe\n\n", "parser": ""}, 400, "data:1"),
+    "words per request": ({"data": TOO_MANY_WORDS, "input": "horizontal"}, 413, "400 words"),
+    "sentence length": ({"data": TOO_LONG, "input": "horizontal"}, 413, "61 words"),
+}
+
+
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_bad_requests_get_a_one_line_json_error(server: str, case: str) -> None:
+    fields, status, words = ERRORS[case]
+    got, answer = call(server, fields)
+    assert (got, list(answer)) == (status, ["error"])
+    assert words in answer["error"]
+    assert "\n" not in answer["error"]
+
+
+@pytest.mark.parametrize(
+    ("body", "kind", "status", "words"),
+    [
+        (b"data=" + b"x" * 20001, "application/x-www-form-urlencoded", 413, "at most 20000"),
+        (b"data=\xff\xfe", "application/x-www-form-urlencoded", 400, "not UTF-8"),
+        (b'{"data": "x"}', "application/json", 415, "application/json"),
+        (b"--x\r\nnot a part", "multipart/form-data; boundary=x", 400, "multipart"),
+    ],
+)
+def test_bad_bodies_get_a_one_line_json_error(
+    server: str, body: bytes, kind: str, status: int, words: str
+) -> None:
+    got, answer = call(server, body=body, content_type=kind)
+    assert (got, list(answer)) == (status, ["error"])
+    assert words in answer["error"]
+
+
+def test_unknown_paths_and_methods_get_json_errors(server: str) -> None:
+    assert call(server, path="/parse", method="GET")[0] == 404
+    status, answer = call(server, path="/process", method="DELETE")
+    assert (status, list(answer)) == (405, ["error"])
+
+
+def test_the_server_still_answers_after_the_errors(server: str) -> None:
+    status, answer = call(server, {"data": HORIZONTAL, "input": "horizontal", "parser": ""})
+    assert status == 200
+    assert answer["result"].count("\n\n") == 2
+
+
+# --- shutdown --------------------------------------------------------------------------------
+
+
+def test_sigterm_lets_the_request_in_flight_finish(model_installed: None, tmp_path: Path) -> None:
+    # A long batch wait holds the request in the server until the signal has arrived.
+    with serving(tmp_path / "serve.log", "batch_wait_ms=3000") as (base, process):
+        fields = {"data": RAW, **UDPIPE}
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(call, base, fields)
+            while call(base, path="/health", method="GET")[1]["in_flight"] == 0:
+                time.sleep(0.05)
+            process.send_signal(signal.SIGTERM)
+            status, answer = pending.result(timeout=120)
+        # uvicorn ends by raising the signal again once done, as a supervisor expects.
+        assert process.wait(timeout=120) == -signal.SIGTERM
+    assert "Finished server process" in (tmp_path / "serve.log").read_text()
+    assert status == 200
+    assert "# text = The cat sat on the mat." in answer["result"]
+
+
+# --- the batcher alone (no model, no HTTP) ---------------------------------------------------
+
+
+def test_requests_that_arrive_together_share_one_call() -> None:
+    calls = []
+
+    def run(tasks: list) -> list[Answer]:
+        calls.append(list(tasks))
+        return [Answer(200, str(task)) for task in tasks]
+
+    async def main() -> list[Answer]:
+        batcher = Batcher(run, wait_s=0.0, max_tasks=64, max_queued=100)
+        batcher.start()
+        answers = await asyncio.gather(*(batcher.submit(k, 10) for k in range(5)))
+        await batcher.stop()
+        return answers
+
+    answers = asyncio.run(main())
+    assert answers == [Answer(200, str(k)) for k in range(5)]
+    assert calls == [[0, 1, 2, 3, 4]]
+
+
+def test_a_request_out_of_time_or_beyond_the_queue_gets_503() -> None:
+    release = threading.Event()
+
+    def run(tasks: list) -> list[Answer]:
+        release.wait(timeout=60)
+        return [Answer(200, "late") for _ in tasks]
+
+    async def main() -> tuple[Answer, Answer]:
+        batcher = Batcher(run, wait_s=0.0, max_tasks=1, max_queued=1)
+        batcher.start()
+        timed_out = await batcher.submit("slow", 0.2)  # the worker holds it
+        waiting = asyncio.ensure_future(batcher.submit("queued", 10))
+        await asyncio.sleep(0)  # it is in the queue now, which holds one
+        overflow = await batcher.submit("one too many", 10)
+        release.set()
+        await waiting
+        await batcher.stop()
+        return timed_out, overflow
+
+    timed_out, overflow = asyncio.run(main())
+    assert (timed_out.status, overflow.status) == (503, 503)
+    assert "no answer within 0.2 s" in timed_out.text
+    assert "requests are waiting" in overflow.text
+
+
+def test_a_request_that_fails_in_a_shared_batch_fails_alone(model_installed: None) -> None:
+    loaded = {MODEL: models.load(MODEL, threads=1)}
+    two_roots = CONLLU.replace("1\tThe\t_\t_\t_\t_\t_", "1\tThe\t_\t_\t_\t_\t0").replace(
+        "2\tcat\t_\t_\t_\t_\t_", "2\tcat\t_\t_\t_\t_\t0"
+    )
+    asked = [
+        {"data": data, "parser": "", "keep_given_heads": "true"} for data in (two_roots, CONLLU)
+    ]
+    bad, good = (task_of(fields, loaded, MODEL, Limits()) for fields in asked)
+    assert bad.setup() == good.setup()  # so one call parses both
+    worker = Worker(loaded, Limits(), max_tokens=1000)
+    answers = worker.run([bad, good])
+    assert [answer.status for answer in answers] == [400, 200]
+    assert "data:1" in answers[0].text
+    assert answers[1] == worker.run([good])[0]
+
+
+def test_serve_py_refuses_an_unknown_model_in_one_line(model_installed: None) -> None:
+    done = subprocess.run(
+        [sys.executable, "serve.py", "models=/etc/passwd,en_ewt", f"port={free_port()}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ROOTPARSE_DEBUG": ""},
+    )
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: ")
+    assert "/etc/passwd" in line
