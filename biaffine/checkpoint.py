@@ -6,13 +6,15 @@ A checkpoint is a dict of strings, numbers, lists, dicts and tensors, so it load
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import math
 import os
 import pickle
 import re
 import zipfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 import biaffine
 from biaffine.data.vocab import Vocabs
@@ -499,10 +502,7 @@ def build_model(checkpoint: Checkpoint) -> nn.Module:
             weights do not fit the config.
     """
     where = f"{checkpoint.path}: " if checkpoint.path is not None else ""
-    checked = _check_fit_without_memory(checkpoint, where)
-    model = _build(checkpoint, where)
-    if not checked:
-        _check_fit(model.state_dict(), checkpoint.state_dict, where)
+    model = _build_within_budget(checkpoint, where)
     model.load_state_dict(checkpoint.state_dict)  # strict, and now known to fit
     return model.eval()
 
@@ -514,26 +514,72 @@ def _build(checkpoint: Checkpoint, where: str) -> nn.Module:
         raise CheckpointError(f"{where}{error}") from error
 
 
-def _check_fit_without_memory(checkpoint: Checkpoint, where: str) -> bool:
-    """Compare the weights with the model the config builds on the meta device (no memory).
+class _AllocationBudget(TorchFunctionMode):
+    """Refuses, before it allocates, a tensor that takes a build past the file's weights.
 
     Sizes each under :data:`MAX_SIZE` can still multiply into gigabytes (an LSTM 65536 wide
-    holds 68 GB); weights that fit such a config would have to be in the file, so a crafted
-    config is refused here before anything is allocated, and the real build then allocates no
-    more than the file holds. An encoder that reads data while it is built (pretrained vectors)
-    cannot be built on the meta device: for it the size bounds of :func:`load` stand alone, and
-    the weights are compared with the real model instead.
-
-    Returns:
-        Whether the comparison was made.
+    holds 68 GB); weights that fit such a config would have to be in the file, so a build may
+    allocate about as many elements as the file holds and no more. The count is taken at the
+    factory calls modules allocate their weights with, before any memory is asked for. (The meta
+    device would do the same, but its first use imports torch's compiler stack: 2 s of start-up.)
     """
-    try:
-        with torch.device("meta"):
-            skeleton = _build(checkpoint, where)
-    except (RuntimeError, NotImplementedError, TypeError):
-        return False
-    _check_fit(skeleton.state_dict(), checkpoint.state_dict, where)
-    return True
+
+    def __init__(self, budget: int, where: str) -> None:
+        super().__init__()
+        self.budget, self.where, self.used = budget, where, 0
+
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: Sequence[type],
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Count the elements of each factory call, refusing one past the budget; then call it."""
+        if func in _FACTORIES:
+            self.used += _requested(args, kwargs or {})
+            if self.used > self.budget:
+                raise CheckpointError(
+                    f"{self.where}weights do not fit the model config: it asks for more than "
+                    f"the {self.budget - _SLACK:,} weights the file holds"
+                )
+        return func(*args, **(kwargs or {}))
+
+
+_FACTORIES = frozenset({torch.empty, torch.zeros, torch.ones, torch.full, torch.rand, torch.randn})
+# Buffers and scratch tensors a build makes beside the stored weights.
+_SLACK = 1 << 20
+
+
+def _requested(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> int:
+    """Elements a factory call asks for: ``empty(3, 4)``, ``empty((3, 4))``, ``size=(3, 4)``."""
+    if "size" in kwargs:
+        size = kwargs["size"]
+    elif args and isinstance(args[0], (tuple, list, torch.Size)):
+        size = args[0]
+    else:
+        size = [arg for arg in args if isinstance(arg, int)]
+    return math.prod(int(dim) for dim in size)
+
+
+def _reads_files(config: Mapping[str, Any]) -> bool:
+    """Whether the encoder loads inputs kept outside the checkpoint (vectors, a transformer)."""
+    encoder = config.get("encoder", {})
+    return bool(encoder.get("pretrained") or encoder.get("transformer"))
+
+
+def _build_within_budget(checkpoint: Checkpoint, where: str) -> nn.Module:
+    """The model, built allocating no more than the file's weights, then compared with them.
+
+    An encoder that reads pretrained inputs while it is built allocates them beside the file's
+    weights: for it the size bounds of :func:`load` stand alone.
+    """
+    stored = sum(tensor.numel() for tensor in checkpoint.state_dict.values())
+    budget = _AllocationBudget(stored + _SLACK, where)
+    with contextlib.nullcontext() if _reads_files(checkpoint.model_config) else budget:
+        model = _build(checkpoint, where)
+    _check_fit(model.state_dict(), checkpoint.state_dict, where)
+    return model
 
 
 def _check_fit(

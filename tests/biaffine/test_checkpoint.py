@@ -498,20 +498,39 @@ def test_sizes_under_the_bound_that_multiply_into_gigabytes_allocate_nothing(
     saved, monkeypatch
 ) -> None:
     """Each size is allowed, but an LSTM 40000 wide would hold tens of GB: the weights in the
-    file do not fit it, which is found on the meta device before any memory is allocated."""
+    file do not fit it, which is found before the first tensor beyond them is allocated."""
     raw = torch.load(saved, weights_only=True)
     raw["model_config"]["encoder"]["lstm_hidden"] = 40_000
     raw["model_config"]["arc_mlp"] = 40_000
     torch.save(raw, saved)
-    real_build = checkpoint._build
+    largest = []
+    real_empty = torch.empty
 
-    def build_on_meta_only(*args, **kwargs):
-        assert torch.empty(0).device.type == "meta", "a real build would allocate gigabytes"
-        return real_build(*args, **kwargs)
+    def recording_empty(*args, **kwargs):
+        tensor = real_empty(*args, **kwargs)
+        largest.append(tensor.numel())
+        return tensor
 
-    monkeypatch.setattr(checkpoint, "_build", build_on_meta_only)
-    with pytest.raises(CheckpointError, match=r"model\.pt: weights do not fit the model config: "):
+    monkeypatch.setattr(torch, "empty", recording_empty)
+    with pytest.raises(
+        CheckpointError, match=r"model\.pt: weights do not fit the model config: it asks for more"
+    ):
         build_model(load(saved))
+    stored = sum(t.numel() for t in raw["state_dict"].values())
+    assert max(largest) <= stored  # nothing near 40000 x 40000 was ever allocated
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "elements"),
+    [
+        ((3, 4), {}, 12),
+        (((3, 4),), {}, 12),
+        ((torch.Size([2, 5]), 0.0), {}, 10),
+        ((), {"size": (7,)}, 7),
+    ],
+)
+def test_the_allocation_budget_reads_every_way_of_giving_a_size(args, kwargs, elements) -> None:
+    assert checkpoint._requested(args, kwargs) == elements
 
 
 ADD_LEXICON = Path(__file__).parents[2] / "experiments" / "add_lexicon.py"
