@@ -27,6 +27,7 @@ from torch.overrides import TorchFunctionMode
 import biaffine
 from biaffine.data.vocab import Vocabs
 from biaffine.files import atomic_open
+from biaffine.nn.modules import loading_weights
 from biaffine.parsers import build_parser
 from biaffine.runtime import check_device
 
@@ -576,7 +577,8 @@ def _build_within_budget(checkpoint: Checkpoint, where: str) -> nn.Module:
     """
     stored = sum(tensor.numel() for tensor in checkpoint.state_dict.values())
     budget = _AllocationBudget(stored + _SLACK, where)
-    with contextlib.nullcontext() if _reads_files(checkpoint.model_config) else budget:
+    bounded = contextlib.nullcontext() if _reads_files(checkpoint.model_config) else budget
+    with bounded, loading_weights():
         model = _build(checkpoint, where)
     _check_fit(model.state_dict(), checkpoint.state_dict, where)
     return model

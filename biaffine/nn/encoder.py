@@ -16,7 +16,14 @@ from torch import nn
 
 from biaffine.data.batching import Batch
 from biaffine.data.vocab import PAD, UNK, Vocabs
-from biaffine.nn.modules import BiLSTM, CharEncoder, IndependentDropout, SharedDropout, word_dropout
+from biaffine.nn.modules import (
+    BiLSTM,
+    CharEncoder,
+    IndependentDropout,
+    SharedDropout,
+    orthogonal_,
+    word_dropout,
+)
 from biaffine.nn.pretrained import PretrainedEmbedding
 from biaffine.nn.transformer import TransformerEmbedding, TransformerEncoder, batch_forms
 
@@ -134,7 +141,7 @@ class Encoder(nn.Module):
         for name, param in self.lstms.named_parameters():
             # Orthogonal weights and zero biases, following Dozat & Manning's released code.
             is_weight = name.rsplit(".", 1)[-1].startswith("weight")
-            (nn.init.orthogonal_ if is_weight else nn.init.zeros_)(param)
+            (orthogonal_ if is_weight else nn.init.zeros_)(param)
         self.lstm_dropout = SharedDropout(lstm_dropout)
         self.n_out = 2 * lstm_hidden
 

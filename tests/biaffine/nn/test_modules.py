@@ -12,6 +12,7 @@ from biaffine.nn.modules import (
     IndependentDropout,
     SharedDropout,
     _unique_rows,
+    loading_weights,
     word_dropout,
 )
 
@@ -199,3 +200,19 @@ def test_unique_rows_matches_torch_unique() -> None:
     types, inverse = _unique_rows(rows)
     assert torch.equal(types[inverse], rows)
     assert len(types) == len(torch.unique(rows, dim=0))
+
+
+def test_loading_weights_skips_the_orthogonal_initialisation_and_only_it() -> None:
+    torch.manual_seed(0)
+    initialised = MLP(6, 4)
+    with loading_weights():
+        torch.manual_seed(0)
+        skipped = MLP(6, 4)
+    weight = initialised.linear.weight.detach()
+    eye = torch.eye(4)
+    assert torch.allclose(weight @ weight.T, eye, atol=1e-5)  # orthogonal rows
+    assert not torch.allclose(
+        skipped.linear.weight.detach() @ skipped.linear.weight.T, eye, atol=1e-2
+    )
+    torch.manual_seed(0)
+    assert torch.allclose(MLP(6, 4).linear.weight, weight)  # the flag is reset afterwards
