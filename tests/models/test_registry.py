@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -199,3 +200,14 @@ def test_the_readmes_table_shows_what_each_card_says() -> None:
         figures = [raw["LAS"], gold["LAS"], gold["UPOS"], gold["Lemmas"]]
         assert cells[2:6] == [str(f) for f in figures], name
         assert cells[6] == f"{card['size_bytes'] / 1e6:.1f} MB", name
+
+
+def test_loading_and_parsing_by_name_never_touch_the_network(monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("a socket was opened")
+
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    for name in SHIPPED:
+        trees = models.load(name).parse(text="Hello world.\n")
+        assert trees
