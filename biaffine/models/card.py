@@ -145,9 +145,10 @@ def _section(card: Mapping[str, Any]) -> list[str]:
     for part in ("parser", "segmenter"):
         if part in training:
             run = training[part]
+            as_run = "" if run["command"] == run["recipe"] else f"; as run: `{run['command']}`"
             lines.append(
                 f"- {part.capitalize()}: `{run['recipe']}` ({run['minutes']} min, "
-                f"{run['epochs']} epochs); as run: `{run['command']}`."
+                f"{run['epochs']} epochs){as_run}."
             )
     if training.get("note"):
         lines.append(f"- {training['note']}")
