@@ -404,10 +404,9 @@ class CharEncoder(nn.Module):
         """The vectors of :meth:`forward`, without packing or numpy: what an ONNX export runs.
 
         Each direction of the BiLSTM runs as a one-way LSTM on its own weights (shared, not
-        copied) over every word of the batch, padding words and repeated forms included; the
-        backward one reads each word reversed within its own length, as :class:`BiLSTM` does,
-        so that padding characters only ever follow the real ones and never reach a state that
-        is read.
+        copied) over the distinct forms of the batch, padded to the longest; the backward one
+        reads each form reversed within its own length, as :class:`BiLSTM` does, so that
+        padding characters only ever follow the real ones and never reach a state that is read.
 
         Args:
             chars: long[B, L, C] character ids per word, left-aligned, padded with ``pad_index``.
@@ -416,9 +415,10 @@ class CharEncoder(nn.Module):
             float[B, L, n_out]; all-padding words get zeros.
         """
         batch, length, width = chars.shape
-        rows = chars.reshape(-1, width)  # [R, C], one row per word
-        lengths = (rows != self.pad_index).sum(1)  # [R]
-        embedded = self.embed(rows)  # [R, C, char_dim]
+        # One row per distinct form, as in forward (torch.unique exports as ONNX's Unique).
+        rows, inverse = torch.unique(chars.reshape(-1, width), dim=0, return_inverse=True)
+        lengths = (rows != self.pad_index).sum(1)  # [U]
+        embedded = self.embed(rows)  # [U, C, char_dim]
         reverse = _reversal_index(lengths, width)
         forward_states, _ = _one_direction(self.lstm, reverse=False)(embedded)
         backward_states, _ = _one_direction(self.lstm, reverse=True)(
@@ -428,7 +428,7 @@ class CharEncoder(nn.Module):
         last = (lengths - 1).clamp(min=0)
         final = torch.cat([_state_at(forward_states, last), _state_at(backward_states, last)], -1)
         vectors = self.proj(final).masked_fill((lengths == 0).unsqueeze(-1), 0.0)
-        return vectors.view(batch, length, self.n_out)
+        return vectors[inverse].view(batch, length, self.n_out)
 
 
 def _one_direction(lstm: nn.LSTM, *, reverse: bool) -> nn.LSTM:
