@@ -3,8 +3,8 @@
 Usage: ``python benchmarks/onnx_speed.py [CHECKPOINT] [--input FILE] [--threads 2] [--rounds 5]``
 (default: the shipped ``models/en_ewt/parser.pt`` on EWT test under $UD_ROOT).
 
-Exports the checkpoint (``biaffine.export``) into a temporary folder, then times what
-``scores.onnx`` computes (encoder, arc scores, label vectors and the taggers) both ways on the
+Exports the checkpoint as ``python -m biaffine.export`` does into a temporary folder, then times
+what ``scores.onnx`` computes (encoder, arc scores, label vectors and the taggers) both ways on the
 same batches (``max_tokens`` words each, as the API makes them), rounds alternating so that both
 see the same load, on ``--threads`` threads each (torch's and onnxruntime's intra-op threads,
 whose idle threads sleep in both: ``biaffine/openmp.py``). The eager model is also timed
@@ -36,7 +36,7 @@ import torch
 from biaffine import checkpoint
 from biaffine.data.batching import Batch, batches_by_tokens, encode
 from biaffine.data.conllu import read_conllu
-from biaffine.export import OPSET, Scores, export
+from biaffine.export import OPSET, Scores, run
 
 EWT_TEST = Path("UD_English-EWT") / "en_ewt-ud-test.conllu"
 SHIPPED = Path(__file__).parents[1] / "models" / "en_ewt" / "parser.pt"
@@ -87,7 +87,8 @@ def main() -> None:
     )
     load_before = load_average()
     with tempfile.TemporaryDirectory() as folder:
-        export_seconds = timed(lambda: export(model, Path(folder) / "export", about={}))
+        settings = {"checkpoint": str(args.checkpoint), "output": str(Path(folder) / "export")}
+        export_seconds = timed(lambda: run(settings))  # what the command does
         sizes = {p.name: p.stat().st_size for p in sorted((Path(folder) / "export").iterdir())}
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = args.threads
@@ -110,12 +111,12 @@ def main() -> None:
 
     runs = {"eager (taggers on)": lambda: eager(True), "onnxruntime": runtime}
     runs["eager (taggers off)"] = lambda: eager(False)
-    for run in runs.values():
-        run()  # warm: allocators, onnxruntime's first-run planning
+    for job in runs.values():
+        job()  # warm: allocators, onnxruntime's first-run planning
     seconds: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(args.rounds):
-        for name, run in runs.items():
-            seconds[name].append(timed(run))
+        for name, job in runs.items():
+            seconds[name].append(timed(job))
     load_after = load_average()
     deviation = dict.fromkeys(names, 0.0)
     with torch.inference_mode():
