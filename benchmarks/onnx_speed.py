@@ -4,13 +4,13 @@ Usage: ``python benchmarks/onnx_speed.py [CHECKPOINT] [--input FILE] [--threads 
 (default: the shipped ``models/en_ewt/parser.pt`` on EWT test under $UD_ROOT).
 
 Exports the checkpoint as ``python -m biaffine.export`` does into a temporary folder, then times
-what ``scores.onnx`` computes (encoder, arc scores, label vectors and the taggers) both ways on the
-same batches (``max_tokens`` words each, as the API makes them), rounds alternating so that both
-see the same load, on ``--threads`` threads each (torch's and onnxruntime's intra-op threads,
-whose idle threads sleep in both: ``biaffine/openmp.py``). The eager model is also timed
-without its taggers (``tag=False``, what a parse without predicted columns runs). Prints a
-markdown report with the CPU (``lscpu``), the load average before and after, the file sizes and
-the largest deviation of each output over the whole input (``|onnx - eager| / (1 + |eager|)``).
+``scores.onnx`` (encoder, arc scores, label vectors) alone and followed by ``tags.onnx`` in
+onnxruntime, and the eager model without its taggers (``tag=False``) and with them, on the same
+batches (``max_tokens`` words each, as the API makes them), rounds alternating so that all see
+the same load, on ``--threads`` threads each (torch's and onnxruntime's intra-op threads, whose
+idle threads sleep in both: ``biaffine/openmp.py``). Prints a markdown report with the CPU
+(``lscpu``), the load average before and after, the file sizes and the largest deviation of
+each output over the whole input (``|onnx - eager| / (1 + |eager|)``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import torch
 from biaffine import checkpoint
 from biaffine.data.batching import Batch, batches_by_tokens, encode
 from biaffine.data.conllu import read_conllu
-from biaffine.export import OPSET, Scores, run
+from biaffine.export import OPSET, Scores, Tags, run
 
 EWT_TEST = Path("UD_English-EWT") / "en_ewt-ud-test.conllu"
 SHIPPED = Path(__file__).parents[1] / "models" / "en_ewt" / "parser.pt"
@@ -59,6 +59,42 @@ def feed(batch: Batch) -> dict[str, np.ndarray]:
         "chars": batch.chars.numpy(),
         "lengths": batch.lengths.numpy(),
     }
+
+
+def session(path: Path, threads: int) -> onnxruntime.InferenceSession:
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    # Idle threads sleep, as torch's do under biaffine's OMP_WAIT_POLICY=PASSIVE.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def largest_deviation(
+    model: torch.nn.Module,
+    batches: list[Batch],
+    scores: onnxruntime.InferenceSession,
+    tags: onnxruntime.InferenceSession,
+) -> dict[str, float]:
+    """The largest |onnx - eager| / (1 + |eager|) of each output over the batches."""
+    eager_scores, eager_tags = Scores(model), Tags(model)
+    deviation: dict[str, float] = {}
+    with torch.inference_mode():
+        for batch in batches:
+            expected = eager_scores(batch.words, batch.chars, batch.lengths)
+            found = scores.run(None, feed(batch))
+            pairs = dict(zip(eager_scores.outputs, zip(expected, found, strict=True), strict=True))
+            tag_feed = {"states": expected[-1].numpy(), "lengths": batch.lengths.numpy()}
+            expected = eager_tags(expected[-1], batch.lengths)
+            found = tags.run(None, tag_feed)
+            pairs |= dict(zip(eager_tags.outputs, zip(expected, found, strict=True), strict=True))
+            for name, (tensor, array) in pairs.items():
+                value = tensor.numpy()
+                finite = np.isfinite(value)
+                assert (np.isfinite(array) == finite).all(), name
+                gap = np.abs(array[finite] - value[finite]) / (1 + np.abs(value[finite]))
+                deviation[name] = max(deviation.get(name, 0.0), float(gap.max()))
+    return deviation
 
 
 def timed(run: Callable[[], object]) -> float:
@@ -90,27 +126,26 @@ def main() -> None:
         settings = {"checkpoint": str(args.checkpoint), "output": str(Path(folder) / "export")}
         export_seconds = timed(lambda: run(settings))  # what the command does
         sizes = {p.name: p.stat().st_size for p in sorted((Path(folder) / "export").iterdir())}
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = args.threads
-        options.inter_op_num_threads = 1
-        # Idle threads sleep, as torch's do under biaffine's OMP_WAIT_POLICY=PASSIVE.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        path = str(Path(folder) / "export" / "scores.onnx")
-        session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    wrapper = Scores(model)
-    names = list(wrapper.outputs)
+        scores = session(Path(folder) / "export" / "scores.onnx", args.threads)
+        tags = session(Path(folder) / "export" / "tags.onnx", args.threads)
 
     def eager(tag: bool) -> None:
         with torch.inference_mode():
             for batch in batches:
                 model(batch, tag=tag)
 
-    def runtime() -> None:
+    def runtime(tag: bool) -> None:
         for batch in batches:
-            session.run(None, feed(batch))
+            found = scores.run(None, feed(batch))
+            if tag:
+                tags.run(None, {"states": found[-1], "lengths": batch.lengths.numpy()})
 
-    runs = {"eager (taggers on)": lambda: eager(True), "onnxruntime": runtime}
-    runs["eager (taggers off)"] = lambda: eager(False)
+    runs = {
+        "eager, taggers off": lambda: eager(False),
+        "onnxruntime, scores.onnx": lambda: runtime(False),
+        "eager, taggers on": lambda: eager(True),
+        "onnxruntime, scores.onnx + tags.onnx": lambda: runtime(True),
+    }
     for job in runs.values():
         job()  # warm: allocators, onnxruntime's first-run planning
     seconds: dict[str, list[float]] = {name: [] for name in runs}
@@ -118,20 +153,7 @@ def main() -> None:
         for name, job in runs.items():
             seconds[name].append(timed(job))
     load_after = load_average()
-    deviation = dict.fromkeys(names, 0.0)
-    with torch.inference_mode():
-        for batch in batches:
-            for name, expected, found in zip(
-                names,
-                wrapper(batch.words, batch.chars, batch.lengths),
-                session.run(None, feed(batch)),
-                strict=True,
-            ):
-                expected = expected.numpy()
-                finite = np.isfinite(expected)
-                assert (np.isfinite(found) == finite).all(), name
-                gap = np.abs(found[finite] - expected[finite]) / (1 + np.abs(expected[finite]))
-                deviation[name] = max(deviation[name], float(gap.max()))
+    deviation = largest_deviation(model, batches, scores, tags)
     print(f"# ONNX export against eager: {args.checkpoint} on {source.name}\n")
     words = sum(len(s) for s in sentences)
     versions = f"torch {torch.__version__}, onnxruntime {onnxruntime.__version__}, opset {OPSET}"

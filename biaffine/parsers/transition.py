@@ -273,7 +273,15 @@ class TransitionParser(EncoderParser):
             batch: the batch (the encoder reads its inputs).
             tag: run the taggers too; parsing passes False unless it predicts columns.
         """
-        states = self.encoder(batch)  # [B, N+1, H]
+        return self.encode_states(self.encoder(batch), batch, tag=tag)
+
+    def encode_states(
+        self, states: torch.Tensor, batch: Batch, *, tag: bool = True
+    ) -> TransitionStates:
+        """:meth:`encode` from the encoder states float[B, N+1, H] of ``batch``.
+
+        ``batch`` gives ``lengths`` and ``mask`` only (an export reads the states alone).
+        """
         empty = self.empty.to(states.dtype).expand(states.shape[0], 1, -1)
         with_empty = torch.cat([states, empty], 1)  # [B, N+2, H]
         n_slots, n_states, hidden = self.slot_weight.shape

@@ -91,19 +91,28 @@ def eager_scores(model: torch.nn.Module, batch: Batch) -> dict[str, torch.Tensor
         else:
             encoded = model(batch, tag=True)
             named = {"arc_scores": encoded.arc_scores}
+        named["states"] = model.encoder(batch)
     named |= {"label_dep": encoded.labels.dep, "label_head": encoded.labels.head}
     return named | {f"{column}_scores": s for column, s in encoded.tag_scores.items()}
 
 
+def run_graph(folder: Path, name: str, feed: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    graph = session(folder, name)
+    found = graph.run(None, feed)
+    names = [output.name for output in graph.get_outputs()]
+    return {name: torch.from_numpy(array) for name, array in zip(names, found, strict=True)}
+
+
 def check_scores(model: torch.nn.Module, folder: Path, batch: Batch) -> dict[str, torch.Tensor]:
-    """Compare every output of scores.onnx with the eager model's; returns the eager ones."""
-    scores = session(folder, "scores")
-    names = [output.name for output in scores.get_outputs()]
-    found = scores.run(None, inputs(batch, model.encoder.use_tags))
+    """Compare scores.onnx and tags.onnx with the eager model; returns the eager scores."""
     expected = eager_scores(model, batch)
-    assert sorted(names) == sorted(expected)
-    for name, array in zip(names, found, strict=True):
-        torch.testing.assert_close(torch.from_numpy(array), expected[name], **TOLERANCE)
+    found = run_graph(folder, "scores", inputs(batch, model.encoder.use_tags))
+    if model.tagged_columns:  # on the eager states, so that each graph is checked alone
+        feed = {"states": expected["states"].numpy(), "lengths": batch.lengths.numpy()}
+        found |= run_graph(folder, "tags", feed)
+    assert sorted(found) == sorted(expected)
+    for name, tensor in found.items():
+        torch.testing.assert_close(tensor, expected[name], **TOLERANCE)
     return expected
 
 
@@ -240,7 +249,7 @@ def test_the_graphs_hold_no_packed_sequence_and_no_loop(
     _, vocabs, folder = shipped
     model, _ = transition_model_tiny(vocabs)
     export(model, tmp_path / "transition", about={})
-    for graph in (folder / "scores.onnx", tmp_path / "transition" / "transitions.onnx"):
+    for graph in [*folder.glob("*.onnx"), *(tmp_path / "transition").glob("*.onnx")]:
         loaded = onnx.load(str(graph))
         operators = {node.op_type for node in loaded.graph.node}
         assert not operators & {"Loop", "Scan", "SequenceConstruct", "SplitToSequence"}
@@ -279,7 +288,7 @@ def test_an_export_replaces_an_earlier_one_and_refuses_other_folders(
     assert manifest["run"] == 2
     assert (folder / MANIFEST).read_text().count('"run": 2') == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]  # nothing left beside it
-    assert sorted(manifest["graphs"]) == ["labels", "scores", "transitions"]
+    assert sorted(manifest["graphs"]) == ["labels", "scores", "transitions"]  # no tagger
     (tmp_path / "other").mkdir()
     with pytest.raises(ValueError, match="not an export folder"):
         export(model, tmp_path / "other", about={})
@@ -318,8 +327,5 @@ def test_the_command_exports_a_checkpoint_and_refuses_bad_input(tmp_path: Path) 
     assert run("output=out").stderr == "error: missing setting checkpoint (give checkpoint=...)\n"
     done = run(f"checkpoint={SHIPPED}", "output=out")
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "export.json",
-        "labels.onnx",
-        "scores.onnx",
-    ]
+    files = ["export.json", "labels.onnx", "scores.onnx", "tags.onnx"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == files
