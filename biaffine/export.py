@@ -50,7 +50,21 @@ from biaffine.data.batching import Batch
 from biaffine.files import fsync_dir, umask_mode
 from biaffine.parsers.heads import LabelScorer, LabelVectors
 
-__all__ = ["FORMAT", "MANIFEST", "OPSET", "Graph", "export", "graphs", "main", "parse_settings"]
+__all__ = [
+    "FORMAT",
+    "MANIFEST",
+    "OPSET",
+    "Graph",
+    "Labels",
+    "Scores",
+    "Tags",
+    "Transitions",
+    "export",
+    "graphs",
+    "main",
+    "parse_settings",
+    "run",
+]
 
 OPSET = 17
 """ONNX opset of every graph: each operator they use (LSTM, MatMul, Gather, GatherElements,
