@@ -48,6 +48,7 @@ from biaffine import checkpoint as checkpoints
 from biaffine.cli import refuse_missing, report_user_errors
 from biaffine.data.batching import Batch
 from biaffine.files import fsync_dir, umask_mode
+from biaffine.nn import Encoder
 from biaffine.parsers.heads import LabelScorer, LabelVectors
 
 __all__ = [
@@ -205,7 +206,8 @@ def graphs(model: nn.Module) -> list[Graph]:
             which no graph on ids can hold.
     """
     encoder = model.encoder
-    if getattr(encoder, "pretrained", None) is not None or getattr(encoder, "transformer", None):
+    on_ids = isinstance(encoder, Encoder) and encoder.pretrained is None
+    if not on_ids or encoder.transformer is not None:
         raise ValueError(
             "cannot export a parser whose encoder reads word forms as text (pretrained vectors "
             "or a transformer); only the BiLSTM encoder on word and character ids exports"

@@ -294,6 +294,18 @@ def test_an_export_replaces_an_earlier_one_and_refuses_other_folders(
         export(model, tmp_path / "other", about={})
 
 
+@pytest.mark.parametrize("text", ["pretrained", "transformer"])
+def test_an_encoder_that_reads_text_is_refused(
+    text: str, shipped: tuple[torch.nn.Module, Vocabs, Path], tmp_path: Path
+) -> None:
+    _, vocabs, _ = shipped
+    model, _ = transition_model_tiny(vocabs)
+    setattr(model.encoder, text, torch.nn.Identity())  # stands for the module that reads forms
+    with pytest.raises(ValueError, match="reads word forms as text"):
+        export(model, tmp_path / "export", about={})
+    assert not (tmp_path / "export").exists()
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
