@@ -68,10 +68,11 @@ __all__ = [
 ]
 
 OPSET = 17
-"""ONNX opset of every graph: each operator they use (LSTM, MatMul, Gather, GatherElements,
-NonZero, Where, ...) has had its present form since opset 14 or earlier, and 17 is read by every
-onnxruntime of the ``export`` extra (1.20 reads up to 21) and written by torch's TorchScript
-exporter (up to 20), the one that needs no ``onnxscript``."""
+"""ONNX opset of every graph. Each operator they use (LSTM, MatMul, Gather, GatherElements,
+NonZero, Unique, Where, ...) exists since opset 11 or earlier; 17 is well within what the
+``export`` extra's onnxruntime (1.20 or later) reads and what torch's TorchScript exporter (the
+one that needs no ``onnxscript``) writes, up to 20; pinned, a file does not change with torch's
+default."""
 
 FORMAT = 1
 """Version of the folder's layout and of ``export.json``."""
