@@ -31,6 +31,7 @@ and the biaffine products one chunk (:func:`biaffine.nn.modules._in_chunks`) whi
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import sys
@@ -285,16 +286,27 @@ def export(model: nn.Module, folder: Path, *, about: Mapping[str, Any]) -> dict[
         The manifest written.
 
     Raises:
-        ValueError: a destination that exists and is not an export folder, or a model that
-            cannot be exported.
+        ValueError: a destination that exists and is not an export folder, a model that
+            cannot be exported, or no onnx package.
     """
     _check_destination(folder)
+    _require_onnx()
     training = model.training
     try:
         return _write(model.eval(), folder, about)
     finally:
         # The exporter restores the mode of the wrapper it was given, on the model too.
         model.train(training)
+
+
+def _require_onnx() -> None:
+    """Refuse to export without the onnx package (optional), which torch writes ONNX files with."""
+    try:
+        importlib.import_module("onnx")
+    except ImportError:
+        raise ValueError(
+            "the ONNX export needs the onnx package: pip install 'rootparse[export]'"
+        ) from None
 
 
 def _write(model: nn.Module, folder: Path, about: Mapping[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ N_SENTENCES = 200
 BATCH_SIZES = (1, 3, 8, 29, 64, 95)  # 200 sentences, in file order
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 NO_RUNTIME = "onnxruntime is not installed (the export extra: pip install 'rootparse[export]')"
+NO_ONNX = "onnx is not installed, which torch writes ONNX files with (the export extra)"
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +60,10 @@ def mixed_batches(sentences: Sequence[Sentence], vocabs: Vocabs) -> Iterator[Bat
         indices = list(range(start, min(start + size, len(encoded))))
         start += size
         yield collate([encoded[i] for i in indices], indices)
+
+
+def exporter() -> None:
+    pytest.importorskip("onnx", reason=NO_ONNX)
 
 
 def runtime():
@@ -133,6 +138,7 @@ def gold_heads(batch: Batch) -> torch.Tensor:
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Module, Vocabs, Path]:
     """The shipped EWT graph parser, its vocabularies, and its export."""
+    exporter()
     loaded = checkpoint.load(SHIPPED)
     model = checkpoint.build_model(loaded)
     folder = tmp_path_factory.mktemp("export") / "en_ewt"
@@ -201,6 +207,7 @@ def transition_model(sentences: list[Sentence], name: str) -> tuple[TransitionPa
 def test_a_transition_parser_exports_its_eager_scores(
     name: str, ewt_test: list[Sentence], tmp_path: Path
 ) -> None:
+    exporter()
     runtime()
     model, vocabs = transition_model(ewt_test, name)
     export(model, tmp_path / "export", about={})
@@ -245,7 +252,7 @@ def eager_scorer(model: TransitionParser, slots: torch.Tensor):
 def test_the_graphs_hold_no_packed_sequence_and_no_loop(
     shipped: tuple[torch.nn.Module, Vocabs, Path], tmp_path: Path
 ) -> None:
-    onnx = pytest.importorskip("onnx", reason="onnx is not installed (the export extra)")
+    onnx = pytest.importorskip("onnx", reason=NO_ONNX)
     _, vocabs, folder = shipped
     model, _ = transition_model_tiny(vocabs)
     export(model, tmp_path / "transition", about={})
@@ -294,6 +301,17 @@ def test_an_export_replaces_an_earlier_one_and_refuses_other_folders(
         export(model, tmp_path / "other", about={})
 
 
+def test_export_without_the_onnx_package_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # a None entry: "import onnx" fails
+    with pytest.raises(
+        ValueError, match=r"needs the onnx package: pip install 'rootparse\[export\]'"
+    ):
+        export(torch.nn.Linear(1, 1), tmp_path / "export", about={})
+    assert not (tmp_path / "export").exists()
+
+
 @pytest.mark.parametrize("text", ["pretrained", "transformer"])
 def test_an_encoder_that_reads_text_is_refused(
     text: str, shipped: tuple[torch.nn.Module, Vocabs, Path], tmp_path: Path
@@ -337,6 +355,7 @@ def test_the_command_exports_a_checkpoint_and_refuses_bad_input(tmp_path: Path) 
     assert bad.stderr.startswith("error: ")
     assert "missing.pt" in bad.stderr
     assert run("output=out").stderr == "error: missing setting checkpoint (give checkpoint=...)\n"
+    exporter()
     done = run(f"checkpoint={SHIPPED}", "output=out")
     assert done.returncode == 0, done.stderr
     files = ["export.json", "labels.onnx", "scores.onnx", "tags.onnx"]
