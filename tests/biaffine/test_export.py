@@ -258,6 +258,7 @@ def test_the_graphs_hold_no_packed_sequence_and_no_loop(
     export(model, tmp_path / "transition", about={})
     for graph in [*folder.glob("*.onnx"), *(tmp_path / "transition").glob("*.onnx")]:
         loaded = onnx.load(str(graph))
+        onnx.checker.check_model(loaded, full_check=True)  # types and shapes inferred throughout
         operators = {node.op_type for node in loaded.graph.node}
         assert not operators & {"Loop", "Scan", "SequenceConstruct", "SplitToSequence"}
         assert loaded.opset_import[0].version == OPSET
