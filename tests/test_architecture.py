@@ -33,6 +33,7 @@ PARTS = {
     "services": ["checkpoint", "metrics", "alignment", "evaluate", "plot", "results"],
     "api": ["api", "render", "pipeline"],
     "predicting": ["predicting", "predict_options"],
+    "export": ["export"],
     "models": ["models"],
     "serving": ["serving"],
     "training": ["training"],

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 
 import numpy as np
 import torch
@@ -222,9 +223,7 @@ class Biaffine(nn.Module):
         # x U is [B, Lx, O, Dy], several times larger than the output for labels; in chunks of
         # sentences it stays in cache instead of going through memory (about 25% faster).
         step = max(1, self.chunk_elements // (n_x * weight.shape[1]))
-        chunks = zip(x.split(step), y.split(step), strict=True)
-        pieces = [self._chunk(xc, yc, weight) for xc, yc in chunks]
-        scores = pieces[0] if len(pieces) == 1 else torch.cat(pieces)  # [B, Lx * O, Ly]
+        scores = _in_chunks(partial(self._chunk, weight=weight), x, y, step)  # [B, Lx * O, Ly]
         return scores.view(batch, n_x, self.n_out, n_y).transpose(2, 3)
 
     def _with_bias(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -273,9 +272,7 @@ class Biaffine(nn.Module):
             pairs, weight = self._pairs_through_outer_product, self.weight.flatten(1)
             per_pair = x.shape[-1] * y.shape[-1]
         step = max(1, self.pair_chunk_elements // per_pair)
-        chunks = zip(x.split(step), y.split(step), strict=True)
-        pieces = [pairs(xc, yc, weight) for xc, yc in chunks]
-        scores = pieces[0] if len(pieces) == 1 else torch.cat(pieces)  # [pairs, O]
+        scores = _in_chunks(partial(pairs, weight=weight), x, y, step)  # [pairs, O]
         return scores.view(*shape, self.n_out)
 
     def _pairs_through_xu(
@@ -285,7 +282,7 @@ class Biaffine(nn.Module):
 
         ``weight`` is :meth:`_flat_weight`, [Dx, O * Dy].
         """
-        xu = (x @ weight).view(len(x), self.n_out, -1)  # [P, O, Dy]
+        xu = (x @ weight).view(x.shape[0], self.n_out, -1)  # [P, O, Dy]
         return torch.bmm(xu, y.unsqueeze(-1)).squeeze(-1)
 
     def _pairs_through_outer_product(
@@ -297,6 +294,23 @@ class Biaffine(nn.Module):
         """
         outer = (x.unsqueeze(2) * y.unsqueeze(1)).flatten(1)  # [P, Dx * Dy]
         return outer @ weight.T
+
+
+def _in_chunks(
+    score: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    step: int,
+) -> torch.Tensor:
+    """``score(x, y)`` on chunks of ``step`` rows of both, concatenated along the first axis.
+
+    One call when one chunk holds every row, and always in an ONNX export: a traced split has
+    the number of pieces of the example it was traced on, which other sizes would not fit.
+    """
+    if torch.onnx.is_in_onnx_export() or step >= x.shape[0]:
+        return score(x, y)
+    chunks = zip(x.split(step), y.split(step), strict=True)
+    return torch.cat([score(xc, yc) for xc, yc in chunks])
 
 
 class BiLSTM(nn.Module):
@@ -395,6 +409,8 @@ class CharEncoder(nn.Module):
         Returns:
             float[B, L, n_out]; all-padding words get zeros.
         """
+        if torch.onnx.is_in_onnx_export():
+            return self.dense(chars)
         batch, length, width = chars.shape
         types, inverse = _unique_rows(chars.reshape(-1, width))
         lengths = (types != self.pad_index).sum(1)  # [U]
@@ -409,6 +425,54 @@ class CharEncoder(nn.Module):
         out = vectors.new_zeros(types.shape[0], self.n_out)
         out[real] = vectors
         return out[inverse].view(batch, length, self.n_out)
+
+    def dense(self, chars: torch.Tensor) -> torch.Tensor:
+        """The vectors of :meth:`forward`, without packing or numpy: what an ONNX export runs.
+
+        Each direction of the BiLSTM runs as a one-way LSTM on its own weights (shared, not
+        copied) over the distinct forms of the batch, padded to the longest; the backward one
+        reads each form reversed within its own length, as :class:`BiLSTM` does, so that
+        padding characters only ever follow the real ones and never reach a state that is read.
+
+        Args:
+            chars: long[B, L, C] character ids per word, left-aligned, padded with ``pad_index``.
+
+        Returns:
+            float[B, L, n_out]; all-padding words get zeros.
+        """
+        batch, length, width = chars.shape
+        # One row per distinct form, as in forward (torch.unique exports as ONNX's Unique).
+        rows, inverse = torch.unique(chars.reshape(-1, width), dim=0, return_inverse=True)
+        lengths = (rows != self.pad_index).sum(1)  # [U]
+        embedded = self.embed(rows)  # [U, C, char_dim]
+        reverse = _reversal_index(lengths, width)
+        forward_states, _ = _one_direction(self.lstm, reverse=False)(embedded)
+        backward_states, _ = _one_direction(self.lstm, reverse=True)(
+            _gather_steps(embedded, reverse)
+        )
+        # Both directions end at the last character: position length - 1 of what each read.
+        last = (lengths - 1).clamp(min=0)
+        final = torch.cat([_state_at(forward_states, last), _state_at(backward_states, last)], -1)
+        vectors = self.proj(final).masked_fill((lengths == 0).unsqueeze(-1), 0.0)
+        return vectors[inverse].view(batch, length, self.n_out)
+
+
+def _one_direction(lstm: nn.LSTM, *, reverse: bool) -> nn.LSTM:
+    """A one-way LSTM on the weights of one direction of a one-layer bidirectional ``lstm``.
+
+    The parameters are ``lstm``'s own (no copy): the new module is built on the meta device,
+    then given them.
+    """
+    single = nn.LSTM(lstm.input_size, lstm.hidden_size, batch_first=lstm.batch_first, device="meta")
+    suffix = "_reverse" if reverse else ""
+    for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"):
+        setattr(single, name, getattr(lstm, name + suffix))
+    return single
+
+
+def _state_at(states: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """states[r, index[r]] for every r: float[R, D] from float[R, T, D] and long[R]."""
+    return _gather_steps(states, index.unsqueeze(1))[:, 0]
 
 
 def _unique_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

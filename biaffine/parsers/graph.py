@@ -142,7 +142,13 @@ class BiaffineParser(EncoderParser):
             :class:`GraphScores` with arc_scores [B, N+1, N+1] (dependent-major, invalid heads
             at ``-inf``), the label MLP vectors and the scores of the taggers.
         """
-        states = self.encoder(batch)
+        return self.score_states(self.encoder(batch), batch, tag=tag)
+
+    def score_states(self, states: torch.Tensor, batch: Batch, *, tag: bool = True) -> GraphScores:
+        """:meth:`forward` from the encoder states float[B, N+1, H] of ``batch``.
+
+        ``batch`` gives ``lengths`` and ``mask`` only (an export reads the states alone).
+        """
         tag_scores = self.taggers(states, batch.mask) if tag else {}
         return GraphScores(self.arcs(states, batch.lengths), self.labels(states), tag_scores)
 

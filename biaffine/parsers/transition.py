@@ -273,7 +273,15 @@ class TransitionParser(EncoderParser):
             batch: the batch (the encoder reads its inputs).
             tag: run the taggers too; parsing passes False unless it predicts columns.
         """
-        states = self.encoder(batch)  # [B, N+1, H]
+        return self.encode_states(self.encoder(batch), batch, tag=tag)
+
+    def encode_states(
+        self, states: torch.Tensor, batch: Batch, *, tag: bool = True
+    ) -> TransitionStates:
+        """:meth:`encode` from the encoder states float[B, N+1, H] of ``batch``.
+
+        ``batch`` gives ``lengths`` and ``mask`` only (an export reads the states alone).
+        """
         empty = self.empty.to(states.dtype).expand(states.shape[0], 1, -1)
         with_empty = torch.cat([states, empty], 1)  # [B, N+2, H]
         n_slots, n_states, hidden = self.slot_weight.shape
@@ -297,15 +305,33 @@ class TransitionParser(EncoderParser):
         Returns:
             float[C, A], unmasked.
         """
-        slots = encoded.slots
+        return self.score_slots(encoded.slots, rows, positions)
+
+    def score_slots(
+        self, slots: torch.Tensor, rows: torch.Tensor, positions: torch.Tensor
+    ) -> torch.Tensor:
+        """:meth:`score_transitions` from the slot projections alone (what an export reads).
+
+        Args:
+            slots: float[B, N+2, K, arc_mlp], :attr:`TransitionStates.slots` of the batch.
+            rows: long[C], the batch row (sentence) of each configuration.
+            positions: long[C, K], feature word positions, -1 for an empty slot.
+
+        Returns:
+            float[C, A], unmasked.
+        """
         width, n_slots = slots.shape[1], slots.shape[2]  # N+2 (the last is the empty vector), K
         index = rows.unsqueeze(1) * width + positions.masked_fill(positions < 0, width - 1)
         table = slots.reshape(-1, slots.shape[-1])  # [B * (N+2) * K, arc_mlp], row (word, slot)
         rows_of_slots = index * n_slots + torch.arange(n_slots, device=index.device)  # [C, K]
-        # One summed lookup: forward and backward 3-4x faster on CPU than advanced indexing
-        # and a sum (8 ms against 24-36 ms for 3,000 configurations), 1-2% of a training step.
-        hidden = F.embedding_bag(rows_of_slots, table, mode="sum") + self.slot_bias
-        return self.transition_mlp(hidden)  # hidden: [C, arc_mlp]
+        if torch.onnx.is_in_onnx_export():
+            # An ONNX embedding_bag is a Loop over the configurations; a Gather is one op.
+            summed = table[rows_of_slots].sum(1)
+        else:
+            # One summed lookup: forward and backward 3-4x faster on CPU than advanced indexing
+            # and a sum (8 ms against 24-36 ms for 3,000 configurations), 1-2% of a training step.
+            summed = F.embedding_bag(rows_of_slots, table, mode="sum")
+        return self.transition_mlp(summed + self.slot_bias)  # [C, A] from [C, arc_mlp]
 
     def forward(self, batch: Batch) -> TransitionScores:
         """Score the static oracle's configurations of a batch's gold trees.

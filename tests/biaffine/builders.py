@@ -85,11 +85,11 @@ def trees(sentences: list[Sentence]) -> list[tuple[list[int], list[str]]]:
 
 
 # Random taggers, and what they write: shared by the tests of predicted columns and lemmas.
-def randomized(model: torch.nn.Module) -> torch.nn.Module:
+def randomized(model: torch.nn.Module, scale: float = 0.5) -> torch.nn.Module:
     """Random, untied weights: taggers that disagree with the gold tags somewhere."""
     with torch.no_grad():
         for param in model.parameters():
-            param.add_(0.5 * torch.randn_like(param))
+            param.add_(scale * torch.randn_like(param))
     return model
 
 

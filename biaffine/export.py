@@ -1,0 +1,418 @@
+"""A parser's scoring networks as ONNX graphs (``python -m biaffine.export``).
+
+``python -m biaffine.export checkpoint=PATH output=FOLDER`` exports a checkpoint's parser.
+
+The output is a folder of graphs that together compute every score the parser's family reads,
+with dynamic batch and length axes, and ``export.json`` naming them (with the checkpoint's
+vocabularies and config, so that the folder alone describes the model):
+
+- ``scores.onnx``: the encoder and the heads that read its states once per batch. Inputs
+  ``words`` long[B, N+1], ``chars`` long[B, N+1, C], ``lengths`` long[B] (and ``upos``
+  long[B, N+1] for an encoder that embeds the input UPOS). Outputs: the graph parser's
+  ``arc_scores`` float[B, N+1, N+1] (dependent-major, impossible heads at ``-inf``), or a
+  transition parser's ``slots`` float[B, N+2, K, arc_mlp] (and a combined model's
+  ``arc_scores``); ``label_dep`` and ``label_head`` float[B, N+1, rel_mlp]; the encoder
+  ``states`` float[B, N+1, H].
+- ``tags.onnx`` (parsers with taggers): ``states`` and ``lengths`` to one ``<column>_scores``
+  float[W, n_classes] per tagger, for the W words of the batch row by row. Apart, because
+  onnxruntime runs every node of a graph whatever outputs are asked for, and a parse that
+  predicts no column needs no tagger (10% of the EWT model's time).
+- ``transitions.onnx`` (transition parsers): the per-step scorer, ``slots`` and the
+  configurations' ``rows`` long[S] and feature ``positions`` long[S, K] (-1: empty slot) to
+  ``transition_scores`` float[S, A], unmasked.
+- ``labels.onnx``: ``label_dep``, ``label_head`` and ``heads`` long[B, N+1] (negative at ROOT and
+  padding) to ``label_scores`` float[B, N+1, R], the label scores of the arcs ``heads[b, d] -> d``.
+
+The graphs are traced from the model's own modules (thin wrappers below only turn tensors into
+the :class:`~biaffine.data.batching.Batch` they read and their results into tensors). Nothing
+packs: the character BiLSTM runs its dense path (:meth:`biaffine.nn.modules.CharEncoder.dense`)
+and the biaffine products one chunk (:func:`biaffine.nn.modules._in_chunks`) while exporting.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import sys
+import tempfile
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from biaffine import checkpoint as checkpoints
+from biaffine.cli import refuse_missing, report_user_errors
+from biaffine.data.batching import Batch
+from biaffine.files import fsync_dir, umask_mode
+from biaffine.nn import Encoder
+from biaffine.parsers.heads import LabelScorer, LabelVectors
+
+__all__ = [
+    "FORMAT",
+    "MANIFEST",
+    "OPSET",
+    "Graph",
+    "Labels",
+    "Scores",
+    "Tags",
+    "Transitions",
+    "export",
+    "graphs",
+    "main",
+    "parse_settings",
+    "run",
+]
+
+OPSET = 17
+"""ONNX opset of every graph. Each operator they use (LSTM, MatMul, Gather, GatherElements,
+NonZero, Unique, Where, ...) exists since opset 11 or earlier; 17 is well within what the
+``export`` extra's onnxruntime (1.20 or later) reads and what torch's TorchScript exporter (the
+one that needs no ``onnxscript``) writes, up to 20; pinned, a file does not change with torch's
+default."""
+
+FORMAT = 1
+"""Version of the folder's layout and of ``export.json``."""
+
+MANIFEST = "export.json"
+
+SETTINGS = ("checkpoint", "output")
+USAGE = "usage: python -m biaffine.export checkpoint=PATH output=FOLDER"
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """One graph to export: a module on tensors, its named inputs and outputs, an example.
+
+    Attributes:
+        name: the file's stem (``scores``, ``tags``, ``transitions``, ``labels``).
+        module: takes the inputs in order and returns the outputs in order.
+        inputs: input names.
+        outputs: output names.
+        example: example inputs the graph is traced on.
+        axes: the dynamic axes of each input and output, by name.
+    """
+
+    name: str
+    module: nn.Module
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    example: tuple[torch.Tensor, ...]
+    axes: dict[str, dict[int, str]]
+
+
+class Scores(nn.Module):
+    """The encoder and the heads read once per batch, on tensors: see ``scores.onnx`` above."""
+
+    def __init__(self, model: nn.Module) -> None:
+        """Wrap ``model`` (a graph or transition parser, in eval mode); it is not copied."""
+        super().__init__()
+        self.model = model
+        transition = model.family == "transition"
+        first = ["slots"] if transition else ["arc_scores"]
+        if transition and model.graph is not None:
+            first.append("arc_scores")
+        self.outputs = (*first, "label_dep", "label_head", "states")
+
+    def forward(
+        self,
+        words: torch.Tensor,
+        chars: torch.Tensor,
+        lengths: torch.Tensor,
+        upos: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, ...]:
+        """The outputs named by ``self.outputs``, from the inputs of ``scores.onnx``."""
+        batch = _batch(words, chars, lengths, upos)
+        states = self.model.encoder(batch)
+        if self.model.family == "transition":
+            encoded = self.model.encode_states(states, batch, tag=False)
+            named = {"slots": encoded.slots, "arc_scores": encoded.arc_scores}
+        else:
+            encoded = self.model.score_states(states, batch, tag=False)
+            named = {"arc_scores": encoded.arc_scores}
+        named |= {"label_dep": encoded.labels.dep, "label_head": encoded.labels.head}
+        named["states"] = states
+        return tuple(named[name] for name in self.outputs)
+
+
+class Tags(nn.Module):
+    """A parser's taggers on the encoder states, on tensors: see ``tags.onnx`` above."""
+
+    def __init__(self, model: nn.Module) -> None:
+        """Wrap ``model`` (a parser with taggers, in eval mode); it is not copied."""
+        super().__init__()
+        self.taggers = model.taggers
+        self.outputs = tuple(f"{column}_scores" for column in model.tagged_columns)
+
+    def forward(self, states: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """float[W, n_classes] per tagger, for the W words of the batch row by row."""
+        scores = self.taggers(states, _mask(lengths, states.shape[1]))
+        return tuple(scores[name.removesuffix("_scores")] for name in self.outputs)
+
+
+class Transitions(nn.Module):
+    """A transition parser's per-step scorer on tensors: see ``transitions.onnx`` above."""
+
+    def __init__(self, model: nn.Module) -> None:
+        """Wrap ``model`` (a transition parser); it is not copied."""
+        super().__init__()
+        self.model = model
+
+    def forward(
+        self, slots: torch.Tensor, rows: torch.Tensor, positions: torch.Tensor
+    ) -> torch.Tensor:
+        """float[S, A] transition scores (see ``TransitionParser.score_slots``)."""
+        return self.model.score_slots(slots, rows, positions)
+
+
+class Labels(nn.Module):
+    """Label scores at given heads, on tensors: see ``labels.onnx`` above."""
+
+    def __init__(self, labels: LabelScorer) -> None:
+        """Wrap a parser's label scorer; it is not copied."""
+        super().__init__()
+        self.labels = labels
+
+    def forward(
+        self, label_dep: torch.Tensor, label_head: torch.Tensor, heads: torch.Tensor
+    ) -> torch.Tensor:
+        """float[B, N+1, R] (see ``LabelScorer.at``)."""
+        return self.labels.at(LabelVectors(label_dep, label_head), heads)
+
+
+def _batch(
+    words: torch.Tensor, chars: torch.Tensor, lengths: torch.Tensor, upos: torch.Tensor | None
+) -> Batch:
+    """The batch a parser reads when parsing; its gold fields stay empty (eval mode reads none)."""
+    columns = {} if upos is None else {"upos": upos}
+    empty = lengths.new_zeros(0)
+    mask = _mask(lengths, words.shape[1])
+    return Batch(words, chars, empty, empty, mask, lengths, empty, columns)
+
+
+def _mask(lengths: torch.Tensor, total: int) -> torch.Tensor:
+    """bool[B, total], True at the words 1..n of each row, as ``collate`` makes ``Batch.mask``."""
+    positions = torch.arange(total, device=lengths.device)
+    return (positions > 0) & (positions <= lengths.unsqueeze(1))
+
+
+def graphs(model: nn.Module) -> list[Graph]:
+    """The graphs of a parser in eval mode, with example inputs of two sentences of 3 and 5 words.
+
+    Raises:
+        ValueError: an encoder that reads word forms as text (pretrained vectors, a transformer),
+            which no graph on ids can hold.
+    """
+    encoder = model.encoder
+    on_ids = isinstance(encoder, Encoder) and encoder.pretrained is None
+    if not on_ids or encoder.transformer is not None:
+        raise ValueError(
+            "cannot export a parser whose encoder reads word forms as text (pretrained vectors "
+            "or a transformer); only the BiLSTM encoder on word and character ids exports"
+        )
+    lengths = torch.tensor([3, 5])
+    words = torch.tensor([[2, 5, 6, 7, 0, 0], [2, 5, 6, 7, 8, 9]])
+    chars = torch.zeros(2, 6, 4, dtype=torch.long)
+    chars[:, 0, 0] = 2
+    chars[0, 1:4, :2] = 5
+    chars[1, 1:6, :3] = 6
+    example = (words, chars, lengths)
+    inputs = ("words", "chars", "lengths")
+    if encoder.use_tags:
+        example, inputs = (*example, words.clamp(max=2)), (*inputs, "upos")
+    scores = Scores(model)
+    with torch.no_grad():
+        outputs = dict(zip(scores.outputs, scores(*example), strict=True))
+    axes = {name: {0: "batch", 1: "positions"} for name in (*inputs, *scores.outputs)}
+    axes["chars"][2] = "characters"
+    axes["lengths"] = {0: "batch"}
+    found = [Graph("scores", scores, inputs, scores.outputs, example, axes)]
+    if model.tagged_columns:
+        found.append(_tags(model, outputs["states"], lengths))
+    if model.family == "transition":
+        found.append(_transitions(model, outputs["slots"]))
+    found.append(_labels(model, outputs["label_dep"], outputs["label_head"], words))
+    return found
+
+
+def _tags(model: nn.Module, states: torch.Tensor, lengths: torch.Tensor) -> Graph:
+    tags = Tags(model)
+    axes = {"states": {0: "batch", 1: "positions"}, "lengths": {0: "batch"}}
+    axes |= {name: {0: "words"} for name in tags.outputs}
+    return Graph("tags", tags, ("states", "lengths"), tags.outputs, (states, lengths), axes)
+
+
+def _transitions(model: nn.Module, slots: torch.Tensor) -> Graph:
+    rows = torch.tensor([0, 1, 1])
+    positions = torch.full((3, model.n_stack + model.n_buffer), -1, dtype=torch.long)
+    positions[:, 0] = torch.tensor([1, 2, 5])
+    axes = {
+        "slots": {0: "batch", 1: "slots_positions"},
+        "rows": {0: "configurations"},
+        "positions": {0: "configurations"},
+        "transition_scores": {0: "configurations"},
+    }
+    names, example = ("slots", "rows", "positions"), (slots, rows, positions)
+    return Graph("transitions", Transitions(model), names, ("transition_scores",), example, axes)
+
+
+def _labels(model: nn.Module, dep: torch.Tensor, head: torch.Tensor, words: torch.Tensor) -> Graph:
+    heads = torch.zeros_like(words) - 1
+    heads[:, 1:4] = torch.tensor([2, 0, 2])
+    names = ("label_dep", "label_head", "heads", "label_scores")
+    axes = {name: {0: "batch", 1: "positions"} for name in names}
+    return Graph("labels", Labels(model.labels), names[:3], names[3:], (dep, head, heads), axes)
+
+
+def export(model: nn.Module, folder: Path, *, about: Mapping[str, Any]) -> dict[str, Any]:
+    """Write the graphs of ``model`` and their ``export.json`` into ``folder``, atomically.
+
+    The model is exported in eval mode and left in the mode it was in.
+
+    The folder is written beside its destination and renamed into place; an earlier export
+    there (a folder holding ``export.json``) is replaced, anything else refused.
+
+    Args:
+        model: a graph or transition parser.
+        folder: the destination folder.
+        about: plain data added to the manifest (the checkpoint's parser kind, config,
+            vocabularies).
+
+    Returns:
+        The manifest written.
+
+    Raises:
+        ValueError: a destination that exists and is not an export folder, a model that
+            cannot be exported, or no onnx package.
+    """
+    _check_destination(folder)
+    _require_onnx()
+    training = model.training
+    try:
+        return _write(model.eval(), folder, about)
+    finally:
+        # The exporter restores the mode of the wrapper it was given, on the model too.
+        model.train(training)
+
+
+def _require_onnx() -> None:
+    """Refuse to export without the onnx package (optional), which torch writes ONNX files with."""
+    try:
+        importlib.import_module("onnx")
+    except ImportError:
+        raise ValueError(
+            "the ONNX export needs the onnx package: pip install 'rootparse[export]'"
+        ) from None
+
+
+def _write(model: nn.Module, folder: Path, about: Mapping[str, Any]) -> dict[str, Any]:
+    found = graphs(model)
+    manifest = {"format": FORMAT, "opset": OPSET, "family": model.family, **about}
+    manifest["graphs"] = {
+        g.name: {"file": f"{g.name}.onnx", "inputs": list(g.inputs), "outputs": list(g.outputs)}
+        for g in found
+    }
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    # mkdtemp's folder is private (0o700); the export is a folder like any other.
+    staging.chmod(umask_mode() | (umask_mode() & 0o444) >> 2)
+    try:
+        for graph in found:
+            _export_graph(graph, staging / f"{graph.name}.onnx")
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        _replace(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return manifest
+
+
+def _export_graph(graph: Graph, path: Path) -> None:
+    with torch.no_grad(), warnings.catch_warnings():
+        # What the tracer warns of is fixed per model (feature sizes read as Python ints), and
+        # the LSTMs' initial states are zeros of the input's batch, not of the example's.
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", "Exporting a model to ONNX with a batch_size")
+        warnings.filterwarnings("ignore", "You are using the legacy TorchScript-based ONNX")
+        warnings.filterwarnings("ignore", "The feature will be removed", DeprecationWarning)
+        torch.onnx.export(
+            graph.module,
+            graph.example,
+            str(path),
+            dynamo=False,  # the dynamo exporter needs onnxscript; this one has dynamic_axes
+            opset_version=OPSET,
+            input_names=list(graph.inputs),
+            output_names=list(graph.outputs),
+            dynamic_axes=graph.axes,
+        )
+
+
+def _check_destination(folder: Path) -> None:
+    if folder.exists() and not (folder.is_dir() and (folder / MANIFEST).is_file()):
+        raise ValueError(f"output={folder}: exists and is not an export folder (no {MANIFEST})")
+
+
+def _replace(staging: Path, folder: Path) -> None:
+    """Rename ``staging`` to ``folder``; an old export there is moved aside first, then removed."""
+    old = None
+    if folder.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old.", dir=folder.parent))
+        folder.rename(old / "export")
+    staging.rename(folder)
+    fsync_dir(folder.parent)
+    if old is not None:
+        shutil.rmtree(old)
+
+
+def parse_settings(argv: Sequence[str]) -> dict[str, str]:
+    """``key=value`` arguments as a dict, each of :data:`SETTINGS` given once.
+
+    Raises:
+        ValueError: an argument that is not ``key=value``, an unknown or repeated key, an empty
+            value, or a missing setting.
+    """
+    settings: dict[str, str] = {}
+    for argument in argv:
+        key, equals, value = argument.partition("=")
+        if not equals:
+            raise ValueError(f"{argument!r} is not key=value ({USAGE})")
+        if key not in SETTINGS:
+            raise ValueError(f"unknown setting {key!r}; known: {', '.join(SETTINGS)}")
+        if key in settings:
+            raise ValueError(f"{key}= is given twice")
+        if not value:
+            raise ValueError(f"{key}= has no value")
+        settings[key] = value
+    refuse_missing(key for key in SETTINGS if key not in settings)
+    return settings
+
+
+def run(settings: Mapping[str, str]) -> dict[str, Any]:
+    """Load the checkpoint and export its parser; returns the manifest written."""
+    loaded = checkpoints.load(settings["checkpoint"])
+    model = checkpoints.build_model(loaded)
+    about = {
+        "parser": loaded.parser,
+        "model_config": loaded.model_config,
+        "vocabs": loaded.vocabs.to_dict(),
+    }
+    return export(model, Path(settings["output"]), about=about)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The command line; a user error is one line on stderr and exit status 2."""
+    argv = sys.argv[1:] if argv is None else argv
+    if any(argument in ("-h", "--help") for argument in argv):
+        print(USAGE)
+        return
+    settings = report_user_errors(lambda: parse_settings(argv))
+    manifest = report_user_errors(lambda: run(settings))
+    files = ", ".join(graph["file"] for graph in manifest["graphs"].values())
+    print(f"wrote {settings['output']}: {files}, {MANIFEST} (opset {OPSET})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,363 @@
+"""ONNX export: every family's graphs give the eager scores on real EWT sentences.
+
+The graph parser is the shipped EWT model; the transition families (each system, and the
+combined model) are small random models on the same sentences' vocabularies. Batches are runs
+of consecutive sentences (mixed lengths, so padding sits beside real words in every batch).
+Scores are compared with ``|onnx - eager| <= 1e-5 + 1e-5 * |eager|``: float32 scores of
+magnitude 100 are 7.6e-6 apart at the closest.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from builders import ENCODER, HEADS, randomized, training_vocabs
+
+import transitions
+from biaffine import checkpoint
+from biaffine.data.batching import Batch, collate, encode
+from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.data.vocab import Vocabs
+from biaffine.export import MANIFEST, OPSET, export, parse_settings
+from biaffine.nn import Encoder
+from biaffine.parsers import TransitionParser
+from biaffine.parsers.heads import LabelVectors
+
+ROOT = Path(__file__).parents[2]
+SHIPPED = ROOT / "models" / "en_ewt" / "parser.pt"
+N_SENTENCES = 200
+BATCH_SIZES = (1, 3, 8, 29, 64, 95)  # 200 sentences, in file order
+TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
+NO_RUNTIME = "onnxruntime is not installed (the export extra: pip install 'rootparse[export]')"
+NO_ONNX = "onnx is not installed, which torch writes ONNX files with (the export extra)"
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(one_torch_thread: None) -> None:
+    """One torch thread, as onnxruntime's sessions here: nothing races for the cores."""
+
+
+@pytest.fixture(scope="module")
+def ewt_test(ewt_dir: Path) -> list[Sentence]:
+    """The first sentences of EWT test."""
+    sentences = read_conllu(ewt_dir / "en_ewt-ud-test.conllu")
+    return [s for _, s in zip(range(N_SENTENCES), sentences, strict=False)]
+
+
+def mixed_batches(sentences: Sequence[Sentence], vocabs: Vocabs) -> Iterator[Batch]:
+    """Runs of consecutive sentences, of the sizes of BATCH_SIZES."""
+    encoded = encode(sentences, vocabs)
+    start = 0
+    for size in BATCH_SIZES:
+        indices = list(range(start, min(start + size, len(encoded))))
+        start += size
+        yield collate([encoded[i] for i in indices], indices)
+
+
+def exporter() -> None:
+    pytest.importorskip("onnx", reason=NO_ONNX)
+
+
+def runtime():
+    return pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
+
+
+@functools.cache
+def session(folder: Path, name: str):
+    options = runtime().SessionOptions()
+    options.intra_op_num_threads = 1
+    path = str(folder / f"{name}.onnx")
+    return runtime().InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def inputs(batch: Batch, use_tags: bool) -> dict[str, np.ndarray]:
+    feed = {"words": batch.words, "chars": batch.chars, "lengths": batch.lengths}
+    if use_tags:
+        feed["upos"] = batch.columns["upos"]
+    return {name: tensor.numpy() for name, tensor in feed.items()}
+
+
+def eager_scores(model: torch.nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
+    """What the eager model computes, by the names of the exported outputs."""
+    with torch.inference_mode():
+        if model.family == "transition":
+            encoded = model.encode(batch, tag=True)
+            named = {"slots": encoded.slots}
+            if encoded.arc_scores is not None:
+                named["arc_scores"] = encoded.arc_scores
+        else:
+            encoded = model(batch, tag=True)
+            named = {"arc_scores": encoded.arc_scores}
+        named["states"] = model.encoder(batch)
+    named |= {"label_dep": encoded.labels.dep, "label_head": encoded.labels.head}
+    return named | {f"{column}_scores": s for column, s in encoded.tag_scores.items()}
+
+
+def run_graph(folder: Path, name: str, feed: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    graph = session(folder, name)
+    found = graph.run(None, feed)
+    names = [output.name for output in graph.get_outputs()]
+    return {name: torch.from_numpy(array) for name, array in zip(names, found, strict=True)}
+
+
+def check_scores(model: torch.nn.Module, folder: Path, batch: Batch) -> dict[str, torch.Tensor]:
+    """Compare scores.onnx and tags.onnx with the eager model; returns the eager scores."""
+    expected = eager_scores(model, batch)
+    found = run_graph(folder, "scores", inputs(batch, model.encoder.use_tags))
+    if model.tagged_columns:  # on the eager states, so that each graph is checked alone
+        feed = {"states": expected["states"].numpy(), "lengths": batch.lengths.numpy()}
+        found |= run_graph(folder, "tags", feed)
+    assert sorted(found) == sorted(expected)
+    for name, tensor in found.items():
+        torch.testing.assert_close(tensor, expected[name], **TOLERANCE)
+    return expected
+
+
+def check_labels(model: torch.nn.Module, folder: Path, scores: dict, heads: torch.Tensor) -> None:
+    """labels.onnx at ``heads`` long[B, N+1] against ``LabelScorer.at``."""
+    dep, head = scores["label_dep"], scores["label_head"]
+    with torch.inference_mode():
+        expected = model.labels.at(LabelVectors(dep, head), heads)
+    feed = {"label_dep": dep.numpy(), "label_head": head.numpy(), "heads": heads.numpy()}
+    (found,) = session(folder, "labels").run(None, feed)
+    torch.testing.assert_close(torch.from_numpy(found), expected, **TOLERANCE)
+
+
+def gold_heads(batch: Batch) -> torch.Tensor:
+    return batch.heads.masked_fill(~batch.mask, -1)
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Module, Vocabs, Path]:
+    """The shipped EWT graph parser, its vocabularies, and its export."""
+    exporter()
+    loaded = checkpoint.load(SHIPPED)
+    model = checkpoint.build_model(loaded)
+    folder = tmp_path_factory.mktemp("export") / "en_ewt"
+    export(model, folder, about={})
+    return model, loaded.vocabs, folder
+
+
+@pytest.mark.ud
+@pytest.mark.slow
+def test_the_graph_parser_exports_its_eager_scores(
+    shipped: tuple[torch.nn.Module, Vocabs, Path], ewt_test: list[Sentence]
+) -> None:
+    runtime()
+    model, vocabs, folder = shipped
+    assert model.tagged_columns == ("upos", "xpos", "feats", "lemma")  # every tagger checked
+    for batch in mixed_batches(ewt_test, vocabs):
+        scores = check_scores(model, folder, batch)
+        best = scores["arc_scores"].argmax(-1).masked_fill(~batch.mask, -1)
+        for heads in (best, gold_heads(batch)):
+            check_labels(model, folder, scores, heads)
+
+
+@pytest.mark.ud
+def test_the_dense_character_path_gives_the_packed_vectors(
+    shipped: tuple[torch.nn.Module, Vocabs, Path], ewt_test: list[Sentence]
+) -> None:
+    model, vocabs, _ = shipped
+    chars = model.encoder.char_encoder
+    for batch in mixed_batches(ewt_test, vocabs):
+        with torch.inference_mode():
+            dense, packed = chars.dense(batch.chars), chars(batch.chars)
+        torch.testing.assert_close(dense, packed, rtol=0, atol=1e-6)
+        assert not dense[batch.chars[..., 0] == 0].any()  # padding words: zeros
+
+
+# (system, extra options): every transition system, one embedding the input UPOS, and the
+# combined model (a graph head beside the transition scorer).
+TRANSITION_MODELS = {
+    "arc_standard": ("arc_standard", {"encoder": {"use_tags": True}, "xpos_loss_weight": 1.0}),
+    "arc_eager": ("arc_eager", {"tag_loss_weight": 1.0}),
+    "arc_eager_unshift": ("arc_eager_unshift", {}),
+    "arc_hybrid": ("arc_hybrid", {"feats_loss_weight": 1.0}),
+    "swap": ("swap", {"lemma_loss_weight": 1.0}),
+    "combined": ("arc_hybrid", {"graph_loss_weight": 1.0, "tag_loss_weight": 1.0}),
+}
+
+
+def transition_model(sentences: list[Sentence], name: str) -> tuple[TransitionParser, Vocabs]:
+    """A random transition parser (untied weights, so labels and tags are not all equal).
+
+    The weights are moved by 0.2 (times a normal draw), not the builders' 0.5: at 0.5 some
+    label scores cancel from terms so large that the eager float32 scores themselves are 2.6e-5
+    from float64.
+    """
+    system, options = TRANSITION_MODELS[name]
+    options = dict(options)
+    _, vocabs = training_vocabs(sentences, system)
+    torch.manual_seed(0)
+    encoder = Encoder(vocabs, **ENCODER, **options.pop("encoder", {}))
+    model = TransitionParser(vocabs, encoder, system=system, **HEADS, **options)
+    return randomized(model, scale=0.2).eval(), vocabs
+
+
+@pytest.mark.ud
+@pytest.mark.parametrize("name", sorted(TRANSITION_MODELS))
+def test_a_transition_parser_exports_its_eager_scores(
+    name: str, ewt_test: list[Sentence], tmp_path: Path
+) -> None:
+    exporter()
+    runtime()
+    model, vocabs = transition_model(ewt_test, name)
+    export(model, tmp_path / "export", about={})
+    step = session(tmp_path / "export", "transitions")
+    options = {"n_stack": model.n_stack, "n_buffer": model.n_buffer}
+    configurations = 0
+    for batch in mixed_batches(ewt_test, vocabs):
+        scores = check_scores(model, tmp_path / "export", batch)
+        slots = scores["slots"]
+
+        def score(rows: np.ndarray, positions: np.ndarray, slots: torch.Tensor = slots):
+            nonlocal configurations
+            configurations += len(rows)
+            feed = {"slots": slots.numpy(), "rows": rows, "positions": positions}
+            (found,) = step.run(None, feed)
+            with torch.inference_mode():
+                rows_t, positions_t = torch.from_numpy(rows), torch.from_numpy(positions)
+                expected = model.score_slots(slots, rows_t, positions_t)
+            torch.testing.assert_close(torch.from_numpy(found), expected, **TOLERANCE)
+            return found
+
+        # The configurations the greedy search visits; with the ONNX scores it finds the
+        # eager search's trees.
+        lengths = batch.lengths.numpy()
+        found = transitions.greedy_search(model.system, lengths, score, **options)
+        eager = transitions.greedy_search(model.system, lengths, eager_scorer(model, slots))
+        np.testing.assert_array_equal(found.heads, eager.heads)
+        check_labels(model, tmp_path / "export", scores, torch.from_numpy(found.heads))
+        check_labels(model, tmp_path / "export", scores, gold_heads(batch))
+    assert configurations >= sum(len(s) for s in ewt_test)  # a shift per word at least
+
+
+def eager_scorer(model: TransitionParser, slots: torch.Tensor):
+    def score(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            rows_t, positions_t = torch.from_numpy(rows), torch.from_numpy(positions)
+            return model.score_slots(slots, rows_t, positions_t).numpy()
+
+    return score
+
+
+def test_the_graphs_hold_no_packed_sequence_and_no_loop(
+    shipped: tuple[torch.nn.Module, Vocabs, Path], tmp_path: Path
+) -> None:
+    onnx = pytest.importorskip("onnx", reason=NO_ONNX)
+    _, vocabs, folder = shipped
+    model, _ = transition_model_tiny(vocabs)
+    export(model, tmp_path / "transition", about={})
+    for graph in [*folder.glob("*.onnx"), *(tmp_path / "transition").glob("*.onnx")]:
+        loaded = onnx.load(str(graph))
+        onnx.checker.check_model(loaded, full_check=True)  # types and shapes inferred throughout
+        operators = {node.op_type for node in loaded.graph.node}
+        assert not operators & {"Loop", "Scan", "SequenceConstruct", "SplitToSequence"}
+        assert loaded.opset_import[0].version == OPSET
+        # The sequence length of every LSTM is the padded one: nothing packs.
+        lstms = [node for node in loaded.graph.node if node.op_type == "LSTM"]
+        assert all(len(node.input) < 5 or node.input[4] == "" for node in lstms)
+
+
+def transition_model_tiny(vocabs: Vocabs) -> tuple[TransitionParser, Vocabs]:
+    torch.manual_seed(0)
+    return TransitionParser(vocabs, Encoder(vocabs, **ENCODER), **HEADS).eval(), vocabs
+
+
+def test_export_leaves_the_model_in_its_mode(
+    shipped: tuple[torch.nn.Module, Vocabs, Path], tmp_path: Path
+) -> None:
+    # The exporter restores the mode of the module it is given: a wrapper built in training
+    # mode put the model back into training (dropout on) after an export.
+    _, vocabs, _ = shipped
+    model, _ = transition_model_tiny(vocabs)
+    export(model, tmp_path / "a", about={})
+    assert not model.training
+    export(model.train(), tmp_path / "b", about={})
+    assert model.training
+
+
+def test_an_export_replaces_an_earlier_one_and_refuses_other_folders(
+    shipped: tuple[torch.nn.Module, Vocabs, Path], tmp_path: Path
+) -> None:
+    _, vocabs, _ = shipped
+    model, _ = transition_model_tiny(vocabs)
+    folder = tmp_path / "export"
+    export(model, folder, about={"run": 1})
+    manifest = export(model, folder, about={"run": 2})
+    assert manifest["run"] == 2
+    assert (folder / MANIFEST).read_text().count('"run": 2') == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]  # nothing left beside it
+    assert sorted(manifest["graphs"]) == ["labels", "scores", "transitions"]  # no tagger
+    (tmp_path / "other").mkdir()
+    with pytest.raises(ValueError, match="not an export folder"):
+        export(model, tmp_path / "other", about={})
+
+
+def test_export_without_the_onnx_package_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # a None entry: "import onnx" fails
+    with pytest.raises(
+        ValueError, match=r"needs the onnx package: pip install 'rootparse\[export\]'"
+    ):
+        export(torch.nn.Linear(1, 1), tmp_path / "export", about={})
+    assert not (tmp_path / "export").exists()
+
+
+@pytest.mark.parametrize("text", ["pretrained", "transformer"])
+def test_an_encoder_that_reads_text_is_refused(
+    text: str, shipped: tuple[torch.nn.Module, Vocabs, Path], tmp_path: Path
+) -> None:
+    _, vocabs, _ = shipped
+    model, _ = transition_model_tiny(vocabs)
+    setattr(model.encoder, text, torch.nn.Identity())  # stands for the module that reads forms
+    with pytest.raises(ValueError, match="reads word forms as text"):
+        export(model, tmp_path / "export", about={})
+    assert not (tmp_path / "export").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "missing settings checkpoint, output"),
+        (["checkpoint=a.pt"], "missing setting output"),
+        (["checkpoint=a.pt", "output=x", "threads=2"], "unknown setting 'threads'"),
+        (["checkpoint=a.pt", "checkpoint=b.pt"], "checkpoint= is given twice"),
+        (["checkpoint", "output=x"], "'checkpoint' is not key=value"),
+        (["checkpoint=", "output=x"], "checkpoint= has no value"),
+    ],
+)
+def test_settings_are_strict(argv: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_settings(argv)
+
+
+def test_the_command_exports_a_checkpoint_and_refuses_bad_input(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "biaffine.export"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command, *argv], cwd=tmp_path, capture_output=True, text=True, env=env, check=False
+        )
+
+    bad = run("checkpoint=missing.pt", "output=out")
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith("error: ")
+    assert "missing.pt" in bad.stderr
+    assert run("output=out").stderr == "error: missing setting checkpoint (give checkpoint=...)\n"
+    exporter()
+    done = run(f"checkpoint={SHIPPED}", "output=out")
+    assert done.returncode == 0, done.stderr
+    files = ["export.json", "labels.onnx", "scores.onnx", "tags.onnx"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == files
