@@ -56,7 +56,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "files": {"parser": PARSER, "segmenter": SEGMENTER},
         "size_bytes": sum((folder / f).stat().st_size for f in (PARSER, SEGMENTER)),
         "weights": "parser weights stored as float16 (computed in float32), segmenter float32",
-        "requires": [],
+        "requires": args.requires,
         "training": _training(args),
         "evaluation": {"test_file": gold.name, "threads": THREADS, "metric": "CoNLL 2018 F1"},
         "scores": card_scores(parser, gold),
@@ -123,6 +123,12 @@ def main(argv: list[str] | None = None) -> None:
     options.add_argument("--out", default=str(SHIPPED), help="default: the repository's models/")
     options.add_argument("--limit", action="append", default=[], help="a known limit, in words")
     options.add_argument("--note", default=None, help="a note on how the runs were made")
+    options.add_argument(
+        "--requires",
+        action="append",
+        default=[],
+        help="what to install beyond the base install, e.g. 'rootparse[transformer]'",
+    )
     options.add_argument("--machine", default=f"{cpu_description()}, one thread per run")
     options.add_argument("--speed-threads", type=int, default=2)
     options.add_argument("--docs", default=str(DOCS), help="the page rewritten from the cards")

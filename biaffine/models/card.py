@@ -4,8 +4,8 @@ A card (``models/NAME/card.json``) is plain JSON, written by :mod:`biaffine.mode
 
 - ``name``, ``language``, ``treebank`` (folder, source repository and commit, licence, and
   whether the licence forbids commercial use), ``files`` (``parser``, ``segmenter``),
-  ``size_bytes``, ``weights`` (how they are stored), ``requires`` (packages beyond the base
-  install: none for the models shipped here);
+  ``size_bytes``, ``weights`` (how they are stored), ``requires`` (what to install beyond the
+  base install, e.g. ``rootparse[transformer]`` for a model with MiniLM features);
 - ``training``: per component the recipe, the command as it ran, wall minutes and epochs, and
   the machine;
 - ``evaluation`` and ``scores``: the test file, threads, and the F1 of every metric from gold
@@ -150,6 +150,9 @@ def _section(card: Mapping[str, Any]) -> list[str]:
                 f"- {part.capitalize()}: `{run['recipe']}` ({run['minutes']} min, "
                 f"{run['epochs']} epochs){as_run}."
             )
+    if card["requires"]:
+        needs = " ".join(f"'{r}'" for r in card["requires"])
+        lines.append(f"- Needs beyond the base install: `pip install {needs}`.")
     if training.get("note"):
         lines.append(f"- {training['note']}")
     lines += [f"- Trained on: {training['machine']}.", "", *_score_table(card), ""]

@@ -22,6 +22,7 @@ from biaffine.models.card import render_page
 ROOT = Path(__file__).parents[2]
 SHIPPED = ("en_ewt", "fr_sequoia", "tr_imst", "vi_vtb")
 FOX = "The quick brown fox jumped over the lazy dog."
+PYPROJECT = (ROOT / "pyproject.toml").read_text()
 
 
 @pytest.fixture(autouse=True)
@@ -42,9 +43,13 @@ def test_the_shipped_models_are_installed_with_their_files() -> None:
         files = [model.folder / name for name in model.card["files"].values()]
         assert model.card["size_bytes"] == sum(f.stat().st_size for f in files), model.name
         assert model.card["size_bytes"] < 20.5e6, model.name  # the "about 20 MB"
-        assert model.card["requires"] == []  # nothing beyond the base install
+        for requirement in model.card["requires"]:  # an extra of this project, e.g. [transformer]
+            extra = re.fullmatch(r"rootparse\[(\w+)\]", requirement)
+            assert extra, requirement
+            assert re.search(rf"^{extra.group(1)} = \[", PYPROJECT, re.M), requirement
         assert model.parser.is_file()
         assert model.segmenter.is_file()
+    assert installed.find("en_ewt").card["requires"] == []  # the default: the base install
 
 
 def test_an_unknown_name_gets_the_installed_names() -> None:
