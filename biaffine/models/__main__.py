@@ -12,7 +12,7 @@ import sys
 from biaffine.installed import installed, search_path
 from biaffine.models.scoring import GOLD, RAW
 
-_HEADER = ("name", "language", "treebank", "licence", "size", "LAS raw", "LAS gold", "folder")
+_HEADER = ("name", "language", "treebank", "UD", "licence", "size", "LAS raw", "LAS gold", "folder")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +43,8 @@ def _row(card: dict, folder: str) -> tuple[str, ...]:
     scores = card["scores"]
     raw = str(scores[RAW]["LAS"]) if RAW in scores else "-"
     size = f"{card['size_bytes'] / 1e6:.1f} MB"
-    return (card["name"], card["language"], tree["name"], licence, size, raw,
+    release = f"{tree.get('ud_release', '?')}+"
+    return (card["name"], card["language"], tree["name"], release, licence, size, raw,
             str(scores[GOLD]["LAS"]), folder)  # fmt: skip
 
 

@@ -2,8 +2,9 @@
 
 A card (``models/NAME/card.json``) is plain JSON, written by :mod:`biaffine.models.build`:
 
-- ``name``, ``language``, ``treebank`` (folder, source repository and commit, licence, and
-  whether the licence forbids commercial use), ``files`` (``parser``, ``segmenter``),
+- ``name``, ``language``, ``treebank`` (folder, source repository and commit, the newest UD
+  release its README's changelog names, licence, and whether the licence forbids commercial
+  use), ``files`` (``parser``, ``segmenter``),
   ``size_bytes``, ``weights`` (how they are stored), ``requires`` (what to install beyond the
   base install, e.g. ``rootparse[transformer]`` for a model with MiniLM features);
 - ``training``: per component the recipe, the command as it ran, wall minutes and epochs, and
@@ -37,6 +38,7 @@ __all__ = ["render_page", "run_facts", "treebank_facts", "write_json"]
 
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+\]")
 _LICENCE = re.compile(r"^License:\s*(.+?)\s*$", re.MULTILINE)
+_RELEASE = re.compile(r"\bv2\.(\d+)\b")
 _NON_COMMERCIAL = re.compile(r"(?<![A-Z])NC(?![A-Z])")  # the NC of CC BY-NC-SA
 
 
@@ -56,6 +58,9 @@ def treebank_facts(folder: Path) -> dict[str, Any]:
         "licence": licence,
         "non_commercial": _NON_COMMERCIAL.search(licence) is not None,
     }
+    releases = [int(minor) for minor in _RELEASE.findall(readme.read_text(encoding="utf-8"))]
+    if releases:  # the newest release its changelog names: the data is that release or later
+        facts["ud_release"] = f"2.{max(releases)}"
     return facts | _source(folder)
 
 
@@ -137,8 +142,8 @@ def _section(card: Mapping[str, Any]) -> list[str]:
     lines = [
         f"## `{card['name']}`: {card['language']}, {tree['name']}",
         "",
-        f"- Data: {tree['name']} ({tree.get('source', '?')} at {tree.get('commit', '?')[:10]}), "
-        f"licence {tree['licence']}{non_commercial}.",
+        f"- Data: {tree['name']} ({tree.get('source', '?')} at {tree.get('commit', '?')[:10]}, "
+        f"UD {tree.get('ud_release', '?')} or later), licence {tree['licence']}{non_commercial}.",
         f"- Files: {', '.join(card['files'].values())}, {_megabytes(card['size_bytes'])} in all; "
         f"{card['weights']}.",
     ]

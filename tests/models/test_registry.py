@@ -167,7 +167,7 @@ def test_the_listing_names_each_model_with_its_licence_size_and_scores() -> None
     done = run("-m", "biaffine.models")
     assert done.returncode == 0, done.stderr
     header, *rows = done.stdout.splitlines()
-    assert header.split()[:4] == ["name", "language", "treebank", "licence"]
+    assert header.split()[:5] == ["name", "language", "treebank", "UD", "licence"]
     assert [row.split()[0] for row in rows] == sorted(SHIPPED)
     for row, model in zip(rows, installed.installed().values(), strict=True):
         card = model.card
