@@ -1,15 +1,17 @@
 """``predict.py runtime=onnx`` against the torch path as whole commands: wall, memory, start-up.
 
 Usage: ``UD_ROOT=... python benchmarks/onnx_command.py [--checkpoint PATH] [--input FILE]
-[--threads 2] [--rounds 5]`` (default: the shipped ``models/en_ewt/parser.pt`` on EWT test).
+[--threads 2] [--rounds 5] [--columns all]`` (default: the shipped ``models/en_ewt/parser.pt``
+on EWT test).
 
 Exports the checkpoint into a temporary folder (``python -m biaffine.export``), then runs, in
 interleaved rounds so that both see the same load, each runtime as a whole command under
 ``/usr/bin/time -f %M`` (peak resident memory): ``predict.py checkpoint=...`` and
-``predict.py runtime=onnx onnx=...``, each with ``threads=N``, on the whole input (wall time:
-start-up, reading, parsing, writing) and on its first sentence alone (start-up: importing,
-loading the model, warming the kernels). Checks that both wrote the same bytes. Prints a
-markdown report with the CPU (``lscpu``) and the load (``uptime``) before and after.
+``predict.py runtime=onnx onnx=...``, each with ``threads=N`` (and ``columns=``), on the whole
+input (wall time: start-up, reading, parsing, writing) and on its first sentence alone
+(start-up: importing, loading the model, warming the kernels). Checks that both wrote the same
+bytes. Prints a markdown report with the CPU (``lscpu``) and the load (``uptime``) before and
+after.
 """
 
 from __future__ import annotations
@@ -52,9 +54,13 @@ def first_sentence(source: Path, dest: Path) -> Path:
     return dest
 
 
-def command(runtime: str, model: Path, source: Path, dest: Path, threads: int) -> list[str]:
+def command(
+    runtime: str, model: Path, source: Path, dest: Path, args: argparse.Namespace
+) -> list[str]:
     chosen = f"checkpoint={model}" if runtime == "torch" else f"runtime=onnx onnx={model}"
-    settings = [*chosen.split(), f"input={source}", f"output={dest}", f"threads={threads}"]
+    settings = [*chosen.split(), f"input={source}", f"output={dest}", f"threads={args.threads}"]
+    if args.columns is not None:
+        settings.append(f"columns={args.columns}")
     return ["/usr/bin/time", "-f", "%M", sys.executable, str(ROOT / "predict.py"), *settings]
 
 
@@ -74,6 +80,7 @@ def main() -> None:
     parser.add_argument("--input", type=Path, default=None)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--columns", default=None, help="predict.py's columns=, e.g. all")
     args = parser.parse_args()
     source = args.input or Path(os.environ.get("UD_ROOT", "")) / EWT_TEST
     if not source.is_file():
@@ -95,16 +102,17 @@ def main() -> None:
             order = RUNTIMES if k % 2 == 0 else RUNTIMES[::-1]
             for runtime in order:
                 out = work / f"{runtime}.conllu"
-                seconds, mib = run(command(runtime, models[runtime], source, out, args.threads))
+                seconds, mib = run(command(runtime, models[runtime], source, out, args))
                 wall[runtime].append(seconds)
                 memory[runtime].append(mib)
-                alone = command(runtime, models[runtime], one, work / "one.out", args.threads)
+                alone = command(runtime, models[runtime], one, work / "one.out", args)
                 startup[runtime].append(run(alone)[0])
         same = (work / "torch.conllu").read_bytes() == (work / "onnx.conllu").read_bytes()
         load_after = uptime()
     sentences = sum(1 for line in source.open(encoding="utf-8") if not line.strip())
     print(f"# predict.py runtime=onnx against the torch path: {source.name}\n")
-    print(f"{cpu_name()}, {os.cpu_count()} logical CPUs, threads={args.threads}, ")
+    cpu = f"{cpu_name()}, {os.cpu_count()} logical CPUs"
+    print(f"{cpu}; threads={args.threads}, columns={args.columns}")
     print(f"{args.rounds} interleaved rounds, {sentences} sentences; output byte-identical: {same}")
     print(f"\nbefore: {load_before}\nafter:  {load_after}\n")
     print("| runtime | wall median s | wall best s | peak memory MiB | start-up median s |")
