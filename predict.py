@@ -6,17 +6,25 @@ text: ``python predict.py checkpoint=run/best.pt segmenter=seg/best.pt input=doc
 
 On several processes: ``torchrun --nproc_per_node=2 predict.py ... input=in.conllu``; each
 parses its share of the chunks, rank 0 writes the output (the same bytes as one process).
+
+Without torch: ``python predict.py runtime=onnx onnx=FOLDER input=in.conllu`` parses with a
+folder of ``python -m biaffine.export`` in ONNX Runtime (:mod:`biaffine.onnxrun`, the same
+bytes); torch is imported on the torch path only.
 """
+
+import logging
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from biaffine import distributed, installed
+from biaffine import installed
 from biaffine.cli import refuse_missing, report_user_errors
-from biaffine.inference import DecoderSettings
-from biaffine.predict_options import parse_columns
-from biaffine.predicting import PredictOptions, predict
-from biaffine.runtime import select_device
+from biaffine.inference.settings import DecoderSettings
+from biaffine.predict_options import PredictOptions, parse_columns
+
+log = logging.getLogger(__name__)
+
+RUNTIMES = ("torch", "onnx")
 
 
 @hydra.main(version_base="1.3", config_path="conf/predict", config_name="predict")
@@ -31,8 +39,60 @@ def main(cfg: DictConfig) -> None:
 def _predict(cfg: DictConfig) -> None:
     refuse_missing(OmegaConf.missing_keys(cfg))  # input=
     decoder = DecoderSettings.from_config(cfg.decoder, cfg.get("search"))
+    if cfg.runtime not in RUNTIMES:
+        raise ValueError(f"runtime={cfg.runtime}; expected one of {', '.join(RUNTIMES)}")
+    if cfg.runtime == "onnx":
+        _predict_onnx(cfg, decoder)
+        return
+    if cfg.onnx is not None:
+        raise ValueError("onnx= is read with runtime=onnx: give runtime=onnx, or leave onnx= out")
+    from biaffine import distributed  # torch, on this path only
+    from biaffine.runtime import select_device
+
     with distributed.process_group(select_device(cfg.device)):
         _predict_in(cfg, decoder)
+
+
+def _options(cfg: DictConfig) -> PredictOptions:
+    return PredictOptions(
+        cfg.probabilities,
+        cfg.kbest,
+        cfg.keep_given_heads,
+        parse_columns(cfg.columns),
+        cfg.overwrite_columns,
+    )
+
+
+def _predict_onnx(cfg: DictConfig, decoder: DecoderSettings) -> None:
+    """Parse with an export folder in ONNX Runtime; settings it does not read are refused."""
+    from biaffine.onnxrun import SUPPORTED, predict_file  # onnxruntime, on this path only
+
+    if cfg.onnx is None:
+        raise ValueError("runtime=onnx needs onnx=FOLDER (written by python -m biaffine.export)")
+    unread = {
+        "model=": cfg.model is not None,
+        "checkpoint=": cfg.checkpoint is not None,
+        "segmenter=": cfg.segmenter is not None,
+        "eval=true": cfg.eval,
+        "int8=true": cfg.int8,
+        "bf16=true": cfg.bf16,
+        f"device={cfg.device}": cfg.device != "cpu",
+    }
+    given = [name for name, on in unread.items() if on]
+    if given:
+        raise ValueError(f"{', '.join(given)} with runtime=onnx: {SUPPORTED}")
+    sentences, seconds = predict_file(
+        cfg.onnx,
+        cfg.input,
+        cfg.output,
+        input_format=cfg.format,
+        decoder=decoder,
+        max_tokens=cfg.max_tokens,
+        chunk_sentences=cfg.chunk_sentences,
+        threads=cfg.threads,
+        options=_options(cfg),
+    )
+    log.info("parsed %d sentences in %.2fs with %s (onnxruntime)", sentences, seconds, cfg.onnx)
 
 
 def _model_files(cfg: DictConfig) -> tuple[str, str | None]:
@@ -51,6 +111,8 @@ def _model_files(cfg: DictConfig) -> tuple[str, str | None]:
 
 
 def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
+    from biaffine.predicting import predict  # torch, on this path only
+
     checkpoint, segmenter = _model_files(cfg)
     predict(
         checkpoint,
@@ -66,13 +128,7 @@ def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
         threads=cfg.threads,
         int8=cfg.int8,
         bf16=cfg.bf16,
-        options=PredictOptions(
-            cfg.probabilities,
-            cfg.kbest,
-            cfg.keep_given_heads,
-            parse_columns(cfg.columns),
-            cfg.overwrite_columns,
-        ),
+        options=_options(cfg),
         segmenter=segmenter,
     )
 

@@ -1,33 +1,40 @@
-"""What ``predict.py`` asks of each chunk of sentences, checked, then answered by one path.
+"""What ``predict.py`` asks of each chunk of sentences, checked, and its files read and written.
 
 One tree, probabilities, k-best, given heads, predicted columns.
 
-The options become a :class:`~biaffine.inference.Request`; what is written per sentence is
-:func:`biaffine.results.with_result`.
+The options become a :class:`~biaffine.inference.Request` (:func:`request_of`), answered by
+:func:`biaffine.predicting.chunk_parser` (torch) or :mod:`biaffine.onnxrun`; what is written per
+sentence is :func:`biaffine.results.with_result`. Torch-free, for both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+import sys
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-
-from torch import nn
+from pathlib import Path
 
 from biaffine.data.columns import CONLLU_NAMES, TAGGED
-from biaffine.data.conllu import Sentence
-from biaffine.data.vocab import Vocabs
-from biaffine.inference import DecoderSettings, Request, family_of, predict
-from biaffine.inference.request import ALL_COLUMNS
-from biaffine.results import with_result
+from biaffine.data.conllu import Sentence, read_conllu, read_text, write_conllu
+from biaffine.files import open_output
+from biaffine.inference.request import ALL_COLUMNS, Request
+from biaffine.inference.settings import DecoderSettings
 
 __all__ = [
+    "STDIO",
     "ChunkParser",
     "PredictOptions",
-    "check_model",
+    "check_arguments",
     "check_options",
-    "chunk_parser",
     "parse_columns",
+    "read_sentences",
+    "request_of",
+    "write_sentences",
 ]
+
+STDIO = "-"
+"""The input or output path that means standard input or output."""
 
 ChunkParser = Callable[[list[Sentence]], list[list[Sentence]]]
 """Sentences -> per sentence, the sentences to write (the first one is the tree scored by eval)."""
@@ -125,52 +132,61 @@ def check_options(options: PredictOptions, decoder: DecoderSettings, input_forma
         )
 
 
-def _request(options: PredictOptions, chunk: list[Sentence]) -> Request:
+def request_of(options: PredictOptions, chunk: list[Sentence]) -> Request:
+    """The request ``options`` make of ``chunk`` (its given heads, with ``keep_given_heads``)."""
     fixed = [s.given_heads() for s in chunk] if options.keep_given_heads else None
     return Request(
         options.probabilities, options.kbest, fixed, options.columns, options.overwrite_columns
     )
 
 
-def check_model(
-    model: nn.Module, vocabs: Vocabs, decoder: DecoderSettings, options: PredictOptions
-) -> None:
-    """Refuse, in one line, what the checkpoint's parser family or heads cannot answer.
-
-    Raises:
-        ValueError: e.g. k-best trees or given heads asked of a transition parser, or a
-            column the model has no tagger for.
-    """
-    request = _request(options, []).for_model(model.tagged_columns)
-    reason = family_of(model, vocabs).refusal(request, decoder)
-    if reason is not None:
-        raise ValueError(reason)
-
-
-def chunk_parser(
-    model: nn.Module,
-    vocabs: Vocabs,
+def check_arguments(
+    source: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    fmt: str,
+    chunk: int,
     decoder: DecoderSettings,
     options: PredictOptions,
-    *,
-    max_tokens: int,
-    bf16: bool,
-) -> ChunkParser:
-    """The function that parses one chunk of sentences as ``options`` ask.
+    formats: Collection[str],
+) -> None:
+    """Refuse the arguments of a parse of ``source`` into ``dest`` that cannot work.
 
-    Args:
-        model: the loaded parser.
-        vocabs: its vocabularies.
-        decoder: how trees are found (k-best and given heads: mst or eisner).
-        options: checked with :func:`check_options` and :func:`check_model`.
-        max_tokens: words per batch.
-        bf16: run the network in bfloat16.
+    A format not in ``formats``, a chunk size below 1, options that do not combine
+    (:func:`check_options`), an output folder that does not exist, an output that is the input.
+
+    Raises:
+        ValueError: one line naming the setting.
+        FileNotFoundError: the folder of ``dest`` does not exist.
     """
+    if fmt not in formats:
+        raise ValueError(f"format={fmt!r}; expected one of {', '.join(formats)}")
+    if chunk < 1:
+        raise ValueError(f"chunk_sentences={chunk} must be >= 1")
+    check_options(options, decoder, fmt)
+    if str(dest) == STDIO:
+        return
+    if not Path(dest).parent.is_dir():
+        raise FileNotFoundError(f"output {dest}: the folder {Path(dest).parent} does not exist")
+    # Device and inode, not resolved names: a hard link to the input is the input.
+    files = str(source) != STDIO and Path(dest).exists() and Path(source).exists()
+    if files and os.path.samefile(source, dest):
+        raise ValueError(f"output {dest} is the input file {source}: choose another output path")
 
-    def parse_chunk(chunk: list[Sentence]) -> list[list[Sentence]]:
-        request = _request(options, chunk)
-        how = {"max_tokens": max_tokens, "bf16": bf16}
-        found = predict(model, vocabs, chunk, request, {"": decoder}, **how)[""].results
-        return [with_result(s, r, request) for s, r in zip(chunk, found, strict=True)]
 
-    return parse_chunk
+def read_sentences(source: str | os.PathLike[str], fmt: str) -> Iterator[Sentence]:
+    """The sentences of ``source`` (``-``: stdin), CoNLL-U or ``text`` (one per line), lazily."""
+    stream = sys.stdin if str(source) == STDIO else source
+    return read_text(stream) if fmt == "text" else read_conllu(stream)
+
+
+def write_sentences(dest: str | os.PathLike[str], sentences: Iterable[Sentence]) -> None:
+    """Write CoNLL-U to ``dest`` (``-``: stdout).
+
+    A file is written atomically, special files (pipes, devices) in place
+    (:func:`biaffine.files.open_output`).
+    """
+    if str(dest) == STDIO:
+        write_conllu(sys.stdout, sentences)
+        return
+    with open_output(dest, "w", encoding="utf-8", newline="") as out:
+        write_conllu(out, sentences)

@@ -10,39 +10,48 @@ import dataclasses
 import itertools
 import logging
 import os
-import sys
 import time
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 from torch import nn
 
 from biaffine import checkpoint, distributed
 from biaffine.api import Parser
-from biaffine.data.conllu import Sentence, read_conllu, read_text, write_conllu
-from biaffine.files import open_output
-from biaffine.inference import DecoderSettings, warm_up
+from biaffine.data.conllu import Sentence
+from biaffine.data.vocab import Vocabs
+from biaffine.inference import DecoderSettings, family_of, warm_up
+from biaffine.inference import predict as predict_trees
 from biaffine.metrics import AttachmentScores, Conll18Scores, evaluate_corpus
 from biaffine.pipeline import INPUT_FORMATS, read_raw
 from biaffine.predict_options import (
+    STDIO,
     ChunkParser,
     PredictOptions,
-    check_model,
-    check_options,
-    chunk_parser,
+    check_arguments,
+    read_sentences,
+    request_of,
+    write_sentences,
 )
+from biaffine.results import with_result
 from biaffine.runtime import select_device, set_threads
 from biaffine.segmenting import Segmenter
 
-__all__ = ["FORMATS", "PredictOptions", "PredictResult", "predict", "quantized"]
+__all__ = [
+    "FORMATS",
+    "PredictOptions",
+    "PredictResult",
+    "check_model",
+    "chunk_parser",
+    "predict",
+    "quantized",
+]
 
 log = logging.getLogger(__name__)
 
 FORMATS = INPUT_FORMATS  # those pipeline.sentences_in reads in memory, for the server
-STDIO = "-"
 
 
 @dataclass(slots=True)
@@ -134,7 +143,7 @@ def predict(
     here = distributed.world()
     decoder = decoder if decoder is not None else DecoderSettings()
     options = options if options is not None else PredictOptions()
-    _check_arguments(source, dest, input_format, chunk_sentences, decoder, options)
+    check_arguments(source, dest, input_format, chunk_sentences, decoder, options, FORMATS)
     if here.size > 1 and str(source) == STDIO:
         raise ValueError(f"input '-' (stdin) with {here.size} processes: give the input file")
     set_threads(threads)
@@ -157,39 +166,13 @@ def predict(
     parsed = _parse_chunks(parse_chunk, sentences, chunk_sentences, result, **scoring)
     if not here.is_main:
         collections.deque(parsed, maxlen=0)  # this rank's share goes to rank 0, which writes
-    elif str(dest) == STDIO:
-        write_conllu(sys.stdout, parsed)
     else:
-        with open_output(dest, "w", encoding="utf-8", newline="") as out:
-            write_conllu(out, parsed)
+        write_sentences(dest, parsed)
     result.seconds = time.perf_counter() - started
     result = distributed.broadcast(result, here)
     if here.is_main:
         _log_result(result, evaluate)
     return result
-
-
-def _check_arguments(
-    source: str | os.PathLike[str],
-    dest: str | os.PathLike[str],
-    fmt: str,
-    chunk: int,
-    decoder: DecoderSettings,
-    options: PredictOptions,
-) -> None:
-    if fmt not in FORMATS:
-        raise ValueError(f"format={fmt!r}; expected one of {', '.join(FORMATS)}")
-    if chunk < 1:
-        raise ValueError(f"chunk_sentences={chunk} must be >= 1")
-    check_options(options, decoder, fmt)
-    if str(dest) == STDIO:
-        return
-    if not Path(dest).parent.is_dir():
-        raise FileNotFoundError(f"output {dest}: the folder {Path(dest).parent} does not exist")
-    # Device and inode, not resolved names: a hard link to the input is the input.
-    files = str(source) != STDIO and Path(dest).exists() and Path(source).exists()
-    if files and os.path.samefile(source, dest):
-        raise ValueError(f"output {dest} is the input file {source}: choose another output path")
 
 
 def _load_model(
@@ -240,8 +223,7 @@ def _read(
 ) -> Iterator[Sentence]:
     if segmenter is not None:
         return iter(read_raw(source, segmenter))
-    stream = sys.stdin if str(source) == STDIO else source
-    return read_text(stream) if fmt == "text" else read_conllu(stream)
+    return read_sentences(source, fmt)
 
 
 def _parse_chunks(
@@ -310,3 +292,47 @@ def _log_result(result: PredictResult, evaluate: bool) -> None:
         )
         reported = result.conll18.reported().items() if result.conll18 else ()
         log.info("CoNLL 2018 F1: %s", ", ".join(f"{k} {v.f1:.2f}" for k, v in reported))
+
+
+def check_model(
+    model: nn.Module, vocabs: Vocabs, decoder: DecoderSettings, options: PredictOptions
+) -> None:
+    """Refuse, in one line, what the checkpoint's parser family or heads cannot answer.
+
+    Raises:
+        ValueError: e.g. k-best trees or given heads asked of a transition parser, or a
+            column the model has no tagger for.
+    """
+    request = request_of(options, []).for_model(model.tagged_columns)
+    reason = family_of(model, vocabs).refusal(request, decoder)
+    if reason is not None:
+        raise ValueError(reason)
+
+
+def chunk_parser(
+    model: nn.Module,
+    vocabs: Vocabs,
+    decoder: DecoderSettings,
+    options: PredictOptions,
+    *,
+    max_tokens: int,
+    bf16: bool,
+) -> ChunkParser:
+    """The function that parses one chunk of sentences as ``options`` ask.
+
+    Args:
+        model: the loaded parser.
+        vocabs: its vocabularies.
+        decoder: how trees are found (k-best and given heads: mst or eisner).
+        options: checked with :func:`check_options` and :func:`check_model`.
+        max_tokens: words per batch.
+        bf16: run the network in bfloat16.
+    """
+
+    def parse_chunk(chunk: list[Sentence]) -> list[list[Sentence]]:
+        request = request_of(options, chunk)
+        how = {"max_tokens": max_tokens, "bf16": bf16}
+        found = predict_trees(model, vocabs, chunk, request, {"": decoder}, **how)[""].results
+        return [with_result(s, r, request) for s, r in zip(chunk, found, strict=True)]
+
+    return parse_chunk

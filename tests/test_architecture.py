@@ -21,6 +21,17 @@ TORCH_FREE = {
 }
 """The packages without torch, and the project packages each may import."""
 
+TORCH_FREE_MODULES = (
+    "biaffine.data.encoding",
+    "biaffine.inference.request",
+    "biaffine.inference.settings",
+    "biaffine.inference.choices",
+    "biaffine.results",
+    "biaffine.predict_options",
+)
+"""Modules of ``biaffine`` without torch: what the ONNX runtime (``biaffine.onnxrun``, tested in
+tests/biaffine/test_onnxrun.py where onnxruntime is installed) shares with the torch path."""
+
 # biaffine's parts, bottom up (docs/architecture.md): the modules of each, and the parts and
 # project packages each may import besides itself.
 PARTS = {
@@ -33,6 +44,7 @@ PARTS = {
     "services": ["checkpoint", "metrics", "alignment", "evaluate", "plot", "results"],
     "api": ["api", "render", "pipeline"],
     "predicting": ["predicting", "predict_options"],
+    "onnxrun": ["onnxrun"],
     "export": ["export"],
     "models": ["models"],
     "serving": ["serving"],
@@ -89,6 +101,12 @@ def test_torch_free_packages_import_without_torch(package: str) -> None:
     done = run_python(f"import sys; sys.modules['torch'] = None; import {package}; print('ok')")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("module", TORCH_FREE_MODULES)
+def test_what_the_onnx_runtime_shares_imports_without_torch(module: str) -> None:
+    done = run_python(f"import sys; sys.modules['torch'] = None; import {module}")
+    assert done.returncode == 0, done.stderr
 
 
 def test_the_lemma_edit_scripts_import_without_torch() -> None:

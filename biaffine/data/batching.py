@@ -1,4 +1,4 @@
-"""Sentences -> index arrays (encoded once) -> padded torch batches bucketed by length.
+"""Padded numpy batches (:mod:`biaffine.data.encoding`) as torch batches, bucketed by length.
 
 Position 0 of every sentence is ROOT, so gold heads index the padded tensors directly.
 """
@@ -8,46 +8,20 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
 
-import numpy as np
 import torch
 
-from biaffine.data.columns import classes
-from biaffine.data.conllu import Sentence
-from biaffine.data.vocab import PAD, ROOT, UNK, Vocab, Vocabs
-from decoding.types import Int32Array, IntArray
+from biaffine.data.encoding import IGNORE_INDEX, Encoded, encode, pad, plan_batches
+from decoding.types import IntArray
 
-IGNORE_INDEX = -100
-"""Relation id of positions without a gold label (the default ``ignore_index`` of torch losses)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Encoded:
-    """One sentence as index arrays, position 0 = ROOT (see :func:`encode`).
-
-    Stored as int32 to halve the memory of a corpus held for many epochs; batches are int64.
-
-    Attributes:
-        words: int32[n+1] word ids, ROOT at 0.
-        chars: int32[n+1, C] char ids, PAD-filled after each word; row 0 is ``[ROOT, PAD, ...]``.
-            C = min(longest form, max_word_chars).
-        heads: int32[n+1] gold heads; 0 at position 0, and everywhere if the sentence has none.
-        rels: int32[n+1] gold relation ids; IGNORE_INDEX at 0 and where unknown or absent.
-        columns: int32[n+1] ids of each tagged column (``upos``, ``xpos``, ``feats``: the whole
-            FEATS string is one class; ``lemma``: the edit script), ROOT at 0, IGNORE_INDEX
-            where a word has no class (no lemma given).
-        forms: the n word forms (for encoders that read text: pretrained vectors, transformers).
-    """
-
-    words: Int32Array
-    chars: Int32Array
-    heads: Int32Array
-    rels: Int32Array
-    columns: dict[str, Int32Array]
-    forms: tuple[str, ...] | None = None
-
-    def __len__(self) -> int:
-        """Number of words n (ROOT excluded)."""
-        return self.words.shape[0] - 1
+__all__ = [
+    "IGNORE_INDEX",
+    "Batch",
+    "Encoded",
+    "batches_by_tokens",
+    "collate",
+    "encode",
+    "plan_batches",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,156 +70,21 @@ class Batch:
         return Batch(**moved, columns=columns, forms=self.forms)
 
 
-def encode(
-    sentences: Sequence[Sentence], vocabs: Vocabs, *, max_word_chars: int = 20
-) -> list[Encoded]:
-    """Maps each sentence to index arrays once, for batching in every epoch.
-
-    Unknown words, chars and tags map to UNK; unknown relations and missing lemmas to
-    IGNORE_INDEX.
-
-    Args:
-        sentences: the sentences, in the order ``Batch.indices`` will refer to.
-        vocabs: vocabularies built on the training data.
-        max_word_chars: longer forms keep their first ``max_word_chars`` characters.
-
-    Returns:
-        One Encoded per sentence, in input order.
-    """
-    if max_word_chars < 1:
-        raise ValueError(f"max_word_chars must be >= 1, got {max_word_chars}")
-    char_rows: dict[str, list[int]] = {}  # forms repeat: compute each char row once
-    return [_encode_one(s, vocabs, max_word_chars, char_rows) for s in sentences]
-
-
-def _encode_one(sentence: Sentence, vocabs: Vocabs, max_chars: int, char_rows: dict) -> Encoded:
-    word_ids = _ids(sentence.forms, vocabs.words)
-    if sentence.heads is None:
-        heads = [0] * len(word_ids)
-        rels = [IGNORE_INDEX] * len(word_ids)
-    else:
-        heads = [0, *sentence.heads]
-        rels = [IGNORE_INDEX] + [vocabs.rels.get(r, IGNORE_INDEX) for r in sentence.deprels]
-    return Encoded(
-        words=np.array(word_ids, dtype=np.int32),
-        chars=_char_matrix(sentence.forms, vocabs.chars, max_chars, char_rows),
-        heads=np.array(heads, dtype=np.int32),
-        rels=np.array(rels, dtype=np.int32),
-        columns={
-            name: np.array(_ids(classes(sentence, name), vocab), dtype=np.int32)
-            for name, vocab in vocabs.columns.items()
-        },
-        forms=tuple(sentence.forms),  # references to the sentence's strings: 8 bytes per word
-    )
-
-
-def _ids(column: list[str | None], vocab: Vocab) -> list[int]:
-    """[ROOT, ids of the column's strings...], UNK for unknown strings, IGNORE_INDEX for None."""
-    stoi = vocab.stoi
-    return [ROOT] + [IGNORE_INDEX if token is None else stoi.get(token, UNK) for token in column]
-
-
-def _char_matrix(forms: list[str], chars: Vocab, max_chars: int, char_rows: dict) -> Int32Array:
-    """int32[n+1, C]: row 0 = [ROOT, PAD...], row i = chars of word i, PAD-filled."""
-    rows = []
-    for form in forms:
-        row = char_rows.get(form)
-        if row is None:
-            row = char_rows[form] = [chars[c] for c in form[:max_chars]]
-        rows.append(row)
-    width = max(map(len, rows))
-    flat = [ROOT] + [PAD] * (width - 1)
-    for row in rows:
-        flat += row
-        flat += [PAD] * (width - len(row))
-    return np.array(flat, dtype=np.int32).reshape(len(forms) + 1, width)
-
-
 def collate(items: Sequence[Encoded], indices: Sequence[int] | IntArray) -> Batch:
-    """Pads encoded sentences into one Batch.
+    """Pads encoded sentences into one Batch (:func:`biaffine.data.encoding.pad`, as tensors).
 
     Args:
         items: B >= 1 encoded sentences.
         indices: int[B], the position of each item in the caller's list (``Batch.indices``).
     """
-    lengths = np.array([len(item) for item in items], dtype=np.int64)
-    size, width = len(items), max(item.chars.shape[1] for item in items)
-    positions = int(lengths.max()) + 1
-    fields_ = {name: np.zeros((size, positions), dtype=np.int64) for name in _WORD_FIELDS}
-    fields_["rels"].fill(IGNORE_INDEX)
-    columns = {name: np.zeros((size, positions), dtype=np.int64) for name in items[0].columns}
-    chars = np.zeros((size, positions, width), dtype=np.int64)
-    for b, item in enumerate(items):
-        m = len(item) + 1
-        for name, array in fields_.items():
-            array[b, :m] = getattr(item, name)
-        for name, array in columns.items():
-            array[b, :m] = item.columns[name]
-        chars[b, :m, : item.chars.shape[1]] = item.chars
-    arange = np.arange(positions)[None, :]  # [1, N+1]
-    mask = (arange >= 1) & (arange <= lengths[:, None])  # [B, N+1]
-    arrays = fields_ | {"chars": chars, "mask": mask, "lengths": lengths}
-    arrays["indices"] = np.asarray(indices, dtype=np.int64)
-    forms = tuple(item.forms for item in items)
+    padded = pad(items, indices)
+    arrays = {f.name: getattr(padded, f.name) for f in fields(padded)}
+    columns, forms = arrays.pop("columns"), arrays.pop("forms")
     return Batch(
         **{name: torch.from_numpy(array) for name, array in arrays.items()},
         columns={name: torch.from_numpy(array) for name, array in columns.items()},
-        forms=None if any(f is None for f in forms) else forms,
+        forms=forms,
     )
-
-
-_WORD_FIELDS = ("words", "heads", "rels")
-"""Encoded fields with one id per position, padded into long[B, N+1] by :func:`collate`; the
-tagged columns are padded the same way."""
-
-
-def plan_batches(
-    lengths: Sequence[int] | IntArray,
-    max_tokens: int,
-    *,
-    shuffle: bool,
-    seed: int = 0,
-    epoch: int = 0,
-) -> list[IntArray]:
-    """Groups sentence indices into length-bucketed batches under a padded token budget.
-
-    Sentences are sorted by length (ties broken at random when shuffling), cut greedily into
-    batches with ``B * max_length <= max_tokens`` (so at most ``max_tokens`` words), and the
-    batch order is shuffled. A sentence longer than ``max_tokens`` gets a batch of its own.
-
-    Args:
-        lengths: int[S] words per sentence.
-        max_tokens: the word budget per batch (padding counted, ROOT not).
-        shuffle: randomise tie order and batch order; otherwise batches run by increasing length.
-        seed: with ``epoch``, fixes the randomness: same (seed, epoch) -> same batches.
-        epoch: the epoch number, so each epoch gets a different order.
-
-    Returns:
-        int64 index arrays, each sorted by increasing length; together a partition of range(S).
-    """
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-    lengths = np.asarray(lengths, dtype=np.int64)
-    if shuffle:
-        rng = np.random.default_rng([seed, epoch])
-        order = np.lexsort((rng.random(lengths.shape[0]), lengths))
-    else:
-        order = np.argsort(lengths, kind="stable")
-    batches = _chunk(order, lengths[order].tolist(), max_tokens)
-    if shuffle:
-        batches = [batches[i] for i in rng.permutation(len(batches))]
-    return batches
-
-
-def _chunk(order: IntArray, sorted_lengths: list[int], max_tokens: int) -> list[IntArray]:
-    batches, start = [], 0
-    for k, length in enumerate(sorted_lengths):  # lengths ascend: `length` is the batch maximum
-        if k > start and (k - start + 1) * length > max_tokens:
-            batches.append(order[start:k])
-            start = k
-    if start < len(sorted_lengths):
-        batches.append(order[start:])
-    return batches
 
 
 def batches_by_tokens(

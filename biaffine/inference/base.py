@@ -7,17 +7,15 @@ what it cannot answer (:meth:`Family.refusal`) before any batch runs.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-import numpy as np
 import torch
 
 from biaffine.data.batching import Batch
-from biaffine.data.columns import strings
 from biaffine.data.conllu import Sentence
-from biaffine.data.vocab import SPECIALS, Vocabs
+from biaffine.data.vocab import Vocabs
+from biaffine.inference import choices
 from biaffine.inference.request import Request, SentenceResult
 from biaffine.inference.settings import DecoderSettings
 
@@ -52,13 +50,7 @@ class Family:
 
     def refusal(self, request: Request, settings: DecoderSettings) -> str | None:
         """Why this family cannot answer ``request`` with ``settings``, or None if it can."""
-        missing = [c for c in request.columns if c not in self.model.tagged_columns]
-        if missing:
-            return (
-                f"columns={','.join(missing)}: this model has no tagger for "
-                f"{', '.join(missing)} (train with the column's loss weight > 0)"
-            )
-        return None
+        return choices.missing_taggers(request.columns, self.model.tagged_columns)
 
     @classmethod
     def warm_up(cls, settings: Mapping[str, Any]) -> None:
@@ -90,49 +82,22 @@ def predicted_columns(
     vocabs: Vocabs,
     sentences: Sequence[Sentence],
 ) -> list[dict[str, list[str]]]:
-    """The values of each requested column for every row of a batch, as the strings to write.
-
-    Each word's best class, never a special (PAD, UNK, ROOT), turned back into the column's
-    strings (:func:`biaffine.data.columns.strings`). LEMMA: the lemma of the vocabularies'
-    lexicon where it holds the word, keyed by the word's UPOS: the predicted one where the
-    model has a UPOS tagger (predicted even when not asked for), else the input's; else its
-    edit script applied to the form. One argmax per column for the whole batch.
+    """:func:`biaffine.inference.choices.predicted_columns` of a batch's tagger scores.
 
     Args:
         tag_scores: tagger scores by column for the batch's words, row by row,
             float[W, n_classes] with W the sum of the sentences' lengths.
         columns: the columns to read.
         vocabs: their vocabularies.
-        sentences: the sentence of each row (its forms, UPOS, and its n words).
+        sentences: the sentence of each row.
 
     Returns:
         Per row, the predicted values by column, str[n] each.
     """
-    lexicon = vocabs.lexicon if "lemma" in columns else None
-    wanted = list(columns)
-    if lexicon is not None and "upos" in tag_scores and "upos" not in wanted:
-        wanted.append("upos")  # the lexicon's key
-    best = {column: _best_classes(tag_scores[column], vocabs, column) for column in wanted}
-    found: list[dict[str, list[str]]] = [{} for _ in sentences]
-    ends = itertools.accumulate(len(sentence) for sentence in sentences)
-    for row, (sentence, end) in enumerate(zip(sentences, ends, strict=True)):
-        classes = {column: best[column][end - len(sentence) : end] for column in wanted}
-        upos = classes.get("upos", sentence.upos)
-        for column in columns:
-            found[row][column] = strings(
-                column, classes[column], sentence.forms, lexicon=lexicon, upos=upos
-            )
-    return found
-
-
-def _best_classes(scores: torch.Tensor, vocabs: Vocabs, column: str) -> list[str]:
-    """The best class of each word in ``column``, never a special: float[W, n_classes] -> str[W]."""
-    specials = torch.arange(len(SPECIALS), device=scores.device)
-    best = scores.float().index_fill(-1, specials, float("-inf")).argmax(-1).tolist()
-    itos = vocabs.columns[column].itos
-    return [itos[i] for i in best]
-
-
-def word_slice(values: np.ndarray, row: int, n: int) -> list:
-    """``values[row, 1 : n + 1]`` as a list: a sentence's words, ROOT and padding dropped."""
-    return values[row, 1 : n + 1].tolist()
+    read = {*columns, "upos"}  # the lexicon's key, read with LEMMA
+    arrays = {
+        name: scores.detach().float().cpu().numpy()
+        for name, scores in tag_scores.items()
+        if name in read
+    }
+    return choices.predicted_columns(arrays, columns, vocabs, sentences)

@@ -26,8 +26,16 @@ import torch
 import decoding
 from biaffine.data.batching import Batch
 from biaffine.data.conllu import Sentence
-from biaffine.data.vocab import Vocab
-from biaffine.inference.base import BatchResults, Family, predicted_columns, word_slice
+from biaffine.inference.base import BatchResults, Family, predicted_columns
+from biaffine.inference.choices import (
+    MST,
+    ROOT_LABEL,
+    decode_arc_scores,
+    label_ids,
+    labelled_tree,
+    root_label_id,
+    word_slice,
+)
 from biaffine.inference.request import Request, SentenceResult, Tree
 from biaffine.inference.settings import DecoderSettings, GraphDecoding
 from biaffine.nn.treecrf import marginals, tree_log_prob
@@ -45,25 +53,10 @@ __all__ = [
 ]
 
 
-ROOT_LABEL = "root"
-"""UD's label of the word attached to ROOT, and of no other word."""
-
-MST = GraphDecoding()
-"""MST with exactly one word on ROOT, as UD requires."""
-
-
-def root_label_id(labels: Vocab) -> int | None:
-    """The id of ``root`` in the relation vocabulary, or None if the treebank never uses it."""
-    return labels.stoi.get(ROOT_LABEL)
-
-
 def decode_heads(
     arc_scores: torch.Tensor, lengths: torch.Tensor, decoder: GraphDecoding = MST
 ) -> IntArray:
-    """Best tree per sentence from a batch of arc scores.
-
-    Heads are decoded from head log-probabilities (row-wise log-softmax), which changes no
-    decoder's choice but keeps scores in a common range.
+    """Best tree per sentence from a batch of arc scores (:func:`choices.decode_arc_scores`).
 
     Args:
         arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d.
@@ -76,13 +69,8 @@ def decode_heads(
     Raises:
         ValueError: from :mod:`decoding` (NaN scores, bad lengths).
     """
-    scores = arc_scores.detach().to("cpu", torch.float64).log_softmax(-1).numpy()
-    sizes = lengths.detach().to("cpu", torch.int64).numpy()
-    # decoding batches on plain Python threads, never numba's OpenMP layer, which would reset
-    # torch's thread count when it starts (decoding._batch).
-    return decoding.decode(
-        scores, sizes, algorithm=decoder.algorithm, root_constraint=decoder.root_constraint
-    )
+    scores = arc_scores.detach().to("cpu", torch.float64).numpy()
+    return decode_arc_scores(scores, lengths.detach().cpu().numpy(), decoder)
 
 
 def choose_labels(
@@ -94,11 +82,8 @@ def choose_labels(
 ) -> IntArray:
     """The label id of each arc ``heads[b, d] -> d``: int64[B, N+1], -1 where heads is -1.
 
-    UD labels the word on ROOT ``root`` and no other word, so the label depends on the head:
-    an arc from ROOT takes ``root_label``, and any other arc the best label except
-    ``root_label``. A plain argmax per arc ignores the rule: a briefly trained model labelled
-    22 of the 35 words of ``tests/data/tiny.conllu`` ``root``. Only the chosen arcs are scored
-    (:meth:`LabelScorer.at`).
+    Only the chosen arcs are scored (:meth:`LabelScorer.at`); the label of each follows UD's
+    rule on ``root`` (:func:`choices.label_ids`).
 
     Args:
         scorer: the parser's label scorer.
@@ -108,15 +93,8 @@ def choose_labels(
             ``root`` (a tiny or non-UD treebank): then every arc simply takes its best label.
     """
     head_index = torch.from_numpy(heads).to(vectors.dep.device)
-    rel_scores = scorer.at(vectors, head_index)  # [B, N+1, R]
-    if root_label is None:
-        rels = rel_scores.argmax(-1)  # [B, N+1]
-    else:
-        others = rel_scores.index_fill(
-            -1, torch.tensor([root_label], device=head_index.device), float("-inf")
-        )
-        rels = others.argmax(-1).masked_fill(head_index == 0, root_label)  # [B, N+1]
-    return rels.masked_fill(head_index < 0, -1).cpu().numpy().astype(np.int64)
+    rel_scores = scorer.at(vectors, head_index).detach().float().cpu().numpy()  # [B, N+1, R]
+    return label_ids(rel_scores, heads, root_label=root_label)
 
 
 def label_probabilities(
@@ -217,13 +195,12 @@ class GraphFamily(Family):
         """The decoded trees with their labels, and probabilities when asked."""
         lengths = batch_lengths.tolist()
         rels = choose_labels(self.model.labels, scores.labels, heads, root_label=self._root)
-        labels = self.vocabs.rels.itos
         extras: dict[str, np.ndarray] = {}
         if request.probabilities:
             extras = _probabilities(self.model.labels, scores, heads, rels, batch_lengths, decoder)
         trees = []
         for row, n in enumerate(lengths):
-            tree = Tree(word_slice(heads, row, n), [labels[r] for r in word_slice(rels, row, n)])
+            tree = labelled_tree(heads, rels, row, n, self.vocabs.rels)
             if extras:
                 tree = Tree(
                     tree.heads,

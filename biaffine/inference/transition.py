@@ -24,7 +24,8 @@ import torch
 import transitions
 from biaffine.data.batching import Batch
 from biaffine.data.conllu import Sentence
-from biaffine.inference.base import BatchResults, Family, predicted_columns, word_slice
+from biaffine.inference.base import BatchResults, Family, predicted_columns
+from biaffine.inference.choices import labelled_tree, word_slice
 from biaffine.inference.graph import choose_labels, decode_heads, label_probabilities, root_label_id
 from biaffine.inference.request import Request, SentenceResult, Tree
 from biaffine.inference.settings import DecoderSettings, TransitionSearch
@@ -236,10 +237,9 @@ class TransitionFamily(Family):
         )
         if model.system.projective:
             deprojectivize_batch(heads, rels, model.rel_names)
-        names = self.vocabs.rels.itos
         trees = []
         for row, n in enumerate(lengths):
-            tree = Tree(word_slice(heads, row, n), [names[r] for r in word_slice(rels, row, n)])
+            tree = labelled_tree(heads, rels, row, n, self.vocabs.rels)
             if label_probs is not None and path_log_probs is not None:
                 tree = Tree(
                     tree.heads,

@@ -18,7 +18,8 @@ from biaffine.api import Parser
 from biaffine.data.conllu import Sentence, write_conllu
 from biaffine.inference import DecoderSettings
 from biaffine.pipeline import sentences_in
-from biaffine.predict_options import PredictOptions, check_model, check_options, chunk_parser
+from biaffine.predict_options import PredictOptions, check_options
+from biaffine.predicting import check_model, chunk_parser
 
 __all__ = [
     "FIELDS",

@@ -1,0 +1,185 @@
+"""What the families choose from their scores, on numpy arrays: heads, labels, column values.
+
+Torch-free, so that the torch families (:mod:`biaffine.inference.graph`,
+:mod:`biaffine.inference.transition`) and the ONNX runtime (:mod:`biaffine.onnxrun`) make the
+same choices from the same scores with the same code: the torch families hand their tensors
+over as float32 (or float64) arrays.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+import decoding
+from biaffine.data.columns import strings
+from biaffine.data.conllu import Sentence
+from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
+from biaffine.inference.request import Tree
+from biaffine.inference.settings import GraphDecoding
+from decoding.types import IntArray
+
+__all__ = [
+    "MST",
+    "ROOT_LABEL",
+    "best_classes",
+    "decode_arc_scores",
+    "head_log_probs",
+    "label_ids",
+    "labelled_tree",
+    "missing_taggers",
+    "predicted_columns",
+    "root_label_id",
+    "word_slice",
+]
+
+ROOT_LABEL = "root"
+"""UD's label of the word attached to ROOT, and of no other word."""
+
+MST = GraphDecoding()
+"""MST with exactly one word on ROOT, as UD requires."""
+
+
+def root_label_id(labels: Vocab) -> int | None:
+    """The id of ``root`` in the relation vocabulary, or None if the treebank never uses it."""
+    return labels.stoi.get(ROOT_LABEL)
+
+
+def head_log_probs(arc_scores: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
+    """Row-wise log-softmax in float64: float[B, N+1, N+1] -> float64[B, N+1, N+1].
+
+    Rows that are ``-inf`` throughout (ROOT as a dependent, padding) become NaN, which no
+    decoder reads.
+    """
+    scores = arc_scores.astype(np.float64, copy=False)
+    with np.errstate(invalid="ignore"):
+        shifted = scores - scores.max(-1, keepdims=True)
+        return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+def decode_arc_scores(
+    arc_scores: npt.NDArray[np.floating], lengths: IntArray, decoder: GraphDecoding = MST
+) -> IntArray:
+    """Best tree per sentence from a batch of arc scores.
+
+    Heads are decoded from head log-probabilities (:func:`head_log_probs`), which changes no
+    decoder's choice but keeps scores in a common range.
+
+    Args:
+        arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d.
+        lengths: int64[B] words per sentence, excluding ROOT.
+        decoder: the decoder and whether exactly one word goes to ROOT.
+
+    Returns:
+        heads: int64[B, N+1], ``-1`` at ROOT and at padding.
+
+    Raises:
+        ValueError: from :mod:`decoding` (NaN scores, bad lengths).
+    """
+    # decoding batches on plain Python threads, never numba's OpenMP layer, which would reset
+    # torch's thread count when it starts (decoding._batch).
+    return decoding.decode(
+        head_log_probs(arc_scores),
+        np.asarray(lengths, dtype=np.int64),
+        algorithm=decoder.algorithm,
+        root_constraint=decoder.root_constraint,
+    )
+
+
+def label_ids(
+    label_scores: npt.NDArray[np.floating], heads: IntArray, *, root_label: int | None
+) -> IntArray:
+    """The label id of each arc ``heads[b, d] -> d``: int64[B, N+1], -1 where heads is -1.
+
+    UD labels the word on ROOT ``root`` and no other word, so the label depends on the head:
+    an arc from ROOT takes ``root_label``, and any other arc the best label except
+    ``root_label``. A plain argmax per arc ignores the rule: a briefly trained model labelled
+    22 of the 35 words of ``tests/data/tiny.conllu`` ``root``.
+
+    Args:
+        label_scores: float[B, N+1, R], the label scores of each chosen arc.
+        heads: int64[B, N+1] chosen heads, -1 at ROOT and padding.
+        root_label: id of ``root`` (:func:`root_label_id`); None when the vocabulary has no
+            ``root`` (a tiny or non-UD treebank): then every arc simply takes its best label.
+    """
+    if root_label is None:
+        rels = label_scores.argmax(-1)
+    else:
+        others = label_scores.copy()
+        others[..., root_label] = -np.inf
+        rels = np.where(heads == 0, root_label, others.argmax(-1))
+    return np.where(heads < 0, -1, rels).astype(np.int64)
+
+
+def best_classes(scores: npt.NDArray[np.floating], vocab: Vocab) -> list[str]:
+    """The best class of each word in a column, never a special: float[W, n_classes] -> str[W]."""
+    allowed = scores.copy()
+    allowed[:, : len(SPECIALS)] = -np.inf
+    itos = vocab.itos
+    return [itos[i] for i in allowed.argmax(-1).tolist()]
+
+
+def predicted_columns(
+    tag_scores: Mapping[str, npt.NDArray[np.floating]],
+    columns: Sequence[str],
+    vocabs: Vocabs,
+    sentences: Sequence[Sentence],
+) -> list[dict[str, list[str]]]:
+    """The values of each requested column for every row of a batch, as the strings to write.
+
+    Each word's best class, never a special (PAD, UNK, ROOT), turned back into the column's
+    strings (:func:`biaffine.data.columns.strings`). LEMMA: the lemma of the vocabularies'
+    lexicon where it holds the word, keyed by the word's UPOS: the predicted one where the
+    model has a UPOS tagger (predicted even when not asked for), else the input's; else its
+    edit script applied to the form. One argmax per column for the whole batch.
+
+    Args:
+        tag_scores: tagger scores by column for the batch's words, row by row,
+            float[W, n_classes] with W the sum of the sentences' lengths.
+        columns: the columns to read.
+        vocabs: their vocabularies.
+        sentences: the sentence of each row (its forms, UPOS, and its n words).
+
+    Returns:
+        Per row, the predicted values by column, str[n] each.
+    """
+    lexicon = vocabs.lexicon if "lemma" in columns else None
+    wanted = list(columns)
+    if lexicon is not None and "upos" in tag_scores and "upos" not in wanted:
+        wanted.append("upos")  # the lexicon's key
+    best = {column: best_classes(tag_scores[column], vocabs.columns[column]) for column in wanted}
+    found: list[dict[str, list[str]]] = [{} for _ in sentences]
+    ends = itertools.accumulate(len(sentence) for sentence in sentences)
+    for row, (sentence, end) in enumerate(zip(sentences, ends, strict=True)):
+        classes = {column: best[column][end - len(sentence) : end] for column in wanted}
+        upos = classes.get("upos", sentence.upos)
+        for column in columns:
+            found[row][column] = strings(
+                column, classes[column], sentence.forms, lexicon=lexicon, upos=upos
+            )
+    return found
+
+
+def word_slice(values: np.ndarray, row: int, n: int) -> list:
+    """``values[row, 1 : n + 1]`` as a list: a sentence's words, ROOT and padding dropped."""
+    return values[row, 1 : n + 1].tolist()
+
+
+def labelled_tree(heads: IntArray, rels: IntArray, row: int, n: int, labels: Vocab) -> Tree:
+    """The tree of row ``row`` (``n`` words) of a batch's heads and label ids int64[B, N+1]."""
+    itos = labels.itos
+    return Tree(word_slice(heads, row, n), [itos[r] for r in word_slice(rels, row, n)])
+
+
+def missing_taggers(columns: Sequence[str], tagged: Sequence[str]) -> str | None:
+    """Why ``columns`` cannot be predicted by a model tagging ``tagged``, or None if they can."""
+    missing = [c for c in columns if c not in tagged]
+    if not missing:
+        return None
+    return (
+        f"columns={','.join(missing)}: this model has no tagger for "
+        f"{', '.join(missing)} (train with the column's loss weight > 0)"
+    )

@@ -1,0 +1,308 @@
+"""Parsing with an exported graph parser in ONNX Runtime, without torch (``runtime=onnx``).
+
+``OnnxParser.load(folder).parse([["The", "cat", "sat", "."]])`` reads a folder written by
+``python -m biaffine.export`` (:mod:`biaffine.export`, docs/onnx.md) and parses with its graphs
+in onnxruntime, the :mod:`decoding` decoders and the choices the torch path makes
+(:mod:`biaffine.inference.choices`: the same code on the same scores), so that its CoNLL-U is
+the torch path's. ``predict.py runtime=onnx onnx=FOLDER`` calls :func:`predict_file`.
+
+Nothing here imports torch (``tests/biaffine/test_onnxrun.py`` runs it where ``import torch``
+fails): batches are :func:`biaffine.data.encoding.pad`'s numpy arrays, fed to the graphs as
+they are. It answers the plain request: one tree per sentence (decoder ``mst`` with one word on
+ROOT) and the predicted columns, for graph parsers; the rest is refused in one line.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime
+
+from biaffine.data.conllu import Sentence
+from biaffine.data.encoding import Padded, encode, pad, plan_batches
+from biaffine.data.vocab import Vocabs
+from biaffine.inference.choices import (
+    MST,
+    decode_arc_scores,
+    label_ids,
+    labelled_tree,
+    missing_taggers,
+    predicted_columns,
+    root_label_id,
+)
+from biaffine.inference.request import Refused, Request, SentenceResult
+from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings
+from biaffine.predict_options import (
+    STDIO,
+    PredictOptions,
+    check_arguments,
+    read_sentences,
+    request_of,
+    write_sentences,
+)
+from biaffine.results import ParsedTree, parsed_tree, with_result
+
+__all__ = ["FORMATS", "SUPPORTED", "OnnxParser", "check_supported", "predict_file"]
+
+MANIFEST = "export.json"  # biaffine.export.MANIFEST, which imports torch
+FORMAT = 1  # biaffine.export.FORMAT: the folder layout read here
+
+FORMATS = ("conllu", "text")
+"""Input formats of :func:`predict_file` (raw text needs the segmenter, a torch model)."""
+
+SUPPORTED = (
+    "runtime=onnx supports graph parsers, decoder=mst with the root constraint, format=conllu "
+    "or text, columns= and overwrite_columns="
+)
+"""What every refusal of this module ends with."""
+
+LABEL_PAIRS = 1024
+"""Arcs per run of ``labels.onnx``: its intermediate is then about 21 MB for the EWT model."""
+
+
+@dataclass(frozen=True, slots=True)
+class OnnxParser:
+    """An exported graph parser in onnxruntime: its sessions and vocabularies.
+
+    Attributes:
+        vocabs: the checkpoint's vocabularies (``export.json``).
+        tagged_columns: the columns its taggers predict (``tags.onnx``), in order.
+        sessions: ``scores``, ``labels`` and, with taggers, ``tags``.
+        upos_input: the encoder embeds the input's UPOS (``scores.onnx`` reads ``upos``).
+    """
+
+    vocabs: Vocabs
+    tagged_columns: tuple[str, ...]
+    sessions: dict[str, onnxruntime.InferenceSession]
+    upos_input: bool
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str], *, threads: int | None = None) -> OnnxParser:
+        """Open an export folder.
+
+        Args:
+            folder: written by ``python -m biaffine.export``.
+            threads: onnxruntime's intra-op threads (None: its default, one per core).
+
+        Raises:
+            ValueError: no export there, another format, or a transition parser's export.
+        """
+        path = Path(folder)
+        manifest = _manifest(path)
+        if manifest.get("family") != "graph":
+            raise ValueError(
+                f"onnx={folder}: an export of a {manifest.get('family')} parser; {SUPPORTED}"
+            )
+        graphs = manifest["graphs"]
+        sessions = {
+            name: _session(path / graph["file"], threads)
+            for name, graph in graphs.items()
+            if name in ("scores", "tags", "labels")
+        }
+        tagged = tuple(o.removesuffix("_scores") for o in graphs.get("tags", {}).get("outputs", ()))
+        vocabs = Vocabs.from_dict(manifest["vocabs"])
+        return cls(vocabs, tagged, sessions, "upos" in graphs["scores"]["inputs"])
+
+    def parse(
+        self,
+        inputs: Iterable[Sequence[str] | Sentence],
+        *,
+        columns: Sequence[str] = (),
+        overwrite: bool = False,
+        max_tokens: int = 5000,
+    ) -> list[ParsedTree]:
+        """Parse pre-tokenized sentences (lists of words, or :class:`Sentence` objects).
+
+        As :meth:`biaffine.api.Parser.parse` with its default decoder.
+
+        Args:
+            inputs: the sentences.
+            columns: tagged columns to predict (or ``["all"]``: every column the model tags).
+            overwrite: write them over the input's values (default: only ``_`` cells).
+            max_tokens: words per batch.
+
+        Raises:
+            Refused: a column the model has no tagger for.
+        """
+        sentences = [
+            item if isinstance(item, Sentence) else Sentence.from_forms(list(item))
+            for item in inputs
+        ]
+        request = Request(columns=tuple(columns), overwrite=overwrite)
+        found = self.results(sentences, request, max_tokens=max_tokens)
+        return [parsed_tree(s, r, 0, request) for s, r in zip(sentences, found, strict=True)]
+
+    def check(self, request: Request, decoder: DecoderSettings = DEFAULT_DECODER) -> Request:
+        """``request`` with ``columns=("all",)`` resolved, or :class:`Refused` in one line."""
+        check_supported(request, decoder)
+        request = request.for_model(self.tagged_columns)
+        reason = missing_taggers(request.columns, self.tagged_columns)
+        if reason is not None:
+            raise Refused(reason)
+        return request
+
+    def results(
+        self, sentences: Sequence[Sentence], request: Request, *, max_tokens: int = 5000
+    ) -> list[SentenceResult]:
+        """One result per sentence, in input order (see :meth:`check` for what is refused)."""
+        request = self.check(request)
+        encoded = encode(sentences, self.vocabs)
+        found: list[SentenceResult | None] = [None] * len(sentences)
+        plan = plan_batches([len(e) for e in encoded], max_tokens, shuffle=False)
+        for index in plan:
+            padded = pad([encoded[i] for i in index], index)
+            rows = index.tolist()
+            batch_results = self._batch(padded, [sentences[i] for i in rows], request)
+            for row, result in zip(rows, batch_results, strict=True):
+                found[row] = result
+        return found  # type: ignore[return-value]  (every row is filled once)
+
+    def _batch(
+        self, padded: Padded, sentences: list[Sentence], request: Request
+    ) -> list[SentenceResult]:
+        feed = {"words": padded.words, "chars": padded.chars, "lengths": padded.lengths}
+        if self.upos_input:
+            feed["upos"] = padded.columns["upos"]
+        names = ["arc_scores", "label_dep", "label_head"]
+        if request.columns:
+            names.append("states")
+        scores = dict(zip(names, self.sessions["scores"].run(names, feed), strict=True))
+        heads = decode_arc_scores(scores["arc_scores"], padded.lengths, MST)
+        label_scores = self._label_scores(scores["label_dep"], scores["label_head"], heads)
+        rels = label_ids(label_scores, heads, root_label=root_label_id(self.vocabs.rels))
+        columns: list[dict[str, list[str]]] = [{} for _ in sentences]
+        if request.columns:
+            tags = self.sessions["tags"]
+            outputs = [o.name for o in tags.get_outputs()]
+            tagged = tags.run(outputs, {"states": scores["states"], "lengths": padded.lengths})
+            by_column = {o.removesuffix("_scores"): s for o, s in zip(outputs, tagged, strict=True)}
+            columns = predicted_columns(by_column, request.columns, self.vocabs, sentences)
+        lengths = padded.lengths.tolist()
+        return [
+            SentenceResult([labelled_tree(heads, rels, row, n, self.vocabs.rels)], c)
+            for row, (n, c) in enumerate(zip(lengths, columns, strict=True))
+        ]
+
+    def _label_scores(self, dep: np.ndarray, head: np.ndarray, heads: np.ndarray) -> np.ndarray:
+        """float[B, N+1, R]: ``labels.onnx`` on runs of rows of at most :data:`LABEL_PAIRS` arcs.
+
+        The graph's biaffine product makes a [arcs, R, rel_mlp + 1] intermediate (the eager
+        path makes it in cache-sized chunks, the exported graph in one): on EWT test's
+        batch of 759 short sentences, 109 MB more peak memory than the rest of the parse.
+        """
+        step = max(1, LABEL_PAIRS // heads.shape[1])
+        parts = []
+        for start in range(0, heads.shape[0], step):
+            rows = slice(start, start + step)
+            feed = {"label_dep": dep[rows], "label_head": head[rows], "heads": heads[rows]}
+            parts.append(self.sessions["labels"].run(None, feed)[0])
+        return np.concatenate(parts)
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise ValueError(
+            f"onnx={folder}: no {MANIFEST} there (write one with python -m biaffine.export "
+            "checkpoint=PATH output=FOLDER)"
+        )
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    if manifest.get("format") != FORMAT:
+        raise ValueError(f"{path}: export format {manifest.get('format')!r}, expected {FORMAT}")
+    return manifest
+
+
+def _session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
+    options = onnxruntime.SessionOptions()
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    # Idle threads sleep at once, as torch's do under biaffine's OMP_WAIT_POLICY=PASSIVE
+    # (biaffine/openmp.py): spinning threads take the cores from the work on a busy machine.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def check_supported(request: Request, decoder: DecoderSettings) -> None:
+    """Refuse what this runtime does not answer whatever the model: one line naming it all.
+
+    Raises:
+        Refused: probabilities, k-best trees, given heads, another decoder or a search.
+    """
+    asked = {
+        "probabilities=true": request.probabilities,
+        f"kbest={request.kbest}": request.kbest is not None,
+        "keep_given_heads=true": request.fixed_heads is not None,
+        f"decoder={decoder.algorithm}": decoder.algorithm != MST.algorithm,
+        "decoder.root_constraint=false": not decoder.root_constraint,
+        f"search={decoder.search}": decoder.asks_search,
+    }
+    given = [name for name, on in asked.items() if on]
+    if given:
+        raise Refused(f"{', '.join(given)}: {SUPPORTED}")
+
+
+def predict_file(
+    folder: str | os.PathLike[str],
+    source: str | os.PathLike[str],
+    dest: str | os.PathLike[str] = STDIO,
+    *,
+    input_format: str = "conllu",
+    decoder: DecoderSettings | None = None,
+    max_tokens: int = 5000,
+    chunk_sentences: int = 10000,
+    threads: int | None = None,
+    options: PredictOptions | None = None,
+) -> tuple[int, float]:
+    """Parse ``source`` with the export in ``folder`` and write CoNLL-U to ``dest``.
+
+    The bytes :func:`biaffine.predicting.predict` writes with the checkpoint exported, read,
+    parsed and written ``chunk_sentences`` sentences at a time, ``dest`` written atomically
+    (:func:`biaffine.predict_options.write_sentences`).
+
+    Returns:
+        The number of sentences and the seconds spent reading, parsing and writing them.
+
+    Raises:
+        ValueError: an export or option this runtime does not answer, bad arguments (as
+            ``predict``), malformed input.
+    """
+    decoder = decoder if decoder is not None else DecoderSettings()
+    options = options if options is not None else PredictOptions()
+    check_arguments(source, dest, input_format, chunk_sentences, decoder, options, FORMATS)
+    check_supported(request_of(options, []), decoder)
+    parser = OnnxParser.load(folder, threads=threads)
+    request = parser.check(request_of(options, []), decoder)
+    parser.results([Sentence.from_forms(["warm", "up"])], request)  # kernels loaded: start-up
+    started, counted = time.perf_counter(), [0]
+    chunks = _chunks(read_sentences(source, input_format), chunk_sentences)
+    write_sentences(dest, _parsed(parser, chunks, request, max_tokens, counted))
+    return counted[0], time.perf_counter() - started
+
+
+def _chunks(sentences: Iterable[Sentence], size: int) -> Iterator[list[Sentence]]:
+    iterator = iter(sentences)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+def _parsed(
+    parser: OnnxParser,
+    chunks: Iterable[list[Sentence]],
+    request: Request,
+    max_tokens: int,
+    counted: list[int],
+) -> Iterator[Sentence]:
+    for chunk in chunks:
+        found = parser.results(chunk, request, max_tokens=max_tokens)
+        counted[0] += len(chunk)
+        for sentence, result in zip(chunk, found, strict=True):
+            yield from with_result(sentence, result, request)

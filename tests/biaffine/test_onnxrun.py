@@ -1,0 +1,181 @@
+"""``runtime=onnx``: the shipped EWT model's export parses without torch, byte for byte as torch.
+
+The ONNX runs are subprocesses where ``import torch`` fails (``sys.modules['torch'] = None``),
+which also report every module of torch that got imported (none may). The torch runs are
+``biaffine.predicting.predict`` and ``biaffine.api.Parser`` in this process, on the same input:
+the first sentences of UD English-EWT test (CoNLL-U, and their forms as ``format=text``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from biaffine.api import Parser
+from biaffine.data.conllu import read_conllu, write_conllu
+from biaffine.predict_options import PredictOptions
+from biaffine.predicting import predict
+
+ROOT = Path(__file__).parents[2]
+SHIPPED = ROOT / "models" / "en_ewt" / "parser.pt"
+N_SENTENCES = 500
+NO_RUNTIME = "onnxruntime is not installed (the export extra: pip install 'rootparse[export]')"
+NO_ONNX = "onnx is not installed, which torch writes ONNX files with (the export extra)"
+
+WITHOUT_TORCH = """
+import json, runpy, sys
+sys.modules["torch"] = None  # any import of torch now fails
+sys.argv = ["predict.py", *json.loads(sys.argv[1])]
+try:
+    runpy.run_path("predict.py", run_name="__main__")
+except SystemExit as exit:
+    print(json.dumps({"exit": exit.code}))
+torch = [m for m, module in sys.modules.items() if m.split(".")[0] == "torch" and module]
+print(json.dumps({"torch": sorted(torch)}))
+"""
+"""predict.py's main with the arguments given as JSON; prints the exit code and the modules of
+torch imported (the None that blocks it is no module)."""
+
+API_WITHOUT_TORCH = """
+import io, json, sys
+sys.modules["torch"] = None
+from biaffine.data.conllu import write_conllu
+from biaffine.onnxrun import OnnxParser
+parser = OnnxParser.load(sys.argv[1], threads=1)
+trees = parser.parse(json.loads(sys.argv[2]), columns=["all"])
+out = io.StringIO()
+write_conllu(out, [tree.sentence for tree in trees])
+print(json.dumps({"conllu": out.getvalue()}))
+torch = [m for m, module in sys.modules.items() if m.split(".")[0] == "torch" and module]
+print(json.dumps({"torch": sorted(torch)}))
+"""
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped EWT model exported (python -m biaffine.export)."""
+    pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
+    pytest.importorskip("onnx", reason=NO_ONNX)
+    from biaffine.export import run
+
+    folder = tmp_path_factory.mktemp("onnxrun") / "en_ewt"
+    run({"checkpoint": str(SHIPPED), "output": str(folder)})
+    return folder
+
+
+@pytest.fixture(scope="module")
+def ewt_head(ewt_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first N_SENTENCES sentences of EWT test, as a CoNLL-U file."""
+    sentences = read_conllu(ewt_dir / "en_ewt-ud-test.conllu")
+    path = tmp_path_factory.mktemp("ewt") / "head.conllu"
+    with path.open("w", encoding="utf-8", newline="") as out:
+        write_conllu(out, [s for _, s in zip(range(N_SENTENCES), sentences, strict=False)])
+    return path
+
+
+def without_torch(script: str, *arguments: str) -> dict:
+    """Run ``script`` where torch cannot be imported; its JSON lines merged, and stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *arguments],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    found = {"stderr": done.stderr}
+    for line in done.stdout.splitlines():
+        found |= json.loads(line)
+    return found
+
+
+def predict_without_torch(*arguments: str) -> dict:
+    return without_torch(WITHOUT_TORCH, json.dumps(arguments))
+
+
+@pytest.mark.parametrize(("fmt", "columns"), [("conllu", None), ("conllu", "all"), ("text", "all")])
+def test_onnx_runtime_writes_the_torch_paths_bytes_without_torch(
+    exported: Path, ewt_head: Path, tmp_path: Path, fmt: str, columns: str | None
+) -> None:
+    source = ewt_head
+    if fmt == "text":
+        source = tmp_path / "head.txt"
+        lines = (" ".join(s.forms) for s in read_conllu(ewt_head))
+        source.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    wanted = tmp_path / "torch.conllu"
+    options = PredictOptions(columns=() if columns is None else (columns,))
+    predict(SHIPPED, source, wanted, input_format=fmt, threads=1, options=options)
+    got = tmp_path / "onnx.conllu"
+    settings = [f"onnx={exported}", f"input={source}", f"output={got}", f"format={fmt}"]
+    if columns is not None:
+        settings.append(f"columns={columns}")
+    found = predict_without_torch("runtime=onnx", "threads=1", *settings)
+    assert found["torch"] == []
+    assert "exit" not in found, found["stderr"]
+    assert got.read_bytes() == wanted.read_bytes()
+
+
+def test_the_python_entry_parses_as_the_torch_api_without_torch(exported: Path) -> None:
+    words = [["The", "cat", "sat", "on", "the", "mat", "."], ["Dogs", "barked", "loudly", "!"]]
+    found = without_torch(API_WITHOUT_TORCH, str(exported), json.dumps(words))
+    assert found["torch"] == []
+    parser = Parser.load(SHIPPED)
+    assert found["conllu"] == parser.to_conllu(parser.parse(words, columns=["all"]))
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        (["probabilities=true"], "probabilities=true: runtime=onnx supports"),
+        (["decoder=eisner"], "decoder=eisner: runtime=onnx supports"),
+        (["kbest=2"], "kbest=2: runtime=onnx supports"),
+        (["decoder=mst_multiroot"], "decoder.root_constraint=false: runtime=onnx supports"),
+        (["int8=true", "eval=true"], "eval=true, int8=true with runtime=onnx: runtime=onnx"),
+        ([f"checkpoint={SHIPPED}"], "checkpoint= with runtime=onnx: runtime=onnx supports"),
+        (["format=raw"], "format='raw'; expected one of conllu, text"),
+    ],
+)
+def test_what_the_onnx_runtime_does_not_answer_is_one_line_and_status_2(
+    exported: Path, ewt_head: Path, settings: list[str], named: str
+) -> None:
+    given = ("runtime=onnx", f"onnx={exported}", f"input={ewt_head}", *settings)
+    found = predict_without_torch(*given)
+    assert found["exit"] == 2
+    assert found["torch"] == []
+    lines = found["stderr"].strip().splitlines()
+    assert len(lines) == 1
+    assert named in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        (["runtime=onnx"], "runtime=onnx needs onnx=FOLDER"),
+        (["runtime=jax"], "runtime=jax; expected one of torch, onnx"),
+        ([f"onnx={ROOT}"], "onnx= is read with runtime=onnx"),
+        (["runtime=onnx", f"onnx={ROOT}"], "no export.json there"),
+    ],
+)
+def test_the_runtime_settings_are_checked_before_anything_loads(
+    settings: list[str], named: str, tmp_path: Path
+) -> None:
+    pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
+    source = tmp_path / "in.txt"
+    source.write_text("The cat sat .\n", encoding="utf-8")
+    found = predict_without_torch(f"input={source}", *settings)
+    assert found["exit"] == 2
+    assert found["torch"] == []
+    assert named in found["stderr"]
+
+
+def test_an_export_of_a_transition_parser_is_refused(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
+    from biaffine.onnxrun import OnnxParser
+
+    (tmp_path / "export.json").write_text(json.dumps({"format": 1, "family": "transition"}))
+    with pytest.raises(ValueError, match="an export of a transition parser; runtime=onnx"):
+        OnnxParser.load(tmp_path)
