@@ -105,7 +105,7 @@ def _model_files(cfg: DictConfig) -> tuple[str, str | None]:
         )
     if cfg.checkpoint is not None:
         return cfg.checkpoint, cfg.segmenter
-    model = installed.find(cfg.model)
+    model = installed.require(cfg.model)
     own = model.segmenter if cfg.format == "raw" else None
     return str(model.parser), cfg.segmenter if cfg.segmenter is not None else own
 

@@ -129,8 +129,10 @@ class Parser:
         Raises:
             biaffine.installed.UnknownModelError: no installed model of that name (the message
                 lists those that are).
+            biaffine.installed.MissingRequirementError: its inputs need an extra this Python
+                lacks (the message says what to install).
         """
-        model = installed.find(name)
+        model = installed.require(name)
         segmenter = model.segmenter if segmenter is None else segmenter
         options = {"device": device, "threads": threads, "bf16": bf16, "segmenter": segmenter}
         return cls._load(model.parser, **options, name=name)

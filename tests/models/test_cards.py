@@ -22,6 +22,8 @@ pytestmark = [pytest.mark.ud, pytest.mark.slow]
 @pytest.mark.parametrize("name", sorted(installed.installed()))
 def test_the_model_scores_what_its_card_says(name: str, ud_root: Path) -> None:
     model = installed.find(name)
+    if model.missing():
+        pytest.skip(f"{name} needs pip install {' '.join(model.missing())}")
     treebank = ud_root / model.card["treebank"]["name"]
     if not treebank.is_dir():
         pytest.skip(f"{treebank} not found")

@@ -214,5 +214,23 @@ def test_loading_and_parsing_by_name_never_touch_the_network(monkeypatch) -> Non
     monkeypatch.setattr(socket, "socket", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     for name in SHIPPED:
-        trees = models.load(name).parse(text="Hello world.\n")
-        assert trees
+        if not installed.find(name).missing():  # a model needing an absent extra cannot load
+            assert models.load(name).parse(text="Hello world.\n")
+
+
+def test_a_model_whose_extra_is_missing_says_what_to_install(tmp_path, monkeypatch) -> None:
+    mine = tmp_path / "xx_needy"
+    mine.mkdir()
+    card = json.loads((installed.SHIPPED / "en_ewt" / "card.json").read_text())
+    card["requires"] = ["rootparse[transformer]"]
+    (mine / "card.json").write_text(json.dumps(card))
+    monkeypatch.setenv(installed.ENVIRONMENT, str(tmp_path))
+    monkeypatch.setitem(installed.EXTRAS, "transformer", ("no_such_module_xyz",))
+    assert installed.find("xx_needy").missing() == ["rootparse[transformer]"]
+    message = (
+        r"^model 'xx_needy' needs more than is installed: pip install 'rootparse\[transformer\]'$"
+    )
+    with pytest.raises(models.MissingRequirementError, match=message):
+        models.load("xx_needy")
+    monkeypatch.setitem(installed.EXTRAS, "transformer", ("json",))  # importable: loads
+    assert installed.require("xx_needy").missing() == []
