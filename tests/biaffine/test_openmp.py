@@ -15,7 +15,8 @@ from biaffine.openmp import WAIT_VARIABLES, default_wait_policy
 ROOT = Path(__file__).parent.parent.parent
 
 # Records the OpenMP variables as they are when torch is first imported (when libgomp loads and
-# reads them), imports the module named in argv[1], then prints the record.
+# reads them), imports the module named in argv[1] and then torch (predict.py imports torch
+# only on its torch path, when it parses), then prints the record.
 PROBE = """
 import importlib, json, os, sys
 
@@ -28,6 +29,7 @@ class Spy:
 
 sys.meta_path.insert(0, Spy())
 importlib.import_module(sys.argv[1])
+import torch
 print(json.dumps(Spy.seen))
 """
 
