@@ -22,7 +22,14 @@ from biaffine.data.batching import Batch
 from biaffine.data.vocab import Vocabs
 from biaffine.nn.pretrained import file_sha256, resolve_path
 
-__all__ = ["POOLINGS", "ROOTS", "ScalarMix", "TransformerEmbedding", "TransformerEncoder"]
+__all__ = [
+    "CHUNK_TOKENS",
+    "POOLINGS",
+    "ROOTS",
+    "ScalarMix",
+    "TransformerEmbedding",
+    "TransformerEncoder",
+]
 
 POOLINGS = ("first", "mean")
 """How a word's vector is made from its subwords' states."""
@@ -46,19 +53,26 @@ class ScalarMix(nn.Module):
         return self.gamma * (weights * layers).sum(0)
 
 
+CHUNK_TOKENS = 1024
+"""Subword positions (padding included) per transformer call. Windows run in chunks of similar
+length, so a batch's one long window does not pad hundreds of short ones to its width: on EWT
+test (batches of 5000 words) 11% of the positions run were real subwords when each batch ran as
+one call, 89% in chunks of 1024 (94% at 512, 68% at 4096)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """Where the subwords of a batch go: windows to run, and which state feeds which word.
 
     Attributes:
-        windows: long[W, T] subword ids with special tokens, padded.
-        attention: long[W, T], 1 at real tokens.
+        chunks: (ids long[w, t], attention long[w, t]) per transformer call: windows with
+            special tokens, padded to the longest in their chunk, attention 1 at real tokens.
         slots: long[P], the word slot ``b * (N+1) + i`` each pooled state is added to.
-        sources: long[P], the flat state ``w * T + t`` pooled into ``slots``.
+        sources: long[P], the position of each pooled state in the chunks' states, flattened
+            to [w * t] each and concatenated in order.
     """
 
-    windows: torch.Tensor
-    attention: torch.Tensor
+    chunks: tuple[tuple[torch.Tensor, torch.Tensor], ...]
     slots: torch.Tensor
     sources: torch.Tensor
 
@@ -215,14 +229,18 @@ class TransformerEmbedding(nn.Module):
         return out.to(self.mix.weights.device)
 
     def _layers(self, plan: _Plan) -> torch.Tensor:
+        """The mixed layers' states of every chunk, float[K, sum of w * t, H]."""
         device = self.mix.weights.device
-        out = self.network(
-            input_ids=plan.windows.to(device),
-            attention_mask=plan.attention.to(device),
-            output_hidden_states=True,
-        )
-        states = torch.stack([out.hidden_states[k] for k in self.layers])  # [K, W, T, H]
-        return states.flatten(1, 2)
+        states = []
+        for ids, attention in plan.chunks:
+            out = self.network(
+                input_ids=ids.to(device),
+                attention_mask=attention.to(device),
+                output_hidden_states=True,
+            )
+            chunk = torch.stack([out.hidden_states[k] for k in self.layers])  # [K, w, t, H]
+            states.append(chunk.flatten(1, 2))
+        return torch.cat(states, 1)
 
     def _pool(self, layers: torch.Tensor, plan: _Plan, n_slots: int) -> torch.Tensor:
         device = layers.device
@@ -245,27 +263,22 @@ class TransformerEmbedding(nn.Module):
     def _plan(self, forms: Sequence[Sequence[str]], positions: int) -> _Plan:
         windows: list[list[int]] = []
         slots: list[int] = []
-        sources: list[int] = []
-        width = min(self.window, max(sum(len(self.subwords(w)) for w in s) for s in forms))
-        width += len(self._prefix) + len(self._suffix)
+        reads: list[tuple[int, int]] = []  # (window, position in it) of each pooled state
         for b, sentence in enumerate(forms):
             ids, owners, firsts = self._sentence_subwords(sentence)
             starts = window_starts(len(ids), self.window, self.overlap)
             if self.root_vector is None:  # ROOT is the [CLS] state of the first window
                 slots.append(b * positions)
-                sources.append(len(windows) * width)
+                reads.append((len(windows), 0))
             for j, (window, offset) in enumerate(assign_windows(len(ids), starts, self.window)):
                 if self.pooling == "mean" or firsts[j]:
                     slots.append(b * positions + owners[j])
-                    sources.append((len(windows) + window) * width + len(self._prefix) + offset)
+                    reads.append((len(windows) + window, len(self._prefix) + offset))
             for start in starts:
                 windows.append(self._prefix + ids[start : start + self.window] + self._suffix)
-        tokens = torch.full((len(windows), width), self.tokenizer.pad_token_id or 0)
-        attention = torch.zeros(len(windows), width, dtype=torch.long)
-        for w, window in enumerate(windows):
-            tokens[w, : len(window)] = torch.tensor(window)
-            attention[w, : len(window)] = 1
-        return _Plan(tokens, attention, torch.tensor(slots), torch.tensor(sources))
+        chunks, where = _chunked(windows, self.tokenizer.pad_token_id or 0, CHUNK_TOKENS)
+        sources = [where[window] + position for window, position in reads]
+        return _Plan(chunks, torch.tensor(slots), torch.tensor(sources))
 
     def _sentence_subwords(
         self, sentence: Sequence[str]
@@ -280,6 +293,40 @@ class TransformerEmbedding(nn.Module):
             owners += [i] * len(pieces)
             firsts += [True] + [False] * (len(pieces) - 1)
         return ids, owners, firsts
+
+
+def chunk_windows(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """Window indices grouped by length: each group's size * its longest length <= ``budget``.
+
+    Windows are taken shortest first, so padding within a group is small; a window longer
+    than ``budget`` runs alone.
+    """
+    groups: list[list[int]] = []
+    for w in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if not groups or (len(groups[-1]) + 1) * lengths[w] > budget:
+            groups.append([])
+        groups[-1].append(w)
+    return groups
+
+
+def _chunked(
+    windows: list[list[int]], pad_id: int, budget: int
+) -> tuple[tuple[tuple[torch.Tensor, torch.Tensor], ...], list[int]]:
+    """Padded (ids, attention) per chunk, and each window's first row position in their states."""
+    chunks = []
+    where = [0] * len(windows)
+    start = 0
+    for group in chunk_windows([len(window) for window in windows], budget):
+        width = max(len(windows[w]) for w in group)
+        ids = torch.full((len(group), width), pad_id)
+        attention = torch.zeros(len(group), width, dtype=torch.long)
+        for row, w in enumerate(group):
+            ids[row, : len(windows[w])] = torch.tensor(windows[w])
+            attention[row, : len(windows[w])] = 1
+            where[w] = start + row * width
+        chunks.append((ids, attention))
+        start += len(group) * width
+    return tuple(chunks), where
 
 
 def window_starts(n: int, window: int, overlap: int) -> list[int]:

@@ -13,8 +13,8 @@ from biaffine import checkpoint
 from biaffine.data.batching import collate, encode
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
-from biaffine.nn import TransformerEmbedding, TransformerEncoder
-from biaffine.nn.transformer import assign_windows, window_starts
+from biaffine.nn import TransformerEmbedding, TransformerEncoder, transformer
+from biaffine.nn.transformer import assign_windows, chunk_windows, window_starts
 from biaffine.parsers import BiaffineParser
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -126,6 +126,37 @@ def test_long_sentences_run_in_windows(model_dir: Path) -> None:
         chunk = ids[starts[k] : starts[k] + 6]
         torch.testing.assert_close(out[j + 1], reference_states(model_dir, chunk)[-1][offset + 1])
     torch.testing.assert_close(out[0], reference_states(model_dir, ids[:6])[-1][0])
+
+
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=30), st.integers(1, 120))
+def test_chunks_partition_the_windows_within_the_budget(lengths: list[int], budget: int) -> None:
+    groups = chunk_windows(lengths, budget)
+    assert sorted(w for group in groups for w in group) == list(range(len(lengths)))
+    for group in groups:
+        longest = max(lengths[w] for w in group)
+        assert len(group) == 1 or len(group) * longest <= budget
+    order = [lengths[w] for group in groups for w in group]
+    assert order == sorted(order)  # shortest first: a group pads to little
+
+
+@pytest.mark.parametrize("budget", [1, 13, 10**6])
+def test_a_batch_of_mixed_lengths_gives_each_sentence_its_unbatched_states(
+    model_dir: Path, budget: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transformer, "CHUNK_TOKENS", budget)
+    sentences = [WORDS * 3, ["the"], WORDS[:2], ["cat", "sat", "."], WORDS]
+    embed = TransformerEmbedding(str(model_dir), pooling="mean", window=9, overlap=3)
+    calls = []
+    embed.network.register_forward_hook(lambda *_: calls.append(1))
+    with torch.no_grad():
+        batch = embed(sentences, 16)
+        assert len(calls) == {1: 8, 13: 7, 10**6: 1}[budget]  # windows of 3, 5, 6, 10 and 4x 11
+        alone = [embed([s], len(s) + 1)[0] for s in sentences]
+    for b, sentence in enumerate(sentences):
+        torch.testing.assert_close(batch[b, : len(sentence) + 1], alone[b])
+        torch.testing.assert_close(
+            batch[b, len(sentence) + 1 :], torch.zeros(15 - len(sentence), 8)
+        )
 
 
 def test_cached_states_match_fresh_ones_and_skip_the_model(model_dir: Path) -> None:
