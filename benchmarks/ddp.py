@@ -38,7 +38,8 @@ from biaffine.data.batching import encode, plan_batches
 from biaffine.data.vocab import build_vocabs
 from biaffine.runtime import cpu_description, seed_everything, set_threads
 from biaffine.training.compose import build_model, fit_settings, load_splits
-from biaffine.training.loop import lr_decay_scheduler, train_epoch
+from biaffine.training.loop import train_epoch
+from biaffine.training.optim import lr_decay_scheduler
 from biaffine.training.run_state import TrainState
 
 CONF = Path(__file__).resolve().parents[1] / "conf"

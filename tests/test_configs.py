@@ -20,7 +20,7 @@ from biaffine.inference import FAMILIES
 from biaffine.nn import ENCODERS
 from biaffine.parsers import PARSERS, Parser
 from biaffine.training import build_model, fit_settings, load_splits
-from biaffine.training.loop import lr_decay_scheduler
+from biaffine.training.optim import lr_decay_scheduler
 
 CONF = Path(__file__).parent.parent / "conf"
 TINY = CONF.parent / "tests" / "data" / "tiny.conllu"

@@ -30,14 +30,9 @@ from biaffine.inference import DecoderSettings
 from biaffine.metrics import AttachmentScores
 from biaffine.parsers import PARSERS, build_parser
 from biaffine.runtime import check_bf16, seed_everything, select_device, set_threads
-from biaffine.training.loop import (
-    FitSettings,
-    Scheduler,
-    fit,
-    lr_decay_scheduler,
-    score_parser,
-)
+from biaffine.training.loop import FitSettings, Scheduler, fit, score_parser
 from biaffine.training.loop import weight_average as make_weight_average
+from biaffine.training.optim import lr_decay_scheduler, parameter_groups
 from biaffine.training.run_state import (
     BEST,
     CONFIG,
@@ -240,8 +235,11 @@ def _trainee(cfg: DictConfig, vocabs: Vocabs, device: torch.device) -> _Trainee:
     """The configured model on ``device``, with its optimizer, schedule and weight average."""
     t = cfg.trainer
     model = build_model(cfg.model, vocabs).to(device)
-    optimizer = instantiate(cfg.optimizer, _convert_="all")(model.parameters())
-    scheduler = lr_decay_scheduler(optimizer, rate=t.lr_decay, steps=t.lr_decay_steps)
+    groups = parameter_groups(model, transformer_lr=t.transformer_lr, layer_decay=t.layer_decay)
+    optimizer = instantiate(cfg.optimizer, _convert_="all")(groups)
+    scheduler = lr_decay_scheduler(
+        optimizer, rate=t.lr_decay, steps=t.lr_decay_steps, warmup=t.warmup_steps
+    )
     average = make_weight_average(model, t.ema_decay) if t.ema_decay is not None else None
     return _Trainee(model, optimizer, scheduler, average)
 

@@ -38,7 +38,6 @@ __all__ = [
     "Scheduler",
     "batch_seed",
     "fit",
-    "lr_decay_scheduler",
     "score_parser",
     "train_epoch",
     "training_module",
@@ -92,13 +91,6 @@ class FitSettings:
         """Refuse an accumulation below one batch."""
         if self.accumulate < 1:
             raise ValueError(f"trainer.accumulate={self.accumulate} must be >= 1")
-
-
-def lr_decay_scheduler(optimizer: torch.optim.Optimizer, *, rate: float, steps: int) -> Scheduler:
-    """``lr * rate ** (step / steps)``, stepped per batch (Dozat & Manning, 2017: .75 per 5000)."""
-    if not 0.0 < rate <= 1.0 or steps < 1:
-        raise ValueError(f"lr_decay={rate} must be in (0, 1] and lr_decay_steps={steps} >= 1")
-    return torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=rate ** (1.0 / steps))
 
 
 def weight_average(model: nn.Module, decay: float) -> AveragedModel:

@@ -36,6 +36,7 @@ from biaffine.data.vocab import Vocabs
 from biaffine.files import atomic_open
 from biaffine.metrics import AttachmentScores
 from biaffine.plot import CURVES, plot_run
+from biaffine.training.optim import load_schedule
 
 __all__ = [
     "BEST",
@@ -480,7 +481,7 @@ def restore(
         average.load_state_dict(training["average"])
     model.load_state_dict(saved.state_dict)
     optimizer.load_state_dict(training["optimizer"])
-    scheduler.load_state_dict(training["scheduler"])
+    load_schedule(scheduler, training["scheduler"])
     set_rng_state(training["rng"])
     return TrainState.from_dict(training["progress"])
 

@@ -22,6 +22,9 @@ ENCODER_OPTIONS = set(inspect.signature(Encoder).parameters) - {"vocabs"}
 TINY_PARSER = {"word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10}
 TINY_PARSER |= {"lstm_layers": 1, "arc_mlp": 12, "rel_mlp": 6}
 """Options (encoder and parser mixed) of a parser small enough to build and run in milliseconds."""
+BERT_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", ".", "a", "is"]
+BERT_VOCAB += ["un", "##believ", "##ably", "##s", "hear", "##ing", "on", "issue", "today", "you"]
+"""The WordPiece vocabulary of the ``tiny_bert`` fixture."""
 
 
 def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

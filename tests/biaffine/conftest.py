@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from builders import TINY_PARSER, biaffine_parser, save_model
+from builders import BERT_VOCAB, TINY_PARSER, biaffine_parser, save_model
 
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.vocab import Vocabs, build_vocabs
@@ -51,3 +51,27 @@ def graph_checkpoint(tmp_path_factory: pytest.TempPathFactory, vocabs: Vocabs) -
     path = tmp_path_factory.mktemp("api") / "best.pt"
     save_model(path, model, vocabs)
     return path
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer BERT with 8 hidden units and the 21 pieces of ``BERT_VOCAB``, saved to disk."""
+    transformers = pytest.importorskip(
+        "transformers", reason="transformer encoders need it: pip install 'rootparse[transformer]'"
+    )
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    (folder / "vocab.txt").write_text("\n".join(BERT_VOCAB) + "\n", encoding="utf-8")
+    # Positional: the vocabulary file is `vocab_file` in transformers 4, `vocab` in 5.
+    tokenizer = transformers.BertTokenizerFast(str(folder / "vocab.txt"))
+    tokenizer.save_pretrained(folder)
+    config = transformers.BertConfig(
+        vocab_size=len(BERT_VOCAB),
+        hidden_size=8,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=16,
+        max_position_embeddings=40,
+    )
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(folder)
+    return folder

@@ -19,41 +19,15 @@ from biaffine.parsers import BiaffineParser
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", ".", "a", "is"]
-VOCAB += ["un", "##believ", "##ably", "##s", "hear", "##ing", "on", "issue", "today", "you"]
 TINY = {"word_dim": 4, "char_dim": 3, "char_hidden": 3, "char_out": 3, "tag_dim": 3}
 TINY |= {"lstm_hidden": 5, "lstm_layers": 1, "arc_mlp": 6, "rel_mlp": 3, "tag_mlp": 3}
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 2-layer BERT with 8 hidden units and a 21-piece WordPiece vocabulary, saved to disk."""
-    transformers = pytest.importorskip(
-        "transformers", reason="transformer encoders need it: pip install 'rootparse[transformer]'"
-    )
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    # Positional: the vocabulary file is `vocab_file` in transformers 4, `vocab` in 5.
-    tokenizer = transformers.BertTokenizerFast(str(folder / "vocab.txt"))
-    tokenizer.save_pretrained(folder)
-    config = transformers.BertConfig(
-        vocab_size=len(VOCAB),
-        hidden_size=8,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=16,
-        max_position_embeddings=40,
-    )
-    torch.manual_seed(0)
-    transformers.BertModel(config).save_pretrained(folder)
-    return folder
-
-
-def reference_states(model_dir: Path, ids: list[int]) -> torch.Tensor:
+def reference_states(tiny_bert: Path, ids: list[int]) -> torch.Tensor:
     """float[layers + 1, len(ids) + 2, H]: the model run directly on [CLS] ids [SEP]."""
     import transformers
 
-    network = transformers.AutoModel.from_pretrained(model_dir, local_files_only=True).eval()
+    network = transformers.AutoModel.from_pretrained(tiny_bert, local_files_only=True).eval()
     with torch.no_grad():
         out = network(input_ids=torch.tensor([[2, *ids, 3]]), output_hidden_states=True)
     return torch.stack(out.hidden_states)[:, 0]
@@ -66,12 +40,12 @@ PIECES = [[0], [1, 2, 3], [4, 5], [6], [7]]  # positions in IDS of each word's s
 
 
 @pytest.mark.parametrize("pooling", ["first", "mean"])
-def test_pooling_matches_a_hand_computation(model_dir: Path, pooling: str) -> None:
-    embed = TransformerEmbedding(str(model_dir), pooling=pooling)
+def test_pooling_matches_a_hand_computation(tiny_bert: Path, pooling: str) -> None:
+    embed = TransformerEmbedding(str(tiny_bert), pooling=pooling)
     assert [embed.subwords(w) for w in WORDS] == [[IDS[p] for p in ps] for ps in PIECES]
     with torch.no_grad():
         out = embed([WORDS, WORDS[:2]], len(WORDS) + 1)  # [2, 6, 8]
-    states = reference_states(model_dir, IDS).mean(0)  # initial mix: the mean of all layers
+    states = reference_states(tiny_bert, IDS).mean(0)  # initial mix: the mean of all layers
     expected = [states[0]]  # ROOT: [CLS]
     for pieces in PIECES:
         rows = [p + 1 for p in pieces]  # +1 for [CLS]
@@ -80,12 +54,12 @@ def test_pooling_matches_a_hand_computation(model_dir: Path, pooling: str) -> No
     torch.testing.assert_close(out[1, 3:], torch.zeros(3, 8))  # padding
 
 
-def test_layer_choice_and_learned_root(model_dir: Path) -> None:
-    embed = TransformerEmbedding(str(model_dir), layers=[-1], root="learned")
+def test_layer_choice_and_learned_root(tiny_bert: Path) -> None:
+    embed = TransformerEmbedding(str(tiny_bert), layers=[-1], root="learned")
     with torch.no_grad():
         embed.root_vector.fill_(0.5)
         out = embed([WORDS], len(WORDS) + 1)
-    states = reference_states(model_dir, IDS)[-1]
+    states = reference_states(tiny_bert, IDS)[-1]
     torch.testing.assert_close(out[0, 0], torch.full((8,), 0.5))
     torch.testing.assert_close(out[0, 2], states[2])
 
@@ -110,11 +84,11 @@ def test_windows_cover_everything_and_read_each_subword_where_most_central(
     assert all(starts[k] + offset == j for j, (k, offset) in enumerate(owners))
 
 
-def test_long_sentences_run_in_windows(model_dir: Path) -> None:
+def test_long_sentences_run_in_windows(tiny_bert: Path) -> None:
     words = ["the", "cat", "sat", "on", "a", "issue", "today", "."] * 2  # 16 subwords
     ids = [5, 6, 7, 17, 9, 18, 19, 8] * 2
-    whole = TransformerEmbedding(str(model_dir), layers=[-1])
-    windowed = TransformerEmbedding(str(model_dir), layers=[-1], window=6, overlap=2)
+    whole = TransformerEmbedding(str(tiny_bert), layers=[-1])
+    windowed = TransformerEmbedding(str(tiny_bert), layers=[-1], window=6, overlap=2)
     with torch.no_grad():
         out = windowed([words], 17)[0]
         # A sentence that fits in one window gives what the unwindowed model gives.
@@ -124,8 +98,8 @@ def test_long_sentences_run_in_windows(model_dir: Path) -> None:
     assert starts == [0, 4, 8, 10]
     for j, (k, offset) in enumerate(assign_windows(16, starts, 6)):
         chunk = ids[starts[k] : starts[k] + 6]
-        torch.testing.assert_close(out[j + 1], reference_states(model_dir, chunk)[-1][offset + 1])
-    torch.testing.assert_close(out[0], reference_states(model_dir, ids[:6])[-1][0])
+        torch.testing.assert_close(out[j + 1], reference_states(tiny_bert, chunk)[-1][offset + 1])
+    torch.testing.assert_close(out[0], reference_states(tiny_bert, ids[:6])[-1][0])
 
 
 @given(st.lists(st.integers(1, 40), min_size=1, max_size=30), st.integers(1, 120))
@@ -141,11 +115,11 @@ def test_chunks_partition_the_windows_within_the_budget(lengths: list[int], budg
 
 @pytest.mark.parametrize("budget", [1, 13, 10**6])
 def test_a_batch_of_mixed_lengths_gives_each_sentence_its_unbatched_states(
-    model_dir: Path, budget: int, monkeypatch: pytest.MonkeyPatch
+    tiny_bert: Path, budget: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(transformer, "CHUNK_TOKENS", budget)
     sentences = [WORDS * 3, ["the"], WORDS[:2], ["cat", "sat", "."], WORDS]
-    embed = TransformerEmbedding(str(model_dir), pooling="mean", window=9, overlap=3)
+    embed = TransformerEmbedding(str(tiny_bert), pooling="mean", window=9, overlap=3)
     calls = []
     embed.network.register_forward_hook(lambda *_: calls.append(1))
     with torch.no_grad():
@@ -159,9 +133,9 @@ def test_a_batch_of_mixed_lengths_gives_each_sentence_its_unbatched_states(
         )
 
 
-def test_cached_states_match_fresh_ones_and_skip_the_model(model_dir: Path) -> None:
-    fresh = TransformerEmbedding(str(model_dir), pooling="mean")
-    cached = TransformerEmbedding(str(model_dir), pooling="mean", cache=True)
+def test_cached_states_match_fresh_ones_and_skip_the_model(tiny_bert: Path) -> None:
+    fresh = TransformerEmbedding(str(tiny_bert), pooling="mean")
+    cached = TransformerEmbedding(str(tiny_bert), pooling="mean", cache=True)
     calls = []
     cached.network.register_forward_hook(lambda *_: calls.append(1))
     forms = [WORDS, ["the", "cat"], WORDS]
@@ -179,14 +153,14 @@ def test_cached_states_match_fresh_ones_and_skip_the_model(model_dir: Path) -> N
         torch.testing.assert_close(rebuilt(forms, 6), expected)
     assert len(calls) == 3
     with pytest.raises(ValueError, match="needs a frozen model"):
-        TransformerEmbedding(str(model_dir), cache=True, finetune=True)
+        TransformerEmbedding(str(tiny_bert), cache=True, finetune=True)
 
 
 def test_frozen_transformer_gets_no_gradient_and_stays_out_of_the_state_dict(
-    model_dir: Path, sentences: list[Sentence], vocabs: Vocabs
+    tiny_bert: Path, sentences: list[Sentence], vocabs: Vocabs
 ) -> None:
     torch.manual_seed(0)
-    encoder = TransformerEncoder(vocabs, model=str(model_dir), finetune=False)
+    encoder = TransformerEncoder(vocabs, model=str(tiny_bert), finetune=False)
     parser = BiaffineParser(vocabs, encoder, arc_mlp=6, rel_mlp=3)
     batch = collate(encode(sentences, vocabs), range(len(sentences)))
     parser.loss(parser(batch), batch).backward()
@@ -199,10 +173,10 @@ def test_frozen_transformer_gets_no_gradient_and_stays_out_of_the_state_dict(
 
 
 def test_finetuned_transformer_trains_and_is_saved(
-    model_dir: Path, sentences: list[Sentence], vocabs: Vocabs
+    tiny_bert: Path, sentences: list[Sentence], vocabs: Vocabs
 ) -> None:
     torch.manual_seed(0)
-    encoder = TransformerEncoder(vocabs, model=str(model_dir), finetune=True, dropout=0.0)
+    encoder = TransformerEncoder(vocabs, model=str(tiny_bert), finetune=True, dropout=0.0)
     parser = BiaffineParser(vocabs, encoder, arc_mlp=16, rel_mlp=8, mlp_dropout=0.0)
     assert any(k.startswith("encoder.embedding.model.") for k in parser.state_dict())
     batch = collate(encode(sentences, vocabs), range(len(sentences)))
@@ -219,10 +193,10 @@ def test_finetuned_transformer_trains_and_is_saved(
 
 
 def test_bilstm_encoder_with_transformer_features_round_trips_a_checkpoint(
-    tmp_path: Path, model_dir: Path, sentences: list[Sentence], vocabs: Vocabs
+    tmp_path: Path, tiny_bert: Path, sentences: list[Sentence], vocabs: Vocabs
 ) -> None:
     torch.manual_seed(0)
-    parser = biaffine_parser(vocabs, **TINY, transformer={"model": str(model_dir)}).eval()
+    parser = biaffine_parser(vocabs, **TINY, transformer={"model": str(tiny_bert)}).eval()
     assert parser.encoder.transformer.n_out == 8
     path = tmp_path / "model.pt"
     save_model(path, parser, vocabs)
@@ -231,17 +205,17 @@ def test_bilstm_encoder_with_transformer_features_round_trips_a_checkpoint(
     torch.testing.assert_close(reloaded(batch).arc_scores, parser(batch).arc_scores)
 
 
-def test_different_weights_are_a_checksum_error(model_dir: Path, vocabs: Vocabs) -> None:
-    encoder = TransformerEncoder(vocabs, model=str(model_dir))
+def test_different_weights_are_a_checksum_error(tiny_bert: Path, vocabs: Vocabs) -> None:
+    encoder = TransformerEncoder(vocabs, model=str(tiny_bert))
     config = encoder.config() | {"sha256": "0" * 64}
     with pytest.raises(ValueError, match=r"weights sha256 .* differ from 000000000000"):
         TransformerEncoder(vocabs, **{k: v for k, v in config.items() if k != "kind"})
 
 
-def test_bad_options_are_named(model_dir: Path, tmp_path: Path) -> None:
+def test_bad_options_are_named(tiny_bert: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"no config\.json"):
         TransformerEmbedding(str(tmp_path))
     with pytest.raises(ValueError, match="pooling 'max'"):
-        TransformerEmbedding(str(model_dir), pooling="max")
+        TransformerEmbedding(str(tiny_bert), pooling="max")
     with pytest.raises(ValueError, match=r"window=39 must be in \[1, 38\]"):
-        TransformerEmbedding(str(model_dir), window=39)
+        TransformerEmbedding(str(tiny_bert), window=39)

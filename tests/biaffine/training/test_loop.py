@@ -16,7 +16,8 @@ from hydra import compose, initialize
 from biaffine import checkpoint
 from biaffine.metrics import AttachmentScores
 from biaffine.training import FitSettings, TrainResult, loop, train
-from biaffine.training.loop import _stop_reason, lr_decay_scheduler, weight_average
+from biaffine.training.loop import _stop_reason, weight_average
+from biaffine.training.optim import lr_decay_scheduler
 from biaffine.training.run_state import (
     RunWriter,
     TrainState,
