@@ -9,6 +9,10 @@ lemmatizers of UDPipe 2 and spaCy do. A script is a plain string (a vocabulary e
   edits read and what the result becomes:
 
   - ``L``: the form lower-cased, the result as it is (a lower-case lemma: "Cats" -> "cat");
+  - ``F``: the form lower-cased, then each character of the result upper-cased where the form's
+    character at the same position is (past the form's end: as its last character), so a lemma
+    keeps the form's casing ("Kodak's" -> "Kodak", "HPL" -> "HPL", "01-Feb-02"): one class for
+    the names a lexicon has not seen, whatever their casing;
   - ``T``: the form lower-cased, the result's first character upper-cased ("PARIS" -> "Paris");
   - ``U``: the form lower-cased, the result upper-cased ("NASA's" -> "NASA");
   - ``K``: the form as written, the result as it is (mixed case: "McDonald's" -> "McDonald").
@@ -38,9 +42,11 @@ UNANNOTATED = "_"
 WHOLE = "="
 """The first character of a whole-lemma script."""
 
-_CASINGS = ("L", "T", "U", "K")
+_CASINGS = ("L", "F", "T", "U", "K")
 """Casings in the order :func:`script_of` tries them: the first that rebuilds the lemma wins,
-so a lower-case lemma always gets ``L`` and similar words get the same script."""
+so a lower-case lemma always gets ``L``, a lemma cased as its form ``F``, and similar words get
+the same script. (``F`` came after the others: models trained before it have no ``F`` scripts,
+and theirs apply as they did.)"""
 
 _SEPARATOR = "|"
 """Between the prefix edit and the suffix edit; a prefix addition never contains it."""
@@ -94,6 +100,8 @@ def apply(script: str, form: str) -> str | None:
     result = prefix + source[prefix_cut : len(source) - suffix_cut] + suffix
     if casing == "T":
         return _upper(result[:1]) + result[1:]
+    if casing == "F":
+        return _cased_as(result, form)
     return _upper(result) if casing == "U" else result
 
 
@@ -162,6 +170,12 @@ def _lower(text: str) -> str:
     and in its lower-cased copy agree.
     """
     return "".join(c if len(lower := c.lower()) != 1 else lower for c in text)
+
+
+def _cased_as(text: str, form: str) -> str:
+    """``text`` upper-cased at each position where ``form`` is (past its end: as its last)."""
+    last = len(form) - 1
+    return "".join(_upper(c) if form[min(i, last)].isupper() else c for i, c in enumerate(text))
 
 
 def _upper(text: str) -> str:

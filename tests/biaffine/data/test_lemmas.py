@@ -40,9 +40,11 @@ def test_a_lower_case_lemma_followed_by_an_ending_is_one_suffix_cut(stem: str, e
     [
         ([("cats", "cat"), ("dogs", "dog"), ("Trees", "tree")], "L-0+|-1+"),
         ([("gemacht", "machen"), ("gesagt", "sagen")], "L-2+|-1+en"),
-        ([("PARIS", "Paris"), ("London", "London")], "T-0+|-0+"),
-        ([("NASA", "NASA"), ("UN", "UN")], "U-0+|-0+"),
-        ([("McDonald's", "McDonald"), ("iPhone's", "iPhone")], "K-0+|-2+"),
+        ([("Kodak", "Kodak"), ("HPL", "HPL"), ("01-Feb-02", "01-Feb-02")], "F-0+|-0+"),
+        ([("McDonald's", "McDonald"), ("iPhone's", "iPhone"), ("NASA's", "NASA")], "F-0+|-2+"),
+        ([("PARIS", "Paris"), ("LONDON", "London")], "T-0+|-0+"),
+        ([("Nasa", "NASA"), ("Un", "UN")], "U-0+|-0+"),
+        ([("ge-McDonald", "McDonald"), ("xx-iPhone", "iPhone")], "K-3+|-0+"),
         ([("was", "be"), ("is", "be")], "=be"),
     ],
 )
