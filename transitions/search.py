@@ -151,7 +151,10 @@ def beam_search(
 
     Raises:
         ValueError: ``beam_size`` < 1; ``arc_scores`` of the wrong shape or with a positive or
-            NaN entry (it would break the stopping bound).
+            NaN entry (it would break the stopping bound); a sentence whose items all died on
+            ``-inf`` scores before any finished (the beam was too narrow to find a tree of
+            finite score: a wider beam may find one). Returning the headless ``-inf`` result
+            instead would hand callers a non-tree.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size={beam_size} must be >= 1")
@@ -162,6 +165,7 @@ def beam_search(
         positions = beam.configs.positions(n_stack, n_buffer)[rows]
         raw = score(rows // beam_size, positions)
         beam.step(rows, _legal_log_softmax(raw, system.legal(beam.configs)[rows]))
+    _check_found(beam.best_scores, lengths, beam_size)
     return SearchResult(beam.best_heads, beam.best_log_probs, beam.best_scores, beam.best_steps)
 
 
@@ -266,6 +270,18 @@ class _Beam:
         settled = self.best_scores >= best_live
         self.live &= ~np.repeat(settled, self.k)
         self.item_scores[~self.live] = -np.inf
+
+
+def _check_found(best_scores: FloatArray, lengths: IntArray, beam_size: int) -> None:
+    """Refuse a result without a tree: every item of a sentence died on ``-inf`` scores."""
+    dead = np.flatnonzero(best_scores == -np.inf)
+    if dead.size:
+        b = int(dead[0])
+        raise ValueError(
+            f"beam search: sentence {b} ({lengths[b]} words): every item died on -inf scores "
+            f"(forbidden arcs or transitions) before one finished, so beam_size={beam_size} "
+            "was too narrow to find a tree of finite score; a wider beam may find one"
+        )
 
 
 def _legal_log_softmax(raw: npt.ArrayLike, legal: BoolArray) -> FloatArray:

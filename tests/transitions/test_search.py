@@ -234,3 +234,24 @@ def test_one_classifier_parses_with_the_heuristic_or_with_unshift(lengths, seed)
             np.testing.assert_array_equal(unshift_heads[b], heuristic_heads[b])
         else:
             assert len(seen["unshift"][b]) > steps
+
+
+def test_a_beam_whose_items_all_die_on_forbidden_arcs_says_it_was_too_narrow() -> None:
+    # Arc-standard, two words, 0 -> 2 forbidden: with ties going to the lower action id, beam 1
+    # takes SHIFT SHIFT LEFT-ARC (2 -> 1) and can then only attach 2 to ROOT. Beam 2 keeps
+    # RIGHT-ARC (1 -> 2) as well, which finishes the one finite tree.
+    system = transitions.get_system("arc_standard")
+    score = lambda rows, _: np.zeros((len(rows), 3))  # noqa: E731
+    arcs = np.zeros((2, 3, 3))
+    arcs[:, 2, 0] = -np.inf
+    wide = beam_search(system, [2, 2], score, beam_size=2, arc_scores=arcs)
+    assert wide.heads.tolist() == [[-1, 0, 1], [-1, 0, 1]]
+    assert np.isfinite(wide.scores).all()
+    with pytest.raises(ValueError, match=r"sentence 1 .*beam_size=1.*too narrow"):
+        beam_search(system, [1, 2], score, beam_size=1, arc_scores=arcs)
+    # One sentence alone or in a batch: the same tree, the same refusal.
+    alone = beam_search(system, [2], score, beam_size=2, arc_scores=arcs[:1])
+    np.testing.assert_array_equal(alone.heads[0], wide.heads[1])
+    assert alone.scores[0] == wide.scores[1]
+    with pytest.raises(ValueError, match=r"sentence 0 .*too narrow"):
+        beam_search(system, [2], score, beam_size=1, arc_scores=arcs[:1])
