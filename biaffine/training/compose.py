@@ -59,6 +59,7 @@ __all__ = [
     "build_model",
     "check_resume_config",
     "fit_settings",
+    "init_weights",
     "load_splits",
     "train",
 ]
@@ -197,7 +198,8 @@ def _train_in(
     if here.size > 1:
         log.info("training on %d processes (%s)", here.size, device.type)
     splits, train_sentences, vocabs = _training_data(cfg, resumed)
-    trainee = _trainee(cfg, vocabs, device)
+    init_from = t.get("init_from") if resumed is None else None  # a resume has its own weights
+    trainee = _trainee(cfg, vocabs, device, init_from)
     writer = _run_writer(cfg, run_dir, trainee.model, vocabs)
     state = _restore(resumed, trainee, writer, here)
     settings = fit_settings(cfg)
@@ -236,14 +238,54 @@ def _training_data(
     return splits, train_sentences, vocabs
 
 
-def _trainee(cfg: DictConfig, vocabs: Vocabs, device: torch.device) -> _Trainee:
-    """The configured model on ``device``, with its optimizer, schedule and weight average."""
+def _trainee(
+    cfg: DictConfig, vocabs: Vocabs, device: torch.device, init_from: str | None
+) -> _Trainee:
+    """The configured model on ``device``, with its optimizer, schedule and weight average.
+
+    The model starts from the weights of ``init_from`` (a checkpoint) if given.
+    """
     t = cfg.trainer
-    model = build_model(cfg.model, vocabs).to(device)
+    model = build_model(cfg.model, vocabs)
+    if init_from is not None:
+        init_weights(model, vocabs, init_from)
+    model = model.to(device)
     optimizer = instantiate(cfg.optimizer, _convert_="all")(model.parameters())
     scheduler = lr_decay_scheduler(optimizer, rate=t.lr_decay, steps=t.lr_decay_steps)
     average = make_weight_average(model, t.ema_decay) if t.ema_decay is not None else None
     return _Trainee(model, optimizer, scheduler, average)
+
+
+def init_weights(model: nn.Module, vocabs: Vocabs, path: str) -> None:
+    """Load the weights of checkpoint ``path`` into ``model`` (``trainer.init_from``).
+
+    Only the weights: the optimizer, schedule and progress of that run are left behind. The
+    checkpoint must hold a parser of the same kind and config, but for its loss option
+    ``beam_loss`` (beam training starts from a locally trained model), on the same
+    vocabularies.
+
+    Raises:
+        ValueError: naming ``path`` and what differs (one line).
+    """
+    where = f"trainer.init_from={path}"
+    try:
+        saved = checkpoint.load(path)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    if saved.parser != model.kind:
+        raise ValueError(f"{where}: holds a {saved.parser} parser, this run a {model.kind} one")
+    old = _flatten({k: v for k, v in saved.model_config.items() if k != "beam_loss"})
+    new = _flatten({k: v for k, v in model.config().items() if k != "beam_loss"})
+    differing = sorted(key for key in old.keys() | new.keys() if old.get(key) != new.get(key))
+    if differing:
+        changes = ", ".join(f"model.{k}={new.get(k)!r} (was {old.get(k)!r})" for k in differing)
+        raise ValueError(f"{where}: another model config: {changes}; only beam_loss may differ")
+    if saved.vocabs.to_dict() != vocabs.to_dict():
+        raise ValueError(
+            f"{where}: trained on other vocabularies (another treebank or trainer.min_word_count)"
+        )
+    model.load_state_dict(saved.state_dict)
+    log.info("weights from %s", path)
 
 
 def _run_writer(cfg: DictConfig, run_dir: Path, model: nn.Module, vocabs: Vocabs) -> RunWriter:
@@ -272,14 +314,15 @@ def _restore(
 
 RESUMABLE_CHANGES = frozenset(
     {
-        *("trainer.resume", "trainer.resume_from", "trainer.overwrite"),
+        *("trainer.resume", "trainer.resume_from", "trainer.overwrite", "trainer.init_from"),
         *("trainer.max_epochs", "trainer.max_steps"),
         *("trainer.max_minutes", "trainer.patience", "trainer.eval_max_tokens"),
         *("trainer.progress_bar", "trainer.device", "trainer.threads"),
         *("data.root", "data.download", "data.base_url"),
     }
 )
-"""Config keys a resumed run may change: limits, where things run, where the data lies."""
+"""Config keys a resumed run may change: limits, where things run, where the data lies (and
+``trainer.init_from``, which a resumed run does not read: it continues from its own weights)."""
 
 
 def check_resume_config(saved: Mapping[str, Any] | None, cfg: DictConfig) -> None:
