@@ -27,6 +27,7 @@ from biaffine.training.run_state import HYDRA_RECORD, RunLog, remove_unused_run_
 TRAINER_DEFAULTS = Path(__file__).parent / "conf" / "trainer" / "default.yaml"
 # The trainer settings whose default is null, so that their type cannot be read off it.
 NULL_DEFAULT_TYPES = {"max_steps": int, "max_minutes": float, "ema_decay": float, "threads": int}
+NULL_DEFAULT_TYPES |= {"init_from": str}
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

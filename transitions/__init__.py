@@ -8,11 +8,12 @@ torch side provides.
 
 from .configs import Configs
 from .oracles import OracleSequences, costs, oracle_sequences, zero_cost
-from .search import Scorer, SearchResult, beam_search, greedy_configs, greedy_search
+from .search import Beam, Scorer, SearchResult, beam_search, greedy_configs, greedy_search
 from .systems import SYSTEM_NAMES, TransitionSystem, get_system
 
 __all__ = [
     "SYSTEM_NAMES",
+    "Beam",
     "Configs",
     "OracleSequences",
     "Scorer",

@@ -8,7 +8,8 @@ callback call per step for every live configuration of the batch.
 Scores are normalized here: an item's score is the log-probability of its transition path, the
 sum over its steps of ``log softmax`` over the legal transitions, plus, in the combined model of
 Zhang & Clark (2008), ``arc_scores[b, d, h]`` for every arc h -> d its tree gets (a graph
-model's head log-probabilities, weighted by the caller).
+model's head log-probabilities, weighted by the caller). A globally normalized model (trained
+with the beam, Andor et al. 2016) is searched on its raw scores instead (``normalized=False``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from decoding.types import BoolArray, FloatArray, IntArray
 from .configs import Configs
 from .systems import TransitionSystem
 
-__all__ = ["Scorer", "SearchResult", "beam_search", "greedy_configs", "greedy_search"]
+__all__ = ["Beam", "Scorer", "SearchResult", "beam_search", "greedy_configs", "greedy_search"]
 
 Scorer = Callable[[IntArray, IntArray], npt.ArrayLike]
 """``score(rows int64[C], positions int64[C, K]) -> float[C, A]``: raw transition scores.
@@ -118,6 +119,7 @@ def beam_search(
     n_stack: int = 3,
     n_buffer: int = 2,
     arc_scores: npt.ArrayLike | None = None,
+    normalized: bool = True,
 ) -> SearchResult:
     """Beam search of a batch in lockstep (Zhang & Clark, 2008), one score call per step.
 
@@ -145,28 +147,38 @@ def beam_search(
             parser's head log-probability times a weight) is added to an item's score when its
             tree gets the arc h -> d, including the arcs to ROOT that end-of-input rules add
             (arc-eager's leftovers, Unshift's last word). -inf forbids an arc.
+        normalized: items add the log-softmax of their transition (a locally trained model);
+            False: the raw score itself (a globally normalized model, trained with the beam,
+            Andor et al. 2016). Raw scores may be positive, so no sentence stops early: every
+            item runs to its end.
 
     Returns:
-        :class:`SearchResult`.
+        :class:`SearchResult` (``path_log_probs`` are log-softmax sums either way).
 
     Raises:
         ValueError: ``beam_size`` < 1; ``arc_scores`` of the wrong shape or with a positive or
-            NaN entry (it would break the stopping bound).
+            NaN entry (it would break the stopping bound); a sentence whose items all died on
+            ``-inf`` scores before any finished (the beam was too narrow to find a tree of
+            finite score: a wider beam may find one). Returning the headless ``-inf`` result
+            instead would hand callers a non-tree.
     """
-    if beam_size < 1:
-        raise ValueError(f"beam_size={beam_size} must be >= 1")
     lengths = np.asarray(lengths, dtype=np.int64)
-    beam = _Beam(system, lengths, beam_size, _check_arc_scores(arc_scores, lengths))
+    beam = Beam(system, lengths, beam_size, arc_scores, normalized=normalized)
     while beam.live.any():
         rows = np.flatnonzero(beam.live)
         positions = beam.configs.positions(n_stack, n_buffer)[rows]
-        raw = score(rows // beam_size, positions)
-        beam.step(rows, _legal_log_softmax(raw, system.legal(beam.configs)[rows]))
+        beam.step(rows, score(rows // beam_size, positions))
+    _check_found(beam.best_scores, lengths, beam_size)
     return SearchResult(beam.best_heads, beam.best_log_probs, beam.best_scores, beam.best_steps)
 
 
-class _Beam:
+class Beam:
     """The live items of every sentence (rows ``b*k .. b*k+k-1``) and the best finished one.
+
+    :func:`beam_search` steps it to the end; beam training (``biaffine.parsers.beam_loss``)
+    steps it itself, reading after each :meth:`step` which expansions were kept
+    (``source``, ``actions``, ``kept``) and which items finished, to follow the gold path and
+    rebuild the kept items' scores on its own (differentiable) numbers.
 
     Attributes:
         configs: B*k configurations; a dead row holds a stale configuration.
@@ -175,17 +187,33 @@ class _Beam:
         best_heads: int64[B, N+1], the best finished tree of each sentence so far.
         best_scores, best_log_probs: float64[B], -inf while none finished.
         best_steps: int64[B].
+        source: int64[B*k], after a step: the row each row's item was expanded from.
+        actions: int64[B*k], after a step: the transition that expansion took.
+        kept: bool[B*k], after a step: the row holds a kept expansion (live or just finished).
+        finished: bool[B*k], after a step: the row's item just became terminal.
     """
 
     def __init__(
         self,
         system: TransitionSystem,
-        lengths: IntArray,
+        lengths: npt.ArrayLike,
         beam_size: int,
-        arc_scores: FloatArray | None,
+        arc_scores: npt.ArrayLike | None = None,
+        *,
+        normalized: bool = True,
     ) -> None:
+        """Initial items, one per sentence (arguments as :func:`beam_search`).
+
+        Raises:
+            ValueError: ``beam_size`` < 1, or bad ``arc_scores`` (see :func:`beam_search`).
+        """
+        if beam_size < 1:
+            raise ValueError(f"beam_size={beam_size} must be >= 1")
+        lengths = np.asarray(lengths, dtype=np.int64)
         n, k = lengths.shape[0], beam_size
-        self.system, self.k, self.arc_scores = system, k, arc_scores
+        self.system, self.k = system, k  # k: items kept per sentence
+        self.arc_scores = _check_arc_scores(arc_scores, lengths)
+        self.normalized = normalized
         self.configs = system.initial(np.repeat(lengths, k))
         self.live = np.zeros(n * k, dtype=np.bool_)
         self.live[::k] = True  # one initial item per sentence; never terminal (n >= 1)
@@ -195,36 +223,53 @@ class _Beam:
         self.best_scores = np.full(n, -np.inf)
         self.best_log_probs = np.full(n, -np.inf)
         self.best_steps = np.zeros(n, dtype=np.int64)
+        self.source = np.arange(n * k)
+        self.actions = np.zeros(n * k, dtype=np.int64)
+        self.kept = self.live.copy()
+        self.finished = np.zeros(n * k, dtype=np.bool_)
 
-    def step(self, rows: IntArray, log_probs: FloatArray) -> None:
-        """Expand the live ``rows`` (int64[C]) by their legal transitions, keep the best k.
+    def step(self, rows: IntArray, raw: npt.ArrayLike) -> None:
+        """Expand the live ``rows`` by their legal transitions, keep the best k per sentence.
 
         Args:
-            rows: the live rows, ascending.
-            log_probs: float64[C, A], log-softmax over legal transitions, -inf where illegal.
+            rows: int64[C], the live rows, ascending.
+            raw: float[C, A], the raw transition scores of their items (illegal ones ignored).
         """
+        legal = self.system.legal(self.configs)[rows]
+        log_probs = _legal_log_softmax(raw, legal)
+        gains = log_probs if self.normalized else np.where(legal, _float64(raw), -np.inf)
         k, n_actions = self.k, log_probs.shape[1]
         n_rows = self.live.shape[0]
         step_log_probs = np.full((n_rows, n_actions), -np.inf)
         step_log_probs[rows] = log_probs
-        gains = step_log_probs.copy()
+        step_gains = np.full((n_rows, n_actions), -np.inf)
+        step_gains[rows] = gains
         if self.arc_scores is not None:
-            gains[rows] += self._arc_gains(rows, log_probs)
+            step_gains[rows] += self._arc_gains(rows, log_probs)
         # Candidates of sentence b: item j's action a at column j * A + a of row b.
-        candidates = (self.item_scores[:, None] + gains).reshape(n_rows // k, k * n_actions)
+        candidates = (self.item_scores[:, None] + step_gains).reshape(n_rows // k, k * n_actions)
         order = np.argsort(-candidates, axis=1, kind="stable")[:, :k]  # ties: lower column
         chosen = np.take_along_axis(candidates, order, 1).ravel()
         sentence = np.repeat(np.arange(n_rows // k), k)
-        source = sentence * k + order.ravel() // n_actions
-        actions = order.ravel() % n_actions
-        path = self.item_log_probs[source] + step_log_probs[source, actions]
-        self.configs = self.configs.take(source)
+        self.source = sentence * k + order.ravel() // n_actions
+        self.actions = order.ravel() % n_actions
+        path = self.item_log_probs[self.source] + step_log_probs[self.source, self.actions]
+        self.configs = self.configs.take(self.source)
         self.live = chosen > -np.inf
-        self.system.apply(self.configs, np.where(self.live, actions, 0), None, self.live)
+        self.kept = self.live.copy()
+        self.system.apply(self.configs, np.where(self.live, self.actions, 0), None, self.live)
         self.item_scores = np.where(self.live, chosen, -np.inf)
         self.item_log_probs = np.where(self.live, path, -np.inf)
-        self._finish(self.live & self.system.terminal(self.configs))
-        self._stop_settled_sentences()
+        self.finished = self.live & self.system.terminal(self.configs)
+        self._finish(self.finished)
+        if self.normalized:  # the bound below holds for log-probabilities only
+            self._stop_settled_sentences()
+
+    def drop(self, sentences: npt.ArrayLike) -> None:
+        """End the search of ``sentences`` (int[S]): their live items die."""
+        rows = (np.asarray(sentences, dtype=np.int64)[:, None] * self.k + np.arange(self.k)).ravel()
+        self.live[rows] = False
+        self.item_scores[rows] = -np.inf
 
     def _arc_gains(self, rows: IntArray, log_probs: FloatArray) -> FloatArray:
         """float64[C, A]: the arc score of the arc each legal action of ``rows`` creates."""
@@ -268,9 +313,25 @@ class _Beam:
         self.item_scores[~self.live] = -np.inf
 
 
+def _check_found(best_scores: FloatArray, lengths: IntArray, beam_size: int) -> None:
+    """Refuse a result without a tree: every item of a sentence died on ``-inf`` scores."""
+    dead = np.flatnonzero(best_scores == -np.inf)
+    if dead.size:
+        b = int(dead[0])
+        raise ValueError(
+            f"beam search: sentence {b} ({lengths[b]} words): every item died on -inf scores "
+            f"(forbidden arcs or transitions) before one finished, so beam_size={beam_size} "
+            "was too narrow to find a tree of finite score; a wider beam may find one"
+        )
+
+
+def _float64(raw: npt.ArrayLike) -> FloatArray:
+    return np.asarray(raw, dtype=np.float64)
+
+
 def _legal_log_softmax(raw: npt.ArrayLike, legal: BoolArray) -> FloatArray:
     """float64[C, A]: log-softmax over the legal entries of each row, -inf elsewhere."""
-    scores = np.where(legal, np.asarray(raw, dtype=np.float64), -np.inf)
+    scores = np.where(legal, _float64(raw), -np.inf)
     top = scores.max(1, keepdims=True)
     shifted = scores - top
     return shifted - np.log(np.exp(shifted).sum(1, keepdims=True))

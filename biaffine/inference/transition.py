@@ -99,21 +99,17 @@ def search(
     """
     score = scorer(model, encoded)
     options = {"n_stack": model.n_stack, "n_buffer": model.n_buffer}
+    # A model trained with the beam ranks paths by raw score sums (greedy: the same argmax).
+    normalized = not model.global_scores
+    beam_options = options | {"beam_size": settings.beam_size, "normalized": normalized}
     if settings.graph_weight > 0:
         log_probs = torch.log_softmax(_graph_head(encoded, settings).float(), -1)
         arc_scores = (settings.graph_weight * log_probs).cpu().numpy()
         return transitions.beam_search(
-            model.system,
-            lengths,
-            score,
-            beam_size=settings.beam_size,
-            arc_scores=arc_scores,
-            **options,
+            model.system, lengths, score, arc_scores=arc_scores, **beam_options
         )
     if settings.search == "beam":
-        return transitions.beam_search(
-            model.system, lengths, score, beam_size=settings.beam_size, **options
-        )
+        return transitions.beam_search(model.system, lengths, score, **beam_options)
     return transitions.greedy_search(model.system, lengths, score, **options)
 
 

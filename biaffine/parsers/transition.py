@@ -25,6 +25,7 @@ from biaffine.data.batching import Batch
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
 from biaffine.parsers.base import register
+from biaffine.parsers.beam_loss import beam_losses
 from biaffine.parsers.heads import ArcScorer, LabelScorer, LabelVectors, mean_cross_entropy
 from biaffine.parsers.shared import EncoderParser, check_sizes, check_tagger_weights
 from transitions.projective import projectivize
@@ -66,12 +67,16 @@ class TransitionScores:
             best-scored zero-cost transition).
         targets: bool[T, A], the dynamic oracle's zero-cost transitions; None with the static
             oracle (its one action is the target).
+        beam_losses: float[B], beam training's loss of each sentence
+            (:func:`~biaffine.parsers.beam_loss.beam_losses`); the transition scores and
+            actions are then empty (T = 0). None otherwise.
     """
 
     encoded: TransitionStates
     transition_scores: torch.Tensor
     actions: torch.Tensor
     targets: torch.Tensor | None = None
+    beam_losses: torch.Tensor | None = None
 
 
 @register
@@ -108,6 +113,16 @@ class TransitionParser(EncoderParser):
     log-probabilities to the transition scores (``DecoderSettings.graph_weight``). One
     encoder and one loss rather than two models joined at parsing time: one checkpoint, one
     encoder pass per sentence, and each head regularizes the other's encoder states.
+
+    With ``beam_loss={"size": k}`` (k > 0) the transition model is globally normalized and
+    trained with the beam (Andor et al. 2016; Zhang & Clark 2008 train with the beam too): each
+    batch is decoded with a beam of k items on the raw transition scores, and the transition
+    loss is the beam's CRF loss with early update
+    (:func:`~biaffine.parsers.beam_loss.beam_losses`), per word. Its searches then rank paths
+    by raw score sums (:attr:`global_scores`). ``beam_loss["graph_weight"]`` > 0 (combined
+    model) adds that weight times the graph head's arc log-probabilities to the items' scores
+    in training; parse with the same ``graph_weight``. Start from a locally trained
+    checkpoint (``trainer.init_from``), as Andor et al. do.
 
     Attributes:
         kind: registry name recorded in checkpoints.
@@ -147,6 +162,7 @@ class TransitionParser(EncoderParser):
         graph_mlp: int = 400,
         oracle: str = "static",
         exploration: float = 0.1,
+        beam_loss: Mapping[str, Any] | None = None,
     ) -> None:
         """Build the transition and label scorers on top of ``encoder``.
 
@@ -175,12 +191,16 @@ class TransitionParser(EncoderParser):
             oracle: training targets: ``static`` (the gold sequence) or ``dynamic`` (zero-cost
                 transitions in the configurations the parser reaches; arc_eager, arc_hybrid).
             exploration: dynamic oracle: probability of following a wrong best transition.
+            beam_loss: beam training: ``size`` (k; 0 or None: the local loss) and
+                ``graph_weight`` (combined model: weight of the graph head's arc
+                log-probabilities in the items' scores, default 0).
 
         Raises:
             ValueError: an unknown system or option, sizes < 1 (n_stack + n_buffer < 1), a
-                dropout outside [0, 1), a negative loss weight.
+                dropout outside [0, 1), a negative loss weight, a bad ``beam_loss``.
         """
         super().__init__()
+        beam_loss = _beam_options(beam_loss, oracle, graph_loss_weight)
         self.system = transitions.get_system(
             system, attach_leftovers=attach_leftovers, swap_oracle=swap_oracle
         )
@@ -266,6 +286,11 @@ class TransitionParser(EncoderParser):
             prepared.append(sentence)
         return prepared
 
+    @property
+    def global_scores(self) -> bool:
+        """Trained with the beam: a search ranks paths by raw score sums, not log-softmax."""
+        return self._config["beam_loss"]["size"] > 0
+
     def encode(self, batch: Batch, *, tag: bool = True) -> TransitionStates:
         """Per-slot first-layer projections of the states (and the empty vector), label vectors.
 
@@ -349,6 +374,8 @@ class TransitionParser(EncoderParser):
         encoded = self.encode(batch)
         if self.training and self._config["oracle"] == "dynamic":
             return self._explore(encoded, batch)
+        if self.training and self.global_scores:
+            return self._beam(encoded, batch)
         oracle = self._oracle(batch)
         device = encoded.slots.device
         counts = np.diff(oracle.offsets)
@@ -399,6 +426,35 @@ class TransitionParser(EncoderParser):
         actions = torch.from_numpy(np.concatenate([step[2] for step in steps])).to(device)
         return TransitionScores(encoded, scores, actions, targets)
 
+    def _beam(self, encoded: TransitionStates, batch: Batch) -> TransitionScores:
+        """Decode the batch with the training beam, following the static oracle's paths."""
+        options = self._config["beam_loss"]
+        device = encoded.slots.device
+        arc_scores = None
+        if options["graph_weight"] > 0:
+            assert encoded.arc_scores is not None  # _beam_options: needs the graph head
+            arc_scores = options["graph_weight"] * torch.log_softmax(encoded.arc_scores.float(), -1)
+
+        def score(rows: np.ndarray, positions: np.ndarray) -> torch.Tensor:
+            rows_t, positions_t = torch.from_numpy(rows), torch.from_numpy(positions)
+            scores = self.score_transitions(encoded, rows_t.to(device), positions_t.to(device))
+            return scores.float()  # path sums in float32 at least (autocast gives bfloat16)
+
+        found = beam_losses(
+            self.system,
+            batch.lengths.cpu().numpy(),
+            self._oracle(batch),
+            score,
+            beam_size=options["size"],
+            n_stack=self.n_stack,
+            n_buffer=self.n_buffer,
+            arc_scores=arc_scores,
+        )
+        n_actions = len(self.system.transitions)
+        empty = encoded.slots.new_zeros(0, n_actions)
+        no_actions = torch.zeros(0, dtype=torch.long, device=device)
+        return TransitionScores(encoded, empty, no_actions, beam_losses=found.losses)
+
     def _oracle(self, batch: Batch) -> transitions.OracleSequences:
         heads = batch.heads.cpu().numpy()
         lengths = batch.lengths.cpu().tolist()
@@ -415,8 +471,9 @@ class TransitionParser(EncoderParser):
     def loss(self, scores: TransitionScores, batch: Batch) -> torch.Tensor:
         """Transition cross entropy + label cross entropy at gold arcs (+ tagger losses).
 
-        Each term is a mean: transitions over the oracle's configurations, labels over words
-        with a known gold label, tags and the graph head's head cross entropy (weighted by
+        Each term is a mean: transitions over the oracle's configurations (beam training:
+        the beam losses of the sentences over their words), labels over words with a known
+        gold label, tags and the graph head's head cross entropy (weighted by
         ``graph_loss_weight``, combined model only) over words.
 
         Args:
@@ -426,7 +483,9 @@ class TransitionParser(EncoderParser):
         Returns:
             A scalar tensor.
         """
-        if scores.targets is None:
+        if scores.beam_losses is not None:
+            transition_loss = scores.beam_losses.float().sum() / batch.lengths.sum()
+        elif scores.targets is None:
             transition_loss = F.cross_entropy(scores.transition_scores, scores.actions)
         else:  # -log P(some zero-cost transition), in float32 at least (autocast leaves
             # logsumexp in bfloat16)
@@ -441,6 +500,26 @@ class TransitionParser(EncoderParser):
             head_loss = F.cross_entropy(arc_scores[mask], batch.heads[mask])
             loss = loss + self._config["graph_loss_weight"] * head_loss
         return self.taggers.add_losses(loss, scores.encoded.tag_scores, batch)
+
+
+def _beam_options(
+    options: Mapping[str, Any] | None, oracle: str, graph_loss_weight: float
+) -> dict[str, Any]:
+    """``beam_loss`` resolved to ``{"size": k, "graph_weight": w}`` (k = 0: the local loss)."""
+    resolved = {"size": 0, "graph_weight": 0.0} | dict(options or {})
+    unknown = sorted(set(resolved) - {"size", "graph_weight"})
+    if unknown:
+        raise ValueError(f"beam_loss: unknown keys {unknown}; known: size, graph_weight")
+    size, weight = resolved["size"], resolved["graph_weight"]
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise ValueError(f"beam_loss.size={size!r} must be an integer >= 0 (0: local loss)")
+    if weight < 0 or (weight > 0 and size == 0):
+        raise ValueError(f"beam_loss.graph_weight={weight} must be >= 0, and 0 without a beam")
+    if weight > 0 and graph_loss_weight <= 0:
+        raise ValueError("beam_loss.graph_weight > 0 needs the graph head (graph_loss_weight > 0)")
+    if size > 0 and oracle != "static":
+        raise ValueError(f"beam_loss.size={size} follows the static oracle, not oracle={oracle}")
+    return {"size": size, "graph_weight": float(weight)}
 
 
 def _validate(config: Mapping[str, Any], encoder: nn.Module) -> None:

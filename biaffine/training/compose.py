@@ -28,6 +28,7 @@ from biaffine.data.vocab import Vocabs, build_vocabs
 from biaffine.files import atomic_open
 from biaffine.inference import DecoderSettings
 from biaffine.metrics import AttachmentScores
+from biaffine.nn.transformer import TransformerEmbedding
 from biaffine.parsers import PARSERS, build_parser
 from biaffine.runtime import check_bf16, seed_everything, select_device, set_threads
 from biaffine.training.loop import FitSettings, Scheduler, fit, score_parser
@@ -54,6 +55,7 @@ __all__ = [
     "build_model",
     "check_resume_config",
     "fit_settings",
+    "init_weights",
     "load_splits",
     "train",
 ]
@@ -191,8 +193,10 @@ def _train_in(
     device = distributed.local_device(select_device(t.device), here)
     if here.size > 1:
         log.info("training on %d processes (%s)", here.size, device.type)
-    splits, train_sentences, vocabs = _training_data(cfg, resumed)
-    trainee = _trainee(cfg, vocabs, device)
+    # A resume has its own weights; a run from init_from starts from that checkpoint's.
+    initial = _initial(t.get("init_from")) if resumed is None else None
+    splits, train_sentences, vocabs = _training_data(cfg, resumed or initial)
+    trainee = _trainee(cfg, vocabs, device, initial)
     writer = _run_writer(cfg, run_dir, trainee.model, vocabs)
     state = _restore(resumed, trainee, writer, here)
     settings = fit_settings(cfg)
@@ -213,16 +217,17 @@ def _train_in(
 
 
 def _training_data(
-    cfg: DictConfig, resumed: checkpoint.Checkpoint | None
+    cfg: DictConfig, source: checkpoint.Checkpoint | None
 ) -> tuple[treebanks.Splits, list[Sentence], Vocabs]:
     """The splits, the training sentences as the parser learns from them, the vocabularies.
 
-    A resumed run keeps the vocabularies of its checkpoint.
+    A run that starts from a checkpoint (``source``: resumed, or ``trainer.init_from``) keeps
+    its vocabularies, which its weights index.
     """
     splits = load_splits(cfg.data)
     train_sentences = prepare_training(cfg.model, splits.train)
-    if resumed is not None:
-        vocabs = resumed.vocabs
+    if source is not None:
+        vocabs = source.vocabs
     else:
         vocabs = training_vocabs(
             splits.train, train_sentences, min_word_count=cfg.trainer.min_word_count
@@ -231,10 +236,18 @@ def _training_data(
     return splits, train_sentences, vocabs
 
 
-def _trainee(cfg: DictConfig, vocabs: Vocabs, device: torch.device) -> _Trainee:
-    """The configured model on ``device``, with its optimizer, schedule and weight average."""
+def _trainee(
+    cfg: DictConfig, vocabs: Vocabs, device: torch.device, initial: checkpoint.Checkpoint | None
+) -> _Trainee:
+    """The configured model on ``device``, with its optimizer, schedule and weight average.
+
+    The model starts from the weights of ``initial`` (``trainer.init_from``) if given.
+    """
     t = cfg.trainer
-    model = build_model(cfg.model, vocabs).to(device)
+    model = build_model(cfg.model, vocabs)
+    if initial is not None:
+        init_weights(model, initial, f"trainer.init_from={t.init_from}")
+    model = model.to(device)
     groups = parameter_groups(model, transformer_lr=t.transformer_lr, layer_decay=t.layer_decay)
     optimizer = instantiate(cfg.optimizer, _convert_="all")(groups)
     scheduler = lr_decay_scheduler(
@@ -242,6 +255,61 @@ def _trainee(cfg: DictConfig, vocabs: Vocabs, device: torch.device) -> _Trainee:
     )
     average = make_weight_average(model, t.ema_decay) if t.ema_decay is not None else None
     return _Trainee(model, optimizer, scheduler, average)
+
+
+def _initial(path: str | None) -> checkpoint.Checkpoint | None:
+    """The checkpoint ``trainer.init_from`` names, or None.
+
+    Raises:
+        ValueError: naming the key and the path (one line).
+    """
+    if path is None:
+        return None
+    try:
+        return checkpoint.load(path)
+    except ValueError as error:
+        raise ValueError(f"trainer.init_from={path}: {error}") from None
+
+
+INIT_CHANGES = ("beam_loss", "encoder.transformer.finetune", "encoder.transformer.cache")
+INIT_CHANGES += ("encoder.finetune", "encoder.cache")
+"""Model options a run from ``trainer.init_from`` may change: the beam loss (beam training
+starts from a locally trained model), and whether a transformer (BiLSTM input or the encoder
+itself) is fine-tuned: one frozen there keeps the weights of its folder, as it had them."""
+
+
+def init_weights(model: nn.Module, saved: checkpoint.Checkpoint, where: str) -> None:
+    """Load the weights of ``saved`` into ``model``, built on the checkpoint's vocabularies.
+
+    Only the weights: the optimizer, schedule and progress of that run are left behind. The
+    checkpoint must hold a parser of the same kind and config but for :data:`INIT_CHANGES`.
+    A transformer frozen there and fine-tuned here has no weights in the checkpoint: it keeps
+    those of its folder (the same files: their checksum is in the config).
+
+    Raises:
+        ValueError: naming ``where`` and what differs (one line).
+    """
+    if saved.parser != model.kind:
+        raise ValueError(f"{where}: holds a {saved.parser} parser, this run a {model.kind} one")
+    old, new = _flatten(saved.model_config), _flatten(model.config())
+    differing = sorted(
+        key
+        for key in old.keys() | new.keys()
+        if old.get(key) != new.get(key)
+        and not any(key == c or key.startswith(f"{c}.") for c in INIT_CHANGES)
+    )
+    if differing:
+        changes = ", ".join(f"model.{k}={new.get(k)!r} (was {old.get(k)!r})" for k in differing)
+        raise ValueError(f"{where}: another model config: {changes}; only beam_loss may differ")
+    tuned = tuple(
+        f"{name}.model." for name, module in model.named_modules()
+        if isinstance(module, TransformerEmbedding) and module.finetune
+    )  # fmt: skip
+    found = model.load_state_dict(saved.state_dict, strict=False)
+    missing = [key for key in found.missing_keys if not key.startswith(tuned)]
+    if missing or found.unexpected_keys:
+        raise ValueError(f"{where}: weights do not fit: {[*missing, *found.unexpected_keys][:3]}")
+    log.info("weights from %s", where.split("=", 1)[1])
 
 
 def _run_writer(cfg: DictConfig, run_dir: Path, model: nn.Module, vocabs: Vocabs) -> RunWriter:
@@ -270,14 +338,15 @@ def _restore(
 
 RESUMABLE_CHANGES = frozenset(
     {
-        *("trainer.resume", "trainer.resume_from", "trainer.overwrite"),
+        *("trainer.resume", "trainer.resume_from", "trainer.overwrite", "trainer.init_from"),
         *("trainer.max_epochs", "trainer.max_steps"),
         *("trainer.max_minutes", "trainer.patience", "trainer.eval_max_tokens"),
         *("trainer.progress_bar", "trainer.device", "trainer.threads"),
         *("data.root", "data.download", "data.base_url"),
     }
 )
-"""Config keys a resumed run may change: limits, where things run, where the data lies."""
+"""Config keys a resumed run may change: limits, where things run, where the data lies (and
+``trainer.init_from``, which a resumed run does not read: it continues from its own weights)."""
 
 
 def check_resume_config(saved: Mapping[str, Any] | None, cfg: DictConfig) -> None:

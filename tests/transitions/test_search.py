@@ -48,8 +48,14 @@ def positions_of(state: reference.State) -> np.ndarray:
     return np.array([slots], dtype=np.int64)
 
 
-def exact_best(system: str, n: int, score, arcs: np.ndarray | None) -> float:
-    """The best path score over every complete transition sequence (DP on the state graph)."""
+def exact_best(
+    system: str, n: int, score, arcs: np.ndarray | None, *, normalized: bool = True
+) -> float:
+    """The best path score over every complete transition sequence (DP on the state graph).
+
+    Steps add their log-softmax over the legal transitions, or their raw score if not
+    ``normalized``.
+    """
     names = transitions.get_system(system).transitions
 
     def arc_gain(dep: int, head: int) -> float:
@@ -64,7 +70,7 @@ def exact_best(system: str, n: int, score, arcs: np.ndarray | None) -> float:
         nexts = reference.moves(system, state)
         raw = np.asarray(score(np.zeros(1, dtype=np.int64), positions_of(state)))[0]
         legal = [names.index(name) for name in nexts]
-        log_z = np.logaddexp.reduce(raw[legal])
+        log_z = np.logaddexp.reduce(raw[legal]) if normalized else 0.0
         total = -np.inf
         for name, nxt in nexts.items():
             new = [d for d in range(1, n + 1) if nxt[2][d] != state[2][d]]
@@ -129,6 +135,22 @@ def test_a_beam_that_never_prunes_finds_the_best_path(
     # The score is the path's log-probability plus the arc scores of the tree it built.
     extra = 0.0 if arcs is None else tree_arc_score(found.heads[0], arcs, 0)
     assert found.scores[0] == pytest.approx(found.path_log_probs[0] + extra, abs=1e-9)
+
+
+@pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
+@given(n=st.integers(1, 3), seed=st.integers(0, 999))
+@settings(max_examples=10)
+def test_a_beam_that_never_prunes_finds_the_best_raw_path(system: str, n: int, seed: int) -> None:
+    # A globally normalized model's search: raw scores, which may be positive, so no sentence
+    # may stop at the first finished item (arc-eager's and swap's paths differ in length).
+    transition_system = transitions.get_system(system)
+    score = table_scorer(seed, 1, len(transition_system.transitions))
+    arcs = arc_table(seed, 1, n)
+    found = beam_search(
+        transition_system, [n], score, beam_size=4096, arc_scores=arcs, normalized=False
+    )
+    expected = exact_best(system, n, score, arcs, normalized=False)
+    assert found.scores[0] == pytest.approx(expected, abs=1e-9)
 
 
 @pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
@@ -234,3 +256,24 @@ def test_one_classifier_parses_with_the_heuristic_or_with_unshift(lengths, seed)
             np.testing.assert_array_equal(unshift_heads[b], heuristic_heads[b])
         else:
             assert len(seen["unshift"][b]) > steps
+
+
+def test_a_beam_whose_items_all_die_on_forbidden_arcs_says_it_was_too_narrow() -> None:
+    # Arc-standard, two words, 0 -> 2 forbidden: with ties going to the lower action id, beam 1
+    # takes SHIFT SHIFT LEFT-ARC (2 -> 1) and can then only attach 2 to ROOT. Beam 2 keeps
+    # RIGHT-ARC (1 -> 2) as well, which finishes the one finite tree.
+    system = transitions.get_system("arc_standard")
+    score = lambda rows, _: np.zeros((len(rows), 3))  # noqa: E731
+    arcs = np.zeros((2, 3, 3))
+    arcs[:, 2, 0] = -np.inf
+    wide = beam_search(system, [2, 2], score, beam_size=2, arc_scores=arcs)
+    assert wide.heads.tolist() == [[-1, 0, 1], [-1, 0, 1]]
+    assert np.isfinite(wide.scores).all()
+    with pytest.raises(ValueError, match=r"sentence 1 .*beam_size=1.*too narrow"):
+        beam_search(system, [1, 2], score, beam_size=1, arc_scores=arcs)
+    # One sentence alone or in a batch: the same tree, the same refusal.
+    alone = beam_search(system, [2], score, beam_size=2, arc_scores=arcs[:1])
+    np.testing.assert_array_equal(alone.heads[0], wide.heads[1])
+    assert alone.scores[0] == wide.scores[1]
+    with pytest.raises(ValueError, match=r"sentence 0 .*too narrow"):
+        beam_search(system, [2], score, beam_size=1, arc_scores=arcs[:1])

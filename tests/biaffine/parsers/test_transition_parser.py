@@ -143,7 +143,10 @@ def test_deprojectivize_batch_restores_lifted_arcs_and_plain_labels(sentences) -
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "HYDRA_FULL_ERROR": "1"}
+    # This checkout's packages, also for scripts outside the root (experiments/), which would
+    # otherwise import the installed ones.
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "HYDRA_FULL_ERROR": "1", "PYTHONPATH": path}
     result = subprocess.run(
         [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )

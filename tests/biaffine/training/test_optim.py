@@ -6,13 +6,19 @@ from pathlib import Path
 
 import pytest
 import torch
+from builders import biaffine_parser, save_model
 
+from biaffine import checkpoint
 from biaffine.data.vocab import Vocabs
 from biaffine.nn import TransformerEncoder
 from biaffine.parsers import BiaffineParser
+from biaffine.training.compose import init_weights
 from biaffine.training.optim import load_schedule, lr_decay_scheduler, parameter_groups
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+TINY = {"word_dim": 4, "char_dim": 3, "char_hidden": 3, "char_out": 3, "lstm_hidden": 5}
+TINY |= {"lstm_layers": 1, "arc_mlp": 6, "rel_mlp": 3}
 
 
 def tuned_parser(tiny_bert: Path, vocabs: Vocabs, *, finetune: bool = True) -> BiaffineParser:
@@ -90,3 +96,25 @@ def test_a_schedule_saved_as_exponential_decay_resumes_where_it_stopped() -> Non
     old.step()
     assert scheduler.get_last_lr() == [pytest.approx(old.get_last_lr()[0])]
     assert scheduler.get_last_lr() == [pytest.approx(2e-3 * 0.75**1.51)]
+
+
+def test_a_frozen_transformer_model_starts_a_fine_tuned_run(
+    tmp_path: Path, tiny_bert: Path, vocabs: Vocabs
+) -> None:
+    """trainer.init_from: the checkpoint's weights, the transformer's from its folder."""
+    torch.manual_seed(0)
+    frozen = biaffine_parser(vocabs, **TINY, transformer={"model": str(tiny_bert)})
+    path = save_model(tmp_path / "frozen.pt", frozen, vocabs)
+    tuned = biaffine_parser(vocabs, **TINY, transformer={"model": str(tiny_bert), "finetune": True})
+    fresh = {k: v.clone() for k, v in tuned.encoder.transformer.network.state_dict().items()}
+    init_weights(tuned, checkpoint.load(path), "trainer.init_from=frozen.pt")
+    state = tuned.state_dict()
+    for name, weight in frozen.state_dict().items():
+        torch.testing.assert_close(state[name], weight, rtol=0, atol=0)
+    for name, weight in fresh.items():  # the folder's weights, which the frozen model read
+        torch.testing.assert_close(state[f"encoder.transformer.model.{name}"], weight)
+    wider = biaffine_parser(
+        vocabs, **(TINY | {"arc_mlp": 7}), transformer={"model": str(tiny_bert)}
+    )
+    with pytest.raises(ValueError, match=r"frozen\.pt: another model config: model\.arc_mlp=7"):
+        init_weights(wider, checkpoint.load(path), "trainer.init_from=frozen.pt")
