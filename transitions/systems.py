@@ -16,7 +16,9 @@ Terminal rows take no transition: ``active`` (bool[C]) False skips them, whateve
 id. A label scorer learns which arc a transition creates from :meth:`TransitionSystem.arcs`
 before applying it; an arc that no transition creates (arc-eager's leftovers, Unshift's last
 word) gets label -1 in :meth:`TransitionSystem.tree`, for the caller to choose (UD: ``root``).
-Beam search copies rows with :meth:`Configs.copy_rows` or :meth:`Configs.take`.
+Beam search copies rows with :meth:`Configs.copy_rows` or :meth:`Configs.take`. Greedy search
+steps its live rows alone with :meth:`TransitionSystem.observe` (legal actions and positions)
+and :meth:`TransitionSystem.advance` (apply, then which rows are still live).
 """
 
 from __future__ import annotations
