@@ -205,3 +205,35 @@ def arcs_of_all_batch(system, table, legal, stack, ssize, buf, bsize, out):
                 out[c, a, 0], out[c, a, 1] = arc_of(system, table[a], c, stack, ssize, buf, bsize)
             else:
                 out[c, a, 0], out[c, a, 1] = -1, -1
+
+
+@numba.njit(cache=True)
+def observe_rows(system, table, n_stack, rows, state, legal, positions):
+    """For each ``c = rows[i]``: ``legal[i, a]`` of the system's actions, ``positions[i]``.
+
+    The greedy search's view of its live configurations in one pass: the legality mask and the
+    feature positions (as :func:`legal_batch` and :func:`positions_batch`) of those rows only.
+    """
+    stack, ssize, buf, bsize, heads, _labels, ended = state
+    for i in range(rows.shape[0]):
+        c = rows[i]
+        for a in range(table.shape[0]):
+            legal[i, a] = is_legal(system, table[a], c, stack, ssize, buf, bsize, heads, ended)
+        for k in range(positions.shape[1]):
+            if k < n_stack:
+                j = ssize[c] - 1 - k
+                positions[i, k] = stack[c, j] if j >= 0 else -1
+            else:
+                j = bsize[c] - 1 - (k - n_stack)
+                positions[i, k] = buf[c, j] if j >= 0 else -1
+
+
+@numba.njit(cache=True)
+def advance_rows(system, table, rows, actions, state, steps, live):
+    """Applies legal action ``actions[i]`` (no label) to ``rows[i]``; ``live[i]``: not terminal."""
+    stack, ssize, buf, bsize, heads, labels, ended = state
+    for i in range(rows.shape[0]):
+        c = rows[i]
+        apply_one(system, table[actions[i]], -1, c, stack, ssize, buf, bsize, heads, labels, ended)
+        steps[c] += 1
+        live[i] = not is_terminal(system, c, ssize, bsize, ended)

@@ -96,17 +96,16 @@ def greedy_configs(
     log-probability of each one's transition path.
     """
     configs = system.initial(np.asarray(lengths, dtype=np.int64))
-    actions = np.zeros(len(configs), dtype=np.int64)
     log_probs = np.zeros(len(configs))
-    active = ~system.terminal(configs)
-    while active.any():
-        rows = np.flatnonzero(active)
-        positions = configs.positions(n_stack, n_buffer)[rows]
-        legal_scores = _legal_log_softmax(score(rows, positions), system.legal(configs)[rows])
-        actions[rows] = legal_scores.argmax(1)
-        log_probs[rows] += legal_scores[np.arange(rows.size), actions[rows]]
-        system.apply(configs, actions, None, active)
-        active = ~system.terminal(configs)
+    rows = np.flatnonzero(~system.terminal(configs))
+    # Each step reads and updates the live rows alone, in two kernel calls (observe, advance):
+    # a parse takes 2n steps of a batch's longest sentence, so per-step overhead adds up.
+    while rows.size:
+        legal, positions = system.observe(configs, rows, n_stack, n_buffer)
+        legal_scores = _legal_log_softmax(score(rows, positions), legal)
+        actions = legal_scores.argmax(1)
+        log_probs[rows] += legal_scores[np.arange(rows.size), actions]
+        rows = rows[system.advance(configs, rows, actions, legal)]
     return configs, log_probs
 
 

@@ -16,7 +16,9 @@ Terminal rows take no transition: ``active`` (bool[C]) False skips them, whateve
 id. A label scorer learns which arc a transition creates from :meth:`TransitionSystem.arcs`
 before applying it; an arc that no transition creates (arc-eager's leftovers, Unshift's last
 word) gets label -1 in :meth:`TransitionSystem.tree`, for the caller to choose (UD: ``root``).
-Beam search copies rows with :meth:`Configs.copy_rows` or :meth:`Configs.take`.
+Beam search copies rows with :meth:`Configs.copy_rows` or :meth:`Configs.take`. Greedy search
+steps its live rows alone with :meth:`TransitionSystem.observe` (legal actions and positions)
+and :meth:`TransitionSystem.advance` (apply, then which rows are still live).
 """
 
 from __future__ import annotations
@@ -170,6 +172,61 @@ class TransitionSystem:
         state = (c.stack, c.stack_size, c.buffer, c.buffer_size, c.heads, c.ended)
         tiered(k.legal_batch)(self.code, self.table, *state, out)
         return out
+
+    def observe(
+        self, configs: Configs, rows: IntArray, n_stack: int = 3, n_buffer: int = 2
+    ) -> tuple[BoolArray, IntArray]:
+        """:meth:`legal` and :meth:`Configs.positions` of the configurations ``rows`` alone.
+
+        Args:
+            configs: C configurations.
+            rows: int64[R], the rows to read.
+            n_stack: stack slots of the positions.
+            n_buffer: buffer slots of the positions.
+
+        Returns:
+            bool[R, T] and int64[R, n_stack + n_buffer], row i for configuration ``rows[i]``.
+        """
+        if n_stack < 0 or n_buffer < 0:
+            raise ValueError(f"n_stack={n_stack} and n_buffer={n_buffer} must be >= 0")
+        rows = np.asarray(rows, dtype=np.int64)
+        legal = np.empty((rows.shape[0], self.table.shape[0]), dtype=np.bool_)
+        positions = np.empty((rows.shape[0], n_stack + n_buffer), dtype=np.int64)
+        observe = tiered(k.observe_rows)
+        observe(self.code, self.table, n_stack, rows, self._state(configs), legal, positions)
+        return legal, positions
+
+    def advance(
+        self, configs: Configs, rows: IntArray, actions: IntArray, legal: BoolArray
+    ) -> BoolArray:
+        """Applies ``actions[i]`` to configuration ``rows[i]`` in place, without labels.
+
+        The search's :meth:`apply`: the legality check reads the mask :meth:`observe` gave
+        instead of computing it again.
+
+        Args:
+            configs: C configurations.
+            rows: int64[R], distinct rows, none terminal.
+            actions: int64[R], ids into :attr:`transitions`.
+            legal: bool[R, T], :meth:`observe` of ``rows``.
+
+        Returns:
+            bool[R], which of ``rows`` are not terminal afterwards.
+
+        Raises:
+            ValueError: an action is illegal in its configuration (NaN scores pick one).
+        """
+        bad = np.flatnonzero(~legal[np.arange(rows.shape[0]), actions])
+        if bad.size:
+            c = int(rows[bad[0]])
+            raise ValueError(
+                f"configuration {c}: {self.transitions[actions[bad[0]]]} is illegal in "
+                f"{configs.describe(c)} ({self.name})"
+            )
+        live = np.empty(rows.shape[0], dtype=np.bool_)
+        state = self._state(configs)
+        tiered(k.advance_rows)(self.code, self.table, rows, actions, state, configs.steps, live)
+        return live
 
     def terminal(self, configs: Configs) -> BoolArray:
         """bool[C]: which configurations are terminal."""

@@ -92,7 +92,7 @@ def decode_arc_scores(
 def label_ids(
     label_scores: npt.NDArray[np.floating], heads: IntArray, *, root_label: int | None
 ) -> IntArray:
-    """The label id of each arc ``heads[b, d] -> d``: int64[B, N+1], -1 where heads is -1.
+    """The label id of each arc ``heads[..., d] -> d``: int64 like heads, -1 where heads is -1.
 
     UD labels the word on ROOT ``root`` and no other word, so the label depends on the head:
     an arc from ROOT takes ``root_label``, and any other arc the best label except
@@ -100,8 +100,9 @@ def label_ids(
     22 of the 35 words of ``tests/data/tiny.conllu`` ``root``.
 
     Args:
-        label_scores: float[B, N+1, R], the label scores of each chosen arc.
-        heads: int64[B, N+1] chosen heads, -1 at ROOT and padding.
+        label_scores: float[..., R], the label scores of each chosen arc (float[B, N+1, R], or
+            float[W, R] for the words alone).
+        heads: int64[...] chosen heads (int64[B, N+1], -1 at ROOT and padding, or int64[W]).
         root_label: id of ``root`` (:func:`root_label_id`); None when the vocabulary has no
             ``root`` (a tiny or non-UD treebank): then every arc simply takes its best label.
     """

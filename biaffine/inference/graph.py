@@ -82,8 +82,9 @@ def choose_labels(
 ) -> IntArray:
     """The label id of each arc ``heads[b, d] -> d``: int64[B, N+1], -1 where heads is -1.
 
-    Only the chosen arcs are scored (:meth:`LabelScorer.at`); the label of each follows UD's
-    rule on ``root`` (:func:`choices.label_ids`).
+    Only the chosen arcs are scored, and only where a word has a head
+    (:meth:`LabelScorer.at_words`: no ROOT, padding or headless word); the label of each
+    follows UD's rule on ``root`` (:func:`choices.label_ids`).
 
     Args:
         scorer: the parser's label scorer.
@@ -93,8 +94,11 @@ def choose_labels(
             ``root`` (a tiny or non-UD treebank): then every arc simply takes its best label.
     """
     head_index = torch.from_numpy(heads).to(vectors.dep.device)
-    rel_scores = scorer.at(vectors, head_index).detach().float().cpu().numpy()  # [B, N+1, R]
-    return label_ids(rel_scores, heads, root_label=root_label)
+    rel_scores = scorer.at_words(vectors, head_index).detach().float().cpu().numpy()  # [W, R]
+    words = heads >= 0
+    rels = np.full(heads.shape, -1, dtype=np.int64)
+    rels[words] = label_ids(rel_scores, heads[words], root_label=root_label)
+    return rels
 
 
 def label_probabilities(

@@ -3,7 +3,8 @@
 - :class:`ArcScorer`: the biaffine arc scorer with a head prior (Dozat & Manning, 2017), the
   graph parser's whole head finder and the combined model's graph head.
 - :class:`LabelScorer`: a biaffine label scorer that scores one arc per word
-  (:meth:`~LabelScorer.at`, all a parser ever needs: labels follow heads) or every pair
+  (:meth:`~LabelScorer.at`, all a parser ever needs: labels follow heads; in parsing
+  :meth:`~LabelScorer.at_words`, the words' arcs alone) or every pair
   (:meth:`~LabelScorer.all`).
 - :class:`Taggers`: one classifier per tagged CoNLL-U column
   (:data:`biaffine.data.columns.TAGGED`), trained next to the parser and read when parsing asks
@@ -88,6 +89,22 @@ class LabelScorer(nn.Module):
         """
         index = heads.clamp(min=0).unsqueeze(-1).expand(-1, -1, vectors.head.shape[-1])
         return self.attn.score_pairs(vectors.dep, vectors.head.gather(1, index))
+
+    def at_words(self, vectors: LabelVectors, heads: torch.Tensor) -> torch.Tensor:
+        """Label scores of the arcs ``heads[b, d] -> d`` that exist: float[W, R], row by row.
+
+        What parsing needs: :meth:`at` also scores ROOT, padding and headless words, about 38%
+        more pairs on EWT-sized batches (34,584 positions for 25,094 words), for scores nobody
+        reads. Training keeps :meth:`at`, whose float sums a seeded run reproduces.
+
+        Args:
+            vectors: :meth:`forward` of the batch.
+            heads: long[B, N+1]; the W entries >= 0 are scored (ROOT and padding are -1).
+        """
+        rows, dependents = (heads >= 0).nonzero(as_tuple=True)  # [W] each, row-major
+        dep = vectors.dep[rows, dependents]  # [W, rel_mlp]
+        head = vectors.head[rows, heads[rows, dependents]]  # [W, rel_mlp]
+        return self.attn.score_pairs(dep, head)
 
     def all(self, vectors: LabelVectors) -> torch.Tensor:
         """Label scores of every (dependent, head) pair: float[B, N+1, N+1, R]."""

@@ -100,6 +100,66 @@ def test_beam_of_one_is_greedy(system: str, lengths: list[int], seed: int) -> No
     np.testing.assert_allclose(beam.path_log_probs, greedy.path_log_probs, rtol=0, atol=1e-9)
 
 
+def stepwise_greedy(system: transitions.TransitionSystem, lengths: list[int], score):
+    """Greedy search through the checked public steps: legal, positions, apply on every row."""
+    configs = system.initial(np.asarray(lengths))
+    actions = np.zeros(len(configs), dtype=np.int64)
+    log_probs = np.zeros(len(configs))
+    while (active := ~system.terminal(configs)).any():
+        rows = np.flatnonzero(active)
+        raw = np.asarray(score(rows, configs.positions(N_STACK, N_BUFFER)[rows]), np.float64)
+        legal = np.where(system.legal(configs)[rows], raw, -np.inf)
+        shifted = legal - legal.max(1, keepdims=True)
+        legal_scores = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+        actions[rows] = legal_scores.argmax(1)
+        log_probs[rows] += legal_scores[np.arange(rows.size), actions[rows]]
+        system.apply(configs, actions, None, active)
+    return system.tree(configs)[0], log_probs, configs.steps
+
+
+@pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
+@given(
+    lengths=st.lists(st.integers(1, MAX_WORDS), min_size=1, max_size=6), seed=st.integers(0, 999)
+)
+def test_greedy_equals_the_checked_step_by_step_search(
+    system: str, lengths: list[int], seed: int
+) -> None:
+    """The live-rows loop (observe, advance) takes the same steps, to the last bit."""
+    transition_system = transitions.get_system(system)
+    score = table_scorer(seed, len(lengths), len(transition_system.transitions))
+    found = greedy_search(transition_system, lengths, score)
+    heads, log_probs, steps = stepwise_greedy(transition_system, lengths, score)
+    np.testing.assert_array_equal(found.heads, heads)
+    np.testing.assert_array_equal(found.steps, steps)
+    assert found.path_log_probs.tobytes() == log_probs.tobytes()
+
+
+def test_greedy_refuses_nan_scores_by_name() -> None:
+    system = transitions.get_system("arc_hybrid")
+
+    def nan(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        return np.full((len(rows), len(system.transitions)), np.nan)
+
+    with pytest.raises(ValueError, match="is illegal in stack="):
+        greedy_search(system, [3], nan)
+
+
+@pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
+def test_observe_reads_the_legal_actions_and_positions_of_its_rows(system: str) -> None:
+    transition_system = transitions.get_system(system)
+    configs = transition_system.initial(np.array([4, 2, 5, 1]))
+    rng = np.random.default_rng(0)
+    for _ in range(4):  # a few random legal steps, so the rows differ
+        active = ~transition_system.terminal(configs)
+        legal = transition_system.legal(configs)
+        actions = np.array([rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in legal])
+        transition_system.apply(configs, actions, None, active)
+    rows = np.array([2, 0, 3])
+    legal, positions = transition_system.observe(configs, rows, 2, 3)
+    np.testing.assert_array_equal(legal, transition_system.legal(configs)[rows])
+    np.testing.assert_array_equal(positions, configs.positions(2, 3)[rows])
+
+
 @pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
 @given(
     lengths=st.lists(st.integers(1, MAX_WORDS), min_size=1, max_size=6), seed=st.integers(0, 999)

@@ -129,3 +129,26 @@ def test_from_config_reads_both_groups() -> None:
     assert DecoderSettings.from_config({"algorithm": "mst", "root_constraint": False}) == (
         DecoderSettings("mst", False)
     )
+
+
+@pytest.mark.parametrize("settings", [DecoderSettings(), DecoderSettings(search="beam")])
+def test_the_search_scores_on_one_thread_and_restores_the_count(
+    sentences, vocabs, settings: DecoderSettings, monkeypatch
+) -> None:
+    """Per-step MLP calls are too small to share between threads (waits under load)."""
+    model = untrained(vocabs, "arc_hybrid", 0)
+    seen = []
+    score_slots = model.score_slots
+
+    def counted(*args: torch.Tensor) -> torch.Tensor:
+        seen.append(torch.get_num_threads())
+        return score_slots(*args)
+
+    monkeypatch.setattr(model, "score_slots", counted)
+    torch.set_num_threads(2)
+    one = trees(parse(model, vocabs, sentences, settings))
+    assert torch.get_num_threads() == 2
+    assert seen
+    assert set(seen) == {1}
+    torch.set_num_threads(1)
+    assert trees(parse(model, vocabs, sentences, settings)) == one

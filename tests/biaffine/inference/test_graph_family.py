@@ -190,3 +190,21 @@ def test_parse_reproduces_a_memorised_treebank(vocabs, sentences) -> None:
     parsed = parse(parser, vocabs, sentences, DecoderSettings("mst"))
     assert [s.heads for s in parsed] == [s.heads for s in sentences]
     assert [s.deprels for s in parsed] == [s.deprels for s in sentences]
+
+
+def test_labels_are_scored_at_the_words_only(vocabs, sentences, monkeypatch) -> None:
+    """Parsing scores one label pair per word: none at ROOT or padding (issue 39)."""
+    model, scores, batch = model_scores(vocabs, sentences)
+    heads = decode_heads(scores.arc_scores, batch.lengths)
+    pairs = []
+    score_pairs = model.labels.attn.score_pairs
+
+    def counted(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        pairs.append(x.shape[:-1].numel())
+        return score_pairs(x, y)
+
+    monkeypatch.setattr(model.labels.attn, "score_pairs", counted)
+    with torch.inference_mode():
+        rels = choose_labels(model.labels, scores.labels, heads, root_label=None)
+    assert pairs == [int(batch.lengths.sum())] < [batch.mask.numel()]
+    assert np.array_equal(rels >= 0, batch.mask.numpy())

@@ -15,6 +15,7 @@ from biaffine.data.batching import Batch
 from biaffine.nn.treecrf import tree_log_prob
 from biaffine.parsers import build_parser
 from biaffine.parsers.graph import BiaffineParser, GraphScores
+from biaffine.parsers.heads import LabelScorer
 
 N_WORDS, N_CHARS, N_TAGS, N_RELS, N_XPOS, N_FEATS = 20, 15, 6, 4, 8, 9
 VOCABS = sized_vocabs(
@@ -111,6 +112,29 @@ def test_label_scores_at_given_heads_equal_those_of_all_pairs() -> None:
     full = parser.labels.all(scores.labels)
     for b, d in zip(*torch.nonzero(heads >= 0, as_tuple=True), strict=True):
         assert torch.allclose(at_heads[b, d], full[b, d, heads[b, d]], atol=1e-5)
+
+
+@pytest.mark.parametrize("n_labels", [3, 40])  # both orders of Biaffine.score_pairs
+@pytest.mark.parametrize("seed", range(4))
+def test_label_scores_at_words_equal_the_full_computation_there(n_labels: int, seed: int) -> None:
+    """at_words (parsing) equals at (training) at every arc of a random batch, bit for bit."""
+    torch.manual_seed(seed)
+    scorer = LabelScorer(9, 6, n_labels, dropout=0.0).eval()
+    with torch.no_grad():
+        scorer.attn.weight.normal_()
+    lengths = torch.randint(1, 12, (5,))
+    states = torch.randn(5, int(lengths.max()) + 1, 9)
+    positions = torch.arange(states.shape[1])
+    heads = (torch.rand(5, states.shape[1]) * (lengths.unsqueeze(1) + 1)).long()
+    real = (positions > 0) & (positions <= lengths.unsqueeze(1))
+    headless = torch.rand(heads.shape) < 0.1  # arc-eager without attach_leftovers leaves some
+    heads = heads.masked_fill(~real | headless, -1)
+    with torch.no_grad():
+        vectors = scorer(states)
+        expected = scorer.at(vectors, heads)[heads >= 0]
+        found = scorer.at_words(vectors, heads)
+    assert found.shape == (int((heads >= 0).sum()), n_labels)
+    assert torch.equal(found, expected)
 
 
 def test_config_rebuilds_the_same_architecture() -> None:
