@@ -126,12 +126,13 @@ class Udpipe:
         """The input's sentences as this system's objects."""
         from benchmarks.peer_models import udpipe_sentences
 
-        return list(udpipe_sentences(path.read_text(encoding="utf-8"), str(path)))
+        # The vector itself: its items are views into it, which must not outlive it.
+        return udpipe_sentences(path.read_text(encoding="utf-8"), str(path))
 
     def parse(self, items: list[Any]) -> list[Any]:
         """Parse them all."""
-        for sentence in items:
-            self.model.parse(sentence, self.udpipe.Model.DEFAULT)
+        for k in range(len(items)):  # indexed: the vector's iterator may yield bare pointers
+            self.model.parse(items[k], self.udpipe.Model.DEFAULT)
         return items
 
     def write(self, parsed: list[Any], dest: Path) -> None:
@@ -140,8 +141,8 @@ class Udpipe:
 
         writer = self.udpipe.OutputFormat.newConlluOutputFormat()
         with atomic_open(dest, "w", encoding="utf-8") as handle:
-            for sentence in parsed:
-                handle.write(writer.writeSentence(sentence))
+            for k in range(len(parsed)):
+                handle.write(writer.writeSentence(parsed[k]))
             handle.write(writer.finishDocument())
 
 
