@@ -21,11 +21,11 @@ processes so none inherits another's memory or threads:
   user + system CPU seconds and its peak resident memory (``os.wait4``'s rusage).
 
 Each output of the last round is scored against the gold file with ``python -m
-biaffine.evaluate``. Threads: ours ``threads=N`` (torch, or onnxruntime's intra-op threads);
-spaCy has no thread setting for one process (its CPU kernels, thinc on blis, run on one
-thread), the BLAS variables are set to N all the same; UDPipe 1 parses on one thread, with no
-setting. Prints a markdown report with the CPU (``lscpu``) and the load (``uptime``) before
-and after.
+biaffine.evaluate`` (CoNLL 2018 LAS: universal DEPREL, punctuation included). Threads: ours
+``threads=N`` (torch, or onnxruntime's intra-op threads); spaCy has no thread setting for one
+process (its CPU kernels, thinc on blis, run on one thread), the BLAS variables are set to N all
+the same; UDPipe 1 parses on one thread, with no setting. Prints a markdown report with the CPU
+(``lscpu``) and the load (``uptime``) before and after.
 """
 
 from __future__ import annotations
@@ -91,7 +91,8 @@ class Summary:
         wall: median whole-command wall seconds; wall_low, wall_high: the fastest and slowest.
         cpu: median whole-command user + system CPU seconds.
         memory: the largest peak resident memory of the command over rounds, MiB.
-        las: LAS of its output (CoNLL 2018 F1, punctuation included), or None if unscored.
+        las: LAS of its output (CoNLL 2018: universal DEPREL, punctuation included), or None
+            if unscored.
     """
 
     key: str
@@ -333,12 +334,16 @@ def measure_parse(key: str, setup: Setup, environment: Mapping[str, str]) -> flo
 
 
 def score(gold: Path, predicted: Path) -> float:
-    """LAS of ``predicted`` against ``gold``, punctuation included (``biaffine.evaluate``)."""
+    """LAS of ``predicted`` against ``gold``, as the model cards give it.
+
+    CoNLL 2018's: universal DEPREL (no subtypes), punctuation included
+    (``python -m biaffine.evaluate``).
+    """
     done = subprocess.run(
         [sys.executable, "-m", "biaffine.evaluate", "--json", str(gold), str(predicted)],
         cwd=ROOT, capture_output=True, text=True, check=True,
     )  # fmt: skip
-    return float(json.loads(done.stdout)["las"])
+    return float(json.loads(done.stdout)["las_universal"])
 
 
 def load_text() -> str:
