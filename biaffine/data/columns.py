@@ -10,11 +10,11 @@ turned back into lemmas by :func:`strings`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from biaffine.data.lemmas import apply, script_of
+from biaffine.data.lemmas import apply, script_of, scripts_of
 
 if TYPE_CHECKING:
     from biaffine.data.conllu import Sentence
@@ -40,17 +40,27 @@ CONLLU_NAMES = {"upos": "UPOS", "xpos": "XPOS", "feats": "FEATS", "lemma": "LEMM
 _script_of = lru_cache(maxsize=1 << 16)(script_of)
 
 
-def classes(sentence: Sentence, column: str) -> list[str | None]:
+def classes(
+    sentence: Sentence, column: str, known: Container[str] | None = None
+) -> list[str | None]:
     """The class of each word of ``sentence`` in ``column`` (None: the word has none).
 
     UPOS, XPOS and FEATS: the column's strings. LEMMA: the edit script of each (form, lemma),
-    None for an unannotated lemma (``_``).
+    None for an unannotated lemma (``_``); with ``known`` (a model's classes), the first script
+    it holds among those that rebuild the lemma (:func:`~biaffine.data.lemmas.scripts_of`), so
+    a model trained before a casing existed learns on its own classes (``trainer.init_from``).
     """
-    if column == "lemma":
-        return [
-            _script_of(f, lemma) for f, lemma in zip(sentence.forms, sentence.lemmas, strict=True)
-        ]
-    return getattr(sentence, column)
+    if column != "lemma":
+        return getattr(sentence, column)
+    scripts = [
+        _script_of(f, lemma) for f, lemma in zip(sentence.forms, sentence.lemmas, strict=True)
+    ]
+    if known is not None:
+        pairs = zip(sentence.forms, sentence.lemmas, strict=True)
+        for i, (script, (form, lemma)) in enumerate(zip(scripts, pairs, strict=True)):
+            if script is not None and script not in known:
+                scripts[i] = next((s for s in scripts_of(form, lemma) if s in known), script)
+    return scripts
 
 
 def strings(

@@ -110,7 +110,7 @@ def _encode_one(sentence: Sentence, vocabs: Vocabs, max_chars: int, char_rows: d
         heads=np.array(heads, dtype=np.int32),
         rels=np.array(rels, dtype=np.int32),
         columns={
-            name: np.array(_ids(classes(sentence, name), vocab), dtype=np.int32)
+            name: np.array(_ids(classes(sentence, name, vocab.stoi), vocab), dtype=np.int32)
             for name, vocab in vocabs.columns.items()
         },
         forms=tuple(sentence.forms),  # references to the sentence's strings: 8 bytes per word

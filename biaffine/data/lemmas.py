@@ -34,7 +34,9 @@ nothing is learnt from it.
 
 from __future__ import annotations
 
-__all__ = ["UNANNOTATED", "apply", "is_annotated", "script_of"]
+from collections.abc import Iterator
+
+__all__ = ["UNANNOTATED", "apply", "is_annotated", "script_of", "scripts_of"]
 
 UNANNOTATED = "_"
 """The CoNLL-U LEMMA of a word without a lemma (unless the form itself is ``_``)."""
@@ -70,11 +72,25 @@ def script_of(form: str, lemma: str) -> str | None:
     """
     if not is_annotated(form, lemma):
         return None
+    return next(_scripts(form, lemma))
+
+
+def scripts_of(form: str, lemma: str) -> list[str]:
+    """Every script that turns ``form`` into ``lemma``, :func:`script_of`'s first.
+
+    The whole lemma comes last; none for an unannotated lemma. A model trained before a casing
+    existed knows the scripts of the others only: its class for a (form, lemma) pair is the
+    first of these its vocabulary holds.
+    """
+    return list(_scripts(form, lemma)) if is_annotated(form, lemma) else []
+
+
+def _scripts(form: str, lemma: str) -> Iterator[str]:
     for casing in _CASINGS:
         script = _edit_script(casing, form, lemma)
         if script is not None and apply(script, form) == lemma:
-            return script
-    return WHOLE + lemma
+            yield script
+    yield WHOLE + lemma
 
 
 def apply(script: str, form: str) -> str | None:

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from biaffine.data.conllu import read_conllu
-from biaffine.data.lemmas import apply, is_annotated, script_of
+from biaffine.data.columns import classes
+from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.data.lemmas import apply, is_annotated, script_of, scripts_of
 
 # Letters of every script and case (titlecase "ǅ", "İ" whose lower case is two characters, "ß"
 # whose upper case is), digits and punctuation, the script syntax's own characters included.
@@ -28,6 +29,30 @@ def test_every_script_rebuilds_its_lemma(form: str, lemma: str) -> None:
         assert script is None
     else:
         assert apply(script, form) == lemma
+
+
+@given(form=WORDS, lemma=WORDS)
+def test_every_alternative_script_rebuilds_the_lemma_and_the_first_is_the_script(
+    form: str, lemma: str
+) -> None:
+    scripts = scripts_of(form, lemma)
+    if not is_annotated(form, lemma):
+        assert scripts == []
+        return
+    assert scripts[0] == script_of(form, lemma)
+    assert scripts[-1] == "=" + lemma
+    assert len(set(scripts)) == len(scripts)
+    assert all(apply(script, form) == lemma for script in scripts)
+
+
+def test_a_vocabulary_without_a_casing_gets_the_scripts_it_knows() -> None:
+    """A model trained before the F casing learns on T, U and K scripts (trainer.init_from)."""
+    sentence = Sentence.from_forms(["Kodak", "HPL", "cats", "iPhone"], source="x", line=1)
+    sentence = sentence.with_columns({"lemma": ["Kodak", "HPL", "cat", "iPhone"]})
+    assert classes(sentence, "lemma") == ["F-0+|-0+", "F-0+|-0+", "L-0+|-1+", "F-0+|-0+"]
+    old = {"T-0+|-0+", "U-0+|-0+", "L-0+|-1+"}
+    expected = ["T-0+|-0+", "U-0+|-0+", "L-0+|-1+", "F-0+|-0+"]  # none known: the first
+    assert classes(sentence, "lemma", old) == expected
 
 
 @given(stem=st.text(st.characters(categories=("Ll",)), min_size=1, max_size=8), ending=WORDS)
