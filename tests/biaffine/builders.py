@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +122,19 @@ def expected_tags(parser: Parser, sentences: list[Sentence], column: str) -> lis
                 best = row_scores(scores, batch, row)[:, len(SPECIALS) :].argmax(-1) + len(SPECIALS)
                 found.append((index, [itos[i] for i in best.tolist()]))
     return [tags for _, tags in sorted(found)]
+
+
+CHECKOUT = Path(__file__).parents[2]
+
+
+def run_script(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """Run ``python ARGS`` in ``cwd``, without JIT; assert it succeeds and return it."""
+    # This checkout's packages, also for scripts outside the root (experiments/), which would
+    # otherwise import the installed ones.
+    path = os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "HYDRA_FULL_ERROR": "1", "PYTHONPATH": path}
+    result = subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result

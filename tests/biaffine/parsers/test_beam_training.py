@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from builders import ENCODER, HEADS, save_model, training_vocabs
+from builders import ENCODER, HEADS, run_script, save_model, training_vocabs
 
 import transitions
 from biaffine import checkpoint
@@ -115,27 +112,15 @@ def test_init_from_takes_the_weights_of_a_model_of_the_same_config(sentences, tm
         init_weights(other, checkpoint.load(path), where)
 
 
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    # This checkout's packages, also for scripts outside the root (experiments/), which would
-    # otherwise import the installed ones.
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "HYDRA_FULL_ERROR": "1", "PYTHONPATH": path}
-    result = subprocess.run(
-        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result
-
-
 def test_train_py_beam_training_from_a_local_run_then_predict_py(tmp_path: Path) -> None:
     # The combined model: locally trained, then beam-trained from its best.pt, then parsed.
     train = [str(ROOT / "train.py"), "model=combined", "experiment=smoke", "trainer.threads=1"]
-    run([*train, "trainer.max_epochs=1", f"hydra.run.dir={tmp_path / 'local'}"], tmp_path)
+    run_script([*train, "trainer.max_epochs=1", f"hydra.run.dir={tmp_path / 'local'}"], tmp_path)
     beam = ["model.beam_loss.size=4", "model.beam_loss.graph_weight=0.5", "trainer.max_epochs=6"]
     beam += [f"trainer.init_from={tmp_path / 'local' / 'best.pt'}", "trainer.max_tokens=1000"]
     beam += ["optimizer.lr=0.01"]
     beam += ["search=beam", "search.beam_size=4", "search.graph_weight=0.5"]
-    run([*train, *beam, f"hydra.run.dir={tmp_path / 'beam'}"], tmp_path)
+    run_script([*train, *beam, f"hydra.run.dir={tmp_path / 'beam'}"], tmp_path)
     records = [json.loads(line) for line in (tmp_path / "beam" / "metrics.jsonl").open()]
     losses = [r["train_loss"] for r in records if r["event"] == "epoch"]
     assert losses[-1] < losses[0]  # one batch per epoch: the same sentences each step (seeded)
@@ -143,7 +128,7 @@ def test_train_py_beam_training_from_a_local_run_then_predict_py(tmp_path: Path)
     assert saved.model_config["beam_loss"] == {"size": 4, "graph_weight": 0.5}
     predict = [str(ROOT / "predict.py"), f"checkpoint={tmp_path / 'beam' / 'best.pt'}"]
     options = ["search=beam", "search.beam_size=4", "search.graph_weight=0.5"]
-    predicted = run([*predict, f"input={TINY}", *options], tmp_path)
+    predicted = run_script([*predict, f"input={TINY}", *options], tmp_path)
     out = tmp_path / "out.conllu"
     out.write_text(predicted.stdout)
     parsed = list(read_conllu(out, require_trees=True))

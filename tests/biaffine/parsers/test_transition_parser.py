@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from builders import ENCODER, training_vocabs, trees, untrained
+from builders import ENCODER, run_script, training_vocabs, trees, untrained
 
 import transitions
 from biaffine import checkpoint
@@ -142,43 +139,31 @@ def test_deprojectivize_batch_restores_lifted_arcs_and_plain_labels(sentences) -
     assert (heads[1, 1], rels[1, 1]) == (0, names.index("root"))
 
 
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    # This checkout's packages, also for scripts outside the root (experiments/), which would
-    # otherwise import the installed ones.
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "HYDRA_FULL_ERROR": "1", "PYTHONPATH": path}
-    result = subprocess.run(
-        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result
-
-
 def test_train_py_then_predict_py_with_a_combined_model(tmp_path: Path) -> None:
     # model=combined is arc-hybrid with a graph head: the transition parser's whole path, plus
     # the beam and the graph weight from predict.py's search group.
     run_dir = tmp_path / "run"
     overrides = ["model=combined", "experiment=smoke", "trainer.max_epochs=1"]
-    run([str(ROOT / "train.py"), *overrides, f"hydra.run.dir={run_dir}"], tmp_path)
+    run_script([str(ROOT / "train.py"), *overrides, f"hydra.run.dir={run_dir}"], tmp_path)
     saved = checkpoint.load(run_dir / "best.pt")
     assert (saved.parser, saved.model_config["system"]) == ("transition", "arc_hybrid")
     assert saved.model_config["graph_loss_weight"] == 1.0
     predict = [str(ROOT / "predict.py"), f"checkpoint={run_dir / 'best.pt'}", f"input={TINY}"]
-    predicted = run([*predict, "eval=true"], tmp_path)
+    predicted = run_script([*predict, "eval=true"], tmp_path)
     assert "UAS" in predicted.stderr
     parsed = list(read_conllu(TINY))  # the same sentences back, with trees
     out = tmp_path / "out.conllu"
     out.write_text(predicted.stdout)
     assert [s.forms for s in read_conllu(out, require_trees=True)] == [s.forms for s in parsed]
     beam = ["search=beam", "search.beam_size=4", "search.graph_weight=0.5"]
-    beamed = run([*predict, *beam], tmp_path)
+    beamed = run_script([*predict, *beam], tmp_path)
     out.write_text(beamed.stdout)
     assert [s.heads.count(0) for s in read_conllu(out)] == [1] * len(parsed)
     # The beam experiment runs end to end on this checkpoint (its own tests are these).
     page = tmp_path / "beam.md"
     experiment = [str(ROOT / "experiments" / "beam.py"), str(run_dir / "best.pt"), "--beams", "2"]
     options = ["--weights", "1.0", "--tune-beam", "2", "--results", str(tmp_path / "beam.json")]
-    run([*experiment, *options, "--page", str(page), "--threads", "1"], tmp_path)
+    run_script([*experiment, *options, "--page", str(page), "--threads", "1"], tmp_path)
     rows = json.loads((tmp_path / "beam.json").read_text())
     names = {"greedy", "beam 2", "graph head mst", "graph head eisner", "combined 1", "combined 2"}
     assert set(rows[0]["settings"]) == names
