@@ -208,8 +208,17 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
     plt.close(figure)
 
 
+HANDWRITTEN = "\n## Training with the beam"
+"""Where the page's hand-written part (beam training and its runs) begins: kept as it is."""
+
+
 def write_page(rows: Sequence[dict[str, Any]], page: Path, cpu: str) -> None:
-    """The results page: one table per checkpoint, and the plot beside it."""
+    """The results page: one table per checkpoint, and the plot beside it.
+
+    The hand-written part of an existing page, from :data:`HANDWRITTEN` on, is kept after them.
+    """
+    old = page.read_text() if page.exists() else ""
+    kept = old[old.index(HANDWRITTEN) :] if HANDWRITTEN in old else ""
     image = page.with_suffix(".png")
     plot(rows, image)
     lines = [
@@ -237,7 +246,7 @@ def write_page(rows: Sequence[dict[str, Any]], page: Path, cpu: str) -> None:
             *table(row),
             "",
         ]
-    page.write_text("\n".join(lines))
+    page.write_text("\n".join(lines) + kept)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
