@@ -170,16 +170,21 @@ def apply_batch(system, table, actions, arc_labels, active, state, steps):
 
 
 @numba.njit(cache=True)
+def slot_position(n_stack, k, c, stack, ssize, buf, bsize):
+    """Position of feature slot ``k`` of ``c``: s0..s{n_stack-1}, then b0, b1, ...; -1 if empty."""
+    if k < n_stack:
+        i = ssize[c] - 1 - k
+        return stack[c, i] if i >= 0 else -1
+    i = bsize[c] - 1 - (k - n_stack)
+    return buf[c, i] if i >= 0 else -1
+
+
+@numba.njit(cache=True)
 def positions_batch(n_stack, stack, ssize, buf, bsize, out):
     """``out[c]`` = positions s0..s{n_stack-1}, then b0, b1, ...; -1 where the slot is empty."""
     for c in range(ssize.shape[0]):
         for k in range(out.shape[1]):
-            if k < n_stack:
-                i = ssize[c] - 1 - k
-                out[c, k] = stack[c, i] if i >= 0 else -1
-            else:
-                i = bsize[c] - 1 - (k - n_stack)
-                out[c, k] = buf[c, i] if i >= 0 else -1
+            out[c, k] = slot_position(n_stack, k, c, stack, ssize, buf, bsize)
 
 
 @numba.njit(cache=True)
@@ -220,12 +225,7 @@ def observe_rows(system, table, n_stack, rows, state, legal, positions):
         for a in range(table.shape[0]):
             legal[i, a] = is_legal(system, table[a], c, stack, ssize, buf, bsize, heads, ended)
         for k in range(positions.shape[1]):
-            if k < n_stack:
-                j = ssize[c] - 1 - k
-                positions[i, k] = stack[c, j] if j >= 0 else -1
-            else:
-                j = bsize[c] - 1 - (k - n_stack)
-                positions[i, k] = buf[c, j] if j >= 0 else -1
+            positions[i, k] = slot_position(n_stack, k, c, stack, ssize, buf, bsize)
 
 
 @numba.njit(cache=True)
