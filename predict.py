@@ -73,6 +73,7 @@ def _predict_onnx(cfg: DictConfig, decoder: DecoderSettings) -> None:
         "model=": cfg.model is not None,
         "checkpoint=": cfg.checkpoint is not None,
         "segmenter=": cfg.segmenter is not None,
+        "partner=": cfg.partner is not None,
         "eval=true": cfg.eval,
         "int8=true": cfg.int8,
         "bf16=true": cfg.bf16,
@@ -130,6 +131,7 @@ def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
         bf16=cfg.bf16,
         options=_options(cfg),
         segmenter=segmenter,
+        partner=cfg.partner,
     )
 
 

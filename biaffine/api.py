@@ -38,6 +38,7 @@ from biaffine import checkpoint, installed
 from biaffine.data.conllu import Sentence, read_conllu, write_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, Request, SentenceResult, predict
+from biaffine.parsers.transition import check_partner
 from biaffine.pipeline import segmented
 from biaffine.results import ParsedTree, parsed_tree
 from biaffine.runtime import check_bf16, select_device, set_threads
@@ -86,6 +87,7 @@ class Parser:
         threads: int | None = None,
         bf16: bool = False,
         segmenter: str | os.PathLike[str] | None = None,
+        partner: str | os.PathLike[str] | None = None,
     ) -> Parser:
         """Load an installed model by name, or a checkpoint written by training.
 
@@ -99,17 +101,24 @@ class Parser:
                 stay float64): on CPUs with native bfloat16 (AVX512-BF16, AMX) and GPUs.
             segmenter: a ``best.pt`` of ``train_segmenter.py``, for ``parse(text=...)``
                 (an installed model brings its own).
+            partner: transition parsers: a graph parser's checkpoint whose arc scores the
+                search adds (:meth:`pair`).
 
         Raises:
             biaffine.installed.UnknownModelError: a name that is not installed.
             biaffine.checkpoint.CheckpointError: the file is not a readable checkpoint.
             biaffine.segmenting.SegmenterCheckpointError: nor is ``segmenter``.
-            ValueError: ``bf16`` on a CPU without native bfloat16.
+            ValueError: ``bf16`` on a CPU without native bfloat16; a ``partner`` that
+                :meth:`pair` refuses.
         """
+        options = {"device": device, "threads": threads, "bf16": bf16, "segmenter": segmenter}
         if installed.is_name(path) and not os.path.exists(path):
-            options = {"device": device, "threads": threads, "bf16": bf16}
-            return cls.named(str(path), **options, segmenter=segmenter)
-        return cls._load(path, device=device, threads=threads, bf16=bf16, segmenter=segmenter)
+            parser = cls.named(str(path), **options)
+        else:
+            parser = cls._load(path, **options)
+        if partner is not None:
+            parser.pair(partner)
+        return parser
 
     @classmethod
     def named(
@@ -155,6 +164,29 @@ class Parser:
         model = checkpoint.build_model(saved).to(where)
         return cls(model, saved.vocabs, device=where, bf16=bf16, segmenter=segments, name=name)
 
+    def pair(self, partner: str | os.PathLike[str]) -> None:
+        """Add a separately trained graph parser's arc scores to this transition parser's search.
+
+        Zhang & Clark's (2008) combined search, with two models joined at parsing time: parse
+        with ``search="beam"`` and ``graph_weight`` > 0, which weighs the partner's arc
+        log-probabilities against the transition scores (choose it on dev).
+
+        Args:
+            partner: a graph parser's checkpoint trained on the same training file (its words
+                and characters are read with this parser's vocabularies).
+
+        Raises:
+            biaffine.checkpoint.CheckpointError: ``partner`` is not a readable checkpoint.
+            ValueError: this is not a transition parser, or the partner is not a graph parser
+                with the same vocabularies.
+        """
+        if getattr(type(self.model), "family", None) != "transition":
+            raise ValueError("partner: only a transition parser takes a graph parser's arc scores")
+        saved = checkpoint.load(partner, map_location=self.device)
+        graph = checkpoint.build_model(saved).to(self.device).eval()
+        check_partner(graph, self.vocabs, saved.vocabs)
+        self.model.pair(graph)
+
     def parse(
         self,
         inputs: Inputs | None = None,
@@ -183,8 +215,9 @@ class Parser:
             search: transition parsers: ``greedy``, ``beam``, or ``graph`` (a combined model's
                 graph head alone).
             beam_size: transition parsers: items per sentence with ``search="beam"``.
-            graph_weight: combined models (transition parsers with a graph head): weight of
-                the graph head's arc log-probabilities in the search score.
+            graph_weight: combined models (transition parsers with a graph head, or paired
+                with a graph parser: :meth:`pair`): weight of the arc log-probabilities in the
+                search score.
             probabilities: also compute head, label and tree probabilities (graph parsers), or
                 label and transition-path probabilities (transition parsers).
             columns: tagged columns to predict (``upos``, ``xpos``, ``feats``, ``lemma``, or

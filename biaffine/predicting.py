@@ -88,6 +88,7 @@ def predict(
     bf16: bool = False,
     options: PredictOptions | None = None,
     segmenter: str | os.PathLike[str] | None = None,
+    partner: str | os.PathLike[str] | None = None,
 ) -> PredictResult:
     """Parse ``source`` with the model in ``checkpoint_path`` and write CoNLL-U to ``dest``.
 
@@ -126,6 +127,8 @@ def predict(
             (:class:`biaffine.predict_options.PredictOptions`; default: one tree per sentence).
             With k-best, ``evaluate`` scores the best tree of each sentence.
         segmenter: with ``input_format="raw"``, a ``best.pt`` of ``train_segmenter.py``.
+        partner: transition parsers: a graph parser's checkpoint whose arc scores the search
+            adds with ``decoder.graph_weight`` (:meth:`biaffine.api.Parser.pair`).
 
     Returns:
         Counts, time, and the scores if ``evaluate`` found gold trees.
@@ -149,6 +152,8 @@ def predict(
     set_threads(threads)
     segments = _load_segmenter(input_format, segmenter)
     parser = _load_model(checkpoint_path, device, int8=int8, bf16=bf16)
+    if partner is not None:
+        parser.pair(partner)
     if segments is not None and not options.columns:
         options = dataclasses.replace(options, columns=("all",))
     check_model(parser.model, parser.vocabs, decoder, options)

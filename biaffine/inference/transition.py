@@ -3,9 +3,10 @@
 Every sentence of a batch takes one transition per step (greedy) or keeps a beam of items
 (:func:`transitions.beam_search`), with one MLP call per step for all live configurations;
 finished sentences drop out. A combined model's search adds its graph head's arc
-log-probabilities to the transition scores. Labels come from the label scorer on the finished
-tree's arcs, as in the graph family, and projective systems' pseudo-projective labels are then
-decoded (:func:`transitions.projective.deprojectivize`).
+log-probabilities to the transition scores (or a paired graph parser's:
+:meth:`~biaffine.parsers.transition.TransitionParser.pair`). Labels come from the label
+scorer on the finished tree's arcs, as in the graph family, and projective systems'
+pseudo-projective labels are then decoded (:func:`transitions.projective.deprojectivize`).
 
 Transition parsers have no distribution over trees: ``probabilities=True`` gives each label's
 probability and ``path_log_prob``, the log of the product of the transition probabilities along
@@ -126,7 +127,8 @@ def _no_graph_head(settings: DecoderSettings | TransitionSearch) -> str:
     asked = "search=graph" if settings.search == "graph" else "graph_weight > 0"
     return (
         f"{asked} needs a combined model (a transition parser trained with "
-        "graph_loss_weight > 0, e.g. model=combined); this one has no graph head"
+        "graph_loss_weight > 0, e.g. model=combined) or a graph parser paired with this one "
+        "(partner=PATH); this one has no graph head"
     )
 
 
@@ -157,7 +159,7 @@ class TransitionFamily(Family):
         if request.probabilities and settings.search == "graph":
             return "probabilities=True with search=graph: use a transition search"
         needs_graph = settings.search == "graph" or settings.graph_weight > 0
-        if needs_graph and self.model.graph is None:
+        if needs_graph and not self.model.has_arc_scores:
             return _no_graph_head(settings)
         return super().refusal(request, settings)
 

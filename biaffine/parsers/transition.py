@@ -12,7 +12,7 @@ trees only (the training targets), as the graph parser reads gold heads.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,14 +23,14 @@ from torch import nn
 import transitions
 from biaffine.data.batching import Batch
 from biaffine.data.conllu import Sentence
-from biaffine.data.vocab import Vocabs
+from biaffine.data.vocab import Vocab, Vocabs
 from biaffine.parsers.base import register
 from biaffine.parsers.beam_loss import beam_losses
 from biaffine.parsers.heads import ArcScorer, LabelScorer, LabelVectors, mean_cross_entropy
 from biaffine.parsers.shared import EncoderParser, check_sizes, check_tagger_weights
 from transitions.projective import projectivize
 
-__all__ = ["TransitionParser", "TransitionScores", "TransitionStates"]
+__all__ = ["TransitionParser", "TransitionScores", "TransitionStates", "check_partner"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +135,8 @@ class TransitionParser(EncoderParser):
         labels: the label scorer.
         taggers: the tagger heads present, by column.
         graph: the combined model's arc scorer, or None.
+        partner: a separately trained graph parser whose arc scores a search adds (:meth:`pair`),
+            or None.
     """
 
     kind: ClassVar[str] = "transition"
@@ -241,6 +243,7 @@ class TransitionParser(EncoderParser):
         self.graph = (
             ArcScorer(n_states, graph_mlp, dropout=mlp_dropout) if graph_loss_weight > 0 else None
         )
+        self.partner: nn.Module | None = None  # a graph parser paired for parsing (pair)
 
     @classmethod
     def prepare_training(
@@ -298,7 +301,26 @@ class TransitionParser(EncoderParser):
             batch: the batch (the encoder reads its inputs).
             tag: run the taggers too; parsing passes False unless it predicts columns.
         """
-        return self.encode_states(self.encoder(batch), batch, tag=tag)
+        encoded = self.encode_states(self.encoder(batch), batch, tag=tag)
+        if self.partner is None:
+            return encoded
+        return replace(encoded, arc_scores=self.partner(batch, tag=False).arc_scores)
+
+    def pair(self, partner: nn.Module | None) -> None:
+        """Search with another model's arc scores in place of a graph head (None: unpair).
+
+        Zhang & Clark's (2008) combination at parsing time: this model's transition scores
+        plus ``graph_weight`` times the arc log-probabilities of a separately trained graph
+        parser (``search.graph_weight``). The partner reads the same batches, so it must have
+        the same word and character vocabularies (:func:`check_partner`). It is for parsing
+        only: never trained, exported or saved with this model.
+        """
+        self.partner = partner
+
+    @property
+    def has_arc_scores(self) -> bool:
+        """Whether :meth:`encode` gives arc scores: a graph head, or a paired graph parser."""
+        return self.graph is not None or self.partner is not None
 
     def encode_states(
         self, states: torch.Tensor, batch: Batch, *, tag: bool = True
@@ -500,6 +522,36 @@ class TransitionParser(EncoderParser):
             head_loss = F.cross_entropy(arc_scores[mask], batch.heads[mask])
             loss = loss + self._config["graph_loss_weight"] * head_loss
         return self.taggers.add_losses(loss, scores.encoded.tag_scores, batch)
+
+
+def check_partner(partner: nn.Module, vocabs: Vocabs, partner_vocabs: Vocabs) -> None:
+    """Refuse a partner for :meth:`TransitionParser.pair` that would read batches wrongly.
+
+    Args:
+        partner: the model to pair.
+        vocabs: the transition parser's vocabularies (the batches are encoded with them).
+        partner_vocabs: the vocabularies the partner was trained with.
+
+    Raises:
+        ValueError: the partner is not a graph parser, or reads words, characters (or, when its
+            encoder embeds them, UPOS tags) with other vocabularies.
+    """
+    family = getattr(type(partner), "family", None)
+    if family != "graph":
+        raise ValueError(f"partner: needs a graph parser's checkpoint, not a {family} parser's")
+    read = ["words", "chars"]
+    if getattr(partner.encoder, "use_tags", False):
+        read.append("upos")
+    for name in read:
+        if _vocab(vocabs, name).itos != _vocab(partner_vocabs, name).itos:
+            raise ValueError(
+                f"partner: its {name} vocabulary differs from the transition parser's; pair "
+                "models trained on the same training file with the same trainer.min_word_count"
+            )
+
+
+def _vocab(vocabs: Vocabs, name: str) -> Vocab:
+    return vocabs.columns[name] if name in vocabs.columns else getattr(vocabs, name)
 
 
 def _beam_options(
