@@ -8,8 +8,10 @@ the torch path's. ``predict.py runtime=onnx onnx=FOLDER`` calls :func:`predict_f
 
 Nothing here imports torch (``tests/biaffine/test_onnxrun.py`` runs it where ``import torch``
 fails): batches are :func:`biaffine.data.encoding.pad`'s numpy arrays, fed to the graphs as
-they are. It answers the plain request: one tree per sentence (decoder ``mst`` with one word on
-ROOT) and the predicted columns, for graph parsers; the rest is refused in one line.
+they are. It answers the plain request: one tree per sentence and the predicted columns; graph
+parsers decode with ``mst`` and one word on ROOT, transition parsers search with the
+:mod:`transitions` systems (greedy, or a beam, with a combined model's graph weight), calling
+``transitions.onnx`` once per step. The rest is refused in one line.
 """
 
 from __future__ import annotations
@@ -26,12 +28,15 @@ from typing import Any
 import numpy as np
 import onnxruntime
 
+import transitions
 from biaffine.data.conllu import Sentence
 from biaffine.data.encoding import Padded, encode, pad, plan_batches
 from biaffine.data.vocab import Vocabs
 from biaffine.inference.choices import (
     MST,
     decode_arc_scores,
+    deprojectivize_batch,
+    head_log_probs,
     label_ids,
     labelled_tree,
     missing_taggers,
@@ -39,7 +44,7 @@ from biaffine.inference.choices import (
     root_label_id,
 )
 from biaffine.inference.request import Refused, Request, SentenceResult
-from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings
+from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings, TransitionSearch
 from biaffine.predict_options import (
     STDIO,
     PredictOptions,
@@ -50,7 +55,7 @@ from biaffine.predict_options import (
 )
 from biaffine.results import ParsedTree, parsed_tree, with_result
 
-__all__ = ["FORMATS", "SUPPORTED", "OnnxParser", "check_supported", "predict_file"]
+__all__ = ["FORMATS", "SUPPORTED", "OnnxParser", "Searcher", "check_supported", "predict_file"]
 
 MANIFEST = "export.json"  # biaffine.export.MANIFEST, which imports torch
 FORMAT = 1  # biaffine.export.FORMAT: the folder layout read here
@@ -59,7 +64,8 @@ FORMATS = ("conllu", "text")
 """Input formats of :func:`predict_file` (raw text needs the segmenter, a torch model)."""
 
 SUPPORTED = (
-    "runtime=onnx supports graph parsers, decoder=mst with the root constraint, format=conllu "
+    "runtime=onnx supports graph parsers with decoder=mst and the root constraint, transition "
+    "parsers with search=greedy or beam (and a combined model's graph_weight), format=conllu "
     "or text, columns= and overwrite_columns="
 )
 """What every refusal of this module ends with."""
@@ -69,20 +75,86 @@ LABEL_PAIRS = 1024
 
 
 @dataclass(frozen=True, slots=True)
+class Searcher:
+    """What a transition parser's search reads besides its scores (from ``export.json``).
+
+    Attributes:
+        system: the transition system, with the checkpoint's options.
+        n_stack: stack words read per configuration.
+        n_buffer: buffer words read per configuration.
+        global_scores: trained with the beam: a search ranks paths by raw score sums.
+        graph_head: ``scores.onnx`` gives a combined model's ``arc_scores``.
+    """
+
+    system: transitions.TransitionSystem
+    n_stack: int
+    n_buffer: int
+    global_scores: bool
+    graph_head: bool
+
+    @classmethod
+    def of(cls, manifest: dict[str, Any]) -> Searcher:
+        """The search of an exported transition parser."""
+        config = manifest["model_config"]
+        system = transitions.get_system(
+            config["system"],
+            attach_leftovers=config.get("attach_leftovers"),
+            swap_oracle=config.get("swap_oracle"),
+        )
+        # Checkpoints written before beam training lack beam_loss: the local loss.
+        trained_with_beam = (config.get("beam_loss") or {}).get("size", 0) > 0
+        graph_head = "arc_scores" in manifest["graphs"]["scores"]["outputs"]
+        return cls(system, config["n_stack"], config["n_buffer"], trained_with_beam, graph_head)
+
+    def heads(
+        self,
+        session: onnxruntime.InferenceSession,
+        scores: dict[str, np.ndarray],
+        lengths: np.ndarray,
+        settings: TransitionSearch,
+    ) -> np.ndarray:
+        """int64[B, N+1]: the search's trees, ``transitions.onnx`` called once per step.
+
+        As :func:`biaffine.inference.transition.search` on the same scores.
+        """
+        slots = scores["slots"]
+
+        def score(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+            feed = {"slots": slots, "rows": rows, "positions": positions}
+            return session.run(None, feed)[0]
+
+        options = {"n_stack": self.n_stack, "n_buffer": self.n_buffer}
+        beam = options | {"beam_size": settings.beam_size, "normalized": not self.global_scores}
+        if settings.graph_weight > 0:
+            arc_scores = settings.graph_weight * head_log_probs(scores["arc_scores"])
+            found = transitions.beam_search(
+                self.system, lengths, score, arc_scores=arc_scores, **beam
+            )
+        elif settings.search == "beam":
+            found = transitions.beam_search(self.system, lengths, score, **beam)
+        else:
+            found = transitions.greedy_search(self.system, lengths, score, **options)
+        return found.heads
+
+
+@dataclass(frozen=True, slots=True)
 class OnnxParser:
-    """An exported graph parser in onnxruntime: its sessions and vocabularies.
+    """An exported parser in onnxruntime: its sessions and vocabularies.
 
     Attributes:
         vocabs: the checkpoint's vocabularies (``export.json``).
         tagged_columns: the columns its taggers predict (``tags.onnx``), in order.
-        sessions: ``scores``, ``labels`` and, with taggers, ``tags``.
+        sessions: ``scores``, ``labels``, with taggers ``tags``, and a transition parser's
+            ``transitions``.
         upos_input: the encoder embeds the input's UPOS (``scores.onnx`` reads ``upos``).
+        searcher: a transition parser's search; None for a graph parser.
     """
 
     vocabs: Vocabs
     tagged_columns: tuple[str, ...]
     sessions: dict[str, onnxruntime.InferenceSession]
     upos_input: bool
+    searcher: Searcher | None = None
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], *, threads: int | None = None) -> OnnxParser:
@@ -93,56 +165,70 @@ class OnnxParser:
             threads: onnxruntime's intra-op threads (None: its default, one per core).
 
         Raises:
-            ValueError: no export there, another format, or a transition parser's export.
+            ValueError: no export there, another format, or an unknown parser family.
         """
         path = Path(folder)
         manifest = _manifest(path)
-        if manifest.get("family") != "graph":
-            raise ValueError(
-                f"onnx={folder}: an export of a {manifest.get('family')} parser; {SUPPORTED}"
-            )
+        family = manifest.get("family")
+        if family not in ("graph", "transition"):
+            raise ValueError(f"onnx={folder}: an export of a {family} parser; {SUPPORTED}")
         graphs = manifest["graphs"]
         sessions = {
             name: _session(path / graph["file"], threads)
             for name, graph in graphs.items()
-            if name in ("scores", "tags", "labels")
+            if name in ("scores", "tags", "labels", "transitions")
         }
         tagged = tuple(o.removesuffix("_scores") for o in graphs.get("tags", {}).get("outputs", ()))
         vocabs = Vocabs.from_dict(manifest["vocabs"])
-        return cls(vocabs, tagged, sessions, "upos" in graphs["scores"]["inputs"])
+        searcher = Searcher.of(manifest) if family == "transition" else None
+        return cls(vocabs, tagged, sessions, "upos" in graphs["scores"]["inputs"], searcher)
 
     def parse(
         self,
         inputs: Iterable[Sequence[str] | Sentence],
         *,
+        search: str = "greedy",
+        beam_size: int = 1,
+        graph_weight: float = 0.0,
         columns: Sequence[str] = (),
         overwrite: bool = False,
         max_tokens: int = 5000,
     ) -> list[ParsedTree]:
         """Parse pre-tokenized sentences (lists of words, or :class:`Sentence` objects).
 
-        As :meth:`biaffine.api.Parser.parse` with its default decoder.
+        As :meth:`biaffine.api.Parser.parse` with its default decoder (graph parsers) or the
+        search asked (transition parsers).
 
         Args:
             inputs: the sentences.
+            search: transition parsers: ``greedy`` or ``beam``.
+            beam_size: items per sentence with ``search="beam"``.
+            graph_weight: combined models: weight of the graph head's arc log-probabilities.
             columns: tagged columns to predict (or ``["all"]``: every column the model tags).
             overwrite: write them over the input's values (default: only ``_`` cells).
             max_tokens: words per batch.
 
         Raises:
-            Refused: a column the model has no tagger for.
+            Refused: a search this parser does not run, a column it has no tagger for.
         """
         sentences = [
             item if isinstance(item, Sentence) else Sentence.from_forms(list(item))
             for item in inputs
         ]
+        decoder = DecoderSettings(search=search, beam_size=beam_size, graph_weight=graph_weight)
         request = Request(columns=tuple(columns), overwrite=overwrite)
-        found = self.results(sentences, request, max_tokens=max_tokens)
+        found = self.results(sentences, request, decoder, max_tokens=max_tokens)
         return [parsed_tree(s, r, 0, request) for s, r in zip(sentences, found, strict=True)]
 
     def check(self, request: Request, decoder: DecoderSettings = DEFAULT_DECODER) -> Request:
         """``request`` with ``columns=("all",)`` resolved, or :class:`Refused` in one line."""
-        check_supported(request, decoder)
+        searcher = self.searcher
+        check_supported(request, decoder, "graph" if searcher is None else "transition")
+        if searcher is not None and decoder.graph_weight > 0 and not searcher.graph_head:
+            raise Refused(
+                f"graph_weight={decoder.graph_weight} needs a combined model's export "
+                "(model=combined); this transition parser has no graph head"
+            )
         request = request.for_model(self.tagged_columns)
         reason = missing_taggers(request.columns, self.tagged_columns)
         if reason is not None:
@@ -150,34 +236,54 @@ class OnnxParser:
         return request
 
     def results(
-        self, sentences: Sequence[Sentence], request: Request, *, max_tokens: int = 5000
+        self,
+        sentences: Sequence[Sentence],
+        request: Request,
+        decoder: DecoderSettings = DEFAULT_DECODER,
+        *,
+        max_tokens: int = 5000,
     ) -> list[SentenceResult]:
         """One result per sentence, in input order (see :meth:`check` for what is refused)."""
-        request = self.check(request)
+        request = self.check(request, decoder)
         encoded = encode(sentences, self.vocabs)
         found: list[SentenceResult | None] = [None] * len(sentences)
         plan = plan_batches([len(e) for e in encoded], max_tokens, shuffle=False)
         for index in plan:
             padded = pad([encoded[i] for i in index], index)
             rows = index.tolist()
-            batch_results = self._batch(padded, [sentences[i] for i in rows], request)
-            for row, result in zip(rows, batch_results, strict=True):
+            batch = [sentences[i] for i in rows]
+            for row, result in zip(rows, self._batch(padded, batch, request, decoder), strict=True):
                 found[row] = result
         return found  # type: ignore[return-value]  (every row is filled once)
 
     def _batch(
-        self, padded: Padded, sentences: list[Sentence], request: Request
+        self,
+        padded: Padded,
+        sentences: list[Sentence],
+        request: Request,
+        decoder: DecoderSettings,
     ) -> list[SentenceResult]:
         feed = {"words": padded.words, "chars": padded.chars, "lengths": padded.lengths}
         if self.upos_input:
             feed["upos"] = padded.columns["upos"]
-        names = ["arc_scores", "label_dep", "label_head"]
+        settings = decoder.transition_search()
+        searcher = self.searcher
+        names = ["arc_scores"] if searcher is None else ["slots"]
+        if searcher is not None and settings.graph_weight > 0:
+            names.append("arc_scores")
+        names += ["label_dep", "label_head"]
         if request.columns:
             names.append("states")
         scores = dict(zip(names, self.sessions["scores"].run(names, feed), strict=True))
-        heads = decode_arc_scores(scores["arc_scores"], padded.lengths, MST)
+        if searcher is None:
+            heads = decode_arc_scores(scores["arc_scores"], padded.lengths, MST)
+        else:
+            session = self.sessions["transitions"]
+            heads = searcher.heads(session, scores, padded.lengths, settings)
         label_scores = self._label_scores(scores["label_dep"], scores["label_head"], heads)
         rels = label_ids(label_scores, heads, root_label=root_label_id(self.vocabs.rels))
+        if searcher is not None and searcher.system.projective:
+            deprojectivize_batch(heads, rels, self.vocabs.rels.itos)
         columns: list[dict[str, list[str]]] = [{} for _ in sentences]
         if request.columns:
             tags = self.sessions["tags"]
@@ -231,20 +337,32 @@ def _session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def check_supported(request: Request, decoder: DecoderSettings) -> None:
-    """Refuse what this runtime does not answer whatever the model: one line naming it all.
+def check_supported(request: Request, decoder: DecoderSettings, family: str | None = None) -> None:
+    """Refuse what this runtime does not answer: one line naming it all.
+
+    Args:
+        request: what is asked besides the trees.
+        decoder: the decoder or search asked.
+        family: ``graph`` or ``transition`` to check the decoder and search too; None (the
+            export not read yet) checks the request alone.
 
     Raises:
-        Refused: probabilities, k-best trees, given heads, another decoder or a search.
+        Refused: probabilities, k-best trees, given heads; for graph parsers another decoder or
+            a search; for transition parsers ``search=graph``.
     """
     asked = {
         "probabilities=true": request.probabilities,
         f"kbest={request.kbest}": request.kbest is not None,
         "keep_given_heads=true": request.fixed_heads is not None,
-        f"decoder={decoder.algorithm}": decoder.algorithm != MST.algorithm,
-        "decoder.root_constraint=false": not decoder.root_constraint,
-        f"search={decoder.search}": decoder.asks_search,
     }
+    if family == "graph":
+        asked |= {
+            f"decoder={decoder.algorithm}": decoder.algorithm != MST.algorithm,
+            "decoder.root_constraint=false": not decoder.root_constraint,
+            f"search={decoder.search}": decoder.asks_search,
+        }
+    if family == "transition":
+        asked["search=graph"] = decoder.search == "graph"
     given = [name for name, on in asked.items() if on]
     if given:
         raise Refused(f"{', '.join(given)}: {SUPPORTED}")
@@ -281,10 +399,12 @@ def predict_file(
     check_supported(request_of(options, []), decoder)
     parser = OnnxParser.load(folder, threads=threads)
     request = parser.check(request_of(options, []), decoder)
-    parser.results([Sentence.from_forms(["warm", "up"])], request)  # kernels loaded: start-up
+    warm_up = [Sentence.from_forms(["warm", "up"])]
+    parser.results(warm_up, request, decoder)  # kernels loaded: part of start-up
     started, counted = time.perf_counter(), [0]
     chunks = _chunks(read_sentences(source, input_format), chunk_sentences)
-    write_sentences(dest, _parsed(parser, chunks, request, max_tokens, counted))
+    parsed = _parsed(parser, chunks, request, decoder, max_tokens, counted)
+    write_sentences(dest, parsed)
     return counted[0], time.perf_counter() - started
 
 
@@ -298,11 +418,12 @@ def _parsed(
     parser: OnnxParser,
     chunks: Iterable[list[Sentence]],
     request: Request,
+    decoder: DecoderSettings,
     max_tokens: int,
     counted: list[int],
 ) -> Iterator[Sentence]:
     for chunk in chunks:
-        found = parser.results(chunk, request, max_tokens=max_tokens)
+        found = parser.results(chunk, request, decoder, max_tokens=max_tokens)
         counted[0] += len(chunk)
         for sentence, result in zip(chunk, found, strict=True):
             yield from with_result(sentence, result, request)

@@ -21,12 +21,14 @@ from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.inference.request import Tree
 from biaffine.inference.settings import GraphDecoding
 from decoding.types import IntArray
+from transitions.projective import SEPARATOR, deprojectivize
 
 __all__ = [
     "MST",
     "ROOT_LABEL",
     "best_classes",
     "decode_arc_scores",
+    "deprojectivize_batch",
     "head_log_probs",
     "label_ids",
     "labelled_tree",
@@ -184,3 +186,26 @@ def missing_taggers(columns: Sequence[str], tagged: Sequence[str]) -> str | None
         f"columns={','.join(missing)}: this model has no tagger for "
         f"{', '.join(missing)} (train with the column's loss weight > 0)"
     )
+
+
+def deprojectivize_batch(heads: IntArray, rels: IntArray, rel_names: Sequence[str]) -> None:
+    """Decodes pseudo-projective labels in place (Nivre & Nilsson, 2005, "head" encoding).
+
+    Sentences whose labels carry no lift are left alone. A restored word keeps the base part of
+    its label, as its id in ``rel_names``; a base label missing from the vocabulary (a relation
+    seen only on lifted arcs in training) keeps the encoded id.
+
+    Args:
+        heads: int64[B, N+1] projective trees, ``-1`` at ROOT and padding.
+        rels: int64[B, N+1] label ids into ``rel_names``, ``-1`` where heads is -1.
+        rel_names: the relation vocabulary.
+    """
+    encoded = np.array([SEPARATOR in name for name in rel_names] + [False])  # -1 reads False
+    ids = {name: i for i, name in enumerate(rel_names)}
+    for b in np.flatnonzero(encoded[rels].any(1)):
+        n = int((heads[b] >= 0).sum())
+        labels = [rel_names[r] for r in rels[b, 1 : n + 1]]
+        tree, base = deprojectivize(heads[b, : n + 1], labels)
+        heads[b, : n + 1] = tree
+        for d, (label, old) in enumerate(zip(base, labels, strict=True), 1):
+            rels[b, d] = ids.get(label, ids[old])

@@ -26,41 +26,22 @@ import transitions
 from biaffine.data.batching import Batch
 from biaffine.data.conllu import Sentence
 from biaffine.inference.base import BatchResults, Family, predicted_columns
-from biaffine.inference.choices import labelled_tree, word_slice
+from biaffine.inference.choices import (
+    deprojectivize_batch,
+    head_log_probs,
+    labelled_tree,
+    word_slice,
+)
 from biaffine.inference.graph import choose_labels, decode_heads, label_probabilities, root_label_id
 from biaffine.inference.request import Request, SentenceResult, Tree
 from biaffine.inference.settings import DecoderSettings, TransitionSearch
 from biaffine.parsers.transition import TransitionParser, TransitionStates
 from biaffine.runtime import one_thread
-from transitions.projective import SEPARATOR, deprojectivize
 
 __all__ = ["TransitionFamily", "deprojectivize_batch", "scorer", "search"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
-
-
-def deprojectivize_batch(heads: IntArray, rels: IntArray, rel_names: Sequence[str]) -> None:
-    """Decodes pseudo-projective labels in place (Nivre & Nilsson, 2005, "head" encoding).
-
-    Sentences whose labels carry no lift are left alone. A restored word keeps the base part of
-    its label, as its id in ``rel_names``; a base label missing from the vocabulary (a relation
-    seen only on lifted arcs in training) keeps the encoded id.
-
-    Args:
-        heads: int64[B, N+1] projective trees, ``-1`` at ROOT and padding.
-        rels: int64[B, N+1] label ids into ``rel_names``, ``-1`` where heads is -1.
-        rel_names: the relation vocabulary.
-    """
-    encoded = np.array([SEPARATOR in name for name in rel_names] + [False])  # -1 reads False
-    ids = {name: i for i, name in enumerate(rel_names)}
-    for b in np.flatnonzero(encoded[rels].any(1)):
-        n = int((heads[b] >= 0).sum())
-        labels = [rel_names[r] for r in rels[b, 1 : n + 1]]
-        tree, base = deprojectivize(heads[b, : n + 1], labels)
-        heads[b, : n + 1] = tree
-        for d, (label, old) in enumerate(zip(base, labels, strict=True), 1):
-            rels[b, d] = ids.get(label, ids[old])
 
 
 def scorer(model: TransitionParser, encoded: TransitionStates) -> transitions.Scorer:
@@ -105,8 +86,9 @@ def search(
     normalized = not model.global_scores
     beam_options = options | {"beam_size": settings.beam_size, "normalized": normalized}
     if settings.graph_weight > 0:
-        log_probs = torch.log_softmax(_graph_head(encoded, settings).float(), -1)
-        arc_scores = (settings.graph_weight * log_probs).cpu().numpy()
+        # The same float64 log-softmax as the ONNX runtime's (biaffine.onnxrun).
+        log_probs = head_log_probs(_graph_head(encoded, settings).float().cpu().numpy())
+        arc_scores = settings.graph_weight * log_probs
         return transitions.beam_search(
             model.system, lengths, score, arc_scores=arc_scores, **beam_options
         )

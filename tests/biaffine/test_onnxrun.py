@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders import run_script
 
 from biaffine.api import Parser
 from biaffine.data.conllu import read_conllu, write_conllu
@@ -172,10 +173,79 @@ def test_the_runtime_settings_are_checked_before_anything_loads(
     assert named in found["stderr"]
 
 
-def test_an_export_of_a_transition_parser_is_refused(tmp_path: Path) -> None:
+def test_an_export_of_another_family_is_refused(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
     from biaffine.onnxrun import OnnxParser
 
-    (tmp_path / "export.json").write_text(json.dumps({"format": 1, "family": "transition"}))
-    with pytest.raises(ValueError, match="an export of a transition parser; runtime=onnx"):
+    (tmp_path / "export.json").write_text(json.dumps({"format": 1, "family": "segmenter"}))
+    with pytest.raises(ValueError, match="an export of a segmenter parser; runtime=onnx"):
         OnnxParser.load(tmp_path)
+
+
+GOLDEN = ROOT / "tests" / "data" / "golden"
+# Transition checkpoints trained on UD_Lithuanian-HSE (tests/data/golden/make.py), and searches.
+TRANSITION_CASES = [
+    ("arc_hybrid", ["columns=all"]),
+    ("arc_hybrid", ["search=beam", "search.beam_size=4"]),
+    ("swap", ["search=beam", "search.beam_size=8"]),
+    ("combined", ["search=beam", "search.beam_size=4", "search.graph_weight=0.5"]),
+]
+
+
+@pytest.fixture(scope="module")
+def exported_transitions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The golden transition checkpoints exported."""
+    pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
+    pytest.importorskip("onnx", reason=NO_ONNX)
+    from biaffine.export import run
+
+    folder = tmp_path_factory.mktemp("transitions")
+    names = sorted({name for name, _ in TRANSITION_CASES})
+    for name in names:
+        run({"checkpoint": str(GOLDEN / f"{name}.pt"), "output": str(folder / name)})
+    return {name: folder / name for name in names}
+
+
+@pytest.mark.parametrize(("name", "settings"), TRANSITION_CASES)
+def test_transition_parsers_search_in_onnx_runtime_as_in_torch(
+    exported_transitions: dict[str, Path],
+    ud_root: Path,
+    tmp_path: Path,
+    name: str,
+    settings: list[str],
+) -> None:
+    """Greedy and beam search, a combined model's graph weight, pseudo-projective labels."""
+    source = ud_root / "UD_Lithuanian-HSE" / "lt_hse-ud-test.conllu"
+    if not source.is_file():
+        pytest.skip(f"{source} is absent")
+    wanted, got = tmp_path / "torch.conllu", tmp_path / "onnx.conllu"
+    common = [f"input={source}", "threads=1", *settings]
+    checkpoint = f"checkpoint={GOLDEN / f'{name}.pt'}"
+    run_script(["predict.py", checkpoint, *common, f"output={wanted}"], ROOT)
+    onnx = f"onnx={exported_transitions[name]}"
+    found = predict_without_torch("runtime=onnx", onnx, *common, f"output={got}")
+    assert found["torch"] == []
+    assert "exit" not in found, found["stderr"]
+    assert got.read_bytes() == wanted.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("name", "settings", "named"),
+    [
+        ("arc_hybrid", ["search=graph"], "search=graph: runtime=onnx supports"),
+        ("arc_hybrid", ["search=beam", "search.graph_weight=1.0"], "needs a combined model"),
+        ("arc_hybrid", ["probabilities=true"], "probabilities=true: runtime=onnx supports"),
+    ],
+)
+def test_what_a_transition_export_does_not_answer_is_one_line_and_status_2(
+    exported_transitions: dict[str, Path], tmp_path: Path, name: str, settings: list, named: str
+) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("The cat sat .\n", encoding="utf-8")
+    onnx = f"onnx={exported_transitions[name]}"
+    found = predict_without_torch("runtime=onnx", onnx, f"input={source}", "format=text", *settings)
+    assert found["exit"] == 2
+    assert found["torch"] == []
+    lines = found["stderr"].strip().splitlines()
+    assert len(lines) == 1
+    assert named in lines[0]
