@@ -1,6 +1,8 @@
 """A parser's scoring networks as ONNX graphs (``python -m biaffine.export``).
 
-``python -m biaffine.export checkpoint=PATH output=FOLDER`` exports a checkpoint's parser.
+``python -m biaffine.export checkpoint=PATH output=FOLDER`` exports a checkpoint's parser;
+``segmenter=PATH`` adds a segmenter for raw text, and ``model=NAME`` exports an installed model
+with its own segmenter.
 
 The output is a folder of graphs that together compute every score the parser's family reads,
 with dynamic batch and length axes, and ``export.json`` naming them (with the checkpoint's
@@ -22,6 +24,10 @@ vocabularies and config, so that the folder alone describes the model):
   ``transition_scores`` float[S, A], unmasked.
 - ``labels.onnx``: ``label_dep``, ``label_head`` and ``heads`` long[B, N+1] (negative at ROOT and
   padding) to ``label_scores`` float[B, N+1, R], the label scores of the arcs ``heads[b, d] -> d``.
+- ``segmenter.onnx`` (with a segmenter): character ``ids`` long[W, T] and ``features``
+  float[W, T, F] of W windows of T characters each, none padded, to ``log_probs``
+  float[W, T, classes]; ``export.json`` adds its characters, multi-word token expander,
+  sentence-end bias and window sizes (:class:`biaffine.segmenting.onnxrun.OnnxSegmenter`).
 
 The graphs are traced from the model's own modules (thin wrappers below only turn tensors into
 the :class:`~biaffine.data.batching.Batch` they read and their results into tensors). Nothing
@@ -46,11 +52,15 @@ import torch
 from torch import nn
 
 from biaffine import checkpoint as checkpoints
+from biaffine import installed
 from biaffine.cli import refuse_missing, report_user_errors
 from biaffine.data.batching import Batch
 from biaffine.files import fsync_dir, umask_mode
 from biaffine.nn import Encoder
 from biaffine.parsers.heads import LabelScorer, LabelVectors
+from biaffine.segmenting import checkpoint as segmenter_checkpoints
+from biaffine.segmenting.features import DEFAULT_CONTEXT, DEFAULT_WINDOW, FEATURES, UNK
+from biaffine.segmenting.model import SegmenterModel
 
 __all__ = [
     "FORMAT",
@@ -59,6 +69,7 @@ __all__ = [
     "Graph",
     "Labels",
     "Scores",
+    "SegmenterScores",
     "Tags",
     "Transitions",
     "export",
@@ -80,8 +91,11 @@ FORMAT = 1
 
 MANIFEST = "export.json"
 
-SETTINGS = ("checkpoint", "output")
-USAGE = "usage: python -m biaffine.export checkpoint=PATH output=FOLDER"
+SETTINGS = ("checkpoint", "model", "segmenter", "output")
+USAGE = (
+    "usage: python -m biaffine.export checkpoint=PATH [segmenter=PATH] output=FOLDER, or "
+    "model=NAME output=FOLDER (an installed model, with its segmenter)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +198,31 @@ class Labels(nn.Module):
         return self.labels.at(LabelVectors(label_dep, label_head), heads)
 
 
+class SegmenterScores(nn.Module):
+    """A segmenter's class log-probabilities on windows without padding: ``segmenter.onnx``."""
+
+    def __init__(self, model: SegmenterModel) -> None:
+        """Wrap ``model`` (in eval mode); it is not copied."""
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        """float[W, T, classes], as ``biaffine.segmenting.windows.log_probs`` computes them.
+
+        The windows of one call have the same width, so the BiLSTM packs nothing.
+        """
+        return self.model(ids, features).log_softmax(-1)
+
+
+def segmenter_graph(model: SegmenterModel) -> Graph:
+    """The graph of a segmenter in eval mode, with example windows of 7 characters."""
+    ids = torch.full((2, 7), UNK, dtype=torch.long)  # any id but PAD: no padding
+    features = torch.zeros(2, 7, len(FEATURES))
+    axes = {name: {0: "windows", 1: "characters"} for name in ("ids", "features", "log_probs")}
+    scores = SegmenterScores(model)
+    return Graph("segmenter", scores, ("ids", "features"), ("log_probs",), (ids, features), axes)
+
+
 def _batch(
     words: torch.Tensor, chars: torch.Tensor, lengths: torch.Tensor, upos: torch.Tensor | None
 ) -> Batch:
@@ -268,8 +307,14 @@ def _labels(model: nn.Module, dep: torch.Tensor, head: torch.Tensor, words: torc
     return Graph("labels", Labels(model.labels), names[:3], names[3:], (dep, head, heads), axes)
 
 
-def export(model: nn.Module, folder: Path, *, about: Mapping[str, Any]) -> dict[str, Any]:
-    """Write the graphs of ``model`` and their ``export.json`` into ``folder``, atomically.
+def export(
+    model: nn.Module,
+    folder: Path,
+    *,
+    about: Mapping[str, Any],
+    segmenter: segmenter_checkpoints.Stored | None = None,
+) -> dict[str, Any]:
+    """Write the graphs of ``model`` (and ``segmenter``) and ``export.json`` into ``folder``.
 
     The model is exported in eval mode and left in the mode it was in.
 
@@ -281,6 +326,7 @@ def export(model: nn.Module, folder: Path, *, about: Mapping[str, Any]) -> dict[
         folder: the destination folder.
         about: plain data added to the manifest (the checkpoint's parser kind, config,
             vocabularies).
+        segmenter: a segmenter checkpoint's contents, exported beside the parser for raw text.
 
     Returns:
         The manifest written.
@@ -293,7 +339,7 @@ def export(model: nn.Module, folder: Path, *, about: Mapping[str, Any]) -> dict[
     _require_onnx()
     training = model.training
     try:
-        return _write(model.eval(), folder, about)
+        return _write(model.eval(), folder, about, segmenter)
     finally:
         # The exporter restores the mode of the wrapper it was given, on the model too.
         model.train(training)
@@ -309,9 +355,17 @@ def _require_onnx() -> None:
         ) from None
 
 
-def _write(model: nn.Module, folder: Path, about: Mapping[str, Any]) -> dict[str, Any]:
+def _write(
+    model: nn.Module,
+    folder: Path,
+    about: Mapping[str, Any],
+    segmenter: segmenter_checkpoints.Stored | None,
+) -> dict[str, Any]:
     found = graphs(model)
     manifest = {"format": FORMAT, "opset": OPSET, "family": model.family, **about}
+    if segmenter is not None:
+        found.append(segmenter_graph(segmenter.model.eval()))
+        manifest["segmenter"] = _segmenter_manifest(segmenter)
     manifest["graphs"] = {
         g.name: {"file": f"{g.name}.onnx", "inputs": list(g.inputs), "outputs": list(g.outputs)}
         for g in found
@@ -328,6 +382,18 @@ def _write(model: nn.Module, folder: Path, about: Mapping[str, Any]) -> dict[str
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return manifest
+
+
+def _segmenter_manifest(stored: segmenter_checkpoints.Stored) -> dict[str, Any]:
+    """What the ONNX segmenter reads besides its graph, as plain data."""
+    return {
+        "treebank": stored.treebank,
+        "chars": list(stored.vocab.chars),
+        "mwt": None if stored.mwt is None else stored.mwt.to_data(),
+        "sentence_bias": stored.model.config()["sentence_bias"],
+        "window": DEFAULT_WINDOW,
+        "context": DEFAULT_CONTEXT,
+    }
 
 
 def _export_graph(graph: Graph, path: Path) -> None:
@@ -370,9 +436,11 @@ def _replace(staging: Path, folder: Path) -> None:
 def parse_settings(argv: Sequence[str]) -> dict[str, str]:
     """``key=value`` arguments as a dict, each of :data:`SETTINGS` given once.
 
+    ``output`` is required, and one of ``checkpoint`` and ``model``; ``segmenter`` is optional.
+
     Raises:
         ValueError: an argument that is not ``key=value``, an unknown or repeated key, an empty
-            value, or a missing setting.
+            value, a missing setting, or both or neither of ``checkpoint`` and ``model``.
     """
     settings: dict[str, str] = {}
     for argument in argv:
@@ -386,20 +454,33 @@ def parse_settings(argv: Sequence[str]) -> dict[str, str]:
         if not value:
             raise ValueError(f"{key}= has no value")
         settings[key] = value
-    refuse_missing(key for key in SETTINGS if key not in settings)
+    if ("checkpoint" in settings) == ("model" in settings):
+        given = "both" if "model" in settings else "neither"
+        raise ValueError(f"{given} of checkpoint= and model= given ({USAGE})")
+    refuse_missing(["output"] if "output" not in settings else [])
     return settings
 
 
 def run(settings: Mapping[str, str]) -> dict[str, Any]:
-    """Load the checkpoint and export its parser; returns the manifest written."""
-    loaded = checkpoints.load(settings["checkpoint"])
+    """Load the checkpoint (and segmenter) and export them; returns the manifest written.
+
+    Raises:
+        biaffine.installed.UnknownModelError: ``model=`` names no installed model.
+    """
+    checkpoint, segmenter = settings.get("checkpoint"), settings.get("segmenter")
+    if "model" in settings:
+        installed_model = installed.require(settings["model"])
+        checkpoint = str(installed_model.parser)
+        segmenter = segmenter or installed_model.segmenter
+    loaded = checkpoints.load(checkpoint)
     model = checkpoints.build_model(loaded)
     about = {
         "parser": loaded.parser,
         "model_config": loaded.model_config,
         "vocabs": loaded.vocabs.to_dict(),
     }
-    return export(model, Path(settings["output"]), about=about)
+    stored = None if segmenter is None else segmenter_checkpoints.load(segmenter)
+    return export(model, Path(settings["output"]), about=about, segmenter=stored)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

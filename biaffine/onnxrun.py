@@ -16,6 +16,7 @@ parsers decode with ``mst`` and one word on ROOT, transition parsers search with
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -45,6 +46,7 @@ from biaffine.inference.choices import (
 )
 from biaffine.inference.request import Refused, Request, SentenceResult
 from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings, TransitionSearch
+from biaffine.pipeline import read_raw
 from biaffine.predict_options import (
     STDIO,
     PredictOptions,
@@ -54,19 +56,20 @@ from biaffine.predict_options import (
     write_sentences,
 )
 from biaffine.results import ParsedTree, parsed_tree, with_result
+from biaffine.segmenting.onnxrun import OnnxSegmenter
 
 __all__ = ["FORMATS", "SUPPORTED", "OnnxParser", "Searcher", "check_supported", "predict_file"]
 
 MANIFEST = "export.json"  # biaffine.export.MANIFEST, which imports torch
 FORMAT = 1  # biaffine.export.FORMAT: the folder layout read here
 
-FORMATS = ("conllu", "text")
-"""Input formats of :func:`predict_file` (raw text needs the segmenter, a torch model)."""
+FORMATS = ("conllu", "text", "raw")
+"""Input formats of :func:`predict_file` (``raw``: an export with a segmenter)."""
 
 SUPPORTED = (
     "runtime=onnx supports graph parsers with decoder=mst and the root constraint, transition "
-    "parsers with search=greedy or beam (and a combined model's graph_weight), format=conllu "
-    "or text, columns= and overwrite_columns="
+    "parsers with search=greedy or beam (and a combined model's graph_weight), format=conllu, "
+    "text or raw (an export with a segmenter), columns= and overwrite_columns="
 )
 """What every refusal of this module ends with."""
 
@@ -384,7 +387,10 @@ def predict_file(
 
     The bytes :func:`biaffine.predicting.predict` writes with the checkpoint exported, read,
     parsed and written ``chunk_sentences`` sentences at a time, ``dest`` written atomically
-    (:func:`biaffine.predict_options.write_sentences`).
+    (:func:`biaffine.predict_options.write_sentences`). With ``input_format="raw"`` the
+    export's segmenter (:class:`~biaffine.segmenting.onnxrun.OnnxSegmenter`) finds the tokens,
+    multi-word tokens and sentences, and every column the model tags is predicted unless
+    ``options`` names the columns.
 
     Returns:
         The number of sentences and the seconds spent reading, parsing and writing them.
@@ -398,11 +404,20 @@ def predict_file(
     check_arguments(source, dest, input_format, chunk_sentences, decoder, options, FORMATS)
     check_supported(request_of(options, []), decoder)
     parser = OnnxParser.load(folder, threads=threads)
+    segmenter = None
+    if input_format == "raw":
+        segmenter = OnnxSegmenter.load(folder, threads=threads)
+        if not options.columns:  # raw text has no column to keep: fill all, as torch's path
+            options = dataclasses.replace(options, columns=("all",))
     request = parser.check(request_of(options, []), decoder)
     warm_up = [Sentence.from_forms(["warm", "up"])]
     parser.results(warm_up, request, decoder)  # kernels loaded: part of start-up
     started, counted = time.perf_counter(), [0]
-    chunks = _chunks(read_sentences(source, input_format), chunk_sentences)
+    if segmenter is None:
+        sentences = read_sentences(source, input_format)
+    else:
+        sentences = iter(read_raw(source, segmenter))
+    chunks = _chunks(sentences, chunk_sentences)
     parsed = _parsed(parser, chunks, request, decoder, max_tokens, counted)
     write_sentences(dest, parsed)
     return counted[0], time.perf_counter() - started

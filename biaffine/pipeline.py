@@ -1,6 +1,7 @@
 """Raw text to the sentences a parser reads: the segmenter's tokens and sentences as CoNLL-U.
 
-The segmenter (:class:`biaffine.segmenting.Segmenter`) classifies every character, the
+The segmenter (:class:`biaffine.segmenting.Segmenter`, or the ONNX one of ``runtime=onnx``:
+:class:`biaffine.segmenting.onnxrun.OnnxSegmenter`) classifies every character, the
 torch-free front end (``rawtext``) turns the classes into documents, paragraphs, sentences,
 tokens and words and writes them as CoNLL-U (``# newdoc``, ``# newpar``, ``# sent_id``, ``# text``,
 ``SpaceAfter=No``, multi-word token ranges), and the parser reads that CoNLL-U as it reads any
@@ -13,18 +14,26 @@ import io
 import os
 import sys
 from pathlib import Path
+from typing import Protocol
 
 import rawtext
 from biaffine.data.conllu import Sentence, read_conllu, read_text
-from biaffine.segmenting import Segmenter
 
-__all__ = ["INPUT_FORMATS", "read_raw", "segmented", "sentences_in"]
+__all__ = ["INPUT_FORMATS", "TextSegmenter", "read_raw", "segmented", "sentences_in"]
 
 INPUT_FORMATS = ("conllu", "text", "raw")
 """What :func:`sentences_in` reads: CoNLL-U, one pre-tokenized sentence per line, raw text."""
 
 
-def segmented(segmenter: Segmenter, text: str, *, doc_id: str | None = None) -> list[Sentence]:
+class TextSegmenter(Protocol):
+    """What this module reads of a segmenter (torch's or ONNX Runtime's): no torch here."""
+
+    def segment(self, text: str) -> rawtext.Document:
+        """``text`` as documents of paragraphs, sentences, tokens and words."""
+        ...
+
+
+def segmented(segmenter: TextSegmenter, text: str, *, doc_id: str | None = None) -> list[Sentence]:
     """The sentences of ``text`` as the segmenter finds them, words only (no tags, no tree).
 
     Args:
@@ -42,7 +51,7 @@ def segmented(segmenter: Segmenter, text: str, *, doc_id: str | None = None) -> 
     return list(read_conllu(io.StringIO(lines))) if lines else []
 
 
-def read_raw(source: str | os.PathLike[str], segmenter: Segmenter) -> list[Sentence]:
+def read_raw(source: str | os.PathLike[str], segmenter: TextSegmenter) -> list[Sentence]:
     """The sentences of a UTF-8 text file (``-``: standard input), segmented.
 
     Raises:
@@ -60,7 +69,7 @@ def read_raw(source: str | os.PathLike[str], segmenter: Segmenter) -> list[Sente
 
 
 def sentences_in(
-    text: str, input_format: str, segmenter: Segmenter | None, *, name: str = "<input>"
+    text: str, input_format: str, segmenter: TextSegmenter | None, *, name: str = "<input>"
 ) -> list[Sentence]:
     """The sentences of a text held in memory, read as ``predict.py format=...`` reads a file.
 

@@ -12,7 +12,17 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["FEATURES", "PAD", "UNK", "CharVocab", "char_features", "code_points"]
+__all__ = [
+    "DEFAULT_CONTEXT",
+    "DEFAULT_WINDOW",
+    "FEATURES",
+    "PAD",
+    "UNK",
+    "CharVocab",
+    "char_features",
+    "code_points",
+    "window_bounds",
+]
 
 PAD, UNK = 0, 1
 """Ids of padding (outside the text) and of characters the training text held too rarely."""
@@ -90,3 +100,28 @@ class CharVocab:
         where = np.minimum(np.searchsorted(self._sorted, points), len(self._sorted) - 1)
         known = self._sorted[where] == points
         return np.where(known, self._order[where] + 2, UNK).astype(np.int64)
+
+
+DEFAULT_WINDOW = 512
+"""Characters whose classes one network window gives (:func:`window_bounds`)."""
+DEFAULT_CONTEXT = 64
+"""Characters read on each side of a window besides its own."""
+
+
+def window_bounds(length: int, window: int, context: int) -> list[tuple[int, int, int, int]]:
+    """``(read_start, keep_start, keep_end, read_end)`` of each window over ``length`` characters.
+
+    The kept ranges ``[keep_start, keep_end)`` tile the text; each is read from ``read_start``
+    to ``read_end`` (up to ``context`` more characters on each side, within the text).
+    """
+    if window < 1 or context < 0:
+        raise ValueError(f"window={window} must be positive and context={context} not negative")
+    return [
+        (
+            max(0, start - context),
+            start,
+            min(length, start + window),
+            min(length, start + window + context),
+        )
+        for start in range(0, length, window)
+    ]

@@ -14,33 +14,17 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from biaffine.segmenting.features import CharVocab, char_features
+from biaffine.segmenting.features import (
+    DEFAULT_CONTEXT,
+    DEFAULT_WINDOW,
+    CharVocab,
+    char_features,
+    window_bounds,
+)
 from biaffine.segmenting.model import SegmenterModel
 from rawtext.labels import N_CLASSES
 
 __all__ = ["DEFAULT_CONTEXT", "DEFAULT_WINDOW", "classify", "log_probs", "window_bounds"]
-
-DEFAULT_WINDOW = 512
-DEFAULT_CONTEXT = 64
-
-
-def window_bounds(length: int, window: int, context: int) -> list[tuple[int, int, int, int]]:
-    """``(read_start, keep_start, keep_end, read_end)`` of each window over ``length`` characters.
-
-    The kept ranges ``[keep_start, keep_end)`` tile the text; each is read from ``read_start``
-    to ``read_end`` (up to ``context`` more characters on each side, within the text).
-    """
-    if window < 1 or context < 0:
-        raise ValueError(f"window={window} must be positive and context={context} not negative")
-    return [
-        (
-            max(0, start - context),
-            start,
-            min(length, start + window),
-            min(length, start + window + context),
-        )
-        for start in range(0, length, window)
-    ]
 
 
 def classify(

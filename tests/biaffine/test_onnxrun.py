@@ -13,9 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from builders import run_script
 
+import rawtext
 from biaffine.api import Parser
 from biaffine.data.conllu import read_conllu, write_conllu
 from biaffine.predict_options import PredictOptions
@@ -24,6 +26,7 @@ from biaffine.predicting import predict
 ROOT = Path(__file__).parents[2]
 SHIPPED = ROOT / "models" / "en_ewt" / "parser.pt"
 N_SENTENCES = 500
+RAW_CHARACTERS = 20000  # of EWT test's raw text: its first documents
 NO_RUNTIME = "onnxruntime is not installed (the export extra: pip install 'rootparse[export]')"
 NO_ONNX = "onnx is not installed, which torch writes ONNX files with (the export extra)"
 
@@ -58,13 +61,13 @@ print(json.dumps({"torch": sorted(torch)}))
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The shipped EWT model exported (python -m biaffine.export)."""
+    """The shipped EWT model and its segmenter exported (python -m biaffine.export)."""
     pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
     pytest.importorskip("onnx", reason=NO_ONNX)
     from biaffine.export import run
 
     folder = tmp_path_factory.mktemp("onnxrun") / "en_ewt"
-    run({"checkpoint": str(SHIPPED), "output": str(folder)})
+    run({"model": "en_ewt", "output": str(folder)})
     return folder
 
 
@@ -137,7 +140,7 @@ def test_the_python_entry_parses_as_the_torch_api_without_torch(exported: Path) 
         (["decoder=mst_multiroot"], "decoder.root_constraint=false: runtime=onnx supports"),
         (["int8=true", "eval=true"], "eval=true, int8=true with runtime=onnx: runtime=onnx"),
         ([f"checkpoint={SHIPPED}"], "checkpoint= with runtime=onnx: runtime=onnx supports"),
-        (["format=raw"], "format='raw'; expected one of conllu, text"),
+        (["segmenter=seg.pt"], "segmenter= with runtime=onnx: runtime=onnx supports"),
     ],
 )
 def test_what_the_onnx_runtime_does_not_answer_is_one_line_and_status_2(
@@ -180,6 +183,33 @@ def test_an_export_of_another_family_is_refused(tmp_path: Path) -> None:
     (tmp_path / "export.json").write_text(json.dumps({"format": 1, "family": "segmenter"}))
     with pytest.raises(ValueError, match="an export of a segmenter parser; runtime=onnx"):
         OnnxParser.load(tmp_path)
+
+
+def test_the_onnx_segmenter_classifies_every_character_as_torchs(
+    exported: Path, ewt_dir: Path
+) -> None:
+    from biaffine.segmenting import Segmenter
+    from biaffine.segmenting.onnxrun import OnnxSegmenter
+
+    text = rawtext.corpus_text(ewt_dir / "en_ewt-ud-test.conllu")
+    torchs = Segmenter.load(ROOT / "models" / "en_ewt" / "segmenter.pt").classes(text)
+    np.testing.assert_array_equal(OnnxSegmenter.load(exported, threads=1).classes(text), torchs)
+
+
+def test_raw_text_is_segmented_and_parsed_as_torchs_without_torch(
+    exported: Path, ewt_dir: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "ewt.txt"
+    text = rawtext.corpus_text(ewt_dir / "en_ewt-ud-test.conllu")
+    source.write_text(text[:RAW_CHARACTERS], encoding="utf-8")
+    wanted, got = tmp_path / "torch.conllu", tmp_path / "onnx.conllu"
+    common = [f"input={source}", "format=raw", "threads=1"]
+    run_script(["predict.py", "model=en_ewt", *common, f"output={wanted}"], ROOT)
+    found = predict_without_torch("runtime=onnx", f"onnx={exported}", *common, f"output={got}")
+    assert found["torch"] == []
+    assert "exit" not in found, found["stderr"]
+    assert got.read_bytes() == wanted.read_bytes()
+    assert "# newpar" in got.read_text(encoding="utf-8")  # whole documents, as UD rebuilds them
 
 
 GOLDEN = ROOT / "tests" / "data" / "golden"
@@ -235,6 +265,7 @@ def test_transition_parsers_search_in_onnx_runtime_as_in_torch(
         ("arc_hybrid", ["search=graph"], "search=graph: runtime=onnx supports"),
         ("arc_hybrid", ["search=beam", "search.graph_weight=1.0"], "needs a combined model"),
         ("arc_hybrid", ["probabilities=true"], "probabilities=true: runtime=onnx supports"),
+        ("arc_hybrid", ["format=raw"], "format=raw needs a segmenter in the export"),
     ],
 )
 def test_what_a_transition_export_does_not_answer_is_one_line_and_status_2(
@@ -243,7 +274,8 @@ def test_what_a_transition_export_does_not_answer_is_one_line_and_status_2(
     source = tmp_path / "in.txt"
     source.write_text("The cat sat .\n", encoding="utf-8")
     onnx = f"onnx={exported_transitions[name]}"
-    found = predict_without_torch("runtime=onnx", onnx, f"input={source}", "format=text", *settings)
+    given = [f"input={source}", *settings]  # refused before the input is read
+    found = predict_without_torch("runtime=onnx", onnx, *given)
     assert found["exit"] == 2
     assert found["torch"] == []
     lines = found["stderr"].strip().splitlines()

@@ -1,0 +1,112 @@
+"""The segmenter of an export folder in ONNX Runtime, without torch (``runtime=onnx format=raw``).
+
+``OnnxSegmenter.load(folder).segment(text)`` reads the ``segmenter.onnx`` and the ``segmenter``
+entry of ``export.json`` that ``python -m biaffine.export ... segmenter=PATH`` (or ``model=NAME``)
+writes, and segments as :class:`biaffine.segmenting.Segmenter` does: the same windows
+(:func:`~biaffine.segmenting.features.window_bounds`), the same features and ids, the same
+sentence-end bias and the same decoding (:func:`rawtext.segment`). Windows of equal width go
+through the graph together, so no window is padded and the BiLSTM packs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime
+
+from biaffine.segmenting.features import CharVocab, char_features, window_bounds
+from rawtext.document import Document
+from rawtext.labels import MWT_SENTENCE_END, N_CLASSES, SENTENCE_END
+from rawtext.mwt import MwtExpander
+from rawtext.segment import segment
+
+__all__ = ["OnnxSegmenter"]
+
+MANIFEST = "export.json"  # biaffine.export.MANIFEST, which imports torch
+WINDOWS_PER_RUN = 32  # the torch path's batch of windows
+
+
+class OnnxSegmenter:
+    """An exported segmenter: its session, characters, expander and decision rule.
+
+    Args:
+        session: ``segmenter.onnx`` in onnxruntime.
+        about: the manifest's ``segmenter`` entry.
+    """
+
+    def __init__(self, session: onnxruntime.InferenceSession, about: dict[str, Any]) -> None:
+        """Read the plain data the graph needs beside it."""
+        self.session = session
+        self.vocab = CharVocab(about["chars"])
+        self.treebank = about["treebank"]
+        self.mwt = None if about["mwt"] is None else MwtExpander.from_data(about["mwt"])
+        self.window, self.context = about["window"], about["context"]
+        self.bias = np.zeros(N_CLASSES, dtype=np.float32)
+        self.bias[[SENTENCE_END, MWT_SENTENCE_END]] = about["sentence_bias"]
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str], *, threads: int | None = None) -> OnnxSegmenter:
+        """The segmenter of an export folder.
+
+        Args:
+            folder: written by ``python -m biaffine.export`` with a segmenter.
+            threads: onnxruntime's intra-op threads (None: its default).
+
+        Raises:
+            ValueError: no export there, or one without a segmenter (the message says how to
+                write one).
+        """
+        path = Path(folder)
+        manifest_path = path / MANIFEST
+        if not manifest_path.is_file():
+            raise ValueError(f"onnx={folder}: no {MANIFEST} there")
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        about = manifest.get("segmenter")
+        if about is None:
+            raise ValueError(
+                f"onnx={folder}: format=raw needs a segmenter in the export (python -m "
+                "biaffine.export model=NAME output=..., or checkpoint=... segmenter=PATH)"
+            )
+        options = onnxruntime.SessionOptions()
+        if threads is not None:
+            options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        graph = path / manifest["graphs"]["segmenter"]["file"]
+        session = onnxruntime.InferenceSession(
+            str(graph), options, providers=["CPUExecutionProvider"]
+        )
+        return cls(session, about)
+
+    def log_probs(self, text: str) -> npt.NDArray[np.float32]:
+        """float32[len(text), N_CLASSES]: the classes' log-probabilities of each character."""
+        ids, features = self.vocab.ids(text), char_features(text)
+        out = np.zeros((len(text), N_CLASSES), dtype=np.float32)
+        by_width: dict[int, list[tuple[int, int, int, int]]] = defaultdict(list)
+        for bounds in window_bounds(len(text), self.window, self.context):
+            by_width[bounds[3] - bounds[0]].append(bounds)
+        for windows in by_width.values():
+            for first in range(0, len(windows), WINDOWS_PER_RUN):
+                run = windows[first : first + WINDOWS_PER_RUN]
+                feed = {
+                    "ids": np.stack([ids[start:end] for start, _, _, end in run]),
+                    "features": np.stack([features[start:end] for start, _, _, end in run]),
+                }
+                scores = self.session.run(None, feed)[0]
+                for row, (start, keep_start, keep_end, _) in enumerate(run):
+                    out[keep_start:keep_end] = scores[row, keep_start - start : keep_end - start]
+        return out
+
+    def classes(self, text: str) -> npt.NDArray[np.uint8]:
+        """uint8[len(text)]: the class of each character, as ``SegmenterModel.decide`` picks."""
+        return (self.log_probs(text) + self.bias).argmax(-1).astype(np.uint8)
+
+    def segment(self, text: str) -> Document:
+        """``text`` as documents' paragraphs, sentences, tokens and words (``rawtext.segment``)."""
+        return segment(text, self.classes(text), self.mwt)
