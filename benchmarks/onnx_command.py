@@ -1,8 +1,9 @@
 """``predict.py runtime=onnx`` against the torch path as whole commands: wall, memory, start-up.
 
 Usage: ``UD_ROOT=... python benchmarks/onnx_command.py [--checkpoint PATH] [--input FILE]
-[--threads 2] [--rounds 5] [--columns all]`` (default: the shipped ``models/en_ewt/parser.pt``
-on EWT test).
+[--threads 2] [--rounds 5] [--columns all] [--raw [--segmenter PATH]]`` (default: the shipped
+``models/en_ewt/parser.pt`` on EWT test; ``--raw``: with its segmenter on EWT test's raw text,
+``format=raw``).
 
 Exports the checkpoint into a temporary folder (``python -m biaffine.export``), then runs, in
 interleaved rounds so that both see the same load, each runtime as a whole command under
@@ -25,8 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import rawtext
+
 ROOT = Path(__file__).parents[1]
 SHIPPED = ROOT / "models" / "en_ewt" / "parser.pt"
+SHIPPED_SEGMENTER = ROOT / "models" / "en_ewt" / "segmenter.pt"
+ONE_TEXT = "The quick brown fox jumped over the lazy dog.\n"  # start-up input of --raw
 EWT_TEST = Path("UD_English-EWT") / "en_ewt-ud-test.conllu"
 RUNTIMES = ("torch", "onnx")
 
@@ -59,6 +64,10 @@ def command(
 ) -> list[str]:
     chosen = f"checkpoint={model}" if runtime == "torch" else f"runtime=onnx onnx={model}"
     settings = [*chosen.split(), f"input={source}", f"output={dest}", f"threads={args.threads}"]
+    if args.raw:
+        settings.append("format=raw")
+        if runtime == "torch":
+            settings.append(f"segmenter={args.segmenter}")
     if args.columns is not None:
         settings.append(f"columns={args.columns}")
     return ["/usr/bin/time", "-f", "%M", sys.executable, str(ROOT / "predict.py"), *settings]
@@ -81,6 +90,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--columns", default=None, help="predict.py's columns=, e.g. all")
+    parser.add_argument("--raw", action="store_true", help="raw text in, through the segmenter")
+    parser.add_argument("--segmenter", type=Path, default=SHIPPED_SEGMENTER)
     args = parser.parse_args()
     source = args.input or Path(os.environ.get("UD_ROOT", "")) / EWT_TEST
     if not source.is_file():
@@ -89,12 +100,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         export = work / "export"
+        exported = [f"checkpoint={args.checkpoint}", f"output={export}"]
+        if args.raw:
+            exported.append(f"segmenter={args.segmenter}")
         subprocess.run(
-            [sys.executable, "-m", "biaffine.export", f"checkpoint={args.checkpoint}",
-             f"output={export}"],
+            [sys.executable, "-m", "biaffine.export", *exported],
             cwd=ROOT, check=True, capture_output=True,
         )  # fmt: skip
-        one = first_sentence(source, work / "one.conllu")
+        if args.raw and source.suffix == ".conllu":  # its text, as UD rebuilds it
+            text = rawtext.corpus_text(source)
+            source = work / source.with_suffix(".txt").name
+            source.write_text(text, encoding="utf-8")
+        if args.raw:
+            one = work / "one.txt"
+            one.write_text(ONE_TEXT, encoding="utf-8")
+        else:
+            one = first_sentence(source, work / "one.conllu")
         models = {"torch": args.checkpoint, "onnx": export}
         load_before = uptime()
         wall, memory, startup = ({r: [] for r in RUNTIMES} for _ in range(3))
@@ -108,11 +129,12 @@ def main() -> None:
                 alone = command(runtime, models[runtime], one, work / "one.out", args)
                 startup[runtime].append(run(alone)[0])
         same = (work / "torch.conllu").read_bytes() == (work / "onnx.conllu").read_bytes()
+        written = (work / "torch.conllu").read_text(encoding="utf-8")
         load_after = uptime()
-    sentences = sum(1 for line in source.open(encoding="utf-8") if not line.strip())
+    sentences = sum(1 for line in written.splitlines() if not line.strip())
     print(f"# predict.py runtime=onnx against the torch path: {source.name}\n")
     cpu = f"{cpu_name()}, {os.cpu_count()} logical CPUs"
-    print(f"{cpu}; threads={args.threads}, columns={args.columns}")
+    print(f"{cpu}; threads={args.threads}, columns={args.columns}, raw text: {args.raw}")
     print(f"{args.rounds} interleaved rounds, {sentences} sentences; output byte-identical: {same}")
     print(f"\nbefore: {load_before}\nafter:  {load_after}\n")
     print("| runtime | wall median s | wall best s | peak memory MiB | start-up median s |")
