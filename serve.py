@@ -6,16 +6,21 @@ Example: ``python serve.py models=en_ewt,fr_sequoia port=8080``, then::
 
 The models are loaded once by name (:func:`biaffine.models.load`, never a path) and served by
 :func:`biaffine.serving.create_app` under uvicorn until SIGINT or SIGTERM, which lets the
-requests in flight finish.
+requests in flight finish. ``runtime=onnx onnx_dir=DIR`` serves each name from the export
+folder ``DIR/NAME`` (``python -m biaffine.export model=NAME output=DIR/NAME``) in ONNX Runtime,
+without importing torch.
 """
 
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from biaffine import installed, models
+from biaffine import installed
 from biaffine.cli import refuse_missing, report_user_errors
+
+RUNTIMES = ("torch", "onnx")
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="serve")
@@ -36,7 +41,7 @@ def _serve(cfg: DictConfig) -> None:
         ) from None
 
     names = [cfg.models] if isinstance(cfg.models, str) else list(cfg.models)
-    loaded = {name: models.load(name, threads=cfg.threads, device=cfg.device) for name in names}
+    loaded = _load(cfg, names)
     app = create_app(
         loaded,
         default_model=cfg.default_model,
@@ -53,6 +58,27 @@ def _serve(cfg: DictConfig) -> None:
         timeout_graceful_shutdown=cfg.graceful_shutdown_s,
         log_level="info",
     )
+
+
+def _load(cfg: DictConfig, names: list[str]) -> dict:
+    """Name -> :class:`biaffine.serving.served.Served`, in the runtime ``cfg`` names."""
+    from biaffine.serving.served import OnnxServed, TorchServed
+
+    if cfg.runtime not in RUNTIMES:
+        raise ValueError(f"runtime={cfg.runtime}; expected one of {', '.join(RUNTIMES)}")
+    if cfg.runtime == "torch":
+        if cfg.onnx_dir is not None:
+            raise ValueError("onnx_dir= is read with runtime=onnx: give runtime=onnx")
+        return {
+            name: TorchServed.load(name, threads=cfg.threads, device=cfg.device) for name in names
+        }
+    if cfg.onnx_dir is None:
+        raise ValueError("runtime=onnx needs onnx_dir=DIR, holding an export folder per model")
+    if cfg.device != "cpu":
+        raise ValueError(f"device={cfg.device} with runtime=onnx: it runs on the CPU")
+    for name in names:
+        installed.require(name)  # a name, never a path: the same names as the torch runtime
+    return {name: OnnxServed.load(Path(cfg.onnx_dir) / name, threads=cfg.threads) for name in names}
 
 
 def _acknowledgements(name: str) -> list[str]:

@@ -31,6 +31,7 @@ pytest.importorskip("uvicorn", reason="the server needs the serve extra (uvicorn
 from biaffine import models
 from biaffine.serving.batcher import Batcher
 from biaffine.serving.jobs import Answer, Limits, Worker, task_of
+from biaffine.serving.served import TorchServed
 from decoding.trees import is_projective
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -415,7 +416,7 @@ def test_a_request_out_of_time_or_beyond_the_queue_gets_503() -> None:
 
 
 def test_a_request_that_fails_in_a_shared_batch_fails_alone(model_installed: None) -> None:
-    loaded = {MODEL: models.load(MODEL, threads=1)}
+    loaded = {MODEL: TorchServed(models.load(MODEL, threads=1))}
     two_roots = CONLLU.replace("1\tThe\t_\t_\t_\t_\t_", "1\tThe\t_\t_\t_\t_\t0").replace(
         "2\tcat\t_\t_\t_\t_\t_", "2\tcat\t_\t_\t_\t_\t0"
     )
@@ -444,3 +445,75 @@ def test_serve_py_refuses_an_unknown_model_in_one_line(model_installed: None) ->
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("error: ")
     assert "/etc/passwd" in line
+
+
+# --- runtime=onnx: the same answers without torch --------------------------------------------
+
+WITHOUT_TORCH = """
+import json, runpy, sys
+sys.modules["torch"] = None  # any import of torch now fails
+sys.argv = ["serve.py", *json.loads(sys.argv[1])]
+try:
+    runpy.run_path("serve.py", run_name="__main__")
+finally:
+    torch = [m for m, module in sys.modules.items() if m.split(".")[0] == "torch" and module]
+    print(json.dumps({"torch": sorted(torch)}), flush=True)
+"""
+"""serve.py's main with the arguments given as JSON where torch cannot be imported; prints the
+modules of torch imported (none may) when it stops."""
+ONNX_CASES = ("raw", "horizontal", "conllu")  # SAME_AS_PREDICT's cases this runtime answers
+
+
+@pytest.fixture(scope="module")
+def onnx_server(
+    predicted: dict[str, subprocess.Popen], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """serve.py runtime=onnx on the shipped model's export, torch blocked; yields the process."""
+    pytest.importorskip("onnxruntime", reason="runtime=onnx needs the export extra")
+    pytest.importorskip("onnx", reason="the export needs the export extra (onnx)")
+    from biaffine.export import run
+
+    exports = tmp_path_factory.mktemp("exports")
+    run({"model": MODEL, "output": str(exports / MODEL)})
+    port = free_port()
+    settings = [f"models={MODEL}", f"port={port}", "runtime=onnx", f"onnx_dir={exports}", *LIMITS]
+    log = exports.parent / "serve_onnx.log"
+    with open(log, "wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-c", WITHOUT_TORCH, json.dumps(settings)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(base, process, log)
+        yield base, process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=60)
+
+
+@pytest.mark.parametrize("case", ONNX_CASES)
+def test_the_onnx_runtime_answers_the_bytes_predict_py_writes(
+    onnx_server: tuple[str, subprocess.Popen], predicted: dict[str, subprocess.Popen], case: str
+) -> None:
+    fields, _ = SAME_AS_PREDICT[case]
+    status, answer = call(onnx_server[0], fields)
+    assert status == 200, answer
+    assert answer["result"] == finished(predicted[case])
+
+
+def test_the_onnx_runtime_refuses_what_it_cannot_do_and_never_imports_torch(
+    onnx_server: tuple[str, subprocess.Popen],
+) -> None:
+    base, process = onnx_server
+    status, answer = call(base, path="/models", method="GET")
+    assert answer["models"] == {MODEL: ["tokenizer", "tagger", "parser"]}
+    status, answer = call(base, {"data": CONLLU, "parser": "", "kbest": "3"})
+    assert status == 400
+    assert answer["error"].startswith("kbest=3: runtime=onnx supports")
+    process.send_signal(signal.SIGINT)
+    out, _ = process.communicate(timeout=60)
+    assert json.loads(out.decode().strip().splitlines()[-1]) == {"torch": []}

@@ -26,10 +26,16 @@ from rawtext.labels import MWT_SENTENCE_END, N_CLASSES, SENTENCE_END
 from rawtext.mwt import MwtExpander
 from rawtext.segment import segment
 
-__all__ = ["OnnxSegmenter"]
+__all__ = ["OnnxSegmenter", "has_segmenter"]
 
 MANIFEST = "export.json"  # biaffine.export.MANIFEST, which imports torch
 WINDOWS_PER_RUN = 32  # the torch path's batch of windows
+
+
+def has_segmenter(folder: str | os.PathLike[str]) -> bool:
+    """Whether the export in ``folder`` holds a segmenter (False without an export there)."""
+    path = Path(folder) / MANIFEST
+    return path.is_file() and "segmenter" in json.loads(path.read_text(encoding="utf-8"))
 
 
 class OnnxSegmenter:

@@ -1,9 +1,9 @@
 """The HTTP face: UDPipe 2's REST API (``GET /models``, ``GET|POST /process``) and ``/health``.
 
-The app receives loaded models (name -> :class:`biaffine.api.Parser`); a request only ever
-names one of them, so nothing a client sends reaches a file path. Request bodies are read into
-memory up to :attr:`Limits.max_body_bytes` and parsed by the standard library (form-encoded and
-multipart alike), so no temporary file is ever written either. Errors are JSON
+The app receives loaded models (name -> :class:`biaffine.serving.served.Served`); a request
+only ever names one of them, so nothing a client sends reaches a file path. Request bodies are
+read into memory up to :attr:`Limits.max_body_bytes` and parsed by the standard library
+(form-encoded and multipart alike), so no temporary file is ever written either. Errors are JSON
 ``{"error": "one line"}`` with a 4xx status (503 when overloaded or out of time).
 """
 
@@ -22,9 +22,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from biaffine.api import Parser
 from biaffine.serving.batcher import Batcher
 from biaffine.serving.jobs import Limits, RequestError, Worker, components, task_of
+from biaffine.serving.served import Served
 
 __all__ = ["create_app"]
 
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 def create_app(
-    models: Mapping[str, Parser],
+    models: Mapping[str, Served],
     *,
     default_model: str | None = None,
     acknowledgements: Mapping[str, Sequence[str]] | None = None,
@@ -44,7 +44,8 @@ def create_app(
     """The ASGI app serving ``models`` (run it with uvicorn: ``uvicorn.run(app, ...)``).
 
     Args:
-        models: name -> loaded parser (with a segmenter for raw text).
+        models: name -> loaded model (:mod:`biaffine.serving.served`: torch's or ONNX
+            Runtime's), with a segmenter for raw text.
         default_model: the model of requests that name none (default: the first).
         acknowledgements: name -> what ``/process`` answers credit (the treebank, its licence).
         limits: what one request may ask.
@@ -74,7 +75,7 @@ def create_app(
         await batcher.stop()  # uvicorn has let the requests in flight finish by now
 
     async def list_models(request: Request) -> JSONResponse:
-        named = {name: components(parser) for name, parser in models.items()}
+        named = {name: components(served) for name, served in models.items()}
         return JSONResponse({"models": named, "default_model": default})
 
     async def process(request: Request) -> JSONResponse:

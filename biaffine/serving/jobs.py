@@ -3,8 +3,8 @@
 Nothing here knows HTTP: :func:`task_of` turns the fields of a UDPipe-style request into a
 :class:`Task` or a :class:`RequestError`, and :class:`Worker` answers a list of tasks in one
 call on one thread, as ``predict.py`` answers a file (:func:`biaffine.pipeline.sentences_in`,
-:func:`biaffine.predict_options.chunk_parser`, :func:`biaffine.data.conllu.write_conllu`), so a
-request alone gets the bytes ``predict.py`` writes for the same input.
+the model's parse: :mod:`biaffine.serving.served`, :func:`biaffine.data.conllu.write_conllu`),
+so a request alone gets the bytes ``predict.py`` writes for the same input.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from biaffine.api import Parser
 from biaffine.data.conllu import Sentence, write_conllu
-from biaffine.inference import DecoderSettings
+from biaffine.inference.settings import DecoderSettings
 from biaffine.pipeline import sentences_in
 from biaffine.predict_options import PredictOptions, check_options
-from biaffine.predicting import check_model, chunk_parser
+from biaffine.serving.served import Served
 
 __all__ = [
     "FIELDS",
@@ -120,15 +119,15 @@ class Answer:
     text: str
 
 
-def components(parser: Parser) -> list[str]:
+def components(served: Served) -> list[str]:
     """What a model does, as UDPipe's ``GET /models`` names it."""
-    tokenizer = ["tokenizer"] if parser.segmenter is not None else []
-    tagger = ["tagger"] if parser.model.tagged_columns else []
+    tokenizer = ["tokenizer"] if served.segmenter is not None else []
+    tagger = ["tagger"] if served.tagged_columns else []
     return [*tokenizer, *tagger, "parser"]
 
 
 def task_of(
-    fields: Mapping[str, str], models: Mapping[str, Parser], default_model: str, limits: Limits
+    fields: Mapping[str, str], models: Mapping[str, Served], default_model: str, limits: Limits
 ) -> Task:
     """The task a request's fields ask for, checked against the model it names.
 
@@ -146,26 +145,26 @@ def task_of(
     if "data" not in fields:
         raise RequestError(400, "the field 'data' is required")
     name = fields.get("model", default_model)
-    parser = models.get(name)
-    if parser is None:
+    served = models.get(name)
+    if served is None:
         raise RequestError(400, f"unknown model {name!r}; available: {', '.join(models)}")
     if fields.get("output", "conllu") != "conllu":
         raise RequestError(400, f"output={fields['output']!r}: only conllu is written")
-    input_format = _input_format(fields, name, parser)
+    input_format = _input_format(fields, name, served)
     decoder, options = _settings(fields, limits)
     parse = "tagger" in fields or "parser" in fields
     try:
         check_options(options, decoder, input_format)
         if parse:
-            check_model(parser.model, parser.vocabs, decoder, options)
+            served.check(decoder, options)
     except ValueError as error:
         raise RequestError(400, str(error)) from None
     return Task(name, fields["data"], input_format, parse, decoder, options)
 
 
-def _input_format(fields: Mapping[str, str], name: str, parser: Parser) -> str:
+def _input_format(fields: Mapping[str, str], name: str, served: Served) -> str:
     if "tokenizer" in fields:
-        if parser.segmenter is None:
+        if served.segmenter is None:
             raise RequestError(400, f"model {name!r} has no tokenizer: give conllu or horizontal")
         return "raw"
     given = fields.get("input", "conllu")
@@ -223,11 +222,11 @@ def _number(fields: Mapping[str, str], name: str, kind: type, default: object) -
 class Worker:
     """Answers tasks with the server's models, many in one call (run on one thread)."""
 
-    def __init__(self, models: Mapping[str, Parser], limits: Limits, max_tokens: int) -> None:
+    def __init__(self, models: Mapping[str, Served], limits: Limits, max_tokens: int) -> None:
         """Keep the models.
 
         Args:
-            models: name -> loaded parser.
+            models: name -> loaded model (torch's or ONNX Runtime's).
             limits: words per request and per sentence.
             max_tokens: words per batch of the network (``predict.py max_tokens=``).
         """
@@ -238,8 +237,8 @@ class Worker:
     def warm_up(self) -> None:
         """Parse two words with every model, so no request pays for loading kernels."""
         decoder, options = DecoderSettings(), PredictOptions()
-        for name, parser in self.models.items():
-            formats = ["text", "raw"] if parser.segmenter is not None else ["text"]
+        for name, served in self.models.items():
+            formats = ["text", "raw"] if served.segmenter is not None else ["text"]
             self.run([Task(name, "Warm up.\n", fmt, True, decoder, options) for fmt in formats])
 
     def run(self, tasks: Sequence[Task]) -> list[Answer]:
@@ -269,8 +268,8 @@ class Worker:
         return answers  # type: ignore[return-value]  (none is None, checked above)
 
     def _read(self, task: Task) -> list[Sentence]:
-        parser = self.models[task.model]
-        sentences = sentences_in(task.data, task.input_format, parser.segmenter, name="data")
+        segmenter = self.models[task.model].segmenter
+        sentences = sentences_in(task.data, task.input_format, segmenter, name="data")
         longest = max((len(s) for s in sentences), default=0)
         if longest > self.limits.max_sentence_words:
             limit = self.limits.max_sentence_words
@@ -305,10 +304,8 @@ class Worker:
         """Per input sentence, the sentences to write (several with k-best)."""
         if not task.parse or not sentences:
             return [[sentence] for sentence in sentences]
-        parser = self.models[task.model]
-        how = {"max_tokens": self.max_tokens, "bf16": parser.bf16}
-        parse_chunk = chunk_parser(parser.model, parser.vocabs, task.decoder, task.options, **how)
-        return parse_chunk(sentences)
+        served = self.models[task.model]
+        return served.parse(sentences, task.decoder, task.options, self.max_tokens)
 
 
 def _conllu(written: list[list[Sentence]]) -> str:

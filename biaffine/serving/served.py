@@ -1,0 +1,132 @@
+"""What the server reads of a loaded model, whichever runtime holds it: torch or ONNX Runtime.
+
+:class:`Served` is all :mod:`biaffine.serving.jobs` asks of a model: its segmenter (raw text),
+its tagged columns, a one-line refusal of what it cannot do, and a parse of many sentences in
+one call. :class:`TorchServed` wraps :class:`biaffine.api.Parser` (``serve.py``'s default);
+:class:`OnnxServed` wraps an export folder in ONNX Runtime (``serve.py runtime=onnx``), and
+neither this module nor the ONNX one imports torch. Each imports its runtime only when a model
+is loaded with it, so a server of one runtime needs only that runtime installed.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Protocol
+
+from biaffine.data.conllu import Sentence
+from biaffine.inference.settings import DecoderSettings
+from biaffine.pipeline import TextSegmenter
+from biaffine.predict_options import PredictOptions, request_of
+from biaffine.results import with_result
+
+if TYPE_CHECKING:
+    from biaffine.api import Parser
+    from biaffine.onnxrun import OnnxParser
+
+__all__ = ["OnnxServed", "Served", "TorchServed"]
+
+
+class Served(Protocol):
+    """A model as the server uses it.
+
+    Attributes:
+        segmenter: reads raw text (UDPipe's ``tokenizer``), or None.
+        tagged_columns: the columns its taggers predict (UDPipe's ``tagger``).
+    """
+
+    segmenter: TextSegmenter | None
+    tagged_columns: tuple[str, ...]
+
+    def check(self, decoder: DecoderSettings, options: PredictOptions) -> None:
+        """Raise ValueError, in one line, for what this model cannot answer."""
+        ...
+
+    def parse(
+        self,
+        sentences: list[Sentence],
+        decoder: DecoderSettings,
+        options: PredictOptions,
+        max_tokens: int,
+    ) -> list[list[Sentence]]:
+        """Per input sentence, the sentences to write (several with k-best)."""
+        ...
+
+
+class TorchServed:
+    """A :class:`biaffine.api.Parser` for the server (every option ``predict.py`` has)."""
+
+    def __init__(self, parser: Parser) -> None:
+        """Keep the loaded parser."""
+        self.parser = parser
+        self.segmenter = parser.segmenter
+        self.tagged_columns = tuple(parser.model.tagged_columns)
+
+    @classmethod
+    def load(cls, name: str, **options: Any) -> TorchServed:
+        """The installed model ``name`` (:func:`biaffine.models.load`'s options)."""
+        from biaffine import models  # torch, loaded with the first model of this runtime
+
+        return cls(models.load(name, **options))
+
+    def check(self, decoder: DecoderSettings, options: PredictOptions) -> None:
+        """:func:`biaffine.predicting.check_model`."""
+        from biaffine.predicting import check_model
+
+        check_model(self.parser.model, self.parser.vocabs, decoder, options)
+
+    def parse(
+        self,
+        sentences: list[Sentence],
+        decoder: DecoderSettings,
+        options: PredictOptions,
+        max_tokens: int,
+    ) -> list[list[Sentence]]:
+        """As ``predict.py`` parses one chunk (:func:`biaffine.predicting.chunk_parser`)."""
+        from biaffine.predicting import chunk_parser
+
+        parser = self.parser
+        how = {"max_tokens": max_tokens, "bf16": parser.bf16}
+        return chunk_parser(parser.model, parser.vocabs, decoder, options, **how)(sentences)
+
+
+class OnnxServed:
+    """An export folder in ONNX Runtime for the server: what ``predict.py runtime=onnx`` does."""
+
+    def __init__(self, parser: OnnxParser, segmenter: TextSegmenter | None) -> None:
+        """Keep the sessions."""
+        self.parser = parser
+        self.segmenter = segmenter
+        self.tagged_columns = parser.tagged_columns
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str], *, threads: int | None = None) -> OnnxServed:
+        """The export in ``folder`` (``python -m biaffine.export``), with its segmenter if any.
+
+        Raises:
+            ValueError: no export there, or one this runtime cannot parse with.
+        """
+        from biaffine.onnxrun import OnnxParser  # onnxruntime, loaded with the first model
+        from biaffine.segmenting.onnxrun import OnnxSegmenter, has_segmenter
+
+        parser = OnnxParser.load(folder, threads=threads)
+        segmenter = OnnxSegmenter.load(folder, threads=threads) if has_segmenter(folder) else None
+        return cls(parser, segmenter)
+
+    def check(self, decoder: DecoderSettings, options: PredictOptions) -> None:
+        """:meth:`biaffine.onnxrun.OnnxParser.check` (probabilities, k-best... are refused)."""
+        self.parser.check(request_of(options, []), decoder)
+
+    def parse(
+        self,
+        sentences: list[Sentence],
+        decoder: DecoderSettings,
+        options: PredictOptions,
+        max_tokens: int,
+    ) -> list[list[Sentence]]:
+        """One sentence written per input sentence (no k-best in this runtime)."""
+        request = self.parser.check(request_of(options, []), decoder)
+        found = self.parser.results(sentences, request, decoder, max_tokens=max_tokens)
+        return [
+            list(with_result(sentence, result, request))
+            for sentence, result in zip(sentences, found, strict=True)
+        ]
