@@ -37,7 +37,7 @@ from biaffine.inference.choices import (
     MST,
     decode_arc_scores,
     deprojectivize_batch,
-    head_log_probs,
+    find_trees,
     label_ids,
     labelled_tree,
     missing_taggers,
@@ -126,17 +126,17 @@ class Searcher:
             feed = {"slots": slots, "rows": rows, "positions": positions}
             return session.run(None, feed)[0]
 
-        options = {"n_stack": self.n_stack, "n_buffer": self.n_buffer}
-        beam = options | {"beam_size": settings.beam_size, "normalized": not self.global_scores}
-        if settings.graph_weight > 0:
-            arc_scores = settings.graph_weight * head_log_probs(scores["arc_scores"])
-            found = transitions.beam_search(
-                self.system, lengths, score, arc_scores=arc_scores, **beam
-            )
-        elif settings.search == "beam":
-            found = transitions.beam_search(self.system, lengths, score, **beam)
-        else:
-            found = transitions.greedy_search(self.system, lengths, score, **options)
+        arc_scores = scores["arc_scores"] if settings.graph_weight > 0 else None
+        found = find_trees(
+            self.system,
+            lengths,
+            score,
+            settings,
+            n_stack=self.n_stack,
+            n_buffer=self.n_buffer,
+            global_scores=self.global_scores,
+            arc_scores=arc_scores,
+        )
         return found.heads
 
 

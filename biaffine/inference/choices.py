@@ -15,11 +15,12 @@ import numpy as np
 import numpy.typing as npt
 
 import decoding
+import transitions
 from biaffine.data.columns import strings
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.inference.request import Tree
-from biaffine.inference.settings import GraphDecoding
+from biaffine.inference.settings import GraphDecoding, TransitionSearch
 from decoding.types import IntArray
 from transitions.projective import SEPARATOR, deprojectivize
 
@@ -29,6 +30,7 @@ __all__ = [
     "best_classes",
     "decode_arc_scores",
     "deprojectivize_batch",
+    "find_trees",
     "head_log_probs",
     "label_ids",
     "labelled_tree",
@@ -209,3 +211,41 @@ def deprojectivize_batch(heads: IntArray, rels: IntArray, rel_names: Sequence[st
         heads[b, : n + 1] = tree
         for d, (label, old) in enumerate(zip(base, labels, strict=True), 1):
             rels[b, d] = ids.get(label, ids[old])
+
+
+def find_trees(
+    system: transitions.TransitionSystem,
+    lengths: IntArray,
+    score: transitions.Scorer,
+    settings: TransitionSearch,
+    *,
+    n_stack: int,
+    n_buffer: int,
+    global_scores: bool,
+    arc_scores: npt.NDArray[np.floating] | None = None,
+) -> transitions.SearchResult:
+    """The transition search ``settings`` ask for, as both runtimes run it.
+
+    Args:
+        system: the parser's transition system.
+        lengths: int64[B], words per sentence.
+        score: the transition scorer (:data:`transitions.Scorer`).
+        settings: ``search``, ``beam_size`` and ``graph_weight`` are read.
+        n_stack: stack words the scorer reads per configuration.
+        n_buffer: buffer words it reads.
+        global_scores: the model was trained with the beam: paths are ranked by raw score
+            sums (greedy takes the same argmax).
+        arc_scores: float[B, N+1, N+1], a graph head's arc scores, read when
+            ``graph_weight`` > 0: the search adds ``graph_weight`` times their row-wise
+            log-softmax (:func:`head_log_probs`, float64) per arc built.
+    """
+    options = {"n_stack": n_stack, "n_buffer": n_buffer}
+    beam = options | {"beam_size": settings.beam_size, "normalized": not global_scores}
+    if settings.graph_weight > 0:
+        if arc_scores is None:
+            raise ValueError("graph_weight > 0 needs arc scores")
+        weighted = settings.graph_weight * head_log_probs(arc_scores)
+        return transitions.beam_search(system, lengths, score, arc_scores=weighted, **beam)
+    if settings.search == "beam":
+        return transitions.beam_search(system, lengths, score, **beam)
+    return transitions.greedy_search(system, lengths, score, **options)

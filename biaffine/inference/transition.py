@@ -28,7 +28,7 @@ from biaffine.data.conllu import Sentence
 from biaffine.inference.base import BatchResults, Family, predicted_columns
 from biaffine.inference.choices import (
     deprojectivize_batch,
-    head_log_probs,
+    find_trees,
     labelled_tree,
     word_slice,
 )
@@ -80,21 +80,19 @@ def search(
     Raises:
         ValueError: ``graph_weight`` > 0 for a parser without a graph head.
     """
-    score = scorer(model, encoded)
-    options = {"n_stack": model.n_stack, "n_buffer": model.n_buffer}
-    # A model trained with the beam ranks paths by raw score sums (greedy: the same argmax).
-    normalized = not model.global_scores
-    beam_options = options | {"beam_size": settings.beam_size, "normalized": normalized}
+    arc_scores = None
     if settings.graph_weight > 0:
-        # The same float64 log-softmax as the ONNX runtime's (biaffine.onnxrun).
-        log_probs = head_log_probs(_graph_head(encoded, settings).float().cpu().numpy())
-        arc_scores = settings.graph_weight * log_probs
-        return transitions.beam_search(
-            model.system, lengths, score, arc_scores=arc_scores, **beam_options
-        )
-    if settings.search == "beam":
-        return transitions.beam_search(model.system, lengths, score, **beam_options)
-    return transitions.greedy_search(model.system, lengths, score, **options)
+        arc_scores = _graph_head(encoded, settings).float().cpu().numpy()
+    return find_trees(
+        model.system,
+        lengths,
+        scorer(model, encoded),
+        settings,
+        n_stack=model.n_stack,
+        n_buffer=model.n_buffer,
+        global_scores=model.global_scores,
+        arc_scores=arc_scores,
+    )
 
 
 def _graph_head(encoded: TransitionStates, settings: TransitionSearch) -> torch.Tensor:
