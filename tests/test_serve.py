@@ -59,6 +59,18 @@ CONLLU = (
     "\n"
 )
 UDPIPE = {"tokenizer": "", "tagger": "", "parser": ""}  # what a UDPipe client sends
+WITHOUT_TORCH = """
+import json, runpy, sys
+sys.modules["torch"] = None  # any import of torch now fails
+sys.argv = ["serve.py", *json.loads(sys.argv[1])]
+try:
+    runpy.run_path("serve.py", run_name="__main__")
+finally:
+    torch = [m for m, module in sys.modules.items() if m.split(".")[0] == "torch" and module]
+    print(json.dumps({"torch": sorted(torch)}), flush=True)
+"""
+"""serve.py's main with the arguments given as JSON where torch cannot be imported; prints the
+modules of torch imported (none may) when it stops."""
 
 # name -> (the request's fields, predict.py's arguments for the same answer)
 SAME_AS_PREDICT = {
@@ -114,10 +126,18 @@ def multipart(fields: dict[str, str], *, file: str | None = None) -> tuple[bytes
 
 
 @contextlib.contextmanager
-def serving(log: Path, *overrides: str) -> Iterator[tuple[str, subprocess.Popen]]:
-    """``python serve.py models=en_ewt ...`` on a free port, until the block ends."""
+def serving(
+    log: Path, *overrides: str, without_torch: bool = False
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``python serve.py models=en_ewt ...`` on a free port, until the block ends.
+
+    ``without_torch``: where torch cannot be imported (:data:`WITHOUT_TORCH`).
+    """
     port = free_port()
-    command = [sys.executable, "serve.py", f"models={MODEL}", f"port={port}", *overrides]
+    settings = [f"models={MODEL}", f"port={port}", *overrides]
+    command = [sys.executable, "serve.py", *settings]
+    if without_torch:
+        command = [sys.executable, "-c", WITHOUT_TORCH, json.dumps(settings)]
     with open(log, "wb") as stderr:
         process = subprocess.Popen(command, cwd=ROOT, stdout=stderr, stderr=stderr)
     base = f"http://127.0.0.1:{port}"
@@ -449,55 +469,31 @@ def test_serve_py_refuses_an_unknown_model_in_one_line(model_installed: None) ->
 
 # --- runtime=onnx: the same answers without torch --------------------------------------------
 
-WITHOUT_TORCH = """
-import json, runpy, sys
-sys.modules["torch"] = None  # any import of torch now fails
-sys.argv = ["serve.py", *json.loads(sys.argv[1])]
-try:
-    runpy.run_path("serve.py", run_name="__main__")
-finally:
-    torch = [m for m, module in sys.modules.items() if m.split(".")[0] == "torch" and module]
-    print(json.dumps({"torch": sorted(torch)}), flush=True)
-"""
-"""serve.py's main with the arguments given as JSON where torch cannot be imported; prints the
-modules of torch imported (none may) when it stops."""
 ONNX_CASES = ("raw", "horizontal", "conllu")  # SAME_AS_PREDICT's cases this runtime answers
 
 
 @pytest.fixture(scope="module")
 def onnx_server(
     predicted: dict[str, subprocess.Popen], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, subprocess.Popen]]:
-    """serve.py runtime=onnx on the shipped model's export, torch blocked; yields the process."""
+) -> Iterator[tuple[str, subprocess.Popen, Path]]:
+    """serve.py runtime=onnx on the shipped model's export, torch blocked: its URL, process, log."""
     pytest.importorskip("onnxruntime", reason="runtime=onnx needs the export extra")
     pytest.importorskip("onnx", reason="the export needs the export extra (onnx)")
     from biaffine.export import run
 
     exports = tmp_path_factory.mktemp("exports")
     run({"model": MODEL, "output": str(exports / MODEL)})
-    port = free_port()
-    settings = [f"models={MODEL}", f"port={port}", "runtime=onnx", f"onnx_dir={exports}", *LIMITS]
     log = exports.parent / "serve_onnx.log"
-    with open(log, "wb") as stderr:
-        process = subprocess.Popen(
-            [sys.executable, "-c", WITHOUT_TORCH, json.dumps(settings)],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(base, process, log)
-        yield base, process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            process.wait(timeout=60)
+    onnx = ["runtime=onnx", f"onnx_dir={exports}", *LIMITS]
+    with serving(log, *onnx, without_torch=True) as (base, process):
+        yield base, process, log
 
 
 @pytest.mark.parametrize("case", ONNX_CASES)
 def test_the_onnx_runtime_answers_the_bytes_predict_py_writes(
-    onnx_server: tuple[str, subprocess.Popen], predicted: dict[str, subprocess.Popen], case: str
+    onnx_server: tuple[str, subprocess.Popen, Path],
+    predicted: dict[str, subprocess.Popen],
+    case: str,
 ) -> None:
     fields, _ = SAME_AS_PREDICT[case]
     status, answer = call(onnx_server[0], fields)
@@ -506,14 +502,14 @@ def test_the_onnx_runtime_answers_the_bytes_predict_py_writes(
 
 
 def test_the_onnx_runtime_refuses_what_it_cannot_do_and_never_imports_torch(
-    onnx_server: tuple[str, subprocess.Popen],
+    onnx_server: tuple[str, subprocess.Popen, Path],
 ) -> None:
-    base, process = onnx_server
+    base, process, log = onnx_server
     status, answer = call(base, path="/models", method="GET")
     assert answer["models"] == {MODEL: ["tokenizer", "tagger", "parser"]}
     status, answer = call(base, {"data": CONLLU, "parser": "", "kbest": "3"})
     assert status == 400
     assert answer["error"].startswith("kbest=3: runtime=onnx supports")
     process.send_signal(signal.SIGINT)
-    out, _ = process.communicate(timeout=60)
-    assert json.loads(out.decode().strip().splitlines()[-1]) == {"torch": []}
+    process.wait(timeout=60)
+    assert json.loads(log.read_text().strip().splitlines()[-1]) == {"torch": []}
