@@ -37,13 +37,15 @@ and the biaffine products one chunk (:func:`biaffine.nn.modules._in_chunks`) whi
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+import logging
 import shutil
 import sys
 import tempfile
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,10 +93,10 @@ FORMAT = 1
 
 MANIFEST = "export.json"
 
-SETTINGS = ("checkpoint", "model", "segmenter", "output")
+SETTINGS = ("checkpoint", "model", "segmenter", "output", "int8")
 USAGE = (
     "usage: python -m biaffine.export checkpoint=PATH [segmenter=PATH] output=FOLDER, or "
-    "model=NAME output=FOLDER (an installed model, with its segmenter)"
+    "model=NAME output=FOLDER (an installed model, with its segmenter); int8=true: int8 weights"
 )
 
 
@@ -313,6 +315,7 @@ def export(
     *,
     about: Mapping[str, Any],
     segmenter: segmenter_checkpoints.Stored | None = None,
+    int8: bool = False,
 ) -> dict[str, Any]:
     """Write the graphs of ``model`` (and ``segmenter``) and ``export.json`` into ``folder``.
 
@@ -327,6 +330,9 @@ def export(
         about: plain data added to the manifest (the checkpoint's parser kind, config,
             vocabularies).
         segmenter: a segmenter checkpoint's contents, exported beside the parser for raw text.
+        int8: store ``scores.onnx`` (the encoder and the heads on its states: nearly all the
+            weights and time) with int8 weights, activations quantized on the fly
+            (onnxruntime's dynamic quantization), as ``predict.py int8=true`` runs torch.
 
     Returns:
         The manifest written.
@@ -339,7 +345,7 @@ def export(
     _require_onnx()
     training = model.training
     try:
-        return _write(model.eval(), folder, about, segmenter)
+        return _write(model.eval(), folder, about, segmenter, int8)
     finally:
         # The exporter restores the mode of the wrapper it was given, on the model too.
         model.train(training)
@@ -360,9 +366,11 @@ def _write(
     folder: Path,
     about: Mapping[str, Any],
     segmenter: segmenter_checkpoints.Stored | None,
+    int8: bool,
 ) -> dict[str, Any]:
     found = graphs(model)
     manifest = {"format": FORMAT, "opset": OPSET, "family": model.family, **about}
+    manifest["int8"] = ["scores"] if int8 else []
     if segmenter is not None:
         found.append(segmenter_graph(segmenter.model.eval()))
         manifest["segmenter"] = _segmenter_manifest(segmenter)
@@ -377,11 +385,35 @@ def _write(
     try:
         for graph in found:
             _export_graph(graph, staging / f"{graph.name}.onnx")
+        for name in manifest["int8"]:
+            _quantize(staging / f"{name}.onnx")
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         _replace(staging, folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return manifest
+
+
+def _quantize(path: Path) -> None:
+    """Rewrite the graph at ``path`` with int8 weights (onnxruntime's dynamic quantization)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # the export extra
+
+    quantized = path.with_suffix(".int8.onnx")
+    with warnings.catch_warnings(), _quiet_root_logger():
+        quantize_dynamic(path, quantized, weight_type=QuantType.QInt8)
+    quantized.replace(path)
+
+
+@contextlib.contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    """The quantizer logs a pre-processing hint on the root logger for every graph: not ours."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
 
 
 def _segmenter_manifest(stored: segmenter_checkpoints.Stored) -> dict[str, Any]:
@@ -454,6 +486,8 @@ def parse_settings(argv: Sequence[str]) -> dict[str, str]:
         if not value:
             raise ValueError(f"{key}= has no value")
         settings[key] = value
+    if settings.get("int8", "false") not in ("true", "false"):
+        raise ValueError(f"int8={settings['int8']}: give true or false")
     if ("checkpoint" in settings) == ("model" in settings):
         given = "both" if "model" in settings else "neither"
         raise ValueError(f"{given} of checkpoint= and model= given ({USAGE})")
@@ -480,7 +514,8 @@ def run(settings: Mapping[str, str]) -> dict[str, Any]:
         "vocabs": loaded.vocabs.to_dict(),
     }
     stored = None if segmenter is None else segmenter_checkpoints.load(segmenter)
-    return export(model, Path(settings["output"]), about=about, segmenter=stored)
+    int8 = settings.get("int8") == "true"
+    return export(model, Path(settings["output"]), about=about, segmenter=stored, int8=int8)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

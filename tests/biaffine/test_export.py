@@ -331,6 +331,7 @@ def test_an_encoder_that_reads_text_is_refused(
         ([], "neither of checkpoint= and model= given"),
         (["checkpoint=a.pt", "model=en_ewt", "output=x"], "both of checkpoint= and model="),
         (["checkpoint=a.pt"], "missing setting output"),
+        (["checkpoint=a.pt", "output=x", "int8=yes"], "int8=yes: give true or false"),
         (["checkpoint=a.pt", "output=x", "threads=2"], "unknown setting 'threads'"),
         (["checkpoint=a.pt", "checkpoint=b.pt"], "checkpoint= is given twice"),
         (["checkpoint", "output=x"], "'checkpoint' is not key=value"),
