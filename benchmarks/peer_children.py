@@ -42,8 +42,8 @@ class Ours:
     """
 
     def __init__(self, key: str, checkpoint: Path, onnx: Path, threads: int) -> None:
-        """Load the model as ``key`` says."""
-        if key == "onnx":
+        """Load the model as ``key`` says (``onnx``: the export folder of an ONNX key)."""
+        if key in ("onnx", "onnx_int8"):
             from biaffine.onnxrun import OnnxParser
 
             self.parser = OnnxParser.load(onnx, threads=threads)

@@ -73,6 +73,7 @@ SYSTEMS = (
     System("int8", "rootparse, `int8=true`", "threads=N (torch)"),
     System("bf16", "rootparse, `bf16=true`", "threads=N (torch)"),
     System("onnx", "rootparse, `runtime=onnx`", "threads=N (onnxruntime intra-op)"),
+    System("onnx_int8", "rootparse, `runtime=onnx`, `int8=true` export", "threads=N (onnxruntime)"),
     System("spacy", "spaCy 3.8 parser (efficiency CNN)", "1 (no setting; BLAS variables = N)"),
     System("udpipe", "UDPipe 1 parser (Parsito)", "1 (no setting)"),
 )
@@ -173,11 +174,16 @@ def targets(rows: Sequence[Summary]) -> list[str]:
     peak memory <= 200 MiB.
     """
     by_key = {row.key: row for row in rows}
-    udpipe, fp32, onnx = by_key.get("udpipe"), by_key.get("fp32"), by_key.get("onnx")
+    udpipe, fp32 = by_key.get("udpipe"), by_key.get("fp32")
     if udpipe is None or fp32 is None:
         return ["targets: not judged (UDPipe 1 or the fp32 parser did not run)"]
     fast = [by_key[k] for k in ("int8", "bf16") if k in by_key and within(by_key[k].las, fp32.las)]
     best = max(fast, key=lambda row: row.rate, default=fp32)
+    # runtime=onnx: the export with the shortest command whose LAS stays within 0.1 of fp32's.
+    exports = [by_key[k] for k in ("onnx", "onnx_int8") if k in by_key]
+    onnx = min(
+        (row for row in exports if within(row.las, fp32.las)), key=lambda r: r.wall, default=None
+    )
     lines = [
         verdict(f"parse only, best precision within 0.1 LAS ({best.label})",
                 best.rate / udpipe.rate, 1.5, "x UDPipe 1", at_least=True),
@@ -185,10 +191,11 @@ def targets(rows: Sequence[Summary]) -> list[str]:
     ]  # fmt: skip
     if onnx is None:
         return [*lines, "runtime=onnx targets: not judged (runtime=onnx did not run)"]
+    name = "runtime=onnx (int8 export)" if onnx.key == "onnx_int8" else "runtime=onnx"
     return [
         *lines,
-        verdict("runtime=onnx command wall", onnx.wall / udpipe.wall, 1.0, "x UDPipe 1's"),
-        verdict("runtime=onnx command peak memory", onnx.memory, 200, "MiB"),
+        verdict(f"{name} command wall", onnx.wall / udpipe.wall, 1.0, "x UDPipe 1's"),
+        verdict(f"{name} command peak memory", onnx.memory, 200, "MiB"),
     ]
 
 
@@ -228,7 +235,8 @@ def skip_reasons(flags: Sequence[str], peers: Path, onnx_export: bool) -> dict[s
     if not any(flag in flags for flag in BF16_FLAGS):
         reasons["bf16"] = "the CPU has neither avx512_bf16 nor amx_bf16 (no native bfloat16)"
     if not onnx_export:
-        reasons["onnx"] = 'onnx or onnxruntime not installed (pip install -e ".[export]")'
+        for key in ("onnx", "onnx_int8"):
+            reasons[key] = 'onnx or onnxruntime not installed (pip install -e ".[export]")'
     models = {"spacy": ("spacy", SPACY_MODEL), "udpipe": ("ufal.udpipe", UDPIPE_MODEL)}
     for key, (package, model) in models.items():
         if not importable(package):
@@ -262,6 +270,7 @@ class Setup:
     Attributes:
         checkpoint: the project's parser checkpoint.
         onnx: its export folder.
+        onnx_int8: its export folder with int8 weights (``int8=true``).
         peers: the peers' model folder.
         source: the blanked input.
         threads: threads per system.
@@ -269,6 +278,7 @@ class Setup:
 
     checkpoint: Path
     onnx: Path
+    onnx_int8: Path
     peers: Path
     source: Path
     threads: int
@@ -291,6 +301,7 @@ def command_argv(key: str, setup: Setup, dest: Path) -> list[str]:
         "int8": [f"checkpoint={setup.checkpoint}", "int8=true"],
         "bf16": [f"checkpoint={setup.checkpoint}", "bf16=true"],
         "onnx": ["runtime=onnx", f"onnx={setup.onnx}"],
+        "onnx_int8": ["runtime=onnx", f"onnx={setup.onnx_int8}"],
     }
     if key in extra:
         return [*predict, *extra[key]]
@@ -299,9 +310,10 @@ def command_argv(key: str, setup: Setup, dest: Path) -> list[str]:
 
 def child_argv(mode: str, key: str, setup: Setup) -> list[str]:
     """``python -m benchmarks.peer_children MODE KEY ...``: one measurement, a fresh process."""
+    onnx = setup.onnx_int8 if key == "onnx_int8" else setup.onnx
     return [
         sys.executable, "-m", "benchmarks.peer_children", mode, key,
-        str(setup.checkpoint), str(setup.onnx), str(setup.peers), str(setup.source),
+        str(setup.checkpoint), str(onnx), str(setup.peers), str(setup.source),
         str(setup.threads),
     ]  # fmt: skip
 
@@ -350,10 +362,11 @@ def load_text() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def export_onnx(checkpoint: Path, folder: Path) -> None:
-    """``python -m biaffine.export`` of the checkpoint into ``folder``."""
+def export_onnx(checkpoint: Path, folder: Path, *, int8: bool = False) -> None:
+    """``python -m biaffine.export`` of the checkpoint into ``folder`` (``int8=true``)."""
+    settings = [f"checkpoint={checkpoint}", f"output={folder}", f"int8={str(int8).lower()}"]
     subprocess.run(
-        [sys.executable, "-m", "biaffine.export", f"checkpoint={checkpoint}", f"output={folder}"],
+        [sys.executable, "-m", "biaffine.export", *settings],
         cwd=ROOT, check=True, capture_output=True,
     )  # fmt: skip
 
@@ -412,10 +425,12 @@ def main(argv: list[str] | None = None) -> None:
         source = work / "input.conllu"
         text = blank_columns(gold.read_text(encoding="utf-8"))
         source.write_text(text, encoding="utf-8")
-        setup = Setup(resolve_checkpoint(args.model), work / "onnx", args.peers, source,
-                      args.threads)  # fmt: skip
+        setup = Setup(resolve_checkpoint(args.model), work / "onnx", work / "onnx_int8",
+                      args.peers, source, args.threads)  # fmt: skip
         if "onnx" in keys:
             export_onnx(setup.checkpoint, setup.onnx)
+        if "onnx_int8" in keys:
+            export_onnx(setup.checkpoint, setup.onnx_int8, int8=True)
         load_before = load_text()
         rates, commands = run_rounds(keys, setup, args.rounds, work)
         load_after = load_text()

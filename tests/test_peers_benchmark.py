@@ -76,6 +76,14 @@ def test_targets_take_the_fastest_precision_within_a_tenth_of_las() -> None:
     assert lines[3] == "FAIL runtime=onnx command peak memory: 210.00 MiB (target <= 200)"
     rows[2] = row("bf16", 2000.0, 87.70)
     assert peers.targets(rows)[0].startswith("PASS parse only, best precision within 0.1 LAS")
+    # The int8 export: judged when its command is shorter and its LAS within 0.1 of fp32's.
+    off = row("onnx_int8", 1200.0, 87.60, wall=2.0, memory=190.0)
+    assert peers.targets([*rows, off])[2].startswith("FAIL runtime=onnx command wall")
+    near = row("onnx_int8", 1200.0, 87.75, wall=2.0, memory=190.0)
+    assert peers.targets([*rows, near])[2:] == [
+        "PASS runtime=onnx (int8 export) command wall: 0.83 x UDPipe 1's (target <= 1.0)",
+        "PASS runtime=onnx (int8 export) command peak memory: 190.00 MiB (target <= 200)",
+    ]
     assert peers.targets(rows[:1]) == [
         "targets: not judged (UDPipe 1 or the fp32 parser did not run)"
     ]
@@ -176,7 +184,9 @@ def test_each_peer_parses_the_blanked_words_into_trees(
 ) -> None:
     source = tmp_path / "input.conllu"
     source.write_text(peer_models.blank_columns(TINY.read_text(encoding="utf-8")))
-    setup = peers.Setup(TINY, tmp_path / "no-onnx", peer_folder, source, 1)
+    setup = peers.Setup(
+        TINY, tmp_path / "no-onnx", tmp_path / "no-onnx-int8", peer_folder, source, 1
+    )
     dest = tmp_path / "out.conllu"
     environment = peers.child_environment(1)
     usage = peers.measure_command(peers.command_argv(key, setup, dest), environment)
