@@ -17,7 +17,7 @@ the same CPU budget as ``conf/experiment/root_study.yaml``; EWT's model is docs/
 Usage (checkpoints from ``python train.py model=combined experiment=ewt_cpu_2h`` and others)::
 
     python experiments/beam.py RUN/best.pt [RUN2/best.pt ...] \
-        --results docs/beam.json --page docs/beam.md --threads 2
+        --results docs/beam_search.json --page docs/beam_search.md --threads 2
 
 Rows are merged into ``--results`` (one per checkpoint, replaced when measured again), and the
 page and its plot are written from all rows there, so runs can be measured in separate sessions.
@@ -208,24 +208,18 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
     plt.close(figure)
 
 
-HANDWRITTEN = "\n## Training with the beam"
-"""Where the page's hand-written part (beam training and its runs) begins: kept as it is."""
-
-
 def write_page(rows: Sequence[dict[str, Any]], page: Path, cpu: str) -> None:
     """The results page: one table per checkpoint, and the plot beside it.
 
-    The hand-written part of an existing page, from :data:`HANDWRITTEN` on, is kept after them.
+    The findings, with beam training's, are on the hand-written docs/beam.md.
     """
-    old = page.read_text() if page.exists() else ""
-    kept = old[old.index(HANDWRITTEN) :] if HANDWRITTEN in old else ""
     image = page.with_suffix(".png")
     plot(rows, image)
     lines = [
-        "# Beam search and the combined model",
+        "# Beam search and the combined search on locally trained models",
         "",
         "Written by `experiments/beam.py` from `" + page.with_suffix(".json").name + "`; "
-        f"timings on {cpu}.",
+        f"timings on {cpu}. The findings: [beam.md](beam.md).",
         "",
         f"![test LAS by beam size]({image.name})",
         "",
@@ -246,7 +240,7 @@ def write_page(rows: Sequence[dict[str, Any]], page: Path, cpu: str) -> None:
             *table(row),
             "",
         ]
-    page.write_text("\n".join(lines) + kept)
+    page.write_text("\n".join(lines) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -260,11 +254,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tune-beam", type=int, default=4, help="beam for tuning the weight")
     parser.add_argument("--max-tokens", type=int, default=5000)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--results", type=Path, default=REPO / "docs" / "beam.json")
+    parser.add_argument("--results", type=Path, default=REPO / "docs" / "beam_search.json")
     parser.add_argument(
         "--graph-results", type=Path, default=REPO / "docs" / "root-constraint.json"
     )
-    parser.add_argument("--page", type=Path, default=REPO / "docs" / "beam.md")
+    parser.add_argument("--page", type=Path, default=REPO / "docs" / "beam_search.md")
     args = parser.parse_args(argv)
     set_threads(args.threads)
     rows = []
