@@ -1,7 +1,9 @@
 """Load test of serve.py on loopback: concurrent UDPipe-style clients, beside predict.py's rate.
 
 Usage: ``python -m benchmarks.serve_load [--model en_ewt] [--clients 32] [--seconds 20]
-[--sentences-per-request 8] [--threads N]`` (input: EWT test under $UD_ROOT, or ``--input``).
+[--sentences-per-request 8] [--threads N] [--onnx-dir DIR]`` (input: EWT test under $UD_ROOT,
+or ``--input``). ``--onnx-dir``: the server runs ``runtime=onnx onnx_dir=DIR`` and predict.py
+``runtime=onnx onnx=DIR/MODEL``, both without torch.
 
 ``predict.py model=MODEL format=text columns=all`` parses every sentence of the input in one
 run, before and after the load (the mean of its logged rates: model loading excluded, as for
@@ -9,8 +11,8 @@ the server, which is loaded before the clock starts). Between them, ``serve.py``
 model on 127.0.0.1, and ``--clients`` threads, each with its own keep-alive connection, send
 requests of ``--sentences-per-request`` pre-tokenized sentences (``input=horizontal``,
 ``tagger``, ``parser``: the same work) back to back for ``--seconds``. Prints requests/s,
-sentences/s, p50/p99 latency, errors, the ratio to predict.py, the CPU (lscpu) and the load
-(uptime): the clients share the CPU with the server.
+sentences/s, p50/p99 latency, errors, the ratio to predict.py, the server's peak resident
+memory, the CPU (lscpu) and the load (uptime): the clients share the CPU with the server.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from biaffine.data.conllu import read_conllu
 
 ROOT = Path(__file__).resolve().parents[1]
 EWT_TEST = Path("UD_English-EWT") / "en_ewt-ud-test.conllu"
-RATE = re.compile(r"parsed (\d+) sentences \((\d+) words\) in ([\d.]+)s")
+RATE = re.compile(r"parsed (\d+) sentences(?: \((\d+) words\))? in ([\d.]+)s")  # torch, onnx
 
 
 def main() -> None:
@@ -48,13 +50,19 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--sentences-per-request", type=int, default=8)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--onnx-dir", type=Path, default=None, help="serve runtime=onnx")
     args = parser.parse_args()
     # Compile a cold numba cache before timing (both subprocesses inherit it), not in the run.
     os.environ.setdefault("ROOTPARSE_COMPILE", "foreground")
     source = args.input or Path(os.environ["UD_ROOT"]) / EWT_TEST
     lines = [" ".join(s.forms) + "\n" for s in read_conllu(source)]
     threads = [] if args.threads is None else [f"threads={args.threads}"]
-    before = predict_rate(args.model, lines, threads)
+    model = [f"model={args.model}"]
+    served_as: list[str] = []
+    if args.onnx_dir is not None:
+        model = ["runtime=onnx", f"onnx={args.onnx_dir / args.model}"]
+        served_as = ["runtime=onnx", f"onnx_dir={args.onnx_dir}"]
+    before = predict_rate(model, lines, threads)
     k = args.sentences_per_request
     bodies = [
         urllib.parse.urlencode(
@@ -63,23 +71,27 @@ def main() -> None:
         for i in range(0, len(lines) - k + 1, k)
     ]
     port = free_port()
-    with served(args.model, port, threads) as server:
+    with served(args.model, port, [*threads, *served_as]) as server:
         cpu = {"server": cpu_seconds(server.pid), "clients": cpu_seconds(os.getpid())}
         results = load(port, bodies, args.clients, args.seconds)
         for who, pid in (("server", server.pid), ("clients", os.getpid())):
             results[f"{who} cpu"] = cpu_seconds(pid) - cpu[who]
         results["health"] = health(port)
+        results["server MiB"] = peak_mib(server.pid)
     # Before and after: the load of a shared machine drifts, the mean is fairer to both.
-    predicted = (before + predict_rate(args.model, lines, threads)) / 2
+    predicted = (before + predict_rate(model, lines, threads)) / 2
     report(args, source, len(lines), predicted, results)
 
 
-def predict_rate(model: str, lines: list[str], threads: list[str]) -> float:
-    """predict.py's sentences/s on ``lines`` (parsing only, as it logs)."""
+def predict_rate(model: list[str], lines: list[str], threads: list[str]) -> float:
+    """predict.py's sentences/s on ``lines`` (parsing only, as it logs).
+
+    ``model``: the settings that name the model (``model=NAME``, or ``runtime=onnx onnx=DIR``).
+    """
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "input.txt"
         path.write_text("".join(lines), encoding="utf-8")
-        command = [sys.executable, "predict.py", f"model={model}", f"input={path}"]
+        command = [sys.executable, "predict.py", *model, f"input={path}"]
         command += ["format=text", "columns=all", "output=/dev/null", *threads]
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
     sentences, _, seconds = RATE.search(done.stderr).groups()
@@ -122,6 +134,14 @@ class served:  # noqa: N801  (a context manager, used as a function)
         self.process.send_signal(signal.SIGINT)
         self.process.wait(timeout=60)
         self.log.close()
+
+
+def peak_mib(pid: int) -> float:
+    """Peak resident memory of a running process so far (``VmHWM`` in ``/proc``), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -193,7 +213,9 @@ def report(args: argparse.Namespace, source: Path, n: int, predicted: float, res
         "unknown CPU",
     )
     uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout
-    print(f"{source.name}: {n} sentences; model {args.model}; {args.clients} clients, ")
+    runtime = "torch" if args.onnx_dir is None else f"onnx ({args.onnx_dir})"
+    print(f"{source.name}: {n} sentences; model {args.model}, runtime {runtime}; ")
+    print(f"{args.clients} clients, ", end="")
     print(f"{args.sentences_per_request} sentences per request, {args.seconds:g} s, loopback")
     print(f"CPU: {cpu}, {os.cpu_count()} logical CPUs; uptime: {uptime.strip()}\n")
     print(
@@ -209,6 +231,7 @@ def report(args: argparse.Namespace, source: Path, n: int, predicted: float, res
     server, clients = results["server cpu"], results["clients cpu"]
     print(f"\n{batches} batches of {mean:.1f} requests on average; CPU seconds in the run:")
     print(f"server {server:.1f}, clients {clients:.1f} (of {os.cpu_count() * seconds:.0f})")
+    print(f"server peak resident memory: {results['server MiB']:.0f} MiB")
     for error in results["errors"][:5]:
         print(f"error: {error}")
 
