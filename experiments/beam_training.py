@@ -189,6 +189,20 @@ def measure(folder: Path, data: str, args: argparse.Namespace) -> dict[str, Any]
     }
 
 
+def merge(results: Path, measured: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The treebanks already in ``results`` with these added or replaced, saved there.
+
+    Treebanks can so be measured by separate runs; the largest comes first.
+    """
+    found = {}
+    if results.is_file():
+        found = {row["treebank"]: row for row in json.loads(results.read_text())}
+    found |= {row["treebank"]: row for row in measured}
+    rows = sorted(found.values(), key=lambda row: -row["train_sentences"])
+    results.write_text(json.dumps(rows, indent=1) + "\n")
+    return rows
+
+
 def table(treebank: dict[str, Any]) -> list[str]:
     """Markdown table of one treebank: one line per arm and search."""
     lines = [
@@ -249,8 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--page", type=Path, default=REPO / "docs" / "beam_training.md")
     args = parser.parse_args(argv)
     set_threads(args.threads)
-    treebanks = [measure(args.runs, data, args) for data in args.treebanks]
-    args.results.write_text(json.dumps(treebanks, indent=1) + "\n")
+    measured = [measure(args.runs, data, args) for data in args.treebanks]
+    treebanks = merge(args.results, measured)
     write_page(treebanks, args.page, cpu_description(), args.threads)
     return 0
 
