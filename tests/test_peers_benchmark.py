@@ -77,9 +77,12 @@ def test_targets_take_the_fastest_precision_within_a_tenth_of_las() -> None:
     rows[2] = row("bf16", 2000.0, 87.70)
     assert peers.targets(rows)[0].startswith("PASS parse only, best precision within 0.1 LAS")
     # The int8 export: judged when its command is shorter and its LAS within 0.1 of fp32's.
-    off = row("onnx_int8", 1200.0, 87.60, wall=2.0, memory=190.0)
+    off = row("onnx_int8", 2400.0, 87.60, wall=2.0, memory=190.0)
+    assert peers.targets([*rows, off])[0].startswith("PASS parse only, best precision within")
+    assert "(rootparse, `bf16=true`)" in peers.targets([*rows, off])[0]
     assert peers.targets([*rows, off])[2].startswith("FAIL runtime=onnx command wall")
-    near = row("onnx_int8", 1200.0, 87.75, wall=2.0, memory=190.0)
+    near = row("onnx_int8", 2400.0, 87.75, wall=2.0, memory=190.0)
+    assert "`int8=true` export): 2.40 x UDPipe 1" in peers.targets([*rows, near])[0]
     assert peers.targets([*rows, near])[2:] == [
         "PASS runtime=onnx (int8 export) command wall: 0.83 x UDPipe 1's (target <= 1.0)",
         "PASS runtime=onnx (int8 export) command peak memory: 190.00 MiB (target <= 200)",
