@@ -22,7 +22,8 @@ then writes ``--results`` (JSON) and ``--page`` (Markdown, with Zhang & Clark's 
         --results docs/beam_training.json --page docs/beam_training.md --threads 1
 
 UAS and LAS count punctuation (CoNLL 2018); "Word" and "CM" leave it out, as Zhang & Clark's
-precision of lexical heads and complete match do; RA is root accuracy.
+precision of lexical heads and complete match do, and so do DA (Yamada & Matsumoto's dependency
+accuracy: non-root words) and RA (root accuracy).
 """
 
 from __future__ import annotations
@@ -119,13 +120,17 @@ def training_minutes(runs: Sequence[Path]) -> float:
 
 
 def scores_of(gold: list[Sentence], parsed: list[Sentence]) -> dict[str, float]:
-    """UAS, LAS with punctuation; Word (UAS), CM and RA without it, as Zhang & Clark count."""
+    """UAS, LAS with punctuation; Word (UAS), DA, CM and RA without it.
+
+    As Zhang & Clark count, and Yamada & Matsumoto (DA: the heads of non-root words).
+    """
     every = score_corpus(gold, parsed)
     content = score_corpus(gold, parsed, exclude_punct=True)
     return {
         "uas": every.uas,
         "las": every.las,
         "word": content.uas,
+        "da": content.dependency_accuracy,
         "cm": content.uem,
         "ra": content.root_accuracy,
     }
@@ -206,13 +211,16 @@ def merge(results: Path, measured: Sequence[dict[str, Any]]) -> list[dict[str, A
 def table(treebank: dict[str, Any]) -> list[str]:
     """Markdown table of one treebank: one line per arm and search."""
     lines = [
-        "| arm | minutes | search | UAS | LAS | Word | CM | RA | sent/s |",
-        "|---|--:|---|--:|--:|--:|--:|--:|--:|",
+        "| arm | minutes | search | UAS | LAS | Word | DA | CM | RA | sent/s |",
+        "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for row in treebank["arms"]:
         for name, s in row["settings"].items():
             cells = [row["arm"], f"{row['minutes']:.1f}", name]
-            cells += [f"{s[m]:.2f}" for m in ("uas", "las", "word", "cm", "ra")]
+            # Rows measured before DA was reported lack it.
+            cells += [
+                f"{s[m]:.2f}" if m in s else "-" for m in ("uas", "las", "word", "da", "cm", "ra")
+            ]
             cells.append(f"{s['sentences_per_second']:.0f}")
             lines.append("| " + " | ".join(cells) + " |")
     return lines

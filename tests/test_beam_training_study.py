@@ -95,6 +95,8 @@ def test_every_arm_is_parsed_and_the_paired_arm_is_the_apis_pairing(
     trees = parser.parse(gold, search="beam", beam_size=16, graph_weight=weight)
     las = score_corpus(gold, [tree.sentence for tree in trees]).las
     assert paired["settings"]["paired 16"]["las"] == pytest.approx(las)
+    measures = {"uas", "las", "word", "da", "cm", "ra", "sentences_per_second"}
+    assert set(paired["settings"]["paired 16"]) == measures
     text = page.read_text()
     assert "| Combined [TMA] | 92.1 | 45.5 |" in text
     assert "| (c) beam-trained, k = 64 |" in text
