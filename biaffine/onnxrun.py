@@ -151,6 +151,7 @@ class OnnxParser:
             ``transitions``.
         upos_input: the encoder embeds the input's UPOS (``scores.onnx`` reads ``upos``).
         searcher: a transition parser's search; None for a graph parser.
+        segmenter: the export's segmenter for raw text, or None without one.
     """
 
     vocabs: Vocabs
@@ -158,6 +159,7 @@ class OnnxParser:
     sessions: dict[str, onnxruntime.InferenceSession]
     upos_input: bool
     searcher: Searcher | None = None
+    segmenter: OnnxSegmenter | None = None
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], *, threads: int | None = None) -> OnnxParser:
@@ -184,7 +186,12 @@ class OnnxParser:
         tagged = tuple(o.removesuffix("_scores") for o in graphs.get("tags", {}).get("outputs", ()))
         vocabs = Vocabs.from_dict(manifest["vocabs"])
         searcher = Searcher.of(manifest) if family == "transition" else None
-        return cls(vocabs, tagged, sessions, "upos" in graphs["scores"]["inputs"], searcher)
+        segmenter = None
+        if "segmenter" in manifest:
+            session = _session(path / graphs["segmenter"]["file"], threads)
+            segmenter = OnnxSegmenter(session, manifest["segmenter"])
+        upos_input = "upos" in graphs["scores"]["inputs"]
+        return cls(vocabs, tagged, sessions, upos_input, searcher, segmenter)
 
     def parse(
         self,
@@ -404,19 +411,22 @@ def predict_file(
     check_arguments(source, dest, input_format, chunk_sentences, decoder, options, FORMATS)
     check_supported(request_of(options, []), decoder)
     parser = OnnxParser.load(folder, threads=threads)
-    segmenter = None
     if input_format == "raw":
-        segmenter = OnnxSegmenter.load(folder, threads=threads)
+        if parser.segmenter is None:
+            raise ValueError(
+                f"onnx={folder}: format=raw needs a segmenter in the export (python -m "
+                "biaffine.export model=NAME output=..., or checkpoint=... segmenter=PATH)"
+            )
         if not options.columns:  # raw text has no column to keep: fill all, as torch's path
             options = dataclasses.replace(options, columns=("all",))
     request = parser.check(request_of(options, []), decoder)
     warm_up = [Sentence.from_forms(["warm", "up"])]
     parser.results(warm_up, request, decoder)  # kernels loaded: part of start-up
     started, counted = time.perf_counter(), [0]
-    if segmenter is None:
-        sentences = read_sentences(source, input_format)
+    if input_format == "raw":
+        sentences = iter(read_raw(source, parser.segmenter))
     else:
-        sentences = iter(read_raw(source, segmenter))
+        sentences = read_sentences(source, input_format)
     chunks = _chunks(sentences, chunk_sentences)
     parsed = _parsed(parser, chunks, request, decoder, max_tokens, counted)
     write_sentences(dest, parsed)

@@ -1,8 +1,9 @@
 """The segmenter of an export folder in ONNX Runtime, without torch (``runtime=onnx format=raw``).
 
-``OnnxSegmenter.load(folder).segment(text)`` reads the ``segmenter.onnx`` and the ``segmenter``
-entry of ``export.json`` that ``python -m biaffine.export ... segmenter=PATH`` (or ``model=NAME``)
-writes, and segments as :class:`biaffine.segmenting.Segmenter` does: the same windows
+``OnnxParser.load(folder).segmenter`` (:mod:`biaffine.onnxrun` opens the export) reads the
+``segmenter.onnx`` and the ``segmenter`` entry of ``export.json`` that ``python -m
+biaffine.export ... segmenter=PATH`` (or ``model=NAME``) writes, and segments as
+:class:`biaffine.segmenting.Segmenter` does: the same windows
 (:func:`~biaffine.segmenting.features.window_bounds`), the same features and ids, the same
 sentence-end bias and the same decoding (:func:`rawtext.segment`). Windows of equal width go
 through the graph together, so no window is padded and the BiLSTM packs nothing.
@@ -10,10 +11,7 @@ through the graph together, so no window is padded and the BiLSTM packs nothing.
 
 from __future__ import annotations
 
-import json
-import os
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,16 +24,9 @@ from rawtext.labels import MWT_SENTENCE_END, N_CLASSES, SENTENCE_END
 from rawtext.mwt import MwtExpander
 from rawtext.segment import segment
 
-__all__ = ["OnnxSegmenter", "has_segmenter"]
+__all__ = ["OnnxSegmenter"]
 
-MANIFEST = "export.json"  # biaffine.export.MANIFEST, which imports torch
 WINDOWS_PER_RUN = 32  # the torch path's batch of windows
-
-
-def has_segmenter(folder: str | os.PathLike[str]) -> bool:
-    """Whether the export in ``folder`` holds a segmenter (False without an export there)."""
-    path = Path(folder) / MANIFEST
-    return path.is_file() and "segmenter" in json.loads(path.read_text(encoding="utf-8"))
 
 
 class OnnxSegmenter:
@@ -55,40 +46,6 @@ class OnnxSegmenter:
         self.window, self.context = about["window"], about["context"]
         self.bias = np.zeros(N_CLASSES, dtype=np.float32)
         self.bias[[SENTENCE_END, MWT_SENTENCE_END]] = about["sentence_bias"]
-
-    @classmethod
-    def load(cls, folder: str | os.PathLike[str], *, threads: int | None = None) -> OnnxSegmenter:
-        """The segmenter of an export folder.
-
-        Args:
-            folder: written by ``python -m biaffine.export`` with a segmenter.
-            threads: onnxruntime's intra-op threads (None: its default).
-
-        Raises:
-            ValueError: no export there, or one without a segmenter (the message says how to
-                write one).
-        """
-        path = Path(folder)
-        manifest_path = path / MANIFEST
-        if not manifest_path.is_file():
-            raise ValueError(f"onnx={folder}: no {MANIFEST} there")
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        about = manifest.get("segmenter")
-        if about is None:
-            raise ValueError(
-                f"onnx={folder}: format=raw needs a segmenter in the export (python -m "
-                "biaffine.export model=NAME output=..., or checkpoint=... segmenter=PATH)"
-            )
-        options = onnxruntime.SessionOptions()
-        if threads is not None:
-            options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        graph = path / manifest["graphs"]["segmenter"]["file"]
-        session = onnxruntime.InferenceSession(
-            str(graph), options, providers=["CPUExecutionProvider"]
-        )
-        return cls(session, about)
 
     def log_probs(self, text: str) -> npt.NDArray[np.float32]:
         """float32[len(text), N_CLASSES]: the classes' log-probabilities of each character."""

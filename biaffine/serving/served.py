@@ -106,11 +106,9 @@ class OnnxServed:
             ValueError: no export there, or one this runtime cannot parse with.
         """
         from biaffine.onnxrun import OnnxParser  # onnxruntime, loaded with the first model
-        from biaffine.segmenting.onnxrun import OnnxSegmenter, has_segmenter
 
         parser = OnnxParser.load(folder, threads=threads)
-        segmenter = OnnxSegmenter.load(folder, threads=threads) if has_segmenter(folder) else None
-        return cls(parser, segmenter)
+        return cls(parser, parser.segmenter)
 
     def check(self, decoder: DecoderSettings, options: PredictOptions) -> None:
         """:meth:`biaffine.onnxrun.OnnxParser.check` (probabilities, k-best... are refused)."""

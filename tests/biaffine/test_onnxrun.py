@@ -189,12 +189,13 @@ def test_an_export_of_another_family_is_refused(tmp_path: Path) -> None:
 def test_the_onnx_segmenter_classifies_every_character_as_torchs(
     exported: Path, ewt_dir: Path
 ) -> None:
+    from biaffine.onnxrun import OnnxParser
     from biaffine.segmenting import Segmenter
-    from biaffine.segmenting.onnxrun import OnnxSegmenter
 
     text = rawtext.corpus_text(ewt_dir / "en_ewt-ud-test.conllu")
     torchs = Segmenter.load(ROOT / "models" / "en_ewt" / "segmenter.pt").classes(text)
-    np.testing.assert_array_equal(OnnxSegmenter.load(exported, threads=1).classes(text), torchs)
+    onnx = OnnxParser.load(exported, threads=1).segmenter
+    np.testing.assert_array_equal(onnx.classes(text), torchs)
 
 
 def test_raw_text_is_segmented_and_parsed_as_torchs_without_torch(
