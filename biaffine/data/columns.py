@@ -70,13 +70,16 @@ def strings(
     *,
     lexicon: Lexicon | None = None,
     upos: Sequence[str | None] | None = None,
+    runners_up: Sequence[Sequence[str]] | None = None,
 ) -> list[str]:
     """The values to write for the ``predicted`` classes of a sentence's words in ``column``.
 
     LEMMA: the lexicon's lemma of each word it holds (:meth:`Lexicon.lemma`, by the word's
     UPOS where ``upos`` gives one), else its script applied to its form, or the form itself
-    where the script does not apply (it cuts more than the form has). Other columns: the
-    classes themselves.
+    where the script does not apply (it cuts more than the form has). A script whose lemma is
+    no training lemma (:attr:`Lexicon.known`, case aside) gives way to the first of the word's
+    ``runners_up`` whose lemma is one: Turkish "limandan" takes "liman" (cut 3) over the
+    best-scored "lim" (cut 5). Other columns: the classes themselves.
 
     Args:
         column: a column of :data:`TAGGED`.
@@ -84,19 +87,43 @@ def strings(
         forms: the words, str[n].
         lexicon: the training lemmas (LEMMA only), or None for the scripts alone.
         upos: the UPOS of each word (None where unknown), or None for none at all.
+        runners_up: LEMMA: the other scripts of each word worth trying, best first (str[n][*]),
+            or None for none.
     """
     if column != "lemma":
         return list(predicted)
     tags = [None] * len(forms) if upos is None else upos
+    others = [()] * len(forms) if runners_up is None else runners_up
     return [
-        _lemma(script, form, tag, lexicon)
-        for script, form, tag in zip(predicted, forms, tags, strict=True)
+        _lemma(script, form, tag, lexicon, alternatives)
+        for script, form, tag, alternatives in zip(predicted, forms, tags, others, strict=True)
     ]
 
 
-def _lemma(script: str, form: str, upos: str | None, lexicon: Lexicon | None) -> str:
-    """The lemma of one word: the lexicon's, else the script's, else the form."""
-    found = None if lexicon is None else lexicon.lemma(form, upos)
-    if found is None:
-        found = apply(script, form)
+def _lemma(
+    script: str,
+    form: str,
+    upos: str | None,
+    lexicon: Lexicon | None,
+    alternatives: Sequence[str],
+) -> str:
+    """The lemma of one word, as :func:`strings` says."""
+    if lexicon is None:
+        return _applied(script, form)
+    found = lexicon.lemma(form, upos)
+    if found is not None:
+        return found
+    best = _applied(script, form)
+    if best.lower() in lexicon.known:
+        return best
+    for other in alternatives:
+        lemma = apply(other, form)
+        if lemma is not None and lemma.lower() in lexicon.known:
+            return lemma
+    return best
+
+
+def _applied(script: str, form: str) -> str:
+    """``script`` applied to ``form``, or the form where it does not apply."""
+    found = apply(script, form)
     return form if found is None else found

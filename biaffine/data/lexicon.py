@@ -45,10 +45,18 @@ class Lexicon:
     Attributes:
         tagged: (form, UPOS) -> lemma.
         forms: form -> lemma, for the forms unambiguous enough.
+        known: every lemma of the two tables, lower-cased (derived from them): the words a
+            script's output is checked against (:func:`biaffine.data.columns.strings`).
     """
 
     tagged: dict[tuple[str, str], str] = field(default_factory=dict)
     forms: dict[str, str] = field(default_factory=dict)
+    known: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Gather :attr:`known`, the lemmas of both tables lower-cased."""
+        lemmas = {*self.tagged.values(), *self.forms.values()}
+        object.__setattr__(self, "known", frozenset(lemma.lower() for lemma in lemmas))
 
     def __len__(self) -> int:
         """Number of entries, both keys counted."""

@@ -108,6 +108,15 @@ def test_the_lookup_order(form: str, upos: str | None, lemma: str | None) -> Non
     assert LEXICON.lemma(form, upos) == lemma
 
 
+def test_the_known_lemmas_are_every_lemma_of_both_tables_lower_cased(sentences) -> None:
+    lexicon = build_lexicon(sentences)
+    lemmas = {lemma for s in sentences for lemma in s.lemmas if lemma != "_"}
+    assert lexicon.known == {lemma.lower() for lemma in lemmas}
+    assert LEXICON.known == {"sit", "sat-noun", "le", "sit-form", "we"}
+    assert Lexicon.from_dict(LEXICON.to_dict()).known == LEXICON.known
+    assert Lexicon().known == frozenset()
+
+
 def test_plain_data_round_trips_through_json_and_the_vocabularies(sentences) -> None:
     vocabs = build_vocabs(sentences)
     assert vocabs.lexicon == build_lexicon(sentences)

@@ -1,14 +1,17 @@
 """Predicted LEMMA: the lemmatizer's best edit script applied to each form, through the one
 prediction path into CoNLL-U, refused without a lemmatizer, trained and scored end to end; the
-training lexicon's lemma first where the vocabularies hold one."""
+training lexicon's lemma first where the vocabularies hold one, and a runner-up script whose
+lemma the lexicon knows where the best one's it does not."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from builders import (
@@ -21,15 +24,18 @@ from builders import (
     split_options,
 )
 from conftest import TINY_CONLLU
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from biaffine.api import Parser
 from biaffine.data.batching import IGNORE_INDEX, batches_by_tokens, encode
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemmas import apply, script_of
 from biaffine.data.lexicon import Lexicon
-from biaffine.data.vocab import Vocabs
+from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.evaluate import evaluate_files
 from biaffine.inference import Refused
+from biaffine.inference.choices import LEMMA_RUNNER_UP, runners_up
 from biaffine.nn import Encoder
 from biaffine.parsers import TransitionParser
 
@@ -73,13 +79,17 @@ def lemmatizer_only(
     return model
 
 
-def force(model: torch.nn.Module, vocabs: Vocabs, column: str, value: str) -> None:
-    """Make the tagger of ``column`` pick ``value`` for every word."""
+def force(model: torch.nn.Module, vocabs: Vocabs, column: str, value: str, **others: float) -> None:
+    """Make the tagger of ``column`` pick ``value`` for every word; each class of ``others``
+    gets that share of its probability (every other class about e^-10 of it)."""
     output = model.taggers[column][-1]
+    stoi = vocabs.columns[column].stoi
     with torch.no_grad():
         output.weight.zero_()
         output.bias.zero_()
-        output.bias[vocabs.columns[column].stoi[value]] = 10.0
+        output.bias[stoi[value]] = 10.0
+        for other, share in others.items():
+            output.bias[stoi[other]] = 10.0 + math.log(share)
 
 
 def test_the_tiny_lemmas_are_edit_scripts_and_words_without_one_are_ignored(
@@ -181,6 +191,65 @@ def test_the_lexicon_is_keyed_by_the_predicted_upos_else_the_given_one(
     [tree] = parser.parse([words], columns=["lemma"], overwrite=True)
     assert tree.sentence.lemmas == ["th", "ca", lemma]
     assert tree.sentence.upos == words.upos  # UPOS was not asked for: kept
+
+
+CUT_ONE = script_of("scheduled", "schedule")  # lower-case, cut one character at the end
+AS_IS = script_of("sheep", "sheep")  # lower-case, nothing cut
+
+
+@pytest.mark.parametrize(
+    ("share", "lemmas"),
+    [
+        (0.25, ["cat", "sheep", "cow"]),  # a likely runner-up: taken where its lemma is known
+        (LEMMA_RUNNER_UP * 0.9, ["cat", "shee", "cow"]),  # too unlikely: never taken
+    ],
+)
+@pytest.mark.parametrize("family", ["graph", "transition"])
+def test_a_runner_up_script_wins_only_where_its_lemma_is_known_and_the_best_ones_is_not(
+    share: float, lemmas: list[str], family: str, vocabs: Vocabs, tmp_path: Path
+) -> None:
+    # The lexicon has none of the forms, so only the scripts decide. It knows the lemmas
+    # "cat" (as its form-table value) and "Sheep" (as a tagged value, so case aside).
+    lexicon = Lexicon(tagged={("ewe", "NOUN"): "Sheep"}, forms={"kitten": "cat"})
+    assert lexicon.known == {"cat", "sheep"}
+    with_lexicon = dataclasses.replace(vocabs, lexicon=lexicon)
+    model = lemmatizer_only(with_lexicon, family, CUT_ONE)
+    force(model, with_lexicon, "lemma", CUT_ONE, **{AS_IS: share})
+    parser = Parser.load(save_model(tmp_path / "best.pt", model, with_lexicon), threads=1)
+    # cats: the best script's "cat" is known; sheep: "shee" is not, the runner-up's "sheep"
+    # is; cows: neither "cow" nor "cows" is, the best stays.
+    [tree] = parser.parse([Sentence.from_forms(["cats", "sheep", "cows"])], columns=["lemma"])
+    assert tree.sentence.lemmas == lemmas
+
+
+def brute_runners_up(scores: np.ndarray, itos: list[str], share: float) -> list[tuple[str, ...]]:
+    """:func:`runners_up` by a loop over each word's classes."""
+    found = []
+    for row in scores.astype(np.float64):
+        real = range(3, len(row))  # the specials PAD, UNK, ROOT never count
+        best = max(real, key=lambda i: (row[i], -i))
+        near = [i for i in real if i != best and math.exp(row[i] - row[best]) >= share]
+        found.append(tuple(itos[i] for i in sorted(near, key=lambda i: (-row[i], i))))
+    return found
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 6).flatmap(
+        lambda words: st.lists(
+            st.lists(st.sampled_from([-3.0, -1.0, 0.0, 0.5, 2.0, 2.5]), min_size=7, max_size=7),
+            min_size=words,
+            max_size=words,
+        )
+    ),
+    st.sampled_from([1.0, 0.5, 0.05, 1e-3]),
+)
+def test_runners_up_are_the_classes_within_the_share_of_the_best_in_score_order(
+    rows: list[list[float]], share: float
+) -> None:
+    scores = np.array(rows, dtype=np.float32).reshape(len(rows), 7)
+    itos = [*SPECIALS, "a", "b", "c", "d"]
+    assert runners_up(scores, Vocab(itos), share) == brute_runners_up(scores, itos, share)
 
 
 def test_a_model_without_a_lemmatizer_refuses_columns_lemma(sentences, vocabs, tmp_path):

@@ -1,0 +1,96 @@
+r"""Score shipped models again after a change in what the library predicts from the same weights.
+
+Usage::
+
+    python -m biaffine.models.rescore en_ewt tr_imst [--float32 tr_imst=RUN/best.pt] [--dry-run]
+
+For each model named, the card's ``scores`` (gold tokenization and raw text) are measured again
+on its test set as :mod:`biaffine.models.build` measures them, and so are its
+``float32_scores`` where ``--float32`` names the checkpoint before its weights were halved; the
+card's ``package_version`` is brought up to date, and everything else on it (training, speed,
+limits) is kept, since the weights are the same. ``docs/models.md`` is rewritten from the cards.
+Each changed figure is printed as ``NAME: SET METRIC OLD -> NEW``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+import biaffine
+from biaffine import installed, models
+from biaffine.api import Parser
+from biaffine.files import atomic_open
+from biaffine.models.build import DOCS, write_docs
+from biaffine.models.card import write_json
+from biaffine.models.scoring import GOLD, THREADS, card_scores, ud_test_file
+
+__all__ = ["changes", "main", "rescore"]
+
+
+def rescore(name: str, root: Path, float32: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The card of model ``name`` as it was, and with its scores measured again.
+
+    Args:
+        name: an installed model.
+        root: the folder of the UD treebanks.
+        float32: the checkpoint before its weights were halved, or None to keep
+            ``float32_scores`` as they are.
+    """
+    model = installed.find(name)
+    gold = ud_test_file(root / model.card["treebank"]["name"])
+    card = dict(model.card)
+    card["scores"] = card_scores(models.load(name, threads=THREADS), gold)
+    if float32 is not None:
+        scores = card_scores(Parser.load(float32, threads=THREADS), gold)
+        card["float32_scores"] = {GOLD: scores[GOLD]}
+    card["package_version"] = biaffine.__version__
+    return model.card, card
+
+
+def changes(name: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """One line per figure of ``scores`` or ``float32_scores`` that differs between two cards."""
+    lines = []
+    for part in ("scores", "float32_scores"):
+        for kind, figures in new.get(part, {}).items():
+            before = old.get(part, {}).get(kind, {})
+            for metric, value in figures.items():
+                if before.get(metric) != value:
+                    lines.append(f"{name}: {part} {kind} {metric} {before.get(metric)} -> {value}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The command line (see the module's docstring)."""
+    options = argparse.ArgumentParser(prog="python -m biaffine.models.rescore", description=__doc__)
+    options.add_argument("names", nargs="+", help="installed models, e.g. en_ewt")
+    options.add_argument("--root", default=os.environ.get("UD_ROOT"), help="default $UD_ROOT")
+    options.add_argument(
+        "--float32", action="append", default=[], help="NAME=PATH: the model before halving"
+    )
+    options.add_argument("--dry-run", action="store_true", help="print the changes only")
+    options.add_argument("--docs", default=str(DOCS), help="the page rewritten from the cards")
+    args = options.parse_args(argv)
+    if args.root is None:
+        options.error("set UD_ROOT or pass --root")
+    float32 = dict(item.split("=", 1) for item in args.float32)
+    if set(float32) - set(args.names):
+        options.error(
+            f"--float32 names a model not rescored: {sorted(set(float32) - set(args.names))}"
+        )
+    for name in args.names:
+        old, new = rescore(name, Path(args.root), float32.get(name))
+        print("\n".join(changes(name, old, new)) or f"{name}: no score changed")
+        if not args.dry_run:
+            with atomic_open(
+                installed.find(name).folder / installed.CARD, "w", encoding="utf-8"
+            ) as out:
+                out.write(write_json(new))
+    if not args.dry_run:
+        write_docs(installed.SHIPPED, Path(args.docs))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""``python -m biaffine.models.rescore``: what it reports and refuses (scoring itself is
+:func:`biaffine.models.scoring.card_scores`, checked against every card by test_cards.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from biaffine.models.rescore import changes, main
+
+
+def test_changes_name_each_figure_that_moved_and_nothing_else() -> None:
+    old = {
+        "scores": {"gold_tokenization": {"LAS": 86.43, "Lemmas": 96.36}},
+        "float32_scores": {"gold_tokenization": {"Lemmas": 96.36}},
+    }
+    new = {
+        "scores": {"gold_tokenization": {"LAS": 86.43, "Lemmas": 96.47}, "raw_text": {"LAS": 84.1}},
+        "float32_scores": {"gold_tokenization": {"Lemmas": 96.36}},
+    }
+    assert changes("en_ewt", old, new) == [
+        "en_ewt: scores gold_tokenization Lemmas 96.36 -> 96.47",
+        "en_ewt: scores raw_text LAS None -> 84.1",
+    ]
+    assert changes("en_ewt", old, old) == []
+
+
+def test_a_float32_checkpoint_for_a_model_not_rescored_is_refused(capsys) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["en_ewt", "--root", ".", "--float32", "tr_imst=best.pt"])
+    assert stopped.value.code == 2
+    assert "--float32 names a model not rescored: ['tr_imst']" in capsys.readouterr().err
