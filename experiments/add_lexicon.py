@@ -1,15 +1,19 @@
-"""Write a copy of a checkpoint with the lemma lexicon of a training file added.
+"""Write a copy of a checkpoint with the lexicon of a training file added.
 
 Checkpoints trained before the lexicon (:mod:`biaffine.data.lexicon`) lemmatize with the edit
-scripts alone; this gives them the lexicon that training now builds, from the training file
-they were trained on. Everything else is copied as it is: weights (and their checksum),
-config, metadata, training state; the output is written atomically (read in the current
-format: older versions are migrated, as on load). Give the same training file as in training,
-or the lexicon holds lemmas the model never saw.
+scripts alone, and those trained before it held FEATS tag with the tagger alone; this gives
+them the lexicon that training now builds, from the training file they were trained on.
+Everything else is copied as it is: weights (and their checksum), config, metadata, training
+state; the output is written atomically (read in the current format: older versions are
+migrated, as on load). Give the same training file as in training, or the lexicon holds lemmas
+the model never saw.
 
 Usage::
 
-    PYTHONPATH=. python experiments/add_lexicon.py CHECKPOINT TRAIN_CONLLU OUT
+    PYTHONPATH=. python experiments/add_lexicon.py CHECKPOINT TRAIN_CONLLU OUT [--half]
+
+``--half`` stores the weights as float16 again, for a shipped model's ``parser.pt`` (its
+weights were float16 already: widening and halving them again gives the same bits).
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import build_lexicon
 
 
-def add_lexicon(source: Path, train: Path, out: Path) -> int:
+def add_lexicon(source: Path, train: Path, out: Path, *, half: bool = False) -> int:
     """Copy ``source`` to ``out`` with the lexicon of ``train``; returns its number of entries.
+
+    ``half``: store the weights as float16 (see the module's docstring).
 
     Raises:
         CheckpointError: ``source`` is no readable checkpoint.
@@ -42,6 +48,7 @@ def add_lexicon(source: Path, train: Path, out: Path) -> int:
         state_dict=loaded.state_dict,
         metadata=loaded.metadata,
         training_state=loaded.training_state,
+        half=half,
     )
     return len(lexicon)
 
@@ -52,9 +59,12 @@ def main() -> None:
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("train", type=Path, help="the training file of the model (CoNLL-U)")
     parser.add_argument("out", type=Path)
+    parser.add_argument("--half", action="store_true", help="store the weights as float16")
     args = parser.parse_args()
-    entries = report_user_errors(lambda: add_lexicon(args.checkpoint, args.train, args.out))
-    print(f"{args.out}: lemma lexicon of {entries:,} entries from {args.train}")
+    entries = report_user_errors(
+        lambda: add_lexicon(args.checkpoint, args.train, args.out, half=args.half)
+    )
+    print(f"{args.out}: lexicon of {entries:,} entries from {args.train}")
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ def strings(
     lexicon: Lexicon | None = None,
     upos: Sequence[str | None] | None = None,
     runners_up: Sequence[Sequence[str]] | None = None,
+    doubtful: Sequence[bool] | None = None,
 ) -> list[str]:
     """The values to write for the ``predicted`` classes of a sentence's words in ``column``.
 
@@ -79,20 +80,29 @@ def strings(
     where the script does not apply (it cuts more than the form has). A script whose lemma is
     no training lemma (:attr:`Lexicon.known`, case aside) gives way to the first of the word's
     ``runners_up`` whose lemma is one: Turkish "limandan" takes "liman" (cut 3) over the
-    best-scored "lim" (cut 5). Other columns: the classes themselves.
+    best-scored "lim" (cut 5). FEATS: the lexicon's FEATS of each ``doubtful`` word it holds
+    (:meth:`Lexicon.features`, by the word's UPOS), else the class. Other columns: the classes
+    themselves.
 
     Args:
         column: a column of :data:`TAGGED`.
         predicted: the class of each word, str[n].
         forms: the words, str[n].
-        lexicon: the training lemmas (LEMMA only), or None for the scripts alone.
+        lexicon: the training lemmas and FEATS (LEMMA and FEATS), or None for the classes
+            alone.
         upos: the UPOS of each word (None where unknown), or None for none at all.
         runners_up: LEMMA: the other scripts of each word worth trying, best first (str[n][*]),
             or None for none.
+        doubtful: FEATS: whether the tagger is unsure of each word's class (bool[n]), or None
+            for every word.
     """
+    tags = [None] * len(forms) if upos is None else upos
+    if column == "feats" and lexicon is not None:
+        unsure = [True] * len(forms) if doubtful is None else doubtful
+        words = zip(predicted, forms, tags, unsure, strict=True)
+        return [(ask and lexicon.features(form, tag)) or feats for feats, form, tag, ask in words]
     if column != "lemma":
         return list(predicted)
-    tags = [None] * len(forms) if upos is None else upos
     others = [()] * len(forms) if runners_up is None else runners_up
     return [
         _lemma(script, form, tag, lexicon, alternatives)

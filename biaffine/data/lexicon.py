@@ -1,19 +1,26 @@
-"""A lemma lexicon of the training data, looked up before the lemmatizer's edit script.
+"""A lexicon of the training data, looked up before the lemmatizer and the FEATS tagger.
 
-A word seen in training usually has the lemma it had there: Stanza and UDPipe 1 look it up
-first and classify (or generate) only the words they never saw. The lexicon holds, from the
-training words with a lemma (:func:`biaffine.data.lemmas.is_annotated`):
+A word seen in training usually has the lemma and the features it had there: Stanza and UDPipe
+1 look it up first and classify (or generate) only the words they never saw. The lexicon holds,
+from the training words with a lemma (:func:`biaffine.data.lemmas.is_annotated`):
 
 - ``tagged``: (form, UPOS) -> the lemma that pair had most often, for every pair seen;
 - ``forms``: form -> the lemma that form had most often, only where that lemma covers at least
   :data:`MIN_FORM_SHARE` of the form's occurrences: a form with several lemmas (French "de",
   a preposition, or the partitive article of lemma "un") is better left to the UPOS key or to
-  the classifier, which sees the context.
+  the classifier, which sees the context;
+
+and from every training word with a UPOS:
+
+- ``feats``: (form, UPOS) -> the FEATS that pair had most often, only where they cover at least
+  :data:`MIN_FEATS_SHARE` of its occurrences (a Turkish or Hungarian form seen in training
+  nearly always has one analysis per UPOS; an English "read" does not).
 
 Ties go to the lemma first in code-point order, so the lexicon does not depend on the order of
 the sentences. The lookup order (:meth:`Lexicon.lemma`) and the threshold were chosen by
-measuring (``experiments/lemma_lexicon.py``, docs/lemmas.md). Torch-free; plain data for
-checkpoints through :meth:`Lexicon.to_dict`.
+measuring (``experiments/lemma_lexicon.py``, docs/lemmas.md), the FEATS threshold likewise
+(``experiments/feats_lexicon.py``, docs/tags.md). Torch-free; plain data for checkpoints through
+:meth:`Lexicon.to_dict`.
 """
 
 from __future__ import annotations
@@ -26,11 +33,15 @@ from typing import Any, TypeVar
 from biaffine.data.conllu import Sentence
 from biaffine.data.lemmas import is_annotated
 
-__all__ = ["MIN_FORM_SHARE", "LemmaCounts", "Lexicon", "build_lexicon"]
+__all__ = ["MIN_FEATS_SHARE", "MIN_FORM_SHARE", "Lexicon", "LexiconCounts", "build_lexicon"]
 
 MIN_FORM_SHARE = 0.99
 """The share of a form's training occurrences its lemma must cover to be looked up by form
 alone (chosen by measuring, see docs/lemmas.md)."""
+
+MIN_FEATS_SHARE = 0.99
+"""The share of a (form, UPOS) pair's training occurrences its majority FEATS must cover to be
+looked up (chosen on dev sets, see docs/tags.md)."""
 
 _NO_UPOS = "_"
 """The UPOS cell of a word without one: no (form, UPOS) key is made of it or looked up."""
@@ -45,12 +56,15 @@ class Lexicon:
     Attributes:
         tagged: (form, UPOS) -> lemma.
         forms: form -> lemma, for the forms unambiguous enough.
+        feats: (form, UPOS) -> FEATS, for the pairs unambiguous enough (empty in lexicons
+            written before it).
         known: every lemma of the two tables, lower-cased (derived from them): the words a
             script's output is checked against (:func:`biaffine.data.columns.strings`).
     """
 
     tagged: dict[tuple[str, str], str] = field(default_factory=dict)
     forms: dict[str, str] = field(default_factory=dict)
+    feats: dict[tuple[str, str], str] = field(default_factory=dict)
     known: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -59,8 +73,8 @@ class Lexicon:
         object.__setattr__(self, "known", frozenset(lemma.lower() for lemma in lemmas))
 
     def __len__(self) -> int:
-        """Number of entries, both keys counted."""
-        return len(self.tagged) + len(self.forms)
+        """Number of entries, every table counted."""
+        return len(self.tagged) + len(self.forms) + len(self.feats)
 
     def lemma(self, form: str, upos: str | None) -> str | None:
         """The lemma of ``form``, or None for a word the lexicon lacks (left to the classifier).
@@ -81,15 +95,29 @@ class Lexicon:
             found = self.tagged.get((form.lower(), upos))
         return found
 
+    def features(self, form: str, upos: str | None) -> str | None:
+        """The FEATS of ``form`` with ``upos``, or None where the lexicon has none.
+
+        None for no UPOS, an unseen pair, or one without a clear majority: left to the tagger.
+        """
+        if upos is None or upos == _NO_UPOS:
+            return None
+        return self.feats.get((form, upos))
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data, entries sorted, lists only (it survives JSON too).
 
-        ``{"tagged": [[form, upos, lemma], ...], "forms": [[form, lemma], ...]}``.
+        ``{"tagged": [[form, upos, lemma], ...], "forms": [[form, lemma], ...],
+        "feats": [[form, upos, feats], ...]}``, without ``feats`` where it is empty (as
+        lexicons written before it were, which thus read and write back the same data).
         """
-        return {
+        data = {
             "tagged": [[form, upos, lemma] for (form, upos), lemma in sorted(self.tagged.items())],
             "forms": [[form, lemma] for form, lemma in sorted(self.forms.items())],
         }
+        if self.feats:
+            data["feats"] = [[f, upos, feats] for (f, upos), feats in sorted(self.feats.items())]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Lexicon:
@@ -103,7 +131,12 @@ class Lexicon:
             raise ValueError(f"lemma lexicon data lacks keys {sorted(missing)}")
         tagged = _rows(data["tagged"], 3, "tagged")
         forms = _rows(data["forms"], 2, "forms")
-        return cls({(f, u): lemma for f, u, lemma in tagged}, dict(forms))
+        feats = _rows(data.get("feats", []), 3, "feats")  # absent before FEATS were kept
+        return cls(
+            {(f, u): lemma for f, u, lemma in tagged},
+            dict(forms),
+            {(f, u): value for f, u, value in feats},
+        )
 
 
 def _rows(rows: Any, size: int, name: str) -> list[list[str]]:
@@ -117,53 +150,73 @@ def _rows(rows: Any, size: int, name: str) -> list[list[str]]:
 
 
 def build_lexicon(
-    sentences: Iterable[Sentence], *, min_form_share: float = MIN_FORM_SHARE
+    sentences: Iterable[Sentence],
+    *,
+    min_form_share: float = MIN_FORM_SHARE,
+    min_feats_share: float = MIN_FEATS_SHARE,
 ) -> Lexicon:
-    """The lexicon of ``sentences`` (training data, iterated once); see :class:`LemmaCounts`."""
-    counts = LemmaCounts()
+    """The lexicon of ``sentences`` (training data, iterated once); see :class:`LexiconCounts`."""
+    counts = LexiconCounts()
     for sentence in sentences:
         counts.add(sentence)
-    return counts.lexicon(min_form_share=min_form_share)
+    return counts.lexicon(min_form_share=min_form_share, min_feats_share=min_feats_share)
 
 
-class LemmaCounts:
-    """The lemmas of each (form, UPOS) and each form, counted sentence by sentence.
+class LexiconCounts:
+    """Lemmas by (form, UPOS) and by form, FEATS by (form, UPOS), counted sentence by sentence.
 
-    Words without a lemma (``_``) are skipped; a word without a UPOS counts for its form only.
+    Words without a lemma (``_``) count for FEATS only; a word without a UPOS counts for its
+    form's lemmas only.
     """
 
     def __init__(self) -> None:
         """No sentence counted yet."""
         self.tagged: defaultdict[tuple[str, str], Counter[str]] = defaultdict(Counter)
         self.forms: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        self.feats: defaultdict[tuple[str, str], Counter[str]] = defaultdict(Counter)
 
     def add(self, sentence: Sentence) -> None:
-        """Count the lemmas of ``sentence``'s words."""
-        for form, lemma, upos in zip(sentence.forms, sentence.lemmas, sentence.upos, strict=True):
+        """Count the lemmas and FEATS of ``sentence``'s words."""
+        words = zip(sentence.forms, sentence.lemmas, sentence.upos, sentence.feats, strict=True)
+        for form, lemma, upos, feats in words:
+            if upos != _NO_UPOS:
+                self.feats[form, upos][feats] += 1
             if is_annotated(form, lemma):
                 self.forms[form][lemma] += 1
                 if upos != _NO_UPOS:
                     self.tagged[form, upos][lemma] += 1
 
-    def lexicon(self, *, min_form_share: float = MIN_FORM_SHARE) -> Lexicon:
+    def lexicon(
+        self, *, min_form_share: float = MIN_FORM_SHARE, min_feats_share: float = MIN_FEATS_SHARE
+    ) -> Lexicon:
         """The lexicon of the words counted.
 
         Args:
             min_form_share: the share of a form's occurrences its majority lemma must cover
                 for the form to be looked up alone (0 keeps every form, above 1 none).
+            min_feats_share: the share of a (form, UPOS) pair's occurrences its majority FEATS
+                must cover to be kept (above 1: none).
 
         Raises:
-            ValueError: ``min_form_share`` is negative.
+            ValueError: a negative share.
         """
-        if min_form_share < 0:
-            raise ValueError(f"min_form_share must be >= 0, got {min_form_share}")
-        return Lexicon(_majorities(self.tagged, 0.0), _majorities(self.forms, min_form_share))
+        for name, share in (
+            ("min_form_share", min_form_share),
+            ("min_feats_share", min_feats_share),
+        ):
+            if share < 0:
+                raise ValueError(f"{name} must be >= 0, got {share}")
+        return Lexicon(
+            _majorities(self.tagged, 0.0),
+            _majorities(self.forms, min_form_share),
+            _majorities(self.feats, min_feats_share),
+        )
 
 
 def _majorities(counts: Mapping[K, Counter[str]], min_share: float) -> dict[K, str]:
-    """Each key's most frequent lemma, where it covers ``min_share`` of the key's occurrences.
+    """Each key's most frequent value, where it covers ``min_share`` of the key's occurrences.
 
-    Ties go to the smallest lemma string, so the order of the counts does not matter.
+    Ties go to the smallest string, so the order of the counts does not matter.
     """
     found = {}
     for key, lemmas in counts.items():

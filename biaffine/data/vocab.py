@@ -13,7 +13,7 @@ from typing import Any
 
 from biaffine.data.columns import TAGGED, classes
 from biaffine.data.conllu import Sentence
-from biaffine.data.lexicon import LemmaCounts, Lexicon
+from biaffine.data.lexicon import Lexicon, LexiconCounts
 
 PAD, UNK, ROOT = 0, 1, 2
 SPECIALS = ("<pad>", "<unk>", "<root>")
@@ -221,7 +221,7 @@ def build_vocabs(
     words: Counter[str] = Counter()
     columns = {name: Counter[str]() for name in TAGGED}
     rels: Counter[str] = Counter()
-    lemmas = LemmaCounts()
+    lemmas = LexiconCounts()
     for sentence in sentences:
         words.update(sentence.forms)
         lemmas.add(sentence)

@@ -25,12 +25,14 @@ from decoding.types import IntArray
 from transitions.projective import SEPARATOR, deprojectivize
 
 __all__ = [
+    "FEATS_DOUBT",
     "LEMMA_RUNNER_UP",
     "MST",
     "ROOT_LABEL",
     "best_classes",
     "decode_arc_scores",
     "deprojectivize_batch",
+    "doubtful",
     "find_trees",
     "head_log_probs",
     "label_ids",
@@ -132,9 +134,29 @@ def best_classes(scores: npt.NDArray[np.floating], vocab: Vocab) -> list[str]:
 LEMMA_RUNNER_UP = 0.05
 """A lemma script whose probability is at least this share of the best script's is tried when
 the best one's lemma is no training lemma (:func:`biaffine.data.columns.strings`). Chosen on the
-dev sets of EWT, Sequoia and IMST (``experiments/lemma_runner_up.py``, docs/lemmas.md): the one
+dev sets of EWT, Sequoia and IMST (``experiments/lexicon_choices.py``, docs/lemmas.md): the one
 share of those tried that gained on all three (IMST 85.15 -> 91.37); 0.01 gained more on
 Sequoia and IMST but lost on EWT, and 0.5 gave back half of IMST's gain."""
+
+
+FEATS_DOUBT = 0.9
+"""Below this probability of its best FEATS class, the tagger gives way to the training
+lexicon's FEATS of the word (:meth:`biaffine.data.lexicon.Lexicon.features`). Chosen on the dev
+sets of EWT (with and without MiniLM), Sequoia and IMST (docs/tags.md): always taking the
+lexicon's cost the MiniLM model 0.02 (its tagger knows the context better); below 0.9, every
+model gained (IMST 77.74 -> 81.53 whole-FEATS accuracy, EWT with MiniLM 96.54 -> 96.67)."""
+
+
+def doubtful(scores: npt.NDArray[np.floating], share: float = FEATS_DOUBT) -> list[bool]:
+    """Whether each word's best class has a probability below ``share``: float[W, C] -> bool[W].
+
+    Specials never count (their scores are left out of the softmax).
+    """
+    allowed = scores.astype(np.float64)
+    allowed[:, : len(SPECIALS)] = -np.inf
+    allowed -= allowed.max(-1, keepdims=True)
+    best = 1.0 / np.exp(allowed).sum(-1)  # the best class's softmax: e^0 / sum
+    return (best < share).tolist()
 
 
 def runners_up(
@@ -176,7 +198,9 @@ def predicted_columns(
     lexicon where it holds the word, keyed by the word's UPOS: the predicted one where the
     model has a UPOS tagger (predicted even when not asked for), else the input's; else its
     edit script applied to the form, or the first of its :func:`runners_up` whose lemma is a
-    training lemma where the best script's is not. One argmax per column for the whole batch.
+    training lemma where the best script's is not. FEATS: the lexicon's where it holds the word
+    with that UPOS and the tagger is :func:`doubtful`, else the best class. One argmax per
+    column for the whole batch.
 
     Args:
         tag_scores: tagger scores by column for the batch's words, row by row,
@@ -188,12 +212,14 @@ def predicted_columns(
     Returns:
         Per row, the predicted values by column, str[n] each.
     """
-    lexicon = vocabs.lexicon if "lemma" in columns else None
+    lexicon = vocabs.lexicon if {"lemma", "feats"} & set(columns) else None
     wanted = list(columns)
     if lexicon is not None and "upos" in tag_scores and "upos" not in wanted:
         wanted.append("upos")  # the lexicon's key
     best = {column: best_classes(tag_scores[column], vocabs.columns[column]) for column in wanted}
-    others = None if lexicon is None else runners_up(tag_scores["lemma"], vocabs.columns["lemma"])
+    lemmas = lexicon is not None and "lemma" in columns
+    others = runners_up(tag_scores["lemma"], vocabs.columns["lemma"]) if lemmas else None
+    unsure = doubtful(tag_scores["feats"]) if lexicon and "feats" in columns else None
     found: list[dict[str, list[str]]] = [{} for _ in sentences]
     ends = itertools.accumulate(len(sentence) for sentence in sentences)
     for row, (sentence, end) in enumerate(zip(sentences, ends, strict=True)):
@@ -201,6 +227,7 @@ def predicted_columns(
         classes = {column: best[column][start:end] for column in wanted}
         upos = classes.get("upos", sentence.upos)
         tried = None if others is None else others[start:end]
+        asked = None if unsure is None else unsure[start:end]
         for column in columns:
             found[row][column] = strings(
                 column,
@@ -209,6 +236,7 @@ def predicted_columns(
                 lexicon=lexicon,
                 upos=upos,
                 runners_up=tried,
+                doubtful=asked,
             )
     return found
 

@@ -7,9 +7,10 @@ Usage::
 For each model named, the card's ``scores`` (gold tokenization and raw text) are measured again
 on its test set as :mod:`biaffine.models.build` measures them, and so are its
 ``float32_scores`` where ``--float32`` names the checkpoint before its weights were halved; the
-card's ``package_version`` is brought up to date, and everything else on it (training, speed,
-limits) is kept, since the weights are the same. ``docs/models.md`` is rewritten from the cards.
-Each changed figure is printed as ``NAME: SET METRIC OLD -> NEW``.
+card's ``size_bytes`` and ``package_version`` are brought up to date, and everything else on it
+(training, speed, limits) is kept, since the weights are the same (a lexicon added with
+``experiments/add_lexicon.py --half`` changes the files, not the weights). ``docs/models.md``
+is rewritten from the cards. Each changed figure is printed as ``NAME: SET METRIC OLD -> NEW``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ def rescore(name: str, root: Path, float32: str | None) -> tuple[dict[str, Any],
     if float32 is not None:
         scores = card_scores(Parser.load(float32, threads=THREADS), gold)
         card["float32_scores"] = {GOLD: scores[GOLD]}
+    card["size_bytes"] = sum(
+        (model.folder / name).stat().st_size for name in card["files"].values()
+    )
     card["package_version"] = biaffine.__version__
     return model.card, card
 

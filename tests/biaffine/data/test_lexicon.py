@@ -3,6 +3,7 @@ plain data through the vocabularies."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from collections import Counter
@@ -115,6 +116,58 @@ def test_the_known_lemmas_are_every_lemma_of_both_tables_lower_cased(sentences) 
     assert LEXICON.known == {"sit", "sat-noun", "le", "sit-form", "we"}
     assert Lexicon.from_dict(LEXICON.to_dict()).known == LEXICON.known
     assert Lexicon().known == frozenset()
+
+
+def analysed(form: str, upos: str, feats: str, times: int) -> list[Sentence]:
+    """``times`` one-word sentences of ``form`` with that UPOS and FEATS."""
+    return [Sentence([form], upos=[upos], feats=[feats]) for _ in range(times)]
+
+
+def test_feats_are_kept_where_one_analysis_covers_the_threshold() -> None:
+    sentences = [
+        *analysed("evde", "NOUN", "Case=Loc", 99),
+        *analysed("evde", "NOUN", "Case=Nom", 1),  # 99%: kept
+        *analysed("read", "VERB", "Tense=Past", 97),
+        *analysed("read", "VERB", "Tense=Pres", 3),  # 97%: below 0.99, left to the tagger
+        *analysed("read", "NOUN", "Number=Sing", 1),
+        Sentence(["ev"], upos=["_"], feats=["Case=Nom"]),  # no UPOS: no key
+    ]
+    assert build_lexicon(sentences).feats == {
+        ("evde", "NOUN"): "Case=Loc",
+        ("read", "NOUN"): "Number=Sing",
+    }
+    every = build_lexicon(sentences, min_feats_share=0.0).feats
+    assert every[("read", "VERB")] == "Tense=Past"
+    assert build_lexicon(sentences, min_feats_share=1.01).feats == {}
+    with pytest.raises(ValueError, match="min_feats_share must be >= 0"):
+        build_lexicon(sentences, min_feats_share=-0.5)
+
+
+@pytest.mark.parametrize(
+    ("form", "upos", "feats"),
+    [
+        ("evde", "NOUN", "Case=Loc"),
+        ("evde", "VERB", None),  # an unseen pair
+        ("evde", None, None),  # no UPOS: no lookup
+        ("evde", "_", None),
+        ("Evde", "NOUN", None),  # never lower-cased
+    ],
+)
+def test_feats_are_looked_up_by_form_and_upos_only(form, upos, feats) -> None:
+    lexicon = Lexicon(feats={("evde", "NOUN"): "Case=Loc"})
+    assert lexicon.features(form, upos) == feats
+
+
+def test_feats_round_trip_and_older_lexicons_have_none() -> None:
+    lexicon = dataclasses.replace(LEXICON, feats={("evde", "NOUN"): "Case=Loc"})
+    assert lexicon.to_dict()["feats"] == [["evde", "NOUN", "Case=Loc"]]
+    assert Lexicon.from_dict(json.loads(json.dumps(lexicon.to_dict()))) == lexicon
+    older = LEXICON.to_dict()
+    assert "feats" not in older  # an empty table is not written: older data round trips as is
+    assert Lexicon.from_dict(older).feats == {}
+    assert Lexicon.from_dict(older).to_dict() == older
+    with pytest.raises(ValueError, match="'feats' must be a list of lists of 3 strings"):
+        Lexicon.from_dict({**older, "feats": [["evde", "NOUN"]]})
 
 
 def test_plain_data_round_trips_through_json_and_the_vocabularies(sentences) -> None:

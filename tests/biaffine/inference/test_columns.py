@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -38,10 +39,12 @@ COLUMN_INDEX = {"upos": 3, "xpos": 4, "feats": 5}
 
 @pytest.fixture(scope="module")
 def tagged_checkpoint(tmp_path_factory: pytest.TempPathFactory, vocabs: Vocabs) -> Path:
-    """A tiny graph parser with UPOS, XPOS and FEATS taggers, random weights."""
+    """A tiny graph parser with UPOS, XPOS and FEATS taggers, random weights, and no lexicon:
+    every column is the taggers' (the lexicon's FEATS: test_lemma_column.py)."""
     torch.manual_seed(1)
-    model = randomized(biaffine_parser(vocabs, **TINY_PARSER, **TAGGERS))
-    return save_model(tmp_path_factory.mktemp("tagged") / "best.pt", model, vocabs)
+    taggers_only = dataclasses.replace(vocabs, lexicon=None)
+    model = randomized(biaffine_parser(taggers_only, **TINY_PARSER, **TAGGERS))
+    return save_model(tmp_path_factory.mktemp("tagged") / "best.pt", model, taggers_only)
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ from biaffine.data.lexicon import Lexicon
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.evaluate import evaluate_files
 from biaffine.inference import Refused
-from biaffine.inference.choices import LEMMA_RUNNER_UP, runners_up
+from biaffine.inference.choices import LEMMA_RUNNER_UP, doubtful, runners_up
 from biaffine.nn import Encoder
 from biaffine.parsers import TransitionParser
 
@@ -61,12 +61,14 @@ def lemma_checkpoint(tmp_path_factory: pytest.TempPathFactory, scripts_only: Voc
 
 
 def lemmatizer_only(
-    vocabs: Vocabs, family: str, script: str, upos: str | None = None
+    vocabs: Vocabs, family: str, script: str, upos: str | None = None, *, feats: bool = False
 ) -> torch.nn.Module:
     """A parser of ``family`` whose lemmatizer picks ``script`` for every word, and whose UPOS
-    tagger (where ``upos`` is given, else none) picks ``upos``."""
+    tagger (where ``upos`` is given, else none) picks ``upos``; with a FEATS tagger if
+    ``feats``."""
     torch.manual_seed(5)
     tagging = {"lemma_loss_weight": 1.0, "tag_loss_weight": 0.0 if upos is None else 1.0}
+    tagging["feats_loss_weight"] = 1.0 if feats else 0.0
     if family == "graph":
         model = biaffine_parser(vocabs, **TINY_PARSER, **tagging)
     else:
@@ -250,6 +252,50 @@ def test_runners_up_are_the_classes_within_the_share_of_the_best_in_score_order(
     scores = np.array(rows, dtype=np.float32).reshape(len(rows), 7)
     itos = [*SPECIALS, "a", "b", "c", "d"]
     assert runners_up(scores, Vocab(itos), share) == brute_runners_up(scores, itos, share)
+
+
+@pytest.mark.parametrize(
+    ("runner_up", "sat"),
+    [
+        (0.5, "Mood=Ind|Tense=Past"),  # the tagger unsure (2/3 for its class): the lexicon's
+        (None, "Number=Sing"),  # the tagger sure (all but e^-10): its own class
+    ],
+)
+@pytest.mark.parametrize("family", ["graph", "transition"])
+def test_the_lexicon_feats_of_a_training_pair_win_where_the_tagger_is_unsure(
+    runner_up: float | None, sat: str, family: str, vocabs: Vocabs, tmp_path: Path
+) -> None:
+    # The tagger says Number=Sing for every word; the lexicon knows ("sat", VERB) and
+    # ("cat", NOUN), and the predicted UPOS, VERB for every word, is its key.
+    lexicon = Lexicon(feats={("sat", "VERB"): "Mood=Ind|Tense=Past", ("cat", "NOUN"): "_"})
+    with_lexicon = dataclasses.replace(vocabs, lexicon=lexicon)
+    model = lemmatizer_only(with_lexicon, family, CUT_ONE, "VERB", feats=True)
+    others = {} if runner_up is None else {"Mood=Ind|Tense=Past|VerbForm=Fin": runner_up}
+    force(model, with_lexicon, "feats", "Number=Sing", **others)
+    parser = Parser.load(save_model(tmp_path / "best.pt", model, with_lexicon), threads=1)
+    words = Sentence.from_forms(["The", "cat", "sat"])
+    [tree] = parser.parse([words], columns=["feats"], overwrite=True)
+    assert tree.sentence.feats == ["Number=Sing", "Number=Sing", sat]
+    without = dataclasses.replace(vocabs, lexicon=None)
+    plain = Parser.load(save_model(tmp_path / "plain.pt", model, without), threads=1)
+    [tree] = plain.parse([words], columns=["feats"], overwrite=True)
+    assert tree.sentence.feats == ["Number=Sing"] * 3
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from([-2.0, 0.0, 1.0, 3.0]), min_size=6, max_size=6), max_size=5),
+    st.sampled_from([0.3, 0.5, 0.9, 1.0]),
+)
+def test_doubtful_words_are_those_whose_best_class_is_below_the_share(
+    rows: list[list[float]], share: float
+) -> None:
+    scores = np.array(rows, dtype=np.float32).reshape(len(rows), 6)
+    expected = []
+    for row in scores.astype(np.float64):
+        real = np.exp(row[3:])  # the specials never count
+        expected.append(bool(real.max() / real.sum() < share))
+    assert doubtful(scores, share) == expected
 
 
 def test_a_model_without_a_lemmatizer_refuses_columns_lemma(sentences, vocabs, tmp_path):

@@ -1,0 +1,138 @@
+"""What the training lexicon's two checks win, by their thresholds, on a dev set.
+
+Parses a CoNLL-U file (a dev set) once with a model's taggers, keeping the tagger scores of
+each batch, then writes each word's LEMMA and FEATS as prediction does
+(:func:`biaffine.data.columns.strings`) with each threshold and prints two Markdown tables, one
+row per model:
+
+- Lemmas: the share of words whose lemma equals the file's, with the runner-up scripts of each
+  share of the best script's probability (:func:`biaffine.inference.choices.runners_up`), or
+  none; this chose :data:`~biaffine.inference.choices.LEMMA_RUNNER_UP` (docs/lemmas.md);
+- FEATS: the share of words whose whole FEATS equal the file's, from the tagger alone, then
+  with the lexicon's FEATS where the tagger's best class is below each probability
+  (:func:`biaffine.inference.choices.doubtful`; above 1: every word the lexicon holds); this
+  chose :data:`~biaffine.inference.choices.FEATS_DOUBT` (docs/tags.md).
+
+Usage::
+
+    PYTHONPATH=. python experiments/lexicon_choices.py --model en_ewt=DEV.conllu \
+        --model tr_imst=DEV.conllu
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from biaffine import models
+from biaffine.api import Parser
+from biaffine.data.columns import strings
+from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.inference import choices
+from biaffine.models.scoring import THREADS
+
+SHARES = (0.001, 0.01, 0.05, 0.1, 0.5)
+DOUBTS = (0.5, 0.8, 0.9, 0.95, 0.99, 1.01)
+
+Captured = list[tuple[dict[str, np.ndarray], list[Sentence]]]
+Choose = Callable[[dict[str, np.ndarray], Sentence, slice], list[str]]
+
+
+def captured_scores(name: str, sentences: list[Sentence]) -> tuple[Captured, Parser]:
+    """The tagger scores of each batch of ``sentences`` as the model parses them."""
+    batches: Captured = []
+    predict = choices.predicted_columns
+
+    def keep(tag_scores, columns, vocabs, batch):  # the one prediction path, watched
+        batches.append(({k: v.copy() for k, v in tag_scores.items()}, list(batch)))
+        return predict(tag_scores, columns, vocabs, batch)
+
+    parser = models.load(name, threads=THREADS)
+    choices.predicted_columns = keep
+    try:
+        parser.parse(sentences, columns=["lemma", "feats"], overwrite=True)
+    finally:
+        choices.predicted_columns = predict
+    return batches, parser
+
+
+def accuracy(batches: Captured, column: str, choose: Choose) -> float:
+    """Percent of the words whose ``column`` is the file's, each sentence's values by ``choose``."""
+    right = total = 0
+    for scores, sentences in batches:
+        start = 0
+        for sentence in sentences:
+            words = slice(start, start + len(sentence))
+            gold = getattr(sentence, "lemmas" if column == "lemma" else column)
+            right += sum(f == g for f, g in zip(choose(scores, sentence, words), gold, strict=True))
+            total += len(sentence)
+            start = words.stop
+    return 100.0 * right / total
+
+
+def lemma_rule(parser: Parser, share: float | None) -> Choose:
+    """Lemmas as prediction writes them, with runner-up scripts of ``share`` (None: none)."""
+    vocabs = parser.vocabs
+    lemma, upos = vocabs.columns["lemma"], vocabs.columns["upos"]
+
+    def choose(scores: dict[str, np.ndarray], sentence: Sentence, words: slice) -> list[str]:
+        found = scores["lemma"][words]
+        others = None if share is None else choices.runners_up(found, lemma, share)
+        return strings(
+            "lemma",
+            choices.best_classes(found, lemma),
+            sentence.forms,
+            lexicon=vocabs.lexicon,
+            upos=choices.best_classes(scores["upos"][words], upos),
+            runners_up=others,
+        )
+
+    return choose
+
+
+def feats_rule(parser: Parser, doubt: float | None) -> Choose:
+    """FEATS as prediction writes them, the lexicon's below ``doubt`` (None: the tagger's)."""
+    vocabs = parser.vocabs
+    feats, upos = vocabs.columns["feats"], vocabs.columns["upos"]
+
+    def choose(scores: dict[str, np.ndarray], sentence: Sentence, words: slice) -> list[str]:
+        found = scores["feats"][words]
+        return strings(
+            "feats",
+            choices.best_classes(found, feats),
+            sentence.forms,
+            lexicon=None if doubt is None else vocabs.lexicon,
+            upos=choices.best_classes(scores["upos"][words], upos),
+            doubtful=None if doubt is None else choices.doubtful(found, doubt),
+        )
+
+    return choose
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Print the two tables."""
+    options = argparse.ArgumentParser(description=__doc__)
+    options.add_argument("--model", action="append", required=True, help="NAME=FILE.conllu")
+    args = options.parse_args(argv)
+    rows: dict[str, list[str]] = {"lemma": [], "feats": []}
+    for item in args.model:
+        name, path = item.split("=", 1)
+        batches, parser = captured_scores(name, list(read_conllu(path)))
+        lemmas = [accuracy(batches, "lemma", lemma_rule(parser, s)) for s in (None, *SHARES)]
+        feats = [accuracy(batches, "feats", feats_rule(parser, d)) for d in (None, *DOUBTS)]
+        for column, values in (("lemma", lemmas), ("feats", feats)):
+            rows[column].append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in values) + " |")
+    for title, column, thresholds in (
+        ("Lemmas; runner-up share", "lemma", SHARES),
+        ("whole FEATS; lexicon below", "feats", DOUBTS),
+    ):
+        first = "no runner-up" if column == "lemma" else "tagger alone"
+        print(f"\n{title}\n\n| model | {first} | " + " | ".join(map(str, thresholds)) + " |")
+        print("|---|" + "--:|" * (len(thresholds) + 1))
+        print("\n".join(rows[column]))
+
+
+if __name__ == "__main__":
+    main()
