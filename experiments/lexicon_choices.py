@@ -8,10 +8,12 @@ row per model:
 - Lemmas: the share of words whose lemma equals the file's, with the runner-up scripts of each
   share of the best script's probability (:func:`biaffine.inference.choices.runners_up`), or
   none; this chose :data:`~biaffine.inference.choices.LEMMA_RUNNER_UP` (docs/lemmas.md);
-- FEATS: the share of words whose whole FEATS equal the file's, from the tagger alone, then
-  with the lexicon's FEATS where the tagger's best class is below each probability
-  (:func:`biaffine.inference.choices.doubtful`; above 1: every word the lexicon holds); this
-  chose :data:`~biaffine.inference.choices.FEATS_DOUBT` (docs/tags.md).
+- UPOS and FEATS: the share of words whose UPOS (whole FEATS) equal the file's, from the
+  tagger alone, then with the lexicon's where the tagger's best class is below each
+  probability (:func:`biaffine.inference.choices.doubtful`; above 1: every word the lexicon
+  holds); this chose :data:`~biaffine.inference.choices.TAGGER_DOUBT` (docs/tags.md).
+
+Each table shows its column's choice alone: LEMMA and FEATS are keyed by the tagger's UPOS.
 
 Usage::
 
@@ -52,7 +54,7 @@ def captured_scores(name: str, sentences: list[Sentence]) -> tuple[Captured, Par
     parser = models.load(name, threads=THREADS)
     choices.predicted_columns = keep
     try:
-        parser.parse(sentences, columns=["lemma", "feats"], overwrite=True)
+        parser.parse(sentences, columns=["upos", "lemma", "feats"], overwrite=True)
     finally:
         choices.predicted_columns = predict
     return batches, parser
@@ -92,16 +94,16 @@ def lemma_rule(parser: Parser, share: float | None) -> Choose:
     return choose
 
 
-def feats_rule(parser: Parser, doubt: float | None) -> Choose:
-    """FEATS as prediction writes them, the lexicon's below ``doubt`` (None: the tagger's)."""
+def tag_rule(parser: Parser, column: str, doubt: float | None) -> Choose:
+    """UPOS or FEATS as prediction writes them: the lexicon's below ``doubt`` (None: never)."""
     vocabs = parser.vocabs
-    feats, upos = vocabs.columns["feats"], vocabs.columns["upos"]
+    classes, upos = vocabs.columns[column], vocabs.columns["upos"]
 
     def choose(scores: dict[str, np.ndarray], sentence: Sentence, words: slice) -> list[str]:
-        found = scores["feats"][words]
+        found = scores[column][words]
         return strings(
-            "feats",
-            choices.best_classes(found, feats),
+            column,
+            choices.best_classes(found, classes),
             sentence.forms,
             lexicon=None if doubt is None else vocabs.lexicon,
             upos=choices.best_classes(scores["upos"][words], upos),
@@ -116,16 +118,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--model", action="append", required=True, help="NAME=FILE.conllu")
     args = options.parse_args(argv)
-    rows: dict[str, list[str]] = {"lemma": [], "feats": []}
+    rows: dict[str, list[str]] = {"lemma": [], "upos": [], "feats": []}
     for item in args.model:
         name, path = item.split("=", 1)
         batches, parser = captured_scores(name, list(read_conllu(path)))
         lemmas = [accuracy(batches, "lemma", lemma_rule(parser, s)) for s in (None, *SHARES)]
-        feats = [accuracy(batches, "feats", feats_rule(parser, d)) for d in (None, *DOUBTS)]
-        for column, values in (("lemma", lemmas), ("feats", feats)):
+        tags = {
+            column: [
+                accuracy(batches, column, tag_rule(parser, column, d)) for d in (None, *DOUBTS)
+            ]
+            for column in ("upos", "feats")
+        }
+        for column, values in (("lemma", lemmas), *tags.items()):
             rows[column].append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in values) + " |")
     for title, column, thresholds in (
         ("Lemmas; runner-up share", "lemma", SHARES),
+        ("UPOS; lexicon below", "upos", DOUBTS),
         ("whole FEATS; lexicon below", "feats", DOUBTS),
     ):
         first = "no runner-up" if column == "lemma" else "tagger alone"

@@ -81,7 +81,8 @@ def strings(
     no training lemma (:attr:`Lexicon.known`, case aside) gives way to the first of the word's
     ``runners_up`` whose lemma is one: Turkish "limandan" takes "liman" (cut 3) over the
     best-scored "lim" (cut 5). FEATS: the lexicon's FEATS of each ``doubtful`` word it holds
-    (:meth:`Lexicon.features`, by the word's UPOS), else the class. Other columns: the classes
+    (:meth:`Lexicon.features`, by the word's UPOS), else the class. UPOS: the lexicon's UPOS of
+    each ``doubtful`` word it holds (:meth:`Lexicon.tag`), else the class. XPOS: the classes
     themselves.
 
     Args:
@@ -93,14 +94,17 @@ def strings(
         upos: the UPOS of each word (None where unknown), or None for none at all.
         runners_up: LEMMA: the other scripts of each word worth trying, best first (str[n][*]),
             or None for none.
-        doubtful: FEATS: whether the tagger is unsure of each word's class (bool[n]), or None
-            for every word.
+        doubtful: UPOS and FEATS: whether the tagger is unsure of each word's class
+            (bool[n]), or None for every word.
     """
     tags = [None] * len(forms) if upos is None else upos
+    unsure = [True] * len(forms) if doubtful is None else doubtful
     if column == "feats" and lexicon is not None:
-        unsure = [True] * len(forms) if doubtful is None else doubtful
         words = zip(predicted, forms, tags, unsure, strict=True)
         return [(ask and lexicon.features(form, tag)) or feats for feats, form, tag, ask in words]
+    if column == "upos" and lexicon is not None:
+        words = zip(predicted, forms, unsure, strict=True)
+        return [(ask and lexicon.tag(form)) or upos for upos, form, ask in words]
     if column != "lemma":
         return list(predicted)
     others = [()] * len(forms) if runners_up is None else runners_up

@@ -14,7 +14,9 @@ and from every training word with a UPOS:
 
 - ``feats``: (form, UPOS) -> the FEATS that pair had most often, only where they cover at least
   :data:`MIN_FEATS_SHARE` of its occurrences (a Turkish or Hungarian form seen in training
-  nearly always has one analysis per UPOS; an English "read" does not).
+  nearly always has one analysis per UPOS; an English "read" does not);
+- ``upos``: form -> its UPOS, for the forms that had one UPOS every time
+  (:data:`MIN_UPOS_SHARE`).
 
 Ties go to the lemma first in code-point order, so the lexicon does not depend on the order of
 the sentences. The lookup order (:meth:`Lexicon.lemma`) and the threshold were chosen by
@@ -33,11 +35,22 @@ from typing import Any, TypeVar
 from biaffine.data.conllu import Sentence
 from biaffine.data.lemmas import is_annotated
 
-__all__ = ["MIN_FEATS_SHARE", "MIN_FORM_SHARE", "Lexicon", "LexiconCounts", "build_lexicon"]
+__all__ = [
+    "MIN_FEATS_SHARE",
+    "MIN_FORM_SHARE",
+    "MIN_UPOS_SHARE",
+    "Lexicon",
+    "LexiconCounts",
+    "build_lexicon",
+]
 
 MIN_FORM_SHARE = 0.99
 """The share of a form's training occurrences its lemma must cover to be looked up by form
 alone (chosen by measuring, see docs/lemmas.md)."""
+
+MIN_UPOS_SHARE = 1.0
+"""The share of a form's training occurrences its majority UPOS must cover to be looked up
+(every one: chosen on dev sets, see docs/tags.md)."""
 
 MIN_FEATS_SHARE = 0.99
 """The share of a (form, UPOS) pair's training occurrences its majority FEATS must cover to be
@@ -58,6 +71,8 @@ class Lexicon:
         forms: form -> lemma, for the forms unambiguous enough.
         feats: (form, UPOS) -> FEATS, for the pairs unambiguous enough (empty in lexicons
             written before it).
+        upos: form -> UPOS, for the forms unambiguous enough (empty in lexicons written
+            before it).
         known: every lemma of the two tables, lower-cased (derived from them): the words a
             script's output is checked against (:func:`biaffine.data.columns.strings`).
     """
@@ -65,6 +80,7 @@ class Lexicon:
     tagged: dict[tuple[str, str], str] = field(default_factory=dict)
     forms: dict[str, str] = field(default_factory=dict)
     feats: dict[tuple[str, str], str] = field(default_factory=dict)
+    upos: dict[str, str] = field(default_factory=dict)
     known: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -74,7 +90,7 @@ class Lexicon:
 
     def __len__(self) -> int:
         """Number of entries, every table counted."""
-        return len(self.tagged) + len(self.forms) + len(self.feats)
+        return len(self.tagged) + len(self.forms) + len(self.feats) + len(self.upos)
 
     def lemma(self, form: str, upos: str | None) -> str | None:
         """The lemma of ``form``, or None for a word the lexicon lacks (left to the classifier).
@@ -104,12 +120,17 @@ class Lexicon:
             return None
         return self.feats.get((form, upos))
 
+    def tag(self, form: str) -> str | None:
+        """The UPOS ``form`` always had in training, or None (unseen, or seen with several)."""
+        return self.upos.get(form)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data, entries sorted, lists only (it survives JSON too).
 
         ``{"tagged": [[form, upos, lemma], ...], "forms": [[form, lemma], ...],
-        "feats": [[form, upos, feats], ...]}``, without ``feats`` where it is empty (as
-        lexicons written before it were, which thus read and write back the same data).
+        "feats": [[form, upos, feats], ...], "upos": [[form, upos], ...]}``, without
+        ``feats`` or ``upos`` where they are empty (as in lexicons written before them, which
+        thus read and write back the same data).
         """
         data = {
             "tagged": [[form, upos, lemma] for (form, upos), lemma in sorted(self.tagged.items())],
@@ -117,6 +138,8 @@ class Lexicon:
         }
         if self.feats:
             data["feats"] = [[f, upos, feats] for (f, upos), feats in sorted(self.feats.items())]
+        if self.upos:
+            data["upos"] = [[form, upos] for form, upos in sorted(self.upos.items())]
         return data
 
     @classmethod
@@ -132,10 +155,12 @@ class Lexicon:
         tagged = _rows(data["tagged"], 3, "tagged")
         forms = _rows(data["forms"], 2, "forms")
         feats = _rows(data.get("feats", []), 3, "feats")  # absent before FEATS were kept
+        upos = _rows(data.get("upos", []), 2, "upos")  # and before UPOS were
         return cls(
             {(f, u): lemma for f, u, lemma in tagged},
             dict(forms),
             {(f, u): value for f, u, value in feats},
+            dict(upos),
         )
 
 
@@ -163,10 +188,10 @@ def build_lexicon(
 
 
 class LexiconCounts:
-    """Lemmas by (form, UPOS) and by form, FEATS by (form, UPOS), counted sentence by sentence.
+    """Lemmas by (form, UPOS) and by form, FEATS by (form, UPOS), UPOS by form, counted.
 
-    Words without a lemma (``_``) count for FEATS only; a word without a UPOS counts for its
-    form's lemmas only.
+    Words without a lemma (``_``) count for FEATS and UPOS only; a word without a UPOS counts
+    for its form's lemmas only.
     """
 
     def __init__(self) -> None:
@@ -174,6 +199,7 @@ class LexiconCounts:
         self.tagged: defaultdict[tuple[str, str], Counter[str]] = defaultdict(Counter)
         self.forms: defaultdict[str, Counter[str]] = defaultdict(Counter)
         self.feats: defaultdict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+        self.upos: defaultdict[str, Counter[str]] = defaultdict(Counter)
 
     def add(self, sentence: Sentence) -> None:
         """Count the lemmas and FEATS of ``sentence``'s words."""
@@ -181,6 +207,7 @@ class LexiconCounts:
         for form, lemma, upos, feats in words:
             if upos != _NO_UPOS:
                 self.feats[form, upos][feats] += 1
+                self.upos[form][upos] += 1
             if is_annotated(form, lemma):
                 self.forms[form][lemma] += 1
                 if upos != _NO_UPOS:
@@ -210,6 +237,7 @@ class LexiconCounts:
             _majorities(self.tagged, 0.0),
             _majorities(self.forms, min_form_share),
             _majorities(self.feats, min_feats_share),
+            _majorities(self.upos, MIN_UPOS_SHARE),
         )
 
 

@@ -25,7 +25,7 @@ from decoding.types import IntArray
 from transitions.projective import SEPARATOR, deprojectivize
 
 __all__ = [
-    "FEATS_DOUBT",
+    "TAGGER_DOUBT",
     "LEMMA_RUNNER_UP",
     "MST",
     "ROOT_LABEL",
@@ -139,15 +139,16 @@ share of those tried that gained on all three (IMST 85.15 -> 91.37); 0.01 gained
 Sequoia and IMST but lost on EWT, and 0.5 gave back half of IMST's gain."""
 
 
-FEATS_DOUBT = 0.9
-"""Below this probability of its best FEATS class, the tagger gives way to the training
-lexicon's FEATS of the word (:meth:`biaffine.data.lexicon.Lexicon.features`). Chosen on the dev
-sets of EWT (with and without MiniLM), Sequoia and IMST (docs/tags.md): always taking the
-lexicon's cost the MiniLM model 0.02 (its tagger knows the context better); below 0.9, every
-model gained (IMST 77.74 -> 81.53 whole-FEATS accuracy, EWT with MiniLM 96.54 -> 96.67)."""
+TAGGER_DOUBT = 0.9
+"""Below this probability of its best UPOS or FEATS class, the tagger gives way to the training
+lexicon's UPOS or FEATS of the word (:meth:`biaffine.data.lexicon.Lexicon.tag`,
+:meth:`~biaffine.data.lexicon.Lexicon.features`). Chosen on the dev sets of EWT (with and
+without MiniLM), Sequoia and IMST (docs/tags.md): always taking the lexicon's FEATS cost the
+MiniLM model 0.02, its UPOS 0.4 (its tagger knows the context better); below 0.9 every model
+gained (IMST whole-FEATS accuracy 77.74 -> 81.53, UPOS 89.30 -> 90.83)."""
 
 
-def doubtful(scores: npt.NDArray[np.floating], share: float = FEATS_DOUBT) -> list[bool]:
+def doubtful(scores: npt.NDArray[np.floating], share: float = TAGGER_DOUBT) -> list[bool]:
     """Whether each word's best class has a probability below ``share``: float[W, C] -> bool[W].
 
     Specials never count (their scores are left out of the softmax).
@@ -198,9 +199,9 @@ def predicted_columns(
     lexicon where it holds the word, keyed by the word's UPOS: the predicted one where the
     model has a UPOS tagger (predicted even when not asked for), else the input's; else its
     edit script applied to the form, or the first of its :func:`runners_up` whose lemma is a
-    training lemma where the best script's is not. FEATS: the lexicon's where it holds the word
-    with that UPOS and the tagger is :func:`doubtful`, else the best class. One argmax per
-    column for the whole batch.
+    training lemma where the best script's is not. UPOS and FEATS: the lexicon's where it holds
+    the word (FEATS: with that UPOS) and the tagger is :func:`doubtful`, else the best class.
+    One argmax per column for the whole batch.
 
     Args:
         tag_scores: tagger scores by column for the batch's words, row by row,
@@ -212,31 +213,40 @@ def predicted_columns(
     Returns:
         Per row, the predicted values by column, str[n] each.
     """
-    lexicon = vocabs.lexicon if {"lemma", "feats"} & set(columns) else None
+    lexicon = vocabs.lexicon if {"upos", "lemma", "feats"} & set(columns) else None
     wanted = list(columns)
     if lexicon is not None and "upos" in tag_scores and "upos" not in wanted:
         wanted.append("upos")  # the lexicon's key
     best = {column: best_classes(tag_scores[column], vocabs.columns[column]) for column in wanted}
     lemmas = lexicon is not None and "lemma" in columns
     others = runners_up(tag_scores["lemma"], vocabs.columns["lemma"]) if lemmas else None
-    unsure = doubtful(tag_scores["feats"]) if lexicon and "feats" in columns else None
+    checked = () if lexicon is None else [c for c in ("upos", "feats") if c in wanted]
+    unsure = {column: doubtful(tag_scores[column]) for column in checked}
     found: list[dict[str, list[str]]] = [{} for _ in sentences]
     ends = itertools.accumulate(len(sentence) for sentence in sentences)
     for row, (sentence, end) in enumerate(zip(sentences, ends, strict=True)):
         start = end - len(sentence)
+        asked = {column: flags[start:end] for column, flags in unsure.items()}
         classes = {column: best[column][start:end] for column in wanted}
+        if "upos" in classes:  # first: the lexicon's key for LEMMA and FEATS
+            classes["upos"] = strings(
+                "upos", classes["upos"], sentence.forms, lexicon=lexicon, doubtful=asked.get("upos")
+            )
         upos = classes.get("upos", sentence.upos)
         tried = None if others is None else others[start:end]
-        asked = None if unsure is None else unsure[start:end]
         for column in columns:
-            found[row][column] = strings(
-                column,
-                classes[column],
-                sentence.forms,
-                lexicon=lexicon,
-                upos=upos,
-                runners_up=tried,
-                doubtful=asked,
+            found[row][column] = (
+                classes[column]
+                if column == "upos"
+                else strings(
+                    column,
+                    classes[column],
+                    sentence.forms,
+                    lexicon=lexicon,
+                    upos=upos,
+                    runners_up=tried,
+                    doubtful=asked.get(column),
+                )
             )
     return found
 

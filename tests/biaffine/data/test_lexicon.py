@@ -158,13 +158,32 @@ def test_feats_are_looked_up_by_form_and_upos_only(form, upos, feats) -> None:
     assert lexicon.features(form, upos) == feats
 
 
+def test_upos_are_kept_for_the_forms_that_always_had_one() -> None:
+    sentences = [
+        *analysed("evde", "NOUN", "Case=Loc", 3),
+        *analysed("read", "VERB", "Tense=Past", 99),
+        *analysed("read", "NOUN", "Number=Sing", 1),  # 99%: not every time
+        Sentence(["ev"], upos=["_"], feats=["_"]),  # no UPOS: not counted
+    ]
+    lexicon = build_lexicon(sentences)
+    assert lexicon.upos == {"evde": "NOUN"}
+    assert (lexicon.tag("evde"), lexicon.tag("read"), lexicon.tag("ev")) == ("NOUN", None, None)
+    data = lexicon.to_dict()
+    assert data["upos"] == [["evde", "NOUN"]]
+    assert Lexicon.from_dict(json.loads(json.dumps(data))) == lexicon
+    with pytest.raises(ValueError, match="'upos' must be a list of lists of 2 strings"):
+        Lexicon.from_dict({**data, "upos": [["evde"]]})
+
+
 def test_feats_round_trip_and_older_lexicons_have_none() -> None:
     lexicon = dataclasses.replace(LEXICON, feats={("evde", "NOUN"): "Case=Loc"})
     assert lexicon.to_dict()["feats"] == [["evde", "NOUN", "Case=Loc"]]
     assert Lexicon.from_dict(json.loads(json.dumps(lexicon.to_dict()))) == lexicon
     older = LEXICON.to_dict()
     assert "feats" not in older  # an empty table is not written: older data round trips as is
+    assert "upos" not in older
     assert Lexicon.from_dict(older).feats == {}
+    assert Lexicon.from_dict(older).upos == {}
     assert Lexicon.from_dict(older).to_dict() == older
     with pytest.raises(ValueError, match="'feats' must be a list of lists of 3 strings"):
         Lexicon.from_dict({**older, "feats": [["evde", "NOUN"]]})

@@ -282,6 +282,32 @@ def test_the_lexicon_feats_of_a_training_pair_win_where_the_tagger_is_unsure(
     assert tree.sentence.feats == ["Number=Sing"] * 3
 
 
+@pytest.mark.parametrize(
+    ("runner_up", "upos", "lemma"),
+    [
+        (0.5, ["DET", "NOUN", "VERB"], "sit-noun"),  # unsure: the lexicon's UPOS of "cat"
+        (None, ["VERB"] * 3, "sit-verb"),  # sure: the tagger's VERB everywhere
+    ],
+)
+def test_the_lexicon_upos_of_a_form_wins_where_the_tagger_is_unsure_and_keys_the_lemma(
+    runner_up: float | None, upos: list[str], lemma: str, vocabs: Vocabs, tmp_path: Path
+) -> None:
+    # "The" and "cat" always had one UPOS in the made-up training data, "sat" had two. The
+    # UPOS written is the key of the lemma lookup: ("cat", NOUN) -> "sit-noun" shows it.
+    lexicon = Lexicon(
+        tagged={("cat", "NOUN"): "sit-noun", ("cat", "VERB"): "sit-verb"},
+        upos={"The": "DET", "cat": "NOUN"},
+    )
+    with_lexicon = dataclasses.replace(vocabs, lexicon=lexicon)
+    model = lemmatizer_only(with_lexicon, "graph", CUT_ONE, "VERB")
+    others = {} if runner_up is None else {"NOUN": runner_up}
+    force(model, with_lexicon, "upos", "VERB", **others)
+    parser = Parser.load(save_model(tmp_path / "best.pt", model, with_lexicon), threads=1)
+    [tree] = parser.parse([Sentence.from_forms(["The", "cat", "sat"])], columns=["upos", "lemma"])
+    assert tree.sentence.upos == upos
+    assert tree.sentence.lemmas[1] == lemma
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.lists(st.sampled_from([-2.0, 0.0, 1.0, 3.0]), min_size=6, max_size=6), max_size=5),
