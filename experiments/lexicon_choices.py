@@ -8,12 +8,13 @@ row per model:
 - Lemmas: the share of words whose lemma equals the file's, with the runner-up scripts of each
   share of the best script's probability (:func:`biaffine.inference.choices.runners_up`), or
   none; this chose :data:`~biaffine.inference.choices.LEMMA_RUNNER_UP` (docs/lemmas.md);
-- UPOS and FEATS: the share of words whose UPOS (whole FEATS) equal the file's, from the
-  tagger alone, then with the lexicon's where the tagger's best class is below each
+- UPOS, XPOS and FEATS: the share of words whose UPOS (XPOS, whole FEATS) equal the file's,
+  from the tagger alone, then with the lexicon's where the tagger's best class is below each
   probability (:func:`biaffine.inference.choices.doubtful`; above 1: every word the lexicon
   holds); this chose :data:`~biaffine.inference.choices.TAGGER_DOUBT` (docs/tags.md).
 
-Each table shows its column's choice alone: LEMMA and FEATS are keyed by the tagger's UPOS.
+Each table shows its column's choice alone: LEMMA, XPOS and FEATS are keyed by the tagger's
+UPOS. A model without an XPOS tagger (Sequoia) gets no XPOS row.
 
 Usage::
 
@@ -54,7 +55,7 @@ def captured_scores(name: str, sentences: list[Sentence]) -> tuple[Captured, Par
     parser = models.load(name, threads=THREADS)
     choices.predicted_columns = keep
     try:
-        parser.parse(sentences, columns=["upos", "lemma", "feats"], overwrite=True)
+        parser.parse(sentences, columns=["all"], overwrite=True)
     finally:
         choices.predicted_columns = predict
     return batches, parser
@@ -118,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--model", action="append", required=True, help="NAME=FILE.conllu")
     args = options.parse_args(argv)
-    rows: dict[str, list[str]] = {"lemma": [], "upos": [], "feats": []}
+    rows: dict[str, list[str]] = {"lemma": [], "upos": [], "xpos": [], "feats": []}
     for item in args.model:
         name, path = item.split("=", 1)
         batches, parser = captured_scores(name, list(read_conllu(path)))
@@ -127,13 +128,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             column: [
                 accuracy(batches, column, tag_rule(parser, column, d)) for d in (None, *DOUBTS)
             ]
-            for column in ("upos", "feats")
+            for column in ("upos", "xpos", "feats")
         }
         for column, values in (("lemma", lemmas), *tags.items()):
             rows[column].append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in values) + " |")
     for title, column, thresholds in (
         ("Lemmas; runner-up share", "lemma", SHARES),
         ("UPOS; lexicon below", "upos", DOUBTS),
+        ("XPOS; lexicon below", "xpos", DOUBTS),
         ("whole FEATS; lexicon below", "feats", DOUBTS),
     ):
         first = "no runner-up" if column == "lemma" else "tagger alone"

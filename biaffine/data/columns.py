@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from biaffine.data.conllu import Sentence
     from biaffine.data.lexicon import Lexicon
 
-__all__ = ["CONLLU_NAMES", "LOSS_WEIGHTS", "TAGGED", "classes", "strings"]
+__all__ = ["ANALYSED", "CONLLU_NAMES", "LOSS_WEIGHTS", "TAGGED", "classes", "strings"]
 
 TAGGED = ("upos", "xpos", "feats", "lemma")
 """Tagged columns, in the order their vocabularies, tensors and heads are built."""
@@ -32,6 +32,9 @@ LOSS_WEIGHTS = {
     "lemma": "lemma_loss_weight",
 }
 """The parser option weighting each column's tagger loss (0: no tagger for that column)."""
+
+ANALYSED = ("xpos", "feats")
+"""The tagged columns the training lexicon holds by (form, UPOS) (:mod:`biaffine.data.lexicon`)."""
 
 CONLLU_NAMES = {"upos": "UPOS", "xpos": "XPOS", "feats": "FEATS", "lemma": "LEMMA"}
 """Each tagged column's name in the CoNLL-U format (and in ``predict.py columns=...``)."""
@@ -80,28 +83,26 @@ def strings(
     where the script does not apply (it cuts more than the form has). A script whose lemma is
     no training lemma (:attr:`Lexicon.known`, case aside) gives way to the first of the word's
     ``runners_up`` whose lemma is one: Turkish "limandan" takes "liman" (cut 3) over the
-    best-scored "lim" (cut 5). FEATS: the lexicon's FEATS of each ``doubtful`` word it holds
-    (:meth:`Lexicon.features`, by the word's UPOS), else the class. UPOS: the lexicon's UPOS of
-    each ``doubtful`` word it holds (:meth:`Lexicon.tag`), else the class. XPOS: the classes
-    themselves.
+    best-scored "lim" (cut 5). XPOS and FEATS: the lexicon's value for each ``doubtful`` word it
+    holds (:meth:`Lexicon.analysis`, by the word's UPOS), else the class. UPOS: the lexicon's
+    UPOS of each ``doubtful`` word it holds (:meth:`Lexicon.tag`), else the class.
 
     Args:
         column: a column of :data:`TAGGED`.
         predicted: the class of each word, str[n].
         forms: the words, str[n].
-        lexicon: the training lemmas and FEATS (LEMMA and FEATS), or None for the classes
-            alone.
+        lexicon: the training lemmas and tags, or None for the classes alone.
         upos: the UPOS of each word (None where unknown), or None for none at all.
         runners_up: LEMMA: the other scripts of each word worth trying, best first (str[n][*]),
             or None for none.
-        doubtful: UPOS and FEATS: whether the tagger is unsure of each word's class
+        doubtful: UPOS, XPOS and FEATS: whether the tagger is unsure of each word's class
             (bool[n]), or None for every word.
     """
     tags = [None] * len(forms) if upos is None else upos
     unsure = [True] * len(forms) if doubtful is None else doubtful
-    if column == "feats" and lexicon is not None:
+    if column in ANALYSED and lexicon is not None:
         words = zip(predicted, forms, tags, unsure, strict=True)
-        return [(ask and lexicon.features(form, tag)) or feats for feats, form, tag, ask in words]
+        return [(ask and lexicon.analysis(column, f, tag)) or value for value, f, tag, ask in words]
     if column == "upos" and lexicon is not None:
         words = zip(predicted, forms, unsure, strict=True)
         return [(ask and lexicon.tag(form)) or upos for upos, form, ask in words]

@@ -1,6 +1,6 @@
-"""A lexicon of the training data, looked up before the lemmatizer and the FEATS tagger.
+"""A lexicon of the training data, looked up before the lemmatizer and the taggers.
 
-A word seen in training usually has the lemma and the features it had there: Stanza and UDPipe
+A word seen in training usually has the lemma and the analysis it had there: Stanza and UDPipe
 1 look it up first and classify (or generate) only the words they never saw. The lexicon holds,
 from the training words with a lemma (:func:`biaffine.data.lemmas.is_annotated`):
 
@@ -12,17 +12,18 @@ from the training words with a lemma (:func:`biaffine.data.lemmas.is_annotated`)
 
 and from every training word with a UPOS:
 
-- ``feats``: (form, UPOS) -> the FEATS that pair had most often, only where they cover at least
-  :data:`MIN_FEATS_SHARE` of its occurrences (a Turkish or Hungarian form seen in training
-  nearly always has one analysis per UPOS; an English "read" does not);
+- ``analyses``: for XPOS and FEATS (:data:`ANALYSED`), (form, UPOS) -> the value that pair had
+  most often, only where it covers at least :data:`MIN_ANALYSIS_SHARE` of its occurrences (a
+  Turkish or Hungarian form seen in training nearly always has one analysis per UPOS; an
+  English "read" does not);
 - ``upos``: form -> its UPOS, for the forms that had one UPOS every time
   (:data:`MIN_UPOS_SHARE`).
 
-Ties go to the lemma first in code-point order, so the lexicon does not depend on the order of
-the sentences. The lookup order (:meth:`Lexicon.lemma`) and the threshold were chosen by
-measuring (``experiments/lemma_lexicon.py``, docs/lemmas.md), the FEATS threshold likewise
-(``experiments/feats_lexicon.py``, docs/tags.md). Torch-free; plain data for checkpoints through
-:meth:`Lexicon.to_dict`.
+Ties go to the value first in code-point order, so the lexicon does not depend on the order of
+the sentences. The lemma lookup order (:meth:`Lexicon.lemma`) and its threshold were chosen by
+measuring (``experiments/lemma_lexicon.py``, docs/lemmas.md), the tag thresholds likewise
+(``experiments/lexicon_choices.py``, docs/tags.md). Torch-free; plain data for checkpoints
+through :meth:`Lexicon.to_dict`.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from biaffine.data.columns import ANALYSED
 from biaffine.data.conllu import Sentence
 from biaffine.data.lemmas import is_annotated
 
 __all__ = [
-    "MIN_FEATS_SHARE",
+    "MIN_ANALYSIS_SHARE",
     "MIN_FORM_SHARE",
     "MIN_UPOS_SHARE",
     "Lexicon",
@@ -52,11 +54,14 @@ MIN_UPOS_SHARE = 1.0
 """The share of a form's training occurrences its majority UPOS must cover to be looked up
 (every one: chosen on dev sets, see docs/tags.md)."""
 
-MIN_FEATS_SHARE = 0.99
-"""The share of a (form, UPOS) pair's training occurrences its majority FEATS must cover to be
-looked up (chosen on dev sets, see docs/tags.md)."""
+MIN_ANALYSIS_SHARE = 0.99
+"""The share of a (form, UPOS) pair's training occurrences its majority XPOS or FEATS must cover
+to be looked up (chosen on dev sets, see docs/tags.md)."""
 
-_NO_UPOS = "_"
+_NO_VALUE = "_"
+"""An empty CoNLL-U cell."""
+
+_NO_UPOS = _NO_VALUE
 """The UPOS cell of a word without one: no (form, UPOS) key is made of it or looked up."""
 
 K = TypeVar("K", bound=Hashable)
@@ -64,22 +69,22 @@ K = TypeVar("K", bound=Hashable)
 
 @dataclass(frozen=True, slots=True)
 class Lexicon:
-    """Training lemmas by (form, UPOS) and by form; see the module docstring.
+    """Training lemmas, UPOS, XPOS and FEATS by form; see the module docstring.
 
     Attributes:
         tagged: (form, UPOS) -> lemma.
         forms: form -> lemma, for the forms unambiguous enough.
-        feats: (form, UPOS) -> FEATS, for the pairs unambiguous enough (empty in lexicons
-            written before it).
+        analyses: column of :data:`ANALYSED` -> (form, UPOS) -> value, for the pairs
+            unambiguous enough (a column absent in lexicons written before it).
         upos: form -> UPOS, for the forms unambiguous enough (empty in lexicons written
             before it).
-        known: every lemma of the two tables, lower-cased (derived from them): the words a
-            script's output is checked against (:func:`biaffine.data.columns.strings`).
+        known: every lemma of the two lemma tables, lower-cased (derived from them): the words
+            a script's output is checked against (:func:`biaffine.data.columns.strings`).
     """
 
     tagged: dict[tuple[str, str], str] = field(default_factory=dict)
     forms: dict[str, str] = field(default_factory=dict)
-    feats: dict[tuple[str, str], str] = field(default_factory=dict)
+    analyses: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
     upos: dict[str, str] = field(default_factory=dict)
     known: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -90,7 +95,8 @@ class Lexicon:
 
     def __len__(self) -> int:
         """Number of entries, every table counted."""
-        return len(self.tagged) + len(self.forms) + len(self.feats) + len(self.upos)
+        analyses = sum(len(table) for table in self.analyses.values())
+        return len(self.tagged) + len(self.forms) + analyses + len(self.upos)
 
     def lemma(self, form: str, upos: str | None) -> str | None:
         """The lemma of ``form``, or None for a word the lexicon lacks (left to the classifier).
@@ -111,14 +117,14 @@ class Lexicon:
             found = self.tagged.get((form.lower(), upos))
         return found
 
-    def features(self, form: str, upos: str | None) -> str | None:
-        """The FEATS of ``form`` with ``upos``, or None where the lexicon has none.
+    def analysis(self, column: str, form: str, upos: str | None) -> str | None:
+        """The XPOS or FEATS (``column``) of ``form`` with ``upos``, or None where it has none.
 
         None for no UPOS, an unseen pair, or one without a clear majority: left to the tagger.
         """
         if upos is None or upos == _NO_UPOS:
             return None
-        return self.feats.get((form, upos))
+        return self.analyses.get(column, {}).get((form, upos))
 
     def tag(self, form: str) -> str | None:
         """The UPOS ``form`` always had in training, or None (unseen, or seen with several)."""
@@ -128,16 +134,20 @@ class Lexicon:
         """Plain data, entries sorted, lists only (it survives JSON too).
 
         ``{"tagged": [[form, upos, lemma], ...], "forms": [[form, lemma], ...],
-        "feats": [[form, upos, feats], ...], "upos": [[form, upos], ...]}``, without
-        ``feats`` or ``upos`` where they are empty (as in lexicons written before them, which
-        thus read and write back the same data).
+        "xpos": [[form, upos, xpos], ...], "feats": [[form, upos, feats], ...],
+        "upos": [[form, upos], ...]}``, without the last three where they are empty (as in
+        lexicons written before them, which thus read and write back the same data).
         """
         data = {
             "tagged": [[form, upos, lemma] for (form, upos), lemma in sorted(self.tagged.items())],
             "forms": [[form, lemma] for form, lemma in sorted(self.forms.items())],
         }
-        if self.feats:
-            data["feats"] = [[f, upos, feats] for (f, upos), feats in sorted(self.feats.items())]
+        for column in ANALYSED:
+            table = self.analyses.get(column)
+            if table:
+                data[column] = [
+                    [form, upos, value] for (form, upos), value in sorted(table.items())
+                ]
         if self.upos:
             data["upos"] = [[form, upos] for form, upos in sorted(self.upos.items())]
         return data
@@ -154,14 +164,13 @@ class Lexicon:
             raise ValueError(f"lemma lexicon data lacks keys {sorted(missing)}")
         tagged = _rows(data["tagged"], 3, "tagged")
         forms = _rows(data["forms"], 2, "forms")
-        feats = _rows(data.get("feats", []), 3, "feats")  # absent before FEATS were kept
-        upos = _rows(data.get("upos", []), 2, "upos")  # and before UPOS were
-        return cls(
-            {(f, u): lemma for f, u, lemma in tagged},
-            dict(forms),
-            {(f, u): value for f, u, value in feats},
-            dict(upos),
-        )
+        analyses = {  # absent before the tags were kept
+            column: {(f, u): value for f, u, value in _rows(data[column], 3, column)}
+            for column in ANALYSED
+            if column in data
+        }
+        upos = _rows(data.get("upos", []), 2, "upos")
+        return cls({(f, u): lemma for f, u, lemma in tagged}, dict(forms), analyses, dict(upos))
 
 
 def _rows(rows: Any, size: int, name: str) -> list[list[str]]:
@@ -178,65 +187,77 @@ def build_lexicon(
     sentences: Iterable[Sentence],
     *,
     min_form_share: float = MIN_FORM_SHARE,
-    min_feats_share: float = MIN_FEATS_SHARE,
+    min_analysis_share: float = MIN_ANALYSIS_SHARE,
 ) -> Lexicon:
     """The lexicon of ``sentences`` (training data, iterated once); see :class:`LexiconCounts`."""
     counts = LexiconCounts()
     for sentence in sentences:
         counts.add(sentence)
-    return counts.lexicon(min_form_share=min_form_share, min_feats_share=min_feats_share)
+    return counts.lexicon(min_form_share=min_form_share, min_analysis_share=min_analysis_share)
 
 
 class LexiconCounts:
-    """Lemmas by (form, UPOS) and by form, FEATS by (form, UPOS), UPOS by form, counted.
+    """Lemmas by (form, UPOS) and by form, XPOS and FEATS by (form, UPOS), UPOS by form, counted.
 
-    Words without a lemma (``_``) count for FEATS and UPOS only; a word without a UPOS counts
-    for its form's lemmas only.
+    Words without a lemma (``_``) count for the tags only; a word without a UPOS counts for its
+    form's lemmas only.
     """
 
     def __init__(self) -> None:
         """No sentence counted yet."""
         self.tagged: defaultdict[tuple[str, str], Counter[str]] = defaultdict(Counter)
         self.forms: defaultdict[str, Counter[str]] = defaultdict(Counter)
-        self.feats: defaultdict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+        self.analyses = {
+            column: defaultdict[tuple[str, str], Counter[str]](Counter) for column in ANALYSED
+        }
         self.upos: defaultdict[str, Counter[str]] = defaultdict(Counter)
 
     def add(self, sentence: Sentence) -> None:
-        """Count the lemmas and FEATS of ``sentence``'s words."""
-        words = zip(sentence.forms, sentence.lemmas, sentence.upos, sentence.feats, strict=True)
-        for form, lemma, upos, feats in words:
+        """Count the lemmas and tags of ``sentence``'s words."""
+        for i, (form, lemma, upos) in enumerate(
+            zip(sentence.forms, sentence.lemmas, sentence.upos, strict=True)
+        ):
             if upos != _NO_UPOS:
-                self.feats[form, upos][feats] += 1
                 self.upos[form][upos] += 1
+                for column, counts in self.analyses.items():
+                    counts[form, upos][getattr(sentence, column)[i]] += 1
             if is_annotated(form, lemma):
                 self.forms[form][lemma] += 1
                 if upos != _NO_UPOS:
                     self.tagged[form, upos][lemma] += 1
 
     def lexicon(
-        self, *, min_form_share: float = MIN_FORM_SHARE, min_feats_share: float = MIN_FEATS_SHARE
+        self,
+        *,
+        min_form_share: float = MIN_FORM_SHARE,
+        min_analysis_share: float = MIN_ANALYSIS_SHARE,
     ) -> Lexicon:
         """The lexicon of the words counted.
 
         Args:
             min_form_share: the share of a form's occurrences its majority lemma must cover
                 for the form to be looked up alone (0 keeps every form, above 1 none).
-            min_feats_share: the share of a (form, UPOS) pair's occurrences its majority FEATS
-                must cover to be kept (above 1: none).
+            min_analysis_share: the share of a (form, UPOS) pair's occurrences its majority
+                XPOS or FEATS must cover to be kept (above 1: none).
 
         Raises:
             ValueError: a negative share.
         """
         for name, share in (
             ("min_form_share", min_form_share),
-            ("min_feats_share", min_feats_share),
+            ("min_analysis_share", min_analysis_share),
         ):
             if share < 0:
                 raise ValueError(f"{name} must be >= 0, got {share}")
+        analyses = {
+            column: _majorities(counts, min_analysis_share)
+            for column, counts in self.analyses.items()
+            if any(value != _NO_VALUE for values in counts.values() for value in values)
+        }  # a column the treebank leaves empty throughout is no table
         return Lexicon(
             _majorities(self.tagged, 0.0),
             _majorities(self.forms, min_form_share),
-            _majorities(self.feats, min_feats_share),
+            analyses,
             _majorities(self.upos, MIN_UPOS_SHARE),
         )
 
@@ -247,8 +268,8 @@ def _majorities(counts: Mapping[K, Counter[str]], min_share: float) -> dict[K, s
     Ties go to the smallest string, so the order of the counts does not matter.
     """
     found = {}
-    for key, lemmas in counts.items():
-        lemma, count = min(lemmas.items(), key=lambda item: (-item[1], item[0]))
-        if count >= min_share * lemmas.total():
-            found[key] = lemma
+    for key, values in counts.items():
+        value, count = min(values.items(), key=lambda item: (-item[1], item[0]))
+        if count >= min_share * values.total():
+            found[key] = value
     return found

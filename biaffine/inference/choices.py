@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 import decoding
 import transitions
-from biaffine.data.columns import strings
+from biaffine.data.columns import ANALYSED, strings
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.inference.request import Tree
@@ -25,10 +25,10 @@ from decoding.types import IntArray
 from transitions.projective import SEPARATOR, deprojectivize
 
 __all__ = [
-    "TAGGER_DOUBT",
     "LEMMA_RUNNER_UP",
     "MST",
     "ROOT_LABEL",
+    "TAGGER_DOUBT",
     "best_classes",
     "decode_arc_scores",
     "deprojectivize_batch",
@@ -140,12 +140,12 @@ Sequoia and IMST but lost on EWT, and 0.5 gave back half of IMST's gain."""
 
 
 TAGGER_DOUBT = 0.9
-"""Below this probability of its best UPOS or FEATS class, the tagger gives way to the training
-lexicon's UPOS or FEATS of the word (:meth:`biaffine.data.lexicon.Lexicon.tag`,
-:meth:`~biaffine.data.lexicon.Lexicon.features`). Chosen on the dev sets of EWT (with and
+"""Below this probability of its best UPOS, XPOS or FEATS class, a tagger gives way to the
+training lexicon's value for the word (:meth:`biaffine.data.lexicon.Lexicon.tag`,
+:meth:`~biaffine.data.lexicon.Lexicon.analysis`). Chosen on the dev sets of EWT (with and
 without MiniLM), Sequoia and IMST (docs/tags.md): always taking the lexicon's FEATS cost the
-MiniLM model 0.02, its UPOS 0.4 (its tagger knows the context better); below 0.9 every model
-gained (IMST whole-FEATS accuracy 77.74 -> 81.53, UPOS 89.30 -> 90.83)."""
+MiniLM model 0.02, its UPOS 0.4 (its taggers know the context better); below 0.9 every model
+gained on every column (IMST whole-FEATS accuracy 77.74 -> 81.53, UPOS 89.30 -> 90.83)."""
 
 
 def doubtful(scores: npt.NDArray[np.floating], share: float = TAGGER_DOUBT) -> list[bool]:
@@ -199,8 +199,9 @@ def predicted_columns(
     lexicon where it holds the word, keyed by the word's UPOS: the predicted one where the
     model has a UPOS tagger (predicted even when not asked for), else the input's; else its
     edit script applied to the form, or the first of its :func:`runners_up` whose lemma is a
-    training lemma where the best script's is not. UPOS and FEATS: the lexicon's where it holds
-    the word (FEATS: with that UPOS) and the tagger is :func:`doubtful`, else the best class.
+    training lemma where the best script's is not. UPOS, XPOS and FEATS: the lexicon's where it
+    holds the word (XPOS and FEATS: with that UPOS) and the tagger is :func:`doubtful`, else the
+    best class.
     One argmax per column for the whole batch.
 
     Args:
@@ -213,14 +214,14 @@ def predicted_columns(
     Returns:
         Per row, the predicted values by column, str[n] each.
     """
-    lexicon = vocabs.lexicon if {"upos", "lemma", "feats"} & set(columns) else None
+    lexicon = vocabs.lexicon if {"upos", "lemma", *ANALYSED} & set(columns) else None
     wanted = list(columns)
     if lexicon is not None and "upos" in tag_scores and "upos" not in wanted:
         wanted.append("upos")  # the lexicon's key
     best = {column: best_classes(tag_scores[column], vocabs.columns[column]) for column in wanted}
     lemmas = lexicon is not None and "lemma" in columns
     others = runners_up(tag_scores["lemma"], vocabs.columns["lemma"]) if lemmas else None
-    checked = () if lexicon is None else [c for c in ("upos", "feats") if c in wanted]
+    checked = () if lexicon is None else [c for c in ("upos", *ANALYSED) if c in wanted]
     unsure = {column: doubtful(tag_scores[column]) for column in checked}
     found: list[dict[str, list[str]]] = [{} for _ in sentences]
     ends = itertools.accumulate(len(sentence) for sentence in sentences)

@@ -118,29 +118,36 @@ def test_the_known_lemmas_are_every_lemma_of_both_tables_lower_cased(sentences) 
     assert Lexicon().known == frozenset()
 
 
-def analysed(form: str, upos: str, feats: str, times: int) -> list[Sentence]:
-    """``times`` one-word sentences of ``form`` with that UPOS and FEATS."""
-    return [Sentence([form], upos=[upos], feats=[feats]) for _ in range(times)]
+def analysed(form: str, upos: str, feats: str, times: int, xpos: str = "_") -> list[Sentence]:
+    """``times`` one-word sentences of ``form`` with that UPOS, XPOS and FEATS."""
+    return [Sentence([form], upos=[upos], xpos=[xpos], feats=[feats]) for _ in range(times)]
 
 
-def test_feats_are_kept_where_one_analysis_covers_the_threshold() -> None:
+def test_analyses_are_kept_where_one_covers_the_threshold() -> None:
     sentences = [
-        *analysed("evde", "NOUN", "Case=Loc", 99),
-        *analysed("evde", "NOUN", "Case=Nom", 1),  # 99%: kept
-        *analysed("read", "VERB", "Tense=Past", 97),
-        *analysed("read", "VERB", "Tense=Pres", 3),  # 97%: below 0.99, left to the tagger
-        *analysed("read", "NOUN", "Number=Sing", 1),
+        *analysed("evde", "NOUN", "Case=Loc", 99, xpos="Noun"),
+        *analysed("evde", "NOUN", "Case=Nom", 1, xpos="Noun"),  # 99%: kept
+        *analysed("read", "VERB", "Tense=Past", 97, xpos="VBD"),
+        *analysed("read", "VERB", "Tense=Pres", 3, xpos="VBP"),  # 97%: left to the tagger
+        *analysed("read", "NOUN", "Number=Sing", 1, xpos="NN"),
         Sentence(["ev"], upos=["_"], feats=["Case=Nom"]),  # no UPOS: no key
     ]
-    assert build_lexicon(sentences).feats == {
-        ("evde", "NOUN"): "Case=Loc",
-        ("read", "NOUN"): "Number=Sing",
+    lexicon = build_lexicon(sentences)
+    assert lexicon.analyses == {
+        "feats": {("evde", "NOUN"): "Case=Loc", ("read", "NOUN"): "Number=Sing"},
+        "xpos": {("evde", "NOUN"): "Noun", ("read", "NOUN"): "NN"},
     }
-    every = build_lexicon(sentences, min_feats_share=0.0).feats
-    assert every[("read", "VERB")] == "Tense=Past"
-    assert build_lexicon(sentences, min_feats_share=1.01).feats == {}
-    with pytest.raises(ValueError, match="min_feats_share must be >= 0"):
-        build_lexicon(sentences, min_feats_share=-0.5)
+    every = build_lexicon(sentences, min_analysis_share=0.0).analyses
+    assert every["feats"][("read", "VERB")] == "Tense=Past"
+    assert every["xpos"][("read", "VERB")] == "VBD"
+    assert build_lexicon(sentences, min_analysis_share=1.01).analyses == {"xpos": {}, "feats": {}}
+    with pytest.raises(ValueError, match="min_analysis_share must be >= 0"):
+        build_lexicon(sentences, min_analysis_share=-0.5)
+
+
+def test_a_column_the_treebank_leaves_empty_is_no_table() -> None:
+    sentences = analysed("evde", "NOUN", "Case=Loc", 2)  # XPOS "_" throughout
+    assert build_lexicon(sentences).analyses == {"feats": {("evde", "NOUN"): "Case=Loc"}}
 
 
 @pytest.mark.parametrize(
@@ -153,9 +160,10 @@ def test_feats_are_kept_where_one_analysis_covers_the_threshold() -> None:
         ("Evde", "NOUN", None),  # never lower-cased
     ],
 )
-def test_feats_are_looked_up_by_form_and_upos_only(form, upos, feats) -> None:
-    lexicon = Lexicon(feats={("evde", "NOUN"): "Case=Loc"})
-    assert lexicon.features(form, upos) == feats
+def test_analyses_are_looked_up_by_form_and_upos_only(form, upos, feats) -> None:
+    lexicon = Lexicon(analyses={"feats": {("evde", "NOUN"): "Case=Loc"}})
+    assert lexicon.analysis("feats", form, upos) == feats
+    assert lexicon.analysis("xpos", form, upos) is None  # no table: nothing
 
 
 def test_upos_are_kept_for_the_forms_that_always_had_one() -> None:
@@ -175,16 +183,17 @@ def test_upos_are_kept_for_the_forms_that_always_had_one() -> None:
         Lexicon.from_dict({**data, "upos": [["evde"]]})
 
 
-def test_feats_round_trip_and_older_lexicons_have_none() -> None:
-    lexicon = dataclasses.replace(LEXICON, feats={("evde", "NOUN"): "Case=Loc"})
+def test_analyses_round_trip_and_older_lexicons_have_none() -> None:
+    tables = {"feats": {("evde", "NOUN"): "Case=Loc"}, "xpos": {("evde", "NOUN"): "Noun"}}
+    lexicon = dataclasses.replace(LEXICON, analyses=tables)
     assert lexicon.to_dict()["feats"] == [["evde", "NOUN", "Case=Loc"]]
+    assert lexicon.to_dict()["xpos"] == [["evde", "NOUN", "Noun"]]
     assert Lexicon.from_dict(json.loads(json.dumps(lexicon.to_dict()))) == lexicon
     older = LEXICON.to_dict()
-    assert "feats" not in older  # an empty table is not written: older data round trips as is
-    assert "upos" not in older
-    assert Lexicon.from_dict(older).feats == {}
+    assert not {"feats", "xpos", "upos"} & set(older)  # empty tables are not written
+    assert Lexicon.from_dict(older).analyses == {}
     assert Lexicon.from_dict(older).upos == {}
-    assert Lexicon.from_dict(older).to_dict() == older
+    assert Lexicon.from_dict(older).to_dict() == older  # so older data round trips as is
     with pytest.raises(ValueError, match="'feats' must be a list of lists of 3 strings"):
         Lexicon.from_dict({**older, "feats": [["evde", "NOUN"]]})
 

@@ -116,6 +116,7 @@ def test_columns_all_means_every_column_the_model_tags(
 
 def test_a_transition_parser_predicts_columns_too(vocabs: Vocabs, sentences) -> None:
     torch.manual_seed(3)
+    vocabs = dataclasses.replace(vocabs, lexicon=None)  # the tagger's classes alone
     encoder_options, parser_options = split_options(TINY_PARSER)
     encoder = Encoder(vocabs, **encoder_options)
     model = randomized(TransitionParser(vocabs, encoder, **parser_options, **TAGGERS)).eval()

@@ -61,14 +61,20 @@ def lemma_checkpoint(tmp_path_factory: pytest.TempPathFactory, scripts_only: Voc
 
 
 def lemmatizer_only(
-    vocabs: Vocabs, family: str, script: str, upos: str | None = None, *, feats: bool = False
+    vocabs: Vocabs,
+    family: str,
+    script: str,
+    upos: str | None = None,
+    *,
+    xpos: bool = False,
+    feats: bool = False,
 ) -> torch.nn.Module:
     """A parser of ``family`` whose lemmatizer picks ``script`` for every word, and whose UPOS
-    tagger (where ``upos`` is given, else none) picks ``upos``; with a FEATS tagger if
-    ``feats``."""
+    tagger (where ``upos`` is given, else none) picks ``upos``; with an XPOS and a FEATS tagger
+    where asked."""
     torch.manual_seed(5)
     tagging = {"lemma_loss_weight": 1.0, "tag_loss_weight": 0.0 if upos is None else 1.0}
-    tagging["feats_loss_weight"] = 1.0 if feats else 0.0
+    tagging |= {"xpos_loss_weight": float(xpos), "feats_loss_weight": float(feats)}
     if family == "graph":
         model = biaffine_parser(vocabs, **TINY_PARSER, **tagging)
     else:
@@ -254,32 +260,35 @@ def test_runners_up_are_the_classes_within_the_share_of_the_best_in_score_order(
     assert runners_up(scores, Vocab(itos), share) == brute_runners_up(scores, itos, share)
 
 
-@pytest.mark.parametrize(
-    ("runner_up", "sat"),
-    [
-        (0.5, "Mood=Ind|Tense=Past"),  # the tagger unsure (2/3 for its class): the lexicon's
-        (None, "Number=Sing"),  # the tagger sure (all but e^-10): its own class
-    ],
-)
+# Per column: the tagger's class for every word, its runner-up, the lexicon's value for "sat".
+ANALYSES = {
+    "feats": ("Number=Sing", "Mood=Ind|Tense=Past|VerbForm=Fin", "Mood=Ind|Tense=Past"),
+    "xpos": ("NN", "VBP", "VBD"),
+}
+
+
+@pytest.mark.parametrize("column", sorted(ANALYSES))
+@pytest.mark.parametrize("unsure", [True, False])
 @pytest.mark.parametrize("family", ["graph", "transition"])
-def test_the_lexicon_feats_of_a_training_pair_win_where_the_tagger_is_unsure(
-    runner_up: float | None, sat: str, family: str, vocabs: Vocabs, tmp_path: Path
+def test_the_lexicon_analysis_of_a_training_pair_wins_where_the_tagger_is_unsure(
+    column: str, unsure: bool, family: str, vocabs: Vocabs, tmp_path: Path
 ) -> None:
-    # The tagger says Number=Sing for every word; the lexicon knows ("sat", VERB) and
-    # ("cat", NOUN), and the predicted UPOS, VERB for every word, is its key.
-    lexicon = Lexicon(feats={("sat", "VERB"): "Mood=Ind|Tense=Past", ("cat", "NOUN"): "_"})
+    # The tagger gives one class to every word, sure of it (all but e^-10 of the probability)
+    # or not (2/3, its runner-up 1/3); the lexicon knows ("sat", VERB) and ("cat", NOUN), and
+    # the predicted UPOS, VERB for every word, is its key.
+    best, runner_up, known = ANALYSES[column]
+    lexicon = Lexicon(analyses={column: {("sat", "VERB"): known, ("cat", "NOUN"): "_"}})
     with_lexicon = dataclasses.replace(vocabs, lexicon=lexicon)
-    model = lemmatizer_only(with_lexicon, family, CUT_ONE, "VERB", feats=True)
-    others = {} if runner_up is None else {"Mood=Ind|Tense=Past|VerbForm=Fin": runner_up}
-    force(model, with_lexicon, "feats", "Number=Sing", **others)
+    model = lemmatizer_only(with_lexicon, family, CUT_ONE, "VERB", **{column: True})
+    force(model, with_lexicon, column, best, **({runner_up: 0.5} if unsure else {}))
     parser = Parser.load(save_model(tmp_path / "best.pt", model, with_lexicon), threads=1)
     words = Sentence.from_forms(["The", "cat", "sat"])
-    [tree] = parser.parse([words], columns=["feats"], overwrite=True)
-    assert tree.sentence.feats == ["Number=Sing", "Number=Sing", sat]
+    [tree] = parser.parse([words], columns=[column], overwrite=True)
+    assert getattr(tree.sentence, column) == [best, best, known if unsure else best]
     without = dataclasses.replace(vocabs, lexicon=None)
     plain = Parser.load(save_model(tmp_path / "plain.pt", model, without), threads=1)
-    [tree] = plain.parse([words], columns=["feats"], overwrite=True)
-    assert tree.sentence.feats == ["Number=Sing"] * 3
+    [tree] = plain.parse([words], columns=[column], overwrite=True)
+    assert getattr(tree.sentence, column) == [best] * 3
 
 
 @pytest.mark.parametrize(
