@@ -84,7 +84,8 @@ def strings(
     no training lemma (:attr:`Lexicon.known`, case aside) gives way to the first of the word's
     ``runners_up`` whose lemma is one: Turkish "limandan" takes "liman" (cut 3) over the
     best-scored "lim" (cut 5). XPOS and FEATS: the lexicon's value for each ``doubtful`` word it
-    holds (:meth:`Lexicon.analysis`, by the word's UPOS), else the class. UPOS: the lexicon's
+    holds (:meth:`Lexicon.analysis`, by the word's UPOS), or for an unseen one the value of its
+    ending (:meth:`Lexicon.guess`), else the class. UPOS: the lexicon's
     UPOS of each ``doubtful`` word it holds (:meth:`Lexicon.tag`), else the class.
 
     Args:
@@ -102,7 +103,9 @@ def strings(
     unsure = [True] * len(forms) if doubtful is None else doubtful
     if column in ANALYSED and lexicon is not None:
         words = zip(predicted, forms, tags, unsure, strict=True)
-        return [(ask and lexicon.analysis(column, f, tag)) or value for value, f, tag, ask in words]
+        return [
+            (ask and _analysis(lexicon, column, f, tag)) or value for value, f, tag, ask in words
+        ]
     if column == "upos" and lexicon is not None:
         words = zip(predicted, forms, unsure, strict=True)
         return [(ask and lexicon.tag(form)) or upos for upos, form, ask in words]
@@ -113,6 +116,11 @@ def strings(
         _lemma(script, form, tag, lexicon, alternatives)
         for script, form, tag, alternatives in zip(predicted, forms, tags, others, strict=True)
     ]
+
+
+def _analysis(lexicon: Lexicon, column: str, form: str, upos: str | None) -> str | None:
+    """The lexicon's XPOS or FEATS of a word it holds, else its suffix guess, else None."""
+    return lexicon.analysis(column, form, upos) or lexicon.guess(column, form, upos)
 
 
 def _lemma(

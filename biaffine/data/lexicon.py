@@ -17,7 +17,12 @@ and from every training word with a UPOS:
   Turkish or Hungarian form seen in training nearly always has one analysis per UPOS; an
   English "read" does not);
 - ``upos``: form -> its UPOS, for the forms that had one UPOS every time
-  (:data:`MIN_UPOS_SHARE`).
+  (:data:`MIN_UPOS_SHARE`);
+- ``suffixes``: for FEATS (:data:`GUESSED`), (the form's last 1 to :data:`MAX_SUFFIX` characters
+  lower-cased, UPOS) -> the value words so ending had most often, where at least
+  :data:`MIN_SUFFIX_COUNT` words end so and the value covers :data:`MIN_SUFFIX_SHARE` of them:
+  a guess for the words never seen in training, as UDPipe 1's guesser makes (Turkish "-lerinde"
+  is plural locative with a third-person possessive whatever the stem).
 
 Ties go to the value first in code-point order, so the lexicon does not depend on the order of
 the sentences. The lemma lookup order (:meth:`Lexicon.lemma`) and its threshold were chosen by
@@ -38,8 +43,12 @@ from biaffine.data.conllu import Sentence
 from biaffine.data.lemmas import is_annotated
 
 __all__ = [
+    "GUESSED",
+    "MAX_SUFFIX",
     "MIN_ANALYSIS_SHARE",
     "MIN_FORM_SHARE",
+    "MIN_SUFFIX_COUNT",
+    "MIN_SUFFIX_SHARE",
     "MIN_UPOS_SHARE",
     "Lexicon",
     "LexiconCounts",
@@ -49,6 +58,20 @@ __all__ = [
 MIN_FORM_SHARE = 0.99
 """The share of a form's training occurrences its lemma must cover to be looked up by form
 alone (chosen by measuring, see docs/lemmas.md)."""
+
+GUESSED = ("feats",)
+"""The columns guessed from word endings: not XPOS, whose guesses lost on IMST's dev set (88.89
+against 89.03 without them, docs/tags.md)."""
+
+MAX_SUFFIX = 6
+"""The longest word ending the suffix tables hold (characters)."""
+
+MIN_SUFFIX_COUNT = 2
+"""The fewest training words a suffix table's entry stands on."""
+
+MIN_SUFFIX_SHARE = 0.9
+"""The share of the words with an ending whose value it must cover (chosen on dev sets, see
+docs/tags.md)."""
 
 MIN_UPOS_SHARE = 1.0
 """The share of a form's training occurrences its majority UPOS must cover to be looked up
@@ -62,6 +85,9 @@ _NO_VALUE = "_"
 """An empty CoNLL-U cell."""
 
 _NO_UPOS = _NO_VALUE
+
+_SUFFIXES = "_suffixes"
+"""What the plain data's key of a column's suffix table adds to the column's name."""
 """The UPOS cell of a word without one: no (form, UPOS) key is made of it or looked up."""
 
 K = TypeVar("K", bound=Hashable)
@@ -78,6 +104,8 @@ class Lexicon:
             unambiguous enough (a column absent in lexicons written before it).
         upos: form -> UPOS, for the forms unambiguous enough (empty in lexicons written
             before it).
+        suffixes: column of :data:`GUESSED` -> (ending, UPOS) -> value (absent in lexicons
+            written before it).
         known: every lemma of the two lemma tables, lower-cased (derived from them): the words
             a script's output is checked against (:func:`biaffine.data.columns.strings`).
     """
@@ -86,6 +114,7 @@ class Lexicon:
     forms: dict[str, str] = field(default_factory=dict)
     analyses: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
     upos: dict[str, str] = field(default_factory=dict)
+    suffixes: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
     known: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -95,8 +124,8 @@ class Lexicon:
 
     def __len__(self) -> int:
         """Number of entries, every table counted."""
-        analyses = sum(len(table) for table in self.analyses.values())
-        return len(self.tagged) + len(self.forms) + analyses + len(self.upos)
+        tables = [*self.analyses.values(), *self.suffixes.values()]
+        return len(self.tagged) + len(self.forms) + len(self.upos) + sum(map(len, tables))
 
     def lemma(self, form: str, upos: str | None) -> str | None:
         """The lemma of ``form``, or None for a word the lexicon lacks (left to the classifier).
@@ -126,6 +155,25 @@ class Lexicon:
             return None
         return self.analyses.get(column, {}).get((form, upos))
 
+    def guess(self, column: str, form: str, upos: str | None) -> str | None:
+        """A guess at the FEATS (``column``, of :data:`GUESSED`) of an unseen word, from its ending.
+
+        The value of the longest ending of ``form`` the suffix table holds with ``upos``; None
+        for a (form, UPOS) the lexicon holds (left to :meth:`analysis` and the tagger: every
+        pair seen with a lemma is in ``tagged``), without a UPOS, or without a known ending.
+        """
+        if upos is None or upos == _NO_UPOS:
+            return None
+        if (form, upos) in self.tagged or (form, upos) in self.analyses.get(column, {}):
+            return None
+        table = self.suffixes.get(column, {})
+        lowered = form.lower()
+        for length in range(min(MAX_SUFFIX, len(form) - 1), 0, -1):
+            found = table.get((lowered[-length:], upos))
+            if found is not None:
+                return found
+        return None
+
     def tag(self, form: str) -> str | None:
         """The UPOS ``form`` always had in training, or None (unseen, or seen with several)."""
         return self.upos.get(form)
@@ -135,8 +183,10 @@ class Lexicon:
 
         ``{"tagged": [[form, upos, lemma], ...], "forms": [[form, lemma], ...],
         "xpos": [[form, upos, xpos], ...], "feats": [[form, upos, feats], ...],
-        "upos": [[form, upos], ...]}``, without the last three where they are empty (as in
-        lexicons written before them, which thus read and write back the same data).
+        "upos": [[form, upos], ...], "feats_suffixes": [[ending, upos, feats], ...]}``, without
+        the tables after ``forms``
+        where they are empty (as in lexicons written before them, which thus read and write
+        back the same data).
         """
         data = {
             "tagged": [[form, upos, lemma] for (form, upos), lemma in sorted(self.tagged.items())],
@@ -150,6 +200,12 @@ class Lexicon:
                 ]
         if self.upos:
             data["upos"] = [[form, upos] for form, upos in sorted(self.upos.items())]
+        for column in GUESSED:
+            table = self.suffixes.get(column)
+            if table:
+                data[f"{column}{_SUFFIXES}"] = [
+                    [e, u, value] for (e, u), value in sorted(table.items())
+                ]
         return data
 
     @classmethod
@@ -170,7 +226,13 @@ class Lexicon:
             if column in data
         }
         upos = _rows(data.get("upos", []), 2, "upos")
-        return cls({(f, u): lemma for f, u, lemma in tagged}, dict(forms), analyses, dict(upos))
+        suffixes = {
+            column: {(e, u): value for e, u, value in _rows(data[key], 3, key)}
+            for column in GUESSED
+            if (key := f"{column}{_SUFFIXES}") in data
+        }
+        lemmas = {(f, u): lemma for f, u, lemma in tagged}
+        return cls(lemmas, dict(forms), analyses, dict(upos), suffixes)
 
 
 def _rows(rows: Any, size: int, name: str) -> list[list[str]]:
@@ -211,6 +273,9 @@ class LexiconCounts:
             column: defaultdict[tuple[str, str], Counter[str]](Counter) for column in ANALYSED
         }
         self.upos: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        self.suffixes = {
+            column: defaultdict[tuple[str, str], Counter[str]](Counter) for column in GUESSED
+        }
 
     def add(self, sentence: Sentence) -> None:
         """Count the lemmas and tags of ``sentence``'s words."""
@@ -219,8 +284,14 @@ class LexiconCounts:
         ):
             if upos != _NO_UPOS:
                 self.upos[form][upos] += 1
+                lowered = form.lower()
                 for column, counts in self.analyses.items():
-                    counts[form, upos][getattr(sentence, column)[i]] += 1
+                    value = getattr(sentence, column)[i]
+                    counts[form, upos][value] += 1
+                    if column in self.suffixes:
+                        endings = self.suffixes[column]
+                        for length in range(1, min(MAX_SUFFIX, len(form) - 1) + 1):
+                            endings[lowered[-length:], upos][value] += 1
             if is_annotated(form, lemma):
                 self.forms[form][lemma] += 1
                 if upos != _NO_UPOS:
@@ -249,27 +320,36 @@ class LexiconCounts:
         ):
             if share < 0:
                 raise ValueError(f"{name} must be >= 0, got {share}")
-        analyses = {
-            column: _majorities(counts, min_analysis_share)
+        filled = [  # a column the treebank leaves empty throughout has no tables
+            column
             for column, counts in self.analyses.items()
             if any(value != _NO_VALUE for values in counts.values() for value in values)
-        }  # a column the treebank leaves empty throughout is no table
+        ]
         return Lexicon(
             _majorities(self.tagged, 0.0),
             _majorities(self.forms, min_form_share),
-            analyses,
+            {column: _majorities(self.analyses[column], min_analysis_share) for column in filled},
             _majorities(self.upos, MIN_UPOS_SHARE),
+            {
+                column: _majorities(self.suffixes[column], MIN_SUFFIX_SHARE, MIN_SUFFIX_COUNT)
+                for column in filled
+                if column in self.suffixes
+            },
         )
 
 
-def _majorities(counts: Mapping[K, Counter[str]], min_share: float) -> dict[K, str]:
-    """Each key's most frequent value, where it covers ``min_share`` of the key's occurrences.
+def _majorities(
+    counts: Mapping[K, Counter[str]], min_share: float, min_count: int = 1
+) -> dict[K, str]:
+    """Each key's most frequent value, where it covers ``min_share`` of its occurrences.
 
-    Ties go to the smallest string, so the order of the counts does not matter.
+    Keys that occurred fewer than ``min_count`` times are left out. Ties go to the smallest
+    string, so the order of the counts does not matter.
     """
     found = {}
     for key, values in counts.items():
         value, count = min(values.items(), key=lambda item: (-item[1], item[0]))
-        if count >= min_share * values.total():
+        total = values.total()
+        if count >= min_share * total and total >= min_count:
             found[key] = value
     return found

@@ -183,6 +183,33 @@ def test_upos_are_kept_for_the_forms_that_always_had_one() -> None:
         Lexicon.from_dict({**data, "upos": [["evde"]]})
 
 
+def test_feats_of_word_endings_guess_those_of_unseen_words() -> None:
+    sentences = [
+        *analysed("evde", "NOUN", "Case=Loc", 1),
+        *analysed("yerde", "NOUN", "Case=Loc", 1),  # "de" and "e" twice: kept; "rde" once: not
+        *analysed("gelde", "VERB", "Mood=Imp", 1),
+        *analysed("alma", "NOUN", "Case=Nom", 9),
+        *analysed("ama", "NOUN", "Case=Dat", 1),  # "ma" 9 of 10 Nom: kept; "a" too
+        *analysed("kama", "NOUN", "Case=Dat", 1),  # ... not with this one: 9 of 11
+    ]
+    lexicon = build_lexicon(sentences[:-1])
+    assert lexicon.suffixes["feats"][("de", "NOUN")] == "Case=Loc"
+    assert ("rde", "NOUN") not in lexicon.suffixes["feats"]
+    assert lexicon.suffixes["feats"][("ma", "NOUN")] == "Case=Nom"
+    assert "xpos" not in lexicon.suffixes  # XPOS is never guessed
+    assert lexicon.guess("feats", "gölde", "NOUN") == "Case=Loc"  # the longest known ending
+    assert lexicon.guess("feats", "Gölde", "NOUN") == "Case=Loc"  # lower-cased
+    assert lexicon.guess("feats", "gölde", "VERB") is None  # "de" with VERB: once only
+    assert lexicon.guess("feats", "evde", "NOUN") is None  # seen: analysis() and the tagger's
+    assert lexicon.guess("feats", "gölde", None) is None
+    assert lexicon.guess("feats", "e", "NOUN") is None  # no ending shorter than the word
+    assert lexicon.guess("feats", "salma", "NOUN") == "Case=Nom"
+    assert ("ma", "NOUN") not in build_lexicon(sentences).suffixes["feats"]
+    data = json.loads(json.dumps(lexicon.to_dict()))
+    assert data["feats_suffixes"][0] == ["a", "NOUN", "Case=Nom"]
+    assert Lexicon.from_dict(data) == lexicon
+
+
 def test_analyses_round_trip_and_older_lexicons_have_none() -> None:
     tables = {"feats": {("evde", "NOUN"): "Case=Loc"}, "xpos": {("evde", "NOUN"): "Noun"}}
     lexicon = dataclasses.replace(LEXICON, analyses=tables)
@@ -190,9 +217,10 @@ def test_analyses_round_trip_and_older_lexicons_have_none() -> None:
     assert lexicon.to_dict()["xpos"] == [["evde", "NOUN", "Noun"]]
     assert Lexicon.from_dict(json.loads(json.dumps(lexicon.to_dict()))) == lexicon
     older = LEXICON.to_dict()
-    assert not {"feats", "xpos", "upos"} & set(older)  # empty tables are not written
+    assert not {"feats", "xpos", "upos", "feats_suffixes"} & set(older)  # empty: not written
     assert Lexicon.from_dict(older).analyses == {}
     assert Lexicon.from_dict(older).upos == {}
+    assert Lexicon.from_dict(older).suffixes == {}
     assert Lexicon.from_dict(older).to_dict() == older  # so older data round trips as is
     with pytest.raises(ValueError, match="'feats' must be a list of lists of 3 strings"):
         Lexicon.from_dict({**older, "feats": [["evde", "NOUN"]]})

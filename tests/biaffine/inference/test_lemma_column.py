@@ -291,6 +291,22 @@ def test_the_lexicon_analysis_of_a_training_pair_wins_where_the_tagger_is_unsure
     assert getattr(tree.sentence, column) == [best] * 3
 
 
+@pytest.mark.parametrize("unsure", [True, False])
+def test_an_unseen_words_feats_are_guessed_from_its_ending_where_the_tagger_is_unsure(
+    unsure: bool, vocabs: Vocabs, tmp_path: Path
+) -> None:
+    # The lexicon knows the ending "at" of verbs, and "cat" as a verb; every word is a VERB.
+    best, runner_up, known = ANALYSES["feats"]
+    lexicon = Lexicon(tagged={("cat", "VERB"): "cat"}, suffixes={"feats": {("at", "VERB"): known}})
+    with_lexicon = dataclasses.replace(vocabs, lexicon=lexicon)
+    model = lemmatizer_only(with_lexicon, "graph", CUT_ONE, "VERB", feats=True)
+    force(model, with_lexicon, "feats", best, **({runner_up: 0.5} if unsure else {}))
+    parser = Parser.load(save_model(tmp_path / "best.pt", model, with_lexicon), threads=1)
+    [tree] = parser.parse([Sentence.from_forms(["The", "cat", "sat"])], columns=["feats"])
+    # "cat" was seen: no guess; "sat" was not, and ends in "at".
+    assert tree.sentence.feats == [best, best, known if unsure else best]
+
+
 @pytest.mark.parametrize(
     ("runner_up", "upos", "lemma"),
     [
