@@ -42,7 +42,8 @@ def test_the_shipped_models_are_installed_with_their_files() -> None:
     for model in installed.installed().values():
         files = [model.folder / name for name in model.card["files"].values()]
         assert model.card["size_bytes"] == sum(f.stat().st_size for f in files), model.name
-        assert model.card["size_bytes"] < 20.5e6, model.name  # the "about 20 MB"
+        # The "about 20 MB": en_ewt is 23.0 MB, 5 MB of it the GloVe vectors it reads.
+        assert model.card["size_bytes"] < 25e6, model.name
         for requirement in model.card["requires"]:  # an extra of this project, e.g. [transformer]
             extra = re.fullmatch(r"rootparse\[(\w+)\]", requirement)
             assert extra, requirement
@@ -135,10 +136,13 @@ def test_the_quick_start_parses_a_sentence_of_english() -> None:
         "dog",
         ".",
     ]
+    # One known error of the shipped en_ewt: "brown" as a NOUN in a compound (UD: ADJ, amod);
+    # its predecessor, 1.3 LAS points weaker on EWT test, had them right. A change here is a
+    # changed model: say so in its card and the README's Quick start.
     assert [w[3] for w in words] == [
         "DET",
         "ADJ",
-        "ADJ",
+        "NOUN",
         "NOUN",
         "VERB",
         "ADP",
@@ -148,7 +152,7 @@ def test_the_quick_start_parses_a_sentence_of_english() -> None:
         "PUNCT",
     ]
     assert [int(w[6]) for w in words] == [4, 4, 4, 5, 0, 9, 9, 9, 5, 5]
-    deprels = ["det", "amod", "amod", "nsubj", "root", "case", "det", "amod", "obl", "punct"]
+    deprels = ["det", "amod", "compound", "nsubj", "root", "case", "det", "amod", "obl", "punct"]
     assert [w[7] for w in words] == deprels
     assert words[8][9] == "SpaceAfter=No"
 
