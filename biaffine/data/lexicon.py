@@ -85,10 +85,10 @@ _NO_VALUE = "_"
 """An empty CoNLL-U cell."""
 
 _NO_UPOS = _NO_VALUE
+"""The UPOS cell of a word without one: no (form, UPOS) key is made of it or looked up."""
 
 _SUFFIXES = "_suffixes"
 """What the plain data's key of a column's suffix table adds to the column's name."""
-"""The UPOS cell of a word without one: no (form, UPOS) key is made of it or looked up."""
 
 K = TypeVar("K", bound=Hashable)
 
@@ -184,28 +184,21 @@ class Lexicon:
         ``{"tagged": [[form, upos, lemma], ...], "forms": [[form, lemma], ...],
         "xpos": [[form, upos, xpos], ...], "feats": [[form, upos, feats], ...],
         "upos": [[form, upos], ...], "feats_suffixes": [[ending, upos, feats], ...]}``, without
-        the tables after ``forms``
-        where they are empty (as in lexicons written before them, which thus read and write
-        back the same data).
+        the tables after ``forms`` where they are empty (as in lexicons written before them,
+        which thus read and write back the same data).
         """
         data = {
-            "tagged": [[form, upos, lemma] for (form, upos), lemma in sorted(self.tagged.items())],
+            "tagged": _triples(self.tagged),
             "forms": [[form, lemma] for form, lemma in sorted(self.forms.items())],
         }
         for column in ANALYSED:
-            table = self.analyses.get(column)
-            if table:
-                data[column] = [
-                    [form, upos, value] for (form, upos), value in sorted(table.items())
-                ]
+            if self.analyses.get(column):
+                data[column] = _triples(self.analyses[column])
         if self.upos:
             data["upos"] = [[form, upos] for form, upos in sorted(self.upos.items())]
         for column in GUESSED:
-            table = self.suffixes.get(column)
-            if table:
-                data[f"{column}{_SUFFIXES}"] = [
-                    [e, u, value] for (e, u), value in sorted(table.items())
-                ]
+            if self.suffixes.get(column):
+                data[f"{column}{_SUFFIXES}"] = _triples(self.suffixes[column])
         return data
 
     @classmethod
@@ -218,21 +211,27 @@ class Lexicon:
         missing = {"tagged", "forms"} - set(data)
         if missing:
             raise ValueError(f"lemma lexicon data lacks keys {sorted(missing)}")
-        tagged = _rows(data["tagged"], 3, "tagged")
         forms = _rows(data["forms"], 2, "forms")
         analyses = {  # absent before the tags were kept
-            column: {(f, u): value for f, u, value in _rows(data[column], 3, column)}
-            for column in ANALYSED
-            if column in data
+            column: _keyed(data, column) for column in ANALYSED if column in data
         }
         upos = _rows(data.get("upos", []), 2, "upos")
         suffixes = {
-            column: {(e, u): value for e, u, value in _rows(data[key], 3, key)}
+            column: _keyed(data, key)
             for column in GUESSED
             if (key := f"{column}{_SUFFIXES}") in data
         }
-        lemmas = {(f, u): lemma for f, u, lemma in tagged}
-        return cls(lemmas, dict(forms), analyses, dict(upos), suffixes)
+        return cls(_keyed(data, "tagged"), dict(forms), analyses, dict(upos), suffixes)
+
+
+def _triples(table: Mapping[tuple[str, str], str]) -> list[list[str]]:
+    """A (key, key) -> value table as sorted [key, key, value] rows (:meth:`Lexicon.to_dict`)."""
+    return [[first, second, value] for (first, second), value in sorted(table.items())]
+
+
+def _keyed(data: Mapping[str, Any], name: str) -> dict[tuple[str, str], str]:
+    """The table ``data[name]`` of [key, key, value] rows, checked (inverse of :func:`_triples`)."""
+    return {(first, second): value for first, second, value in _rows(data[name], 3, name)}
 
 
 def _rows(rows: Any, size: int, name: str) -> list[list[str]]:
@@ -279,6 +278,7 @@ class LexiconCounts:
 
     def add(self, sentence: Sentence) -> None:
         """Count the lemmas and tags of ``sentence``'s words."""
+        analysed = {column: getattr(sentence, column) for column in self.analyses}
         for i, (form, lemma, upos) in enumerate(
             zip(sentence.forms, sentence.lemmas, sentence.upos, strict=True)
         ):
@@ -286,7 +286,7 @@ class LexiconCounts:
                 self.upos[form][upos] += 1
                 lowered = form.lower()
                 for column, counts in self.analyses.items():
-                    value = getattr(sentence, column)[i]
+                    value = analysed[column][i]
                     counts[form, upos][value] += 1
                     if column in self.suffixes:
                         endings = self.suffixes[column]

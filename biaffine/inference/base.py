@@ -94,7 +94,7 @@ def predicted_columns(
     Returns:
         Per row, the predicted values by column, str[n] each.
     """
-    read = {*columns, "upos"}  # the lexicon's key, read with LEMMA and FEATS
+    read = {*columns, "upos"}  # the lexicon's key, read with LEMMA, XPOS and FEATS
     arrays = {
         name: scores.detach().float().cpu().numpy()
         for name, scores in tag_scores.items()

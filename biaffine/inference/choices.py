@@ -125,10 +125,15 @@ def label_ids(
 
 def best_classes(scores: npt.NDArray[np.floating], vocab: Vocab) -> list[str]:
     """The best class of each word in a column, never a special: float[W, n_classes] -> str[W]."""
-    allowed = scores.copy()
-    allowed[:, : len(SPECIALS)] = -np.inf
     itos = vocab.itos
-    return [itos[i] for i in allowed.argmax(-1).tolist()]
+    return [itos[i] for i in _real_classes(scores).argmax(-1).tolist()]
+
+
+def _real_classes(scores: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
+    """A float64 copy of class scores float[W, C] with the specials' at ``-inf``."""
+    allowed = scores.astype(np.float64)
+    allowed[:, : len(SPECIALS)] = -np.inf
+    return allowed
 
 
 LEMMA_RUNNER_UP = 0.05
@@ -153,8 +158,7 @@ def doubtful(scores: npt.NDArray[np.floating], share: float = TAGGER_DOUBT) -> l
 
     Specials never count (their scores are left out of the softmax).
     """
-    allowed = scores.astype(np.float64)
-    allowed[:, : len(SPECIALS)] = -np.inf
+    allowed = _real_classes(scores)
     allowed -= allowed.max(-1, keepdims=True)
     best = 1.0 / np.exp(allowed).sum(-1)  # the best class's softmax: e^0 / sum
     return (best < share).tolist()
@@ -173,8 +177,7 @@ def runners_up(
     Returns:
         str[W][*]: per word those classes, highest score first (ties: lower id first).
     """
-    allowed = scores.astype(np.float64)
-    allowed[:, : len(SPECIALS)] = -np.inf
+    allowed = _real_classes(scores)
     best = allowed.argmax(-1)
     near = allowed >= allowed[np.arange(len(allowed)), best][:, None] + np.log(share)
     near[np.arange(len(allowed)), best] = False
@@ -201,8 +204,7 @@ def predicted_columns(
     edit script applied to the form, or the first of its :func:`runners_up` whose lemma is a
     training lemma where the best script's is not. UPOS, XPOS and FEATS: the lexicon's where it
     holds the word (XPOS and FEATS: with that UPOS) and the tagger is :func:`doubtful`, else the
-    best class.
-    One argmax per column for the whole batch.
+    best class. One argmax per column for the whole batch.
 
     Args:
         tag_scores: tagger scores by column for the batch's words, row by row,

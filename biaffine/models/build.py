@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from biaffine.models.scoring import GOLD, THREADS, card_scores, ud_test_file
 from biaffine.runtime import best_seconds, cpu_description, set_threads
 from rawtext import corpus_text
 
-__all__ = ["build", "main"]
+__all__ = ["build", "main", "size_bytes"]
 
 DOCS = SHIPPED.parent / "docs" / "models.md"
 PARSER, SEGMENTER = "parser.pt", "segmenter.pt"
@@ -54,7 +55,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "language": args.treebank.removeprefix("UD_").split("-")[0].replace("_", " "),
         "treebank": treebank_facts(treebank),
         "files": {"parser": PARSER, "segmenter": SEGMENTER},
-        "size_bytes": sum((folder / f).stat().st_size for f in (PARSER, SEGMENTER)),
+        "size_bytes": size_bytes(folder, (PARSER, SEGMENTER)),
         "weights": "parser weights stored as float16 (computed in float32), segmenter float32",
         "requires": args.requires,
         "training": _training(args),
@@ -68,6 +69,11 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     with atomic_open(folder / CARD, "w", encoding="utf-8") as out:
         out.write(write_json(card))
     return card
+
+
+def size_bytes(folder: Path, files: Iterable[str]) -> int:
+    """The bytes of a model's ``files`` in ``folder`` (its card's ``size_bytes``)."""
+    return sum((folder / name).stat().st_size for name in files)
 
 
 def _training(args: argparse.Namespace) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import biaffine
 from biaffine import installed, models
 from biaffine.api import Parser
 from biaffine.files import atomic_open
-from biaffine.models.build import DOCS, write_docs
+from biaffine.models.build import DOCS, size_bytes, write_docs
 from biaffine.models.card import write_json
 from biaffine.models.scoring import GOLD, THREADS, card_scores, ud_test_file
 
@@ -47,9 +47,7 @@ def rescore(name: str, root: Path, float32: str | None) -> tuple[dict[str, Any],
     if float32 is not None:
         scores = card_scores(Parser.load(float32, threads=THREADS), gold)
         card["float32_scores"] = {GOLD: scores[GOLD]}
-    card["size_bytes"] = sum(
-        (model.folder / name).stat().st_size for name in card["files"].values()
-    )
+    card["size_bytes"] = size_bytes(model.folder, card["files"].values())
     card["package_version"] = biaffine.__version__
     return model.card, card
 
