@@ -10,7 +10,9 @@ vocabularies and config, so that the folder alone describes the model):
 
 - ``scores.onnx``: the encoder and the heads that read its states once per batch. Inputs
   ``words`` long[B, N+1], ``chars`` long[B, N+1, C], ``lengths`` long[B] (and ``upos``
-  long[B, N+1] for an encoder that embeds the input UPOS). Outputs: the graph parser's
+  long[B, N+1] for an encoder that embeds the input UPOS, and ``vector_rows`` long[B, N+1] for
+  one with pretrained vectors: each word's row of the vectors, which the graph holds, looked up
+  by the runtime from the word list in the checkpoint's config). Outputs: the graph parser's
   ``arc_scores`` float[B, N+1, N+1] (dependent-major, impossible heads at ``-inf``), or a
   transition parser's ``slots`` float[B, N+2, K, arc_mlp] (and a combined model's
   ``arc_scores``); ``label_dep`` and ``label_head`` float[B, N+1, rel_mlp]; the encoder
@@ -124,35 +126,35 @@ class Graph:
 class Scores(nn.Module):
     """The encoder and the heads read once per batch, on tensors: see ``scores.onnx`` above."""
 
-    def __init__(self, model: nn.Module) -> None:
-        """Wrap ``model`` (a graph or transition parser, in eval mode); it is not copied."""
+    def __init__(self, model: nn.Module, inputs: tuple[str, ...]) -> None:
+        """Wrap ``model`` (a graph or transition parser, in eval mode); it is not copied.
+
+        ``inputs`` names the tensors :meth:`forward` takes, in order: ``words``, ``chars``,
+        ``lengths``, then ``upos`` and ``vector_rows`` where the encoder reads them.
+        """
         super().__init__()
         self.model = model
+        self.inputs = inputs
         transition = model.family == "transition"
         first = ["slots"] if transition else ["arc_scores"]
         if transition and model.graph is not None:
             first.append("arc_scores")
         self.outputs = (*first, "label_dep", "label_head", "states")
 
-    def forward(
-        self,
-        words: torch.Tensor,
-        chars: torch.Tensor,
-        lengths: torch.Tensor,
-        upos: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, ...]:
-        """The outputs named by ``self.outputs``, from the inputs of ``scores.onnx``."""
-        batch = _batch(words, chars, lengths, upos)
-        states = self.model.encoder(batch)
+    def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The outputs named by ``self.outputs``, from the inputs named by ``self.inputs``."""
+        named = dict(zip(self.inputs, tensors, strict=True))
+        batch = _batch(named["words"], named["chars"], named["lengths"], named.get("upos"))
+        states = self.model.encoder(batch, named.get("vector_rows"))
         if self.model.family == "transition":
             encoded = self.model.encode_states(states, batch, tag=False)
-            named = {"slots": encoded.slots, "arc_scores": encoded.arc_scores}
+            found = {"slots": encoded.slots, "arc_scores": encoded.arc_scores}
         else:
             encoded = self.model.score_states(states, batch, tag=False)
-            named = {"arc_scores": encoded.arc_scores}
-        named |= {"label_dep": encoded.labels.dep, "label_head": encoded.labels.head}
-        named["states"] = states
-        return tuple(named[name] for name in self.outputs)
+            found = {"arc_scores": encoded.arc_scores}
+        found |= {"label_dep": encoded.labels.dep, "label_head": encoded.labels.head}
+        found["states"] = states
+        return tuple(found[name] for name in self.outputs)
 
 
 class Tags(nn.Module):
@@ -245,16 +247,11 @@ def graphs(model: nn.Module) -> list[Graph]:
     """The graphs of a parser in eval mode, with example inputs of two sentences of 3 and 5 words.
 
     Raises:
-        ValueError: an encoder that reads word forms as text (pretrained vectors, a transformer),
-            which no graph on ids can hold.
+        ValueError: an encoder that reads a transformer, or pretrained vectors kept out of the
+            checkpoint (:func:`check_exportable`).
     """
     encoder = model.encoder
-    on_ids = isinstance(encoder, Encoder) and encoder.pretrained is None
-    if not on_ids or encoder.transformer is not None:
-        raise ValueError(
-            "cannot export a parser whose encoder reads word forms as text (pretrained vectors "
-            "or a transformer); only the BiLSTM encoder on word and character ids exports"
-        )
+    check_exportable(encoder)
     lengths = torch.tensor([3, 5])
     words = torch.tensor([[2, 5, 6, 7, 0, 0], [2, 5, 6, 7, 8, 9]])
     chars = torch.zeros(2, 6, 4, dtype=torch.long)
@@ -265,7 +262,10 @@ def graphs(model: nn.Module) -> list[Graph]:
     inputs = ("words", "chars", "lengths")
     if encoder.use_tags:
         example, inputs = (*example, words.clamp(max=2)), (*inputs, "upos")
-    scores = Scores(model)
+    if encoder.pretrained is not None:
+        rows = (words - 2).clamp(0, len(encoder.pretrained.vectors) - 1)  # 0 at ROOT, padding
+        example, inputs = (*example, rows), (*inputs, "vector_rows")
+    scores = Scores(model, inputs)
     with torch.no_grad():
         outputs = dict(zip(scores.outputs, scores(*example), strict=True))
     axes = {name: {0: "batch", 1: "positions"} for name in (*inputs, *scores.outputs)}
@@ -278,6 +278,31 @@ def graphs(model: nn.Module) -> list[Graph]:
         found.append(_transitions(model, outputs["slots"]))
     found.append(_labels(model, outputs["label_dep"], outputs["label_head"], words))
     return found
+
+
+def check_exportable(encoder: nn.Module) -> None:
+    """Refuse an encoder no graph on ids can hold, in one line.
+
+    Pretrained vectors export when the checkpoint keeps them: they become a constant of
+    ``scores.onnx``, and the runtime looks the words' rows up from the checkpoint's word list
+    (``vector_rows``). Vectors recorded by path only and transformers (a tokenizer reads the
+    text) do not.
+
+    Raises:
+        ValueError: saying which and what to do.
+    """
+    if not isinstance(encoder, Encoder) or encoder.transformer is not None:
+        raise ValueError(
+            "cannot export a parser whose encoder reads word forms as text (a transformer); "
+            "only the BiLSTM encoder on word and character ids, with or without pretrained "
+            "vectors kept in the checkpoint, exports"
+        )
+    if encoder.pretrained is not None and not encoder.pretrained.kept:
+        raise ValueError(
+            "cannot export pretrained vectors kept out of the checkpoint (recorded by path "
+            "only): train with model.encoder.pretrained.keep_in_checkpoint=true (and "
+            "max_words=50000 or so: the vectors become part of the graph)"
+        )
 
 
 def _tags(model: nn.Module, states: torch.Tensor, lengths: torch.Tensor) -> Graph:

@@ -31,7 +31,7 @@ import onnxruntime
 
 import transitions
 from biaffine.data.conllu import Sentence
-from biaffine.data.encoding import Padded, encode, pad, plan_batches
+from biaffine.data.encoding import Padded, VectorIndex, encode, pad, plan_batches
 from biaffine.data.vocab import Vocabs
 from biaffine.inference.choices import (
     MST,
@@ -150,6 +150,8 @@ class OnnxParser:
         sessions: ``scores``, ``labels``, with taggers ``tags``, and a transition parser's
             ``transitions``.
         upos_input: the encoder embeds the input's UPOS (``scores.onnx`` reads ``upos``).
+        vectors: the rows of the pretrained vectors ``scores.onnx`` holds, by word form
+            (it reads ``vector_rows``), or None without them.
         searcher: a transition parser's search; None for a graph parser.
         segmenter: the export's segmenter for raw text, or None without one.
     """
@@ -158,6 +160,7 @@ class OnnxParser:
     tagged_columns: tuple[str, ...]
     sessions: dict[str, onnxruntime.InferenceSession]
     upos_input: bool
+    vectors: VectorIndex | None = None
     searcher: Searcher | None = None
     segmenter: OnnxSegmenter | None = None
 
@@ -191,7 +194,8 @@ class OnnxParser:
             session = _session(path / graphs["segmenter"]["file"], threads)
             segmenter = OnnxSegmenter(session, manifest["segmenter"])
         upos_input = "upos" in graphs["scores"]["inputs"]
-        return cls(vocabs, tagged, sessions, upos_input, searcher, segmenter)
+        vectors = _vector_index(manifest) if "vector_rows" in graphs["scores"]["inputs"] else None
+        return cls(vocabs, tagged, sessions, upos_input, vectors, searcher, segmenter)
 
     def parse(
         self,
@@ -276,6 +280,8 @@ class OnnxParser:
         feed = {"words": padded.words, "chars": padded.chars, "lengths": padded.lengths}
         if self.upos_input:
             feed["upos"] = padded.columns["upos"]
+        if self.vectors is not None:
+            feed["vector_rows"] = self.vectors.lookup(padded.forms, padded.words.shape[1])
         settings = decoder.transition_search()
         searcher = self.searcher
         names = ["arc_scores"] if searcher is None else ["slots"]
@@ -334,6 +340,12 @@ def _manifest(folder: Path) -> dict[str, Any]:
     if manifest.get("format") != FORMAT:
         raise ValueError(f"{path}: export format {manifest.get('format')!r}, expected {FORMAT}")
     return manifest
+
+
+def _vector_index(manifest: dict[str, Any]) -> VectorIndex:
+    """The rows of the vectors ``scores.onnx`` holds, by word, from the checkpoint's config."""
+    config = manifest["model_config"]["encoder"]["pretrained"]
+    return VectorIndex.of(config["vocabulary"], lowercase=config["lowercase"])
 
 
 def _session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:

@@ -18,7 +18,7 @@ from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import PAD, ROOT, UNK, Vocab, Vocabs
 from decoding.types import Int32Array, IntArray
 
-__all__ = ["IGNORE_INDEX", "Encoded", "Padded", "encode", "pad", "plan_batches"]
+__all__ = ["IGNORE_INDEX", "Encoded", "Padded", "VectorIndex", "encode", "pad", "plan_batches"]
 
 IGNORE_INDEX = -100
 """Relation id of positions without a gold label (the default ``ignore_index`` of torch losses)."""
@@ -52,6 +52,40 @@ class Encoded:
     def __len__(self) -> int:
         """Number of words n (ROOT excluded)."""
         return self.words.shape[0] - 1
+
+
+@dataclass(frozen=True, slots=True)
+class VectorIndex:
+    """The row of each word's pretrained vector, looked up by form; row 0 (zeros) for the rest.
+
+    Shared by the encoder's :class:`~biaffine.nn.pretrained.PretrainedEmbedding` and the ONNX
+    runtime, which feeds the rows to an exported graph holding the vectors.
+
+    Attributes:
+        rows: word -> row (1-based: row 0 is ROOT, padding and unknown words).
+        lowercase: words are looked up lower-cased.
+    """
+
+    rows: dict[str, int]
+    lowercase: bool
+
+    @classmethod
+    def of(cls, vocabulary: Sequence[str], *, lowercase: bool) -> VectorIndex:
+        """The index of vectors whose row i + 1 is ``vocabulary[i]``'s."""
+        return cls({word: row + 1 for row, word in enumerate(vocabulary)}, lowercase)
+
+    def lookup(self, forms: Sequence[Sequence[str]], positions: int) -> IntArray:
+        """int64[B, positions]: the row of each word at 1..n, 0 at ROOT, padding and unknowns.
+
+        Args:
+            forms: B sentences of words (ROOT excluded), each at most ``positions - 1`` long.
+            positions: N+1, the padded length with ROOT.
+        """
+        found = np.zeros((len(forms), positions), dtype=np.int64)
+        for b, sentence in enumerate(forms):
+            keys = (w.lower() for w in sentence) if self.lowercase else sentence
+            found[b, 1 : len(sentence) + 1] = [self.rows.get(k, 0) for k in keys]
+        return found
 
 
 @dataclass(frozen=True, slots=True)

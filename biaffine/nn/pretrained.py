@@ -25,6 +25,7 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from biaffine.data.encoding import VectorIndex
 from biaffine.installed import install_hint
 
 __all__ = ["FORMATS", "PretrainedEmbedding", "Vectors", "file_sha256", "read_vectors"]
@@ -243,26 +244,30 @@ class PretrainedEmbedding(nn.Module):
             self.sha256 = _checked_sha256(files, sha256, path)
             vectors = read_vectors(path, format=format, words=words, max_words=max_words)
             kept, matrix = _dedupe(vectors, lowercase)
-        self.lowercase = lowercase
-        self.index = {word: row + 1 for row, word in enumerate(kept)}  # row 0: zeros
+        self.index = VectorIndex.of(kept, lowercase=lowercase)  # row 0: zeros
         table = torch.cat([torch.zeros(1, matrix.shape[1]), torch.from_numpy(matrix)])
         self.register_buffer("vectors", table, persistent=keep_in_checkpoint)
         self.n_out = matrix.shape[1]
+
+    @property
+    def kept(self) -> bool:
+        """Whether checkpoints hold the vectors and word list (``keep_in_checkpoint``)."""
+        return bool(self._options["keep_in_checkpoint"])
 
     def config(self) -> dict[str, Any]:
         """Plain data rebuilding this embedding: options, checksum, size (and the words if kept)."""
         config = {**self._options, "sha256": self.sha256, "dim": self.n_out}
         if self._options["keep_in_checkpoint"]:
-            config["vocabulary"] = sorted(self.index, key=self.index.__getitem__)
+            config["vocabulary"] = list(self.index.rows)  # in row order
         return config
 
     def rows(self, forms: Sequence[Sequence[str]], positions: int) -> torch.Tensor:
         """long[B, positions]: the row of each word at 1..n, 0 at ROOT, padding and unknowns."""
-        ids = torch.zeros(len(forms), positions, dtype=torch.long)
-        for b, sentence in enumerate(forms):
-            keys = (w.lower() for w in sentence) if self.lowercase else sentence
-            ids[b, 1 : len(sentence) + 1] = torch.tensor([self.index.get(k, 0) for k in keys])
-        return ids.to(self.vectors.device)
+        return torch.from_numpy(self.index.lookup(forms, positions)).to(self.vectors.device)
+
+    def of_rows(self, rows: torch.Tensor) -> torch.Tensor:
+        """Vectors float[B, N+1, D] of the rows long[B, N+1] from :meth:`rows` (zeros at 0)."""
+        return nn.functional.embedding(rows, self.vectors)
 
     def forward(self, forms: Sequence[Sequence[str]], positions: int) -> torch.Tensor:
         """Vectors float[B, positions, D] of the words (zeros at ROOT, padding, unknown words).
@@ -271,7 +276,7 @@ class PretrainedEmbedding(nn.Module):
             forms: B sentences of words (ROOT excluded), each at most ``positions - 1`` long.
             positions: N+1, the padded length with ROOT.
         """
-        return nn.functional.embedding(self.rows(forms, positions), self.vectors)
+        return self.of_rows(self.rows(forms, positions))
 
 
 def _files(path: str, words: str | None, sha256: str | None) -> list[Path]:

@@ -1,6 +1,7 @@
 """ONNX export: every family's graphs give the eager scores on real EWT sentences.
 
-The graph parser is the shipped EWT model; the transition families (each system, and the
+The graph parser is the shipped EWT model (and the shipped GloVe one, whose vectors the graph
+holds); the transition families (each system, and the
 combined model) are small random models on the same sentences' vocabularies. Batches are runs
 of consecutive sentences (mixed lengths, so padding sits beside real words in every batch).
 Scores are compared with ``|onnx - eager| <= 1e-5 + 1e-5 * |eager|``: float32 scores of
@@ -15,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -33,6 +35,7 @@ from biaffine.parsers.heads import LabelVectors
 
 ROOT = Path(__file__).parents[2]
 SHIPPED = ROOT / "models" / "en_ewt" / "parser.pt"
+SHIPPED_GLOVE = ROOT / "models" / "en_ewt_glove" / "parser.pt"
 N_SENTENCES = 200
 BATCH_SIZES = (1, 3, 8, 29, 64, 95)  # 200 sentences, in file order
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
@@ -78,10 +81,12 @@ def session(folder: Path, name: str):
     return runtime().InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
-def inputs(batch: Batch, use_tags: bool) -> dict[str, np.ndarray]:
+def inputs(batch: Batch, encoder: Encoder) -> dict[str, np.ndarray]:
     feed = {"words": batch.words, "chars": batch.chars, "lengths": batch.lengths}
-    if use_tags:
+    if encoder.use_tags:
         feed["upos"] = batch.columns["upos"]
+    if encoder.pretrained is not None:  # the runtime's lookup, done here by the eager module
+        feed["vector_rows"] = encoder.pretrained.rows(batch.forms, batch.words.shape[1])
     return {name: tensor.numpy() for name, tensor in feed.items()}
 
 
@@ -111,7 +116,7 @@ def run_graph(folder: Path, name: str, feed: dict[str, np.ndarray]) -> dict[str,
 def check_scores(model: torch.nn.Module, folder: Path, batch: Batch) -> dict[str, torch.Tensor]:
     """Compare scores.onnx and tags.onnx with the eager model; returns the eager scores."""
     expected = eager_scores(model, batch)
-    found = run_graph(folder, "scores", inputs(batch, model.encoder.use_tags))
+    found = run_graph(folder, "scores", inputs(batch, model.encoder))
     if model.tagged_columns:  # on the eager states, so that each graph is checked alone
         feed = {"states": expected["states"].numpy(), "lengths": batch.lengths.numpy()}
         found |= run_graph(folder, "tags", feed)
@@ -159,6 +164,28 @@ def test_the_graph_parser_exports_its_eager_scores(
         best = scores["arc_scores"].argmax(-1).masked_fill(~batch.mask, -1)
         for heads in (best, gold_heads(batch)):
             check_labels(model, folder, scores, heads)
+
+
+@pytest.mark.ud
+def test_pretrained_vectors_kept_in_the_checkpoint_export_with_the_graph(
+    ewt_test: list[Sentence], tmp_path: Path
+) -> None:
+    # The shipped GloVe model: its 50,000 vectors become a constant of scores.onnx, which reads
+    # each word's row (vector_rows); before, any pretrained input was refused.
+    exporter()
+    runtime()
+    loaded = checkpoint.load(SHIPPED_GLOVE)
+    model = checkpoint.build_model(loaded)
+    assert model.encoder.pretrained is not None
+    assert model.encoder.pretrained.kept
+    export(model, tmp_path / "glove", about={})
+    unknown = 0
+    for batch in mixed_batches(ewt_test, loaded.vocabs):
+        scores = check_scores(model, tmp_path / "glove", batch)
+        check_labels(model, tmp_path / "glove", scores, gold_heads(batch))
+        rows = inputs(batch, model.encoder)["vector_rows"]
+        unknown += int(((rows == 0) & batch.mask.numpy()).sum())
+    assert 0 < unknown < sum(len(s) for s in ewt_test) // 10  # rows looked up, some unknown
 
 
 @pytest.mark.ud
@@ -313,14 +340,23 @@ def test_export_without_the_onnx_package_is_one_clear_error(
     assert not (tmp_path / "export").exists()
 
 
-@pytest.mark.parametrize("text", ["pretrained", "transformer"])
+@pytest.mark.parametrize(
+    ("module", "message"),
+    [
+        ("transformer", "reads word forms as text"),
+        ("pretrained", "pretrained vectors kept out of the checkpoint"),
+    ],
+)
 def test_an_encoder_that_reads_text_is_refused(
-    text: str, shipped: tuple[torch.nn.Module, Vocabs, Path], tmp_path: Path
+    module: str, message: str, shipped: tuple[torch.nn.Module, Vocabs, Path], tmp_path: Path
 ) -> None:
     _, vocabs, _ = shipped
     model, _ = transition_model_tiny(vocabs)
-    setattr(model.encoder, text, torch.nn.Identity())  # stands for the module that reads forms
-    with pytest.raises(ValueError, match="reads word forms as text"):
+    if module == "transformer":  # stands for the module that tokenizes the text
+        model.encoder.transformer = torch.nn.Identity()
+    else:  # vectors recorded by path only: the checkpoint has no word list to look them up
+        model.encoder.pretrained = SimpleNamespace(kept=False)
+    with pytest.raises(ValueError, match=message):
         export(model, tmp_path / "export", about={})
     assert not (tmp_path / "export").exists()
 

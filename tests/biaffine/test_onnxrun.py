@@ -73,6 +73,18 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def exported_glove(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped GloVe model exported: its vectors a constant of ``scores.onnx``."""
+    pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
+    pytest.importorskip("onnx", reason=NO_ONNX)
+    from biaffine.export import run
+
+    folder = tmp_path_factory.mktemp("onnxrun") / "en_ewt_glove"
+    run({"model": "en_ewt_glove", "output": str(folder)})
+    return folder
+
+
+@pytest.fixture(scope="module")
 def ewt_head(ewt_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The first N_SENTENCES sentences of EWT test, as a CoNLL-U file."""
     sentences = read_conllu(ewt_dir / "en_ewt-ud-test.conllu")
@@ -198,15 +210,19 @@ def test_the_onnx_segmenter_classifies_every_character_as_torchs(
     np.testing.assert_array_equal(onnx.classes(text), torchs)
 
 
+@pytest.mark.parametrize("model", ["en_ewt", "en_ewt_glove"])
 def test_raw_text_is_segmented_and_parsed_as_torchs_without_torch(
-    exported: Path, ewt_dir: Path, tmp_path: Path
+    model: str, request: pytest.FixtureRequest, ewt_dir: Path, tmp_path: Path
 ) -> None:
+    # en_ewt_glove: the runtime looks each word's row of the GloVe vectors up from the word
+    # list of the checkpoint's config and feeds it to scores.onnx (vector_rows).
+    exported = request.getfixturevalue("exported" if model == "en_ewt" else "exported_glove")
     source = tmp_path / "ewt.txt"
     text = rawtext.corpus_text(ewt_dir / "en_ewt-ud-test.conllu")
     source.write_text(text[:RAW_CHARACTERS], encoding="utf-8")
     wanted, got = tmp_path / "torch.conllu", tmp_path / "onnx.conllu"
     common = [f"input={source}", "format=raw", "threads=1"]
-    run_script(["predict.py", "model=en_ewt", *common, f"output={wanted}"], ROOT)
+    run_script(["predict.py", f"model={model}", *common, f"output={wanted}"], ROOT)
     found = predict_without_torch("runtime=onnx", f"onnx={exported}", *common, f"output={got}")
     assert found["torch"] == []
     assert "exit" not in found, found["stderr"]
