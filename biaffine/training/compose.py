@@ -31,6 +31,7 @@ from biaffine.metrics import AttachmentScores
 from biaffine.nn.transformer import TransformerEmbedding
 from biaffine.parsers import PARSERS, build_parser
 from biaffine.runtime import check_bf16, seed_everything, select_device, set_threads
+from biaffine.training.distill import distillation
 from biaffine.training.loop import FitSettings, Scheduler, fit, score_parser
 from biaffine.training.loop import weight_average as make_weight_average
 from biaffine.training.optim import lr_decay_scheduler, parameter_groups
@@ -201,9 +202,14 @@ def _train_in(
     state = _restore(resumed, trainee, writer, here)
     settings = fit_settings(cfg)
     train_data = encode(train_sentences, vocabs)
+    distilled = distillation(
+        t.get("distill_from") or [], t.get("distill_weight", 1.0), train_sentences, vocabs,
+        max_tokens=t.eval_max_tokens,
+    )  # fmt: skip
     state, reason = fit(
         trainee.model, trainee.optimizer, trainee.scheduler, train_data, splits.dev, vocabs,
         settings=settings, writer=writer, device=device, state=state, average=trainee.average,
+        distilled=distilled,
     )  # fmt: skip
     if state.best_dev is None:
         raise ValueError("no epoch was trained: trainer.max_epochs must be at least 1")

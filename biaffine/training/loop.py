@@ -30,6 +30,7 @@ from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, parse
 from biaffine.metrics import AttachmentScores, score_corpus
+from biaffine.training.distill import Distillation, DistilledLoss
 from biaffine.training.run_state import RunWriter, TrainState
 
 __all__ = [
@@ -131,6 +132,7 @@ def fit(
     device: torch.device | str = "cpu",
     state: TrainState | None = None,
     average: AveragedModel | None = None,
+    distilled: Distillation | None = None,
 ) -> tuple[TrainState, str]:
     """Train epoch by epoch, score dev after each, keep ``best.pt`` and ``last.pt`` up to date.
 
@@ -150,6 +152,8 @@ def fit(
         state: progress restored from ``last.pt``; None starts from scratch.
         average: a :func:`weight_average` of ``model``, updated every step: dev is scored, and
             ``best.pt`` written, with its weights; None uses the model's own.
+        distilled: the teachers' targets of ``train_data`` (:mod:`biaffine.training.distill`),
+            added to the loss; None trains on the gold trees alone.
 
     Returns:
         The final progress, and why training stopped: ``max_epochs``, ``patience``,
@@ -157,7 +161,7 @@ def fit(
     """
     state = state if state is not None else TrainState()
     here = distributed.world()
-    loss_module = training_module(model, here, device)
+    loss_module = training_module(model, here, device, distilled)
     scored = average.module if average is not None else model
     started = time.monotonic()
     minutes = settings.max_minutes
@@ -332,13 +336,18 @@ class ParserLoss(nn.Module):
 
 
 def training_module(
-    model: nn.Module, here: distributed.World, device: torch.device | str
+    model: nn.Module,
+    here: distributed.World,
+    device: torch.device | str,
+    distilled: Distillation | None = None,
 ) -> nn.Module:
-    """What a training step calls: :class:`ParserLoss`, wrapped in DDP on several processes.
+    """What a training step calls, wrapped in DDP on several processes.
 
-    DDP's constructor broadcasts rank 0's weights to every rank, so all start equal.
+    :class:`ParserLoss`, or :class:`~biaffine.training.distill.DistilledLoss` with the
+    teachers' targets. DDP's constructor broadcasts rank 0's weights to every rank, so all
+    start equal.
     """
-    module = ParserLoss(model)
+    module = ParserLoss(model) if distilled is None else DistilledLoss(model, distilled)
     if here.size == 1:
         return module
     device = torch.device(device)
