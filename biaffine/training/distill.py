@@ -1,11 +1,12 @@
-"""Distilling an ensemble of graph parsers into one (Kuncoro et al., 2016, for heads and labels).
+"""Distilling an ensemble of graph parsers into one (Kuncoro et al., 2016), trees and tags.
 
 The teachers (trained graph parsers, ``trainer.distill_from``) parse the training sentences once
 before the first epoch. For each word, the mean of their head distributions (each a softmax
-over the sentence's heads) and the mean of their label distributions at the gold head are kept
-in float16 (:class:`Targets`). The student then learns from both: its loss is its own gold loss
-plus ``trainer.distill_weight`` times the cross entropy of its head and label distributions
-against the teachers', each a mean over the words (:class:`DistilledLoss`).
+over the sentence's heads), of their label distributions at the gold head and of their UPOS,
+XPOS and FEATS distributions are kept in float16 (:class:`Targets`). The student then learns
+from them: its loss is its own gold loss plus ``trainer.distill_weight`` times the cross
+entropy of each of its distributions against the teachers', each a mean over the words
+(:class:`DistilledLoss`).
 
 Why: an ensemble of two of the EWT GloVe parsers scores 0.3 to 0.5 LAS above either member
 (``experiments/ensemble.py``, docs/ablation.md), at twice the parse time; the teachers' soft
@@ -27,6 +28,7 @@ from biaffine import checkpoint
 from biaffine.data.batching import Batch, collate, encode, plan_batches
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
+from biaffine.parsers.graph import GraphScores
 
 __all__ = [
     "Distillation",
@@ -39,6 +41,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+COLUMNS = ("upos", "xpos", "feats")
+"""Tagged columns whose distributions are distilled: LEMMA's hundreds of edit scripts would take
+ten times the memory of all three (EWT: 628 scripts against 305 classes)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Targets:
@@ -47,10 +53,13 @@ class Targets:
     Attributes:
         heads: float16[n, n+1] per sentence: row d-1 is word d's distribution over heads 0..n.
         labels: float16[n, R] per sentence: word d's distribution over labels at its gold head.
+        tags: by column of :data:`COLUMNS` that the teachers and the student all tag,
+            float16[n, n_classes] per sentence.
     """
 
     heads: list[np.ndarray]
     labels: list[np.ndarray]
+    tags: dict[str, list[np.ndarray]]
 
     def batch(self, indices: torch.Tensor, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The targets of a batch's rows, padded as its scores are.
@@ -71,6 +80,10 @@ class Targets:
             heads[b, 1 : n + 1, : n + 1] = self.heads[i]
             labels[b, 1 : n + 1] = self.labels[i]
         return torch.from_numpy(heads), torch.from_numpy(labels)
+
+    def words(self, column: str, indices: torch.Tensor) -> torch.Tensor:
+        """float32[W, n_classes]: the tag targets of the batch's words, row by row (as ``mask``)."""
+        return torch.from_numpy(np.concatenate([self.tags[column][i] for i in indices.tolist()]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +134,12 @@ def load_teachers(paths: Sequence[str | Path], vocabs: Vocabs) -> list[tuple[nn.
                 f"distill_from: {path} has another relation vocabulary than this run's "
                 "(teachers must be trained on the same treebank)"
             )
+        for column in set(COLUMNS) & set(model.tagged_columns):
+            if saved.vocabs.columns[column].itos != vocabs.columns[column].itos:
+                raise ValueError(
+                    f"distill_from: {path} has another {column} vocabulary than this run's "
+                    "(teachers must be trained on the same treebank)"
+                )
         teachers.append((model, saved.vocabs))
     return teachers
 
@@ -136,26 +155,32 @@ def teacher_targets(
 
     Each teacher encodes the sentences with its own vocabularies; every batch is scored by all.
     """
-    heads: list[np.ndarray | None] = [None] * len(sentences)
-    labels: list[np.ndarray | None] = [None] * len(sentences)
+    columns = [c for c in COLUMNS if all(c in model.tagged_columns for model, _ in teachers)]
+    heads: list[np.ndarray] = [np.empty(0)] * len(sentences)
+    labels: list[np.ndarray] = [np.empty(0)] * len(sentences)
+    tags: dict[str, list[np.ndarray]] = {c: [np.empty(0)] * len(sentences) for c in columns}
     plan = plan_batches([len(s) for s in sentences], max_tokens, shuffle=False)
     for rows in plan:
         batch_sentences = [sentences[i] for i in rows]
-        head_sum = label_sum = None
+        found: list[dict[str, torch.Tensor]] = []
         for model, vocabs in teachers:
             batch = collate(encode(batch_sentences, vocabs), rows)
-            scores = model(batch, tag=False)
-            head_probs = scores.arc_scores.float().softmax(-1).nan_to_num(0.0)
-            label_probs = model.labels.at(scores.labels, batch.heads).float().softmax(-1)
-            head_sum = head_probs if head_sum is None else head_sum + head_probs
-            label_sum = label_probs if label_sum is None else label_sum + label_probs
-        head_mean = (head_sum / len(teachers)).numpy()
-        label_mean = (label_sum / len(teachers)).numpy()
+            scores = model(batch, tag=bool(columns))
+            probs = {
+                "heads": scores.arc_scores.float().softmax(-1).nan_to_num(0.0),
+                "labels": model.labels.at(scores.labels, batch.heads).float().softmax(-1),
+            }
+            found.append(probs | {c: scores.tag_scores[c].float().softmax(-1) for c in columns})
+        mean = {k: (sum(f[k] for f in found) / len(found)).numpy() for k in found[0]}
+        start = 0
         for b, i in enumerate(rows):
             n = len(sentences[i])
-            heads[i] = head_mean[b, 1 : n + 1, : n + 1].astype(np.float16)
-            labels[i] = label_mean[b, 1 : n + 1].astype(np.float16)
-    return Targets(heads, labels)  # type: ignore[arg-type]  (every row filled once)
+            heads[i] = mean["heads"][b, 1 : n + 1, : n + 1].astype(np.float16)
+            labels[i] = mean["labels"][b, 1 : n + 1].astype(np.float16)
+            for column in columns:  # tagger scores: the batch's words, row by row
+                tags[column][i] = mean[column][start : start + n].astype(np.float16)
+            start += n
+    return Targets(heads, labels, tags)
 
 
 class DistilledLoss(nn.Module):
@@ -184,8 +209,8 @@ class DistilledLoss(nn.Module):
         gold = self.parser.loss(scores, batch)
         return gold + self.weight * self.soft_loss(scores, batch)
 
-    def soft_loss(self, scores, batch: Batch) -> torch.Tensor:
-        """Mean over words of -sum p_teacher log p_student, for heads and for labels: a scalar.
+    def soft_loss(self, scores: GraphScores, batch: Batch) -> torch.Tensor:
+        """Mean over words of -sum p_teacher log p_student: heads + labels + each tag column.
 
         Args:
             scores: the parser's :class:`~biaffine.parsers.graph.GraphScores` of ``batch``.
@@ -197,6 +222,11 @@ class DistilledLoss(nn.Module):
         # Impossible heads are -inf for the student and 0 for the teachers: 0 x -inf is NaN.
         head_log = scores.arc_scores[mask].float().log_softmax(-1).masked_fill(heads == 0, 0.0)
         label_scores = self.parser.labels.at(scores.labels, batch.heads)[mask].float()
-        head_loss = -(heads * head_log).sum(-1).mean()
-        label_loss = -(labels * label_scores.log_softmax(-1)).sum(-1).mean()
-        return head_loss + label_loss
+        loss = -(heads * head_log).sum(-1).mean()
+        loss = loss - (labels * label_scores.log_softmax(-1)).sum(-1).mean()
+        for column in self.targets.tags:
+            if column in scores.tag_scores:
+                tag_log = scores.tag_scores[column].float().log_softmax(-1)
+                soft = self.targets.words(column, batch.indices).to(tag_log.device)
+                loss = loss - (soft * tag_log).sum(-1).mean()
+        return loss

@@ -35,20 +35,25 @@ def data() -> tuple[list[Sentence], Vocabs]:
     return sentences, training_vocabs(sentences, "arc_standard")[1]
 
 
+TAGGERS = {"tag_loss_weight": 1.0, "xpos_loss_weight": 1.0, "feats_loss_weight": 1.0}
+TAGGERS |= {"lemma_loss_weight": 1.0}  # not distilled
+
+
 def graph_parser(vocabs: Vocabs, seed: int) -> torch.nn.Module:
     torch.manual_seed(seed)
-    return randomized(biaffine_parser(vocabs, **ENCODER, **HEADS)).eval()
+    return randomized(biaffine_parser(vocabs, **ENCODER, **HEADS, **TAGGERS)).eval()
 
 
 def alone(model: torch.nn.Module, sentence: Sentence, vocabs: Vocabs) -> tuple[np.ndarray, ...]:
-    """One sentence scored in a batch of its own: its head and gold-head label distributions."""
+    """One sentence scored in a batch of its own: heads, gold-head labels, UPOS, XPOS, FEATS."""
     batch = collate(encode([sentence], vocabs), [0])
     with torch.inference_mode():
-        scores = model(batch, tag=False)
+        scores = model(batch, tag=True)
         heads = scores.arc_scores[0].softmax(-1).nan_to_num(0.0)
         labels = model.labels.at(scores.labels, batch.heads)[0].softmax(-1)
+        tags = [scores.tag_scores[c].softmax(-1).numpy() for c in ("upos", "xpos", "feats")]
     n = len(sentence)
-    return heads[1 : n + 1, : n + 1].numpy(), labels[1 : n + 1].numpy()
+    return heads[1 : n + 1, : n + 1].numpy(), labels[1 : n + 1].numpy(), *tags
 
 
 def test_the_targets_are_the_mean_of_each_teachers_own_distributions(data) -> None:
@@ -59,7 +64,9 @@ def test_the_targets_are_the_mean_of_each_teachers_own_distributions(data) -> No
     assert len(targets.heads) == len(sentences)
     for i, sentence in enumerate(sentences):
         each = [alone(t, sentence, vocabs) for t in teachers]
-        for k, found in enumerate((targets.heads[i], targets.labels[i])):
+        tags = (targets.tags[c][i] for c in ("upos", "xpos", "feats"))
+        assert sorted(targets.tags) == ["feats", "upos", "xpos"]  # LEMMA is not distilled
+        for k, found in enumerate((targets.heads[i], targets.labels[i], *tags)):
             assert found.dtype == np.float16
             expected = (each[0][k] + each[1][k]) / 2
             np.testing.assert_allclose(found.astype(np.float32), expected, **FLOAT16)
@@ -96,16 +103,21 @@ def test_the_soft_loss_of_a_student_that_is_its_teacher_is_the_teachers_entropy(
     sentences, vocabs = data
     model = graph_parser(vocabs, 0)
     targets = teacher_targets([(model, vocabs)], sentences)
-    batch = training_batch(sentences, vocabs)
+    batch = training_batch(sentences[::-1], vocabs)  # rows in another order than the targets'
+    batch = Batch(
+        **{f: getattr(batch, f) for f in Batch.__slots__ if f != "indices"},
+        indices=torch.arange(len(sentences) - 1, -1, -1),
+    )
     loss = DistilledLoss(model, Distillation(targets, weight=1.0))
     with torch.inference_mode():
-        scores = model(batch, tag=False)
+        scores = model(batch, tag=True)
         found = loss.soft_loss(scores, batch)
         heads = scores.arc_scores[batch.mask].softmax(-1)
         labels = model.labels.at(scores.labels, batch.heads)[batch.mask].softmax(-1)
-    expected = entropy(heads).mean() + entropy(labels).mean()
+        tags = [scores.tag_scores[c].softmax(-1) for c in ("upos", "xpos", "feats")]
+    expected = sum(entropy(p).mean() for p in (heads, labels, *tags))
     torch.testing.assert_close(found, expected, rtol=0, atol=2e-2)
-    assert found > 0.5  # a random model is unsure: the check is not 0 = 0
+    assert found > 2.0  # a random model is unsure: the check is not 0 = 0
 
 
 def test_weight_zero_is_the_gold_loss_and_the_soft_loss_pulls_the_student_to_the_teachers(
