@@ -16,6 +16,7 @@ distributions carry which wrong heads are nearly right, which the gold tree alon
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,7 +114,14 @@ def distillation(
         raise ValueError(f"trainer.distill_weight={weight} must be >= 0")
     teachers = load_teachers(paths, vocabs)
     log.info("distilling %d teachers: scoring %d training sentences", len(paths), len(sentences))
-    return Distillation(teacher_targets(teachers, sentences, max_tokens=max_tokens), weight)
+    started = time.perf_counter()
+    targets = teacher_targets(teachers, sentences, max_tokens=max_tokens)
+    held = sum(a.nbytes for a in (*targets.heads, *targets.labels))
+    held += sum(a.nbytes for arrays in targets.tags.values() for a in arrays)
+    columns = ", ".join(["heads", "labels", *targets.tags])
+    seconds = time.perf_counter() - started
+    log.info("teachers' targets (%s): %.0f MB in %.0f s", columns, held / 2**20, seconds)
+    return Distillation(targets, weight)
 
 
 def load_teachers(paths: Sequence[str | Path], vocabs: Vocabs) -> list[tuple[nn.Module, Vocabs]]:
