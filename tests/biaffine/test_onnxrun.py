@@ -60,28 +60,27 @@ print(json.dumps({"torch": sorted(torch)}))
 """
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The shipped EWT model and its segmenter exported (python -m biaffine.export)."""
+def export_model(name: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An installed model and its segmenter exported (python -m biaffine.export model=NAME)."""
     pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
     pytest.importorskip("onnx", reason=NO_ONNX)
     from biaffine.export import run
 
-    folder = tmp_path_factory.mktemp("onnxrun") / "en_ewt"
-    run({"model": "en_ewt", "output": str(folder)})
+    folder = tmp_path_factory.mktemp("onnxrun") / name
+    run({"model": name, "output": str(folder)})
     return folder
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped EWT model exported."""
+    return export_model("en_ewt", tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def exported_glove(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The shipped GloVe model exported: its vectors a constant of ``scores.onnx``."""
-    pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
-    pytest.importorskip("onnx", reason=NO_ONNX)
-    from biaffine.export import run
-
-    folder = tmp_path_factory.mktemp("onnxrun") / "en_ewt_glove"
-    run({"model": "en_ewt_glove", "output": str(folder)})
-    return folder
+    return export_model("en_ewt_glove", tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
