@@ -10,16 +10,21 @@ the model never saw.
 
 Usage::
 
-    PYTHONPATH=. python experiments/add_lexicon.py CHECKPOINT TRAIN_CONLLU OUT [--half]
+    PYTHONPATH=. python experiments/add_lexicon.py CHECKPOINT TRAIN_CONLLU OUT [--half] \
+        [--only TABLE ...]
 
 ``--half`` stores the weights as float16 again, for a shipped model's ``parser.pt`` (its
 weights were float16 already: widening and halving them again gives the same bits).
+``--only featured`` keeps the checkpoint's lexicon and adds (or replaces) only the tables named
+(fields of :class:`~biaffine.data.lexicon.Lexicon`): a shipped model keeps the tables that were
+measured for it and gets the one added since.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 from biaffine import checkpoint
@@ -27,11 +32,17 @@ from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import build_lexicon
 
+TABLES = ("tagged", "forms", "analyses", "upos", "suffixes", "featured")
+"""The lexicon's tables, by field name (``--only``)."""
 
-def add_lexicon(source: Path, train: Path, out: Path, *, half: bool = False) -> int:
+
+def add_lexicon(
+    source: Path, train: Path, out: Path, *, half: bool = False, only: Sequence[str] = ()
+) -> int:
     """Copy ``source`` to ``out`` with the lexicon of ``train``; returns its number of entries.
 
-    ``half``: store the weights as float16 (see the module's docstring).
+    ``half``: store the weights as float16 (see the module's docstring). ``only``: the tables
+    of ``train``'s lexicon to put into ``source``'s (empty: all of it, replacing the old).
 
     Raises:
         CheckpointError: ``source`` is no readable checkpoint.
@@ -40,6 +51,10 @@ def add_lexicon(source: Path, train: Path, out: Path, *, half: bool = False) -> 
     """
     loaded = checkpoint.load(source)
     lexicon = build_lexicon(read_conllu(train))
+    if only:
+        lexicon = dataclasses.replace(
+            loaded.vocabs.lexicon, **{table: getattr(lexicon, table) for table in only}
+        )
     checkpoint.save(
         out,
         parser=loaded.parser,
@@ -60,9 +75,12 @@ def main() -> None:
     parser.add_argument("train", type=Path, help="the training file of the model (CoNLL-U)")
     parser.add_argument("out", type=Path)
     parser.add_argument("--half", action="store_true", help="store the weights as float16")
+    parser.add_argument(
+        "--only", action="append", choices=TABLES, default=[], help="add only this table"
+    )
     args = parser.parse_args()
     entries = report_user_errors(
-        lambda: add_lexicon(args.checkpoint, args.train, args.out, half=args.half)
+        lambda: add_lexicon(args.checkpoint, args.train, args.out, half=args.half, only=args.only)
     )
     print(f"{args.out}: lexicon of {entries:,} entries from {args.train}")
 

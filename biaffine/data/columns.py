@@ -73,14 +73,16 @@ def strings(
     *,
     lexicon: Lexicon | None = None,
     upos: Sequence[str | None] | None = None,
+    feats: Sequence[str] | None = None,
     runners_up: Sequence[Sequence[str]] | None = None,
     doubtful: Sequence[bool] | None = None,
 ) -> list[str]:
     """The values to write for the ``predicted`` classes of a sentence's words in ``column``.
 
     LEMMA: the lexicon's lemma of each word it holds (:meth:`Lexicon.lemma`, by the word's
-    UPOS where ``upos`` gives one), else its script applied to its form, or the form itself
-    where the script does not apply (it cuts more than the form has). A script whose lemma is
+    UPOS where ``upos`` gives one, and its FEATS where ``feats`` does), else its script applied
+    to its form, or the form itself where the script does not apply (it cuts more than the form
+    has). A script whose lemma is
     no training lemma (:attr:`Lexicon.known`, case aside) gives way to the first of the word's
     ``runners_up`` whose lemma is one: Turkish "limandan" takes "liman" (cut 3) over the
     best-scored "lim" (cut 5). XPOS and FEATS: the lexicon's value for each ``doubtful`` word it
@@ -94,6 +96,7 @@ def strings(
         forms: the words, str[n].
         lexicon: the training lemmas and tags, or None for the classes alone.
         upos: the UPOS of each word (None where unknown), or None for none at all.
+        feats: LEMMA: the predicted FEATS of each word, or None for none.
         runners_up: LEMMA: the other scripts of each word worth trying, best first (str[n][*]),
             or None for none.
         doubtful: UPOS, XPOS and FEATS: whether the tagger is unsure of each word's class
@@ -112,10 +115,9 @@ def strings(
     if column != "lemma":
         return list(predicted)
     others = [()] * len(forms) if runners_up is None else runners_up
-    return [
-        _lemma(script, form, tag, lexicon, alternatives)
-        for script, form, tag, alternatives in zip(predicted, forms, tags, others, strict=True)
-    ]
+    analyses = [None] * len(forms) if feats is None else feats
+    words = zip(predicted, forms, tags, analyses, others, strict=True)
+    return [_lemma(script, form, (tag, f), lexicon, tried) for script, form, tag, f, tried in words]
 
 
 def _analysis(lexicon: Lexicon, column: str, form: str, upos: str | None) -> str | None:
@@ -126,14 +128,14 @@ def _analysis(lexicon: Lexicon, column: str, form: str, upos: str | None) -> str
 def _lemma(
     script: str,
     form: str,
-    upos: str | None,
+    analysis: tuple[str | None, str | None],
     lexicon: Lexicon | None,
     alternatives: Sequence[str],
 ) -> str:
-    """The lemma of one word, as :func:`strings` says."""
+    """The lemma of one word with its (UPOS, FEATS), as :func:`strings` says."""
     if lexicon is None:
         return _applied(script, form)
-    found = lexicon.lemma(form, upos)
+    found = lexicon.lemma(form, *analysis)
     if found is not None:
         return found
     best = _applied(script, form)

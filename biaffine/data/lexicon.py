@@ -9,6 +9,9 @@ from the training words with a lemma (:func:`biaffine.data.lemmas.is_annotated`)
   :data:`MIN_FORM_SHARE` of the form's occurrences: a form with several lemmas (French "de",
   a preposition, or the partitive article of lemma "un") is better left to the UPOS key or to
   the classifier, which sees the context;
+- ``featured``: (form lower-cased, UPOS, FEATS) -> lemma, likewise only where it covers
+  :data:`MIN_FORM_SHARE`, in treebanks that annotate FEATS: English "her" is "she" as an
+  object and "her" as a possessive (``Poss=Yes``), which (form, UPOS) cannot tell apart;
 
 and from every training word with a UPOS:
 
@@ -100,14 +103,16 @@ class Lexicon:
     Attributes:
         tagged: (form, UPOS) -> lemma.
         forms: form -> lemma, for the forms unambiguous enough.
+        featured: (form lower-cased, UPOS, FEATS) -> lemma, for the triples unambiguous enough
+            (empty in lexicons written before it).
         analyses: column of :data:`ANALYSED` -> (form, UPOS) -> value, for the pairs
             unambiguous enough (a column absent in lexicons written before it).
         upos: form -> UPOS, for the forms unambiguous enough (empty in lexicons written
             before it).
         suffixes: column of :data:`GUESSED` -> (ending, UPOS) -> value (absent in lexicons
             written before it).
-        known: every lemma of the two lemma tables, lower-cased (derived from them): the words
-            a script's output is checked against (:func:`biaffine.data.columns.strings`).
+        known: every lemma of the lemma tables, lower-cased (derived from them): the words a
+            script's output is checked against (:func:`biaffine.data.columns.strings`).
     """
 
     tagged: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -115,30 +120,39 @@ class Lexicon:
     analyses: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
     upos: dict[str, str] = field(default_factory=dict)
     suffixes: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
+    featured: dict[tuple[str, str, str], str] = field(default_factory=dict)
     known: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        """Gather :attr:`known`, the lemmas of both tables lower-cased."""
-        lemmas = {*self.tagged.values(), *self.forms.values()}
+        """Gather :attr:`known`, the lemmas of the lemma tables lower-cased."""
+        lemmas = {*self.tagged.values(), *self.forms.values(), *self.featured.values()}
         object.__setattr__(self, "known", frozenset(lemma.lower() for lemma in lemmas))
 
     def __len__(self) -> int:
         """Number of entries, every table counted."""
         tables = [*self.analyses.values(), *self.suffixes.values()]
-        return len(self.tagged) + len(self.forms) + len(self.upos) + sum(map(len, tables))
+        lemma_tables = len(self.tagged) + len(self.forms) + len(self.featured)
+        return lemma_tables + len(self.upos) + sum(map(len, tables))
 
-    def lemma(self, form: str, upos: str | None) -> str | None:
+    def lemma(self, form: str, upos: str | None, feats: str | None = None) -> str | None:
         """The lemma of ``form``, or None for a word the lexicon lacks (left to the classifier).
 
-        Looked up by (form, UPOS) where a UPOS is known, then by form alone, then by (form
-        lower-cased, UPOS): "Les" at the start of a sentence finds ("les", DET). The UPOS keeps
-        the lower-cased lookup safe; by form alone it lost to the classifier ("US" -> "we").
+        Looked up by (form lower-cased, UPOS, FEATS) where both are known, then by (form, UPOS)
+        where a UPOS is known, then by form alone, then by (form lower-cased, UPOS): "Les" at
+        the start of a sentence finds ("les", DET). The UPOS keeps the lower-cased lookup safe;
+        by form alone it lost to the classifier ("US" -> "we").
 
         Args:
             form: the word as written.
             upos: its UPOS (predicted or given), or None (or ``_``) when unknown.
+            feats: its FEATS as the model predicts them, or None: a FEATS cell of the input may
+                be empty for want of annotation, which the key would read as "no features".
         """
         tagged = upos is not None and upos != _NO_UPOS
+        if tagged and feats is not None:
+            found = self.featured.get((form.lower(), upos, feats))
+            if found is not None:
+                return found
         found = self.tagged.get((form, upos)) if tagged else None
         if found is None:
             found = self.forms.get(form)
@@ -183,7 +197,8 @@ class Lexicon:
 
         ``{"tagged": [[form, upos, lemma], ...], "forms": [[form, lemma], ...],
         "xpos": [[form, upos, xpos], ...], "feats": [[form, upos, feats], ...],
-        "upos": [[form, upos], ...], "feats_suffixes": [[ending, upos, feats], ...]}``, without
+        "upos": [[form, upos], ...], "feats_suffixes": [[ending, upos, feats], ...],
+        "featured": [[form, upos, feats, lemma], ...]}``, without
         the tables after ``forms`` where they are empty (as in lexicons written before them,
         which thus read and write back the same data).
         """
@@ -199,6 +214,8 @@ class Lexicon:
         for column in GUESSED:
             if self.suffixes.get(column):
                 data[f"{column}{_SUFFIXES}"] = _triples(self.suffixes[column])
+        if self.featured:
+            data["featured"] = _triples(self.featured)
         return data
 
     @classmethod
@@ -221,17 +238,18 @@ class Lexicon:
             for column in GUESSED
             if (key := f"{column}{_SUFFIXES}") in data
         }
-        return cls(_keyed(data, "tagged"), dict(forms), analyses, dict(upos), suffixes)
+        featured = _keyed(data, "featured", 4) if "featured" in data else {}
+        return cls(_keyed(data, "tagged"), dict(forms), analyses, dict(upos), suffixes, featured)
 
 
-def _triples(table: Mapping[tuple[str, str], str]) -> list[list[str]]:
-    """A (key, key) -> value table as sorted [key, key, value] rows (:meth:`Lexicon.to_dict`)."""
-    return [[first, second, value] for (first, second), value in sorted(table.items())]
+def _triples(table: Mapping[tuple[str, ...], str]) -> list[list[str]]:
+    """A (key, ...) -> value table as sorted [key, ..., value] rows (:meth:`Lexicon.to_dict`)."""
+    return [[*key, value] for key, value in sorted(table.items())]
 
 
-def _keyed(data: Mapping[str, Any], name: str) -> dict[tuple[str, str], str]:
-    """The table ``data[name]`` of [key, key, value] rows, checked (inverse of :func:`_triples`)."""
-    return {(first, second): value for first, second, value in _rows(data[name], 3, name)}
+def _keyed(data: Mapping[str, Any], name: str, size: int = 3) -> dict[Any, str]:
+    """The table ``data[name]``: rows of ``size`` strings, checked (:func:`_triples` inverted)."""
+    return {tuple(row[:-1]): row[-1] for row in _rows(data[name], size, name)}
 
 
 def _rows(rows: Any, size: int, name: str) -> list[list[str]]:
@@ -258,7 +276,7 @@ def build_lexicon(
 
 
 class LexiconCounts:
-    """Lemmas by (form, UPOS) and by form, XPOS and FEATS by (form, UPOS), UPOS by form, counted.
+    """Lemmas, XPOS, FEATS and UPOS of the training words, counted by the lexicon's keys.
 
     Words without a lemma (``_``) count for the tags only; a word without a UPOS counts for its
     form's lemmas only.
@@ -275,6 +293,7 @@ class LexiconCounts:
         self.suffixes = {
             column: defaultdict[tuple[str, str], Counter[str]](Counter) for column in GUESSED
         }
+        self.featured: defaultdict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
 
     def add(self, sentence: Sentence) -> None:
         """Count the lemmas and tags of ``sentence``'s words."""
@@ -296,6 +315,7 @@ class LexiconCounts:
                 self.forms[form][lemma] += 1
                 if upos != _NO_UPOS:
                     self.tagged[form, upos][lemma] += 1
+                    self.featured[form.lower(), upos, analysed["feats"][i]][lemma] += 1
 
     def lexicon(
         self,
@@ -335,6 +355,7 @@ class LexiconCounts:
                 for column in filled
                 if column in self.suffixes
             },
+            _majorities(self.featured, min_form_share) if "feats" in filled else {},
         )
 
 

@@ -95,6 +95,8 @@ def predicted_columns(
         Per row, the predicted values by column, str[n] each.
     """
     read = {*columns, "upos"}  # the lexicon's key, read with LEMMA, XPOS and FEATS
+    if "lemma" in columns:
+        read.add("feats")  # with UPOS, the key of the finest lemma lookup
     arrays = {
         name: scores.detach().float().cpu().numpy()
         for name, scores in tag_scores.items()

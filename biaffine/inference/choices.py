@@ -200,7 +200,9 @@ def predicted_columns(
     Each word's best class, never a special (PAD, UNK, ROOT), turned back into the column's
     strings (:func:`biaffine.data.columns.strings`). LEMMA: the lemma of the vocabularies'
     lexicon where it holds the word, keyed by the word's UPOS: the predicted one where the
-    model has a UPOS tagger (predicted even when not asked for), else the input's; else its
+    model has a UPOS tagger (predicted even when not asked for), else the input's; and by its
+    predicted FEATS where the model tags them (likewise; never the input's, which may be empty
+    for want of annotation) and the lexicon has the table; else its
     edit script applied to the form, or the first of its :func:`runners_up` whose lemma is a
     training lemma where the best script's is not. UPOS, XPOS and FEATS: the lexicon's where it
     holds the word (XPOS and FEATS: with that UPOS) and the tagger is :func:`doubtful`, else the
@@ -220,6 +222,9 @@ def predicted_columns(
     wanted = list(columns)
     if lexicon is not None and "upos" in tag_scores and "upos" not in wanted:
         wanted.append("upos")  # the lexicon's key
+    featured = lexicon is not None and bool(lexicon.featured) and "lemma" in columns
+    if featured and "feats" in tag_scores and "feats" not in wanted:
+        wanted.append("feats")  # with UPOS, the key of the finest lemma lookup
     best = {column: best_classes(tag_scores[column], vocabs.columns[column]) for column in wanted}
     lemmas = lexicon is not None and "lemma" in columns
     others = runners_up(tag_scores["lemma"], vocabs.columns["lemma"]) if lemmas else None
@@ -236,17 +241,23 @@ def predicted_columns(
                 "upos", classes["upos"], sentence.forms, lexicon=lexicon, doubtful=asked.get("upos")
             )
         upos = classes.get("upos", sentence.upos)
+        if "feats" in classes:  # before LEMMA, whose lexicon key it is
+            classes["feats"] = strings(
+                "feats", classes["feats"], sentence.forms, lexicon=lexicon, upos=upos,
+                doubtful=asked.get("feats"),
+            )  # fmt: skip
         tried = None if others is None else others[start:end]
         for column in columns:
             found[row][column] = (
                 classes[column]
-                if column == "upos"
+                if column in ("upos", "feats")
                 else strings(
                     column,
                     classes[column],
                     sentence.forms,
                     lexicon=lexicon,
                     upos=upos,
+                    feats=classes.get("feats") if featured else None,
                     runners_up=tried,
                     doubtful=asked.get(column),
                 )

@@ -569,6 +569,31 @@ def test_add_lexicon_copies_an_old_checkpoint_with_the_lexicon_of_its_training_f
     assert (after.parser, after.model_config) == (before.parser, before.model_config)
 
 
+def test_add_lexicon_only_adds_the_tables_named(tmp_path, parser, vocabs) -> None:
+    # A shipped model keeps the tables measured for it (here: no FEATS suffixes) and gets the
+    # (form, UPOS, FEATS) lemma table alone.
+    assert vocabs.lexicon.featured  # tiny.conllu annotates FEATS
+    assert vocabs.lexicon.suffixes
+    kept = dataclasses.replace(vocabs.lexicon, featured={}, suffixes={})
+    old = tmp_path / "old.pt"
+    save(
+        old,
+        parser=parser.kind,
+        model_config=parser.config(),
+        vocabs=dataclasses.replace(vocabs, lexicon=kept),
+        state_dict=parser.state_dict(),
+        metadata={},
+    )
+    new = tmp_path / "new.pt"
+    command = [sys.executable, str(ADD_LEXICON), str(old), str(DATA / "tiny.conllu"), str(new)]
+    done = subprocess.run(
+        [*command, "--only", "featured"], capture_output=True, text=True, env=_with_repo_path()
+    )
+    assert done.returncode == 0, done.stderr
+    expected = dataclasses.replace(kept, featured=vocabs.lexicon.featured)
+    assert load(new).vocabs.lexicon == expected
+
+
 def test_add_lexicon_names_a_bad_training_file_in_one_line(tmp_path, saved) -> None:
     bad = tmp_path / "bad.conllu"
     bad.write_text("1\tx\n\n", encoding="utf-8")

@@ -226,6 +226,57 @@ def test_analyses_round_trip_and_older_lexicons_have_none() -> None:
         Lexicon.from_dict({**older, "feats": [["evde", "NOUN"]]})
 
 
+def featured(form: str, feats: str, lemma: str, times: int) -> list[Sentence]:
+    """``times`` one-word sentences of PRON ``form`` with that FEATS and lemma."""
+    return [Sentence([form], lemmas=[lemma], upos=["PRON"], feats=[feats]) for _ in range(times)]
+
+
+HER = [
+    *featured("her", "Case=Acc|Person=3", "she", 60),
+    *featured("her", "Person=3|Poss=Yes", "her", 40),
+    *featured("Her", "Person=3|Poss=Yes", "her", 9),  # counted with "her"
+    *featured("it", "Case=Acc|Person=3", "it", 99),
+    *featured("it", "Case=Acc|Person=3", "its", 1),  # 99 of 100: kept
+]
+
+
+@pytest.mark.parametrize(
+    ("form", "feats", "lemma"),
+    [
+        ("her", "Case=Acc|Person=3", "she"),
+        ("her", "Person=3|Poss=Yes", "her"),  # where (form, UPOS) alone says "she"
+        ("her", None, "she"),  # FEATS unknown: (form, UPOS)
+        ("her", "Number=Plur", "she"),  # an unseen triple: (form, UPOS)
+        ("It", "Case=Acc|Person=3", "it"),  # the form lower-cased
+        ("Her", "Person=3|Poss=Yes", "her"),
+    ],
+)
+def test_a_lemma_is_looked_up_by_form_upos_and_feats_first(form, feats, lemma) -> None:
+    lexicon = build_lexicon(HER)
+    assert lexicon.featured == {
+        ("her", "PRON", "Case=Acc|Person=3"): "she",
+        ("her", "PRON", "Person=3|Poss=Yes"): "her",
+        ("it", "PRON", "Case=Acc|Person=3"): "it",
+    }
+    assert lexicon.lemma(form, "PRON", feats) == lemma
+
+
+def test_the_featured_table_round_trips_and_needs_annotated_feats() -> None:
+    lexicon = build_lexicon(HER)
+    data = json.loads(json.dumps(lexicon.to_dict()))
+    assert data["featured"][0] == ["her", "PRON", "Case=Acc|Person=3", "she"]
+    assert Lexicon.from_dict(data) == lexicon
+    assert "featured" not in LEXICON.to_dict()  # empty: not written, as before it existed
+    with pytest.raises(ValueError, match="'featured' must be a list of lists of 4 strings"):
+        Lexicon.from_dict({**data, "featured": [["her", "PRON", "she"]]})
+    unannotated = [Sentence(["her"], lemmas=["she"], upos=["PRON"], feats=["_"])] * 3
+    assert build_lexicon(unannotated).featured == {}  # FEATS "_" throughout: no table
+    assert build_lexicon(HER, min_form_share=1.0).featured == {
+        ("her", "PRON", "Case=Acc|Person=3"): "she",
+        ("her", "PRON", "Person=3|Poss=Yes"): "her",
+    }
+
+
 def test_plain_data_round_trips_through_json_and_the_vocabularies(sentences) -> None:
     vocabs = build_vocabs(sentences)
     assert vocabs.lexicon == build_lexicon(sentences)

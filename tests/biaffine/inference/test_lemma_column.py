@@ -201,6 +201,32 @@ def test_the_lexicon_is_keyed_by_the_predicted_upos_else_the_given_one(
     assert tree.sentence.upos == words.upos  # UPOS was not asked for: kept
 
 
+@pytest.mark.parametrize(
+    ("tagger", "lemma"),
+    [
+        (0, "sit-featured"),  # the FEATS tagger's FEATS, with the UPOS: the finest key
+        (1, "sit-verb"),  # other FEATS: no such triple, (form, UPOS)
+        (None, "sit-verb"),  # no FEATS tagger: the input's FEATS is never the key
+    ],
+)
+def test_the_lexicon_is_keyed_by_the_predicted_feats_first(
+    tagger: int | None, lemma: str, vocabs: Vocabs, tmp_path: Path
+) -> None:
+    values = vocabs.columns["feats"].itos[len(SPECIALS) :][:2]
+    featured = {("sat", "VERB", values[0]): "sit-featured"}
+    with_lexicon = dataclasses.replace(
+        vocabs, lexicon=dataclasses.replace(MADE_UP, featured=featured)
+    )
+    model = lemmatizer_only(with_lexicon, "graph", CUT_ONE, "VERB", feats=tagger is not None)
+    if tagger is not None:
+        force(model, with_lexicon, "feats", values[tagger])
+    parser = Parser.load(save_model(tmp_path / "best.pt", model, with_lexicon), threads=1)
+    words = Sentence(["The", "cat", "Sat"], feats=["_", "_", values[0]])
+    [tree] = parser.parse([words], columns=["lemma"], overwrite=True)
+    assert tree.sentence.lemmas[2] == lemma  # "Sat": the triple's form is lower-cased
+    assert tree.sentence.feats == words.feats  # FEATS was not asked for: kept
+
+
 CUT_ONE = script_of("scheduled", "schedule")  # lower-case, cut one character at the end
 AS_IS = script_of("sheep", "sheep")  # lower-case, nothing cut
 
