@@ -9,8 +9,9 @@ entropy of each of its distributions against the teachers', each a mean over the
 (:class:`DistilledLoss`).
 
 Why: an ensemble of two of the EWT GloVe parsers scores 0.3 to 0.5 LAS above either member
-(``experiments/ensemble.py``, docs/ablation.md), at twice the parse time; the teachers' soft
-distributions carry which wrong heads are nearly right, which the gold tree alone does not.
+(``experiments/ensemble.py``), at twice the parse time; the teachers' soft distributions carry
+which wrong heads are nearly right, which the gold tree alone does not. What one distilled run
+gave is in docs/results.md ("Ensembles and distillation").
 """
 
 from __future__ import annotations
