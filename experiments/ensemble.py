@@ -31,12 +31,13 @@ import numpy as np
 import torch
 
 from biaffine.api import Parser
-from biaffine.data.batching import collate, encode, plan_batches
+from biaffine.data.batching import plan_batches
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.inference.base import predicted_columns
 from biaffine.inference.choices import MST, decode_arc_scores, label_ids, root_label_id
 from biaffine.metrics import evaluate_corpus
+from biaffine.training.distill import mean_softmax, scored_by_each
 
 COLUMNS = ("upos", "xpos", "feats", "lemma")
 MAX_TOKENS = 5000
@@ -52,9 +53,9 @@ def check_compatible(parsers: Sequence[Parser]) -> None:
                 raise SystemExit(f"the members' {name} vocabularies differ")
 
 
-def mean_log(probabilities: Sequence[torch.Tensor]) -> torch.Tensor:
-    """The log of the mean of the members' probabilities (float64), same shape as each."""
-    return torch.stack([p.double() for p in probabilities]).mean(0).log()
+def mean_log(scores: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The log of the mean of the members' softmax over the last axis (float64)."""
+    return mean_softmax(scores).log()
 
 
 def ensemble_batch(
@@ -62,26 +63,23 @@ def ensemble_batch(
 ) -> list[Sentence]:
     """The ensemble's trees and columns for ``sentences[rows]``, in the order of ``rows``."""
     batch_sentences = [sentences[i] for i in rows]
-    scores = [
-        parser.model(collate(encode(batch_sentences, parser.vocabs), list(rows)), tag=True)
-        for parser in parsers
-    ]
-    head_probs = [s.arc_scores.double().softmax(-1).nan_to_num(0.0) for s in scores]
-    arc = mean_log(head_probs).numpy()  # float64[B, N+1, N+1]; -inf where no model allows
+    members = [(parser.model, parser.vocabs) for parser in parsers]
+    scores = [found for _, found in scored_by_each(members, sentences, rows, tag=True)]
+    arc = mean_log([s.arc_scores for s in scores]).numpy()  # float64[B, N+1, N+1]; -inf: none
     lengths = np.array([len(s) for s in batch_sentences])
     heads = decode_arc_scores(arc, lengths, MST)
     head_index = torch.from_numpy(heads)
-    label_probs = [
-        parser.model.labels.at_words(s.labels, head_index).double().softmax(-1)
+    label_scores = [
+        parser.model.labels.at_words(s.labels, head_index)
         for parser, s in zip(parsers, scores, strict=True)
     ]
     words = heads >= 0
     rels = np.full(heads.shape, -1, dtype=np.int64)
     vocabs: Vocabs = parsers[0].vocabs
     root = root_label_id(vocabs.rels)
-    rels[words] = label_ids(mean_log(label_probs).numpy(), heads[words], root_label=root)
+    rels[words] = label_ids(mean_log(label_scores).numpy(), heads[words], root_label=root)
     tag_scores = {
-        name: mean_log([s.tag_scores[name].softmax(-1) for s in scores])
+        name: mean_log([s.tag_scores[name] for s in scores])
         for name in scores[0].tag_scores
         if name in COLUMNS
     }

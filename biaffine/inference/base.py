@@ -94,9 +94,7 @@ def predicted_columns(
     Returns:
         Per row, the predicted values by column, str[n] each.
     """
-    read = {*columns, "upos"}  # the lexicon's key, read with LEMMA, XPOS and FEATS
-    if "lemma" in columns:
-        read.add("feats")  # with UPOS, the key of the finest lemma lookup
+    read = choices.scores_read(columns, vocabs, tag_scores)
     arrays = {
         name: scores.detach().float().cpu().numpy()
         for name, scores in tag_scores.items()

@@ -9,7 +9,7 @@ over as float32 (or float64) arrays.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -18,6 +18,7 @@ import decoding
 import transitions
 from biaffine.data.columns import ANALYSED, strings
 from biaffine.data.conllu import Sentence
+from biaffine.data.lexicon import Lexicon
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.inference.request import Tree
 from biaffine.inference.settings import GraphDecoding, TransitionSearch
@@ -189,6 +190,32 @@ def runners_up(
     return [tuple(classes) for classes in found]
 
 
+def _lexicon_read(columns: Sequence[str], vocabs: Vocabs) -> Lexicon | None:
+    """The vocabularies' lexicon when writing ``columns`` reads it, else None."""
+    return vocabs.lexicon if {"upos", "lemma", *ANALYSED} & set(columns) else None
+
+
+def _featured(columns: Sequence[str], lexicon: Lexicon | None) -> bool:
+    """Whether LEMMA is written and looked up by (form, UPOS, FEATS) first."""
+    return lexicon is not None and bool(lexicon.featured) and "lemma" in columns
+
+
+def scores_read(columns: Sequence[str], vocabs: Vocabs, tagged: Collection[str]) -> list[str]:
+    """The taggers whose scores :func:`predicted_columns` reads to write ``columns``.
+
+    ``columns`` themselves; UPOS too where the model tags it (of ``tagged``) and the lexicon is
+    read (its key); FEATS too where LEMMA is written and the lexicon has its (form, UPOS,
+    FEATS) table.
+    """
+    lexicon = _lexicon_read(columns, vocabs)
+    wanted = list(columns)
+    if lexicon is not None and "upos" in tagged and "upos" not in wanted:
+        wanted.append("upos")  # the lexicon's key
+    if _featured(columns, lexicon) and "feats" in tagged and "feats" not in wanted:
+        wanted.append("feats")  # with UPOS, the key of the finest lemma lookup
+    return wanted
+
+
 def predicted_columns(
     tag_scores: Mapping[str, npt.NDArray[np.floating]],
     columns: Sequence[str],
@@ -218,13 +245,9 @@ def predicted_columns(
     Returns:
         Per row, the predicted values by column, str[n] each.
     """
-    lexicon = vocabs.lexicon if {"upos", "lemma", *ANALYSED} & set(columns) else None
-    wanted = list(columns)
-    if lexicon is not None and "upos" in tag_scores and "upos" not in wanted:
-        wanted.append("upos")  # the lexicon's key
-    featured = lexicon is not None and bool(lexicon.featured) and "lemma" in columns
-    if featured and "feats" in tag_scores and "feats" not in wanted:
-        wanted.append("feats")  # with UPOS, the key of the finest lemma lookup
+    lexicon = _lexicon_read(columns, vocabs)
+    wanted = scores_read(columns, vocabs, tag_scores)
+    featured = _featured(columns, lexicon)
     best = {column: best_classes(tag_scores[column], vocabs.columns[column]) for column in wanted}
     lemmas = lexicon is not None and "lemma" in columns
     others = runners_up(tag_scores["lemma"], vocabs.columns["lemma"]) if lemmas else None

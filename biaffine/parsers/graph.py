@@ -152,7 +152,9 @@ class BiaffineParser(EncoderParser):
         tag_scores = self.taggers(states, batch.mask) if tag else {}
         return GraphScores(self.arcs(states, batch.lengths), self.labels(states), tag_scores)
 
-    def loss(self, scores: GraphScores, batch: Batch) -> torch.Tensor:
+    def loss(
+        self, scores: GraphScores, batch: Batch, gold_arc_rels: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Training loss: head loss + label cross entropy at gold arcs (+ tag losses).
 
         Each term is a mean over the words it covers (Dozat & Manning, 2017, sec. 3): heads
@@ -168,6 +170,8 @@ class BiaffineParser(EncoderParser):
             scores: the output of :meth:`forward` on ``batch``.
             batch: reads ``heads`` long[B, N+1], ``rels`` long[B, N+1], ``mask`` bool[B, N+1]
                 and, for the taggers present, their gold ``columns`` long[B, N+1].
+            gold_arc_rels: ``labels.at(scores.labels, batch.heads)`` float[B, N+1, R], the
+                label scores at the gold arcs, where the caller has them already.
 
         Returns:
             A scalar tensor.
@@ -177,7 +181,8 @@ class BiaffineParser(EncoderParser):
             arc_loss = _crf_head_loss(scores.arc_scores, batch)
         else:
             arc_loss = F.cross_entropy(scores.arc_scores[mask], batch.heads[mask])
-        gold_arc_rels = self.labels.at(scores.labels, batch.heads)  # [B, N+1, R]
+        if gold_arc_rels is None:
+            gold_arc_rels = self.labels.at(scores.labels, batch.heads)  # [B, N+1, R]
         rel_loss = mean_cross_entropy(gold_arc_rels[mask], batch.rels[mask])
         loss = arc_loss + rel_loss
         return self.taggers.add_losses(loss, scores.tag_scores, batch)

@@ -38,6 +38,8 @@ __all__ = [
     "Targets",
     "distillation",
     "load_teachers",
+    "mean_softmax",
+    "scored_by_each",
     "teacher_targets",
 ]
 
@@ -153,6 +155,34 @@ def load_teachers(paths: Sequence[str | Path], vocabs: Vocabs) -> list[tuple[nn.
     return teachers
 
 
+def scored_by_each(
+    members: Sequence[tuple[nn.Module, Vocabs]],
+    sentences: Sequence[Sentence],
+    rows: Sequence[int],
+    *,
+    tag: bool,
+) -> list[tuple[Batch, GraphScores]]:
+    """Each graph parser's batch and scores of ``sentences[rows]``, in its own vocabularies.
+
+    The batches hold the same sentences in the same rows, so the members' distributions at a
+    position can be averaged; ``tag``: also run the taggers.
+    """
+    chosen = [sentences[i] for i in rows]
+    found = []
+    for model, vocabs in members:
+        batch = collate(encode(chosen, vocabs), list(rows))
+        found.append((batch, model(batch, tag=tag)))
+    return found
+
+
+def mean_softmax(scores: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The mean of the members' softmax over the last axis, float64, each member's shape.
+
+    A row with no finite score (a padding position's heads) gives zeros, not NaN.
+    """
+    return torch.stack([s.double().softmax(-1).nan_to_num(0.0) for s in scores]).mean(0)
+
+
 @torch.inference_mode()
 def teacher_targets(
     teachers: Sequence[tuple[nn.Module, Vocabs]],
@@ -170,17 +200,18 @@ def teacher_targets(
     tags: dict[str, list[np.ndarray]] = {c: [np.empty(0)] * len(sentences) for c in columns}
     plan = plan_batches([len(s) for s in sentences], max_tokens, shuffle=False)
     for rows in plan:
-        batch_sentences = [sentences[i] for i in rows]
-        found: list[dict[str, torch.Tensor]] = []
-        for model, vocabs in teachers:
-            batch = collate(encode(batch_sentences, vocabs), rows)
-            scores = model(batch, tag=bool(columns))
-            probs = {
-                "heads": scores.arc_scores.float().softmax(-1).nan_to_num(0.0),
-                "labels": model.labels.at(scores.labels, batch.heads).float().softmax(-1),
-            }
-            found.append(probs | {c: scores.tag_scores[c].float().softmax(-1) for c in columns})
-        mean = {k: (sum(f[k] for f in found) / len(found)).numpy() for k in found[0]}
+        found = scored_by_each(teachers, sentences, rows, tag=bool(columns))
+        models = [model for model, _ in teachers]
+        mean = {
+            "heads": mean_softmax([scores.arc_scores for _, scores in found]),
+            "labels": mean_softmax(
+                [
+                    model.labels.at(scores.labels, batch.heads)
+                    for model, (batch, scores) in zip(models, found, strict=True)
+                ]
+            ),
+        } | {c: mean_softmax([scores.tag_scores[c] for _, scores in found]) for c in columns}
+        mean = {k: v.numpy() for k, v in mean.items()}
         start = 0
         for b, i in enumerate(rows):
             n = len(sentences[i])
@@ -215,22 +246,26 @@ class DistilledLoss(nn.Module):
     def forward(self, batch: Batch) -> torch.Tensor:
         """``parser.loss`` + weight x (head + label cross entropy against the teachers)."""
         scores = self.parser(batch)
-        gold = self.parser.loss(scores, batch)
-        return gold + self.weight * self.soft_loss(scores, batch)
+        gold_arc_rels = self.parser.labels.at(scores.labels, batch.heads)  # [B, N+1, R]
+        gold = self.parser.loss(scores, batch, gold_arc_rels)
+        return gold + self.weight * self.soft_loss(scores, batch, gold_arc_rels)
 
-    def soft_loss(self, scores: GraphScores, batch: Batch) -> torch.Tensor:
+    def soft_loss(
+        self, scores: GraphScores, batch: Batch, gold_arc_rels: torch.Tensor
+    ) -> torch.Tensor:
         """Mean over words of -sum p_teacher log p_student: heads + labels + each tag column.
 
         Args:
             scores: the parser's :class:`~biaffine.parsers.graph.GraphScores` of ``batch``.
-            batch: reads ``indices``, ``heads`` (gold) and ``mask``.
+            batch: reads ``indices`` and ``mask``.
+            gold_arc_rels: the parser's label scores at the gold arcs, float[B, N+1, R].
         """
         mask = batch.mask
         heads, labels = self.targets.batch(batch.indices, batch.words.shape[1])
         heads, labels = heads.to(mask.device)[mask], labels.to(mask.device)[mask]  # [W, ...]
         # Impossible heads are -inf for the student and 0 for the teachers: 0 x -inf is NaN.
         head_log = scores.arc_scores[mask].float().log_softmax(-1).masked_fill(heads == 0, 0.0)
-        label_scores = self.parser.labels.at(scores.labels, batch.heads)[mask].float()
+        label_scores = gold_arc_rels[mask].float()
         loss = -(heads * head_log).sum(-1).mean()
         loss = loss - (labels * label_scores.log_softmax(-1)).sum(-1).mean()
         for column in self.targets.tags:
