@@ -34,6 +34,7 @@ from biaffine.segmenting.features import CharVocab, char_features
 from biaffine.segmenting.model import SegmenterModel
 from biaffine.segmenting.spans import SpanScores, score_spans
 from biaffine.segmenting.windows import classify, log_probs
+from biaffine.training.loop import weight_average
 from rawtext.labels import (
     MWT_SENTENCE_END,
     N_CLASSES,
@@ -81,6 +82,7 @@ class TrainSettings:
     threads: int | None = None
     seed: int = 1
     tune_sentence_bias: bool = True
+    ema_decay: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +224,8 @@ def train(
         data.treebank, len(text), len(data.dev), len(vocab.chars),
         sum(p.numel() for p in model.parameters()),
     )  # fmt: skip
+    average = None if settings.ema_decay is None else weight_average(model, settings.ema_decay)
+    judged = model if average is None else average.module  # what dev scores and best.pt keeps
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=settings.lr_decay)
     weights = torch.ones(N_CLASSES)
@@ -246,9 +250,11 @@ def train(
             if settings.clip:
                 nn.utils.clip_grad_norm_(model.parameters(), settings.clip)
             optimizer.step()
+            if average is not None:
+                average.update_parameters(model)
             losses.append(loss.item())
         scheduler.step()
-        dev = evaluate(model, vocab, data.dev).as_dict()
+        dev = evaluate(judged, vocab, data.dev).as_dict()
         line = {"epoch": epoch, "loss": float(np.mean(losses)) if losses else None, "dev": dev}
         history.append(line | {"minutes": (time.monotonic() - started) / 60})
         _write_metrics(run_dir / METRICS, history)
@@ -256,7 +262,7 @@ def train(
                  epoch, line["loss"], dev["tokens_f1"], dev["sentences_f1"])  # fmt: skip
         if sum(dev.values()) > best:
             best, best_epoch = sum(dev.values()), epoch
-            _save_best(run_dir, model, vocab, data)
+            _save_best(run_dir, judged, vocab, data)
         if stop_reason == "max_minutes":
             break
         if settings.patience is not None and epoch - best_epoch >= settings.patience:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from biaffine.segmenting import Segmenter, score_spans
 from biaffine.segmenting.spans import SpanScores
@@ -112,3 +113,42 @@ def test_the_entry_point_reports_a_missing_treebank_in_one_line(tmp_path: Path) 
         f"error: treebank folder {tmp_path}/UD_No not found: check data.treebank and data.root "
         "(or the UD_ROOT environment variable)"
     ]
+
+
+def tiny_documents():
+    config = {"root": str(ROOT), "treebank": "tests/data", "download": False, "base_url": ""}
+    config |= {"train": "tiny.conllu", "dev": "tiny.conllu", "test": None}
+    config |= {"discover": False, "dev_fraction": 0.1, "split_seed": 1}
+    return load_documents(config)
+
+
+def best_weights(tmp_path: Path, name: str, ema_decay: float | None) -> dict:
+    run = tmp_path / name
+    run.mkdir()
+    settings = TrainSettings(
+        max_epochs=3, patience=None, window=32, batch_windows=2, threads=1,
+        tune_sentence_bias=False, ema_decay=ema_decay,
+    )  # fmt: skip
+    result = train(tiny_documents(), TINY_MODEL, settings, run)
+    segmenter = Segmenter.load(run / BEST)
+    dev = SpanScores()
+    for document in tiny_documents().dev:
+        dev += score_spans(document.text, document.labels, segmenter.classes(document.text))
+    assert dev.as_dict() == result.best_dev  # dev scored the weights best.pt keeps
+    return {k: v.clone() for k, v in segmenter.model.state_dict().items()}
+
+
+def test_ema_keeps_the_average_of_the_weights(tmp_path: Path) -> None:
+    # The average does not touch the training itself (same seed, same steps), so an average
+    # that forgets at once keeps the weights, and a slow one keeps something else.
+    weights = best_weights(tmp_path, "plain", None)
+    instant = best_weights(tmp_path, "instant", 1e-9)
+    slow = best_weights(tmp_path, "slow", 0.99)
+    for name, value in weights.items():
+        torch.testing.assert_close(instant[name], value, rtol=0, atol=1e-6)
+    assert any(not torch.allclose(slow[k], v, atol=1e-4) for k, v in weights.items())
+
+
+def test_an_ema_decay_outside_0_1_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"ema_decay=1\.0 must be in"):
+        train(tiny_documents(), TINY_MODEL, TrainSettings(max_epochs=1, ema_decay=1.0), tmp_path)
