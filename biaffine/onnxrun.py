@@ -31,7 +31,14 @@ import onnxruntime
 
 import transitions
 from biaffine.data.conllu import Sentence
-from biaffine.data.encoding import Padded, VectorIndex, encode, pad, plan_batches
+from biaffine.data.encoding import (
+    PARSING_COLUMNS,
+    Padded,
+    VectorIndex,
+    encode,
+    pad,
+    plan_batches,
+)
 from biaffine.data.vocab import Vocabs
 from biaffine.inference.choices import (
     MST,
@@ -259,7 +266,7 @@ class OnnxParser:
     ) -> list[SentenceResult]:
         """One result per sentence, in input order (see :meth:`check` for what is refused)."""
         request = self.check(request, decoder)
-        encoded = encode(sentences, self.vocabs)
+        encoded = encode(sentences, self.vocabs, columns=PARSING_COLUMNS)
         found: list[SentenceResult | None] = [None] * len(sentences)
         plan = plan_batches([len(e) for e in encoded], max_tokens, shuffle=False)
         for index in plan:

@@ -7,7 +7,7 @@ Position 0 of every sentence is ROOT, so gold heads index the padded arrays dire
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +18,16 @@ from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import PAD, ROOT, UNK, Vocab, Vocabs
 from decoding.types import Int32Array, IntArray
 
-__all__ = ["IGNORE_INDEX", "Encoded", "Padded", "VectorIndex", "encode", "pad", "plan_batches"]
+__all__ = [
+    "IGNORE_INDEX",
+    "PARSING_COLUMNS",
+    "Encoded",
+    "Padded",
+    "VectorIndex",
+    "encode",
+    "pad",
+    "plan_batches",
+]
 
 IGNORE_INDEX = -100
 """Relation id of positions without a gold label (the default ``ignore_index`` of torch losses)."""
@@ -108,8 +117,18 @@ class Padded:
     forms: tuple[tuple[str, ...], ...] | None = None
 
 
+PARSING_COLUMNS = ("upos",)
+"""The tagged columns parsing encodes: the input's UPOS, which an encoder with tag embeddings
+reads (``model.encoder.use_tags``). The others are training's gold targets: a lemma's class is
+its edit script, whose search costs more than the rest of the encoding."""
+
+
 def encode(
-    sentences: Sequence[Sentence], vocabs: Vocabs, *, max_word_chars: int = 20
+    sentences: Sequence[Sentence],
+    vocabs: Vocabs,
+    *,
+    max_word_chars: int = 20,
+    columns: Collection[str] | None = None,
 ) -> list[Encoded]:
     """Maps each sentence to index arrays once, for batching in every epoch.
 
@@ -120,17 +139,28 @@ def encode(
         sentences: the sentences, in the order ``Batch.indices`` will refer to.
         vocabs: vocabularies built on the training data.
         max_word_chars: longer forms keep their first ``max_word_chars`` characters.
+        columns: the tagged columns of ``vocabs`` to encode (:data:`PARSING_COLUMNS` to parse),
+            or None for all of them (training's gold targets).
 
     Returns:
         One Encoded per sentence, in input order.
     """
     if max_word_chars < 1:
         raise ValueError(f"max_word_chars must be >= 1, got {max_word_chars}")
+    tagged = {
+        name: vocab for name, vocab in vocabs.columns.items() if columns is None or name in columns
+    }
     char_rows: dict[str, list[int]] = {}  # forms repeat: compute each char row once
-    return [_encode_one(s, vocabs, max_word_chars, char_rows) for s in sentences]
+    return [_encode_one(s, vocabs, tagged, max_word_chars, char_rows) for s in sentences]
 
 
-def _encode_one(sentence: Sentence, vocabs: Vocabs, max_chars: int, char_rows: dict) -> Encoded:
+def _encode_one(
+    sentence: Sentence,
+    vocabs: Vocabs,
+    tagged: Mapping[str, Vocab],
+    max_chars: int,
+    char_rows: dict,
+) -> Encoded:
     word_ids = _ids(sentence.forms, vocabs.words)
     if sentence.heads is None:
         heads = [0] * len(word_ids)
@@ -145,7 +175,7 @@ def _encode_one(sentence: Sentence, vocabs: Vocabs, max_chars: int, char_rows: d
         rels=np.array(rels, dtype=np.int32),
         columns={
             name: np.array(_ids(classes(sentence, name, vocab.stoi), vocab), dtype=np.int32)
-            for name, vocab in vocabs.columns.items()
+            for name, vocab in tagged.items()
         },
         forms=tuple(sentence.forms),  # references to the sentence's strings: 8 bytes per word
     )

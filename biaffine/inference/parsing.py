@@ -18,6 +18,7 @@ from torch import nn
 
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence
+from biaffine.data.encoding import PARSING_COLUMNS
 from biaffine.data.vocab import Vocabs
 from biaffine.inference.base import FAMILIES, Family
 from biaffine.inference.request import Refused, Request, SentenceResult
@@ -119,7 +120,9 @@ def predict(
     found: dict[str, list[SentenceResult | None]] = {n: [None] * len(sentences) for n in settings}
     seconds = dict.fromkeys(settings, 0.0)
     with _no_grad(request), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-        for batch in batches_by_tokens(encode(sentences, vocabs), max_tokens, shuffle=False):
+        for batch in batches_by_tokens(
+            encode(sentences, vocabs, columns=PARSING_COLUMNS), max_tokens, shuffle=False
+        ):
             rows = batch.indices.tolist()
             fixed = request.fixed_heads
             batch_fixed = None if fixed is None else [fixed[i] for i in rows]

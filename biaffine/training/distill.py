@@ -29,6 +29,7 @@ from torch import nn
 from biaffine import checkpoint
 from biaffine.data.batching import Batch, collate, encode, plan_batches
 from biaffine.data.conllu import Sentence
+from biaffine.data.encoding import PARSING_COLUMNS
 from biaffine.data.vocab import Vocabs
 from biaffine.parsers.graph import GraphScores
 
@@ -170,7 +171,7 @@ def scored_by_each(
     chosen = [sentences[i] for i in rows]
     found = []
     for model, vocabs in members:
-        batch = collate(encode(chosen, vocabs), list(rows))
+        batch = collate(encode(chosen, vocabs, columns=PARSING_COLUMNS), list(rows))
         found.append((batch, model(batch, tag=tag)))
     return found
 

@@ -13,6 +13,7 @@ import torch
 
 import decoding
 from biaffine.api import Parser
+from biaffine.data import columns
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.inference import parse
@@ -167,3 +168,16 @@ def test_numpy_integer_heads_are_ints(graph_checkpoint, sentences) -> None:
     fixed[0][1] = np.int64(0)
     [first, *_] = parser.parse_constrained(sentences, fixed)
     assert first.heads[1] == 0
+
+
+def test_parsing_searches_no_lemma_edit_script(graph_checkpoint, sentences, monkeypatch) -> None:
+    # A gold lemma's class (its edit script) is a training target: parsing never needs it, and
+    # on EWT test its search cost 5% of a whole parse.
+    def refuse(*args: object) -> None:
+        raise AssertionError("parsing searched a lemma edit script")
+
+    assert any(lemma != "_" for sentence in sentences for lemma in sentence.lemmas)
+    parser = Parser.load(graph_checkpoint, threads=1)
+    monkeypatch.setattr(columns, "_script_of", refuse)
+    monkeypatch.setattr(columns, "scripts_of", refuse)
+    assert len(parser.parse(sentences)) == len(sentences)
