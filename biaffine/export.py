@@ -63,7 +63,7 @@ from biaffine.files import fsync_dir, umask_mode
 from biaffine.nn import Encoder
 from biaffine.parsers.heads import LabelScorer, LabelVectors
 from biaffine.segmenting import checkpoint as segmenter_checkpoints
-from biaffine.segmenting.features import DEFAULT_CONTEXT, DEFAULT_WINDOW, FEATURES, UNK
+from biaffine.segmenting.features import DEFAULT_CONTEXT, DEFAULT_WINDOW, UNK
 from biaffine.segmenting.model import SegmenterModel
 
 __all__ = [
@@ -221,7 +221,7 @@ class SegmenterScores(nn.Module):
 def segmenter_graph(model: SegmenterModel) -> Graph:
     """The graph of a segmenter in eval mode, with example windows of 7 characters."""
     ids = torch.full((2, 7), UNK, dtype=torch.long)  # any id but PAD: no padding
-    features = torch.zeros(2, 7, len(FEATURES))
+    features = torch.zeros(2, 7, model.settings["n_features"])
     axes = {name: {0: "windows", 1: "characters"} for name in ("ids", "features", "log_probs")}
     scores = SegmenterScores(model)
     return Graph("segmenter", scores, ("ids", "features"), ("log_probs",), (ids, features), axes)
@@ -446,6 +446,7 @@ def _segmenter_manifest(stored: segmenter_checkpoints.Stored) -> dict[str, Any]:
     return {
         "treebank": stored.treebank,
         "chars": list(stored.vocab.chars),
+        "spaced_words": stored.vocab.spaced_words,
         "mwt": None if stored.mwt is None else stored.mwt.to_data(),
         "sentence_bias": stored.model.config()["sentence_bias"],
         "window": DEFAULT_WINDOW,

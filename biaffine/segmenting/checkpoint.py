@@ -2,9 +2,11 @@
 
 A checkpoint is a dict: ``format`` (:data:`FORMAT`), ``kind`` (``"segmenter"``), ``config``
 (:meth:`SegmenterModel.config`), ``chars`` (the character vocabulary, ids 2 on), ``weights``
-(the state dict), ``treebank`` (the folder it was trained on) and ``mwt`` (the multi-word token
+(the state dict), ``treebank`` (the folder it was trained on), ``mwt`` (the multi-word token
 expander's plain data, ``rawtext.mwt.MwtExpander.to_data()``, None for a treebank without
-multi-word tokens). Nothing in it names code to import.
+multi-word tokens) and, where the network reads them, ``spaced_words`` (the training tokens
+with whitespace inside, ``CharVocab.spaced_words``; checkpoints written before it lack the key
+and read none). Nothing in it names code to import.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def save(
         "treebank": treebank,
         "mwt": None if mwt is None else mwt.to_data(),
     }
+    if vocab.spaced is not None:
+        payload["spaced_words"] = vocab.spaced_words
     with atomic_open(path, "wb") as handle:
         torch.save(payload, handle)
 
@@ -83,8 +87,13 @@ def load(path: str | os.PathLike[str]) -> Stored:
         ) from None
     _check(payload, path)
     try:
-        vocab = CharVocab(payload["chars"])
+        vocab = CharVocab(payload["chars"], spaced_words=payload.get("spaced_words", ()))
         model = SegmenterModel.from_config(payload["config"])
+        if model.settings["n_features"] != vocab.n_features:
+            raise ValueError(
+                f"the network reads {model.settings['n_features']} flags per character, "
+                f"its vocabulary gives {vocab.n_features}"
+            )
         model.load_state_dict(payload["weights"])
         mwt = None if payload["mwt"] is None else MwtExpander.from_data(payload["mwt"])
     except (TypeError, ValueError, RuntimeError, AttributeError) as error:

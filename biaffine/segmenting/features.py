@@ -2,10 +2,16 @@
 
 Torch-free and vectorised: a text is turned into its code points once (numpy), and the flags and
 ids are looked up per distinct character, so a megabyte of text costs a few numpy passes.
+
+Where the training tokens hold whitespace (Vietnamese writes a word as syllables with spaces
+between: "Hà Nội"), a vocabulary can also know those tokens (:class:`SpacedWords`): one more
+flag marks each space that the longest known word read from left to right spans, so that the
+network sees the dictionary's segmentation beside the characters.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -19,6 +25,7 @@ __all__ = [
     "PAD",
     "UNK",
     "CharVocab",
+    "SpacedWords",
     "char_features",
     "code_points",
     "window_bounds",
@@ -57,19 +64,82 @@ def char_features(text: str) -> np.ndarray:
     return table.reshape(len(distinct), len(FEATURES))[inverse]
 
 
+_CHUNK = re.compile(r"\S+")
+
+
+def _key(chunk: str) -> str:
+    """A whitespace-free chunk as words are looked up: lower-cased, punctuation cut at its ends."""
+    start, end = 0, len(chunk)
+    while start < end and unicodedata.category(chunk[start]).startswith("P"):
+        start += 1
+    while end > start and unicodedata.category(chunk[end - 1]).startswith("P"):
+        end -= 1
+    return chunk[start:end].lower()
+
+
+class SpacedWords:
+    """The training tokens that hold whitespace, looked up as runs of chunks.
+
+    Args:
+        words: the tokens (any casing; whitespace inside each separates its chunks).
+    """
+
+    def __init__(self, words: Iterable[str]) -> None:
+        """Keep each token as its run of lower-cased chunks (one chunk alone is no entry)."""
+        runs = {tuple(_key(chunk) for chunk in word.split()) for word in words}
+        self.runs = {run for run in runs if len(run) > 1 and all(run)}
+        self.longest = max(map(len, self.runs), default=0)
+
+    def to_data(self) -> list[str]:
+        """The words as plain data, sorted: each run of chunks joined by one space."""
+        return sorted(" ".join(run) for run in self.runs)
+
+    def joined(self, text: str) -> np.ndarray:
+        """float32[len(text)]: 1 at the whitespace inside each known word found in ``text``.
+
+        Read left to right, the longest known run of chunks starting at each chunk wins and
+        the search goes on after it; a run never crosses a line break.
+        """
+        found = np.zeros(len(text), dtype=np.float32)
+        spans = [match.span() for match in _CHUNK.finditer(text)]
+        keys = [_key(text[start:end]) for start, end in spans]
+        i = 0
+        while i < len(spans):
+            step = 1
+            for n in range(min(self.longest, len(spans) - i), 1, -1):
+                gaps = [(spans[k][1], spans[k + 1][0]) for k in range(i, i + n - 1)]
+                if tuple(keys[i : i + n]) in self.runs and not any(
+                    _breaks(text[start:end]) for start, end in gaps
+                ):
+                    for start, end in gaps:
+                        found[start:end] = 1.0
+                    step = n
+                    break
+            i += step
+        return found
+
+
+def _breaks(gap: str) -> bool:
+    return any(c in gap for c in "\n\r\u2028\u2029\x0b\x0c\x85")
+
+
 class CharVocab:
     """Character ids: ``PAD`` (0), ``UNK`` (1), then the known characters from 2 on.
 
     Args:
         chars: the known characters, in id order (ids 2, 3, ...).
+        spaced_words: training tokens that hold whitespace, read as one more feature
+            (:meth:`features`); none: the flags of :data:`FEATURES` alone.
     """
 
-    def __init__(self, chars: Sequence[str]) -> None:
+    def __init__(self, chars: Sequence[str], *, spaced_words: Iterable[str] = ()) -> None:
         """Index the characters.
 
         Raises:
             ValueError: if they are not distinct single characters.
         """
+        spaced = SpacedWords(spaced_words)
+        self.spaced = spaced if spaced.runs else None
         self.chars = list(chars)
         if len(set(self.chars)) != len(self.chars) or any(len(c) != 1 for c in self.chars):
             raise ValueError("a character vocabulary holds distinct single characters")
@@ -78,7 +148,9 @@ class CharVocab:
         self._sorted = points[self._order]
 
     @classmethod
-    def build(cls, texts: Iterable[str], min_count: int = 2) -> CharVocab:
+    def build(
+        cls, texts: Iterable[str], min_count: int = 2, *, spaced_words: Iterable[str] = ()
+    ) -> CharVocab:
         """The characters seen at least ``min_count`` times, most frequent first (ties by code)."""
         counts = Counter()
         for text in texts:
@@ -86,11 +158,28 @@ class CharVocab:
         kept = sorted(
             (c for c, n in counts.items() if n >= min_count), key=lambda c: (-counts[c], c)
         )
-        return cls(kept)
+        return cls(kept, spaced_words=spaced_words)
 
     def __len__(self) -> int:
         """Number of ids, PAD and UNK included."""
         return len(self.chars) + 2
+
+    @property
+    def spaced_words(self) -> list[str]:
+        """The known words with whitespace inside, as plain data (empty without them)."""
+        return [] if self.spaced is None else self.spaced.to_data()
+
+    @property
+    def n_features(self) -> int:
+        """Columns of :meth:`features`."""
+        return len(FEATURES) + (self.spaced is not None)
+
+    def features(self, text: str) -> np.ndarray:
+        """float32[len(text), n_features]: :func:`char_features`, then the spaced-word flag."""
+        flags = char_features(text)
+        if self.spaced is None:
+            return flags
+        return np.concatenate([flags, self.spaced.joined(text)[:, None]], axis=1)
 
     def ids(self, text: str) -> np.ndarray:
         """int64[len(text)]: each character's id (``UNK`` for characters not in the vocabulary)."""

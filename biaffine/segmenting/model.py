@@ -38,6 +38,8 @@ class SegmenterModel(nn.Module):
         sentence_bias: added to the log-probabilities of the sentence-end classes when
             choosing a class (:meth:`decide`), never in training: tuned on dev after training,
             it trades missed sentence ends for false ones.
+        n_features: flags per character (``CharVocab.n_features``: the flags of
+            :data:`FEATURES`, and one more with a vocabulary of spaced words).
     """
 
     def __init__(
@@ -50,6 +52,7 @@ class SegmenterModel(nn.Module):
         rnn_hidden: int = 64,
         dropout: float = 0.1,
         sentence_bias: float = 0.0,
+        n_features: int = len(FEATURES),
     ) -> None:
         """Create the layers (fresh weights).
 
@@ -68,9 +71,10 @@ class SegmenterModel(nn.Module):
             "rnn_hidden": rnn_hidden,
             "dropout": dropout,
             "sentence_bias": sentence_bias,
+            "n_features": n_features,
         }
         self.embed = nn.Embedding(n_chars, embed_dim, padding_idx=PAD)
-        self.project = nn.Conv1d(embed_dim + len(FEATURES), channels, 1)
+        self.project = nn.Conv1d(embed_dim + n_features, channels, 1)
         self.convs = nn.ModuleList(
             nn.Conv1d(channels, channels, kernel, dilation=d, padding=d * (kernel // 2))
             for d in dilations
@@ -102,7 +106,7 @@ class SegmenterModel(nn.Module):
 
         Args:
             ids: int64[B, T] character ids, ``PAD`` after the end of each row.
-            features: float32[B, T, len(FEATURES)], zero at padding.
+            features: float32[B, T, n_features], zero at padding.
 
         Returns:
             float32[B, T, N_CLASSES] unnormalised scores (padding rows hold garbage).

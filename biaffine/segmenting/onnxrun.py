@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime
 
-from biaffine.segmenting.features import CharVocab, char_features, window_bounds
+from biaffine.segmenting.features import CharVocab, window_bounds
 from rawtext.document import Document
 from rawtext.labels import MWT_SENTENCE_END, N_CLASSES, SENTENCE_END
 from rawtext.mwt import MwtExpander
@@ -40,7 +40,7 @@ class OnnxSegmenter:
     def __init__(self, session: onnxruntime.InferenceSession, about: dict[str, Any]) -> None:
         """Read the plain data the graph needs beside it."""
         self.session = session
-        self.vocab = CharVocab(about["chars"])
+        self.vocab = CharVocab(about["chars"], spaced_words=about.get("spaced_words", ()))
         self.treebank = about["treebank"]
         self.mwt = None if about["mwt"] is None else MwtExpander.from_data(about["mwt"])
         self.window, self.context = about["window"], about["context"]
@@ -49,7 +49,7 @@ class OnnxSegmenter:
 
     def log_probs(self, text: str) -> npt.NDArray[np.float32]:
         """float32[len(text), N_CLASSES]: the classes' log-probabilities of each character."""
-        ids, features = self.vocab.ids(text), char_features(text)
+        ids, features = self.vocab.ids(text), self.vocab.features(text)
         out = np.zeros((len(text), N_CLASSES), dtype=np.float32)
         by_width: dict[int, list[tuple[int, int, int, int]]] = defaultdict(list)
         for bounds in window_bounds(len(text), self.window, self.context):

@@ -30,9 +30,9 @@ from biaffine.data import treebanks
 from biaffine.files import atomic_open
 from biaffine.runtime import seed_everything, set_threads
 from biaffine.segmenting import checkpoint
-from biaffine.segmenting.features import CharVocab, char_features
+from biaffine.segmenting.features import CharVocab
 from biaffine.segmenting.model import SegmenterModel
-from biaffine.segmenting.spans import SpanScores, score_spans
+from biaffine.segmenting.spans import SpanScores, score_spans, segment_spans
 from biaffine.segmenting.windows import classify, log_probs
 from biaffine.training.loop import weight_average
 from rawtext.labels import (
@@ -53,6 +53,7 @@ __all__ = [
     "evaluate",
     "hold_out_dev",
     "load_documents",
+    "spaced_tokens",
     "train",
 ]
 
@@ -83,6 +84,7 @@ class TrainSettings:
     seed: int = 1
     tune_sentence_bias: bool = True
     ema_decay: float | None = None
+    spaced_words: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +166,17 @@ def _blocks(document: LabelledText, sentences: int) -> list[LabelledText]:
     return [LabelledText(document.text[a:b], document.labels[a:b]) for a, b in pieces]
 
 
+def spaced_tokens(documents: Sequence[LabelledText]) -> set[str]:
+    """The tokens of the documents that hold whitespace (``trainer.spaced_words``)."""
+    found = set()
+    for document in documents:
+        tokens, _ = segment_spans(document.text, document.labels)
+        found.update(
+            text for start, end in tokens if len((text := document.text[start:end]).split()) > 1
+        )
+    return found
+
+
 def evaluate(
     model: SegmenterModel, vocab: CharVocab, documents: Sequence[LabelledText]
 ) -> SpanScores:
@@ -215,10 +228,12 @@ def train(
     """
     set_threads(settings.threads)
     seed_everything(settings.seed)
-    vocab = CharVocab.build((d.text for d in data.train), settings.min_char_count)
-    model = SegmenterModel(len(vocab), **model_config)
+    words = spaced_tokens(data.train) if settings.spaced_words else ()
+    texts = (d.text for d in data.train)
+    vocab = CharVocab.build(texts, settings.min_char_count, spaced_words=words)
+    model = SegmenterModel(len(vocab), n_features=vocab.n_features, **model_config)
     text, labels = _joined(data.train)
-    ids, features = vocab.ids(text), char_features(text)
+    ids, features = vocab.ids(text), vocab.features(text)
     log.info(
         "%s: %d training characters, %d dev documents, %d characters known, %d parameters",
         data.treebank, len(text), len(data.dev), len(vocab.chars),

@@ -18,7 +18,6 @@ from biaffine.segmenting.features import (
     DEFAULT_CONTEXT,
     DEFAULT_WINDOW,
     CharVocab,
-    char_features,
     window_bounds,
 )
 from biaffine.segmenting.model import SegmenterModel
@@ -69,7 +68,7 @@ def log_probs(
     """
     model.eval()
     device = next(model.parameters()).device
-    ids, features = vocab.ids(text), char_features(text)
+    ids, features = vocab.ids(text), vocab.features(text)
     out = torch.zeros(len(text), N_CLASSES, device=device)
     bounds = window_bounds(len(text), window, context)
     for first in range(0, len(bounds), batch_size):

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from biaffine.segmenting import Segmenter, score_spans
+from biaffine.segmenting.features import FEATURES, SpacedWords
 from biaffine.segmenting.spans import SpanScores
 from biaffine.segmenting.training import (
     BEST,
@@ -20,6 +21,7 @@ from biaffine.segmenting.training import (
     hold_out_dev,
     load_documents,
     settings_from,
+    spaced_tokens,
     train,
 )
 from rawtext.labels import SENTENCE_END, TOKEN_END, LabelledText
@@ -152,3 +154,35 @@ def test_ema_keeps_the_average_of_the_weights(tmp_path: Path) -> None:
 def test_an_ema_decay_outside_0_1_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"ema_decay=1\.0 must be in"):
         train(tiny_documents(), TINY_MODEL, TrainSettings(max_epochs=1, ema_decay=1.0), tmp_path)
+
+
+def test_spaced_tokens_are_the_training_tokens_with_whitespace_inside() -> None:
+    text = "Hà Nội là thủ đô."
+    labels = np.zeros(len(text), dtype=np.uint8)
+    labels[[5, 8, 15]] = TOKEN_END  # "Hà Nội" "là" "thủ đô"
+    labels[16] = SENTENCE_END  # "."
+    assert spaced_tokens([LabelledText(text, labels)]) == {"Hà Nội", "thủ đô"}
+
+
+@pytest.mark.ud
+def test_a_run_with_spaced_words_keeps_them_and_reads_one_more_flag(
+    ud_root: Path, tmp_path: Path
+) -> None:
+    vtb = ud_root / "UD_Vietnamese-VTB"
+    if not vtb.is_dir():
+        pytest.skip(f"{vtb} not found")
+    folder = tmp_path / "UD_Tiny"
+    folder.mkdir()
+    head(next(vtb.glob("*-train.conllu")), folder / "train.conllu", 60)
+    head(next(vtb.glob("*-dev.conllu")), folder / "dev.conllu", 20)
+    config = {"root": str(tmp_path), "treebank": "UD_Tiny", "download": False, "base_url": ""}
+    config |= {"train": "train.conllu", "dev": "dev.conllu", "test": None}
+    config |= {"discover": False, "dev_fraction": 0.1, "split_seed": 1}
+    data = load_documents(config)
+    settings = TrainSettings(max_epochs=1, window=64, threads=1, spaced_words=True)
+    train(data, TINY_MODEL, settings, tmp_path)
+    segmenter = Segmenter.load(tmp_path / BEST)
+    assert segmenter.model.settings["n_features"] == len(FEATURES) + 1
+    words = spaced_tokens(data.train)
+    assert "bê bối" in {word.lower() for word in words}  # a word of the first 60 sentences
+    assert segmenter.vocab.spaced_words == SpacedWords(words).to_data()
