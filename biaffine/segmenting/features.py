@@ -38,6 +38,10 @@ FEATURES = ("space", "newline", "punct", "symbol", "digit", "upper", "lower", "c
 """The flags of :func:`char_features`, in column order."""
 
 
+LINE_BREAKS = "\n\r\u2028\u2029\x0b\x0c\x85"
+"""Line-breaking characters: the ``newline`` flag marks them, and no spaced word crosses one."""
+
+
 def code_points(text: str) -> np.ndarray:
     """int64[len(text)]: the code point of each character."""
     return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
@@ -47,7 +51,7 @@ def _flags(char: str) -> tuple[bool, ...]:
     category = unicodedata.category(char)
     return (
         char.isspace(),
-        char in "\n\r\u2028\u2029\x0b\x0c\x85",
+        char in LINE_BREAKS,
         category.startswith("P"),
         category.startswith("S"),
         category == "Nd",
@@ -120,7 +124,7 @@ class SpacedWords:
 
 
 def _breaks(gap: str) -> bool:
-    return any(c in gap for c in "\n\r\u2028\u2029\x0b\x0c\x85")
+    return any(c in LINE_BREAKS for c in gap)
 
 
 class CharVocab:
