@@ -28,13 +28,13 @@ from torch import nn
 
 from biaffine.data import treebanks
 from biaffine.files import atomic_open
+from biaffine.nn.averaging import weight_average
 from biaffine.runtime import seed_everything, set_threads
 from biaffine.segmenting import checkpoint
 from biaffine.segmenting.features import CharVocab
 from biaffine.segmenting.model import SegmenterModel
 from biaffine.segmenting.spans import SpanScores, score_spans, segment_spans
 from biaffine.segmenting.windows import classify, log_probs
-from biaffine.training.loop import weight_average
 from rawtext.labels import (
     MWT_SENTENCE_END,
     N_CLASSES,

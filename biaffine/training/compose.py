@@ -28,12 +28,12 @@ from biaffine.data.vocab import Vocabs, build_vocabs
 from biaffine.files import atomic_open
 from biaffine.inference import DecoderSettings
 from biaffine.metrics import AttachmentScores
+from biaffine.nn.averaging import weight_average as make_weight_average
 from biaffine.nn.transformer import TransformerEmbedding
 from biaffine.parsers import PARSERS, build_parser
 from biaffine.runtime import check_bf16, seed_everything, select_device, set_threads
 from biaffine.training.distill import distillation
 from biaffine.training.loop import FitSettings, Scheduler, fit, score_parser
-from biaffine.training.loop import weight_average as make_weight_average
 from biaffine.training.optim import lr_decay_scheduler, parameter_groups
 from biaffine.training.run_state import (
     BEST,

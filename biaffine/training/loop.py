@@ -42,7 +42,6 @@ __all__ = [
     "score_parser",
     "train_epoch",
     "training_module",
-    "weight_average",
 ]
 
 log = logging.getLogger(__name__)
@@ -94,27 +93,6 @@ class FitSettings:
             raise ValueError(f"trainer.accumulate={self.accumulate} must be >= 1")
 
 
-def weight_average(model: nn.Module, decay: float) -> AveragedModel:
-    """An exponential moving average of ``model``'s weights, updated after every step.
-
-    The average of the last few thousand steps generalizes better than the final weights of a
-    short run whose learning rate is still far from zero (Polyak & Juditsky, 1992). The decay
-    warms up as ``min(decay, (1 + k) / (10 + k))`` after k updates, so the first epochs are not
-    dominated by the random initial weights.
-
-    Raises:
-        ValueError: if ``decay`` is not in (0, 1).
-    """
-    if not 0.0 < decay < 1.0:
-        raise ValueError(f"ema_decay={decay} must be in (0, 1), or null to score the weights")
-
-    def update(averaged: list[torch.Tensor], current: list[torch.Tensor], k: torch.Tensor) -> None:
-        weight = 1.0 - min(decay, (1.0 + float(k)) / (10.0 + float(k)))
-        torch._foreach_lerp_(averaged, current, weight)
-
-    return AveragedModel(model, multi_avg_fn=update)
-
-
 # ---------------------------------------------------------------------------------------------
 # The typed loop.
 
@@ -150,8 +128,9 @@ def fit(
         writer: writes checkpoints and metrics lines into the run directory.
         device: where batches go.
         state: progress restored from ``last.pt``; None starts from scratch.
-        average: a :func:`weight_average` of ``model``, updated every step: dev is scored, and
-            ``best.pt`` written, with its weights; None uses the model's own.
+        average: a :func:`~biaffine.nn.averaging.weight_average` of ``model``, updated every
+            step: dev is scored, and ``best.pt`` written, with its weights; None uses the
+            model's own.
         distilled: the teachers' targets of ``train_data`` (:mod:`biaffine.training.distill`),
             added to the loss; None trains on the gold trees alone.
 

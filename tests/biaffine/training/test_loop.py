@@ -15,8 +15,9 @@ from hydra import compose, initialize
 
 from biaffine import checkpoint
 from biaffine.metrics import AttachmentScores
+from biaffine.nn.averaging import weight_average
 from biaffine.training import FitSettings, TrainResult, loop, train
-from biaffine.training.loop import _stop_reason, weight_average
+from biaffine.training.loop import _stop_reason
 from biaffine.training.optim import lr_decay_scheduler
 from biaffine.training.run_state import (
     RunWriter,
