@@ -12,6 +12,10 @@ the longest kept suffix of an unseen token wins.
 
 Lookups are case-insensitive and give the words the token's casing (French ``Du`` → ``De le``,
 ``DU`` → ``DE LE``; English ``BBC's`` → ``BBC 's``).
+
+The expander also knows which training tokens are multi-word tokens nearly every time they
+occur (:data:`ALWAYS_SHARE`), so that :func:`rawtext.segment.segment` splits them even where
+a segmenter missed the class: Turkish IMST's ``yoktu`` (``yok`` + ``du``), ``önemli``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,13 @@ from .treebank import read_sentences
 FORMAT = "rawtext.mwt"
 VERSION = 1
 
+ALWAYS_SHARE = 0.9
+"""A training token that is a multi-word token in at least this share of its occurrences is
+always split (:attr:`MwtExpander.always`). Chosen on the dev sets of EWT, Sequoia and IMST
+(docs/raw_text.md): overruling the segmenter where the training majority says so lost on
+Sequoia (French ``des`` is ``de les`` or an article by context); from 0.9 up, every treebank's
+multi-word token F1 rose (IMST 38.0 -> 64.6)."""
+
 
 @dataclass(frozen=True)
 class MwtExpander:
@@ -36,10 +47,13 @@ class MwtExpander:
         dictionary: lowercased token → its most frequent lowercased expansion.
         rules: lowercased suffix → the lowercased expansion of that suffix (the first word's
             part after the kept prefix, which may be empty, then the other words).
+        always: lowercased tokens that were multi-word tokens in at least
+            :data:`ALWAYS_SHARE` of their training occurrences (empty in data written before).
     """
 
     dictionary: Mapping[str, tuple[str, ...]]
     rules: Mapping[str, tuple[str, ...]]
+    always: frozenset[str] = frozenset()
 
     @classmethod
     def from_conllu(
@@ -56,13 +70,16 @@ class MwtExpander:
         Returns:
             The expander (empty for a treebank without MWTs: every token stays one word).
         """
+        every = [token for sentence in read_sentences(source) for token in sentence.tokens]
         tokens = Counter(
             (token.form.lower(), tuple(word.lower() for word in token.words))
-            for sentence in read_sentences(source)
-            for token in sentence.tokens
+            for token in every
             if token.is_mwt
         )
-        return cls(_dictionary(tokens), _rules(tokens, min_count, min_precision))
+        split = Counter(token.form.lower() for token in every if token.is_mwt)
+        seen = Counter(token.form.lower() for token in every)
+        always = frozenset(form for form, n in split.items() if n >= ALWAYS_SHARE * seen[form])
+        return cls(_dictionary(tokens), _rules(tokens, min_count, min_precision), always)
 
     def __call__(self, form: str) -> list[str]:
         """The words of a multi-word token: the dictionary's, else a rule's, else ``[form]``."""
@@ -70,6 +87,10 @@ class MwtExpander:
         if words is None:
             words = self.fallback(form)
         return [form] if words is None else words
+
+    def is_always(self, form: str) -> bool:
+        """Whether ``form`` (any casing) is one of the tokens that training always split."""
+        return form.lower() in self.always
 
     def lookup(self, form: str) -> list[str] | None:
         """The dictionary's expansion of ``form`` (cased like it), or None if it is unseen."""
@@ -92,6 +113,7 @@ class MwtExpander:
             "version": VERSION,
             "dictionary": {form: list(words) for form, words in self.dictionary.items()},
             "rules": {suffix: list(words) for suffix, words in self.rules.items()},
+            "always": sorted(self.always),
         }
 
     @classmethod
@@ -105,7 +127,11 @@ class MwtExpander:
         if data.get("format") != FORMAT or data.get("version") != VERSION:
             found = f"{data.get('format')!r} version {data.get('version')!r}"
             raise ValueError(f"not {FORMAT!r} version {VERSION} data: found {found}")
-        return cls(_expansions(data, "dictionary"), _expansions(data, "rules"))
+        always = data.get("always", [])
+        if not isinstance(always, list) or not all(isinstance(form, str) for form in always):
+            raise ValueError(f"{FORMAT} data: 'always' must be a list of strings")
+        dictionary, rules = _expansions(data, "dictionary"), _expansions(data, "rules")
+        return cls(dictionary, rules, frozenset(always))
 
 
 def _dictionary(tokens: Counter[tuple[str, tuple[str, ...]]]) -> dict[str, tuple[str, ...]]:

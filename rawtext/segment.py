@@ -11,8 +11,9 @@ The rules, in order:
 4. A sentence ends at a SENTENCE_END or MWT_SENTENCE_END character, and at a paragraph's end.
 5. Non-whitespace text after a paragraph's last labelled character is one more token (its
    trailing whitespace excluded), which ends the sentence.
-6. A token ending at MWT_END or MWT_SENTENCE_END is split into words by ``expand``; a result
-   of fewer than two words leaves a single-word token.
+6. A token ending at MWT_END or MWT_SENTENCE_END, or whose form ``always`` names (the tokens
+   training always split, :meth:`rawtext.mwt.MwtExpander.is_always`), is split into words by
+   ``expand``; a result of fewer than two words leaves a single-word token.
 
 So every non-whitespace character lands in exactly one token, in order.
 """
@@ -32,13 +33,20 @@ Expand = Callable[[str], list[str]]
 """Splits a multi-word token's form into its syntactic words."""
 
 
-def segment(text: str, labels: npt.ArrayLike, expand: Expand | None = None) -> Document:
+def segment(
+    text: str,
+    labels: npt.ArrayLike,
+    expand: Expand | None = None,
+    *,
+    always: Callable[[str], bool] | None = None,
+) -> Document:
     """The document that per-character classes describe.
 
     Args:
         text: the input, exactly as given (spans index it; nothing is normalized).
         labels: int[len(text)], one class of :mod:`rawtext.labels` per character.
         expand: splits a multi-word token's form into words; None keeps it one word.
+        always: whether a token is a multi-word token whatever its class says (rule 6).
 
     Returns:
         The Document; without paragraphs for a text that is empty or all whitespace.
@@ -55,7 +63,7 @@ def segment(text: str, labels: npt.ArrayLike, expand: Expand | None = None) -> D
     for start, end in paragraph_spans(text):
         spans = _token_spans(classes, ends, nonspace, start, end)
         if spans is not None:
-            paragraphs.append(Paragraph(_sentences(text, *spans, expand)))
+            paragraphs.append(Paragraph(_sentences(text, *spans, expand, always)))
     return Document(text, tuple(paragraphs))
 
 
@@ -94,12 +102,18 @@ def _token_spans(
 
 
 def _sentences(
-    text: str, starts: list[int], ends: list[int], classes: list[int], expand: Expand | None
+    text: str,
+    starts: list[int],
+    ends: list[int],
+    classes: list[int],
+    expand: Expand | None,
+    always: Callable[[str], bool] | None,
 ) -> tuple[Sentence, ...]:
     sentences, tokens = [], []
     for start, end, label in zip(starts, ends, classes, strict=True):
         form = text[start:end]
-        words = _words(form, expand) if is_mwt_class(label) else (form,)
+        split = is_mwt_class(label) or (always is not None and always(form))
+        words = _words(form, expand) if split else (form,)
         tokens.append(Token(start, end, form, words))
         if is_sentence_end_class(label):
             sentences.append(Sentence(tuple(tokens)))

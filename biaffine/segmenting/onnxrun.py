@@ -72,4 +72,5 @@ class OnnxSegmenter:
 
     def segment(self, text: str) -> Document:
         """``text`` as documents' paragraphs, sentences, tokens and words (``rawtext.segment``)."""
-        return segment(text, self.classes(text), self.mwt)
+        always = None if self.mwt is None else self.mwt.is_always
+        return segment(text, self.classes(text), self.mwt, always=always)

@@ -64,4 +64,5 @@ class Segmenter:
         Multi-word tokens are split into words by the treebank's expander (kept whole without
         one). An empty or all-whitespace text gives a document without sentences.
         """
-        return segment(text, self.classes(text), self.mwt)
+        always = None if self.mwt is None else self.mwt.is_always
+        return segment(text, self.classes(text), self.mwt, always=always)

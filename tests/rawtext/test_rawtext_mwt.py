@@ -95,6 +95,28 @@ def test_plain_data_round_trips_through_json() -> None:
         assert again(form) == expander(form)
 
 
+def with_plain_words(*forms: str) -> str:
+    """One sentence per form, the form a single-word token."""
+    return "".join(f"1\t{form}" + "\t_" * 8 + "\n\n" for form in forms)
+
+
+def test_always_holds_the_tokens_split_in_nine_tenths_of_their_occurrences() -> None:
+    split = conllu(*[("du", "de", "le")] * 9, *[("des", "de", "les")] * 8).getvalue()
+    plain = with_plain_words("du", "des", "des", "DES")  # "des": 8 of 11
+    expander = MwtExpander.from_conllu(io.StringIO(split + plain))
+    assert expander.always == frozenset({"du"})  # 9 of 10: ALWAYS_SHARE exactly
+    assert expander.is_always("Du")
+    assert not expander.is_always("des")
+    assert not expander.is_always("x")  # never split
+
+
+def test_data_written_before_always_reads_without_it() -> None:
+    data = MwtExpander.from_conllu(conllu(*FRENCH)).to_data()
+    assert data["always"] == ["aux", "du"]
+    del data["always"]
+    assert MwtExpander.from_data(data).always == frozenset()
+
+
 @pytest.mark.parametrize(
     ("data", "problem"),
     [
@@ -103,6 +125,10 @@ def test_plain_data_round_trips_through_json() -> None:
         (
             {"format": "rawtext.mwt", "version": 1, "dictionary": {"du": "de le"}, "rules": {}},
             r"dictionary\['du'\] must be a list of strings",
+        ),
+        (
+            {"format": "rawtext.mwt", "version": 1, "dictionary": {}, "rules": {}, "always": "du"},
+            "'always' must be a list of strings",
         ),
     ],
 )

@@ -92,6 +92,14 @@ def test_mwt_tokens_are_expanded_and_others_are_not() -> None:
     assert [t.words for t in segment(text, labels).tokens()] == [("Du",), ("vin",), ("au",)]
 
 
+def test_a_token_always_split_in_training_is_expanded_whatever_its_class() -> None:
+    text, labels = labelled("Du| vin| au* ")
+    document = segment(text, labels, expand=lambda form: [form[0], form[1:]], always=str.istitle)
+    assert [t.words for t in document.tokens()] == [("D", "u"), ("vin",), ("a", "u")]
+    first = next(segment(text, labels, lambda form: [form[0], form[1:]]).tokens())
+    assert first.words == ("Du",)  # without always: the class alone decides
+
+
 def test_an_expansion_with_a_blank_word_is_refused() -> None:
     text, labels = labelled("Du+")
     with pytest.raises(ValueError, match="'Du' gave a blank word"):
