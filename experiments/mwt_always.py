@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,17 +25,7 @@ from biaffine.segmenting import Segmenter
 from biaffine.segmenting.spans import segment_spans
 from rawtext import corpus_text
 from rawtext.labels import is_mwt_class, labelled_documents
-
-
-def split_shares(train: Path) -> dict[str, float]:
-    """Each training token, lower-cased: the share of its occurrences that are multi-word."""
-    counts: defaultdict[str, Counter] = defaultdict(Counter)
-    for document in labelled_documents(train):
-        tokens, _ = segment_spans(document.text, document.labels)
-        for start, end in tokens:
-            form = document.text[start:end].lower()
-            counts[form][is_mwt_class(int(document.labels[end - 1]))] += 1
-    return {form: count[True] / count.total() for form, count in counts.items()}
+from rawtext.mwt import split_shares
 
 
 def mwt_ends(text: str, classes: np.ndarray, always: set[str]) -> set[int]:

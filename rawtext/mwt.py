@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .treebank import read_sentences
+from .document import Document
+from .segment import segment
+from .treebank import TreebankToken, read_sentences
 
 FORMAT = "rawtext.mwt"
 VERSION = 1
@@ -76,9 +78,8 @@ class MwtExpander:
             for token in every
             if token.is_mwt
         )
-        split = Counter(token.form.lower() for token in every if token.is_mwt)
-        seen = Counter(token.form.lower() for token in every)
-        always = frozenset(form for form, n in split.items() if n >= ALWAYS_SHARE * seen[form])
+        shares = _split_shares(every)
+        always = frozenset(form for form, share in shares.items() if share >= ALWAYS_SHARE)
         return cls(_dictionary(tokens), _rules(tokens, min_count, min_precision), always)
 
     def __call__(self, form: str) -> list[str]:
@@ -132,6 +133,32 @@ class MwtExpander:
             raise ValueError(f"{FORMAT} data: 'always' must be a list of strings")
         dictionary, rules = _expansions(data, "dictionary"), _expansions(data, "rules")
         return cls(dictionary, rules, frozenset(always))
+
+
+def split_shares(source: str | Path | TextIO) -> dict[str, float]:
+    """Each token of a CoNLL-U file, lower-cased: the share of it that is a multi-word token.
+
+    :attr:`MwtExpander.always` keeps the tokens whose share is :data:`ALWAYS_SHARE` or more.
+    """
+    return _split_shares(token for sentence in read_sentences(source) for token in sentence.tokens)
+
+
+def _split_shares(tokens: Iterable[TreebankToken]) -> dict[str, float]:
+    split, seen = Counter[str](), Counter[str]()
+    for token in tokens:
+        form = token.form.lower()
+        seen[form] += 1
+        split[form] += token.is_mwt
+    return {form: split[form] / count for form, count in seen.items()}
+
+
+def segment_with(text: str, labels: Any, expander: MwtExpander | None) -> Document:
+    """:func:`rawtext.segment.segment` with a treebank's expander (None: one word a token).
+
+    Multi-word tokens, which include the tokens training always split, get its words.
+    """
+    always = None if expander is None else expander.is_always
+    return segment(text, labels, expander, always=always)
 
 
 def _dictionary(tokens: Counter[tuple[str, tuple[str, ...]]]) -> dict[str, tuple[str, ...]]:

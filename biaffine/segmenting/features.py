@@ -11,6 +11,7 @@ network sees the dictionary's segmentation beside the characters.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections import Counter
@@ -107,24 +108,19 @@ class SpacedWords:
         found = np.zeros(len(text), dtype=np.float32)
         spans = [match.span() for match in _CHUNK.finditer(text)]
         keys = [_key(text[start:end]) for start, end in spans]
+        gaps = [(end, start) for (_, end), (start, _) in itertools.pairwise(spans)]  # [k]: k..k+1
+        breaks = [any(c in LINE_BREAKS for c in text[start:end]) for start, end in gaps]
         i = 0
         while i < len(spans):
             step = 1
             for n in range(min(self.longest, len(spans) - i), 1, -1):
-                gaps = [(spans[k][1], spans[k + 1][0]) for k in range(i, i + n - 1)]
-                if tuple(keys[i : i + n]) in self.runs and not any(
-                    _breaks(text[start:end]) for start, end in gaps
-                ):
-                    for start, end in gaps:
+                if tuple(keys[i : i + n]) in self.runs and not any(breaks[i : i + n - 1]):
+                    for start, end in gaps[i : i + n - 1]:
                         found[start:end] = 1.0
                     step = n
                     break
             i += step
         return found
-
-
-def _breaks(gap: str) -> bool:
-    return any(c in LINE_BREAKS for c in gap)
 
 
 class CharVocab:

@@ -21,8 +21,7 @@ import onnxruntime
 from biaffine.segmenting.features import CharVocab, window_bounds
 from rawtext.document import Document
 from rawtext.labels import MWT_SENTENCE_END, N_CLASSES, SENTENCE_END
-from rawtext.mwt import MwtExpander
-from rawtext.segment import segment
+from rawtext.mwt import MwtExpander, segment_with
 
 __all__ = ["OnnxSegmenter"]
 
@@ -72,5 +71,4 @@ class OnnxSegmenter:
 
     def segment(self, text: str) -> Document:
         """``text`` as documents' paragraphs, sentences, tokens and words (``rawtext.segment``)."""
-        always = None if self.mwt is None else self.mwt.is_always
-        return segment(text, self.classes(text), self.mwt, always=always)
+        return segment_with(text, self.classes(text), self.mwt)

@@ -11,7 +11,7 @@ from biaffine.runtime import one_thread
 from biaffine.segmenting import checkpoint
 from biaffine.segmenting.windows import DEFAULT_CONTEXT, DEFAULT_WINDOW, classify
 from rawtext.document import Document
-from rawtext.segment import segment
+from rawtext.mwt import segment_with
 
 __all__ = ["Segmenter"]
 
@@ -64,5 +64,4 @@ class Segmenter:
         Multi-word tokens are split into words by the treebank's expander (kept whole without
         one). An empty or all-whitespace text gives a document without sentences.
         """
-        always = None if self.mwt is None else self.mwt.is_always
-        return segment(text, self.classes(text), self.mwt, always=always)
+        return segment_with(text, self.classes(text), self.mwt)
