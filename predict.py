@@ -65,7 +65,7 @@ def _options(cfg: DictConfig) -> PredictOptions:
 
 def _predict_onnx(cfg: DictConfig, decoder: DecoderSettings) -> None:
     """Parse with an export folder in ONNX Runtime; settings it does not read are refused."""
-    from biaffine.onnxrun import SUPPORTED, predict_file  # onnxruntime, on this path only
+    from biaffine.onnxrun import MAX_TOKENS, SUPPORTED, predict_file  # onnxruntime, only here
 
     if cfg.onnx is None:
         raise ValueError("runtime=onnx needs onnx=FOLDER (written by python -m biaffine.export)")
@@ -88,7 +88,7 @@ def _predict_onnx(cfg: DictConfig, decoder: DecoderSettings) -> None:
         cfg.output,
         input_format=cfg.format,
         decoder=decoder,
-        max_tokens=cfg.max_tokens,
+        max_tokens=cfg.max_tokens if cfg.max_tokens is not None else MAX_TOKENS,
         chunk_sentences=cfg.chunk_sentences,
         threads=cfg.threads,
         options=_options(cfg),
@@ -112,7 +112,7 @@ def _model_files(cfg: DictConfig) -> tuple[str, str | None]:
 
 
 def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
-    from biaffine.predicting import predict  # torch, on this path only
+    from biaffine.predicting import MAX_TOKENS, predict  # torch, on this path only
 
     checkpoint, segmenter = _model_files(cfg)
     predict(
@@ -123,7 +123,7 @@ def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
         decoder=decoder,
         evaluate=cfg.eval,
         exclude_punct=cfg.exclude_punct,
-        max_tokens=cfg.max_tokens,
+        max_tokens=cfg.max_tokens if cfg.max_tokens is not None else MAX_TOKENS,
         chunk_sentences=cfg.chunk_sentences,
         device=cfg.device,
         threads=cfg.threads,

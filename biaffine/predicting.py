@@ -41,6 +41,7 @@ from biaffine.segmenting import Segmenter
 
 __all__ = [
     "FORMATS",
+    "MAX_TOKENS",
     "PredictOptions",
     "PredictResult",
     "check_model",
@@ -52,6 +53,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 FORMATS = INPUT_FORMATS  # those pipeline.sentences_in reads in memory, for the server
+MAX_TOKENS = 5000  # words per batch by default (torch: larger batches parse faster on a CPU)
 
 
 @dataclass(slots=True)
@@ -80,7 +82,7 @@ def predict(
     decoder: DecoderSettings | None = None,
     evaluate: bool = False,
     exclude_punct: bool = False,
-    max_tokens: int = 5000,
+    max_tokens: int = MAX_TOKENS,
     chunk_sentences: int = 10000,
     device: str = "cpu",
     threads: int | None = None,

@@ -132,6 +132,7 @@ def test_onnx_runtime_writes_the_torch_paths_bytes_without_torch(
     found = predict_without_torch("runtime=onnx", "threads=1", *settings)
     assert found["torch"] == []
     assert "exit" not in found, found["stderr"]
+    # The same bytes although each runtime batches by its own default (5000 and 500 words).
     assert got.read_bytes() == wanted.read_bytes()
 
 
