@@ -6,13 +6,15 @@ parser with every column it tags), and the output is scored against the gold fil
 aligned by characters (``biaffine.alignment``). With ``--spacy LANG`` a rule-based front end
 replaces the segmenter for a second row: spaCy's ``blank(LANG)`` tokenizer with its
 ``sentencizer`` (no statistical model, no multi-word tokens), on each paragraph, followed by
-the same parser. Also timed (best of ``--rounds``): the pipeline on the raw text against the
+the same parser. With ``--gold-sentence-ends`` a row more keeps the segmenter's tokens but
+ends sentences where the gold file does (and nowhere else): what perfect sentence splitting
+would be worth. Also timed (best of ``--rounds``): the pipeline on the raw text against the
 parser alone on the gold tokenization (the gold file's words, same columns).
 
 Usage::
 
     python experiments/raw_text.py --treebank UD_English-EWT --segmenter seg/best.pt \\
-        [--parser run/best.pt] [--spacy en] [--threads 2] [--json out.json]
+        [--parser run/best.pt] [--spacy en] [--gold-sentence-ends] [--threads 2] [--json out.json]
 """
 
 from __future__ import annotations
@@ -23,15 +25,20 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
+
 from biaffine.alignment import EndToEndScores, evaluate_end_to_end
 from biaffine.api import Parser
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.pipeline import segmented
 from biaffine.runtime import best_seconds, set_threads
 from biaffine.segmenting import Segmenter
-from rawtext import Document, Paragraph, Token, corpus_text, to_conllu
+from rawtext import Document, Paragraph, Token, corpus_text, labelled_documents, to_conllu
 from rawtext import Sentence as TextSentence
 from rawtext.chars import paragraph_spans
+from rawtext.labels import MWT_END, MWT_SENTENCE_END, SENTENCE_END, TOKEN_END
+from rawtext.mwt import segment_with
 
 COLUMNS = ("Tokens", "Sentences", "Words", "UPOS", "XPOS", "UFeats", "AllTags", "Lemmas")
 COLUMNS += ("UAS", "LAS", "CLAS", "MLAS", "BLEX")
@@ -62,6 +69,42 @@ def spacy_sentences(text: str, language: str) -> list[Sentence]:
             paragraphs.append(Paragraph(tuple(sentences)))
     lines = "".join(to_conllu(Document(text, tuple(paragraphs))))
     return list(read_conllu(io.StringIO(lines))) if lines else []
+
+
+def corpus_labels(gold: Path) -> npt.NDArray[np.uint8]:
+    """uint8[len(corpus_text(gold))]: the gold class of each character of the corpus text."""
+    parts = []
+    for document in labelled_documents(gold):
+        parts += [document.labels, np.zeros(1, np.uint8)]  # the newline between documents
+    return np.concatenate(parts[:-1]) if parts else np.zeros(0, np.uint8)
+
+
+def with_sentence_ends(found: npt.NDArray[np.uint8], gold: npt.NDArray[np.uint8]) -> np.ndarray:
+    """The segmenter's classes ``found`` with the sentence ends of the ``gold`` classes.
+
+    Tokens and multi-word tokens stay as found; a sentence ends exactly where a gold sentence
+    does (a token end is added there if the segmenter had none).
+    """
+    ends = np.isin(gold, (SENTENCE_END, MWT_SENTENCE_END))
+    mwt = np.isin(found, (MWT_END, MWT_SENTENCE_END))
+    classes = np.where(found > 0, np.where(mwt, MWT_END, TOKEN_END), found)
+    classes[ends] = np.where(mwt[ends], MWT_SENTENCE_END, SENTENCE_END)
+    return classes.astype(np.uint8)
+
+
+class GoldSentenceEnds:
+    """A segmenter's tokens with a gold file's sentence ends, for that file's corpus text."""
+
+    def __init__(self, segmenter: Segmenter, gold: Path) -> None:
+        """Read the gold classes of ``gold``'s corpus text; tokens come from ``segmenter``."""
+        self.segmenter, self.labels, self.mwt = segmenter, corpus_labels(gold), segmenter.mwt
+
+    def segment(self, text: str) -> Document:
+        """As ``Segmenter.segment``; ``text`` must be the gold file's corpus text."""
+        if len(text) != len(self.labels):
+            raise ValueError("GoldSentenceEnds segments its gold file's corpus text only")
+        classes = with_sentence_ends(self.segmenter.classes(text), self.labels)
+        return segment_with(text, classes, self.mwt)
 
 
 def _token(offset: int, token: object) -> Token:
@@ -119,6 +162,7 @@ def main() -> None:
     options.add_argument("--segmenter", type=Path, required=True)
     options.add_argument("--parser", type=Path, default=None, help="none: segmentation only")
     options.add_argument("--spacy", default=None, help="a spaCy language code, e.g. en")
+    options.add_argument("--gold-sentence-ends", action="store_true", help="a row with them")
     options.add_argument("--threads", type=int, default=2)
     options.add_argument("--rounds", type=int, default=3)
     options.add_argument("--root", type=Path, default=os.environ.get("UD_ROOT"))
@@ -134,6 +178,9 @@ def main() -> None:
         set_threads(args.threads)
         segmenter = Segmenter.load(args.segmenter)
     systems = {"ours": segmented(segmenter, text)}
+    if args.gold_sentence_ends:
+        oracle = GoldSentenceEnds(segmenter, gold)
+        systems["ours, gold sentence ends"] = segmented(oracle, text)
     if args.spacy:
         systems["spaCy blank + sentencizer"] = spacy_sentences(text, args.spacy)
     rows = [
