@@ -23,8 +23,8 @@ import numpy as np
 from biaffine import installed
 from biaffine.segmenting import Segmenter
 from biaffine.segmenting.spans import segment_spans
-from rawtext import corpus_text
-from rawtext.labels import is_mwt_class, labelled_documents
+from rawtext import labelled_corpus
+from rawtext.labels import is_mwt_class
 from rawtext.mwt import split_shares
 
 
@@ -40,10 +40,8 @@ def mwt_ends(text: str, classes: np.ndarray, always: set[str]) -> set[int]:
 
 def report(segmenter: Segmenter, path: Path, shares: dict[str, float], cuts: Sequence[float]):
     """One Markdown row per share (the first: the class alone) for the file at ``path``."""
-    text = corpus_text(path)
-    separators = [np.zeros(1, np.uint8)]  # corpus_text's line between two documents
-    parts = [np.concatenate([d.labels, *separators]) for d in labelled_documents(path)]
-    gold = np.concatenate(parts)[: len(text)]
+    corpus = labelled_corpus(path)
+    text, gold = corpus.text, corpus.labels
     truth = mwt_ends(text, gold, set())
     classes = segmenter.classes(text)
     for cut in (None, *cuts):

@@ -34,7 +34,7 @@ from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.pipeline import segmented
 from biaffine.runtime import best_seconds, set_threads
 from biaffine.segmenting import Segmenter
-from rawtext import Document, Paragraph, Token, corpus_text, labelled_documents, to_conllu
+from rawtext import Document, LabelledText, Paragraph, Token, labelled_corpus, to_conllu
 from rawtext import Sentence as TextSentence
 from rawtext.chars import paragraph_spans
 from rawtext.labels import MWT_END, MWT_SENTENCE_END, SENTENCE_END, TOKEN_END
@@ -71,14 +71,6 @@ def spacy_sentences(text: str, language: str) -> list[Sentence]:
     return list(read_conllu(io.StringIO(lines))) if lines else []
 
 
-def corpus_labels(gold: Path) -> npt.NDArray[np.uint8]:
-    """uint8[len(corpus_text(gold))]: the gold class of each character of the corpus text."""
-    parts = []
-    for document in labelled_documents(gold):
-        parts += [document.labels, np.zeros(1, np.uint8)]  # the newline between documents
-    return np.concatenate(parts[:-1]) if parts else np.zeros(0, np.uint8)
-
-
 def with_sentence_ends(found: npt.NDArray[np.uint8], gold: npt.NDArray[np.uint8]) -> np.ndarray:
     """The segmenter's classes ``found`` with the sentence ends of the ``gold`` classes.
 
@@ -93,11 +85,11 @@ def with_sentence_ends(found: npt.NDArray[np.uint8], gold: npt.NDArray[np.uint8]
 
 
 class GoldSentenceEnds:
-    """A segmenter's tokens with a gold file's sentence ends, for that file's corpus text."""
+    """A segmenter's tokens with the sentence ends of a gold file's corpus text."""
 
-    def __init__(self, segmenter: Segmenter, gold: Path) -> None:
-        """Read the gold classes of ``gold``'s corpus text; tokens come from ``segmenter``."""
-        self.segmenter, self.labels, self.mwt = segmenter, corpus_labels(gold), segmenter.mwt
+    def __init__(self, segmenter: Segmenter, gold: LabelledText) -> None:
+        """Tokens come from ``segmenter``, sentence ends from ``gold`` (``labelled_corpus``)."""
+        self.segmenter, self.labels, self.mwt = segmenter, gold.labels, segmenter.mwt
 
     def segment(self, text: str) -> Document:
         """As ``Segmenter.segment``; ``text`` must be the gold file's corpus text."""
@@ -169,7 +161,8 @@ def main() -> None:
     options.add_argument("--json", type=Path, default=None)
     args = options.parse_args()
     gold = test_file(args.root, args.treebank)
-    text = corpus_text(gold)
+    corpus = labelled_corpus(gold)
+    text = corpus.text
     parser = None
     if args.parser is not None:
         parser = Parser.load(args.parser, threads=args.threads, segmenter=args.segmenter)
@@ -179,7 +172,7 @@ def main() -> None:
         segmenter = Segmenter.load(args.segmenter)
     systems = {"ours": segmented(segmenter, text)}
     if args.gold_sentence_ends:
-        oracle = GoldSentenceEnds(segmenter, gold)
+        oracle = GoldSentenceEnds(segmenter, corpus)
         systems["ours, gold sentence ends"] = segmented(oracle, text)
     if args.spacy:
         systems["spaCy blank + sentencizer"] = spacy_sentences(text, args.spacy)

@@ -27,6 +27,7 @@ from .labels import (
     TOKEN_END,
     LabelledText,
     corpus_text,
+    labelled_corpus,
     labelled_documents,
 )
 from .mwt import MwtExpander
@@ -52,6 +53,7 @@ __all__ = [
     "TreebankSentence",
     "TreebankToken",
     "corpus_text",
+    "labelled_corpus",
     "labelled_documents",
     "read_sentences",
     "segment",

@@ -92,13 +92,22 @@ def labelled_documents(source: str | Path | TextIO) -> list[LabelledText]:
     return documents
 
 
-def corpus_text(source: str | Path) -> str:
-    """A treebank file's whole raw text: its documents one blank line apart.
+def labelled_corpus(source: str | Path) -> LabelledText:
+    """A treebank file's whole raw text, its documents one blank line apart, with its classes.
 
-    What a user would give the segmenter, and what end-to-end scores are measured on (the
-    documents' texts as :func:`labelled_documents` rebuilds them).
+    The text is what a user would give the segmenter and what end-to-end scores are measured
+    on (the documents' texts as :func:`labelled_documents` rebuilds them); the line between two
+    documents is class NONE.
     """
-    return "\n".join(document.text for document in labelled_documents(source))
+    documents = labelled_documents(source)
+    text = "\n".join(document.text for document in documents)
+    parts = [part for d in documents for part in (d.labels, np.zeros(1, np.uint8))][:-1]
+    return LabelledText(text, np.concatenate(parts) if parts else np.zeros(0, np.uint8))
+
+
+def corpus_text(source: str | Path) -> str:
+    """The text of :func:`labelled_corpus`: a treebank file's whole raw text."""
+    return labelled_corpus(source).text
 
 
 def sentence_surface(sentence: TreebankSentence) -> str:

@@ -76,17 +76,17 @@ class _NoSentenceEnds:
 
 def test_gold_sentence_ends_keep_the_tokens_and_take_the_gold_sentences(tmp_path: Path) -> None:
     from biaffine.pipeline import segmented
-    from rawtext import corpus_text
+    from rawtext import labelled_corpus
 
     gold = tmp_path / "gold.conllu"
     gold.write_text(GOLD_TWO_DOCUMENTS, encoding="utf-8")
-    text = corpus_text(gold)
-    labels = study.corpus_labels(gold)
-    assert len(labels) == len(text)
-    stub = _NoSentenceEnds(labels)
+    corpus = labelled_corpus(gold)
+    text = corpus.text
+    assert len(corpus.labels) == len(text)
+    stub = _NoSentenceEnds(corpus.labels)
     found = segmented(stub, text)
     assert [s.metadata["text"] for s in found] == ["He", "left! She came.", "Bye."]
-    oracle = study.GoldSentenceEnds(stub, gold)
+    oracle = study.GoldSentenceEnds(stub, corpus)
     sentences = segmented(oracle, text)
     assert [s.metadata["text"] for s in sentences] == ["He left!", "She came.", "Bye."]
     assert [s.forms for s in sentences][2] == ["Bye."]  # the stub's tokens, kept whole

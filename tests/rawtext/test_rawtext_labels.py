@@ -68,6 +68,22 @@ def test_small_file_rebuilds_text_and_classes_exactly() -> None:
     assert first.labels.dtype == np.uint8
 
 
+def test_the_labelled_corpus_joins_the_documents_with_a_line_of_class_none(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "small.conllu"
+    path.write_text(SMALL, encoding="utf-8")
+    first, second = labelled_documents(path)
+    corpus = lab.labelled_corpus(path)
+    assert corpus.text == first.text + "\n" + second.text == lab.corpus_text(path)
+    assert corpus.labels.tolist() == [*first.labels.tolist(), 0, *second.labels.tolist()]
+    assert corpus.labels.dtype == np.uint8
+    empty = tmp_path / "empty.conllu"
+    empty.write_text("# a comment only\n\n", encoding="utf-8")
+    assert lab.labelled_corpus(empty).text == ""
+    assert len(lab.labelled_corpus(empty).labels) == 0
+
+
 def test_empty_nodes_are_not_tokens_and_mwt_words_are_kept() -> None:
     sentence = next(read_sentences(io.StringIO(SMALL)))
     assert [t.form for t in sentence.tokens] == ["Du", "vin", ",", "dit-il", "."]
