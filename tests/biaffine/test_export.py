@@ -197,7 +197,9 @@ def test_the_dense_character_path_gives_the_packed_vectors(
     for batch in mixed_batches(ewt_test, vocabs):
         with torch.inference_mode():
             dense, packed = chars.dense(batch.chars), chars(batch.chars)
-        torch.testing.assert_close(dense, packed, rtol=0, atol=1e-6)
+        # 1e-5, the bound for exported scores: the two paths sum in different orders
+        # (an Intel Xeon with AMX differed by 1.4e-6 at a value of 2.4, about 5 float32 ulps).
+        torch.testing.assert_close(dense, packed, rtol=0, atol=1e-5)
         assert not dense[batch.chars[..., 0] == 0].any()  # padding words: zeros
 
 
