@@ -13,18 +13,23 @@ row per model:
   probability (:func:`biaffine.inference.choices.doubtful`; above 1: every word the lexicon
   holds); this chose :data:`~biaffine.inference.choices.TAGGER_DOUBT` (docs/tags.md).
 
+- with ``--train NAME=TRAIN.conllu``, XPOS and whole FEATS at that threshold with the lexicon's
+  (form, UPOS) analyses kept only for the pairs seen at least 1, 2, 3 or 5 times in the
+  training file: whether one occurrence is evidence enough (docs/tags.md).
+
 Each table shows its column's choice alone: LEMMA, XPOS and FEATS are keyed by the tagger's
 UPOS. A model without an XPOS tagger (Sequoia) gets no XPOS row.
 
 Usage::
 
     PYTHONPATH=. python experiments/lexicon_choices.py --model en_ewt=DEV.conllu \
-        --model tr_imst=DEV.conllu
+        --model tr_imst=DEV.conllu [--train tr_imst=TRAIN.conllu]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -33,11 +38,13 @@ from biaffine import models
 from biaffine.api import Parser
 from biaffine.data.columns import strings
 from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.data.lexicon import Lexicon, LexiconCounts
 from biaffine.inference import choices
 from biaffine.models.scoring import THREADS
 
 SHARES = (0.001, 0.01, 0.05, 0.1, 0.5)
 DOUBTS = (0.5, 0.8, 0.9, 0.95, 0.99, 1.01)
+MIN_COUNTS = (1, 2, 3, 5)
 
 Captured = list[tuple[dict[str, np.ndarray], list[Sentence]]]
 Choose = Callable[[dict[str, np.ndarray], Sentence, slice], list[str]]
@@ -114,12 +121,44 @@ def tag_rule(parser: Parser, column: str, doubt: float | None) -> Choose:
     return choose
 
 
+def seen_at_least(lexicon: Lexicon, counts: LexiconCounts, times: int) -> Lexicon:
+    """``lexicon`` with only the (form, UPOS) analyses seen ``times`` or more in ``counts``."""
+    analyses = {
+        column: {
+            key: value
+            for key, value in table.items()
+            if counts.analyses[column][key].total() >= times
+        }
+        for column, table in lexicon.analyses.items()
+    }
+    return dataclasses.replace(lexicon, analyses=analyses)
+
+
+def min_count_rows(name: str, batches: Captured, parser: Parser, train: str) -> list[str]:
+    """One row per column of :data:`~biaffine.data.columns.ANALYSED`: accuracy by minimum count."""
+    counts = LexiconCounts()
+    for sentence in read_conllu(train):
+        counts.add(sentence)
+    vocabs, shipped = parser.vocabs, parser.vocabs.lexicon
+    rows = []
+    for column in shipped.analyses:
+        values = []
+        for times in MIN_COUNTS:
+            vocabs.lexicon = seen_at_least(shipped, counts, times)
+            values.append(accuracy(batches, column, tag_rule(parser, column, choices.TAGGER_DOUBT)))
+        vocabs.lexicon = shipped
+        rows.append(f"| {name} | {column} | " + " | ".join(f"{v:.2f}" for v in values) + " |")
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the two tables."""
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--model", action="append", required=True, help="NAME=FILE.conllu")
+    options.add_argument("--train", action="append", default=[], help="NAME=TRAIN.conllu")
     args = options.parse_args(argv)
-    rows: dict[str, list[str]] = {"lemma": [], "upos": [], "xpos": [], "feats": []}
+    trains = dict(item.split("=", 1) for item in args.train)
+    rows: dict[str, list[str]] = {"lemma": [], "upos": [], "xpos": [], "feats": [], "count": []}
     for item in args.model:
         name, path = item.split("=", 1)
         batches, parser = captured_scores(name, list(read_conllu(path)))
@@ -132,6 +171,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         }
         for column, values in (("lemma", lemmas), *tags.items()):
             rows[column].append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in values) + " |")
+        if name in trains:
+            rows["count"] += min_count_rows(name, batches, parser, trains[name])
     for title, column, thresholds in (
         ("Lemmas; runner-up share", "lemma", SHARES),
         ("UPOS; lexicon below", "upos", DOUBTS),
@@ -142,6 +183,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"\n{title}\n\n| model | {first} | " + " | ".join(map(str, thresholds)) + " |")
         print("|---|" + "--:|" * (len(thresholds) + 1))
         print("\n".join(rows[column]))
+    if rows["count"]:
+        print(f"\nAnalyses kept if seen at least (lexicon below {choices.TAGGER_DOUBT})\n")
+        print("| model | column | " + " | ".join(map(str, MIN_COUNTS)) + " |")
+        print("|---|---|" + "--:|" * len(MIN_COUNTS))
+        print("\n".join(rows["count"]))
 
 
 if __name__ == "__main__":
