@@ -9,6 +9,7 @@ sentence is :func:`biaffine.results.with_result`. Torch-free, for both.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -27,6 +28,7 @@ __all__ = [
     "PredictOptions",
     "check_arguments",
     "check_options",
+    "check_source",
     "parse_columns",
     "read_sentences",
     "request_of",
@@ -152,17 +154,22 @@ def check_arguments(
     """Refuse the arguments of a parse of ``source`` into ``dest`` that cannot work.
 
     A format not in ``formats``, a chunk size below 1, options that do not combine
-    (:func:`check_options`), an output folder that does not exist, an output that is the input.
+    (:func:`check_options`), an input that is not there or is a folder, an output folder that
+    does not exist, an output that is the input. Called before a model loads (seconds), so a
+    mistyped path costs none of them.
 
     Raises:
         ValueError: one line naming the setting.
-        FileNotFoundError: the folder of ``dest`` does not exist.
+        FileNotFoundError: ``source`` or the folder of ``dest`` does not exist.
+        IsADirectoryError: ``source`` is a folder.
     """
     if fmt not in formats:
         raise ValueError(f"format={fmt!r}; expected one of {', '.join(formats)}")
     if chunk < 1:
         raise ValueError(f"chunk_sentences={chunk} must be >= 1")
     check_options(options, decoder, fmt)
+    if str(source) != STDIO:
+        check_source(source)
     if str(dest) == STDIO:
         return
     if not Path(dest).parent.is_dir():
@@ -171,6 +178,18 @@ def check_arguments(
     files = str(source) != STDIO and Path(dest).exists() and Path(source).exists()
     if files and os.path.samefile(source, dest):
         raise ValueError(f"output {dest} is the input file {source}: choose another output path")
+
+
+def check_source(source: str | os.PathLike[str]) -> None:
+    """Refuse an input path that is not there or is a folder, as opening it would.
+
+    Pipes, devices and ``/dev/stdin`` pass: only reading them tells more.
+    """
+    path = Path(source)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(source))
+    if not path.exists():
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(source))
 
 
 def read_sentences(source: str | os.PathLike[str], fmt: str) -> Iterator[Sentence]:

@@ -125,6 +125,12 @@ def test_every_experiment_passes_the_settings_check() -> None:
         ),
         ([f"input={TINY}", "model=xx_none"], r"no model named 'xx_none'; installed: .*"),
         ([f"checkpoint={CHECKPOINT}"], r"missing setting input \(give input=\.\.\.\)"),
+        # The input is checked before the checkpoint is read: a mistyped path costs no loading.
+        (
+            ["checkpoint=/nonexistent/best.pt", "input=/nonexistent/in.conllu"],
+            r"/nonexistent/in\.conllu: No such file or directory",
+        ),
+        (["checkpoint=/nonexistent/best.pt", f"input={ROOT}"], rf"{ROOT}: Is a directory"),
     ],
 )
 def test_predict_refuses_bad_settings_in_one_line(args: list[str], pattern: str, tmp_path) -> None:
