@@ -238,6 +238,16 @@ def test_the_readmes_table_shows_what_each_card_says() -> None:
         assert cells[6] == f"{card['size_bytes'] / 1e6:.1f} MB", name
 
 
+def test_the_readme_states_the_size_of_the_committed_models() -> None:
+    files = [path for path in installed.SHIPPED.glob("*/*") if path.is_file()]
+    total = sum(path.stat().st_size for path in files)  # du -cb models/*/*
+    stated = re.search(
+        r"The committed models take (\d+) MB in all", (ROOT / "README.md").read_text()
+    )
+    assert stated is not None
+    assert int(stated.group(1)) == round(total / 1e6)
+
+
 def test_loading_and_parsing_by_name_never_touch_the_network(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("a socket was opened")
