@@ -175,7 +175,7 @@ def check_arguments(
     if not Path(dest).parent.is_dir():
         raise FileNotFoundError(f"output {dest}: the folder {Path(dest).parent} does not exist")
     # Device and inode, not resolved names: a hard link to the input is the input.
-    files = str(source) != STDIO and Path(dest).exists() and Path(source).exists()
+    files = str(source) != STDIO and Path(dest).exists()  # the input exists: check_source
     if files and os.path.samefile(source, dest):
         raise ValueError(f"output {dest} is the input file {source}: choose another output path")
 

@@ -118,13 +118,14 @@ def test_a_file_named_like_a_model_is_read_as_that_file(tmp_path, monkeypatch) -
     assert parser.segmenter is None
 
 
-QUICK_START = f'echo "{FOX}" | python predict.py model=en_ewt input=- format=raw'
+QUICK_ARGS = ("predict.py", "model=en_ewt", "input=-", "format=raw")
+QUICK_START = f'echo "{FOX}" | python {" ".join(QUICK_ARGS)}'
 
 
 @pytest.fixture(scope="module")
 def quick_start() -> subprocess.CompletedProcess[str]:
     """The README's first command, run as it reads."""
-    done = run("predict.py", "model=en_ewt", "input=-", "format=raw", stdin=FOX + "\n")
+    done = run(*QUICK_ARGS, stdin=FOX + "\n")
     assert done.returncode == 0, done.stderr
     return done
 
