@@ -17,6 +17,7 @@ import logging
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+import decoding
 from biaffine import installed
 from biaffine.cli import refuse_missing, report_user_errors
 from biaffine.inference.settings import DecoderSettings
@@ -82,6 +83,9 @@ def _predict_onnx(cfg: DictConfig, decoder: DecoderSettings) -> None:
     given = [name for name, on in unread.items() if on]
     if given:
         raise ValueError(f"{', '.join(given)} with runtime=onnx: {SUPPORTED}")
+    # A torch-free command: the decoders' ahead-of-time build spares it numba (about 130 MiB).
+    if not decoding.use_compiled():
+        log.info("decoders not compiled ahead of time (python -m decoding.aot): numba is loaded")
     sentences, seconds = predict_file(
         cfg.onnx,
         cfg.input,

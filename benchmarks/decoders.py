@@ -57,6 +57,11 @@ import numpy as np
 import decoding
 from decoding import _batch, baselines, tarjan
 
+try:
+    from decoding import _drive as _driver
+except ImportError:  # a checkout from before the drivers left decoding._batch
+    _driver = _batch
+
 REPO = Path(__file__).resolve().parent.parent
 
 try:
@@ -207,23 +212,23 @@ def _find_driver(single: bool) -> tuple[str, Callable] | None:
     Only for the cost breakdown (API = argument handling + driver); None if it cannot be found.
     With ``single``, the entry point the API uses for one matrix, if it has one.
     """
-    if single and hasattr(_batch, "decode_single") and hasattr(_batch, "MST"):
+    if single and hasattr(_driver, "decode_single") and hasattr(_driver, "MST"):
 
         def call(scores: np.ndarray, lengths: np.ndarray) -> np.ndarray:
             heads = np.full(scores.shape[1], -1, dtype=np.int64)
-            status, _, _ = _batch.decode_single(_batch.MST, scores[0], True, heads)
+            status, _, _ = _driver.decode_single(_driver.MST, scores[0], True, heads)
             _kernel_status(status, "decode_single")
             return heads[None]
 
-        return "decoding._batch.decode_single(MST, ...)", call
-    if hasattr(_batch, "decode") and hasattr(_batch, "MST"):  # returns (heads, where[B, 3])
+        return f"{_driver.__name__}.decode_single(MST, ...)", call
+    if hasattr(_driver, "decode") and hasattr(_driver, "MST"):  # returns (heads, where[B, 3])
 
         def call(scores: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-            heads, where = _batch.decode(_batch.MST, scores, lengths, True)
+            heads, where = _driver.decode(_driver.MST, scores, lengths, True)
             _kernel_status(int(where[:, 0].max()), "batch driver")
             return heads
 
-        return "decoding._batch.decode(MST, ...)", call
+        return f"{_driver.__name__}.decode(MST, ...)", call
     if hasattr(_batch, "mst"):  # returns (heads, status[B])
 
         def call(scores: np.ndarray, lengths: np.ndarray) -> np.ndarray:

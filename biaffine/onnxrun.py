@@ -24,12 +24,11 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnxruntime
 
-import transitions
 from biaffine.data.conllu import Sentence
 from biaffine.data.encoding import (
     PARSING_COLUMNS,
@@ -64,6 +63,11 @@ from biaffine.predict_options import (
 )
 from biaffine.results import ParsedTree, parsed_tree, with_result
 from biaffine.segmenting.onnxrun import OnnxSegmenter
+
+# A graph parser decodes without numba where decoding.aot's build is there: transitions (numba
+# kernels) is imported for a transition parser's search only.
+if TYPE_CHECKING:
+    import transitions
 
 __all__ = [
     "FORMATS",
@@ -121,6 +125,8 @@ class Searcher:
     @classmethod
     def of(cls, manifest: dict[str, Any]) -> Searcher:
         """The search of an exported transition parser."""
+        import transitions
+
         config = manifest["model_config"]
         system = transitions.get_system(
             config["system"],

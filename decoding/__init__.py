@@ -20,11 +20,16 @@ Example::
     heads = decoding.constrained(matrix, fixed_heads=given, forbidden=banned, root=3)
 """
 
-from ._batch import get_num_threads, set_num_threads
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._drive import get_num_threads, set_num_threads, use_compiled
 from .api import DECODERS, check_algorithm, decode, eisner, greedy, mst
-from .constrained import constrained
-from .kbest import KBest, kbest
-from .trees import count_roots, is_projective, is_tree, tree_score
+
+if TYPE_CHECKING:
+    from ._constrained import constrained
+    from ._kbest import KBest, kbest
+    from .trees import count_roots, is_projective, is_tree, tree_score
 
 __all__ = [
     "DECODERS",
@@ -42,4 +47,26 @@ __all__ = [
     "mst",
     "set_num_threads",
     "tree_score",
+    "use_compiled",
 ]
+
+# The decoders above import no numba until they decode (decoding._drive); these modules define
+# numba kernels at import, so they are imported on first use: a torch-free parse that decodes
+# with the ahead-of-time build (decoding.aot) never loads numba.
+_LAZY = {
+    "constrained": "_constrained",
+    "KBest": "_kbest",
+    "kbest": "_kbest",
+    "count_roots": "trees",
+    "is_projective": "trees",
+    "is_tree": "trees",
+    "tree_score": "trees",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value

@@ -1,4 +1,4 @@
-"""Batch drivers: check and copy each sentence, decode it, and spread sentences over threads.
+"""Batch kernels: check and copy each sentence and decode it (:mod:`decoding._drive` calls them).
 
 The loops are cached, GIL-free numba functions run on a few Python threads, instead of
 ``parallel=True`` drivers: those cannot be cached safely (numba #8578) and recompiling them cost
@@ -11,34 +11,20 @@ it is only checked, since the MST kernel never reads row 0 or the diagonal.
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import numba
 import numpy as np
 
 from tiered import tiered
 
+from ._drive import BEST_OF_ROOTS, BLOCK, EISNER, GREEDY, MST
+from ._eisner import eisner_kernel
 from .baselines import best_of_roots_kernel
-from .eisner import eisner_kernel
 from .status import NAN, NO_HEAD, NO_ROOT_ARC, OK, POSINF
 from .tarjan import mst_kernel
 from .trees import greedy_kernel
 from .types import BoolArray, FloatArray, IntArray
 
 Where = tuple[int, int, int]  # (status, d, h), as a row of ``where``
-
-# Algorithms understood by :func:`_decode_one`.
-MST, EISNER, GREEDY, BEST_OF_ROOTS = 0, 1, 2, 3
-
-
-# Threads claim blocks of this many consecutive sentences: whole blocks keep two threads from
-# writing the same cache line of ``where`` (3 int64 per sentence) over and over, and small ones
-# leave little work for one thread alone at the end of a batch.
-_BLOCK = 16
-
-# Below this many score entries in a batch, threads cost more than they save.
-_MIN_PARALLEL_WORK = 50_000
 
 
 @numba.njit(cache=True, nogil=True)
@@ -187,9 +173,9 @@ def _decode_blocks(
     claimed: BoolArray,
     start: int,
 ) -> None:
-    """Decode each block of ``_BLOCK`` consecutive sentences that no other thread has claimed.
+    """Decode each block of ``BLOCK`` consecutive sentences that no other thread has claimed.
 
-    ``claimed`` is bool[ceil(B / _BLOCK)], shared by the threads. Each walks the blocks from its
+    ``claimed`` is bool[ceil(B / BLOCK)], shared by the threads. Each walks the blocks from its
     own ``start`` (so that they do not all begin on block 0), wrapping around, and takes every
     free one it meets (a dynamic schedule): a thread that starts late or gets less of the CPU
     takes fewer blocks instead of holding up the batch. A claim is a plain read then write, not
@@ -203,7 +189,7 @@ def _decode_blocks(
         if claimed[block]:
             continue
         claimed[block] = True
-        for b in range(block * _BLOCK, min((block + 1) * _BLOCK, batch)):
+        for b in range(block * BLOCK, min((block + 1) * BLOCK, batch)):
             _decode_sentence(algorithm, scores, lengths, root_constraint, heads, where, b)
 
 
@@ -294,8 +280,9 @@ def _best_of_roots_blocks(
 
 
 # Tiered (see tiered): in a fresh environment they run as plain Python while a
-# background process compiles them into numba's cache.
-_SINGLE = {
+# background process compiles them into numba's cache. decoding.aot compiles the same functions
+# ahead of time, for a process that never imports numba.
+SINGLE = {
     MST: tiered(_mst_single),
     EISNER: tiered(_eisner_single),
     GREEDY: tiered(_greedy_single),
@@ -307,87 +294,3 @@ BLOCKS = {
     GREEDY: tiered(_greedy_blocks),
     BEST_OF_ROOTS: tiered(_best_of_roots_blocks),
 }
-
-
-def decode_single(
-    algorithm: int, matrix: FloatArray, root_constraint: bool, heads: IntArray
-) -> Where:
-    """One float64[n+1, n+1] matrix into ``heads`` int64[n+1], unspecified unless status is OK.
-
-    Returns ``(status, d, h)`` as in ``where``. A separate entry point because a numba call costs
-    about 1 microsecond per argument, and boxing a returned array as much again: that dominates
-    the decoding time of short sentences. The caller's buffer and plain integers avoid the boxing.
-    """
-    return _SINGLE[algorithm](matrix, root_constraint, heads)
-
-
-_threads = numba.config.NUMBA_NUM_THREADS  # cores, or the NUMBA_NUM_THREADS variable
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-_pool_lock = threading.Lock()
-
-
-def set_num_threads(threads: int) -> None:
-    """Decode batches on at most this many threads (default: all cores).
-
-    Plain Python threads, not numba's threading layer: starting that layer would reset the
-    OpenMP thread count that PyTorch shares with it.
-    """
-    global _threads
-    if not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
-    _threads = threads
-
-
-def get_num_threads() -> int:
-    """The number of threads batches are decoded on."""
-    return _threads
-
-
-def _executor(threads: int) -> ThreadPoolExecutor:
-    """The process's pool, grown to at least ``threads`` workers.
-
-    The pool outlives changes of the thread count: a fresh pool per change would start new
-    threads (each with a new malloc arena) inside the next timed call.
-    """
-    global _pool, _pool_size
-    with _pool_lock:
-        if _pool is None or _pool_size < threads:
-            # A caller may still be submitting to the old pool: dropping it (not shutting it
-            # down) lets those jobs run; its idle workers exit once it is garbage-collected.
-            _pool, _pool_size = ThreadPoolExecutor(max_workers=threads), threads
-        return _pool
-
-
-def decode(
-    algorithm: int, scores: FloatArray, lengths: IntArray, root_constraint: bool
-) -> tuple[IntArray, IntArray]:
-    """Decode every sentence of a checked batch.
-
-    Args:
-        algorithm: MST, EISNER, GREEDY or BEST_OF_ROOTS.
-        scores: float64[B, N+1, N+1], C-contiguous, dependent-major.
-        lengths: int64[B], each in [1, N].
-        root_constraint: exactly one word on ROOT (MST and EISNER only).
-
-    Returns:
-        heads int64[B, N+1] (-1 at ROOT, padding and failed sentences) and where int64[B, 3]:
-        (status, d, h) per sentence, status OK or one of the codes above.
-    """
-    batch, width = scores.shape[0], scores.shape[1]
-    heads = np.full((batch, width), -1, dtype=np.int64)
-    where = np.zeros((batch, 3), dtype=np.int64)
-    blocks = -(-batch // _BLOCK)
-    args = (scores, lengths, root_constraint, heads, where, np.zeros(blocks, np.bool_))
-    run = BLOCKS[algorithm]
-    threads = min(_threads, blocks)
-    if threads <= 1 or int(np.square(lengths).sum()) < _MIN_PARALLEL_WORK:
-        run(*args, 0)
-        return heads, where
-    # The calling thread works too: one thread fewer to wake, and it starts at once.
-    pool = _executor(threads - 1)
-    jobs = [pool.submit(run, *args, t * blocks // threads) for t in range(1, threads)]
-    run(*args, 0)
-    for job in jobs:
-        job.result()
-    return heads, where

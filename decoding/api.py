@@ -1,7 +1,7 @@
 """Public decoders: validate once, normalise to float64 C-contiguous batches, dispatch to kernels.
 
 Every check on scores and lengths happens here, in Python, so the numba kernels can trust their
-input. ``is_tree`` and ``tree_score`` live in :mod:`decoding.trees` and are re-exported.
+input. Nothing here imports numba (:mod:`decoding._drive` picks the kernels).
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from . import _batch, status
+from . import _drive, status
 from ._inputs import as_array, check_float, check_integer
-from .trees import is_tree, tree_score
 from .types import FloatArray, IntArray
 
 __all__ = [
@@ -22,9 +21,7 @@ __all__ = [
     "decode",
     "eisner",
     "greedy",
-    "is_tree",
     "mst",
-    "tree_score",
 ]
 
 
@@ -90,12 +87,12 @@ def _run(
         if lengths is not None:
             raise ValueError("lengths is only for batched scores float[B, N+1, N+1]")
         heads = np.full(array.shape[0], -1, dtype=np.int64)
-        code, d, h = _batch.decode_single(algorithm, array, root_constraint, heads)
+        code, d, h = _drive.decode_single(algorithm, array, root_constraint, heads)
         if code != status.OK:
             raise _error(0, (code, d, h), True, reasons)
         return heads
     sizes = _lengths(lengths, array.shape[0], array.shape[1] - 1)
-    heads, where = _batch.decode(algorithm, array, sizes, root_constraint)
+    heads, where = _drive.decode(algorithm, array, sizes, root_constraint)
     failed = np.flatnonzero(where[:, 0])
     if failed.size:
         raise _error(int(failed[0]), where[failed[0]], False, reasons)
@@ -131,7 +128,7 @@ def mst(
             ``-inf`` masks leave no (single-rooted) tree. The message names the sentence.
     """
     reasons = {status.NO_TREE: _NO_TREE, status.NO_SINGLE_ROOT: _NO_SINGLE_ROOT}
-    return _run(_batch.MST, scores, lengths, root_constraint, reasons)
+    return _run(_drive.MST, scores, lengths, root_constraint, reasons)
 
 
 def eisner(
@@ -153,7 +150,7 @@ def eisner(
     """
     reason = "no projective tree" + (" with a single root" if root_constraint else "")
     return _run(
-        _batch.EISNER,
+        _drive.EISNER,
         scores,
         lengths,
         root_constraint,
@@ -178,13 +175,13 @@ def greedy(scores: npt.ArrayLike, lengths: npt.ArrayLike | None = None) -> IntAr
         ValueError: on a bad shape, dtype or lengths, NaN or +inf inside a sentence, or a word
             whose every head is ``-inf``.
     """
-    return _run(_batch.GREEDY, scores, lengths, False, {})
+    return _run(_drive.GREEDY, scores, lengths, False, {})
 
 
 def _best_of_roots(scores: npt.ArrayLike, lengths: npt.ArrayLike | None = None) -> IntArray:
     """Exact single-root MST by trying every root word (O(n^3)); for tests and benchmarks only."""
     reasons = {status.NO_TREE: _NO_TREE, status.NO_SINGLE_ROOT: _NO_SINGLE_ROOT}
-    return _run(_batch.BEST_OF_ROOTS, scores, lengths, True, reasons)
+    return _run(_drive.BEST_OF_ROOTS, scores, lengths, True, reasons)
 
 
 def _greedy_ignoring_root(

@@ -79,7 +79,7 @@ def _merge(
     int[k, 3] rows (base + q, i, j). Pair (i, j) enters the frontier after (i, j - 1), or after
     (i - 1, 0) when j = 0, which never scores less: every pair enters once, none before its
     turn. The frontier is a binary max-heap in ``keys`` float[>= Q + k] and ``items``
-    int[>= Q + k, 3], scratch space; ties go to the lowest split, as in decoding.eisner.
+    int[>= Q + k, 3], scratch space; ties go to the lowest split, as in decoding._eisner.
     """
     k = values.shape[0]
     values[:] = -np.inf
@@ -245,7 +245,7 @@ def kbest_eisner_kernel(
     """The k best projective trees of one sentence, best first (ties in any order).
 
     With ``root_constraint`` ROOT takes exactly one child r, whose item combines the complete
-    spans [1, r] and [r, n] (as in :func:`decoding.eisner.eisner_kernel`), merged over r.
+    spans [1, r] and [r, n] (as in :func:`decoding._eisner.eisner_kernel`), merged over r.
 
     Args:
         scores: float64[n+1, n+1], C-contiguous; ``scores[d, h]`` scores h -> d, ``-inf``

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 import decoding
-import transitions
 from biaffine.data.columns import ANALYSED, strings
 from biaffine.data.conllu import Sentence
 from biaffine.data.lexicon import Lexicon
@@ -23,7 +23,11 @@ from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.inference.request import Tree
 from biaffine.inference.settings import GraphDecoding, TransitionSearch
 from decoding.types import IntArray
-from transitions.projective import SEPARATOR, deprojectivize
+
+# transitions defines numba kernels at import: imported where a transition parser needs it, so
+# that a graph parse in ONNX Runtime loads no numba (decoding.aot).
+if TYPE_CHECKING:
+    import transitions
 
 __all__ = [
     "LEMMA_RUNNER_UP",
@@ -322,6 +326,8 @@ def deprojectivize_batch(heads: IntArray, rels: IntArray, rel_names: Sequence[st
         rels: int64[B, N+1] label ids into ``rel_names``, ``-1`` where heads is -1.
         rel_names: the relation vocabulary.
     """
+    from transitions.projective import SEPARATOR, deprojectivize
+
     encoded = np.array([SEPARATOR in name for name in rel_names] + [False])  # -1 reads False
     ids = {name: i for i, name in enumerate(rel_names)}
     for b in np.flatnonzero(encoded[rels].any(1)):
@@ -359,6 +365,8 @@ def find_trees(
             ``graph_weight`` > 0: the search adds ``graph_weight`` times their row-wise
             log-softmax (:func:`head_log_probs`, float64) per arc built.
     """
+    import transitions
+
     options = {"n_stack": n_stack, "n_buffer": n_buffer}
     beam = options | {"beam_size": settings.beam_size, "normalized": not global_scores}
     if settings.graph_weight > 0:

@@ -25,7 +25,10 @@ from rawtext.mwt import MwtExpander, segment_with
 
 __all__ = ["OnnxSegmenter"]
 
-WINDOWS_PER_RUN = 32  # the torch path's batch of windows
+# Windows per run of the graph (torch's path batches 32; each window is scored alone, so the
+# classes are the same). ONNX Runtime keeps the memory of its largest run: 32 windows of EWT
+# test's text peaked 70 MiB above 8, which were no slower (docs/onnx.md).
+WINDOWS_PER_RUN = 8
 
 
 class OnnxSegmenter:

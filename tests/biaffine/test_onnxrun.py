@@ -40,10 +40,11 @@ try:
 except SystemExit as exit:
     print(json.dumps({"exit": exit.code}))
 torch = [m for m, module in sys.modules.items() if m.split(".")[0] == "torch" and module]
-print(json.dumps({"torch": sorted(torch)}))
+numba = [m for m in sys.modules if m.split(".")[0] in ("numba", "llvmlite")]
+print(json.dumps({"torch": sorted(torch), "numba": sorted(numba)}))
 """
 """predict.py's main with the arguments given as JSON; prints the exit code and the modules of
-torch imported (the None that blocks it is no module)."""
+torch (the None that blocks it is no module) and of numba imported."""
 
 API_WITHOUT_TORCH = """
 import io, json, sys
@@ -73,7 +74,10 @@ def export_model(name: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The shipped EWT model exported."""
+    """The shipped EWT model exported, and the decoders compiled ahead of time as it does."""
+    from biaffine.export import compile_decoders
+
+    compile_decoders()
     return export_model("en_ewt", tmp_path_factory)
 
 
@@ -131,6 +135,7 @@ def test_onnx_runtime_writes_the_torch_paths_bytes_without_torch(
         settings.append(f"columns={columns}")
     found = predict_without_torch("runtime=onnx", "threads=1", *settings)
     assert found["torch"] == []
+    assert found["numba"] == []  # the decoders compiled ahead of time (decoding.aot)
     assert "exit" not in found, found["stderr"]
     # The same bytes although each runtime batches by its own default (5000 and 500 words).
     assert got.read_bytes() == wanted.read_bytes()

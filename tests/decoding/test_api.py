@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from strategies import FEASIBLE_KINDS, padded_batches, score_matrices
 
 import decoding
-from decoding import _batch
+from decoding import _batch, _drive
 from decoding.api import _best_of_roots
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
@@ -332,12 +332,12 @@ def test_thread_pool_survives_changes_of_the_thread_count():
     threads = decoding.get_num_threads()
     try:
         decoding.set_num_threads(2)
-        pool = _batch._executor(2)
+        pool = _drive._executor(2)
         decoding.set_num_threads(1)
         decoding.set_num_threads(2)
-        assert _batch._executor(2) is pool
-        assert _batch._executor(1) is pool  # a larger pool serves fewer threads
-        assert _batch._executor(3) is not pool  # and grows when more are asked for
+        assert _drive._executor(2) is pool
+        assert _drive._executor(1) is pool  # a larger pool serves fewer threads
+        assert _drive._executor(3) is not pool  # and grows when more are asked for
     finally:
         decoding.set_num_threads(threads)
 
@@ -366,15 +366,15 @@ def test_block_schedule_skips_claimed_blocks_and_wraps_around():
     # Threads share one claim flag per block of sentences: a thread starting at a later block
     # wraps around to the first, and leaves alone every block another thread has claimed.
     rng = np.random.default_rng(5)
-    size = 2 * _batch._BLOCK + 3  # three blocks, the last one partial
+    size = 2 * _drive.BLOCK + 3  # three blocks, the last one partial
     lengths = rng.integers(1, 9, size=size)
     scores = rng.normal(size=(size, 9, 9))
     heads = np.full((size, 9), -1, dtype=np.int64)
     where = np.zeros((size, 3), dtype=np.int64)
     claimed = np.array([False, True, False])
-    _batch.BLOCKS[_batch.MST](scores, lengths, True, heads, where, claimed, 2)
+    _batch.BLOCKS[_drive.MST](scores, lengths, True, heads, where, claimed, 2)
     assert claimed.all()
-    block = np.arange(size) // _batch._BLOCK
+    block = np.arange(size) // _drive.BLOCK
     expected = decoding.mst(scores, lengths)
     np.testing.assert_array_equal(heads[block != 1], expected[block != 1])
     assert (heads[block == 1] == -1).all()
@@ -386,8 +386,8 @@ SPECIALISATIONS = """
 import contextlib, json
 import numpy as np
 import decoding
-from decoding import _batch
-from decoding.eisner import eisner_kernel
+from decoding import _batch, _drive
+from decoding._eisner import eisner_kernel
 from decoding.trees import greedy_kernel
 
 rng = np.random.default_rng(6)
@@ -401,7 +401,7 @@ for dtype in (np.float32, np.float64):
             if decode is not decoding.greedy:
                 decode(batch[..., :3, :3], root_constraint=False)
 compiled = [_batch._check, _batch._copy, _batch._locate_invalid, eisner_kernel, greedy_kernel]
-compiled += [entry.dispatcher for entry in (*_batch._SINGLE.values(), *_batch.BLOCKS.values())]
+compiled += [entry.dispatcher for entry in (*_batch.SINGLE.values(), *_batch.BLOCKS.values())]
 print(json.dumps({f.py_func.__name__: [str(s) for s in f.signatures] for f in compiled}))
 """
 
@@ -433,7 +433,7 @@ def test_a_process_compiles_only_the_decoder_it_calls():
         "import numpy as np, decoding\n"
         "from decoding import _batch\n"
         "from decoding.baselines import best_of_roots_kernel\n"
-        "from decoding.eisner import eisner_kernel\n"
+        "from decoding._eisner import eisner_kernel\n"
         "from decoding.trees import greedy_kernel\n"
         "decoding.mst(np.zeros((3, 3)))\n"
         "decoding.mst(np.zeros((2, 3, 3)), [2, 1])\n"

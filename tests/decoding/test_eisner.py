@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from strategies import FEASIBLE_KINDS, score_matrices
 
 import decoding
-from decoding.eisner import eisner_kernel
+from decoding._eisner import eisner_kernel
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
 

@@ -14,7 +14,7 @@ import pytest
 from numba.core.dispatcher import Dispatcher
 
 import tiered
-from decoding import _batch
+from decoding import _batch, _drive
 from tiered import Tiered, interpreted
 
 pytestmark = pytest.mark.skipif(
@@ -168,7 +168,7 @@ def test_no_background_process_or_the_foreground_setting_compiles_at_once(monkey
 def test_a_dispatcher_has_one_entry_point_and_plain_functions_stay_plain():
     assert tiered.tiered(_sum_of_squares) is tiered.tiered(_sum_of_squares)
     assert tiered.tiered(_sum_of_squares.py_func) is _sum_of_squares.py_func
-    assert _batch._SINGLE[_batch.MST] is tiered.tiered(_batch._mst_single)
+    assert _batch.SINGLE[_drive.MST] is tiered.tiered(_batch._mst_single)
 
 
 def _python_twins():
@@ -202,8 +202,8 @@ def test_twins_call_only_twins():
 
 def test_a_twin_gives_what_the_machine_code_gives():
     rng = np.random.default_rng(3)
-    for algorithm in (_batch.MST, _batch.EISNER, _batch.GREEDY, _batch.BEST_OF_ROOTS):
-        entry = _batch._SINGLE[algorithm]
+    for algorithm in tuple(_drive.ALGORITHMS):
+        entry = _batch.SINGLE[algorithm]
         python = interpreted(entry.dispatcher, {})
         for n in (1, 2, 7, 30):
             matrix = rng.normal(size=(n + 1, n + 1))

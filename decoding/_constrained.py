@@ -24,8 +24,8 @@ import numpy.typing as npt
 from tiered import tiered
 
 from . import _batch, status
+from ._eisner import eisner_kernel
 from .api import _as_scores, _error
-from .eisner import eisner_kernel
 from .tarjan import mst_kernel
 from .types import BoolArray, FloatArray, IntArray
 

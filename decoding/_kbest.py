@@ -27,8 +27,8 @@ import numpy.typing as npt
 from tiered import tiered
 
 from . import _batch, status
+from ._constrained import check_sentence
 from .api import _as_scores, _error, _lengths
-from .constrained import check_sentence
 from .kbest_eisner import kbest_eisner_kernel
 from .tarjan import mst_kernel
 from .trees import tree_score_kernel
