@@ -8,7 +8,7 @@ The models are loaded once by name (:func:`biaffine.models.load`, never a path) 
 :func:`biaffine.serving.create_app` under uvicorn until SIGINT or SIGTERM, which lets the
 requests in flight finish. ``runtime=onnx onnx_dir=DIR`` serves each name from the export
 folder ``DIR/NAME`` (``python -m biaffine.export model=NAME output=DIR/NAME``) in ONNX Runtime,
-without importing torch.
+without importing torch, nor numba where the export compiled the decoders ahead of time.
 """
 
 import sys
@@ -17,6 +17,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+import decoding
 from biaffine import installed
 from biaffine.cli import refuse_missing, report_user_errors
 
@@ -78,6 +79,7 @@ def _load(cfg: DictConfig, names: list[str]) -> dict:
         raise ValueError(f"device={cfg.device} with runtime=onnx: it runs on the CPU")
     for name in names:
         installed.require(name)  # a name, never a path: the same names as the torch runtime
+    decoding.use_compiled()  # where built (python -m biaffine.export): about 130 MiB less
     return {name: OnnxServed.load(Path(cfg.onnx_dir) / name, threads=cfg.threads) for name in names}
 
 

@@ -67,10 +67,11 @@ try:
     runpy.run_path("serve.py", run_name="__main__")
 finally:
     torch = [m for m, module in sys.modules.items() if m.split(".")[0] == "torch" and module]
-    print(json.dumps({"torch": sorted(torch)}), flush=True)
+    numba = [m for m in sys.modules if m.split(".")[0] in ("numba", "llvmlite")]
+    print(json.dumps({"torch": sorted(torch), "numba": sorted(numba)}), flush=True)
 """
 """serve.py's main with the arguments given as JSON where torch cannot be imported; prints the
-modules of torch imported (none may) when it stops."""
+modules of torch (none may) and of numba imported when it stops."""
 
 # name -> (the request's fields, predict.py's arguments for the same answer)
 SAME_AS_PREDICT = {
@@ -479,10 +480,11 @@ def onnx_server(
     """serve.py runtime=onnx on the shipped model's export, torch blocked: its URL, process, log."""
     pytest.importorskip("onnxruntime", reason="runtime=onnx needs the export extra")
     pytest.importorskip("onnx", reason="the export needs the export extra (onnx)")
-    from biaffine.export import run
+    from biaffine.export import compile_decoders, run
 
     exports = tmp_path_factory.mktemp("exports")
     run({"model": MODEL, "output": str(exports / MODEL)})
+    compile_decoders()  # as python -m biaffine.export does
     log = exports.parent / "serve_onnx.log"
     onnx = ["runtime=onnx", f"onnx_dir={exports}", *LIMITS]
     with serving(log, *onnx, without_torch=True) as (base, process):
@@ -501,7 +503,7 @@ def test_the_onnx_runtime_answers_the_bytes_predict_py_writes(
     assert answer["result"] == finished(predicted[case])
 
 
-def test_the_onnx_runtime_refuses_what_it_cannot_do_and_never_imports_torch(
+def test_the_onnx_runtime_refuses_what_it_cannot_do_and_never_imports_torch_or_numba(
     onnx_server: tuple[str, subprocess.Popen, Path],
 ) -> None:
     base, process, log = onnx_server
@@ -512,4 +514,5 @@ def test_the_onnx_runtime_refuses_what_it_cannot_do_and_never_imports_torch(
     assert answer["error"].startswith("kbest=3: runtime=onnx supports")
     process.send_signal(signal.SIGINT)
     process.wait(timeout=60)
-    assert json.loads(log.read_text().strip().splitlines()[-1]) == {"torch": []}
+    imported = json.loads(log.read_text().strip().splitlines()[-1])
+    assert imported == {"torch": [], "numba": []}  # decoders compiled ahead of time
