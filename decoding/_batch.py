@@ -16,15 +16,13 @@ import numpy as np
 
 from tiered import tiered
 
-from ._drive import BEST_OF_ROOTS, BLOCK, EISNER, GREEDY, MST
+from ._drive import BEST_OF_ROOTS, BLOCK, EISNER, GREEDY, MST, Where
 from ._eisner import eisner_kernel
 from .baselines import best_of_roots_kernel
 from .status import NAN, NO_HEAD, NO_ROOT_ARC, OK, POSINF
 from .tarjan import mst_kernel
 from .trees import greedy_kernel
 from .types import BoolArray, FloatArray, IntArray
-
-Where = tuple[int, int, int]  # (status, d, h), as a row of ``where``
 
 
 @numba.njit(cache=True, nogil=True)

@@ -18,7 +18,7 @@ changed kernel is never served from an old build. It lives where numba keeps its
 CPU of that architecture.
 
 Usage: ``python -m decoding.aot`` prints the build's path (compiling it first if missing, about
-40 s of one core and 200 MiB).
+30 s of one core and 260 MiB).
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def _entries(module: types.ModuleType) -> Compiled:
 
 
 def build() -> Path:
-    """Compile this version's build (about 40 s of one core).
+    """Compile this version's build (about 30 s of one core).
 
     Written atomically: a process that loads it meanwhile sees the whole file or none.
 

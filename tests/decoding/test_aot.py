@@ -1,6 +1,6 @@
 """The ahead-of-time build of the batch kernels (decoding.aot) decodes exactly as numba's JIT.
 
-The build is compiled once per session (about 40 s of one core) into the session's numba cache
+The build is compiled once per session (about 30 s of one core) into the session's numba cache
 folder; the JIT kernels are :mod:`decoding._batch`'s. Scores are small integers, so ties are
 everywhere and any difference in tie-breaking shows.
 """
