@@ -4,11 +4,13 @@ Usage: ``python benchmarks/onnx_speed.py [CHECKPOINT] [--input FILE] [--threads 
 (default: the shipped ``models/en_ewt/parser.pt`` on EWT test under $UD_ROOT).
 
 Exports the checkpoint as ``python -m biaffine.export`` does into a temporary folder, then times
-``scores.onnx`` (encoder, arc scores, label vectors) alone and followed by ``tags.onnx`` in
-onnxruntime, and the eager model without its taggers (``tag=False``) and with them, on the same
-batches (``max_tokens`` words each, as the API makes them), rounds alternating so that all see
-the same load, on ``--threads`` threads each (torch's and onnxruntime's intra-op threads, whose
-idle threads sleep in both: ``biaffine/openmp.py``). Prints a markdown report with the CPU
+``chars.onnx`` and ``scores.onnx`` (character model; encoder, arc scores, label vectors) alone
+and followed by ``tags.onnx`` in onnxruntime (the character model on each batch's distinct
+forms, as the eager model runs it: not the runtime's table of forms, ``biaffine.onnx_chars``),
+and the eager model without its taggers (``tag=False``) and with them, on the same batches
+(``max_tokens`` words each, as the API makes them), rounds alternating so that all see the same
+load, on ``--threads`` threads each (torch's and onnxruntime's intra-op threads, whose idle
+threads sleep in both: ``biaffine/openmp.py``). Prints a markdown report with the CPU
 (``lscpu``), the load average before and after, the file sizes and the largest deviation of
 each output over the whole input (``|onnx - eager| / (1 + |eager|)``).
 """
@@ -53,10 +55,14 @@ def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def feed(batch: Batch) -> dict[str, np.ndarray]:
+def feed(batch: Batch, chars: onnxruntime.InferenceSession) -> dict[str, np.ndarray]:
+    """scores.onnx's inputs, the character vectors from chars.onnx on the batch's distinct forms."""
+    array = batch.chars.numpy()
+    rows, inverse = np.unique(array.reshape(-1, array.shape[-1]), axis=0, return_inverse=True)
+    (vectors,) = chars.run(None, {"chars": rows})
     return {
         "words": batch.words.numpy(),
-        "chars": batch.chars.numpy(),
+        "char_vectors": vectors[inverse.reshape(-1)].reshape(*array.shape[:2], -1),
         "lengths": batch.lengths.numpy(),
     }
 
@@ -73,20 +79,21 @@ def session(path: Path, threads: int) -> onnxruntime.InferenceSession:
 def largest_deviation(
     model: torch.nn.Module,
     batches: list[Batch],
-    scores: onnxruntime.InferenceSession,
-    tags: onnxruntime.InferenceSession,
+    sessions: dict[str, onnxruntime.InferenceSession],
 ) -> dict[str, float]:
     """The largest |onnx - eager| / (1 + |eager|) of each output over the batches."""
-    eager_scores, eager_tags = Scores(model), Tags(model)
+    eager_scores = Scores(model, ("words", "char_vectors", "lengths"))
+    eager_tags = Tags(model)
     deviation: dict[str, float] = {}
     with torch.inference_mode():
         for batch in batches:
-            expected = eager_scores(batch.words, batch.chars, batch.lengths)
-            found = scores.run(None, feed(batch))
+            char_vectors = model.encoder.char_encoder(batch.chars)
+            expected = eager_scores(batch.words, char_vectors, batch.lengths)
+            found = sessions["scores"].run(None, feed(batch, sessions["chars"]))
             pairs = dict(zip(eager_scores.outputs, zip(expected, found, strict=True), strict=True))
             tag_feed = {"states": expected[-1].numpy(), "lengths": batch.lengths.numpy()}
             expected = eager_tags(expected[-1], batch.lengths)
-            found = tags.run(None, tag_feed)
+            found = sessions["tags"].run(None, tag_feed)
             pairs |= dict(zip(eager_tags.outputs, zip(expected, found, strict=True), strict=True))
             for name, (tensor, array) in pairs.items():
                 value = tensor.numpy()
@@ -126,8 +133,10 @@ def main() -> None:
         settings = {"checkpoint": str(args.checkpoint), "output": str(Path(folder) / "export")}
         export_seconds = timed(lambda: run(settings))  # what the command does
         sizes = {p.name: p.stat().st_size for p in sorted((Path(folder) / "export").iterdir())}
-        scores = session(Path(folder) / "export" / "scores.onnx", args.threads)
-        tags = session(Path(folder) / "export" / "tags.onnx", args.threads)
+        sessions = {
+            name: session(Path(folder) / "export" / f"{name}.onnx", args.threads)
+            for name in ("chars", "scores", "tags")
+        }
 
     def eager(tag: bool) -> None:
         with torch.inference_mode():
@@ -136,15 +145,16 @@ def main() -> None:
 
     def runtime(tag: bool) -> None:
         for batch in batches:
-            found = scores.run(None, feed(batch))
+            found = sessions["scores"].run(None, feed(batch, sessions["chars"]))
             if tag:
-                tags.run(None, {"states": found[-1], "lengths": batch.lengths.numpy()})
+                feed_tags = {"states": found[-1], "lengths": batch.lengths.numpy()}
+                sessions["tags"].run(None, feed_tags)
 
     runs = {
         "eager, taggers off": lambda: eager(False),
-        "onnxruntime, scores.onnx": lambda: runtime(False),
+        "onnxruntime, chars.onnx + scores.onnx": lambda: runtime(False),
         "eager, taggers on": lambda: eager(True),
-        "onnxruntime, scores.onnx + tags.onnx": lambda: runtime(True),
+        "onnxruntime, chars.onnx + scores.onnx + tags.onnx": lambda: runtime(True),
     }
     for job in runs.values():
         job()  # warm: allocators, onnxruntime's first-run planning
@@ -153,7 +163,7 @@ def main() -> None:
         for name, job in runs.items():
             seconds[name].append(timed(job))
     load_after = load_average()
-    deviation = largest_deviation(model, batches, scores, tags)
+    deviation = largest_deviation(model, batches, sessions)
     print(f"# ONNX export against eager: {args.checkpoint} on {source.name}\n")
     words = sum(len(s) for s in sentences)
     versions = f"torch {torch.__version__}, onnxruntime {onnxruntime.__version__}, opset {OPSET}"

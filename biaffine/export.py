@@ -8,8 +8,11 @@ The output is a folder of graphs that together compute every score the parser's 
 with dynamic batch and length axes, and ``export.json`` naming them (with the checkpoint's
 vocabularies and config, so that the folder alone describes the model):
 
+- ``chars.onnx``: the character model, ``chars`` long[U, C] (the character ids of U word forms,
+  padded with 0) to ``char_vectors`` float[U, D]. Apart, so that a runtime computes each
+  distinct form's vector once (:class:`biaffine.onnx_chars.CharVectors`), not once per batch.
 - ``scores.onnx``: the encoder and the heads that read its states once per batch. Inputs
-  ``words`` long[B, N+1], ``chars`` long[B, N+1, C], ``lengths`` long[B] (and ``upos``
+  ``words`` long[B, N+1], ``char_vectors`` float[B, N+1, D], ``lengths`` long[B] (and ``upos``
   long[B, N+1] for an encoder that embeds the input UPOS, and ``vector_rows`` long[B, N+1] for
   one with pretrained vectors: each word's row of the vectors, which the graph holds, looked up
   by the runtime from the word list in the checkpoint's config). Outputs: the graph parser's
@@ -33,8 +36,9 @@ vocabularies and config, so that the folder alone describes the model):
 
 The graphs are traced from the model's own modules (thin wrappers below only turn tensors into
 the :class:`~biaffine.data.batching.Batch` they read and their results into tensors). Nothing
-packs: the character BiLSTM runs its dense path (:meth:`biaffine.nn.modules.CharEncoder.dense`)
-and the biaffine products one chunk (:func:`biaffine.nn.modules._in_chunks`) while exporting.
+packs: the character BiLSTM runs its dense path
+(:meth:`biaffine.nn.modules.CharEncoder.dense_rows`) and the biaffine products one chunk
+(:func:`biaffine.nn.modules._in_chunks`) while exporting.
 """
 
 from __future__ import annotations
@@ -90,8 +94,9 @@ NonZero, Unique, Where, ...) exists since opset 11 or earlier; 17 is well within
 one that needs no ``onnxscript``) writes, up to 20; pinned, a file does not change with torch's
 default."""
 
-FORMAT = 1
-"""Version of the folder's layout and of ``export.json``."""
+FORMAT = 2
+"""Version of the folder's layout and of ``export.json`` (2: the character model in a graph of
+its own, ``chars.onnx``; ``scores.onnx`` reads its vectors)."""
 
 MANIFEST = "export.json"
 
@@ -129,8 +134,9 @@ class Scores(nn.Module):
     def __init__(self, model: nn.Module, inputs: tuple[str, ...]) -> None:
         """Wrap ``model`` (a graph or transition parser, in eval mode); it is not copied.
 
-        ``inputs`` names the tensors :meth:`forward` takes, in order: ``words``, ``chars``,
-        ``lengths``, then ``upos`` and ``vector_rows`` where the encoder reads them.
+        ``inputs`` names the tensors :meth:`forward` takes, in order: ``words``,
+        ``char_vectors``, ``lengths``, then ``upos`` and ``vector_rows`` where the encoder reads
+        them.
         """
         super().__init__()
         self.model = model
@@ -144,8 +150,8 @@ class Scores(nn.Module):
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """The outputs named by ``self.outputs``, from the inputs named by ``self.inputs``."""
         named = dict(zip(self.inputs, tensors, strict=True))
-        batch = _batch(named["words"], named["chars"], named["lengths"], named.get("upos"))
-        states = self.model.encoder(batch, named.get("vector_rows"))
+        batch = _batch(named["words"], named["lengths"], named.get("upos"))
+        states = self.model.encoder(batch, named.get("vector_rows"), named["char_vectors"])
         if self.model.family == "transition":
             encoded = self.model.encode_states(states, batch, tag=False)
             found = {"slots": encoded.slots, "arc_scores": encoded.arc_scores}
@@ -155,6 +161,19 @@ class Scores(nn.Module):
         found |= {"label_dep": encoded.labels.dep, "label_head": encoded.labels.head}
         found["states"] = states
         return tuple(found[name] for name in self.outputs)
+
+
+class Chars(nn.Module):
+    """The character model on distinct forms: see ``chars.onnx`` above."""
+
+    def __init__(self, encoder: Encoder) -> None:
+        """Wrap ``encoder``'s character model; it is not copied."""
+        super().__init__()
+        self.char_encoder = encoder.char_encoder
+
+    def forward(self, chars: torch.Tensor) -> torch.Tensor:
+        """float[U, D] from long[U, C] (see ``CharEncoder.dense_rows``)."""
+        return self.char_encoder.dense_rows(chars)
 
 
 class Tags(nn.Module):
@@ -227,14 +246,15 @@ def segmenter_graph(model: SegmenterModel) -> Graph:
     return Graph("segmenter", scores, ("ids", "features"), ("log_probs",), (ids, features), axes)
 
 
-def _batch(
-    words: torch.Tensor, chars: torch.Tensor, lengths: torch.Tensor, upos: torch.Tensor | None
-) -> Batch:
-    """The batch a parser reads when parsing; its gold fields stay empty (eval mode reads none)."""
+def _batch(words: torch.Tensor, lengths: torch.Tensor, upos: torch.Tensor | None) -> Batch:
+    """The batch a parser reads when parsing; its gold fields stay empty (eval mode reads none).
+
+    Its characters are empty: ``scores.onnx`` reads their vectors instead.
+    """
     columns = {} if upos is None else {"upos": upos}
     empty = lengths.new_zeros(0)
     mask = _mask(lengths, words.shape[1])
-    return Batch(words, chars, empty, empty, mask, lengths, empty, columns)
+    return Batch(words, empty, empty, empty, mask, lengths, empty, columns)
 
 
 def _mask(lengths: torch.Tensor, total: int) -> torch.Tensor:
@@ -258,8 +278,10 @@ def graphs(model: nn.Module) -> list[Graph]:
     chars[:, 0, 0] = 2
     chars[0, 1:4, :2] = 5
     chars[1, 1:6, :3] = 6
-    example = (words, chars, lengths)
-    inputs = ("words", "chars", "lengths")
+    with torch.no_grad():
+        char_vectors = encoder.char_encoder.dense(chars)
+    example = (words, char_vectors, lengths)
+    inputs = ("words", "char_vectors", "lengths")
     if encoder.use_tags:
         example, inputs = (*example, words.clamp(max=2)), (*inputs, "upos")
     if encoder.pretrained is not None:
@@ -269,9 +291,8 @@ def graphs(model: nn.Module) -> list[Graph]:
     with torch.no_grad():
         outputs = dict(zip(scores.outputs, scores(*example), strict=True))
     axes = {name: {0: "batch", 1: "positions"} for name in (*inputs, *scores.outputs)}
-    axes["chars"][2] = "characters"
     axes["lengths"] = {0: "batch"}
-    found = [Graph("scores", scores, inputs, scores.outputs, example, axes)]
+    found = [_chars(encoder, chars), Graph("scores", scores, inputs, scores.outputs, example, axes)]
     if model.tagged_columns:
         found.append(_tags(model, outputs["states"], lengths))
     if model.family == "transition":
@@ -303,6 +324,13 @@ def check_exportable(encoder: nn.Module) -> None:
             "only): train with model.encoder.pretrained.keep_in_checkpoint=true (and "
             "max_words=50000 or so: the vectors become part of the graph)"
         )
+
+
+def _chars(encoder: Encoder, chars: torch.Tensor) -> Graph:
+    """``chars.onnx``, traced on the distinct forms of the example batch's characters."""
+    rows = torch.unique(chars.reshape(-1, chars.shape[-1]), dim=0)
+    axes = {"chars": {0: "forms", 1: "characters"}, "char_vectors": {0: "forms"}}
+    return Graph("chars", Chars(encoder), ("chars",), ("char_vectors",), (rows,), axes)
 
 
 def _tags(model: nn.Module, states: torch.Tensor, lengths: torch.Tensor) -> Graph:
@@ -355,8 +383,9 @@ def export(
         about: plain data added to the manifest (the checkpoint's parser kind, config,
             vocabularies).
         segmenter: a segmenter checkpoint's contents, exported beside the parser for raw text.
-        int8: store ``scores.onnx`` (the encoder and the heads on its states: nearly all the
-            weights and time) with int8 weights, activations quantized on the fly
+        int8: store ``chars.onnx`` and ``scores.onnx`` (the encoder and the heads on its
+            states: nearly all the weights and time) with int8 weights, activations quantized
+            on the fly
             (onnxruntime's dynamic quantization), as ``predict.py int8=true`` runs torch.
 
     Returns:
@@ -395,7 +424,7 @@ def _write(
 ) -> dict[str, Any]:
     found = graphs(model)
     manifest = {"format": FORMAT, "opset": OPSET, "family": model.family, **about}
-    manifest["int8"] = ["scores"] if int8 else []
+    manifest["int8"] = ["chars", "scores"] if int8 else []
     if segmenter is not None:
         found.append(segmenter_graph(segmenter.model.eval()))
         manifest["segmenter"] = _segmenter_manifest(segmenter)

@@ -52,6 +52,7 @@ from biaffine.inference.choices import (
 )
 from biaffine.inference.request import Refused, Request, SentenceResult
 from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings, TransitionSearch
+from biaffine.onnx_chars import CharVectors
 from biaffine.pipeline import read_raw
 from biaffine.predict_options import (
     STDIO,
@@ -80,7 +81,7 @@ __all__ = [
 ]
 
 MANIFEST = "export.json"  # biaffine.export.MANIFEST, which imports torch
-FORMAT = 1  # biaffine.export.FORMAT: the folder layout read here
+FORMAT = 2  # biaffine.export.FORMAT: the folder layout read here
 
 FORMATS = ("conllu", "text", "raw")
 """Input formats of :func:`predict_file` (``raw``: an export with a segmenter)."""
@@ -176,9 +177,11 @@ class OnnxParser:
     Attributes:
         vocabs: the checkpoint's vocabularies (``export.json``).
         tagged_columns: the columns its taggers predict (``tags.onnx``), in order.
-        sessions: ``scores``, ``labels``, with taggers ``tags``, and a transition parser's
-            ``transitions``.
+        sessions: ``chars``, ``scores``, ``labels``, with taggers ``tags``, and a transition
+            parser's ``transitions``.
         upos_input: the encoder embeds the input's UPOS (``scores.onnx`` reads ``upos``).
+        char_vectors: the character model's vectors of the forms seen (``chars.onnx``), which
+            ``scores.onnx`` reads.
         vectors: the rows of the pretrained vectors ``scores.onnx`` holds, by word form
             (it reads ``vector_rows``), or None without them.
         searcher: a transition parser's search; None for a graph parser.
@@ -189,6 +192,7 @@ class OnnxParser:
     tagged_columns: tuple[str, ...]
     sessions: dict[str, onnxruntime.InferenceSession]
     upos_input: bool
+    char_vectors: CharVectors
     vectors: VectorIndex | None = None
     searcher: Searcher | None = None
     segmenter: OnnxSegmenter | None = None
@@ -213,7 +217,7 @@ class OnnxParser:
         sessions = {
             name: _session(path / graph["file"], threads)
             for name, graph in graphs.items()
-            if name in ("scores", "tags", "labels", "transitions")
+            if name in ("chars", "scores", "tags", "labels", "transitions")
         }
         tagged = tuple(o.removesuffix("_scores") for o in graphs.get("tags", {}).get("outputs", ()))
         vocabs = Vocabs.from_dict(manifest["vocabs"])
@@ -224,7 +228,8 @@ class OnnxParser:
             segmenter = OnnxSegmenter(session, manifest["segmenter"])
         upos_input = "upos" in graphs["scores"]["inputs"]
         vectors = _vector_index(manifest) if "vector_rows" in graphs["scores"]["inputs"] else None
-        return cls(vocabs, tagged, sessions, upos_input, vectors, searcher, segmenter)
+        char_vectors = CharVectors(sessions["chars"], vocabs.chars)
+        return cls(vocabs, tagged, sessions, upos_input, char_vectors, vectors, searcher, segmenter)
 
     def parse(
         self,
@@ -288,7 +293,7 @@ class OnnxParser:
     ) -> list[SentenceResult]:
         """One result per sentence, in input order (see :meth:`check` for what is refused)."""
         request = self.check(request, decoder)
-        encoded = encode(sentences, self.vocabs, columns=PARSING_COLUMNS)
+        encoded = encode(sentences, self.vocabs, columns=PARSING_COLUMNS, with_chars=False)
         found: list[SentenceResult | None] = [None] * len(sentences)
         plan = plan_batches([len(e) for e in encoded], max_tokens, shuffle=False)
         for index in plan:
@@ -306,11 +311,16 @@ class OnnxParser:
         request: Request,
         decoder: DecoderSettings,
     ) -> list[SentenceResult]:
-        feed = {"words": padded.words, "chars": padded.chars, "lengths": padded.lengths}
+        positions = padded.words.shape[1]
+        feed = {
+            "words": padded.words,
+            "char_vectors": self.char_vectors.of(padded.forms, positions),
+            "lengths": padded.lengths,
+        }
         if self.upos_input:
             feed["upos"] = padded.columns["upos"]
         if self.vectors is not None:
-            feed["vector_rows"] = self.vectors.lookup(padded.forms, padded.words.shape[1])
+            feed["vector_rows"] = self.vectors.lookup(padded.forms, positions)
         settings = decoder.transition_search()
         searcher = self.searcher
         names = ["arc_scores"] if searcher is None else ["slots"]
@@ -367,7 +377,10 @@ def _manifest(folder: Path) -> dict[str, Any]:
         )
     manifest = json.loads(path.read_text(encoding="utf-8"))
     if manifest.get("format") != FORMAT:
-        raise ValueError(f"{path}: export format {manifest.get('format')!r}, expected {FORMAT}")
+        raise ValueError(
+            f"{path}: export format {manifest.get('format')!r}, expected {FORMAT}: export the "
+            "checkpoint again (python -m biaffine.export checkpoint=PATH output=FOLDER)"
+        )
     return manifest
 
 

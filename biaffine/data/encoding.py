@@ -32,6 +32,9 @@ __all__ = [
 IGNORE_INDEX = -100
 """Relation id of positions without a gold label (the default ``ignore_index`` of torch losses)."""
 
+MAX_WORD_CHARS = 20
+"""Characters of a form the character model reads by default: longer forms keep their first."""
+
 
 @dataclass(frozen=True, slots=True)
 class Encoded:
@@ -42,7 +45,7 @@ class Encoded:
     Attributes:
         words: int32[n+1] word ids, ROOT at 0.
         chars: int32[n+1, C] char ids, PAD-filled after each word; row 0 is ``[ROOT, PAD, ...]``.
-            C = min(longest form, max_word_chars).
+            C = min(longest form, max_word_chars); int32[n+1, 0] when encoded without them.
         heads: int32[n+1] gold heads; 0 at position 0, and everywhere if the sentence has none.
         rels: int32[n+1] gold relation ids; IGNORE_INDEX at 0 and where unknown or absent.
         columns: int32[n+1] ids of each tagged column (``upos``, ``xpos``, ``feats``: the whole
@@ -127,8 +130,9 @@ def encode(
     sentences: Sequence[Sentence],
     vocabs: Vocabs,
     *,
-    max_word_chars: int = 20,
+    max_word_chars: int = MAX_WORD_CHARS,
     columns: Collection[str] | None = None,
+    with_chars: bool = True,
 ) -> list[Encoded]:
     """Maps each sentence to index arrays once, for batching in every epoch.
 
@@ -141,6 +145,9 @@ def encode(
         max_word_chars: longer forms keep their first ``max_word_chars`` characters.
         columns: the tagged columns of ``vocabs`` to encode (:data:`PARSING_COLUMNS` to parse),
             or None for all of them (training's gold targets).
+        with_chars: False leaves the character ids out (``chars`` int32[n+1, 0]), for a
+            runtime that finds the words' character vectors from their forms
+            (:class:`biaffine.onnx_chars.CharVectors`).
 
     Returns:
         One Encoded per sentence, in input order.
@@ -150,7 +157,8 @@ def encode(
     tagged = {
         name: vocab for name, vocab in vocabs.columns.items() if columns is None or name in columns
     }
-    char_rows: dict[str, list[int]] = {}  # forms repeat: compute each char row once
+    # Forms repeat: compute each char row once. None: no char rows.
+    char_rows: dict[str, list[int]] | None = {} if with_chars else None
     return [_encode_one(s, vocabs, tagged, max_word_chars, char_rows) for s in sentences]
 
 
@@ -159,7 +167,7 @@ def _encode_one(
     vocabs: Vocabs,
     tagged: Mapping[str, Vocab],
     max_chars: int,
-    char_rows: dict,
+    char_rows: dict | None,
 ) -> Encoded:
     word_ids = _ids(sentence.forms, vocabs.words)
     if sentence.heads is None:
@@ -170,7 +178,11 @@ def _encode_one(
         rels = [IGNORE_INDEX] + [vocabs.rels.get(r, IGNORE_INDEX) for r in sentence.deprels]
     return Encoded(
         words=np.array(word_ids, dtype=np.int32),
-        chars=_char_matrix(sentence.forms, vocabs.chars, max_chars, char_rows),
+        chars=(
+            np.zeros((len(word_ids), 0), dtype=np.int32)
+            if char_rows is None
+            else _char_matrix(sentence.forms, vocabs.chars, max_chars, char_rows)
+        ),
         heads=np.array(heads, dtype=np.int32),
         rels=np.array(rels, dtype=np.int32),
         columns={
@@ -193,7 +205,7 @@ def _char_matrix(forms: list[str], chars: Vocab, max_chars: int, char_rows: dict
     for form in forms:
         row = char_rows.get(form)
         if row is None:
-            row = char_rows[form] = [chars[c] for c in form[:max_chars]]
+            row = char_rows[form] = char_ids(form, chars, max_chars)
         rows.append(row)
     width = max(map(len, rows))
     flat = [ROOT] + [PAD] * (width - 1)
@@ -201,6 +213,12 @@ def _char_matrix(forms: list[str], chars: Vocab, max_chars: int, char_rows: dict
         flat += row
         flat += [PAD] * (width - len(row))
     return np.array(flat, dtype=np.int32).reshape(len(forms) + 1, width)
+
+
+def char_ids(form: str, chars: Vocab, max_chars: int = MAX_WORD_CHARS) -> list[int]:
+    """The ids the character model reads for ``form``: of its first ``max_chars`` characters."""
+    stoi = chars.stoi
+    return [stoi.get(c, UNK) for c in form[:max_chars]]
 
 
 def pad(items: Sequence[Encoded], indices: Sequence[int] | IntArray) -> Padded:

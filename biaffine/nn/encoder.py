@@ -154,25 +154,38 @@ class Encoder(nn.Module):
         """Plain data: ``build_encoder(vocabs, config)`` rebuilds this encoder."""
         return {"kind": self.kind, **self._config}
 
-    def forward(self, batch: Batch, vector_rows: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        batch: Batch,
+        vector_rows: torch.Tensor | None = None,
+        char_vectors: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Contextual states float[B, N+1, 2H] of a batch; zeros at padding.
 
         Args:
-            batch: reads ``words`` long[B, N+1], ``chars`` long[B, N+1, C],
-                ``columns["upos"]`` long[B, N+1] (if ``use_tags``), ``mask`` bool[B, N+1],
-                ``lengths`` long[B], and ``forms`` with pretrained vectors (unless
-                ``vector_rows`` are given) or a transformer.
+            batch: reads ``words`` long[B, N+1], ``chars`` long[B, N+1, C] (unless
+                ``char_vectors`` are given), ``columns["upos"]`` long[B, N+1] (if
+                ``use_tags``), ``mask`` bool[B, N+1], ``lengths`` long[B], and ``forms`` with
+                pretrained vectors (unless ``vector_rows`` are given) or a transformer.
             vector_rows: long[B, N+1], the pretrained vectors' rows of the words
                 (:meth:`PretrainedEmbedding.rows`), given where the forms are not: in an
                 exported graph, whose runtime looks them up.
+            char_vectors: float[B, N+1, char_out], the character model's vectors of the words
+                (:meth:`CharEncoder.dense_rows`), given where the characters are not: in an
+                exported graph, whose runtime computes each distinct form's once.
         """
-        x = self._embed(batch, vector_rows)
+        x = self._embed(batch, vector_rows, char_vectors)
         with_root = batch.lengths + 1  # each sequence is its words plus ROOT
         for lstm in self.lstms:
             x = lstm(self.lstm_dropout(x), with_root)
         return self.lstm_dropout(x)
 
-    def _embed(self, batch: Batch, vector_rows: torch.Tensor | None) -> torch.Tensor:
+    def _embed(
+        self,
+        batch: Batch,
+        vector_rows: torch.Tensor | None,
+        char_vectors: torch.Tensor | None,
+    ) -> torch.Tensor:
         """Input vectors float[B, N+1, D_in]."""
         words = batch.words
         if self.training and self.word_dropout_p > 0:
@@ -183,7 +196,9 @@ class Encoder(nn.Module):
                 vector_rows = self.pretrained.rows(batch_forms(batch), words.shape[1])
             vectors = self.pretrained.of_rows(vector_rows)
             word = word + (self.pretrained_proj(vectors) if self.pretrained_proj else vectors)
-        embeddings = [word, self.char_encoder(batch.chars)]
+        if char_vectors is None:
+            char_vectors = self.char_encoder(batch.chars)
+        embeddings = [word, char_vectors]
         if self.tag_embed is not None:
             embeddings.append(self.tag_embed(batch.columns["upos"]))
         if self.transformer is not None:

@@ -429,11 +429,6 @@ class CharEncoder(nn.Module):
     def dense(self, chars: torch.Tensor) -> torch.Tensor:
         """The vectors of :meth:`forward`, without packing or numpy: what an ONNX export runs.
 
-        Each direction of the BiLSTM runs as a one-way LSTM on its own weights (shared, not
-        copied) over the distinct forms of the batch, padded to the longest; the backward one
-        reads each form reversed within its own length, as :class:`BiLSTM` does, so that
-        padding characters only ever follow the real ones and never reach a state that is read.
-
         Args:
             chars: long[B, L, C] character ids per word, left-aligned, padded with ``pad_index``.
 
@@ -443,6 +438,23 @@ class CharEncoder(nn.Module):
         batch, length, width = chars.shape
         # One row per distinct form, as in forward (torch.unique exports as ONNX's Unique).
         rows, inverse = torch.unique(chars.reshape(-1, width), dim=0, return_inverse=True)
+        return self.dense_rows(rows)[inverse].view(batch, length, self.n_out)
+
+    def dense_rows(self, rows: torch.Tensor) -> torch.Tensor:
+        """The vectors of some forms, without packing: ``chars.onnx`` of an export.
+
+        Each direction of the BiLSTM runs as a one-way LSTM on its own weights (shared, not
+        copied) over the forms, padded to the longest; the backward one reads each form
+        reversed within its own length, as :class:`BiLSTM` does, so that padding characters
+        only ever follow the real ones and never reach a state that is read.
+
+        Args:
+            rows: long[U, C] character ids of U forms, left-aligned, padded with ``pad_index``.
+
+        Returns:
+            float[U, n_out]; all-padding rows get zeros.
+        """
+        width = rows.shape[1]
         lengths = (rows != self.pad_index).sum(1)  # [U]
         embedded = self.embed(rows)  # [U, C, char_dim]
         reverse = _reversal_index(lengths, width)
@@ -453,8 +465,7 @@ class CharEncoder(nn.Module):
         # Both directions end at the last character: position length - 1 of what each read.
         last = (lengths - 1).clamp(min=0)
         final = torch.cat([_state_at(forward_states, last), _state_at(backward_states, last)], -1)
-        vectors = self.proj(final).masked_fill((lengths == 0).unsqueeze(-1), 0.0)
-        return vectors[inverse].view(batch, length, self.n_out)
+        return self.proj(final).masked_fill((lengths == 0).unsqueeze(-1), 0.0)
 
 
 def _one_direction(lstm: nn.LSTM, *, reverse: bool) -> nn.LSTM:

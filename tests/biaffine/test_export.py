@@ -82,7 +82,10 @@ def session(folder: Path, name: str):
 
 
 def inputs(batch: Batch, encoder: Encoder) -> dict[str, np.ndarray]:
-    feed = {"words": batch.words, "chars": batch.chars, "lengths": batch.lengths}
+    """scores.onnx's feed, its character vectors the eager model's: each graph checked alone."""
+    with torch.inference_mode():
+        char_vectors = encoder.char_encoder(batch.chars)
+    feed = {"words": batch.words, "char_vectors": char_vectors, "lengths": batch.lengths}
     if encoder.use_tags:
         feed["upos"] = batch.columns["upos"]
     if encoder.pretrained is not None:  # the runtime's lookup, done here by the eager module
@@ -113,8 +116,27 @@ def run_graph(folder: Path, name: str, feed: dict[str, np.ndarray]) -> dict[str,
     return {name: torch.from_numpy(array) for name, array in zip(names, found, strict=True)}
 
 
+def check_chars(model: torch.nn.Module, folder: Path, batch: Batch) -> None:
+    """chars.onnx on the batch's distinct forms against the eager (packed) character model.
+
+    Both as the runtime calls it (a group of forms of one length, no padding) and on all of
+    them padded to the longest (the dense path's reversal within each length).
+    """
+    rows = torch.unique(batch.chars.reshape(-1, batch.chars.shape[-1]), dim=0)
+    lengths = (rows != 0).sum(1)
+    groups = [rows[lengths == n][:, :n] for n in lengths.unique().tolist() if n > 0]
+    assert len(groups) > 1
+    for group in [rows, *groups]:
+        found = run_graph(folder, "chars", {"chars": group.numpy()})["char_vectors"]
+        with torch.inference_mode():
+            expected = model.encoder.char_encoder(group.unsqueeze(0))[0]
+        torch.testing.assert_close(found, expected, **TOLERANCE)
+
+
 def check_scores(model: torch.nn.Module, folder: Path, batch: Batch) -> dict[str, torch.Tensor]:
-    """Compare scores.onnx and tags.onnx with the eager model; returns the eager scores."""
+    """Compare chars.onnx, scores.onnx and tags.onnx with the eager model; returns the eager
+    scores."""
+    check_chars(model, folder, batch)
     expected = eager_scores(model, batch)
     found = run_graph(folder, "scores", inputs(batch, model.encoder))
     if model.tagged_columns:  # on the eager states, so that each graph is checked alone
@@ -325,7 +347,7 @@ def test_an_export_replaces_an_earlier_one_and_refuses_other_folders(
     assert manifest["run"] == 2
     assert (folder / MANIFEST).read_text().count('"run": 2') == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]  # nothing left beside it
-    assert sorted(manifest["graphs"]) == ["labels", "scores", "transitions"]  # no tagger
+    assert sorted(manifest["graphs"]) == ["chars", "labels", "scores", "transitions"]  # no tagger
     (tmp_path / "other").mkdir()
     with pytest.raises(ValueError, match="not an export folder"):
         export(model, tmp_path / "other", about={})
@@ -399,5 +421,5 @@ def test_the_command_exports_a_checkpoint_and_refuses_bad_input(tmp_path: Path) 
     exporter()
     done = run(f"checkpoint={SHIPPED}", "output=out")
     assert done.returncode == 0, done.stderr
-    files = ["export.json", "labels.onnx", "scores.onnx", "tags.onnx"]
+    files = ["chars.onnx", "export.json", "labels.onnx", "scores.onnx", "tags.onnx"]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == files

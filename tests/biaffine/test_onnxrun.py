@@ -198,8 +198,18 @@ def test_an_export_of_another_family_is_refused(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
     from biaffine.onnxrun import OnnxParser
 
-    (tmp_path / "export.json").write_text(json.dumps({"format": 1, "family": "segmenter"}))
+    (tmp_path / "export.json").write_text(json.dumps({"format": 2, "family": "segmenter"}))
     with pytest.raises(ValueError, match="an export of a segmenter parser; runtime=onnx"):
+        OnnxParser.load(tmp_path)
+
+
+def test_an_export_of_an_earlier_format_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    """Format 1 held the character model inside scores.onnx; its folders must be exported again."""
+    pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
+    from biaffine.onnxrun import OnnxParser
+
+    (tmp_path / "export.json").write_text(json.dumps({"format": 1, "family": "graph"}))
+    with pytest.raises(ValueError, match=r"export format 1, expected 2: export the checkpoint"):
         OnnxParser.load(tmp_path)
 
 
@@ -245,7 +255,7 @@ def test_int8_weights_keep_the_attachment_scores(
 
     quantized = tmp_path / "int8"
     manifest = run({"model": "en_ewt", "output": str(quantized), "int8": "true"})
-    assert manifest["int8"] == ["scores"]
+    assert manifest["int8"] == ["chars", "scores"]
     size = (quantized / "scores.onnx").stat().st_size
     assert size < 0.3 * (exported / "scores.onnx").stat().st_size
     gold = list(read_conllu(ewt_head))
