@@ -383,9 +383,9 @@ def export(
         about: plain data added to the manifest (the checkpoint's parser kind, config,
             vocabularies).
         segmenter: a segmenter checkpoint's contents, exported beside the parser for raw text.
-        int8: store ``chars.onnx`` and ``scores.onnx`` (the encoder and the heads on its
-            states: nearly all the weights and time) with int8 weights, activations quantized
-            on the fly
+        int8: store ``chars.onnx``, ``scores.onnx`` (the encoder and the heads on its
+            states: nearly all the weights and time) and ``labels.onnx`` with int8 weights,
+            activations quantized on the fly
             (onnxruntime's dynamic quantization), as ``predict.py int8=true`` runs torch.
 
     Returns:
@@ -424,7 +424,7 @@ def _write(
 ) -> dict[str, Any]:
     found = graphs(model)
     manifest = {"format": FORMAT, "opset": OPSET, "family": model.family, **about}
-    manifest["int8"] = ["chars", "scores"] if int8 else []
+    manifest["int8"] = ["chars", "scores", "labels"] if int8 else []
     if segmenter is not None:
         found.append(segmenter_graph(segmenter.model.eval()))
         manifest["segmenter"] = _segmenter_manifest(segmenter)

@@ -255,7 +255,7 @@ def test_int8_weights_keep_the_attachment_scores(
 
     quantized = tmp_path / "int8"
     manifest = run({"model": "en_ewt", "output": str(quantized), "int8": "true"})
-    assert manifest["int8"] == ["chars", "scores"]
+    assert manifest["int8"] == ["chars", "scores", "labels"]
     size = (quantized / "scores.onnx").stat().st_size
     assert size < 0.3 * (exported / "scores.onnx").stat().st_size
     gold = list(read_conllu(ewt_head))
