@@ -27,8 +27,9 @@ vocabularies and config, so that the folder alone describes the model):
 - ``transitions.onnx`` (transition parsers): the per-step scorer, ``slots`` and the
   configurations' ``rows`` long[S] and feature ``positions`` long[S, K] (-1: empty slot) to
   ``transition_scores`` float[S, A], unmasked.
-- ``labels.onnx``: ``label_dep``, ``label_head`` and ``heads`` long[B, N+1] (negative at ROOT and
-  padding) to ``label_scores`` float[B, N+1, R], the label scores of the arcs ``heads[b, d] -> d``.
+- ``labels.onnx``: the label vectors of W arcs' dependents and heads, ``label_dep`` and
+  ``label_head`` float[W, rel_mlp] (gathered by the runtime from ``scores.onnx``'s, at the
+  words alone), to ``label_scores`` float[W, R], as ``LabelScorer.at_words`` scores them.
 - ``segmenter.onnx`` (with a segmenter): character ``ids`` long[W, T] and ``features``
   float[W, T, F] of W windows of T characters each, none padded, to ``log_probs``
   float[W, T, classes]; ``export.json`` adds its characters, multi-word token expander,
@@ -65,7 +66,7 @@ from biaffine.cli import refuse_missing, report_user_errors
 from biaffine.data.batching import Batch
 from biaffine.files import fsync_dir, umask_mode
 from biaffine.nn import Encoder
-from biaffine.parsers.heads import LabelScorer, LabelVectors
+from biaffine.parsers.heads import LabelScorer
 from biaffine.segmenting import checkpoint as segmenter_checkpoints
 from biaffine.segmenting.features import DEFAULT_CONTEXT, DEFAULT_WINDOW, UNK
 from biaffine.segmenting.model import SegmenterModel
@@ -207,18 +208,16 @@ class Transitions(nn.Module):
 
 
 class Labels(nn.Module):
-    """Label scores at given heads, on tensors: see ``labels.onnx`` above."""
+    """Label scores of given arcs, on tensors: see ``labels.onnx`` above."""
 
     def __init__(self, labels: LabelScorer) -> None:
         """Wrap a parser's label scorer; it is not copied."""
         super().__init__()
         self.labels = labels
 
-    def forward(
-        self, label_dep: torch.Tensor, label_head: torch.Tensor, heads: torch.Tensor
-    ) -> torch.Tensor:
-        """float[B, N+1, R] (see ``LabelScorer.at``)."""
-        return self.labels.at(LabelVectors(label_dep, label_head), heads)
+    def forward(self, label_dep: torch.Tensor, label_head: torch.Tensor) -> torch.Tensor:
+        """float[W, R] from the arcs' vectors float[W, rel_mlp] (``Biaffine.score_pairs``)."""
+        return self.labels.attn.score_pairs(label_dep.unsqueeze(0), label_head.unsqueeze(0))[0]
 
 
 class SegmenterScores(nn.Module):
@@ -297,7 +296,7 @@ def graphs(model: nn.Module) -> list[Graph]:
         found.append(_tags(model, outputs["states"], lengths))
     if model.family == "transition":
         found.append(_transitions(model, outputs["slots"]))
-    found.append(_labels(model, outputs["label_dep"], outputs["label_head"], words))
+    found.append(_labels(model, outputs["label_dep"], outputs["label_head"]))
     return found
 
 
@@ -354,12 +353,12 @@ def _transitions(model: nn.Module, slots: torch.Tensor) -> Graph:
     return Graph("transitions", Transitions(model), names, ("transition_scores",), example, axes)
 
 
-def _labels(model: nn.Module, dep: torch.Tensor, head: torch.Tensor, words: torch.Tensor) -> Graph:
-    heads = torch.zeros_like(words) - 1
-    heads[:, 1:4] = torch.tensor([2, 0, 2])
-    names = ("label_dep", "label_head", "heads", "label_scores")
-    axes = {name: {0: "batch", 1: "positions"} for name in names}
-    return Graph("labels", Labels(model.labels), names[:3], names[3:], (dep, head, heads), axes)
+def _labels(model: nn.Module, dep: torch.Tensor, head: torch.Tensor) -> Graph:
+    """``labels.onnx``, traced on the arcs 2 -> 1, 0 -> 2 and 2 -> 3 of the example's first row."""
+    arcs = (dep[0, 1:4], head[0, [2, 0, 2]])
+    names = ("label_dep", "label_head", "label_scores")
+    axes = {name: {0: "arcs"} for name in names}
+    return Graph("labels", Labels(model.labels), names[:2], names[2:], arcs, axes)
 
 
 def export(
@@ -449,12 +448,20 @@ def _write(
 
 
 def _quantize(path: Path) -> None:
-    """Rewrite the graph at ``path`` with int8 weights (onnxruntime's dynamic quantization)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic  # the export extra
+    """Rewrite the graph at ``path`` with int8 weights (onnxruntime's dynamic quantization).
 
-    quantized = path.with_suffix(".int8.onnx")
+    The graph is first folded (onnxruntime's ``quant_pre_process``): a weight the traced graph
+    reshapes or transposes (the label biaffine's, flattened for its outer product) reaches its
+    MatMul as a constant only then, and only a constant weight is quantized.
+    """
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # the export extra
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    folded, quantized = path.with_suffix(".folded.onnx"), path.with_suffix(".int8.onnx")
     with warnings.catch_warnings(), _quiet_root_logger():
-        quantize_dynamic(path, quantized, weight_type=QuantType.QInt8)
+        quant_pre_process(path, folded, skip_symbolic_shape=True)
+        quantize_dynamic(folded, quantized, weight_type=QuantType.QInt8)
+    folded.unlink()
     quantized.replace(path)
 
 

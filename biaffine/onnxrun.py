@@ -44,11 +44,11 @@ from biaffine.inference.choices import (
     decode_arc_scores,
     deprojectivize_batch,
     find_trees,
-    label_ids,
     labelled_tree,
     missing_taggers,
     predicted_columns,
     root_label_id,
+    word_label_ids,
 )
 from biaffine.inference.request import Refused, Request, SentenceResult
 from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings, TransitionSearch
@@ -101,8 +101,10 @@ and 403 MiB at 5,000; the int8 export 1.90 s and 317 MiB at 500 against 2.05 s a
 The fp32 graphs give the same bytes at any batch size; int8 graphs quantize each batch's
 activations with a scale of their own, so their choices may differ by batch size."""
 
-LABEL_PAIRS = 1024
-"""Arcs per run of ``labels.onnx``: its intermediate is then about 21 MB for the EWT model."""
+LABEL_PAIRS = 256
+"""Arcs per run of ``labels.onnx``. Its biaffine product makes an intermediate of about 10,000
+floats per arc (the eager path makes it in cache-sized chunks, a graph in one): 256 arcs keep
+it near 10 MB."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +338,7 @@ class OnnxParser:
             session = self.sessions["transitions"]
             heads = searcher.heads(session, scores, padded.lengths, settings)
         label_scores = self._label_scores(scores["label_dep"], scores["label_head"], heads)
-        rels = label_ids(label_scores, heads, root_label=root_label_id(self.vocabs.rels))
+        rels = word_label_ids(label_scores, heads, root_label=root_label_id(self.vocabs.rels))
         if searcher is not None and searcher.system.projective:
             deprojectivize_batch(heads, rels, self.vocabs.rels.itos)
         columns: list[dict[str, list[str]]] = [{} for _ in sentences]
@@ -353,18 +355,30 @@ class OnnxParser:
         ]
 
     def _label_scores(self, dep: np.ndarray, head: np.ndarray, heads: np.ndarray) -> np.ndarray:
-        """float[B, N+1, R]: ``labels.onnx`` on runs of rows of at most :data:`LABEL_PAIRS` arcs.
+        """float[W, R]: the label scores of the W words' arcs ``heads[b, d] -> d``, row by row.
 
-        The graph's biaffine product makes a [arcs, R, rel_mlp + 1] intermediate (the eager
-        path makes it in cache-sized chunks, the exported graph in one): on EWT test's
-        batch of 759 short sentences, 109 MB more peak memory than the rest of the parse.
+        As ``LabelScorer.at_words``: no ROOT, padding or headless word (about 38% more arcs
+        on EWT test's batches), ``labels.onnx`` on :data:`LABEL_PAIRS` arcs at a time.
+
+        Args:
+            dep: ``scores.onnx``'s label vectors of the words as dependents,
+                float[B, N+1, rel_mlp].
+            head: the same as heads.
+            heads: int64[B, N+1] chosen heads, -1 at ROOT and padding.
         """
-        step = max(1, LABEL_PAIRS // heads.shape[1])
-        parts = []
-        for start in range(0, heads.shape[0], step):
-            rows = slice(start, start + step)
-            feed = {"label_dep": dep[rows], "label_head": head[rows], "heads": heads[rows]}
-            parts.append(self.sessions["labels"].run(None, feed)[0])
+        rows, dependents = np.nonzero(heads >= 0)
+        dep_vectors = dep[rows, dependents]  # [W, rel_mlp]
+        head_vectors = head[rows, heads[rows, dependents]]  # [W, rel_mlp]
+        parts = [
+            self.sessions["labels"].run(
+                None,
+                {
+                    "label_dep": dep_vectors[start : start + LABEL_PAIRS],
+                    "label_head": head_vectors[start : start + LABEL_PAIRS],
+                },
+            )[0]
+            for start in range(0, len(rows), LABEL_PAIRS)
+        ]
         return np.concatenate(parts)
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "predicted_columns",
     "root_label_id",
     "runners_up",
+    "word_label_ids",
     "word_slice",
 ]
 
@@ -126,6 +127,24 @@ def label_ids(
         others[..., root_label] = -np.inf
         rels = np.where(heads == 0, root_label, others.argmax(-1))
     return np.where(heads < 0, -1, rels).astype(np.int64)
+
+
+def word_label_ids(
+    word_scores: npt.NDArray[np.floating], heads: IntArray, *, root_label: int | None
+) -> IntArray:
+    """:func:`label_ids` from the scores of the words' arcs alone: int64[B, N+1], -1 off them.
+
+    Args:
+        word_scores: float[W, R], the label scores of the arcs of the W entries of ``heads``
+            that are >= 0, row by row (as ``LabelScorer.at_words`` and ``labels.onnx`` give
+            them).
+        heads: int64[B, N+1] chosen heads, -1 at ROOT and padding.
+        root_label: as :func:`label_ids` takes it.
+    """
+    words = heads >= 0
+    rels = np.full(heads.shape, -1, dtype=np.int64)
+    rels[words] = label_ids(word_scores, heads[words], root_label=root_label)
+    return rels
 
 
 def best_classes(scores: npt.NDArray[np.floating], vocab: Vocab) -> list[str]:

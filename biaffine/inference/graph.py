@@ -31,9 +31,9 @@ from biaffine.inference.choices import (
     MST,
     ROOT_LABEL,
     decode_arc_scores,
-    label_ids,
     labelled_tree,
     root_label_id,
+    word_label_ids,
     word_slice,
 )
 from biaffine.inference.request import Request, SentenceResult, Tree
@@ -95,10 +95,7 @@ def choose_labels(
     """
     head_index = torch.from_numpy(heads).to(vectors.dep.device)
     rel_scores = scorer.at_words(vectors, head_index).detach().float().cpu().numpy()  # [W, R]
-    words = heads >= 0
-    rels = np.full(heads.shape, -1, dtype=np.int64)
-    rels[words] = label_ids(rel_scores, heads[words], root_label=root_label)
-    return rels
+    return word_label_ids(rel_scores, heads, root_label=root_label)
 
 
 def label_probabilities(

@@ -149,12 +149,18 @@ def check_scores(model: torch.nn.Module, folder: Path, batch: Batch) -> dict[str
 
 
 def check_labels(model: torch.nn.Module, folder: Path, scores: dict, heads: torch.Tensor) -> None:
-    """labels.onnx at ``heads`` long[B, N+1] against ``LabelScorer.at``."""
+    """labels.onnx on the words' arcs ``heads`` long[B, N+1] against ``LabelScorer.at_words``
+    (the runtime gathers the arcs' vectors as done here)."""
     dep, head = scores["label_dep"], scores["label_head"]
     with torch.inference_mode():
-        expected = model.labels.at(LabelVectors(dep, head), heads)
-    feed = {"label_dep": dep.numpy(), "label_head": head.numpy(), "heads": heads.numpy()}
+        expected = model.labels.at_words(LabelVectors(dep, head), heads)
+    rows, dependents = (heads >= 0).nonzero(as_tuple=True)
+    feed = {
+        "label_dep": dep[rows, dependents].numpy(),
+        "label_head": head[rows, heads[rows, dependents]].numpy(),
+    }
     (found,) = session(folder, "labels").run(None, feed)
+    assert found.shape == (int((heads >= 0).sum()), model.labels.attn.n_out)
     torch.testing.assert_close(torch.from_numpy(found), expected, **TOLERANCE)
 
 
