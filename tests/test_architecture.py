@@ -28,6 +28,7 @@ TORCH_FREE_MODULES = (
     "biaffine.inference.choices",
     "biaffine.results",
     "biaffine.predict_options",
+    "biaffine.onnx_chars",
 )
 """Modules of ``biaffine`` without torch: what the ONNX runtime (``biaffine.onnxrun``, tested in
 tests/biaffine/test_onnxrun.py where onnxruntime is installed) shares with the torch path."""
@@ -44,7 +45,7 @@ PARTS = {
     "services": ["checkpoint", "metrics", "alignment", "evaluate", "plot", "results"],
     "api": ["api", "render", "pipeline"],
     "predicting": ["predicting", "predict_options"],
-    "onnxrun": ["onnxrun"],
+    "onnxrun": ["onnxrun", "onnx_chars"],
     "export": ["export"],
     "models": ["models"],
     "serving": ["serving"],
