@@ -369,16 +369,11 @@ class OnnxParser:
         rows, dependents = np.nonzero(heads >= 0)
         dep_vectors = dep[rows, dependents]  # [W, rel_mlp]
         head_vectors = head[rows, heads[rows, dependents]]  # [W, rel_mlp]
-        parts = [
-            self.sessions["labels"].run(
-                None,
-                {
-                    "label_dep": dep_vectors[start : start + LABEL_PAIRS],
-                    "label_head": head_vectors[start : start + LABEL_PAIRS],
-                },
-            )[0]
-            for start in range(0, len(rows), LABEL_PAIRS)
-        ]
+        parts = []
+        for start in range(0, len(rows), LABEL_PAIRS):
+            arcs = slice(start, start + LABEL_PAIRS)
+            feed = {"label_dep": dep_vectors[arcs], "label_head": head_vectors[arcs]}
+            parts.append(self.sessions["labels"].run(None, feed)[0])
         return np.concatenate(parts)
 
 

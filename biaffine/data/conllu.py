@@ -255,10 +255,11 @@ class Sentence:
                 self._refuse_cells(name, cells)
             values[name] = cells
         lines = list(self.lines)
-        indices = [_WRITABLE[name] for name in values]
-        rows = zip(*values.values(), strict=True) if values else ()
-        for k, row in zip(self.word_lines if values else (), rows, strict=True):
-            lines[k] = _replace_cells(lines[k], indices, row)
+        if values:
+            indices = [_WRITABLE[name] for name in values]
+            rows = zip(*values.values(), strict=True)  # each word's new cells
+            for k, row in zip(self.word_lines, rows, strict=True):
+                lines[k] = _replace_cells(lines[k], indices, row)
         copy = self._with_lines(lines, list(self.word_lines))
         for name, cells in values.items():
             if name != "head":

@@ -409,8 +409,6 @@ class CharEncoder(nn.Module):
         Returns:
             float[B, L, n_out]; all-padding words get zeros.
         """
-        if torch.onnx.is_in_onnx_export():
-            return self.dense(chars)
         batch, length, width = chars.shape
         types, inverse = _unique_rows(chars.reshape(-1, width))
         lengths = (types != self.pad_index).sum(1)  # [U]
@@ -427,7 +425,9 @@ class CharEncoder(nn.Module):
         return out[inverse].view(batch, length, self.n_out)
 
     def dense(self, chars: torch.Tensor) -> torch.Tensor:
-        """The vectors of :meth:`forward`, without packing or numpy: what an ONNX export runs.
+        """The vectors of :meth:`forward`, without packing or numpy.
+
+        :meth:`dense_rows` on the batch's distinct forms.
 
         Args:
             chars: long[B, L, C] character ids per word, left-aligned, padded with ``pad_index``.
@@ -436,7 +436,7 @@ class CharEncoder(nn.Module):
             float[B, L, n_out]; all-padding words get zeros.
         """
         batch, length, width = chars.shape
-        # One row per distinct form, as in forward (torch.unique exports as ONNX's Unique).
+        # One row per distinct form, as in forward.
         rows, inverse = torch.unique(chars.reshape(-1, width), dim=0, return_inverse=True)
         return self.dense_rows(rows)[inverse].view(batch, length, self.n_out)
 
