@@ -15,6 +15,10 @@ holds that core, then idle once more. Policies:
 - ``libgomp``: the behaviour before it, ``GOMP_SPINCOUNT=300000`` (libgomp's default spin when no
   variable is set), which the package leaves alone.
 
+With ``--onnx FOLDER`` (an export, ``python -m biaffine.export``) the children parse with
+``runtime=onnx`` (:class:`biaffine.onnxrun.OnnxParser`, whose idle threads sleep whatever the
+environment says), under the ``package`` policy alone.
+
 Without ``--checkpoint`` the benchmark writes its own: the default graph parser
 (``conf/model/biaffine.yaml``) sized by EWT train's vocabularies, untrained (a parse costs the
 same network calls whatever the weights; the decoder sees near-uniform scores). It prints each
@@ -48,6 +52,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=None, help="the first N (default all)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default all)")
+    parser.add_argument("--onnx", type=Path, default=None, help="parse with this export instead")
     parser.add_argument("--child", choices=sorted(POLICIES), help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))  # this checkout's packages, wherever the script runs from
@@ -56,10 +61,13 @@ def main() -> None:
     if args.child:
         print(json.dumps(_child(args)))
         return
+    policies = ["package"] if args.onnx else list(POLICIES)
     with tempfile.TemporaryDirectory() as folder:
-        checkpoint = args.checkpoint or _untrained_checkpoint(ud, Path(folder) / "graph.pt")
+        checkpoint = args.checkpoint
+        if checkpoint is None and args.onnx is None:
+            checkpoint = _untrained_checkpoint(ud, Path(folder) / "graph.pt")
         rounds = [
-            {name: _run_child(name, checkpoint, args) for name in POLICIES}
+            {name: _run_child(name, checkpoint, args) for name in policies}
             for _ in range(args.rounds)
         ]
     _report(rounds, args)
@@ -89,11 +97,12 @@ def _untrained_checkpoint(ud: Path, path: Path) -> Path:
     return path
 
 
-def _run_child(policy: str, checkpoint: Path, args: argparse.Namespace) -> dict[str, float]:
+def _run_child(policy: str, checkpoint: Path | None, args: argparse.Namespace) -> dict[str, float]:
     """One child's timings (seconds: idle, busy, idle again) under ``policy``."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     env |= POLICIES[policy] | {"ROOTPARSE_COMPILE": "foreground", "PYTHONPATH": str(REPO)}
-    command = [sys.executable, __file__, "--child", policy, "--checkpoint", str(checkpoint)]
+    command = [sys.executable, __file__, "--child", policy]
+    command += ["--onnx", str(args.onnx)] if args.onnx else ["--checkpoint", str(checkpoint)]
     command += ["--input", str(args.input), "--rounds", "1"]
     command += ["--sentences", str(args.sentences)] if args.sentences else []
     command += ["--threads", str(args.threads)] if args.threads else []
@@ -103,11 +112,17 @@ def _run_child(policy: str, checkpoint: Path, args: argparse.Namespace) -> dict[
 
 def _child(args: argparse.Namespace) -> dict[str, float]:
     """Time the parse idle, busy, idle (in this process, after one warm-up parse)."""
-    from biaffine.api import Parser
     from biaffine.data.conllu import read_conllu
 
     sentences = list(read_conllu(args.input))[: args.sentences]
-    api = Parser.load(args.checkpoint, threads=args.threads)
+    if args.onnx:
+        from biaffine.onnxrun import OnnxParser
+
+        api = OnnxParser.load(args.onnx, threads=args.threads)
+    else:
+        from biaffine.api import Parser
+
+        api = Parser.load(args.checkpoint, threads=args.threads)
     api.parse(sentences[:200])  # kernels loaded, allocator primed
     timings = {"idle": _time(api, sentences)}
     busy = _busy_process()
@@ -137,7 +152,9 @@ def _busy_process() -> subprocess.Popen[bytes]:
 
 def _report(rounds: list[dict[str, dict[str, float]]], args: argparse.Namespace) -> None:
     load = os.getloadavg()
-    print(f"{args.input.name}, {args.sentences or 'all'} sentences, {args.rounds} rounds; ", end="")
+    runtime = f"runtime=onnx ({args.onnx.name}), " if args.onnx else ""
+    print(f"{runtime}{args.input.name}, {args.sentences or 'all'} sentences, ", end="")
+    print(f"{args.rounds} rounds; ", end="")
     print(f"{_cpu()}; load average before the report {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print("\n| round | policy | idle s | busy s | idle again s | busy / idle |")
     print("|---|---|---|---|---|---|")
@@ -147,7 +164,7 @@ def _report(rounds: list[dict[str, dict[str, float]]], args: argparse.Namespace)
             print(f"| {number} | {name} | {t['idle']:.2f} | {t['busy']:.2f} | ", end="")
             print(f"{t['idle again']:.2f} | {ratio:.2f} |")
     print()
-    for name in POLICIES:
+    for name in rounds[0]:
         ratios = [t[name]["busy"] / min(t[name]["idle"], t[name]["idle again"]) for t in rounds]
         idle = statistics.median(min(t[name]["idle"], t[name]["idle again"]) for t in rounds)
         median = statistics.median(ratios)

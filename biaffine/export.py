@@ -24,12 +24,13 @@ vocabularies and config, so that the folder alone describes the model):
   float[W, n_classes] per tagger, for the W words of the batch row by row. Apart, because
   onnxruntime runs every node of a graph whatever outputs are asked for, and a parse that
   predicts no column needs no tagger (10% of the EWT model's time).
-- ``transitions.onnx`` (transition parsers): the per-step scorer, ``slots`` and the
-  configurations' ``rows`` long[S] and feature ``positions`` long[S, K] (-1: empty slot) to
-  ``transition_scores`` float[S, A], unmasked.
 - ``labels.onnx``: the label vectors of W arcs' dependents and heads, ``label_dep`` and
   ``label_head`` float[W, rel_mlp] (gathered by the runtime from ``scores.onnx``'s, at the
   words alone), to ``label_scores`` float[W, R], as ``LabelScorer.at_words`` scores them.
+- a transition parser's per-step scorer is no graph: ``export.json``'s ``transition_mlp``
+  holds the layers after the slots (``TransitionParser.slot_mlp``, a few thousand numbers), and
+  the runtime searches on them and the slots (:class:`transitions.SlotScorer`), one compiled
+  loop for a greedy search where a graph would be called once per step.
 - ``segmenter.onnx`` (with a segmenter): character ``ids`` long[W, T] and ``features``
   float[W, T, F] of W windows of T characters each, none padded, to ``log_probs``
   float[W, T, classes]; ``export.json`` adds its characters, multi-word token expander,
@@ -57,6 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -80,7 +82,6 @@ __all__ = [
     "Scores",
     "SegmenterScores",
     "Tags",
-    "Transitions",
     "export",
     "graphs",
     "main",
@@ -95,9 +96,10 @@ NonZero, Unique, Where, ...) exists since opset 11 or earlier; 17 is well within
 one that needs no ``onnxscript``) writes, up to 20; pinned, a file does not change with torch's
 default."""
 
-FORMAT = 2
+FORMAT = 3
 """Version of the folder's layout and of ``export.json`` (2: the character model in a graph of
-its own, ``chars.onnx``; ``scores.onnx`` reads its vectors)."""
+its own, ``chars.onnx``; ``scores.onnx`` reads its vectors; 3: a transition parser's per-step
+scorer as ``transition_mlp`` in ``export.json``, no ``transitions.onnx``)."""
 
 MANIFEST = "export.json"
 
@@ -192,21 +194,6 @@ class Tags(nn.Module):
         return tuple(scores[name.removesuffix("_scores")] for name in self.outputs)
 
 
-class Transitions(nn.Module):
-    """A transition parser's per-step scorer on tensors: see ``transitions.onnx`` above."""
-
-    def __init__(self, model: nn.Module) -> None:
-        """Wrap ``model`` (a transition parser); it is not copied."""
-        super().__init__()
-        self.model = model
-
-    def forward(
-        self, slots: torch.Tensor, rows: torch.Tensor, positions: torch.Tensor
-    ) -> torch.Tensor:
-        """float[S, A] transition scores (see ``TransitionParser.score_slots``)."""
-        return self.model.score_slots(slots, rows, positions)
-
-
 class Labels(nn.Module):
     """Label scores of given arcs, on tensors: see ``labels.onnx`` above."""
 
@@ -294,8 +281,6 @@ def graphs(model: nn.Module) -> list[Graph]:
     found = [_chars(encoder, chars), Graph("scores", scores, inputs, scores.outputs, example, axes)]
     if model.tagged_columns:
         found.append(_tags(model, outputs["states"], lengths))
-    if model.family == "transition":
-        found.append(_transitions(model, outputs["slots"]))
     found.append(_labels(model, outputs["label_dep"], outputs["label_head"]))
     return found
 
@@ -337,20 +322,6 @@ def _tags(model: nn.Module, states: torch.Tensor, lengths: torch.Tensor) -> Grap
     axes = {"states": {0: "batch", 1: "positions"}, "lengths": {0: "batch"}}
     axes |= {name: {0: "words"} for name in tags.outputs}
     return Graph("tags", tags, ("states", "lengths"), tags.outputs, (states, lengths), axes)
-
-
-def _transitions(model: nn.Module, slots: torch.Tensor) -> Graph:
-    rows = torch.tensor([0, 1, 1])
-    positions = torch.full((3, model.n_stack + model.n_buffer), -1, dtype=torch.long)
-    positions[:, 0] = torch.tensor([1, 2, 5])
-    axes = {
-        "slots": {0: "batch", 1: "slots_positions"},
-        "rows": {0: "configurations"},
-        "positions": {0: "configurations"},
-        "transition_scores": {0: "configurations"},
-    }
-    names, example = ("slots", "rows", "positions"), (slots, rows, positions)
-    return Graph("transitions", Transitions(model), names, ("transition_scores",), example, axes)
 
 
 def _labels(model: nn.Module, dep: torch.Tensor, head: torch.Tensor) -> Graph:
@@ -424,6 +395,11 @@ def _write(
     found = graphs(model)
     manifest = {"format": FORMAT, "opset": OPSET, "family": model.family, **about}
     manifest["int8"] = ["chars", "scores", "labels"] if int8 else []
+    if model.family == "transition":
+        manifest["transition_mlp"] = {
+            name: value.tolist() if isinstance(value, np.ndarray) else value
+            for name, value in model.slot_mlp().items()
+        }
     if segmenter is not None:
         found.append(segmenter_graph(segmenter.model.eval()))
         manifest["segmenter"] = _segmenter_manifest(segmenter)

@@ -10,8 +10,9 @@ Nothing here imports torch (``tests/biaffine/test_onnxrun.py`` runs it where ``i
 fails): batches are :func:`biaffine.data.encoding.pad`'s numpy arrays, fed to the graphs as
 they are. It answers the plain request: one tree per sentence and the predicted columns; graph
 parsers decode with ``mst`` and one word on ROOT, transition parsers search with the
-:mod:`transitions` systems (greedy, or a beam, with a combined model's graph weight), calling
-``transitions.onnx`` once per step. The rest is refused in one line.
+:mod:`transitions` systems (greedy, or a beam, with a combined model's graph weight) on
+``scores.onnx``'s slots and the transition MLP that ``export.json`` holds
+(:class:`transitions.SlotScorer`, as the torch path does). The rest is refused in one line.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ __all__ = [
 ]
 
 MANIFEST = "export.json"  # biaffine.export.MANIFEST, which imports torch
-FORMAT = 2  # biaffine.export.FORMAT: the folder layout read here
+FORMAT = 3  # biaffine.export.FORMAT: the folder layout read here
 
 FORMATS = ("conllu", "text", "raw")
 """Input formats of :func:`predict_file` (``raw``: an export with a segmenter)."""
@@ -101,6 +102,9 @@ and 403 MiB at 5,000; the int8 export 1.90 s and 317 MiB at 500 against 2.05 s a
 The fp32 graphs give the same bytes at any batch size; int8 graphs quantize each batch's
 activations with a scale of their own, so their choices may differ by batch size."""
 
+ARRAYS = ("bias", "weight", "out_bias")
+"""The arrays of ``export.json``'s ``transition_mlp`` (its ``leak`` is a number)."""
+
 LABEL_PAIRS = 256
 """Arcs per run of ``labels.onnx``. Its biaffine product makes an intermediate of about 10,000
 floats per arc (the eager path makes it in cache-sized chunks, a graph in one): 256 arcs keep
@@ -117,6 +121,8 @@ class Searcher:
         n_buffer: buffer words read per configuration.
         global_scores: trained with the beam: a search ranks paths by raw score sums.
         graph_head: ``scores.onnx`` gives a combined model's ``arc_scores``.
+        slot_mlp: the transition MLP after the slots (``TransitionParser.slot_mlp``):
+            ``bias``, ``weight``, ``out_bias`` as float32 arrays and ``leak``.
     """
 
     system: transitions.TransitionSystem
@@ -124,6 +130,7 @@ class Searcher:
     n_buffer: int
     global_scores: bool
     graph_head: bool
+    slot_mlp: dict[str, Any]
 
     @classmethod
     def of(cls, manifest: dict[str, Any]) -> Searcher:
@@ -139,25 +146,23 @@ class Searcher:
         # Checkpoints written before beam training lack beam_loss: the local loss.
         trained_with_beam = (config.get("beam_loss") or {}).get("size", 0) > 0
         graph_head = "arc_scores" in manifest["graphs"]["scores"]["outputs"]
-        return cls(system, config["n_stack"], config["n_buffer"], trained_with_beam, graph_head)
+        layers = manifest["transition_mlp"]
+        slot_mlp = {name: np.asarray(layers[name], dtype=np.float32) for name in ARRAYS}
+        slot_mlp["leak"] = layers["leak"]
+        return cls(
+            system, config["n_stack"], config["n_buffer"], trained_with_beam, graph_head, slot_mlp
+        )
 
     def heads(
-        self,
-        session: onnxruntime.InferenceSession,
-        scores: dict[str, np.ndarray],
-        lengths: np.ndarray,
-        settings: TransitionSearch,
+        self, scores: dict[str, np.ndarray], lengths: np.ndarray, settings: TransitionSearch
     ) -> np.ndarray:
-        """int64[B, N+1]: the search's trees, ``transitions.onnx`` called once per step.
+        """int64[B, N+1]: the search's trees on ``scores.onnx``'s ``slots`` (and arc scores).
 
         As :func:`biaffine.inference.transition.search` on the same scores.
         """
-        slots = scores["slots"]
+        import transitions
 
-        def score(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
-            feed = {"slots": slots, "rows": rows, "positions": positions}
-            return session.run(None, feed)[0]
-
+        score = transitions.SlotScorer.of(scores["slots"], **self.slot_mlp)
         arc_scores = scores["arc_scores"] if settings.graph_weight > 0 else None
         found = find_trees(
             self.system,
@@ -179,8 +184,7 @@ class OnnxParser:
     Attributes:
         vocabs: the checkpoint's vocabularies (``export.json``).
         tagged_columns: the columns its taggers predict (``tags.onnx``), in order.
-        sessions: ``chars``, ``scores``, ``labels``, with taggers ``tags``, and a transition
-            parser's ``transitions``.
+        sessions: ``chars``, ``scores``, ``labels``, and with taggers ``tags``.
         upos_input: the encoder embeds the input's UPOS (``scores.onnx`` reads ``upos``).
         char_vectors: the character model's vectors of the forms seen (``chars.onnx``), which
             ``scores.onnx`` reads.
@@ -219,7 +223,7 @@ class OnnxParser:
         sessions = {
             name: _session(path / graph["file"], threads)
             for name, graph in graphs.items()
-            if name in ("chars", "scores", "tags", "labels", "transitions")
+            if name in ("chars", "scores", "tags", "labels")
         }
         tagged = tuple(o.removesuffix("_scores") for o in graphs.get("tags", {}).get("outputs", ()))
         vocabs = Vocabs.from_dict(manifest["vocabs"])
@@ -335,8 +339,7 @@ class OnnxParser:
         if searcher is None:
             heads = decode_arc_scores(scores["arc_scores"], padded.lengths, MST)
         else:
-            session = self.sessions["transitions"]
-            heads = searcher.heads(session, scores, padded.lengths, settings)
+            heads = searcher.heads(scores, padded.lengths, settings)
         label_scores = self._label_scores(scores["label_dep"], scores["label_head"], heads)
         rels = word_label_ids(label_scores, heads, root_label=root_label_id(self.vocabs.rels))
         if searcher is not None and searcher.system.projective:

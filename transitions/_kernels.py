@@ -14,6 +14,7 @@ Nivre & Fernandez-Gonzalez (2014): the buffer has been empty once.
 from __future__ import annotations
 
 import numba
+import numpy as np
 
 ARC_STANDARD, ARC_EAGER, ARC_EAGER_UNSHIFT, ARC_HYBRID, SWAP_SYSTEM = 0, 1, 2, 3, 4
 # Arc-eager without a dummy ROOT that stops at the end of input (Nivre 2003; Nivre & Scholz
@@ -237,3 +238,83 @@ def advance_rows(system, table, rows, actions, state, steps, live):
         apply_one(system, table[actions[i]], -1, c, stack, ssize, buf, bsize, heads, labels, ended)
         steps[c] += 1
         live[i] = not is_terminal(system, c, ssize, bsize, ended)
+
+
+@numba.njit(cache=True)
+def slot_hidden(slots, bias, leak, row, positions, out):
+    """``out = LeakyReLU(bias + sum_k slots[row, positions[k], k])``; position -1 reads the last.
+
+    The hidden layer of a slot MLP (:class:`transitions.slots.SlotScorer`), summed in slot order
+    in float32 as the torch module sums it.
+    """
+    empty = slots.shape[1] - 1
+    out[:] = 0
+    for k in range(positions.shape[0]):
+        p = positions[k] if positions[k] >= 0 else empty
+        for h in range(out.shape[0]):
+            out[h] += slots[row, p, k, h]
+    for h in range(out.shape[0]):
+        value = out[h] + bias[h]
+        out[h] = value if value >= 0 else value * leak
+
+
+@numba.njit(cache=True)
+def slot_output(weight, out_bias, hidden, a):
+    """Raw score of action ``a``: ``weight[a] . hidden + out_bias[a]`` in float32."""
+    total = weight[a, 0] * hidden[0]
+    for h in range(1, hidden.shape[0]):
+        total += weight[a, h] * hidden[h]
+    return total + out_bias[a]
+
+
+@numba.njit(cache=True)
+def slot_scores_rows(slots, bias, weight, out_bias, leak, rows, positions, out):
+    """``out[i, a]``: raw score of action ``a`` for configuration i (row ``rows[i]``)."""
+    hidden = np.empty(slots.shape[3], dtype=np.float32)
+    for i in range(rows.shape[0]):
+        slot_hidden(slots, bias, leak, rows[i], positions[i], hidden)
+        for a in range(out.shape[1]):
+            out[i, a] = slot_output(weight, out_bias, hidden, a)
+
+
+@numba.njit(cache=True)
+def greedy_slots(
+    system, table, n_stack, slots, bias, weight, out_bias, leak, state, steps, log_probs
+):
+    """Greedy search of every configuration to the end, scored by a slot MLP; -1 or a failing c.
+
+    Configuration ``c`` reads row ``c`` of ``slots``. Each step scores the legal actions alone,
+    takes the first best one (as ``argmax`` does) and adds its log-softmax over the legal ones,
+    in float64 from the float32 scores, to ``log_probs[c]``. Returns the first configuration
+    with a NaN score for a legal action, or none legal (left where it stood), or -1.
+    """
+    stack, ssize, buf, bsize, heads, labels, ended = state
+    n_actions = table.shape[0]
+    hidden = np.empty(slots.shape[3], dtype=np.float32)
+    positions = np.empty(slots.shape[2], dtype=np.int64)
+    scores = np.empty(n_actions, dtype=np.float64)
+    legal = np.empty(n_actions, dtype=np.bool_)
+    for c in range(ssize.shape[0]):
+        while not is_terminal(system, c, ssize, bsize, ended):
+            for k in range(positions.shape[0]):
+                positions[k] = slot_position(n_stack, k, c, stack, ssize, buf, bsize)
+            slot_hidden(slots, bias, leak, c, positions, hidden)
+            best = -1
+            for a in range(n_actions):
+                legal[a] = is_legal(system, table[a], c, stack, ssize, buf, bsize, heads, ended)
+                if legal[a]:
+                    scores[a] = slot_output(weight, out_bias, hidden, a)
+                    if np.isnan(scores[a]):
+                        return c
+                    if best < 0 or scores[a] > scores[best]:
+                        best = a
+            if best < 0:  # no legal action: the system's rules forbid it
+                return c
+            total = 0.0
+            for a in range(n_actions):
+                if legal[a]:
+                    total += np.exp(scores[a] - scores[best])
+            log_probs[c] -= np.log(total)
+            apply_one(system, table[best], -1, c, stack, ssize, buf, bsize, heads, labels, ended)
+            steps[c] += 1
+    return -1

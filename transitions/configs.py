@@ -66,6 +66,18 @@ class Configs:
         """N, the longest sentence the rows can hold."""
         return self.heads.shape[1] - 1
 
+    def kernel_state(self) -> tuple[IntArray, ...]:
+        """The arrays the kernels read and update: stack, sizes, buffer, heads, labels, ended."""
+        return (
+            self.stack,
+            self.stack_size,
+            self.buffer,
+            self.buffer_size,
+            self.heads,
+            self.labels,
+            self.ended,
+        )
+
     def take(self, rows: npt.ArrayLike) -> Configs:
         """A new batch holding copies of ``rows`` (int[K]), in that order (repeats allowed)."""
         index = np.asarray(rows, dtype=np.int64)

@@ -3,7 +3,9 @@
 Torch-free like the rest of :mod:`transitions`: a search asks a ``score(rows, positions)``
 callback for the transition scores of the configurations it holds (the torch side runs a
 classifier there) and does its own bookkeeping in numpy. Many sentences advance together, one
-callback call per step for every live configuration of the batch.
+callback call per step for every live configuration of the batch. A greedy search given a
+:class:`~transitions.slots.SlotScorer` (a slot MLP's arrays) calls nothing back: it runs to the
+end in one compiled loop.
 
 Scores are normalized here: an item's score is the log-probability of its transition path, the
 sum over its steps of ``log softmax`` over the legal transitions, plus, in the combined model of
@@ -23,6 +25,7 @@ import numpy.typing as npt
 from decoding.types import BoolArray, FloatArray, IntArray
 
 from .configs import Configs
+from .slots import SlotScorer
 from .systems import TransitionSystem
 
 __all__ = ["Beam", "Scorer", "SearchResult", "beam_search", "greedy_configs", "greedy_search"]
@@ -94,8 +97,18 @@ def greedy_configs(
 
     Arguments as :func:`greedy_search`. Returns the B configurations and float64[B], the
     log-probability of each one's transition path.
+
+    A :class:`SlotScorer` is not called back: the whole search runs in one compiled loop on its
+    arrays (the same choices; its scores summed in its own order).
     """
     configs = system.initial(np.asarray(lengths, dtype=np.int64))
+    if isinstance(score, SlotScorer):
+        if score.n_slots != n_stack + n_buffer:
+            raise ValueError(
+                f"the scorer reads {score.n_slots} slots, not n_stack + n_buffer = "
+                f"{n_stack + n_buffer}"
+            )
+        return configs, score.greedy(system, configs, n_stack)
     log_probs = np.zeros(len(configs))
     rows = np.flatnonzero(~system.terminal(configs))
     # Each step reads and updates the live rows alone, in two kernel calls (observe, advance):

@@ -162,7 +162,7 @@ class TransitionSystem:
             raise ValueError(f"sentence {bad[0]}: length {lengths[bad[0]]} outside [1, {width}]")
         configs = Configs.empty(lengths.shape[0], width)
         configs.lengths[:] = lengths
-        tiered(k.init_batch)(self.code, configs.lengths, *self._state(configs))
+        tiered(k.init_batch)(self.code, configs.lengths, *configs.kernel_state())
         return configs
 
     def legal(self, configs: Configs) -> BoolArray:
@@ -193,7 +193,7 @@ class TransitionSystem:
         legal = np.empty((rows.shape[0], self.table.shape[0]), dtype=np.bool_)
         positions = np.empty((rows.shape[0], n_stack + n_buffer), dtype=np.int64)
         observe = tiered(k.observe_rows)
-        observe(self.code, self.table, n_stack, rows, self._state(configs), legal, positions)
+        observe(self.code, self.table, n_stack, rows, configs.kernel_state(), legal, positions)
         return legal, positions
 
     def advance(
@@ -224,7 +224,7 @@ class TransitionSystem:
                 f"{configs.describe(c)} ({self.name})"
             )
         live = np.empty(rows.shape[0], dtype=np.bool_)
-        state = self._state(configs)
+        state = configs.kernel_state()
         tiered(k.advance_rows)(self.code, self.table, rows, actions, state, configs.steps, live)
         return live
 
@@ -295,7 +295,13 @@ class TransitionSystem:
         if labels is not None:
             arc_labels[:] = np.asarray(labels, dtype=np.int64)
         tiered(k.apply_batch)(
-            self.code, self.table, actions, arc_labels, active, self._state(configs), configs.steps
+            self.code,
+            self.table,
+            actions,
+            arc_labels,
+            active,
+            configs.kernel_state(),
+            configs.steps,
         )
 
     def tree(self, configs: Configs) -> tuple[IntArray, IntArray]:
@@ -320,10 +326,6 @@ class TransitionSystem:
             left = (words > 0) & (heads[rows, words] == -1)  # headless words left on the stack
             heads[rows[left], words[left]] = 0
         return heads, labels
-
-    @staticmethod
-    def _state(c: Configs) -> tuple:
-        return (c.stack, c.stack_size, c.buffer, c.buffer_size, c.heads, c.labels, c.ended)
 
     def _active(self, configs: Configs, active: npt.ArrayLike | None) -> BoolArray:
         if active is None:

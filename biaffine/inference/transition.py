@@ -36,28 +36,19 @@ from biaffine.inference.graph import choose_labels, decode_heads, label_probabil
 from biaffine.inference.request import Request, SentenceResult, Tree
 from biaffine.inference.settings import DecoderSettings, TransitionSearch
 from biaffine.parsers.transition import TransitionParser, TransitionStates
-from biaffine.runtime import one_thread
 
 __all__ = ["TransitionFamily", "deprojectivize_batch", "scorer", "search"]
 
 IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float32]
 
 
-def scorer(model: TransitionParser, encoded: TransitionStates) -> transitions.Scorer:
-    """The search callback of an encoded batch: the transition MLP's raw scores, as numpy.
+def scorer(model: TransitionParser, encoded: TransitionStates) -> transitions.SlotScorer:
+    """The search's scorer of an encoded batch: the transition MLP on its slots, in numpy.
 
-    ``score(rows int64[C], positions int64[C, K]) -> float32[C, A]`` (see
-    :data:`transitions.Scorer`).
+    A greedy search runs on it in one compiled loop; a beam calls it once per step (see
+    :class:`transitions.SlotScorer`).
     """
-    device = encoded.slots.device
-
-    def score(rows: IntArray, positions: IntArray) -> FloatArray:
-        rows_t = torch.from_numpy(rows).to(device)
-        scores = model.score_transitions(encoded, rows_t, torch.from_numpy(positions).to(device))
-        return scores.float().cpu().numpy()
-
-    return score
+    return model.slot_scorer(encoded.slots)
 
 
 def search(
@@ -154,10 +145,8 @@ class TransitionFamily(Family):
         for name in transitions.SYSTEM_NAMES:
             system = transitions.get_system(name)
             n_actions = len(system.transitions)
-
-            def score(rows: IntArray, _: IntArray, n: int = n_actions) -> FloatArray:
-                return np.zeros((len(rows), n), dtype=np.float32)
-
+            weight, bias = np.zeros((n_actions, 1)), np.zeros(n_actions)
+            score = transitions.SlotScorer.of(np.zeros((1, 4, 5, 1)), np.zeros(1), weight, bias, 0)
             transitions.greedy_search(system, [2], score)
             transitions.beam_search(system, [2], score, beam_size=2, arc_scores=arc_scores)
         deprojectivize_batch(np.array([[-1, 0, 1]]), np.array([[-1, 0, 1]]), ["root", "x|root"])
@@ -204,12 +193,10 @@ class TransitionFamily(Family):
         if settings.search == "graph":
             heads = decode_heads(_graph_head(encoded, settings), batch.lengths, settings.graph)
         else:
-            # The search calls the transition MLP once per step on a batch's live
-            # configurations: too little work to share between threads, and beside busy
-            # processes each call on two threads waits for the descheduled one (EWT test, 2
-            # cores at load 8: 10-22 ms a call on two threads, 0.45 ms on one).
-            with one_thread():
-                found = search(model, encoded, batch.lengths.cpu().numpy(), settings)
+            # No torch call per step: the search reads the MLP's numpy arrays (SlotScorer).
+            # Per-step calls on two torch threads each waited for the descheduled thread
+            # beside busy processes (EWT test, 2 cores at load 8: 10-22 ms a call).
+            found = search(model, encoded, batch.lengths.cpu().numpy(), settings)
             heads, path_log_probs = found.heads, found.path_log_probs
         root = root_label_id(self.vocabs.rels)
         rels = choose_labels(model.labels, encoded.labels, heads, root_label=root)

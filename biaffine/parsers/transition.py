@@ -380,6 +380,34 @@ class TransitionParser(EncoderParser):
             summed = F.embedding_bag(rows_of_slots, table, mode="sum")
         return self.transition_mlp(summed + self.slot_bias)  # [C, A] from [C, arc_mlp]
 
+    def slot_mlp(self) -> dict[str, Any]:
+        """The layers after the slots, as float32 numpy: what a search needs besides the slots.
+
+        Returns:
+            ``bias`` float32[arc_mlp] (the first layer's), ``weight`` float32[A, arc_mlp] and
+            ``out_bias`` float32[A] (the output layer's), ``leak`` (the LeakyReLU's slope):
+            :meth:`transitions.SlotScorer.of`'s arguments after the slots.
+        """
+        activation, _, output = self.transition_mlp
+        return {
+            "bias": _numpy(self.slot_bias),
+            "weight": _numpy(output.weight),
+            "out_bias": _numpy(output.bias),
+            "leak": activation.negative_slope,
+        }
+
+    def slot_scorer(self, slots: torch.Tensor) -> transitions.SlotScorer:
+        """What a search reads in parsing: a batch's slots and :meth:`slot_mlp`, as numpy.
+
+        Args:
+            slots: float[B, N+2, K, arc_mlp], :attr:`TransitionStates.slots` of the batch.
+
+        Returns:
+            The :class:`transitions.SlotScorer` whose scores are :meth:`score_slots`' (up to
+            the order of the float sums); a greedy search runs on it without calling back.
+        """
+        return transitions.SlotScorer.of(_numpy(slots), **self.slot_mlp())
+
     def forward(self, batch: Batch) -> TransitionScores:
         """Score the static oracle's configurations of a batch's gold trees.
 
@@ -548,6 +576,11 @@ def check_partner(partner: nn.Module, vocabs: Vocabs, partner_vocabs: Vocabs) ->
                 f"partner: its {name} vocabulary differs from the transition parser's; pair "
                 "models trained on the same training file with the same trainer.min_word_count"
             )
+
+
+def _numpy(tensor: torch.Tensor) -> np.ndarray:
+    """A float32 numpy copy of ``tensor`` (bfloat16 under autocast, any device)."""
+    return tensor.detach().float().cpu().numpy()
 
 
 def _vocab(vocabs: Vocabs, name: str) -> Vocab:

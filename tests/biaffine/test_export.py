@@ -11,6 +11,7 @@ magnitude 100 are 7.6e-6 apart at the closest.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import subprocess
 import sys
@@ -267,30 +268,39 @@ def test_a_transition_parser_exports_its_eager_scores(
     exporter()
     runtime()
     model, vocabs = transition_model(ewt_test, name)
-    export(model, tmp_path / "export", about={})
-    step = session(tmp_path / "export", "transitions")
+    manifest = export(model, tmp_path / "export", about={})
+    layers = json.loads((tmp_path / "export" / MANIFEST).read_text())["transition_mlp"]
+    assert layers == manifest["transition_mlp"]
     options = {"n_stack": model.n_stack, "n_buffer": model.n_buffer}
     configurations = 0
     for batch in mixed_batches(ewt_test, vocabs):
         scores = check_scores(model, tmp_path / "export", batch)
         slots = scores["slots"]
+        exported = transitions.SlotScorer.of(slots.numpy(), **layers)
 
-        def score(rows: np.ndarray, positions: np.ndarray, slots: torch.Tensor = slots):
+        def score(
+            rows: np.ndarray,
+            positions: np.ndarray,
+            slots: torch.Tensor = slots,
+            exported: transitions.SlotScorer = exported,
+        ) -> np.ndarray:
+            # The export's slots and layers score what the eager module scores.
             nonlocal configurations
             configurations += len(rows)
-            feed = {"slots": slots.numpy(), "rows": rows, "positions": positions}
-            (found,) = step.run(None, feed)
+            found = exported(rows, positions)
             with torch.inference_mode():
                 rows_t, positions_t = torch.from_numpy(rows), torch.from_numpy(positions)
                 expected = model.score_slots(slots, rows_t, positions_t)
             torch.testing.assert_close(torch.from_numpy(found), expected, **TOLERANCE)
             return found
 
-        # The configurations the greedy search visits; with the ONNX scores it finds the
-        # eager search's trees.
+        # The configurations the greedy search visits; the compiled search on the export's
+        # arrays finds the trees of the eager module's scores.
         lengths = batch.lengths.numpy()
-        found = transitions.greedy_search(model.system, lengths, score, **options)
+        stepped = transitions.greedy_search(model.system, lengths, score, **options)
+        found = transitions.greedy_search(model.system, lengths, exported, **options)
         eager = transitions.greedy_search(model.system, lengths, eager_scorer(model, slots))
+        np.testing.assert_array_equal(stepped.heads, eager.heads)
         np.testing.assert_array_equal(found.heads, eager.heads)
         check_labels(model, tmp_path / "export", scores, torch.from_numpy(found.heads))
         check_labels(model, tmp_path / "export", scores, gold_heads(batch))
@@ -353,7 +363,7 @@ def test_an_export_replaces_an_earlier_one_and_refuses_other_folders(
     assert manifest["run"] == 2
     assert (folder / MANIFEST).read_text().count('"run": 2') == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]  # nothing left beside it
-    assert sorted(manifest["graphs"]) == ["chars", "labels", "scores", "transitions"]  # no tagger
+    assert sorted(manifest["graphs"]) == ["chars", "labels", "scores"]  # no tagger
     (tmp_path / "other").mkdir()
     with pytest.raises(ValueError, match="not an export folder"):
         export(model, tmp_path / "other", about={})

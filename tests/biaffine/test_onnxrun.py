@@ -198,18 +198,23 @@ def test_an_export_of_another_family_is_refused(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
     from biaffine.onnxrun import OnnxParser
 
-    (tmp_path / "export.json").write_text(json.dumps({"format": 2, "family": "segmenter"}))
+    (tmp_path / "export.json").write_text(json.dumps({"format": 3, "family": "segmenter"}))
     with pytest.raises(ValueError, match="an export of a segmenter parser; runtime=onnx"):
         OnnxParser.load(tmp_path)
 
 
-def test_an_export_of_an_earlier_format_is_refused_with_what_to_do(tmp_path: Path) -> None:
-    """Format 1 held the character model inside scores.onnx; its folders must be exported again."""
+@pytest.mark.parametrize("earlier", [1, 2])
+def test_an_export_of_an_earlier_format_is_refused_with_what_to_do(
+    tmp_path: Path, earlier: int
+) -> None:
+    """Format 1 held the character model inside scores.onnx, format 2 a transition parser's
+    per-step scorer in a graph: their folders must be exported again."""
     pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
     from biaffine.onnxrun import OnnxParser
 
-    (tmp_path / "export.json").write_text(json.dumps({"format": 1, "family": "graph"}))
-    with pytest.raises(ValueError, match=r"export format 1, expected 2: export the checkpoint"):
+    (tmp_path / "export.json").write_text(json.dumps({"format": earlier, "family": "graph"}))
+    expected = rf"export format {earlier}, expected 3: export the checkpoint"
+    with pytest.raises(ValueError, match=expected):
         OnnxParser.load(tmp_path)
 
 
