@@ -385,14 +385,18 @@ class TransitionParser(EncoderParser):
 
         Returns:
             ``bias`` float32[arc_mlp] (the first layer's), ``weight`` float32[A, arc_mlp] and
-            ``out_bias`` float32[A] (the output layer's), ``leak`` (the LeakyReLU's slope):
-            :meth:`transitions.SlotScorer.of`'s arguments after the slots.
+            ``out_bias`` float32[A] (the output layer's; dequantized where the layer holds int8
+            weights), ``leak`` (the LeakyReLU's slope): :meth:`transitions.SlotScorer.of`'s
+            arguments after the slots.
         """
         activation, _, output = self.transition_mlp
+        weight, bias = output.weight, output.bias
+        if callable(weight):  # int8 weights (predicting.quantized): weight() and bias() methods
+            weight, bias = weight().dequantize(), bias()
         return {
             "bias": _numpy(self.slot_bias),
-            "weight": _numpy(output.weight),
-            "out_bias": _numpy(output.bias),
+            "weight": _numpy(weight),
+            "out_bias": _numpy(bias),
             "leak": activation.negative_slope,
         }
 

@@ -16,6 +16,7 @@ from biaffine.inference import DecoderSettings, parse
 from biaffine.inference.transition import search
 from biaffine.nn import Encoder
 from biaffine.parsers import BiaffineParser, TransitionParser
+from biaffine.predicting import quantized
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -129,6 +130,20 @@ def test_from_config_reads_both_groups() -> None:
     assert DecoderSettings.from_config({"algorithm": "mst", "root_constraint": False}) == (
         DecoderSettings("mst", False)
     )
+
+
+@pytest.mark.parametrize("settings", [DecoderSettings(), DecoderSettings(search="beam")])
+def test_a_parser_with_int8_weights_searches_on_its_dequantized_output_layer(
+    sentences, vocabs, settings: DecoderSettings
+) -> None:
+    """predict.py int8=true quantizes every Linear, the transition MLP's output layer too."""
+    model = quantized(untrained(vocabs, "arc_hybrid", 0))
+    output = model.transition_mlp[2]
+    layers = model.slot_mlp()
+    np.testing.assert_array_equal(layers["weight"], output.weight().dequantize().numpy())
+    np.testing.assert_array_equal(layers["out_bias"], output.bias().detach().numpy())
+    parsed = parse(model, vocabs, sentences, settings)
+    assert [s.heads.count(0) for s in parsed] == [1] * len(sentences)
 
 
 @pytest.mark.parametrize("settings", [DecoderSettings(), DecoderSettings(search="beam")])
