@@ -245,17 +245,15 @@ def slot_hidden(slots, bias, leak, row, positions, out):
     """``out = LeakyReLU(bias + sum_k slots[row, positions[k], k])``; position -1 reads the last.
 
     The hidden layer of a slot MLP (:class:`transitions.slots.SlotScorer`), summed in slot order
-    in float32 as the torch module sums it.
+    in float32 as the torch module sums it. Whole-row array operations, elementwise, so that
+    the plain-Python twin (:mod:`tiered`) runs at numpy's speed and gives the same floats.
     """
     empty = slots.shape[1] - 1
     out[:] = 0
     for k in range(positions.shape[0]):
-        p = positions[k] if positions[k] >= 0 else empty
-        for h in range(out.shape[0]):
-            out[h] += slots[row, p, k, h]
-    for h in range(out.shape[0]):
-        value = out[h] + bias[h]
-        out[h] = value if value >= 0 else value * leak
+        out += slots[row, positions[k] if positions[k] >= 0 else empty, k]
+    out += bias
+    out[:] = np.where(out >= 0, out, out * leak)
 
 
 @numba.njit(cache=True)
@@ -278,23 +276,23 @@ def slot_scores_rows(slots, bias, weight, out_bias, leak, rows, positions, out):
 
 
 @numba.njit(cache=True)
-def greedy_slots(
-    system, table, n_stack, slots, bias, weight, out_bias, leak, state, steps, log_probs
-):
-    """Greedy search of every configuration to the end, scored by a slot MLP; -1 or a failing c.
+def greedy_slots(system, table, n_stack, layers, state, steps, log_probs, start, stop):
+    """Greedy search of configurations ``start``..``stop - 1`` to the end; -1 or a failing c.
 
-    Configuration ``c`` reads row ``c`` of ``slots``. Each step scores the legal actions alone,
+    ``layers`` are the slot MLP's (slots, bias, weight, out_bias, leak); configuration ``c``
+    reads row ``c`` of ``slots``. Each step scores the legal actions alone,
     takes the first best one (as ``argmax`` does) and adds its log-softmax over the legal ones,
     in float64 from the float32 scores, to ``log_probs[c]``. Returns the first configuration
     with a NaN score for a legal action, or none legal (left where it stood), or -1.
     """
     stack, ssize, buf, bsize, heads, labels, ended = state
+    slots, bias, weight, out_bias, leak = layers
     n_actions = table.shape[0]
     hidden = np.empty(slots.shape[3], dtype=np.float32)
     positions = np.empty(slots.shape[2], dtype=np.int64)
     scores = np.empty(n_actions, dtype=np.float64)
     legal = np.empty(n_actions, dtype=np.bool_)
-    for c in range(ssize.shape[0]):
+    for c in range(start, stop):
         while not is_terminal(system, c, ssize, bsize, ended):
             for k in range(positions.shape[0]):
                 positions[k] = slot_position(n_stack, k, c, stack, ssize, buf, bsize)

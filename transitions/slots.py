@@ -25,7 +25,10 @@ from . import _kernels as k
 from .configs import Configs
 from .systems import TransitionSystem
 
-__all__ = ["SlotScorer"]
+__all__ = ["GREEDY_CHUNK", "SlotScorer"]
+
+GREEDY_CHUNK = 16
+"""Configurations per call of the compiled greedy loop (see :meth:`SlotScorer.greedy`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,13 +118,18 @@ class SlotScorer:
         log_probs = np.zeros(len(configs))
         state = configs.kernel_state()
         search = tiered(k.greedy_slots)
-        failed = search(
-            system.code, system.table, n_stack, *self._layers(), state, configs.steps, log_probs
-        )
-        if failed >= 0:
-            raise ValueError(
-                f"configuration {failed}: NaN transition scores in {configs.describe(failed)}"
-            )
+        # In calls of GREEDY_CHUNK configurations: while a fresh numba cache compiles the kernel
+        # in the background, the calls run as plain Python (a fraction of a millisecond a step,
+        # against a microsecond compiled), and the first call after it is ready runs the
+        # machine code.
+        args = (system.code, system.table, n_stack, self._layers(), state, configs.steps)
+        for start in range(0, len(configs), GREEDY_CHUNK):
+            stop = min(start + GREEDY_CHUNK, len(configs))
+            failed = search(*args, log_probs, start, stop)
+            if failed >= 0:
+                raise ValueError(
+                    f"configuration {failed}: NaN transition scores in {configs.describe(failed)}"
+                )
         return log_probs
 
     def _layers(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, np.float32]:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import transitions
 from transitions import SlotScorer
+from transitions.slots import GREEDY_CHUNK
 
 N_STACK, N_BUFFER = 3, 2
 
@@ -66,6 +67,18 @@ def test_the_compiled_greedy_search_takes_the_step_by_step_path(
     np.testing.assert_array_equal(compiled.steps, stepped.steps)
     np.testing.assert_allclose(compiled.path_log_probs, stepped.path_log_probs, rtol=1e-12)
     np.testing.assert_array_equal(compiled.scores, compiled.path_log_probs)
+
+
+@pytest.mark.parametrize("system", ["arc_hybrid", "swap"])
+def test_a_batch_longer_than_one_call_is_searched_in_calls_of_a_chunk(system: str) -> None:
+    parser = transitions.get_system(system)
+    lengths = [1 + (7 * i) % 13 for i in range(3 * GREEDY_CHUNK + 5)]
+    scorer = random_scorer(7, lengths, len(parser.table))
+    compiled = transitions.greedy_search(parser, lengths, scorer)
+    stepped = transitions.greedy_search(parser, lengths, lambda rows, p: scorer(rows, p))
+    np.testing.assert_array_equal(compiled.heads, stepped.heads)
+    np.testing.assert_array_equal(compiled.steps, stepped.steps)
+    np.testing.assert_allclose(compiled.path_log_probs, stepped.path_log_probs, rtol=1e-12)
 
 
 def test_ties_go_to_the_first_legal_action_as_argmax_gives() -> None:
