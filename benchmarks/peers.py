@@ -180,17 +180,14 @@ def targets(rows: Sequence[Summary]) -> list[str]:
         return ["targets: not judged (UDPipe 1 or the fp32 parser did not run)"]
     # Any precision or runtime of ours whose LAS stays within 0.1 of fp32's (torch int8 or bf16,
     # an ONNX export in float32 or int8).
-    candidates = ("int8", "bf16", "onnx", "onnx_int8")
-    fast = [by_key[k] for k in candidates if k in by_key and within(by_key[k].las, fp32.las)]
-    best = max(fast, key=lambda row: row.rate, default=fp32)
+    best = fastest_within(by_key, ("int8", "bf16", "onnx", "onnx_int8"), fp32)
     # runtime=onnx: the export with the shortest command whose LAS stays within 0.1 of fp32's.
     exports = [by_key[k] for k in ("onnx", "onnx_int8") if k in by_key]
     onnx = min(
         (row for row in exports if within(row.las, fp32.las)), key=lambda r: r.wall, default=None
     )
     # float32 arithmetic in either runtime: torch, or the float32 export in onnxruntime.
-    float32 = [row for row in (fp32, by_key.get("onnx")) if row and within(row.las, fp32.las)]
-    fastest = max(float32, key=lambda row: row.rate)
+    fastest = fastest_within(by_key, ("fp32", "onnx"), fp32)
     lines = [
         verdict(f"parse only, best precision within 0.1 LAS ({best.label})",
                 best.rate / udpipe.rate, 1.5, "x UDPipe 1", at_least=True),
@@ -205,6 +202,12 @@ def targets(rows: Sequence[Summary]) -> list[str]:
         verdict(f"{name} command wall", onnx.wall / udpipe.wall, 1.0, "x UDPipe 1's"),
         verdict(f"{name} command peak memory", onnx.memory, 200, "MiB"),
     ]
+
+
+def fastest_within(by_key: dict[str, Summary], keys: Sequence[str], fp32: Summary) -> Summary:
+    """The fastest row of ``keys`` whose LAS is within 0.1 of fp32's; ``fp32`` if there is none."""
+    rows = [by_key[k] for k in keys if k in by_key and within(by_key[k].las, fp32.las)]
+    return max(rows, key=lambda row: row.rate, default=fp32)
 
 
 def within(las: float | None, reference: float | None, tolerance: float = 0.1) -> bool:

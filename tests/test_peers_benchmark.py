@@ -94,6 +94,11 @@ def test_targets_take_the_fastest_precision_within_a_tenth_of_las() -> None:
     )
     slow[3] = row("onnx", 900.0, 87.60)  # an export whose LAS moved is not the same model
     assert peers.targets(slow)[1].startswith("FAIL parse only, fp32 (rootparse, fp32): 0.80")
+    # An unscored fp32 row (no LAS) is still judged, on its own rate.
+    unscored = [row("fp32", 900.0, None), rows[4]]
+    assert peers.targets(unscored)[1] == (
+        "PASS parse only, fp32 (rootparse, fp32): 0.90 x UDPipe 1 (target >= 0.85)"
+    )
     assert peers.targets(rows[:1]) == [
         "targets: not judged (UDPipe 1 or the fp32 parser did not run)"
     ]
