@@ -185,12 +185,13 @@ class Tags(nn.Module):
     def __init__(self, model: nn.Module) -> None:
         """Wrap ``model`` (a parser with taggers, in eval mode); it is not copied."""
         super().__init__()
-        self.taggers = model.taggers
+        self.model = model
         self.outputs = tuple(f"{column}_scores" for column in model.tagged_columns)
 
     def forward(self, states: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """float[W, n_classes] per tagger, for the W words of the batch row by row."""
-        scores = self.taggers(states, _mask(lengths, states.shape[1]))
+        _, tag_states = self.model.split_states(states)
+        scores = self.model.taggers(tag_states, _mask(lengths, states.shape[1]))
         return tuple(scores[name.removesuffix("_scores")] for name in self.outputs)
 
 

@@ -39,6 +39,8 @@ _SIZES = (
     "lstm_layers",
 )
 _PROBABILITIES = ("embed_dropout", "lstm_dropout", "word_dropout")
+_OMITTED_UNSET = ("tag_layer",)
+"""Options :meth:`Encoder.config` leaves out when None: configs from before them stay the same."""
 
 
 class Encoder(nn.Module):
@@ -51,9 +53,16 @@ class Encoder(nn.Module):
     sum of the frozen pretrained vector (linearly mapped to ``word_dim`` if sizes differ) and a
     trainable embedding initialised at zero (Dozat & Manning, 2017, sec. 4).
 
+    With ``tag_layer`` k, the taggers read the output of BiLSTM level k instead of the top
+    one (Søgaard & Goldberg, 2016: lower-level tasks supervised at lower layers), and the
+    states are the top level's and level k's side by side, float[B, N+1, n_out + n_tag_out]:
+    one tensor, so that every path that passes states on (exports, caches) carries both.
+
     Attributes:
         kind: registry name, stored in :meth:`config`.
-        n_out: size of a state, ``2 * lstm_hidden``.
+        n_out: size of the states the tree heads read, ``2 * lstm_hidden``.
+        n_tag_out: size of the states the taggers read after them (0 without ``tag_layer``:
+            the taggers read the tree heads' states).
     """
 
     kind: ClassVar[str] = "bilstm"
@@ -73,6 +82,7 @@ class Encoder(nn.Module):
         embed_dropout: float = 0.33,
         lstm_dropout: float = 0.33,
         word_dropout: float = 0.0,
+        tag_layer: int | None = None,
         pretrained: Mapping[str, Any] | None = None,
         transformer: Mapping[str, Any] | None = None,
     ) -> None:
@@ -91,6 +101,8 @@ class Encoder(nn.Module):
             embed_dropout: probability of dropping a whole input vector (word, char, tag).
             lstm_dropout: shared dropout on the input and output of every BiLSTM layer.
             word_dropout: probability of replacing a word id by UNK in training.
+            tag_layer: the BiLSTM level (1 to ``lstm_layers - 1``) the taggers read, or None
+                for the top one, which the tree heads read.
             pretrained: options of a :class:`~biaffine.nn.pretrained.PretrainedEmbedding`
                 (``path``, ``format``, ``words``, ``lowercase``, ``max_words``,
                 ``keep_in_checkpoint``), or None for none.
@@ -99,7 +111,8 @@ class Encoder(nn.Module):
                 ``finetune``, ...), or None.
 
         Raises:
-            ValueError: on a size < 1 or a probability outside [0, 1).
+            ValueError: on a size < 1, a probability outside [0, 1) or a ``tag_layer`` that is
+                not a level below the top.
         """
         super().__init__()
         # Unused pretrained inputs are left out, so configs without them stay as they were.
@@ -107,6 +120,7 @@ class Encoder(nn.Module):
             k: v
             for k, v in locals().items()
             if k not in ("self", "__class__", "vocabs", "pretrained", "transformer")
+            and not (k in _OMITTED_UNSET and v is None)
         }
         _validate(self._config)
         self.word_embed = nn.Embedding(len(vocabs.words), word_dim, padding_idx=PAD)
@@ -143,7 +157,9 @@ class Encoder(nn.Module):
             is_weight = name.rsplit(".", 1)[-1].startswith("weight")
             (orthogonal_ if is_weight else nn.init.zeros_)(param)
         self.lstm_dropout = SharedDropout(lstm_dropout)
+        self.tag_layer = tag_layer
         self.n_out = 2 * lstm_hidden
+        self.n_tag_out = 0 if tag_layer is None else 2 * lstm_hidden
 
     @property
     def use_tags(self) -> bool:
@@ -160,7 +176,7 @@ class Encoder(nn.Module):
         vector_rows: torch.Tensor | None = None,
         char_vectors: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Contextual states float[B, N+1, 2H] of a batch; zeros at padding.
+        """Contextual states float[B, N+1, n_out + n_tag_out] of a batch; zeros at padding.
 
         Args:
             batch: reads ``words`` long[B, N+1], ``chars`` long[B, N+1, C] (unless
@@ -176,9 +192,14 @@ class Encoder(nn.Module):
         """
         x = self._embed(batch, vector_rows, char_vectors)
         with_root = batch.lengths + 1  # each sequence is its words plus ROOT
-        for lstm in self.lstms:
+        tagged = None
+        for level, lstm in enumerate(self.lstms, 1):
             x = lstm(self.lstm_dropout(x), with_root)
-        return self.lstm_dropout(x)
+            if level == self.tag_layer:
+                tagged = x
+        if tagged is None:
+            return self.lstm_dropout(x)
+        return torch.cat([self.lstm_dropout(x), self.lstm_dropout(tagged)], -1)
 
     def _embed(
         self,
@@ -207,6 +228,12 @@ class Encoder(nn.Module):
 
 
 def _validate(config: Mapping[str, Any]) -> None:
+    layer = config.get("tag_layer")
+    if layer is not None and not 1 <= layer < config["lstm_layers"]:
+        raise ValueError(
+            f"encoder tag_layer={layer} must be a level below the top, 1 to "
+            f"{config['lstm_layers'] - 1} (null: the taggers read the top level)"
+        )
     for key in _SIZES:
         if config[key] < 1:
             raise ValueError(f"encoder {key}={config[key]} must be >= 1")

@@ -127,7 +127,7 @@ class BiaffineParser(EncoderParser):
         n_states, drop = encoder.n_out, mlp_dropout
         self.arcs = ArcScorer(n_states, arc_mlp, dropout=drop)
         self.labels = LabelScorer(n_states, rel_mlp, len(vocabs.rels), dropout=drop)
-        self.taggers = self.build_taggers(vocabs, n_states)
+        self.taggers = self.build_taggers(vocabs)
 
     def forward(self, batch: Batch, *, tag: bool = True) -> GraphScores:
         """Score every arc and label of a batch.
@@ -149,7 +149,8 @@ class BiaffineParser(EncoderParser):
 
         ``batch`` gives ``lengths`` and ``mask`` only (an export reads the states alone).
         """
-        tag_scores = self.taggers(states, batch.mask) if tag else {}
+        states, tag_states = self.split_states(states)
+        tag_scores = self.taggers(tag_states, batch.mask) if tag else {}
         return GraphScores(self.arcs(states, batch.lengths), self.labels(states), tag_scores)
 
     def loss(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
+import torch
 from torch import nn
 
 from biaffine.data.columns import LOSS_WEIGHTS
@@ -43,11 +44,23 @@ class EncoderParser(nn.Module):
         """The columns this parser has a tagger for, and so can predict."""
         return tuple(self.taggers)
 
-    def build_taggers(self, vocabs: Vocabs, n_states: int) -> Taggers:
-        """The tagger heads whose loss weight in the config is > 0."""
+    def build_taggers(self, vocabs: Vocabs) -> Taggers:
+        """The tagger heads whose loss weight in the config is > 0, on the taggers' states."""
         config = self._config
         weights = {column: config[option] for column, option in LOSS_WEIGHTS.items()}
+        n_states = getattr(self.encoder, "n_tag_out", 0) or self.encoder.n_out
         return Taggers(vocabs, weights, n_states, config["tag_mlp"], dropout=config["mlp_dropout"])
+
+    def split_states(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the states the tree heads read, those the taggers read) of the encoder's states.
+
+        Both are ``states`` float[B, N+1, H] unless the encoder has a tag layer, whose states
+        follow the top level's (:class:`biaffine.nn.Encoder`).
+        """
+        n_out = self.encoder.n_out
+        if states.shape[-1] == n_out:
+            return states, states
+        return states[..., :n_out], states[..., n_out:]
 
 
 def check_sizes(config: Mapping[str, Any], sizes: Iterable[str]) -> None:

@@ -239,7 +239,7 @@ class TransitionParser(EncoderParser):
             nn.Linear(arc_mlp, len(self.system.transitions)),
         )
         self.labels = LabelScorer(n_states, rel_mlp, len(vocabs.rels), dropout=mlp_dropout)
-        self.taggers = self.build_taggers(vocabs, n_states)
+        self.taggers = self.build_taggers(vocabs)
         self.graph = (
             ArcScorer(n_states, graph_mlp, dropout=mlp_dropout) if graph_loss_weight > 0 else None
         )
@@ -329,12 +329,13 @@ class TransitionParser(EncoderParser):
 
         ``batch`` gives ``lengths`` and ``mask`` only (an export reads the states alone).
         """
+        states, tag_states = self.split_states(states)
         empty = self.empty.to(states.dtype).expand(states.shape[0], 1, -1)
         with_empty = torch.cat([states, empty], 1)  # [B, N+2, H]
         n_slots, n_states, hidden = self.slot_weight.shape
         weight = self.slot_weight.to(states.dtype).transpose(0, 1).reshape(n_states, -1)
         slots = (with_empty @ weight).view(*with_empty.shape[:2], n_slots, hidden)
-        tag_scores = self.taggers(states, batch.mask) if tag else {}
+        tag_scores = self.taggers(tag_states, batch.mask) if tag else {}
         arc_scores = None if self.graph is None else self.graph(states, batch.lengths)
         return TransitionStates(slots, self.labels(states), tag_scores, arc_scores)
 

@@ -31,8 +31,9 @@ from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.export import MANIFEST, OPSET, export, parse_settings
 from biaffine.nn import Encoder
-from biaffine.parsers import TransitionParser
+from biaffine.parsers import BiaffineParser, TransitionParser
 from biaffine.parsers.heads import LabelVectors
+from biaffine.training import compose
 
 ROOT = Path(__file__).parents[2]
 SHIPPED = ROOT / "models" / "en_ewt" / "parser.pt"
@@ -218,6 +219,24 @@ def test_pretrained_vectors_kept_in_the_checkpoint_export_with_the_graph(
 
 
 @pytest.mark.ud
+def test_a_graph_parser_with_a_tag_layer_exports_its_eager_scores(
+    ewt_test: list[Sentence], tmp_path: Path
+) -> None:
+    exporter()
+    runtime()
+    vocabs = compose.training_vocabs(ewt_test, ewt_test, min_word_count=1)
+    torch.manual_seed(0)
+    encoder = Encoder(vocabs, **{**ENCODER, "lstm_layers": 2, "tag_layer": 1})
+    options = {"tag_loss_weight": 1.0, "feats_loss_weight": 1.0}
+    model = randomized(BiaffineParser(vocabs, encoder, **HEADS, **options), scale=0.2).eval()
+    export(model, tmp_path / "layered", about={})
+    for batch in mixed_batches(ewt_test, vocabs):
+        scores = check_scores(model, tmp_path / "layered", batch)
+        assert scores["states"].shape[-1] == 2 * encoder.n_out
+        check_labels(model, tmp_path / "layered", scores, gold_heads(batch))
+
+
+@pytest.mark.ud
 def test_the_dense_character_path_gives_the_packed_vectors(
     shipped: tuple[torch.nn.Module, Vocabs, Path], ewt_test: list[Sentence]
 ) -> None:
@@ -232,8 +251,8 @@ def test_the_dense_character_path_gives_the_packed_vectors(
         assert not dense[batch.chars[..., 0] == 0].any()  # padding words: zeros
 
 
-# (system, extra options): every transition system, one embedding the input UPOS, and the
-# combined model (a graph head beside the transition scorer).
+# (system, extra options): every transition system, one embedding the input UPOS, the
+# combined model (a graph head beside the transition scorer), and taggers on a lower level.
 TRANSITION_MODELS = {
     "arc_standard": ("arc_standard", {"encoder": {"use_tags": True}, "xpos_loss_weight": 1.0}),
     "arc_eager": ("arc_eager", {"tag_loss_weight": 1.0}),
@@ -241,6 +260,11 @@ TRANSITION_MODELS = {
     "arc_hybrid": ("arc_hybrid", {"feats_loss_weight": 1.0}),
     "swap": ("swap", {"lemma_loss_weight": 1.0}),
     "combined": ("arc_hybrid", {"graph_loss_weight": 1.0, "tag_loss_weight": 1.0}),
+    # taggers on the lower of two BiLSTM levels: states.onnx carries both levels to tags.onnx
+    "tag_layer": (
+        "arc_hybrid",
+        {"encoder": {"lstm_layers": 2, "tag_layer": 1}, "tag_loss_weight": 1.0},
+    ),
 }
 
 
@@ -255,7 +279,7 @@ def transition_model(sentences: list[Sentence], name: str) -> tuple[TransitionPa
     options = dict(options)
     _, vocabs = training_vocabs(sentences, system)
     torch.manual_seed(0)
-    encoder = Encoder(vocabs, **ENCODER, **options.pop("encoder", {}))
+    encoder = Encoder(vocabs, **{**ENCODER, **options.pop("encoder", {})})
     model = TransitionParser(vocabs, encoder, system=system, **HEADS, **options)
     return randomized(model, scale=0.2).eval(), vocabs
 

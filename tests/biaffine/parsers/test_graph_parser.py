@@ -231,6 +231,8 @@ def test_an_unknown_parser_or_encoder_kind_is_named() -> None:
         ({"tag_loss_weight": -1.0}, "tag_loss_weight"),
         ({"use_tags": True, "tag_loss_weight": 0.5}, "would predict the input"),
         ({"loss": "hinge"}, "loss='hinge' is not one of local, crf"),
+        ({"tag_layer": 0}, "tag_layer=0 must be a level below the top, 1 to 1"),
+        ({"tag_layer": 2}, "tag_layer=2 must be a level below the top"),  # 2 = the top
     ],
 )
 def test_bad_hyperparameters_fail_in_words(overrides: dict, message: str) -> None:
@@ -283,6 +285,36 @@ def test_tagger_heads_are_named_by_column() -> None:
     keys = parser.state_dict()
     assert any(key.startswith("taggers.upos.") for key in keys)
     assert not any(key.startswith("taggers.xpos.") for key in keys)
+
+
+def test_a_tag_layer_gives_the_taggers_a_lower_level_and_the_tree_heads_the_same_states() -> None:
+    """The tree heads' states are those of the encoder without a tag layer (same weights); the
+    taggers' are level 1's, which the UPOS scores are computed from."""
+    batch = make_batch([sentence(5, 0), sentence(3, 1)])
+    plain = tiny_parser(tag_loss_weight=1.0).eval()
+    layered = tiny_parser(tag_loss_weight=1.0, tag_layer=1).eval()
+    layered.load_state_dict(plain.state_dict())  # strict: a tag layer adds no weights
+    assert layered.encoder.n_tag_out == layered.encoder.n_out == 20
+    with torch.no_grad():
+        states = layered.encoder(batch)
+        assert states.shape == (2, 6, 40)
+        tree, tagged = layered.split_states(states)
+        assert torch.equal(tree, plain.encoder(batch))
+        embedded = layered.encoder._embed(batch, None, None)
+        first = layered.encoder.lstms[0](embedded, batch.lengths + 1)
+        assert torch.equal(tagged, first)
+        found, expected = layered(batch), plain(batch)
+        assert torch.equal(found.arc_scores, expected.arc_scores)
+        upos = layered.taggers["upos"](tagged[batch.mask].unsqueeze(0))[0]
+        assert torch.equal(found.tag_scores["upos"], upos)
+        assert not torch.allclose(found.tag_scores["upos"], expected.tag_scores["upos"])
+
+
+def test_the_tag_layer_round_trips_through_the_config_and_is_absent_when_unset() -> None:
+    assert "tag_layer" not in tiny_parser().config()["encoder"]  # older configs unchanged
+    config = tiny_parser(tag_layer=1, tag_loss_weight=1.0).config()
+    assert config["encoder"]["tag_layer"] == 1
+    assert build_parser("biaffine", VOCABS, config).config() == config
 
 
 def test_use_tags_reads_the_input_tags() -> None:
