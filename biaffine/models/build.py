@@ -8,7 +8,8 @@ Usage (the runs of the model's recipe, ``conf/experiment/NAME.yaml``)::
 writes ``models/en_ewt/`` (``parser.pt`` with float16 weights and no training state, a copy of
 the segmenter, ``card.json``) and rewrites ``docs/models.md`` from every card there. The card's
 scores come from :func:`biaffine.models.scoring.card_scores`; its speed is the best of three
-rounds on the test set.
+rounds on the test set. ``--keep-segmenter`` in place of ``--segmenter``, when the parser alone
+was retrained, keeps the model's segmenter and its card's segmenter facts.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import biaffine
 from biaffine import checkpoint
 from biaffine.api import Parser
+from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.files import atomic_open
 from biaffine.installed import CARD, SHIPPED, installed
@@ -43,10 +45,12 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     treebank = Path(args.root) / args.treebank
     gold = ud_test_file(treebank)
     folder = Path(args.out) / args.name
+    training = _training(args, folder)  # before the card it may read is replaced
     folder.mkdir(parents=True, exist_ok=True)
     checkpoint.compact(args.parser, folder / PARSER)
-    with atomic_open(folder / SEGMENTER, "wb") as out, open(args.segmenter, "rb") as source:
-        shutil.copyfileobj(source, out)
+    if not args.keep_segmenter:
+        with atomic_open(folder / SEGMENTER, "wb") as out, open(args.segmenter, "rb") as source:
+            shutil.copyfileobj(source, out)
     parser = Parser.load(folder / PARSER, threads=THREADS, segmenter=folder / SEGMENTER)
     float32 = Parser.load(args.parser, threads=THREADS)
     card = {
@@ -58,7 +62,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "size_bytes": size_bytes(folder, (PARSER, SEGMENTER)),
         "weights": "parser weights stored as float16 (computed in float32), segmenter float32",
         "requires": args.requires,
-        "training": _training(args),
+        "training": training,
         "evaluation": {"test_file": gold.name, "threads": THREADS, "metric": "CoNLL 2018 F1"},
         "scores": card_scores(parser, gold),
         "float32_scores": {GOLD: card_scores(float32, gold)[GOLD]},
@@ -76,14 +80,28 @@ def size_bytes(folder: Path, files: Iterable[str]) -> int:
     return sum((folder / name).stat().st_size for name in files)
 
 
-def _training(args: argparse.Namespace) -> dict[str, Any]:
-    parser_run, segmenter_run = Path(args.parser).parent, Path(args.segmenter).parent
+def _training(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    """The card's ``training``: each run's command, minutes and best epoch.
+
+    With ``args.keep_segmenter``, the segmenter's are those of the card in ``folder``.
+
+    Raises:
+        ValueError: ``keep_segmenter`` where ``folder`` holds no model with a card.
+    """
     progress = checkpoint.load(args.parser).metadata.get("progress", {})
     parser = {"recipe": f"python train.py experiment={args.name}"}
-    parser |= run_facts(parser_run, "train.py") | {"epochs": progress.get("best_epoch")}
-    segmenter = run_facts(segmenter_run, "train_segmenter.py")
-    segmenter = {"recipe": segmenter["command"]} | segmenter
-    segmenter["epochs"] = _last_json(segmenter_run / "metrics.jsonl").get("best_epoch")
+    parser |= run_facts(Path(args.parser).parent, "train.py") | {
+        "epochs": progress.get("best_epoch")
+    }
+    if args.keep_segmenter:
+        if not (folder / CARD).is_file() or not (folder / SEGMENTER).is_file():
+            raise ValueError(f"--keep-segmenter: {folder} holds no segmenter and card to keep")
+        segmenter = json.loads((folder / CARD).read_text(encoding="utf-8"))["training"]["segmenter"]
+    else:
+        segmenter_run = Path(args.segmenter).parent
+        segmenter = run_facts(segmenter_run, "train_segmenter.py")
+        segmenter = {"recipe": segmenter["command"]} | segmenter
+        segmenter["epochs"] = _last_json(segmenter_run / "metrics.jsonl").get("best_epoch")
     training = {"parser": parser, "segmenter": segmenter, "machine": args.machine}
     return training | ({"note": args.note} if args.note else {})
 
@@ -123,7 +141,13 @@ def main(argv: list[str] | None = None) -> None:
     options = argparse.ArgumentParser(prog="python -m biaffine.models.build", description=__doc__)
     options.add_argument("name", help="the model's name, e.g. en_ewt (its recipe's name too)")
     options.add_argument("--parser", required=True, help="the parser run's best.pt")
-    options.add_argument("--segmenter", required=True, help="the segmenter run's best.pt")
+    segmenter = options.add_mutually_exclusive_group(required=True)
+    segmenter.add_argument("--segmenter", help="the segmenter run's best.pt")
+    segmenter.add_argument(
+        "--keep-segmenter",
+        action="store_true",
+        help="keep the model's segmenter and its card's facts (the parser alone retrained)",
+    )
     options.add_argument("--treebank", required=True, help="e.g. UD_English-EWT")
     options.add_argument("--root", default=os.environ.get("UD_ROOT"), help="default $UD_ROOT")
     options.add_argument("--out", default=str(SHIPPED), help="default: the repository's models/")
@@ -139,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     options.add_argument("--speed-threads", type=int, default=2)
     options.add_argument("--docs", default=str(DOCS), help="the page rewritten from the cards")
     args = options.parse_args(argv)
-    card = build(args)
+    card = report_user_errors(lambda: build(args))
     write_docs(Path(args.out), Path(args.docs))
     print(write_json(card), end="")
 
