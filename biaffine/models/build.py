@@ -90,9 +90,8 @@ def _training(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     """
     progress = checkpoint.load(args.parser).metadata.get("progress", {})
     parser = {"recipe": f"python train.py experiment={args.name}"}
-    parser |= run_facts(Path(args.parser).parent, "train.py") | {
-        "epochs": progress.get("best_epoch")
-    }
+    parser |= run_facts(Path(args.parser).parent, "train.py")
+    parser["epochs"] = progress.get("best_epoch")
     if args.keep_segmenter:
         if not (folder / CARD).is_file() or not (folder / SEGMENTER).is_file():
             raise ValueError(f"--keep-segmenter: {folder} holds no segmenter and card to keep")

@@ -39,8 +39,6 @@ _SIZES = (
     "lstm_layers",
 )
 _PROBABILITIES = ("embed_dropout", "lstm_dropout", "word_dropout")
-_OMITTED_UNSET = ("tag_layer",)
-"""Options :meth:`Encoder.config` leaves out when None: configs from before them stay the same."""
 
 
 class Encoder(nn.Module):
@@ -120,8 +118,9 @@ class Encoder(nn.Module):
             k: v
             for k, v in locals().items()
             if k not in ("self", "__class__", "vocabs", "pretrained", "transformer")
-            and not (k in _OMITTED_UNSET and v is None)
         }
+        if tag_layer is None:  # left out, so that configs from before the option stay the same
+            del self._config["tag_layer"]
         _validate(self._config)
         self.word_embed = nn.Embedding(len(vocabs.words), word_dim, padding_idx=PAD)
         self.pretrained = self.pretrained_proj = None

@@ -48,8 +48,13 @@ class EncoderParser(nn.Module):
         """The tagger heads whose loss weight in the config is > 0, on the taggers' states."""
         config = self._config
         weights = {column: config[option] for column, option in LOSS_WEIGHTS.items()}
-        n_states = getattr(self.encoder, "n_tag_out", 0) or self.encoder.n_out
+        n_states = self._n_tag_out or self.encoder.n_out
         return Taggers(vocabs, weights, n_states, config["tag_mlp"], dropout=config["mlp_dropout"])
+
+    @property
+    def _n_tag_out(self) -> int:
+        """Width of the taggers' own states after the tree heads' (0: they share them)."""
+        return getattr(self.encoder, "n_tag_out", 0)  # a transformer encoder has no tag layer
 
     def split_states(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(the states the tree heads read, those the taggers read) of the encoder's states.
@@ -57,9 +62,9 @@ class EncoderParser(nn.Module):
         Both are ``states`` float[B, N+1, H] unless the encoder has a tag layer, whose states
         follow the top level's (:class:`biaffine.nn.Encoder`).
         """
-        n_out = self.encoder.n_out
-        if states.shape[-1] == n_out:
+        if not self._n_tag_out:
             return states, states
+        n_out = self.encoder.n_out
         return states[..., :n_out], states[..., n_out:]
 
 
