@@ -54,7 +54,10 @@ class Encoder(nn.Module):
     With ``tag_layer`` k, the taggers read the output of BiLSTM level k instead of the top
     one (Søgaard & Goldberg, 2016: lower-level tasks supervised at lower layers), and the
     states are the top level's and level k's side by side, float[B, N+1, n_out + n_tag_out]:
-    one tensor, so that every path that passes states on (exports, caches) carries both.
+    one tensor, so that every path that passes states on (exports, caches) carries both. With
+    ``tag_reads_top`` as well, the taggers read the top level too, through a stopped gradient
+    (:meth:`biaffine.parsers.shared.EncoderParser.split_states`): its context, but not its
+    training, is theirs.
 
     Attributes:
         kind: registry name, stored in :meth:`config`.
@@ -81,6 +84,7 @@ class Encoder(nn.Module):
         lstm_dropout: float = 0.33,
         word_dropout: float = 0.0,
         tag_layer: int | None = None,
+        tag_reads_top: bool = False,
         pretrained: Mapping[str, Any] | None = None,
         transformer: Mapping[str, Any] | None = None,
     ) -> None:
@@ -101,6 +105,8 @@ class Encoder(nn.Module):
             word_dropout: probability of replacing a word id by UNK in training.
             tag_layer: the BiLSTM level (1 to ``lstm_layers - 1``) the taggers read, or None
                 for the top one, which the tree heads read.
+            tag_reads_top: with ``tag_layer``, the taggers also read the top level, without
+                passing their gradients to it.
             pretrained: options of a :class:`~biaffine.nn.pretrained.PretrainedEmbedding`
                 (``path``, ``format``, ``words``, ``lowercase``, ``max_words``,
                 ``keep_in_checkpoint``), or None for none.
@@ -119,8 +125,11 @@ class Encoder(nn.Module):
             for k, v in locals().items()
             if k not in ("self", "__class__", "vocabs", "pretrained", "transformer")
         }
-        if tag_layer is None:  # left out, so that configs from before the option stay the same
+        # Left out when unset, so that configs from before the options stay the same.
+        if tag_layer is None:
             del self._config["tag_layer"]
+        if not tag_reads_top:
+            del self._config["tag_reads_top"]
         _validate(self._config)
         self.word_embed = nn.Embedding(len(vocabs.words), word_dim, padding_idx=PAD)
         self.pretrained = self.pretrained_proj = None
@@ -157,6 +166,7 @@ class Encoder(nn.Module):
             (orthogonal_ if is_weight else nn.init.zeros_)(param)
         self.lstm_dropout = SharedDropout(lstm_dropout)
         self.tag_layer = tag_layer
+        self.tag_reads_top = tag_reads_top
         self.n_out = 2 * lstm_hidden
         self.n_tag_out = 0 if tag_layer is None else 2 * lstm_hidden
 
@@ -228,6 +238,8 @@ class Encoder(nn.Module):
 
 def _validate(config: Mapping[str, Any]) -> None:
     layer = config.get("tag_layer")
+    if config.get("tag_reads_top") and layer is None:
+        raise ValueError("encoder tag_reads_top=true needs a tag_layer (the top is read anyway)")
     if layer is not None and not 1 <= layer < config["lstm_layers"]:
         raise ValueError(
             f"encoder tag_layer={layer} must be a level below the top, 1 to "

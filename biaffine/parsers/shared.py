@@ -48,7 +48,7 @@ class EncoderParser(nn.Module):
         """The tagger heads whose loss weight in the config is > 0, on the taggers' states."""
         config = self._config
         weights = {column: config[option] for column, option in LOSS_WEIGHTS.items()}
-        n_states = self._n_tag_out or self.encoder.n_out
+        n_states = self._n_tag_out + (self.encoder.n_out if self._tags_read_top else 0)
         return Taggers(vocabs, weights, n_states, config["tag_mlp"], dropout=config["mlp_dropout"])
 
     @property
@@ -56,16 +56,26 @@ class EncoderParser(nn.Module):
         """Width of the taggers' own states after the tree heads' (0: they share them)."""
         return getattr(self.encoder, "n_tag_out", 0)  # a transformer encoder has no tag layer
 
+    @property
+    def _tags_read_top(self) -> bool:
+        """Whether the taggers read the top level: with no tag layer, or with ``tag_reads_top``."""
+        return not self._n_tag_out or getattr(self.encoder, "tag_reads_top", False)
+
     def split_states(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(the states the tree heads read, those the taggers read) of the encoder's states.
 
         Both are ``states`` float[B, N+1, H] unless the encoder has a tag layer, whose states
-        follow the top level's (:class:`biaffine.nn.Encoder`).
+        follow the top level's (:class:`biaffine.nn.Encoder`): the taggers then read those
+        float[B, N+1, T], or with ``tag_reads_top`` those and the top level's, through a stopped
+        gradient, float[B, N+1, T + H]: the tree's training alone shapes the top level.
         """
         if not self._n_tag_out:
             return states, states
         n_out = self.encoder.n_out
-        return states[..., :n_out], states[..., n_out:]
+        top, tagged = states[..., :n_out], states[..., n_out:]
+        if self._tags_read_top:
+            return top, torch.cat([tagged, top.detach()], -1)
+        return top, tagged
 
 
 def check_sizes(config: Mapping[str, Any], sizes: Iterable[str]) -> None:

@@ -219,14 +219,17 @@ def test_pretrained_vectors_kept_in_the_checkpoint_export_with_the_graph(
 
 
 @pytest.mark.ud
+@pytest.mark.parametrize("reads_top", [False, True])
 def test_a_graph_parser_with_a_tag_layer_exports_its_eager_scores(
-    ewt_test: list[Sentence], tmp_path: Path
+    ewt_test: list[Sentence], tmp_path: Path, reads_top: bool
 ) -> None:
+    """Taggers on level 1, or on level 1 and the top (``tag_reads_top``)."""
     exporter()
     runtime()
     vocabs = compose.training_vocabs(ewt_test, ewt_test, min_word_count=1)
     torch.manual_seed(0)
-    encoder = Encoder(vocabs, **{**ENCODER, "lstm_layers": 2, "tag_layer": 1})
+    layers = {"lstm_layers": 2, "tag_layer": 1, "tag_reads_top": reads_top}
+    encoder = Encoder(vocabs, **{**ENCODER, **layers})
     options = {"tag_loss_weight": 1.0, "feats_loss_weight": 1.0}
     model = randomized(BiaffineParser(vocabs, encoder, **HEADS, **options), scale=0.2).eval()
     export(model, tmp_path / "layered", about={})

@@ -233,6 +233,7 @@ def test_an_unknown_parser_or_encoder_kind_is_named() -> None:
         ({"loss": "hinge"}, "loss='hinge' is not one of local, crf"),
         ({"tag_layer": 0}, "tag_layer=0 must be a level below the top, 1 to 1"),
         ({"tag_layer": 2}, "tag_layer=2 must be a level below the top"),  # 2 = the top
+        ({"tag_reads_top": True}, "tag_reads_top=true needs a tag_layer"),
     ],
 )
 def test_bad_hyperparameters_fail_in_words(overrides: dict, message: str) -> None:
@@ -314,6 +315,40 @@ def test_the_tag_layer_round_trips_through_the_config_and_is_absent_when_unset()
     assert "tag_layer" not in tiny_parser().config()["encoder"]  # older configs unchanged
     config = tiny_parser(tag_layer=1, tag_loss_weight=1.0).config()
     assert config["encoder"]["tag_layer"] == 1
+    assert build_parser("biaffine", VOCABS, config).config() == config
+
+
+def test_tag_reads_top_gives_the_taggers_both_levels_and_the_top_no_tagger_gradient() -> None:
+    """The taggers read [level 1; top]; the tree's scores are unchanged; the tagging loss
+    trains level 1 but leaves every weight of the top BiLSTM without a gradient, which the
+    tree's loss does give it."""
+    batch = make_batch([sentence(5, 0), sentence(3, 1)])
+    parser = tiny_parser(tag_loss_weight=1.0, tag_layer=1, tag_reads_top=True)
+    assert next(parser.taggers["upos"].parameters()).shape[1] == 40  # both levels, 20 each
+    parser.eval()
+    with torch.no_grad():
+        states = parser.encoder(batch)
+        tree, tagged = parser.split_states(states)
+        assert torch.equal(tagged, torch.cat([states[..., 20:], tree], -1))
+        upos = parser.taggers["upos"](tagged[batch.mask].unsqueeze(0))[0]
+        assert torch.equal(parser(batch).tag_scores["upos"], upos)
+        for weight in parser.parameters():  # the biaffine weights start at 0: no gradient yet
+            weight.add_(0.1 * torch.randn_like(weight))
+    scores = parser(batch)
+    tag_loss = F.cross_entropy(scores.tag_scores["upos"], batch.columns["upos"][batch.mask])
+    tag_loss.backward(retain_graph=True)
+    top, first = parser.encoder.lstms[1], parser.encoder.lstms[0]
+    assert all(p.grad is None or not p.grad.any() for p in top.parameters())
+    assert any(p.grad is not None and p.grad.any() for p in first.parameters())
+    parser.zero_grad()
+    scores.arc_scores.sum().backward()
+    assert any(p.grad is not None and p.grad.any() for p in top.parameters())
+
+
+def test_tag_reads_top_round_trips_through_the_config_and_is_absent_when_unset() -> None:
+    assert "tag_reads_top" not in tiny_parser(tag_layer=1).config()["encoder"]
+    config = tiny_parser(tag_layer=1, tag_reads_top=True, tag_loss_weight=1.0).config()
+    assert config["encoder"]["tag_reads_top"] is True
     assert build_parser("biaffine", VOCABS, config).config() == config
 
 
