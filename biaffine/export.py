@@ -460,6 +460,7 @@ def _segmenter_manifest(stored: segmenter_checkpoints.Stored) -> dict[str, Any]:
         "treebank": stored.treebank,
         "chars": list(stored.vocab.chars),
         "spaced_words": stored.vocab.spaced_words,
+        "cased_words": stored.vocab.cased_words,
         "mwt": None if stored.mwt is None else stored.mwt.to_data(),
         "sentence_bias": stored.model.config()["sentence_bias"],
         "window": DEFAULT_WINDOW,

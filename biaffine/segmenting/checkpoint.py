@@ -6,7 +6,8 @@ A checkpoint is a dict: ``format`` (:data:`FORMAT`), ``kind`` (``"segmenter"``),
 expander's plain data, ``rawtext.mwt.MwtExpander.to_data()``, None for a treebank without
 multi-word tokens) and, where the network reads them, ``spaced_words`` (the training tokens
 with whitespace inside, ``CharVocab.spaced_words``; checkpoints written before it lack the key
-and read none). Nothing in it names code to import.
+and read none) and ``cased_words`` (how the training words were cased inside sentences,
+``CharVocab.cased_words``, likewise). Nothing in it names code to import.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def save(
     }
     if vocab.spaced is not None:
         payload["spaced_words"] = vocab.spaced_words
+    if vocab.cased is not None:
+        payload["cased_words"] = vocab.cased_words
     with atomic_open(path, "wb") as handle:
         torch.save(payload, handle)
 
@@ -87,7 +90,7 @@ def load(path: str | os.PathLike[str]) -> Stored:
         ) from None
     _check(payload, path)
     try:
-        vocab = CharVocab(payload["chars"], spaced_words=payload.get("spaced_words", ()))
+        vocab = CharVocab.from_data(payload)
         model = SegmenterModel.from_config(payload["config"])
         if model.settings["n_features"] != vocab.n_features:
             raise ValueError(

@@ -7,6 +7,11 @@ Where the training tokens hold whitespace (Vietnamese writes a word as syllables
 between: "Hà Nội"), a vocabulary can also know those tokens (:class:`SpacedWords`): one more
 flag marks each space that the longest known word read from left to right spans, so that the
 network sees the dictionary's segmentation beside the characters.
+
+A vocabulary can also know how the training words were cased inside sentences
+(:class:`CasedWords`), the orthographic evidence of Punkt (Kiss & Strunk, 2006): a capital after
+a word with no full stop is a new sentence when the word is otherwise written in lower case
+("... a mold from that They sell ..."), and no evidence when it is a name ("Deb Price").
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ import itertools
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +31,7 @@ __all__ = [
     "FEATURES",
     "PAD",
     "UNK",
+    "CasedWords",
     "CharVocab",
     "SpacedWords",
     "char_features",
@@ -72,14 +79,19 @@ def char_features(text: str) -> np.ndarray:
 _CHUNK = re.compile(r"\S+")
 
 
-def _key(chunk: str) -> str:
-    """A whitespace-free chunk as words are looked up: lower-cased, punctuation cut at its ends."""
+def _core(chunk: str) -> str:
+    """A chunk without the punctuation at its ends."""
     start, end = 0, len(chunk)
     while start < end and unicodedata.category(chunk[start]).startswith("P"):
         start += 1
     while end > start and unicodedata.category(chunk[end - 1]).startswith("P"):
         end -= 1
-    return chunk[start:end].lower()
+    return chunk[start:end]
+
+
+def _key(chunk: str) -> str:
+    """A whitespace-free chunk as words are looked up: lower-cased, punctuation cut at its ends."""
+    return _core(chunk).lower()
 
 
 class SpacedWords:
@@ -123,6 +135,68 @@ class SpacedWords:
         return found
 
 
+class CasedWords:
+    """The words seen in lower case, and those seen capitalized, inside training sentences.
+
+    Args:
+        lower: keys (:func:`_key`: lower-cased, punctuation cut at the ends) of the words seen
+            with a lower-case first letter after a sentence's first token.
+        upper: those seen there with an upper-case first letter.
+    """
+
+    def __init__(self, lower: Iterable[str], upper: Iterable[str]) -> None:
+        """Keep both sets of keys."""
+        self.lower, self.upper = frozenset(lower), frozenset(upper)
+
+    @classmethod
+    def count(cls, sentences: Iterable[Sequence[str]], min_count: int = 2) -> CasedWords:
+        """The keys seen at least ``min_count`` times in each casing, past each sentence's start.
+
+        A sentence's first token is left out (its capital says nothing about the word), and so
+        are words seen fewer times: the network then also meets known-nothing words in
+        training, as it will in new text.
+
+        Args:
+            sentences: each sentence's token forms, in order.
+            min_count: the fewest times a word must be seen in a casing to be known in it.
+        """
+        lower, upper = Counter(), Counter()
+        for tokens in sentences:
+            for token in tokens[1:]:
+                core = _core(token)
+                if core[:1].islower():
+                    lower[core.lower()] += 1
+                elif core[:1].isupper():
+                    upper[core.lower()] += 1
+        return cls(
+            (key for key, n in lower.items() if n >= min_count),
+            (key for key, n in upper.items() if n >= min_count),
+        )
+
+    def to_data(self) -> dict[str, list[str]]:
+        """Both sets as plain data, sorted."""
+        return {"lower": sorted(self.lower), "upper": sorted(self.upper)}
+
+    @classmethod
+    def from_data(cls, data: dict[str, list[str]]) -> CasedWords:
+        """The sets :meth:`to_data` wrote."""
+        return cls(data["lower"], data["upper"])
+
+    def flags(self, text: str) -> np.ndarray:
+        """float32[len(text), 2]: whether each character's word is known in lower case, capitalized.
+
+        Both flags are set at every character of a whitespace-free chunk from its word
+        (:func:`_key`), and are 0 at whitespace.
+        """
+        found = np.zeros((len(text), 2), dtype=np.float32)
+        for match in _CHUNK.finditer(text):
+            key = _key(match.group())
+            start, end = match.span()
+            found[start:end, 0] = key in self.lower
+            found[start:end, 1] = key in self.upper
+        return found
+
+
 class CharVocab:
     """Character ids: ``PAD`` (0), ``UNK`` (1), then the known characters from 2 on.
 
@@ -130,9 +204,17 @@ class CharVocab:
         chars: the known characters, in id order (ids 2, 3, ...).
         spaced_words: training tokens that hold whitespace, read as one more feature
             (:meth:`features`); none: the flags of :data:`FEATURES` alone.
+        cased_words: the casing of training words inside sentences, read as two more features
+            after those; None: not read.
     """
 
-    def __init__(self, chars: Sequence[str], *, spaced_words: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        chars: Sequence[str],
+        *,
+        spaced_words: Iterable[str] = (),
+        cased_words: CasedWords | None = None,
+    ) -> None:
         """Index the characters.
 
         Raises:
@@ -140,6 +222,7 @@ class CharVocab:
         """
         spaced = SpacedWords(spaced_words)
         self.spaced = spaced if spaced.runs else None
+        self.cased = cased_words
         self.chars = list(chars)
         if len(set(self.chars)) != len(self.chars) or any(len(c) != 1 for c in self.chars):
             raise ValueError("a character vocabulary holds distinct single characters")
@@ -148,8 +231,26 @@ class CharVocab:
         self._sorted = points[self._order]
 
     @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> CharVocab:
+        """The vocabulary of a checkpoint's (or an ONNX manifest's) plain data.
+
+        It reads ``chars``, and ``spaced_words`` and ``cased_words`` where the data has them.
+        """
+        cased = data.get("cased_words")
+        return cls(
+            data["chars"],
+            spaced_words=data.get("spaced_words", ()),
+            cased_words=None if cased is None else CasedWords.from_data(cased),
+        )
+
+    @classmethod
     def build(
-        cls, texts: Iterable[str], min_count: int = 2, *, spaced_words: Iterable[str] = ()
+        cls,
+        texts: Iterable[str],
+        min_count: int = 2,
+        *,
+        spaced_words: Iterable[str] = (),
+        cased_words: CasedWords | None = None,
     ) -> CharVocab:
         """The characters seen at least ``min_count`` times, most frequent first (ties by code)."""
         counts = Counter()
@@ -158,7 +259,7 @@ class CharVocab:
         kept = sorted(
             (c for c, n in counts.items() if n >= min_count), key=lambda c: (-counts[c], c)
         )
-        return cls(kept, spaced_words=spaced_words)
+        return cls(kept, spaced_words=spaced_words, cased_words=cased_words)
 
     def __len__(self) -> int:
         """Number of ids, PAD and UNK included."""
@@ -170,16 +271,27 @@ class CharVocab:
         return [] if self.spaced is None else self.spaced.to_data()
 
     @property
+    def cased_words(self) -> dict[str, list[str]] | None:
+        """The casing of the training words as plain data (None when not read)."""
+        return None if self.cased is None else self.cased.to_data()
+
+    @property
     def n_features(self) -> int:
         """Columns of :meth:`features`."""
-        return len(FEATURES) + (self.spaced is not None)
+        return len(FEATURES) + (self.spaced is not None) + 2 * (self.cased is not None)
 
     def features(self, text: str) -> np.ndarray:
-        """float32[len(text), n_features]: :func:`char_features`, then the spaced-word flag."""
-        flags = char_features(text)
-        if self.spaced is None:
-            return flags
-        return np.concatenate([flags, self.spaced.joined(text)[:, None]], axis=1)
+        """float32[len(text), n_features]: the flags of every character.
+
+        :func:`char_features`, then the spaced-word flag, then the two casing flags (each
+        where the vocabulary has them).
+        """
+        columns = [char_features(text)]
+        if self.spaced is not None:
+            columns.append(self.spaced.joined(text)[:, None])
+        if self.cased is not None:
+            columns.append(self.cased.flags(text))
+        return columns[0] if len(columns) == 1 else np.concatenate(columns, axis=1)
 
     def ids(self, text: str) -> np.ndarray:
         """int64[len(text)]: each character's id (``UNK`` for characters not in the vocabulary)."""

@@ -42,7 +42,7 @@ class OnnxSegmenter:
     def __init__(self, session: onnxruntime.InferenceSession, about: dict[str, Any]) -> None:
         """Read the plain data the graph needs beside it."""
         self.session = session
-        self.vocab = CharVocab(about["chars"], spaced_words=about.get("spaced_words", ()))
+        self.vocab = CharVocab.from_data(about)
         self.treebank = about["treebank"]
         self.mwt = None if about["mwt"] is None else MwtExpander.from_data(about["mwt"])
         self.window, self.context = about["window"], about["context"]

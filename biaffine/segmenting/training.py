@@ -31,7 +31,7 @@ from biaffine.files import atomic_open
 from biaffine.nn.averaging import weight_average
 from biaffine.runtime import seed_everything, set_threads
 from biaffine.segmenting import checkpoint
-from biaffine.segmenting.features import CharVocab
+from biaffine.segmenting.features import CasedWords, CharVocab
 from biaffine.segmenting.model import SegmenterModel
 from biaffine.segmenting.spans import SpanScores, score_spans, segment_spans
 from biaffine.segmenting.windows import classify, log_probs
@@ -43,6 +43,7 @@ from rawtext.labels import (
     labelled_documents,
 )
 from rawtext.mwt import MwtExpander
+from rawtext.segment import segment
 
 __all__ = [
     "BEST",
@@ -85,6 +86,7 @@ class TrainSettings:
     tune_sentence_bias: bool = True
     ema_decay: float | None = None
     spaced_words: bool = False
+    cased_words: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +179,16 @@ def spaced_tokens(documents: Sequence[LabelledText]) -> set[str]:
     return found
 
 
+def cased_words(documents: Sequence[LabelledText]) -> CasedWords:
+    """How the documents' words are cased inside their sentences (``trainer.cased_words``)."""
+    sentences = (
+        [token.form for token in sentence.tokens]
+        for document in documents
+        for sentence in segment(document.text, document.labels).sentences()
+    )
+    return CasedWords.count(sentences)
+
+
 def evaluate(
     model: SegmenterModel, vocab: CharVocab, documents: Sequence[LabelledText]
 ) -> SpanScores:
@@ -229,8 +241,9 @@ def train(
     set_threads(settings.threads)
     seed_everything(settings.seed)
     words = spaced_tokens(data.train) if settings.spaced_words else ()
+    cased = cased_words(data.train) if settings.cased_words else None
     texts = (d.text for d in data.train)
-    vocab = CharVocab.build(texts, settings.min_char_count, spaced_words=words)
+    vocab = CharVocab.build(texts, settings.min_char_count, spaced_words=words, cased_words=cased)
     model = SegmenterModel(len(vocab), n_features=vocab.n_features, **model_config)
     text, labels = _joined(data.train)
     ids, features = vocab.ids(text), vocab.features(text)
