@@ -18,6 +18,7 @@ from biaffine.segmenting.training import (
     BEST,
     METRICS,
     TrainSettings,
+    cased_words,
     hold_out_dev,
     load_documents,
     settings_from,
@@ -186,3 +187,25 @@ def test_a_run_with_spaced_words_keeps_them_and_reads_one_more_flag(
     words = spaced_tokens(data.train)
     assert "bê bối" in {word.lower() for word in words}  # a word of the first 60 sentences
     assert segmenter.vocab.spaced_words == SpacedWords(words).to_data()
+
+
+@pytest.mark.ud
+def test_a_run_with_cased_words_keeps_them_and_reads_two_more_flags(
+    ewt_dir: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "UD_Tiny"
+    folder.mkdir()
+    head(next(ewt_dir.glob("*-train.conllu")), folder / "train.conllu", 200)
+    head(next(ewt_dir.glob("*-dev.conllu")), folder / "dev.conllu", 20)
+    config = {"root": str(tmp_path), "treebank": "UD_Tiny", "download": False, "base_url": ""}
+    config |= {"train": "train.conllu", "dev": "dev.conllu", "test": None}
+    config |= {"discover": False, "dev_fraction": 0.1, "split_seed": 1}
+    data = load_documents(config)
+    settings = TrainSettings(max_epochs=1, window=64, threads=1, cased_words=True)
+    train(data, TINY_MODEL, settings, tmp_path)
+    segmenter = Segmenter.load(tmp_path / BEST)
+    assert segmenter.model.settings["n_features"] == len(FEATURES) + 2
+    known = segmenter.vocab.cased_words
+    assert known == cased_words(data.train).to_data()
+    assert "the" in known["lower"]
+    assert "american" in known["upper"]
