@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from biaffine.segmenting.features import CharVocab
+from biaffine.segmenting.features import FEATURES, CharVocab
 from biaffine.segmenting.model import SegmenterModel
 
 TEXT = (
@@ -18,10 +18,17 @@ def small_vocab() -> CharVocab:
     return CharVocab.build([TEXT[:150]], min_count=1)
 
 
-def random_model(vocab: CharVocab, *, rnn_hidden: int, seed: int = 0) -> SegmenterModel:
-    """A model whose weights are large enough that every class wins somewhere."""
+def random_model(
+    vocab: CharVocab, *, rnn_hidden: int, seed: int = 0, n_features: int = len(FEATURES)
+) -> SegmenterModel:
+    """A model whose weights are large enough that every class wins somewhere.
+
+    It reads ``n_features`` flags per character (those of :data:`FEATURES` unless told).
+    """
     torch.manual_seed(seed)
-    model = SegmenterModel(len(vocab), embed_dim=8, channels=12, rnn_hidden=rnn_hidden)
+    model = SegmenterModel(
+        len(vocab), embed_dim=8, channels=12, rnn_hidden=rnn_hidden, n_features=n_features
+    )
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.normal_()

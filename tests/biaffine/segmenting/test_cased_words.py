@@ -10,10 +10,10 @@ import torch
 from builders import biaffine_parser, sized_vocabs
 from hypothesis import given
 from hypothesis import strategies as st
+from segmenter_builders import random_model
 
 from biaffine.segmenting import Segmenter, checkpoint
 from biaffine.segmenting.features import FEATURES, CasedWords, CharVocab, char_features
-from biaffine.segmenting.model import SegmenterModel
 from biaffine.segmenting.training import cased_words
 from rawtext.labels import labelled_documents
 
@@ -94,13 +94,9 @@ def test_training_counts_the_gold_sentences_of_the_labelled_text(tmp_path: Path)
 def cased_segmenter(tmp_path: Path) -> Path:
     """A random segmenter that reads casing flags, saved."""
     vocab = CharVocab.build([TEXT], min_count=1, cased_words=CasedWords.count(SENTENCES))
-    torch.manual_seed(0)
-    model = SegmenterModel(len(vocab), embed_dim=8, channels=12, rnn_hidden=6, n_features=10)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.normal_()
+    model = random_model(vocab, rnn_hidden=6, n_features=vocab.n_features)
     path = tmp_path / "best.pt"
-    checkpoint.save(path, model.eval(), vocab, treebank="UD_English-X")
+    checkpoint.save(path, model, vocab, treebank="UD_English-X")
     return path
 
 

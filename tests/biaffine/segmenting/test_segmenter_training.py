@@ -17,6 +17,7 @@ from biaffine.segmenting.spans import SpanScores
 from biaffine.segmenting.training import (
     BEST,
     METRICS,
+    SegmenterData,
     TrainSettings,
     cased_words,
     hold_out_dev,
@@ -165,6 +166,23 @@ def test_spaced_tokens_are_the_training_tokens_with_whitespace_inside() -> None:
     assert spaced_tokens([LabelledText(text, labels)]) == {"Hà Nội", "thủ đô"}
 
 
+def tiny_run(
+    treebank: Path, tmp_path: Path, sentences: int, settings: TrainSettings
+) -> tuple[SegmenterData, Segmenter]:
+    """A run on the first ``sentences`` training and 20 dev sentences of ``treebank``: its
+    data and its segmenter."""
+    folder = tmp_path / "UD_Tiny"
+    folder.mkdir()
+    head(next(treebank.glob("*-train.conllu")), folder / "train.conllu", sentences)
+    head(next(treebank.glob("*-dev.conllu")), folder / "dev.conllu", 20)
+    config = {"root": str(tmp_path), "treebank": "UD_Tiny", "download": False, "base_url": ""}
+    config |= {"train": "train.conllu", "dev": "dev.conllu", "test": None}
+    config |= {"discover": False, "dev_fraction": 0.1, "split_seed": 1}
+    data = load_documents(config)
+    train(data, TINY_MODEL, settings, tmp_path)
+    return data, Segmenter.load(tmp_path / BEST)
+
+
 @pytest.mark.ud
 def test_a_run_with_spaced_words_keeps_them_and_reads_one_more_flag(
     ud_root: Path, tmp_path: Path
@@ -172,17 +190,8 @@ def test_a_run_with_spaced_words_keeps_them_and_reads_one_more_flag(
     vtb = ud_root / "UD_Vietnamese-VTB"
     if not vtb.is_dir():
         pytest.skip(f"{vtb} not found")
-    folder = tmp_path / "UD_Tiny"
-    folder.mkdir()
-    head(next(vtb.glob("*-train.conllu")), folder / "train.conllu", 60)
-    head(next(vtb.glob("*-dev.conllu")), folder / "dev.conllu", 20)
-    config = {"root": str(tmp_path), "treebank": "UD_Tiny", "download": False, "base_url": ""}
-    config |= {"train": "train.conllu", "dev": "dev.conllu", "test": None}
-    config |= {"discover": False, "dev_fraction": 0.1, "split_seed": 1}
-    data = load_documents(config)
     settings = TrainSettings(max_epochs=1, window=64, threads=1, spaced_words=True)
-    train(data, TINY_MODEL, settings, tmp_path)
-    segmenter = Segmenter.load(tmp_path / BEST)
+    data, segmenter = tiny_run(vtb, tmp_path, 60, settings)
     assert segmenter.model.settings["n_features"] == len(FEATURES) + 1
     words = spaced_tokens(data.train)
     assert "bê bối" in {word.lower() for word in words}  # a word of the first 60 sentences
@@ -193,17 +202,8 @@ def test_a_run_with_spaced_words_keeps_them_and_reads_one_more_flag(
 def test_a_run_with_cased_words_keeps_them_and_reads_two_more_flags(
     ewt_dir: Path, tmp_path: Path
 ) -> None:
-    folder = tmp_path / "UD_Tiny"
-    folder.mkdir()
-    head(next(ewt_dir.glob("*-train.conllu")), folder / "train.conllu", 200)
-    head(next(ewt_dir.glob("*-dev.conllu")), folder / "dev.conllu", 20)
-    config = {"root": str(tmp_path), "treebank": "UD_Tiny", "download": False, "base_url": ""}
-    config |= {"train": "train.conllu", "dev": "dev.conllu", "test": None}
-    config |= {"discover": False, "dev_fraction": 0.1, "split_seed": 1}
-    data = load_documents(config)
     settings = TrainSettings(max_epochs=1, window=64, threads=1, cased_words=True)
-    train(data, TINY_MODEL, settings, tmp_path)
-    segmenter = Segmenter.load(tmp_path / BEST)
+    data, segmenter = tiny_run(ewt_dir, tmp_path, 200, settings)
     assert segmenter.model.settings["n_features"] == len(FEATURES) + 2
     known = segmenter.vocab.cased_words
     assert known == cased_words(data.train).to_data()

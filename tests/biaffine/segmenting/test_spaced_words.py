@@ -14,7 +14,6 @@ from segmenter_builders import random_model
 
 from biaffine.segmenting import Segmenter, SegmenterCheckpointError, checkpoint
 from biaffine.segmenting.features import FEATURES, CharVocab, SpacedWords, char_features
-from biaffine.segmenting.model import SegmenterModel
 
 WORDS = ["Hà Nội", "thủ đô", "thành phố Hồ Chí Minh", "thành phố", "một"]
 TEXT = "Hà Nội là thủ đô.\nThủ\nđô, thành phố Hồ Chí Minh và (thành phố) HÀ  NỘI!\n\n" * 3
@@ -68,13 +67,9 @@ def test_the_vocabulary_adds_the_flag_as_one_more_column() -> None:
 
 def spaced_segmenter(tmp_path: Path) -> Path:
     vocab = CharVocab.build([TEXT[:60]], min_count=1, spaced_words=WORDS)
-    torch.manual_seed(0)
-    model = SegmenterModel(len(vocab), embed_dim=8, channels=12, rnn_hidden=6, n_features=9)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.normal_()
+    model = random_model(vocab, rnn_hidden=6, n_features=vocab.n_features)
     path = tmp_path / "best.pt"
-    checkpoint.save(path, model.eval(), vocab, treebank="UD_Vietnamese-X")
+    checkpoint.save(path, model, vocab, treebank="UD_Vietnamese-X")
     return path
 
 
