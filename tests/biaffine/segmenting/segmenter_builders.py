@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-import torch
+from pathlib import Path
+from typing import Any
 
+import pytest
+import torch
+from builders import biaffine_parser, sized_vocabs
+
+from biaffine.segmenting import checkpoint
 from biaffine.segmenting.features import FEATURES, CharVocab
 from biaffine.segmenting.model import SegmenterModel
 
@@ -33,3 +39,17 @@ def random_model(
         for parameter in model.parameters():
             parameter.normal_()
     return model.eval()
+
+
+def exported_segmenter(path: Path, folder: Path) -> Any:
+    """The segmenter checkpoint at ``path`` exported beside a tiny parser into ``folder``, as
+    ONNX Runtime runs it (``OnnxSegmenter``); the test is skipped without the export extra."""
+    pytest.importorskip("onnx", reason="onnx is not installed (the export extra)")
+    onnxruntime = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+    from biaffine.export import export
+    from biaffine.segmenting.onnxrun import OnnxSegmenter
+
+    parser = biaffine_parser(sized_vocabs(words=20, chars=10, upos=6, rels=6)).eval()
+    manifest = export(parser, folder, about={}, segmenter=checkpoint.load(path))
+    session = onnxruntime.InferenceSession(str(folder / "segmenter.onnx"))
+    return OnnxSegmenter(session, manifest["segmenter"])

@@ -5,12 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
-from builders import biaffine_parser, sized_vocabs
 from hypothesis import given
 from hypothesis import strategies as st
-from segmenter_builders import random_model
+from segmenter_builders import exported_segmenter, random_model
 
 from biaffine.segmenting import Segmenter, checkpoint
 from biaffine.segmenting.features import FEATURES, CasedWords, CharVocab, char_features
@@ -112,16 +110,7 @@ def test_the_casing_round_trips_and_the_network_reads_it(tmp_path: Path) -> None
 
 
 def test_the_onnx_segmenter_reads_the_casing_as_torch_does(tmp_path: Path) -> None:
-    pytest.importorskip("onnx", reason="onnx is not installed (the export extra)")
-    onnxruntime = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
-    from biaffine.export import export
-    from biaffine.segmenting.onnxrun import OnnxSegmenter
-
     path = cased_segmenter(tmp_path)
-    parser = biaffine_parser(sized_vocabs(words=20, chars=10, upos=6, rels=6)).eval()
-    folder = tmp_path / "export"
-    manifest = export(parser, folder, about={}, segmenter=checkpoint.load(path))
-    session = onnxruntime.InferenceSession(str(folder / "segmenter.onnx"))
-    onnx = OnnxSegmenter(session, manifest["segmenter"])
+    onnx = exported_segmenter(path, tmp_path / "export")
     assert onnx.vocab.cased_words == CasedWords.count(SENTENCES).to_data()
     np.testing.assert_array_equal(onnx.classes(TEXT), Segmenter.load(path).classes(TEXT))
