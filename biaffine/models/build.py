@@ -9,7 +9,9 @@ writes ``models/en_ewt/`` (``parser.pt`` with float16 weights and no training st
 the segmenter, ``card.json``) and rewrites ``docs/models.md`` from every card there. The card's
 scores come from :func:`biaffine.models.scoring.card_scores`; its speed is the best of three
 rounds on the test set. ``--keep-segmenter`` in place of ``--segmenter``, when the parser alone
-was retrained, keeps the model's segmenter and its card's segmenter facts.
+was retrained, keeps the model's segmenter and its card's segmenter facts. A parser averaged
+from branches of one run (:mod:`biaffine.training.average`) gets the facts of the run it
+branched from, of each branch and of the averaging (:func:`~biaffine.models.card.averaged_facts`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,13 @@ from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.files import atomic_open
 from biaffine.installed import CARD, SHIPPED, installed
-from biaffine.models.card import render_page, run_facts, treebank_facts, write_json
+from biaffine.models.card import (
+    averaged_facts,
+    render_page,
+    run_facts,
+    treebank_facts,
+    write_json,
+)
 from biaffine.models.scoring import GOLD, THREADS, card_scores, ud_test_file
 from biaffine.runtime import best_seconds, cpu_description, set_threads
 from rawtext import corpus_text
@@ -88,10 +96,13 @@ def _training(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     Raises:
         ValueError: ``keep_segmenter`` where ``folder`` holds no model with a card.
     """
-    progress = checkpoint.load(args.parser).metadata.get("progress", {})
+    metadata = checkpoint.load(args.parser).metadata
     parser = {"recipe": f"python train.py experiment={args.name}"}
-    parser |= run_facts(Path(args.parser).parent, "train.py")
-    parser["epochs"] = progress.get("best_epoch")
+    if "averaged_from" in metadata:
+        parser |= averaged_facts([Path(s["path"]) for s in metadata["averaged_from"]], args.parser)
+    else:
+        parser |= run_facts(Path(args.parser).parent, "train.py")
+        parser["epochs"] = metadata.get("progress", {}).get("best_epoch")
     if args.keep_segmenter:
         if not (folder / CARD).is_file() or not (folder / SEGMENTER).is_file():
             raise ValueError(f"--keep-segmenter: {folder} holds no segmenter and card to keep")

@@ -26,7 +26,7 @@ import csv
 import datetime
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ import yaml
 
 from biaffine.models.scoring import GOLD, RAW
 
-__all__ = ["render_page", "run_facts", "treebank_facts", "write_json"]
+__all__ = ["averaged_facts", "render_page", "run_facts", "treebank_facts", "write_json"]
 
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+\]")
 _LICENCE = re.compile(r"^License:\s*(.+?)\s*$", re.MULTILINE)
@@ -92,6 +92,60 @@ def run_facts(run: Path, script: str) -> dict[str, Any]:
     return facts
 
 
+def averaged_facts(branches: Sequence[Path], averaged: str | Path) -> dict[str, Any]:
+    """The facts of a parser averaged from branches of one run (:mod:`biaffine.training.average`).
+
+    Each branch is a Hydra run started from the same run's ``last.pt`` (``trainer.init_from``);
+    the branches ran side by side, so the minutes are the trunk's plus the longest branch's.
+
+    Args:
+        branches: each branch's checkpoint, in its run folder.
+        averaged: the averaged checkpoint (named in the averaging command).
+
+    Returns:
+        ``command`` (the trunk's), ``minutes``, ``epochs`` (the trunk's), ``branches`` (each
+        one's ``command``, with the trunk's folder written ``TRUNK``, ``minutes`` and best
+        ``epochs``) and ``average`` (the command).
+
+    Raises:
+        ValueError: a branch started from no run, or branches started from different runs.
+    """
+    runs = [path.parent for path in branches]
+    starts = {_init_from(run) for run in runs}
+    if None in starts or len(starts) != 1:
+        raise ValueError(
+            f"{', '.join(map(str, runs))}: not branches of one run (trainer.init_from)"
+        )
+    trunk = next(iter(starts)).parent
+    facts = [run_facts(run, "train.py") for run in runs]
+    for fact, run in zip(facts, runs, strict=True):
+        fact["command"] = fact["command"].replace(str(trunk), "TRUNK")
+        fact["epochs"] = _epochs(run)[1]
+    names = [f"BRANCH_{i}/{path.name}" for i, path in enumerate(branches, 1)]
+    found = run_facts(trunk, "train.py")
+    return {
+        "command": found["command"],
+        "minutes": round(found["minutes"] + max(fact["minutes"] for fact in facts), 1),
+        "epochs": _epochs(trunk)[0],
+        "branches": facts,
+        "average": " ".join(["python -m biaffine.training.average", Path(averaged).name, *names]),
+    }
+
+
+def _init_from(run: Path) -> Path | None:
+    """The checkpoint a Hydra run started from (its ``trainer.init_from`` override), or None."""
+    overrides = yaml.safe_load((run / ".hydra" / "overrides.yaml").read_text(encoding="utf-8"))
+    found = [o.split("=", 1)[1] for o in overrides if o.startswith("trainer.init_from=")]
+    return Path(found[0]) if found else None
+
+
+def _epochs(run: Path) -> tuple[int, int]:
+    """(the last epoch, the best epoch) of a parser run, from its ``metrics.jsonl``."""
+    lines = (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    epochs = [e for e in map(json.loads, lines) if e.get("event") == "epoch"]
+    return epochs[-1]["epoch"], epochs[-1]["best_epoch"]
+
+
 def _minutes(lines: Iterable[str]) -> float:
     """Minutes between the first and the last time-stamped line of a log."""
     stamps = [datetime.datetime.fromisoformat(m.group(1)) for m in map(_STAMP.match, lines) if m]
@@ -136,6 +190,21 @@ def _megabytes(size: int) -> str:
     return f"{size / 1e6:.1f} MB"
 
 
+def _branch_lines(run: Mapping[str, Any]) -> list[str]:
+    """The lines of an averaged parser's branches and averaging (none for a single run)."""
+    if "branches" not in run:
+        return []
+    lines = [
+        f"  - then, side by side from its `last.pt`: `{b['command']}` ({b['minutes']} min, best "
+        f"epoch {b['epochs']});"
+        for b in run["branches"]
+    ]
+    return [
+        *lines,
+        f"  - their weights averaged: `{run['average']}` ({run['minutes']} min in all).",
+    ]
+
+
 def _section(card: Mapping[str, Any]) -> list[str]:
     tree, training, speed = card["treebank"], card["training"], card["speed"]
     non_commercial = " — **non-commercial use only**" if tree["non_commercial"] else ""
@@ -151,10 +220,12 @@ def _section(card: Mapping[str, Any]) -> list[str]:
         if part in training:
             run = training[part]
             as_run = "" if run["command"] == run["recipe"] else f"; as run: `{run['command']}`"
+            minutes = "" if "branches" in run else f"{run['minutes']} min, "
             lines.append(
-                f"- {part.capitalize()}: `{run['recipe']}` ({run['minutes']} min, "
-                f"{run['epochs']} epochs){as_run}."
+                f"- {part.capitalize()}: `{run['recipe']}` ({minutes}{run['epochs']} epochs)"
+                f"{as_run}{':' if minutes == '' else '.'}"
             )
+            lines += _branch_lines(run)
     if card["requires"]:
         needs = " ".join(f"'{r}'" for r in card["requires"])
         lines.append(f"- Needs beyond the base install: `pip install {needs}`.")

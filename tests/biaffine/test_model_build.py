@@ -11,6 +11,8 @@ from builders import TINY_PARSER, biaffine_parser, save_model, sized_vocabs
 
 from biaffine.installed import CARD
 from biaffine.models.build import SEGMENTER, _training, main
+from biaffine.models.card import _branch_lines
+from biaffine.training.average import average_checkpoints
 
 SEGMENTER_FACTS = {"recipe": "python train_segmenter.py x=1", "command": "python ...", "epochs": 3}
 
@@ -59,3 +61,68 @@ def test_keeping_a_segmenter_where_there_is_none_is_one_line_and_status_2(
     assert error.startswith("error: --keep-segmenter: ")
     assert error.endswith("holds no segmenter and card to keep")
     assert not (tmp_path / "models").exists()  # nothing written
+
+
+def hydra_run(run: Path, overrides: list[str], minutes: int, epochs: list[int]) -> Path:
+    """A parser run folder: overrides, a log ``minutes`` long, one epoch event per best epoch."""
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    stamps = [f"[2026-11-29 10:{m:02d}:00,000][x][INFO] - log\n" for m in (0, minutes)]
+    (run / "train.log").write_text("".join(stamps))
+    events = [{"event": "epoch", "epoch": i, "best_epoch": b} for i, b in enumerate(epochs, 1)]
+    events.append({"event": "test", "epoch": epochs[-1]})
+    (run / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return run
+
+
+BRANCH_COMMAND = "python train.py experiment=en_ewt trainer.init_from=TRUNK/last.pt"
+
+
+def averaged_branches(tmp_path: Path, trunks: tuple[str, str]) -> Path:
+    """Two branch runs started from ``tmp_path / trunk / last.pt`` each, and their average."""
+    hydra_run(tmp_path / "trunk", ["experiment=en_ewt", "trainer.threads=2"], 45, [1, 2, 3])
+    vocabs = sized_vocabs(words=5, chars=5, upos=4, rels=3)
+    bests = []
+    for seed, (trunk, minutes) in enumerate(zip(trunks, (52, 50), strict=True), 2):
+        start = f"trainer.init_from={tmp_path / trunk / 'last.pt'}"
+        run = hydra_run(
+            tmp_path / f"b{seed}",
+            ["experiment=en_ewt", start, f"trainer.seed={seed}"],
+            minutes,
+            [1, 2, 2],
+        )
+        bests.append(save_model(run / "best.pt", biaffine_parser(vocabs, **TINY_PARSER), vocabs))
+    return average_checkpoints(bests, tmp_path / "averaged.pt").path
+
+
+def test_an_averaged_parser_names_its_trunk_its_branches_and_the_averaging(tmp_path: Path) -> None:
+    folder = tmp_path / "en_ewt"
+    folder.mkdir()
+    (folder / SEGMENTER).write_bytes(b"weights")
+    (folder / CARD).write_text(json.dumps({"training": {"segmenter": SEGMENTER_FACTS}}))
+    averaged = averaged_branches(tmp_path, ("trunk", "trunk"))
+    parser = _training(arguments(averaged, keep_segmenter=True), folder)["parser"]
+    assert parser["recipe"] == "python train.py experiment=en_ewt"
+    assert parser["command"] == "python train.py experiment=en_ewt trainer.threads=2"
+    assert (parser["minutes"], parser["epochs"]) == (45 + 52, 3)  # side by side: the longest
+    assert parser["branches"] == [
+        {
+            "command": f"{BRANCH_COMMAND} trainer.seed={seed}",
+            "minutes": minutes,
+            "epochs": 2,
+        }
+        for seed, minutes in ((2, 52.0), (3, 50.0))
+    ]
+    assert parser["average"] == (
+        "python -m biaffine.training.average averaged.pt BRANCH_1/best.pt BRANCH_2/best.pt"
+    )
+    lines = _branch_lines(parser)
+    assert len(lines) == 3
+    assert lines[-1].endswith("(97.0 min in all).")
+
+
+def test_branches_of_different_runs_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "other").mkdir()
+    averaged = averaged_branches(tmp_path, ("trunk", "other"))
+    with pytest.raises(ValueError, match=r"not branches of one run \(trainer.init_from\)"):
+        _training(arguments(averaged, keep_segmenter=True), tmp_path)
