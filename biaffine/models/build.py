@@ -9,7 +9,9 @@ writes ``models/en_ewt/`` (``parser.pt`` with float16 weights and no training st
 the segmenter, ``card.json``) and rewrites ``docs/models.md`` from every card there. The card's
 scores come from :func:`biaffine.models.scoring.card_scores`; its speed is the best of three
 rounds on the test set. ``--keep-segmenter`` in place of ``--segmenter``, when the parser alone
-was retrained, keeps the model's segmenter and its card's segmenter facts. A parser averaged
+was retrained, keeps the model's segmenter and its card's segmenter facts; ``--keep-parser`` in
+place of ``--parser``, when the segmenter alone was retrained, keeps the model's parser, its
+card's parser facts and float32 scores (the run checkpoint may be gone). A parser averaged
 from branches of one run (:mod:`biaffine.training.average`) gets the facts of the run it
 branched from, of each branch and of the averaging (:func:`~biaffine.models.card.averaged_facts`).
 """
@@ -53,14 +55,19 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     treebank = Path(args.root) / args.treebank
     gold = ud_test_file(treebank)
     folder = Path(args.out) / args.name
-    training = _training(args, folder)  # before the card it may read is replaced
+    kept = _kept_card(args, folder)  # before it is replaced
+    training = _training(args, folder, kept)
     folder.mkdir(parents=True, exist_ok=True)
-    checkpoint.compact(args.parser, folder / PARSER)
+    if not args.keep_parser:
+        checkpoint.compact(args.parser, folder / PARSER)
     if not args.keep_segmenter:
         with atomic_open(folder / SEGMENTER, "wb") as out, open(args.segmenter, "rb") as source:
             shutil.copyfileobj(source, out)
     parser = Parser.load(folder / PARSER, threads=THREADS, segmenter=folder / SEGMENTER)
-    float32 = Parser.load(args.parser, threads=THREADS)
+    if args.keep_parser:  # its float32 run checkpoint may be gone: the scores it had stay
+        float32_scores = kept["float32_scores"]
+    else:
+        float32_scores = {GOLD: card_scores(Parser.load(args.parser, threads=THREADS), gold)[GOLD]}
     card = {
         "card_format": 1,
         "name": args.name,
@@ -73,7 +80,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "training": training,
         "evaluation": {"test_file": gold.name, "threads": THREADS, "metric": "CoNLL 2018 F1"},
         "scores": card_scores(parser, gold),
-        "float32_scores": {GOLD: card_scores(float32, gold)[GOLD]},
+        "float32_scores": float32_scores,
         "speed": _speed(parser, gold, args.speed_threads),
         "limits": args.limit,
         "package_version": biaffine.__version__,
@@ -88,25 +95,51 @@ def size_bytes(folder: Path, files: Iterable[str]) -> int:
     return sum((folder / name).stat().st_size for name in files)
 
 
-def _training(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
-    """The card's ``training``: each run's command, minutes and best epoch.
+_KEEPS = (
+    ("--keep-parser", "keep_parser", PARSER),
+    ("--keep-segmenter", "keep_segmenter", SEGMENTER),
+)
+"""Each part a model can keep: (its option, the attribute of the parsed arguments, its file)."""
 
-    With ``args.keep_segmenter``, the segmenter's are those of the card in ``folder``.
+
+def _kept_card(args: argparse.Namespace, folder: Path) -> dict[str, Any] | None:
+    """The card in ``folder`` where a part of the model is kept, else None.
 
     Raises:
-        ValueError: ``keep_segmenter`` where ``folder`` holds no model with a card.
+        ValueError: a part kept where ``folder`` holds no such file and card, or both kept
+            (nothing new to package: ``python -m biaffine.models.rescore`` rescores a model).
     """
-    metadata = checkpoint.load(args.parser).metadata
-    parser = {"recipe": f"python train.py experiment={args.name}"}
-    if "averaged_from" in metadata:
-        parser |= averaged_facts([Path(s["path"]) for s in metadata["averaged_from"]], args.parser)
+    kept = [(option, name) for option, attribute, name in _KEEPS if getattr(args, attribute)]
+    if len(kept) == len(_KEEPS):
+        raise ValueError("--keep-parser with --keep-segmenter packages nothing new")
+    for option, name in kept:
+        if not (folder / CARD).is_file() or not (folder / name).is_file():
+            part = name.removesuffix(".pt")
+            raise ValueError(f"{option}: {folder} holds no {part} and card to keep")
+    return json.loads((folder / CARD).read_text(encoding="utf-8")) if kept else None
+
+
+def _training(
+    args: argparse.Namespace, folder: Path, kept: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The card's ``training``: each run's command, minutes and best epoch.
+
+    A part kept (``args.keep_parser``, ``args.keep_segmenter``) keeps the facts of ``kept``,
+    the card in ``folder`` (:func:`_kept_card`).
+    """
+    if args.keep_parser:
+        parser = kept["training"]["parser"]
     else:
-        parser |= run_facts(Path(args.parser).parent, "train.py")
-        parser["epochs"] = metadata.get("progress", {}).get("best_epoch")
+        metadata = checkpoint.load(args.parser).metadata
+        parser = {"recipe": f"python train.py experiment={args.name}"}
+        if "averaged_from" in metadata:
+            sources = [Path(s["path"]) for s in metadata["averaged_from"]]
+            parser |= averaged_facts(sources, args.parser)
+        else:
+            parser |= run_facts(Path(args.parser).parent, "train.py")
+            parser["epochs"] = metadata.get("progress", {}).get("best_epoch")
     if args.keep_segmenter:
-        if not (folder / CARD).is_file() or not (folder / SEGMENTER).is_file():
-            raise ValueError(f"--keep-segmenter: {folder} holds no segmenter and card to keep")
-        segmenter = json.loads((folder / CARD).read_text(encoding="utf-8"))["training"]["segmenter"]
+        segmenter = kept["training"]["segmenter"]
     else:
         segmenter_run = Path(args.segmenter).parent
         segmenter = run_facts(segmenter_run, "train_segmenter.py")
@@ -150,7 +183,13 @@ def main(argv: list[str] | None = None) -> None:
     """The command line (see the module's docstring)."""
     options = argparse.ArgumentParser(prog="python -m biaffine.models.build", description=__doc__)
     options.add_argument("name", help="the model's name, e.g. en_ewt (its recipe's name too)")
-    options.add_argument("--parser", required=True, help="the parser run's best.pt")
+    parser = options.add_mutually_exclusive_group(required=True)
+    parser.add_argument("--parser", help="the parser run's best.pt")
+    parser.add_argument(
+        "--keep-parser",
+        action="store_true",
+        help="keep the model's parser and its card's facts (the segmenter alone retrained)",
+    )
     segmenter = options.add_mutually_exclusive_group(required=True)
     segmenter.add_argument("--segmenter", help="the segmenter run's best.pt")
     segmenter.add_argument(

@@ -10,7 +10,7 @@ import pytest
 from builders import TINY_PARSER, biaffine_parser, save_model, sized_vocabs
 
 from biaffine.installed import CARD
-from biaffine.models.build import SEGMENTER, _training, main
+from biaffine.models.build import PARSER, SEGMENTER, _kept_card, _training, main
 from biaffine.models.card import _branch_lines
 from biaffine.training.average import average_checkpoints
 
@@ -30,7 +30,7 @@ def parser_run(root: Path) -> Path:
 
 
 def arguments(parser: Path, **options: object) -> argparse.Namespace:
-    defaults = {"name": "en_ewt", "segmenter": None, "keep_segmenter": False}
+    defaults = {"name": "en_ewt", "segmenter": None, "keep_segmenter": False, "keep_parser": False}
     return argparse.Namespace(parser=str(parser), machine="a CPU", note=None, **defaults | options)
 
 
@@ -39,7 +39,8 @@ def test_a_kept_segmenter_keeps_the_facts_of_the_card_it_had(tmp_path: Path) -> 
     folder.mkdir()
     (folder / SEGMENTER).write_bytes(b"weights")
     (folder / CARD).write_text(json.dumps({"training": {"segmenter": SEGMENTER_FACTS}}))
-    training = _training(arguments(parser_run(tmp_path), keep_segmenter=True), folder)
+    args = arguments(parser_run(tmp_path), keep_segmenter=True)
+    training = _training(args, folder, _kept_card(args, folder))
     assert training["segmenter"] == SEGMENTER_FACTS
     assert training["parser"]["recipe"] == "python train.py experiment=en_ewt"
     assert training["parser"]["command"] == "python train.py experiment=en_ewt"
@@ -101,7 +102,8 @@ def test_an_averaged_parser_names_its_trunk_its_branches_and_the_averaging(tmp_p
     (folder / SEGMENTER).write_bytes(b"weights")
     (folder / CARD).write_text(json.dumps({"training": {"segmenter": SEGMENTER_FACTS}}))
     averaged = averaged_branches(tmp_path, ("trunk", "trunk"))
-    parser = _training(arguments(averaged, keep_segmenter=True), folder)["parser"]
+    args = arguments(averaged, keep_segmenter=True)
+    parser = _training(args, folder, _kept_card(args, folder))["parser"]
     assert parser["recipe"] == "python train.py experiment=en_ewt"
     assert parser["command"] == "python train.py experiment=en_ewt trainer.threads=2"
     assert (parser["minutes"], parser["epochs"]) == (45 + 52, 3)  # side by side: the longest
@@ -125,4 +127,58 @@ def test_branches_of_different_runs_are_refused(tmp_path: Path) -> None:
     (tmp_path / "other").mkdir()
     averaged = averaged_branches(tmp_path, ("trunk", "other"))
     with pytest.raises(ValueError, match=r"not branches of one run \(trainer.init_from\)"):
-        _training(arguments(averaged, keep_segmenter=True), tmp_path)
+        _training(arguments(averaged, keep_segmenter=False, segmenter="s.pt"), tmp_path)
+
+
+PARSER_FACTS = {"recipe": "python train.py experiment=en_ewt", "command": "python ...", "epochs": 9}
+
+
+def test_a_kept_parser_keeps_the_facts_of_the_card_it_had(tmp_path: Path) -> None:
+    folder = tmp_path / "en_ewt"
+    folder.mkdir()
+    (folder / PARSER).write_bytes(b"weights")
+    (folder / CARD).write_text(json.dumps({"training": {"parser": PARSER_FACTS}}))
+    overrides = ["data=ud_english_ewt", "model.rnn_hidden=96"]
+    segmenter_run = hydra_run(tmp_path / "seg", overrides, 16, [1, 2, 2])
+    last = {"epoch": 3, "best_epoch": 2}  # a segmenter run's last line
+    (segmenter_run / "metrics.jsonl").write_text(json.dumps(last) + "\n")
+    args = arguments(None, keep_parser=True, segmenter=str(segmenter_run / "best.pt"))
+    training = _training(args, folder, _kept_card(args, folder))
+    assert training["parser"] == PARSER_FACTS
+    command = "python train_segmenter.py data=ud_english_ewt model.rnn_hidden=96"
+    assert training["segmenter"] == {
+        "recipe": command,
+        "command": command,
+        "minutes": 16.0,
+        "epochs": 2,
+    }
+
+
+@pytest.mark.parametrize(
+    ("keeps", "problem"),
+    [
+        (
+            ["--keep-parser", "--segmenter", "s.pt"],
+            "--keep-parser: {} holds no parser and card to keep",
+        ),
+        (
+            ["--keep-parser", "--keep-segmenter"],
+            "--keep-parser with --keep-segmenter packages nothing new",
+        ),
+    ],
+)
+def test_keeping_what_is_not_there_or_everything_is_one_line_and_status_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], keeps: list[str], problem: str
+) -> None:
+    (tmp_path / "UD_English-EWT").mkdir()
+    (tmp_path / "UD_English-EWT" / "en_ewt-ud-test.conllu").write_text("")
+    argv = ["en_ewt", *keeps, "--treebank", "UD_English-EWT"]
+    argv += ["--root", str(tmp_path), "--out", str(tmp_path / "models")]
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == f"error: {problem.format(tmp_path / 'models' / 'en_ewt')}"
+    )
+    assert not (tmp_path / "models").exists()
