@@ -183,20 +183,14 @@ def main(argv: list[str] | None = None) -> None:
     """The command line (see the module's docstring)."""
     options = argparse.ArgumentParser(prog="python -m biaffine.models.build", description=__doc__)
     options.add_argument("name", help="the model's name, e.g. en_ewt (its recipe's name too)")
-    parser = options.add_mutually_exclusive_group(required=True)
-    parser.add_argument("--parser", help="the parser run's best.pt")
-    parser.add_argument(
-        "--keep-parser",
-        action="store_true",
-        help="keep the model's parser and its card's facts (the segmenter alone retrained)",
-    )
-    segmenter = options.add_mutually_exclusive_group(required=True)
-    segmenter.add_argument("--segmenter", help="the segmenter run's best.pt")
-    segmenter.add_argument(
-        "--keep-segmenter",
-        action="store_true",
-        help="keep the model's segmenter and its card's facts (the parser alone retrained)",
-    )
+    for part, other in (("parser", "segmenter"), ("segmenter", "parser")):
+        given = options.add_mutually_exclusive_group(required=True)
+        given.add_argument(f"--{part}", help=f"the {part} run's best.pt")
+        given.add_argument(
+            f"--keep-{part}",
+            action="store_true",
+            help=f"keep the model's {part} and its card's facts (the {other} alone retrained)",
+        )
     options.add_argument("--treebank", required=True, help="e.g. UD_English-EWT")
     options.add_argument("--root", default=os.environ.get("UD_ROOT"), help="default $UD_ROOT")
     options.add_argument("--out", default=str(SHIPPED), help="default: the repository's models/")
