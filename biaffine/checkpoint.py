@@ -33,7 +33,10 @@ from biaffine.runtime import check_device
 
 __all__ = [
     "FORMAT",
+    "INT8_MIN_ELEMENTS",
+    "INT8_SCALE",
     "MAX_SIZE",
+    "STORAGES",
     "VERSION",
     "Checkpoint",
     "CheckpointError",
@@ -106,7 +109,7 @@ def save(
     state_dict: Mapping[str, torch.Tensor],
     metadata: Mapping[str, Any],
     training_state: Mapping[str, Any] | None = None,
-    half: bool = False,
+    stored_as: str | None = None,
 ) -> None:
     """Write a checkpoint atomically: a crash leaves the old file or the new one, never half.
 
@@ -118,20 +121,24 @@ def save(
         state_dict: ``model.state_dict()``.
         metadata: plain data to keep with the model.
         training_state: plain data to resume training (e.g. ``optimizer.state_dict()``), or None.
-        half: store float32 weights as float16 (half the size, for shipped models);
-            :func:`load` gives them back as float32, so the model computes as before, on
-            weights rounded to 11 significant bits.
+        stored_as: a compact storage of :data:`STORAGES` for shipped models, or None to store
+            the weights as they are. ``"float16"``: float32 weights as float16 (half the
+            size), rounded to 11 significant bits. ``"int8"``: float32 matrices of
+            :data:`INT8_MIN_ELEMENTS` or more as int8, each row of their last axis scaled by
+            its largest magnitude / 127 (a float32 scale per row, under the weight's name plus
+            :data:`INT8_SCALE`), the other float32 weights as float16: a quarter of the size,
+            each weight within half a step (its row's largest / 254) of what it was.
+            :func:`load` gives both back as float32, so the model computes as before.
 
     The file records :func:`weights_sha256` of the weights as stored, which :func:`load`
-    verifies.
+    verifies; equal stored tensors (an ensemble's members' frozen vectors) are written once.
 
     Raises:
         TypeError: if any value is not plain data (it would not load with ``weights_only=True``).
-        ValueError: with ``half``, a weight beyond float16's range (about 65504).
+        ValueError: an unknown ``stored_as``; a weight beyond float16's range (about 65504)
+            that float16 storage would hold.
     """
-    weights = {k: v.detach().cpu() for k, v in state_dict.items()}
-    if half:
-        weights = {k: _half(k, v) for k, v in weights.items()}
+    weights = _stored({k: v.detach().cpu() for k, v in state_dict.items()}, stored_as)
     payload = {
         "format": FORMAT,
         "version": VERSION,
@@ -144,29 +151,81 @@ def save(
         "metadata": metadata,
         "training_state": training_state,
     }
-    if half:
-        payload["stored_as"] = _HALF
+    if stored_as is not None:
+        payload["stored_as"] = stored_as
     _atomic_torch_save(_plain(payload, "checkpoint"), Path(path))
 
 
-# The one compact storage: float32 weights kept as float16 and widened again on load.
-_HALF = "float16"
+STORAGES = ("float16", "int8")
+"""The compact storages of :func:`save`: float32 weights kept smaller, widened again on load."""
+
+INT8_MIN_ELEMENTS = 16384
+"""The fewest elements of a matrix stored as int8 (smaller ones, biases included, as float16)."""
+
+INT8_SCALE = ":int8_scale"
+"""What the name of an int8 weight's scales adds to its own (no module name holds a colon)."""
 
 
-def _half(name: str, tensor: torch.Tensor) -> torch.Tensor:
+def _stored(weights: dict[str, torch.Tensor], stored_as: str | None) -> dict[str, torch.Tensor]:
+    """The weights as ``stored_as`` keeps them, equal tensors sharing one (written once)."""
+    if stored_as not in (None, *STORAGES):
+        raise ValueError(f"stored_as={stored_as!r}: expected one of {', '.join(STORAGES)}")
+    if stored_as is not None:
+        weights = {
+            key: value
+            for name, tensor in weights.items()
+            for key, value in _compacted(name, tensor, stored_as).items()
+        }
+    return _shared(weights)
+
+
+def _compacted(name: str, tensor: torch.Tensor, stored_as: str) -> dict[str, torch.Tensor]:
+    """One weight as ``stored_as`` keeps it: itself, or an int8 matrix and its row scales."""
     if tensor.dtype != torch.float32:
-        return tensor
+        return {name: tensor}
+    large = tensor.dim() >= 2 and tensor.numel() >= INT8_MIN_ELEMENTS
+    if stored_as == "int8" and large:
+        # Quantized from the float16 rounding, so a model rebuilt from shipped float16 weights
+        # stores the same bytes as from the original (an ensemble's frozen vectors then match).
+        rows = tensor.half().float().reshape(-1, tensor.shape[-1])  # [R, C]
+        scale = rows.abs().amax(1) / 127  # [R]
+        steps = torch.where(scale > 0, scale, torch.ones_like(scale)).unsqueeze(1)
+        quantized = torch.round(rows / steps).to(torch.int8).reshape(tensor.shape)
+        return {name: quantized, name + INT8_SCALE: scale}
     halved = tensor.half()
     if not bool(torch.isfinite(halved).all()):
         raise ValueError(f"weight {name} holds values beyond float16's range: store it as is")
-    return halved
+    return {name: halved}
 
 
-def compact(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> None:
-    """Copy a checkpoint without its training state, float32 weights stored as float16.
+def _shared(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``weights`` with each group of equal tensors (dtype, shape, bytes) as one object.
 
-    What ships in ``models/``: about half the size, and no optimizer state (a third of a
+    ``torch.save`` writes a storage once however many names hold it: an ensemble of parsers
+    that read the same frozen vectors keeps one copy.
+    """
+    first: dict[tuple[str, tuple[int, ...], str], torch.Tensor] = {}
+    shared = {}
+    for name, tensor in weights.items():
+        contiguous = tensor.contiguous()
+        raw = contiguous.reshape(-1).view(torch.uint8).numpy()
+        key = (str(tensor.dtype), tuple(tensor.shape), hashlib.sha256(raw.data).hexdigest())
+        shared[name] = first.setdefault(key, contiguous)
+    return shared
+
+
+def compact(
+    source: str | os.PathLike[str], dest: str | os.PathLike[str], stored_as: str = "float16"
+) -> None:
+    """Copy a checkpoint without its training state, its weights in a compact storage.
+
+    What ships in ``models/``: half the size or less, and no optimizer state (a third of a
     ``last.pt``). Loading gives float32 weights again (:func:`load`).
+
+    Args:
+        source: the checkpoint to copy.
+        dest: the file to write (atomically).
+        stored_as: one of :data:`STORAGES` (see :func:`save`).
 
     Raises:
         CheckpointError: ``source`` is not a readable checkpoint.
@@ -180,7 +239,7 @@ def compact(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Non
         vocabs=saved.vocabs,
         state_dict=saved.state_dict,
         metadata=saved.metadata,
-        half=True,
+        stored_as=stored_as,
     )
 
 
@@ -276,16 +335,35 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
 
 
 def _widened(payload: dict[str, Any], path: Path) -> dict[str, torch.Tensor]:
-    """The weights as the model holds them: float32 again where they were stored as float16."""
+    """The weights as the model holds them: float32 again where a compact storage kept them."""
     stored_as = payload.get("stored_as")
+    weights = payload["state_dict"]
     if stored_as is None:
-        return payload["state_dict"]
-    if stored_as != _HALF:
-        raise CheckpointError(f"{path}: unknown weight storage {stored_as!r} (expected float16)")
-    return {
-        name: tensor.float() if tensor.dtype == torch.float16 else tensor
-        for name, tensor in payload["state_dict"].items()
-    }
+        return weights
+    if stored_as not in STORAGES:
+        expected = " or ".join(STORAGES)
+        raise CheckpointError(f"{path}: unknown weight storage {stored_as!r} (expected {expected})")
+    widened = {}
+    for name, tensor in weights.items():
+        if name.endswith(INT8_SCALE):
+            if name.removesuffix(INT8_SCALE) not in weights:
+                raise CheckpointError(f"{path}: {name} scales no weight")
+        elif tensor.dtype == torch.int8 and stored_as == "int8":
+            widened[name] = _dequantized(name, tensor, weights.get(name + INT8_SCALE), path)
+        else:
+            widened[name] = tensor.float() if tensor.dtype == torch.float16 else tensor
+    return widened
+
+
+def _dequantized(
+    name: str, quantized: torch.Tensor, scale: torch.Tensor | None, path: Path
+) -> torch.Tensor:
+    """float32 of an int8 weight: each row of its last axis times its scale."""
+    rows = quantized.shape.numel() // quantized.shape[-1] if quantized.dim() else 0
+    if scale is None or scale.dtype != torch.float32 or scale.shape != (rows,):
+        raise CheckpointError(f"{path}: int8 weight {name} has no float32 scale per row")
+    widened = quantized.reshape(rows, -1).float() * scale.unsqueeze(1)
+    return widened.reshape(quantized.shape)
 
 
 def _refuse_torchscript(path: Path) -> None:
@@ -563,10 +641,19 @@ def _requested(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> int:
     return math.prod(int(dim) for dim in size)
 
 
-def _reads_files(config: Mapping[str, Any]) -> bool:
-    """Whether the encoder loads inputs kept outside the checkpoint (vectors, a transformer)."""
-    encoder = config.get("encoder", {})
-    return bool(encoder.get("pretrained") or encoder.get("transformer"))
+def _reads_files(config: Any) -> bool:
+    """Whether an encoder (a member's too) reads inputs kept outside the checkpoint."""
+    if not isinstance(config, Mapping):
+        return False  # no parser's config: building it fails with a message of its own
+    encoder = config.get("encoder")
+    members = config.get("members")  # an ensemble's (biaffine.parsers.ensemble)
+    if isinstance(members, list) and any(
+        isinstance(member, Mapping) and _reads_files(member.get("config")) for member in members
+    ):
+        return True
+    return isinstance(encoder, Mapping) and bool(
+        encoder.get("pretrained") or encoder.get("transformer")
+    )
 
 
 def _build_within_budget(checkpoint: Checkpoint, where: str) -> nn.Module:

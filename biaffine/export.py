@@ -68,6 +68,7 @@ from biaffine.cli import refuse_missing, report_user_errors
 from biaffine.data.batching import Batch
 from biaffine.files import fsync_dir, umask_mode
 from biaffine.nn import Encoder
+from biaffine.parsers.ensemble import EnsembleParser
 from biaffine.parsers.heads import LabelScorer
 from biaffine.segmenting import checkpoint as segmenter_checkpoints
 from biaffine.segmenting.features import DEFAULT_CONTEXT, DEFAULT_WINDOW, UNK
@@ -254,9 +255,15 @@ def graphs(model: nn.Module) -> list[Graph]:
     """The graphs of a parser in eval mode, with example inputs of two sentences of 3 and 5 words.
 
     Raises:
-        ValueError: an encoder that reads a transformer, or pretrained vectors kept out of the
-            checkpoint (:func:`check_exportable`).
+        ValueError: an ensemble (:mod:`biaffine.parsers.ensemble`), an encoder that reads a
+            transformer, or pretrained vectors kept out of the checkpoint
+            (:func:`check_exportable`).
     """
+    if model.kind == EnsembleParser.kind:
+        raise ValueError(
+            "an ensemble of parsers has no ONNX export: export one of its members, or parse "
+            "with the ensemble in torch (runtime=torch)"
+        )
     encoder = model.encoder
     check_exportable(encoder)
     lengths = torch.tensor([3, 5])

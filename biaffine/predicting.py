@@ -159,7 +159,8 @@ def predict(
     if segments is not None and not options.columns:
         options = dataclasses.replace(options, columns=("all",))
     check_model(parser.model, parser.vocabs, decoder, options)
-    if input_format == "text" and getattr(parser.model.encoder, "use_tags", False):
+    encoder = getattr(parser.model, "encoder", None)  # none on an ensemble: members have theirs
+    if input_format == "text" and getattr(encoder, "use_tags", False):
         log.warning("the model embeds UPOS tags, which plain text input lacks: expect lower scores")
     how = {"max_tokens": max_tokens, "bf16": parser.bf16}
     parse_chunk = chunk_parser(parser.model, parser.vocabs, decoder, options, **how)

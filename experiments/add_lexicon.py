@@ -63,7 +63,7 @@ def add_lexicon(
         state_dict=loaded.state_dict,
         metadata=loaded.metadata,
         training_state=loaded.training_state,
-        half=half,
+        stored_as="float16" if half else None,
     )
     return len(lexicon)
 

@@ -646,6 +646,52 @@ def test_an_unknown_weight_storage_is_named(saved) -> None:
         load(saved)
 
 
+def test_int8_storage_keeps_each_row_within_half_a_step(saved, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(checkpoint, "INT8_MIN_ELEMENTS", 64)  # the tiny parser's matrices too
+    small = tmp_path / "int8.pt"
+    checkpoint.compact(saved, small, stored_as="int8")
+    raw = torch.load(small, weights_only=True)
+    assert raw["stored_as"] == "int8"
+    stored = raw["state_dict"]
+    quantized = [k for k, v in stored.items() if v.dtype == torch.int8]
+    assert len(quantized) > 5
+    assert {v.dtype for v in stored.values()} == {torch.int8, torch.float16, torch.float32}
+    assert all(stored[k + checkpoint.INT8_SCALE].dtype == torch.float32 for k in quantized)
+    original, loaded = load(saved), load(small)
+    assert loaded.state_dict.keys() == original.state_dict.keys()  # no scale left over
+    for name in quantized:
+        weight = original.state_dict[name].half().float()
+        rows = weight.reshape(-1, weight.shape[-1])
+        step = rows.abs().amax(1, keepdim=True) / 127
+        error = (loaded.state_dict[name].reshape(rows.shape) - rows).abs()
+        assert bool((error <= step / 2 + 1e-7).all()), name
+        assert stored[name].abs().amax() == 127  # each matrix uses the whole range
+    build_model(loaded)
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [("scale", "int8 weight {} has no float32 scale per row"), ("weight", "{}:int8_scale scales")],
+)
+def test_int8_weights_and_scales_come_in_pairs(
+    saved, tmp_path, monkeypatch, damage: str, problem: str
+) -> None:
+    monkeypatch.setattr(checkpoint, "INT8_MIN_ELEMENTS", 64)
+    checkpoint.compact(saved, saved, stored_as="int8")
+    raw = torch.load(saved, weights_only=True)
+    name = next(k for k, v in sorted(raw["state_dict"].items()) if v.dtype == torch.int8)
+    del raw["state_dict"][name + checkpoint.INT8_SCALE if damage == "scale" else name]
+    resave(saved, raw)
+    with pytest.raises(CheckpointError, match=re.escape(problem.format(name))):
+        load(saved)
+
+
+def test_an_unknown_storage_is_refused_before_anything_is_written(saved, tmp_path) -> None:
+    with pytest.raises(ValueError, match="stored_as='int4': expected one of float16, int8"):
+        checkpoint.compact(saved, tmp_path / "out.pt", stored_as="int4")
+    assert not (tmp_path / "out.pt").exists()
+
+
 def test_compact_refuses_a_weight_beyond_float16s_range(saved, tmp_path) -> None:
     raw = torch.load(saved, weights_only=True)
     name = a_matrix(raw["state_dict"])

@@ -32,6 +32,7 @@ from biaffine.data.vocab import Vocabs
 from biaffine.export import MANIFEST, OPSET, export, parse_settings
 from biaffine.nn import Encoder
 from biaffine.parsers import BiaffineParser, TransitionParser
+from biaffine.parsers.ensemble import EnsembleParser
 from biaffine.parsers.heads import LabelVectors
 from biaffine.training import compose
 
@@ -404,6 +405,17 @@ def test_export_without_the_onnx_package_is_one_clear_error(
         ValueError, match=r"needs the onnx package: pip install 'rootparse\[export\]'"
     ):
         export(torch.nn.Linear(1, 1), tmp_path / "export", about={})
+    assert not (tmp_path / "export").exists()
+
+
+def test_an_ensemble_is_refused_in_one_line(
+    shipped: tuple[torch.nn.Module, Vocabs, Path], tmp_path: Path
+) -> None:
+    _, vocabs, _ = shipped
+    members = [BiaffineParser(vocabs, Encoder(vocabs, **ENCODER), **HEADS) for _ in range(2)]
+    with pytest.raises(ValueError, match="an ensemble of parsers has no ONNX export") as refused:
+        export(EnsembleParser(members), tmp_path / "export", about={})
+    assert "\n" not in str(refused.value)
     assert not (tmp_path / "export").exists()
 
 

@@ -1,0 +1,184 @@
+"""Several trained graph parsers read as one: the mean of their probabilities.
+
+Independently trained parsers make different mistakes, and the mean of their distributions
+beats each of them (on UD English EWT two GloVe runs gain 0.5 LAS; docs/results.md). The
+ensemble is a graph parser like any other for :mod:`biaffine.inference`: its arc scores are the
+log of the members' mean head distributions (each a row-wise softmax over heads), its label and
+tagger scores the log of their mean softmax, so decoding, labels, probabilities, k-best, fixed
+heads and the training lexicon's choices work unchanged. A tree's score under it is the sum of
+its words' log mean head probabilities, whose best tree is the MST the decoders find.
+
+An ensemble is assembled from trained parsers (``python -m biaffine.training.ensemble``), never
+trained: the members share the vocabularies (so one batch feeds them all), predict the same
+columns, and each is a :class:`~biaffine.parsers.graph.BiaffineParser`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from biaffine.data.batching import Batch
+from biaffine.data.vocab import Vocabs
+from biaffine.parsers.base import PARSERS, register
+from biaffine.parsers.graph import BiaffineParser, GraphScores
+from biaffine.parsers.heads import LabelScorer, LabelVectors
+
+__all__ = ["EnsembleParser", "mean_log_softmax"]
+
+
+def mean_log_softmax(scores: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The log of the mean of each tensor's softmax over the last axis (computed in float64).
+
+    ``-inf`` entries (impossible heads) stay ``-inf``; a row whose entries are all ``-inf`` in
+    every member, which no sentence of one word or more has, would give NaN.
+
+    Args:
+        scores: M tensors of one shape float[..., C].
+
+    Returns:
+        float64[..., C].
+    """
+    stacked = torch.stack([s.double().log_softmax(-1) for s in scores])  # [M, ..., C]
+    return stacked.logsumexp(0) - math.log(len(scores))
+
+
+class MeanLabels:
+    """The members' label scorers read as one, on their :class:`LabelVectors` side by side.
+
+    The ensemble's label vectors hold each member's vectors concatenated on the last axis
+    (float[B, N+1, sum of rel_mlp]), so rows slice as one parser's do; each method splits them
+    again and returns the log of the members' mean label softmax.
+    """
+
+    def __init__(self, scorers: Sequence[LabelScorer]) -> None:
+        """Read ``scorers`` (the members', in order)."""
+        self.scorers = list(scorers)
+        self.widths = [scorer.attn.n_in for scorer in self.scorers]
+
+    def join(self, vectors: Sequence[LabelVectors]) -> LabelVectors:
+        """The members' vectors of a batch as one :class:`LabelVectors`."""
+        return LabelVectors(*(torch.cat(side, -1) for side in zip(*vectors, strict=True)))
+
+    def split(self, vectors: LabelVectors) -> list[LabelVectors]:
+        """:meth:`join` undone: one :class:`LabelVectors` per member."""
+        sides = (side.split(self.widths, -1) for side in vectors)
+        return [LabelVectors(dep, head) for dep, head in zip(*sides, strict=True)]
+
+    def at(self, vectors: LabelVectors, heads: torch.Tensor) -> torch.Tensor:
+        """float64[B, N+1, R]: :meth:`LabelScorer.at`, the members' mean."""
+        return self._mean("at", vectors, heads)
+
+    def at_words(self, vectors: LabelVectors, heads: torch.Tensor) -> torch.Tensor:
+        """float64[W, R]: :meth:`LabelScorer.at_words`, the members' mean."""
+        return self._mean("at_words", vectors, heads)
+
+    def all(self, vectors: LabelVectors) -> torch.Tensor:
+        """float64[B, N+1, N+1, R]: :meth:`LabelScorer.all`, the members' mean."""
+        return self._mean("all", vectors)
+
+    def _mean(self, method: str, vectors: LabelVectors, *args: torch.Tensor) -> torch.Tensor:
+        pairs = zip(self.scorers, self.split(vectors), strict=True)
+        return mean_log_softmax([getattr(scorer, method)(v, *args) for scorer, v in pairs])
+
+
+@register
+class EnsembleParser(nn.Module):
+    """Graph parsers sharing vocabularies, scored as the mean of their probabilities.
+
+    Attributes:
+        kind: registry name recorded in checkpoints.
+        family: graph decoding, as for each member.
+        members: the parsers, in order.
+    """
+
+    kind: ClassVar[str] = "ensemble"
+    family: ClassVar[str] = "graph"
+
+    def __init__(self, members: Sequence[nn.Module]) -> None:
+        """Hold ``members``: two or more biaffine parsers predicting the same columns.
+
+        Raises:
+            ValueError: fewer than two members, a member that is no biaffine graph parser, one
+                that reads input tags (its batch would differ), or members whose tagged
+                columns differ.
+        """
+        super().__init__()
+        _check_members(members)
+        self.members = nn.ModuleList(members)
+
+    @property
+    def tagged_columns(self) -> tuple[str, ...]:
+        """The columns every member predicts."""
+        return self.members[0].tagged_columns
+
+    @property
+    def labels(self) -> MeanLabels:
+        """The members' label scorers read as one (what the graph family scores labels with)."""
+        return MeanLabels([member.labels for member in self.members])
+
+    @classmethod
+    def from_config(cls, vocabs: Vocabs, config: Mapping[str, Any]) -> EnsembleParser:
+        """Rebuild the untrained members from their kinds and configs (see :meth:`config`)."""
+        members = []
+        for member in config["members"]:
+            if member["kind"] not in PARSERS or member["kind"] == cls.kind:
+                raise ValueError(f"ensemble member kind {member['kind']!r}")
+            members.append(PARSERS[member["kind"]].from_config(vocabs, member["config"]))
+        return cls(members)
+
+    def config(self) -> dict[str, Any]:
+        """``{"members": [{"kind": ..., "config": ...}, ...]}``, each member's own."""
+        return {"members": [{"kind": m.kind, "config": m.config()} for m in self.members]}
+
+    def forward(self, batch: Batch, *, tag: bool = True) -> GraphScores:
+        """The members' mean distributions of a batch, as log-probabilities (float64).
+
+        Returns:
+            :class:`GraphScores`: arc_scores float64[B, N+1, N+1] (each word's log mean head
+            probabilities, ``-inf`` at impossible heads), the members' label vectors joined
+            (:meth:`MeanLabels.join`), and tag_scores float64[W, n_classes] by column.
+        """
+        scores = [member(batch, tag=tag) for member in self.members]
+        tag_scores = {
+            column: mean_log_softmax([s.tag_scores[column] for s in scores])
+            for column in scores[0].tag_scores
+        }
+        return GraphScores(
+            mean_log_softmax([s.arc_scores for s in scores]),
+            self.labels.join([s.labels for s in scores]),
+            tag_scores,
+        )
+
+    def loss(self, scores: GraphScores, batch: Batch) -> torch.Tensor:
+        """Not defined: an ensemble is assembled from trained parsers, not trained.
+
+        Raises:
+            TypeError: always, naming the command that assembles one.
+        """
+        raise TypeError(
+            "an ensemble is not trained: train its members, then join them with "
+            "python -m biaffine.training.ensemble"
+        )
+
+
+def _check_members(members: Sequence[nn.Module]) -> None:
+    if len(members) < 2:
+        raise ValueError(f"an ensemble needs at least two parsers, not {len(members)}")
+    for index, member in enumerate(members):
+        if not isinstance(member, BiaffineParser):
+            raise ValueError(
+                f"ensemble member {index} is a {member.kind!r} parser; an ensemble holds "
+                "biaffine graph parsers"
+            )
+        if getattr(member.encoder, "use_tags", False):
+            raise ValueError(f"ensemble member {index} reads input UPOS tags; none may")
+        if member.tagged_columns != members[0].tagged_columns:
+            raise ValueError(
+                f"ensemble member {index} predicts {', '.join(member.tagged_columns) or 'no'} "
+                f"columns, member 0 {', '.join(members[0].tagged_columns) or 'none'}"
+            )
