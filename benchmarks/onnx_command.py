@@ -2,7 +2,7 @@
 
 Usage: ``UD_ROOT=... python benchmarks/onnx_command.py [--checkpoint PATH] [--input FILE]
 [--threads 2] [--rounds 5] [--columns all] [--raw [--segmenter PATH]]`` (default: the shipped
-``models/en_ewt/parser.pt`` on EWT test; ``--raw``: with its segmenter on EWT test's raw text,
+``models/en_ewt_small/parser.pt`` on EWT test; ``--raw``: with its segmenter on EWT test's raw text,
 ``format=raw``).
 
 Exports the checkpoint into a temporary folder (``python -m biaffine.export``), then runs, in
@@ -29,8 +29,8 @@ from pathlib import Path
 import rawtext
 
 ROOT = Path(__file__).parents[1]
-SHIPPED = ROOT / "models" / "en_ewt" / "parser.pt"
-SHIPPED_SEGMENTER = ROOT / "models" / "en_ewt" / "segmenter.pt"
+SHIPPED = ROOT / "models" / "en_ewt_small" / "parser.pt"
+SHIPPED_SEGMENTER = ROOT / "models" / "en_ewt_small" / "segmenter.pt"
 ONE_TEXT = "The quick brown fox jumped over the lazy dog.\n"  # start-up input of --raw
 EWT_TEST = Path("UD_English-EWT") / "en_ewt-ud-test.conllu"
 RUNTIMES = ("torch", "onnx")

@@ -1,7 +1,7 @@
 """The exported scoring network in onnxruntime against the eager model: sentences/s, best of N.
 
 Usage: ``python benchmarks/onnx_speed.py [CHECKPOINT] [--input FILE] [--threads 2] [--rounds 5]``
-(default: the shipped ``models/en_ewt/parser.pt`` on EWT test under $UD_ROOT).
+(default: the shipped ``models/en_ewt_small/parser.pt`` on EWT test under $UD_ROOT).
 
 Exports the checkpoint as ``python -m biaffine.export`` does into a temporary folder, then times
 ``chars.onnx`` and ``scores.onnx`` (character model; encoder, arc scores, label vectors) alone
@@ -41,7 +41,7 @@ from biaffine.data.conllu import read_conllu
 from biaffine.export import OPSET, Scores, Tags, run
 
 EWT_TEST = Path("UD_English-EWT") / "en_ewt-ud-test.conllu"
-SHIPPED = Path(__file__).parents[1] / "models" / "en_ewt" / "parser.pt"
+SHIPPED = Path(__file__).parents[1] / "models" / "en_ewt_small" / "parser.pt"
 
 
 def cpu_name() -> str:

@@ -1,6 +1,6 @@
 """The project's parser against spaCy's and UDPipe 1's on EWT test: speed, CPU, memory, LAS.
 
-Usage: ``UD_ROOT=... python -m benchmarks.peers [--model en_ewt | --model CKPT]
+Usage: ``UD_ROOT=... python -m benchmarks.peers [--model en_ewt_small | --model CKPT]
 --peers FOLDER [--rounds 3] [--threads 2] [--input FILE] [--json OUT]``.
 
 Trains nothing: ``--peers`` is a folder of ``python -m benchmarks.peer_models`` (a UDPipe 1
@@ -412,7 +412,7 @@ def report(rows: Sequence[Summary], skipped: Mapping[str, str], header: Mapping[
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="en_ewt", help="installed model name or checkpoint")
+    parser.add_argument("--model", default="en_ewt_small", help="installed model name or checkpoint")
     parser.add_argument("--peers", type=Path, required=True, help="benchmarks.peer_models folder")
     parser.add_argument("--input", type=Path, default=None, help="default: EWT test")
     parser.add_argument("--rounds", type=int, default=3)

@@ -1,6 +1,6 @@
 """Load test of serve.py on loopback: concurrent UDPipe-style clients, beside predict.py's rate.
 
-Usage: ``python -m benchmarks.serve_load [--model en_ewt] [--clients 32] [--seconds 20]
+Usage: ``python -m benchmarks.serve_load [--model en_ewt_small] [--clients 32] [--seconds 20]
 [--sentences-per-request 8] [--threads N] [--onnx-dir DIR]`` (input: EWT test under $UD_ROOT,
 or ``--input``). ``--onnx-dir``: the server runs ``runtime=onnx onnx_dir=DIR`` and predict.py
 ``runtime=onnx onnx=DIR/MODEL``, both without torch.
@@ -44,7 +44,7 @@ RATE = re.compile(r"parsed (\d+) sentences(?: \((\d+) words\))? in ([\d.]+)s")  
 def main() -> None:
     """Run predict.py, then the server under load; print a markdown report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="en_ewt")
+    parser.add_argument("--model", default="en_ewt_small")
     parser.add_argument("--input", type=Path, default=None)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=20.0)

@@ -35,7 +35,7 @@ from biaffine.serving.served import TorchServed
 from decoding.trees import is_projective
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = "en_ewt"
+MODEL = "en_ewt_small"
 
 RAW = (
     "The cat sat on the mat. It didn't move, naïve as it was.\n\n"
@@ -130,7 +130,7 @@ def multipart(fields: dict[str, str], *, file: str | None = None) -> tuple[bytes
 def serving(
     log: Path, *overrides: str, without_torch: bool = False
 ) -> Iterator[tuple[str, subprocess.Popen]]:
-    """``python serve.py models=en_ewt ...`` on a free port, until the block ends.
+    """``python serve.py models=en_ewt_small ...`` on a free port, until the block ends.
 
     ``without_torch``: where torch cannot be imported (:data:`WITHOUT_TORCH`).
     """
@@ -455,7 +455,7 @@ def test_a_request_that_fails_in_a_shared_batch_fails_alone(model_installed: Non
 
 def test_serve_py_refuses_an_unknown_model_in_one_line(model_installed: None) -> None:
     done = subprocess.run(
-        [sys.executable, "serve.py", "models=/etc/passwd,en_ewt", f"port={free_port()}"],
+        [sys.executable, "serve.py", "models=/etc/passwd,en_ewt_small", f"port={free_port()}"],
         cwd=ROOT,
         capture_output=True,
         text=True,

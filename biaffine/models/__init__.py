@@ -4,7 +4,7 @@ Example::
 
     from biaffine import models
 
-    models.names()                 # ['en_ewt', 'fr_sequoia', 'tr_imst', 'vi_vtb']
+    models.names()                 # ['en_ewt', 'en_ewt_glove', ..., 'vi_vtb']
     parser = models.load("en_ewt")  # the same as biaffine.api.Parser.load("en_ewt")
     trees = parser.parse(text="The quick brown fox jumped over the lazy dog.")
 

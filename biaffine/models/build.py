@@ -13,7 +13,10 @@ was retrained, keeps the model's segmenter and its card's segmenter facts; ``--k
 place of ``--parser``, when the segmenter alone was retrained, keeps the model's parser, its
 card's parser facts and float32 scores (the run checkpoint may be gone). A parser averaged
 from branches of one run (:mod:`biaffine.training.average`) gets the facts of the run it
-branched from, of each branch and of the averaging (:func:`~biaffine.models.card.averaged_facts`).
+branched from, of each branch and of the averaging (:func:`~biaffine.models.card.averaged_facts`);
+an ensemble (:mod:`biaffine.training.ensemble`), each member's and the joining command's
+(:func:`~biaffine.models.card.ensemble_facts`). ``--stored-as int8`` stores the parser's
+matrices as int8 (:func:`biaffine.checkpoint.save`) instead of float16.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from biaffine.files import atomic_open
 from biaffine.installed import CARD, SHIPPED, installed
 from biaffine.models.card import (
     averaged_facts,
+    ensemble_facts,
     render_page,
     run_facts,
     treebank_facts,
@@ -59,7 +63,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     training = _training(args, folder, kept)
     folder.mkdir(parents=True, exist_ok=True)
     if not args.keep_parser:
-        checkpoint.compact(args.parser, folder / PARSER)
+        checkpoint.compact(args.parser, folder / PARSER, stored_as=args.stored_as)
     if not args.keep_segmenter:
         with atomic_open(folder / SEGMENTER, "wb") as out, open(args.segmenter, "rb") as source:
             shutil.copyfileobj(source, out)
@@ -75,7 +79,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "treebank": treebank_facts(treebank),
         "files": {"parser": PARSER, "segmenter": SEGMENTER},
         "size_bytes": size_bytes(folder, (PARSER, SEGMENTER)),
-        "weights": "parser weights stored as float16 (computed in float32), segmenter float32",
+        "weights": _WEIGHTS[args.stored_as] if not args.keep_parser else kept["weights"],
         "requires": args.requires,
         "training": training,
         "evaluation": {"test_file": gold.name, "threads": THREADS, "metric": "CoNLL 2018 F1"},
@@ -94,6 +98,15 @@ def size_bytes(folder: Path, files: Iterable[str]) -> int:
     """The bytes of a model's ``files`` in ``folder`` (its card's ``size_bytes``)."""
     return sum((folder / name).stat().st_size for name in files)
 
+
+_WEIGHTS = {
+    "float16": "parser weights stored as float16 (computed in float32), segmenter float32",
+    "int8": (
+        "parser matrices stored as int8 with a float32 scale per row, its other weights as "
+        "float16 (computed in float32), segmenter float32"
+    ),
+}
+"""The card's ``weights`` by the parser's storage (``--stored-as``)."""
 
 _KEEPS = (
     ("--keep-parser", "keep_parser", PARSER),
@@ -132,7 +145,10 @@ def _training(
     else:
         metadata = checkpoint.load(args.parser).metadata
         parser = {"recipe": f"python train.py experiment={args.name}"}
-        if "averaged_from" in metadata:
+        if "ensemble_of" in metadata:
+            members = metadata["ensemble_of"]
+            parser = ensemble_facts(members, args.stored_as, parser["recipe"])
+        elif "averaged_from" in metadata:
             sources = [Path(s["path"]) for s in metadata["averaged_from"]]
             parser |= averaged_facts(sources, args.parser)
         else:
@@ -201,6 +217,12 @@ def main(argv: list[str] | None = None) -> None:
         action="append",
         default=[],
         help="what to install beyond the base install, e.g. 'rootparse[transformer]'",
+    )
+    options.add_argument(
+        "--stored-as",
+        choices=checkpoint.STORAGES,
+        default="float16",
+        help="the parser's weights in models/ (int8: a quarter of float32; default float16)",
     )
     options.add_argument("--machine", default=f"{cpu_description()}, one thread per run")
     options.add_argument("--speed-threads", type=int, default=2)

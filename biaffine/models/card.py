@@ -34,7 +34,14 @@ import yaml
 
 from biaffine.models.scoring import GOLD, RAW
 
-__all__ = ["averaged_facts", "render_page", "run_facts", "treebank_facts", "write_json"]
+__all__ = [
+    "averaged_facts",
+    "ensemble_facts",
+    "render_page",
+    "run_facts",
+    "treebank_facts",
+    "write_json",
+]
 
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+\]")
 _LICENCE = re.compile(r"^License:\s*(.+?)\s*$", re.MULTILINE)
@@ -76,6 +83,10 @@ def _source(folder: Path) -> dict[str, str]:
     return {}
 
 
+_NOT_TRAINING = ("hydra.", "trainer.progress_bar=")
+"""Overrides that change where a run writes or what it shows, not what it trains."""
+
+
 def run_facts(run: Path, script: str) -> dict[str, Any]:
     """The command a Hydra run ran and its wall minutes, from the run folder.
 
@@ -84,7 +95,7 @@ def run_facts(run: Path, script: str) -> dict[str, Any]:
         script: the entry point, e.g. ``train.py``.
     """
     overrides = yaml.safe_load((run / ".hydra" / "overrides.yaml").read_text(encoding="utf-8"))
-    kept = [o for o in overrides if not o.startswith("hydra.")]
+    kept = [o for o in overrides if not o.startswith(_NOT_TRAINING)]
     facts: dict[str, Any] = {"command": " ".join(["python", script, *kept])}
     log = next(iter(sorted(run.glob("*.log"))), None)
     if log is not None:
@@ -130,6 +141,57 @@ def averaged_facts(branches: Sequence[Path], averaged: str | Path) -> dict[str, 
         "branches": facts,
         "average": " ".join(["python -m biaffine.training.average", Path(averaged).name, *names]),
     }
+
+
+def ensemble_facts(
+    members: Sequence[Mapping[str, Any]], stored_as: str, recipe: str
+) -> dict[str, Any]:
+    """The facts of an ensemble of parsers (:mod:`biaffine.training.ensemble`).
+
+    Each member's come from its Hydra run folder, or from the card of the shipped model whose
+    parser it is (``models/NAME/parser.pt``: its run folder may be gone). The members trained
+    side by side, one core each, so the minutes are the longest member's.
+
+    Args:
+        members: the ensemble checkpoint's ``ensemble_of`` (each member's ``path`` and
+            ``metadata``).
+        stored_as: the storage of the shipped weights (named in the joining command).
+        recipe: the recipe of the members trained in run folders (the model's own, say
+            ``python train.py experiment=en_ewt``); a shipped model's parser keeps its card's.
+
+    Returns:
+        ``recipe`` and ``command`` (the joining command, members written ``MEMBER_i``),
+        ``minutes``, ``epochs`` (the members' best epochs), and ``members``: each one's
+        ``recipe``, ``command``, ``minutes`` and best ``epochs``.
+
+    Raises:
+        ValueError: a member that is neither in a run folder nor a shipped model's parser.
+    """
+    facts = [_member_facts(Path(m["path"]), m["metadata"], recipe) for m in members]
+    names = [f"MEMBER_{i}/best.pt" for i in range(1, len(facts) + 1)]
+    command = " ".join(
+        ["python -m biaffine.training.ensemble parser.pt", *names, f"--stored-as {stored_as}"]
+    )
+    return {
+        "recipe": command,
+        "command": command,
+        "minutes": max(fact["minutes"] for fact in facts),
+        "epochs": [fact["epochs"] for fact in facts],
+        "members": facts,
+    }
+
+
+def _member_facts(path: Path, metadata: Mapping[str, Any], recipe: str) -> dict[str, Any]:
+    """An ensemble member's recipe, command, minutes and best epoch (see :func:`ensemble_facts`)."""
+    if (path.parent / ".hydra").is_dir():
+        found = run_facts(path.parent, "train.py")
+        epochs = metadata.get("progress", {}).get("best_epoch")
+        return {"recipe": recipe, **found, "epochs": epochs}
+    card = path.parent / "card.json"
+    if card.is_file():
+        run = json.loads(card.read_text(encoding="utf-8"))["training"]["parser"]
+        return {key: run[key] for key in ("recipe", "command", "minutes", "epochs")}
+    raise ValueError(f"{path}: neither in a training run folder nor a shipped model's parser")
 
 
 def _init_from(run: Path) -> Path | None:
@@ -190,6 +252,17 @@ def _megabytes(size: int) -> str:
     return f"{size / 1e6:.1f} MB"
 
 
+def _member_lines(run: Mapping[str, Any]) -> list[str]:
+    """The lines of an ensemble's members and joining."""
+    lines = [
+        f"  - `{m['recipe']}` ({m['minutes']} min, best epoch {m['epochs']})"
+        + ("" if m["command"] == m["recipe"] else f"; as run: `{m['command']}`")
+        + ";"
+        for m in run["members"]
+    ]
+    return [*lines, f"  - joined: `{run['command']}`."]
+
+
 def _branch_lines(run: Mapping[str, Any]) -> list[str]:
     """The lines of an averaged parser's branches and averaging (none for a single run)."""
     if "branches" not in run:
@@ -217,7 +290,14 @@ def _section(card: Mapping[str, Any]) -> list[str]:
         f"{card['weights']}.",
     ]
     for part in ("parser", "segmenter"):
-        if part in training:
+        if part in training and "members" in training[part]:
+            run = training[part]
+            lines.append(
+                f"- Parser: an ensemble of {len(run['members'])} parsers trained side by side, "
+                f"one core each ({run['minutes']} min), their probabilities averaged:"
+            )
+            lines += _member_lines(run)
+        elif part in training:
             run = training[part]
             as_run = "" if run["command"] == run["recipe"] else f"; as run: `{run['command']}`"
             minutes = "" if "branches" in run else f"{run['minutes']} min, "

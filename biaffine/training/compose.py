@@ -31,6 +31,7 @@ from biaffine.metrics import AttachmentScores
 from biaffine.nn.averaging import weight_average as make_weight_average
 from biaffine.nn.transformer import TransformerEmbedding
 from biaffine.parsers import PARSERS, build_parser
+from biaffine.parsers.ensemble import EnsembleParser
 from biaffine.runtime import check_bf16, seed_everything, select_device, set_threads
 from biaffine.training.distill import distillation
 from biaffine.training.loop import FitSettings, Scheduler, fit, score_parser
@@ -451,9 +452,19 @@ def build_model(model_cfg: DictConfig, vocabs: Vocabs) -> nn.Module:
 
     Both come from the registries checkpoints are loaded with
     (:func:`biaffine.parsers.build_parser`) and are sized by the vocabularies.
+
+    Raises:
+        ValueError: an unknown kind, a config that does not fit it, or an ensemble (assembled
+            from trained parsers, never trained).
     """
     options = OmegaConf.to_container(model_cfg, resolve=True)
-    model = build_parser(options.pop("kind"), vocabs, options)
+    kind = options.pop("kind")
+    if kind == EnsembleParser.kind:
+        raise ValueError(
+            "model.kind=ensemble is not trained: train its members, then join them with "
+            "python -m biaffine.training.ensemble"
+        )
+    model = build_parser(kind, vocabs, options)
     log.info("model: %s parameters", f"{sum(p.numel() for p in model.parameters()):,}")
     log.debug("%s", model)
     return model

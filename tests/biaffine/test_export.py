@@ -37,7 +37,7 @@ from biaffine.parsers.heads import LabelVectors
 from biaffine.training import compose
 
 ROOT = Path(__file__).parents[2]
-SHIPPED = ROOT / "models" / "en_ewt" / "parser.pt"
+SHIPPED = ROOT / "models" / "en_ewt_small" / "parser.pt"
 SHIPPED_GLOVE = ROOT / "models" / "en_ewt_glove" / "parser.pt"
 N_SENTENCES = 200
 BATCH_SIZES = (1, 3, 8, 29, 64, 95)  # 200 sentences, in file order
@@ -177,7 +177,7 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Module, 
     exporter()
     loaded = checkpoint.load(SHIPPED)
     model = checkpoint.build_model(loaded)
-    folder = tmp_path_factory.mktemp("export") / "en_ewt"
+    folder = tmp_path_factory.mktemp("export") / "en_ewt_small"
     export(model, folder, about={})
     return model, loaded.vocabs, folder
 

@@ -11,8 +11,9 @@ from builders import TINY_PARSER, biaffine_parser, save_model, sized_vocabs
 
 from biaffine.installed import CARD
 from biaffine.models.build import PARSER, SEGMENTER, _kept_card, _training, main
-from biaffine.models.card import _branch_lines
+from biaffine.models.card import _branch_lines, _member_lines
 from biaffine.training.average import average_checkpoints
+from biaffine.training.ensemble import ensemble_checkpoints
 
 SEGMENTER_FACTS = {"recipe": "python train_segmenter.py x=1", "command": "python ...", "epochs": 3}
 
@@ -182,3 +183,56 @@ def test_keeping_what_is_not_there_or_everything_is_one_line_and_status_2(
         == f"error: {problem.format(tmp_path / 'models' / 'en_ewt')}"
     )
     assert not (tmp_path / "models").exists()
+
+
+def test_an_ensemble_names_each_members_run_and_the_joining(tmp_path: Path) -> None:
+    """One member from a run folder, one a shipped model's parser whose run folder is gone."""
+    vocabs = sized_vocabs(words=5, chars=5, upos=4, rels=3)
+    shipped = tmp_path / "models" / "en_ewt_glove"
+    shipped.mkdir(parents=True)
+    glove = {"recipe": "python train.py experiment=en_ewt_glove", "command": "python train.py x=1"}
+    glove |= {"minutes": 100.2, "epochs": 62}
+    (shipped / CARD).write_text(json.dumps({"training": {"parser": glove | {"extra": 1}}}))
+    first = save_model(shipped / PARSER, biaffine_parser(vocabs, **TINY_PARSER), vocabs)
+    run = hydra_run(
+        tmp_path / "tl1", ["experiment=en_ewt_glove", "trainer.progress_bar=false"], 59, [1, 1]
+    )
+    second = save_model(run / "best.pt", biaffine_parser(vocabs, **TINY_PARSER), vocabs)
+    joined = ensemble_checkpoints([first, second], tmp_path / "ens.pt").path
+    folder = tmp_path / "en_ewt"
+    folder.mkdir()
+    (folder / SEGMENTER).write_bytes(b"weights")
+    (folder / CARD).write_text(json.dumps({"training": {"segmenter": SEGMENTER_FACTS}}))
+    args = arguments(joined, keep_segmenter=True, stored_as="int8")
+    parser = _training(args, folder, _kept_card(args, folder))["parser"]
+    joining = "python -m biaffine.training.ensemble parser.pt MEMBER_1/best.pt MEMBER_2/best.pt"
+    assert parser["recipe"] == parser["command"] == f"{joining} --stored-as int8"
+    assert parser["minutes"] == 100.2  # side by side: the longer member
+    assert parser["members"] == [
+        glove,
+        {
+            "recipe": "python train.py experiment=en_ewt",
+            "command": "python train.py experiment=en_ewt_glove",  # no progress bar setting
+            "minutes": 59.0,
+            "epochs": None,  # the tiny member's metadata has no progress
+        },
+    ]
+    lines = _member_lines(parser)
+    assert lines[0] == (
+        "  - `python train.py experiment=en_ewt_glove` (100.2 min, best epoch 62); "
+        "as run: `python train.py x=1`;"
+    )
+    assert lines[-1] == f"  - joined: `{joining} --stored-as int8`."
+
+
+def test_an_ensemble_member_without_facts_is_refused(tmp_path: Path) -> None:
+    vocabs = sized_vocabs(words=5, chars=5, upos=4, rels=3)
+    paths = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        model = biaffine_parser(vocabs, **TINY_PARSER)
+        paths.append(save_model(tmp_path / name / "best.pt", model, vocabs))
+    joined = ensemble_checkpoints(paths, tmp_path / "ens.pt").path
+    args = arguments(joined, keep_segmenter=False, segmenter="s.pt", stored_as="int8")
+    with pytest.raises(ValueError, match="neither in a training run folder nor a shipped model"):
+        _training(args, tmp_path)

@@ -25,7 +25,7 @@ from biaffine.predict_options import PredictOptions
 from biaffine.predicting import predict
 
 ROOT = Path(__file__).parents[2]
-SHIPPED = ROOT / "models" / "en_ewt" / "parser.pt"
+SHIPPED = ROOT / "models" / "en_ewt_small" / "parser.pt"
 N_SENTENCES = 500
 RAW_CHARACTERS = 20000  # of EWT test's raw text: its first documents
 NO_RUNTIME = "onnxruntime is not installed (the export extra: pip install 'rootparse[export]')"
@@ -78,7 +78,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from biaffine.export import compile_decoders
 
     compile_decoders()
-    return export_model("en_ewt", tmp_path_factory)
+    return export_model("en_ewt_small", tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -225,18 +225,18 @@ def test_the_onnx_segmenter_classifies_every_character_as_torchs(
     from biaffine.segmenting import Segmenter
 
     text = rawtext.corpus_text(ewt_dir / "en_ewt-ud-test.conllu")
-    torchs = Segmenter.load(ROOT / "models" / "en_ewt" / "segmenter.pt").classes(text)
+    torchs = Segmenter.load(ROOT / "models" / "en_ewt_small" / "segmenter.pt").classes(text)
     onnx = OnnxParser.load(exported, threads=1).segmenter
     np.testing.assert_array_equal(onnx.classes(text), torchs)
 
 
-@pytest.mark.parametrize("model", ["en_ewt", "en_ewt_glove"])
+@pytest.mark.parametrize("model", ["en_ewt_small", "en_ewt_glove"])
 def test_raw_text_is_segmented_and_parsed_as_torchs_without_torch(
     model: str, request: pytest.FixtureRequest, ewt_dir: Path, tmp_path: Path
 ) -> None:
     # en_ewt_glove: the runtime looks each word's row of the GloVe vectors up from the word
     # list of the checkpoint's config and feeds it to scores.onnx (vector_rows).
-    exported = request.getfixturevalue("exported" if model == "en_ewt" else "exported_glove")
+    exported = request.getfixturevalue("exported" if model == "en_ewt_small" else "exported_glove")
     source = tmp_path / "ewt.txt"
     text = rawtext.corpus_text(ewt_dir / "en_ewt-ud-test.conllu")
     source.write_text(text[:RAW_CHARACTERS], encoding="utf-8")
@@ -259,7 +259,7 @@ def test_int8_weights_keep_the_attachment_scores(
     from biaffine.onnxrun import predict_file
 
     quantized = tmp_path / "int8"
-    manifest = run({"model": "en_ewt", "output": str(quantized), "int8": "true"})
+    manifest = run({"model": "en_ewt_small", "output": str(quantized), "int8": "true"})
     assert manifest["int8"] == ["chars", "scores", "labels"]
     size = (quantized / "scores.onnx").stat().st_size
     assert size < 0.3 * (exported / "scores.onnx").stat().st_size
