@@ -412,7 +412,9 @@ def report(rows: Sequence[Summary], skipped: Mapping[str, str], header: Mapping[
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="en_ewt_small", help="installed model name or checkpoint")
+    parser.add_argument(
+        "--model", default="en_ewt_small", help="installed model name or checkpoint"
+    )
     parser.add_argument("--peers", type=Path, required=True, help="benchmarks.peer_models folder")
     parser.add_argument("--input", type=Path, default=None, help="default: EWT test")
     parser.add_argument("--rounds", type=int, default=3)

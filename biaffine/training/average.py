@@ -18,13 +18,13 @@ with ``averaged_from`` added (each input's path and :func:`~biaffine.checkpoint.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
 from biaffine import checkpoint
+from biaffine.cli import report_user_errors
 
 __all__ = ["average_checkpoints", "main"]
 
@@ -101,11 +101,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     options.add_argument("out", help="the averaged checkpoint to write")
     options.add_argument("inputs", nargs="+", help="two or more checkpoints (branches of one run)")
     args = options.parse_args(argv)
-    try:
-        average_checkpoints(args.inputs, args.out)
-    except ValueError as error:  # CheckpointError included
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+    report_user_errors(lambda: average_checkpoints(args.inputs, args.out))
     print(f"wrote {args.out}: the mean of {len(args.inputs)} checkpoints")
 
 

@@ -19,11 +19,11 @@ the first input's, with ``ensemble_of`` added: each input's path,
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from biaffine import checkpoint
+from biaffine.cli import report_user_errors
 from biaffine.parsers.ensemble import EnsembleParser
 
 __all__ = ["ensemble_checkpoints", "main"]
@@ -90,11 +90,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--stored-as", choices=checkpoint.STORAGES, help="a compact storage (default: float32)"
     )
     args = options.parse_args(argv)
-    try:
-        ensemble_checkpoints(args.inputs, args.out, stored_as=args.stored_as)
-    except ValueError as error:  # CheckpointError included
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+    report_user_errors(
+        lambda: ensemble_checkpoints(args.inputs, args.out, stored_as=args.stored_as)
+    )
     print(f"wrote {args.out}: an ensemble of {len(args.inputs)} parsers")
 
 
