@@ -359,7 +359,9 @@ def _dequantized(
     name: str, quantized: torch.Tensor, scale: torch.Tensor | None, path: Path
 ) -> torch.Tensor:
     """float32 of an int8 weight: each row of its last axis times its scale."""
-    rows = quantized.shape.numel() // quantized.shape[-1] if quantized.dim() else 0
+    if quantized.dim() < 2 or quantized.shape[-1] == 0:
+        raise CheckpointError(f"{path}: int8 weight {name} is no matrix")
+    rows = quantized.shape.numel() // quantized.shape[-1]
     if scale is None or scale.dtype != torch.float32 or scale.shape != (rows,):
         raise CheckpointError(f"{path}: int8 weight {name} has no float32 scale per row")
     widened = quantized.reshape(rows, -1).float() * scale.unsqueeze(1)

@@ -686,6 +686,16 @@ def test_int8_weights_and_scales_come_in_pairs(
         load(saved)
 
 
+@pytest.mark.parametrize("shape", [(), (4,), (3, 0)])
+def test_an_int8_weight_that_is_no_matrix_is_named(saved, shape: tuple[int, ...]) -> None:
+    raw = torch.load(saved, weights_only=True)
+    raw["stored_as"] = "int8"
+    raw["state_dict"]["crafted"] = torch.zeros(shape, dtype=torch.int8)
+    resave(saved, raw)
+    with pytest.raises(CheckpointError, match="int8 weight crafted is no matrix"):
+        load(saved)
+
+
 def test_an_unknown_storage_is_refused_before_anything_is_written(saved, tmp_path) -> None:
     with pytest.raises(ValueError, match="stored_as='int4': expected one of float16, int8"):
         checkpoint.compact(saved, tmp_path / "out.pt", stored_as="int4")
