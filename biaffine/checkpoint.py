@@ -131,7 +131,8 @@ def save(
             :func:`load` gives both back as float32, so the model computes as before.
 
     The file records :func:`weights_sha256` of the weights as stored, which :func:`load`
-    verifies; equal stored tensors (an ensemble's members' frozen vectors) are written once.
+    verifies; in a compact storage, equal stored tensors (an ensemble's members' frozen
+    vectors) are written once.
 
     Raises:
         TypeError: if any value is not plain data (it would not load with ``weights_only=True``).
@@ -167,16 +168,22 @@ INT8_SCALE = ":int8_scale"
 
 
 def _stored(weights: dict[str, torch.Tensor], stored_as: str | None) -> dict[str, torch.Tensor]:
-    """The weights as ``stored_as`` keeps them, equal tensors sharing one (written once)."""
-    if stored_as not in (None, *STORAGES):
+    """The weights as ``stored_as`` keeps them; compacted, equal tensors share one (written once).
+
+    Training checkpoints (``stored_as`` None, written every epoch) are not searched for equal
+    tensors: only a shipped model's size is worth hashing every weight for.
+    """
+    if stored_as is None:
+        return weights
+    if stored_as not in STORAGES:
         raise ValueError(f"stored_as={stored_as!r}: expected one of {', '.join(STORAGES)}")
-    if stored_as is not None:
-        weights = {
+    return _shared(
+        {
             key: value
             for name, tensor in weights.items()
             for key, value in _compacted(name, tensor, stored_as).items()
         }
-    return _shared(weights)
+    )
 
 
 def _compacted(name: str, tensor: torch.Tensor, stored_as: str) -> dict[str, torch.Tensor]:
