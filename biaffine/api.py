@@ -197,6 +197,7 @@ class Parser:
         search: str = "greedy",
         beam_size: int = 1,
         graph_weight: float = 0.0,
+        joint_labels: bool = True,
         probabilities: bool = False,
         columns: Sequence[str] | None = None,
         overwrite: bool = False,
@@ -218,6 +219,9 @@ class Parser:
             graph_weight: combined models (transition parsers with a graph head, or paired
                 with a graph parser: :meth:`pair`): weight of the arc log-probabilities in the
                 search score.
+            joint_labels: graph parsers decode the best labelled tree (each arc's head and
+                best label log-probabilities summed); False: the best unlabelled tree,
+                labelled afterwards.
             probabilities: also compute head, label and tree probabilities (graph parsers), or
                 label and transition-path probabilities (transition parsers).
             columns: tagged columns to predict (``upos``, ``xpos``, ``feats``, ``lemma``, or
@@ -235,7 +239,9 @@ class Parser:
                 ``text``, ``text`` without a segmenter.
             biaffine.data.conllu.ConlluError: malformed CoNLL-U text or words.
         """
-        settings = DecoderSettings(decoder, root_constraint, search, beam_size, graph_weight)
+        settings = DecoderSettings(
+            decoder, root_constraint, search, beam_size, graph_weight, joint_labels
+        )
         if columns is None:
             columns = () if text is None else ("all",)
         request = Request(probabilities, columns=tuple(columns), overwrite=overwrite)
@@ -256,6 +262,7 @@ class Parser:
         *,
         decoder: str = "mst",
         root_constraint: bool = True,
+        joint_labels: bool = True,
         max_tokens: int = 5000,
     ) -> list[list[ParsedTree]]:
         """The k highest-scoring trees of each sentence, best first (graph parsers).
@@ -265,16 +272,19 @@ class Parser:
             k: trees per sentence (fewer when a sentence has fewer trees).
             decoder: ``mst`` (non-projective trees, :func:`decoding.kbest`) or ``eisner``.
             root_constraint: exactly one word on ROOT in every tree.
+            joint_labels: rank trees by their arcs' head and best label log-probabilities
+                (as :meth:`parse` decodes); False: by head log-probabilities alone.
             max_tokens: words per batch.
 
         Returns:
-            Per sentence, up to k :class:`ParsedTree` whose ``log_prob`` is the tree's score
-            (the sum of its arcs' head log-probabilities, as the decoders maximize).
+            Per sentence, up to k :class:`ParsedTree`, each with its best labels, whose
+            ``log_prob`` is the tree's score as the decoder maximizes it (the sum of its arcs'
+            head log-probabilities, plus their labels' with ``joint_labels``).
 
         Raises:
             ValueError: k < 1, a decoder without k-best, or a parser that is not a graph parser.
         """
-        settings = DecoderSettings(decoder, root_constraint)
+        settings = DecoderSettings(decoder, root_constraint, joint_labels=joint_labels)
         sentences = list(_sentences(inputs))
         request = Request(kbest=k)
         found = self._predict(sentences, request, settings, max_tokens)
@@ -290,6 +300,7 @@ class Parser:
         *,
         decoder: str = "mst",
         root_constraint: bool = True,
+        joint_labels: bool = True,
         max_tokens: int = 5000,
     ) -> list[ParsedTree]:
         """The best trees that keep some heads fixed (partially annotated input), graph parsers.
@@ -300,6 +311,7 @@ class Parser:
                 or None where the parser chooses.
             decoder: ``mst`` or ``eisner`` (exact under the constraints).
             root_constraint: exactly one word on ROOT.
+            joint_labels: as :meth:`parse`.
             max_tokens: words per batch.
 
         Raises:
@@ -307,7 +319,7 @@ class Parser:
                 constraints that admit no tree (the message names the sentence as
                 ``FILE:LINE``, or ``<input>:k`` for the k-th list of words, and why).
         """
-        settings = DecoderSettings(decoder, root_constraint)
+        settings = DecoderSettings(decoder, root_constraint, joint_labels=joint_labels)
         request = Request(fixed_heads=[list(heads) for heads in fixed_heads])
         sentences = list(_sentences(inputs))
         found = self._predict(sentences, request, settings, max_tokens)

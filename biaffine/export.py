@@ -27,6 +27,11 @@ vocabularies and config, so that the folder alone describes the model):
 - ``labels.onnx``: the label vectors of W arcs' dependents and heads, ``label_dep`` and
   ``label_head`` float[W, rel_mlp] (gathered by the runtime from ``scores.onnx``'s, at the
   words alone), to ``label_scores`` float[W, R], as ``LabelScorer.at_words`` scores them.
+- ``arc_labels.onnx`` (graph parsers): the label vectors of D dependents, ``label_dep``
+  float[B, D, rel_mlp], and of every head, ``label_head`` float[B, N+1, rel_mlp], to each arc's
+  best label under UD's rule on ``root`` and its log-probability, ``label_ids`` int64[B, D, N+1]
+  and ``label_log_probs`` float[B, D, N+1] (:func:`biaffine.parsers.heads.best_labels`): what
+  decoding with ``joint_labels`` reads, in chunks of dependents.
 - a transition parser's per-step scorer is no graph: ``export.json``'s ``transition_mlp``
   holds the layers after the slots (``TransitionParser.slot_mlp``, a few thousand numbers), and
   the runtime searches on them and the slots (:class:`transitions.SlotScorer`), one compiled
@@ -67,9 +72,10 @@ from biaffine import installed
 from biaffine.cli import refuse_missing, report_user_errors
 from biaffine.data.batching import Batch
 from biaffine.files import fsync_dir, umask_mode
+from biaffine.inference.choices import root_label_id
 from biaffine.nn import Encoder
 from biaffine.parsers.ensemble import EnsembleParser
-from biaffine.parsers.heads import LabelScorer
+from biaffine.parsers.heads import LabelScorer, LabelVectors, best_labels
 from biaffine.segmenting import checkpoint as segmenter_checkpoints
 from biaffine.segmenting.features import DEFAULT_CONTEXT, DEFAULT_WINDOW, UNK
 from biaffine.segmenting.model import SegmenterModel
@@ -97,10 +103,11 @@ NonZero, Unique, Where, ...) exists since opset 11 or earlier; 17 is well within
 one that needs no ``onnxscript``) writes, up to 20; pinned, a file does not change with torch's
 default."""
 
-FORMAT = 3
+FORMAT = 4
 """Version of the folder's layout and of ``export.json`` (2: the character model in a graph of
 its own, ``chars.onnx``; ``scores.onnx`` reads its vectors; 3: a transition parser's per-step
-scorer as ``transition_mlp`` in ``export.json``, no ``transitions.onnx``)."""
+scorer as ``transition_mlp`` in ``export.json``, no ``transitions.onnx``; 4: a graph parser's
+``arc_labels.onnx``, for decoding heads with their labels)."""
 
 MANIFEST = "export.json"
 
@@ -209,6 +216,24 @@ class Labels(nn.Module):
         return self.labels.attn.score_pairs(label_dep.unsqueeze(0), label_head.unsqueeze(0))[0]
 
 
+class ArcLabels(nn.Module):
+    """Every arc's best label and its log-probability, on tensors: see ``arc_labels.onnx``."""
+
+    def __init__(self, labels: LabelScorer, root_label: int | None) -> None:
+        """Wrap a parser's label scorer (not copied), with the id of ``root`` (or None)."""
+        super().__init__()
+        self.labels = labels
+        self.root_label = root_label
+
+    def forward(
+        self, label_dep: torch.Tensor, label_head: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """label_ids int64[B, D, N+1] and label_log_probs float[B, D, N+1]."""
+        scores = self.labels.all(LabelVectors(label_dep, label_head))
+        log_probs, ids = best_labels(scores, self.root_label)
+        return ids, log_probs
+
+
 class SegmenterScores(nn.Module):
     """A segmenter's class log-probabilities on windows without padding: ``segmenter.onnx``."""
 
@@ -251,8 +276,11 @@ def _mask(lengths: torch.Tensor, total: int) -> torch.Tensor:
     return (positions > 0) & (positions <= lengths.unsqueeze(1))
 
 
-def graphs(model: nn.Module) -> list[Graph]:
+def graphs(model: nn.Module, root_label: int | None = None) -> list[Graph]:
     """The graphs of a parser in eval mode, with example inputs of two sentences of 3 and 5 words.
+
+    ``root_label`` is the id of ``root`` among the parser's relations (None: it has none), which
+    a graph parser's ``arc_labels.onnx`` reserves for the arcs from ROOT.
 
     Raises:
         ValueError: an ensemble (:mod:`biaffine.parsers.ensemble`), an encoder that reads a
@@ -290,6 +318,8 @@ def graphs(model: nn.Module) -> list[Graph]:
     if model.tagged_columns:
         found.append(_tags(model, outputs["states"], lengths))
     found.append(_labels(model, outputs["label_dep"], outputs["label_head"]))
+    if model.family == "graph":
+        found.append(_arc_labels(model, outputs["label_dep"], outputs["label_head"], root_label))
     return found
 
 
@@ -340,6 +370,21 @@ def _labels(model: nn.Module, dep: torch.Tensor, head: torch.Tensor) -> Graph:
     return Graph("labels", Labels(model.labels), names[:2], names[2:], arcs, axes)
 
 
+def _arc_labels(
+    model: nn.Module, dep: torch.Tensor, head: torch.Tensor, root_label: int | None
+) -> Graph:
+    """``arc_labels.onnx``, traced on two dependents of the example batch against every head."""
+    names = ("label_dep", "label_head", "label_ids", "label_log_probs")
+    axes = {
+        "label_dep": {0: "batch", 1: "dependents"},
+        "label_head": {0: "batch", 1: "positions"},
+        "label_ids": {0: "batch", 1: "dependents", 2: "positions"},
+        "label_log_probs": {0: "batch", 1: "dependents", 2: "positions"},
+    }
+    module = ArcLabels(model.labels, root_label)
+    return Graph("arc_labels", module, names[:2], names[2:], (dep[:, :2], head), axes)
+
+
 def export(
     model: nn.Module,
     folder: Path,
@@ -347,6 +392,7 @@ def export(
     about: Mapping[str, Any],
     segmenter: segmenter_checkpoints.Stored | None = None,
     int8: bool = False,
+    root_label: int | None = None,
 ) -> dict[str, Any]:
     """Write the graphs of ``model`` (and ``segmenter``) and ``export.json`` into ``folder``.
 
@@ -362,9 +408,10 @@ def export(
             vocabularies).
         segmenter: a segmenter checkpoint's contents, exported beside the parser for raw text.
         int8: store ``chars.onnx``, ``scores.onnx`` (the encoder and the heads on its
-            states: nearly all the weights and time) and ``labels.onnx`` with int8 weights,
-            activations quantized on the fly
-            (onnxruntime's dynamic quantization), as ``predict.py int8=true`` runs torch.
+            states: nearly all the weights and time), ``labels.onnx`` and ``arc_labels.onnx``
+            with int8 weights, activations quantized on the fly (onnxruntime's dynamic
+            quantization), as ``predict.py int8=true`` runs torch.
+        root_label: the id of ``root`` among the relations, or None (:func:`graphs`).
 
     Returns:
         The manifest written.
@@ -377,7 +424,7 @@ def export(
     _require_onnx()
     training = model.training
     try:
-        return _write(model.eval(), folder, about, segmenter, int8)
+        return _write(model.eval(), folder, about, segmenter, int8, root_label)
     finally:
         # The exporter restores the mode of the wrapper it was given, on the model too.
         model.train(training)
@@ -399,10 +446,12 @@ def _write(
     about: Mapping[str, Any],
     segmenter: segmenter_checkpoints.Stored | None,
     int8: bool,
+    root_label: int | None,
 ) -> dict[str, Any]:
-    found = graphs(model)
+    found = graphs(model, root_label)
     manifest = {"format": FORMAT, "opset": OPSET, "family": model.family, **about}
-    manifest["int8"] = ["chars", "scores", "labels"] if int8 else []
+    quantized = ("chars", "scores", "labels", "arc_labels")
+    manifest["int8"] = [g.name for g in found if g.name in quantized] if int8 else []
     if model.family == "transition":
         manifest["transition_mlp"] = {
             name: value.tolist() if isinstance(value, np.ndarray) else value
@@ -562,7 +611,9 @@ def run(settings: Mapping[str, str]) -> dict[str, Any]:
     }
     stored = None if segmenter is None else segmenter_checkpoints.load(segmenter)
     int8 = settings.get("int8") == "true"
-    return export(model, Path(settings["output"]), about=about, segmenter=stored, int8=int8)
+    root = root_label_id(loaded.vocabs.rels)
+    folder = Path(settings["output"])
+    return export(model, folder, about=about, segmenter=stored, int8=int8, root_label=root)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -42,6 +42,7 @@ from biaffine.data.encoding import (
 from biaffine.data.vocab import Vocabs
 from biaffine.inference.choices import (
     MST,
+    arc_label_ids,
     decode_arc_scores,
     deprojectivize_batch,
     find_trees,
@@ -82,7 +83,7 @@ __all__ = [
 ]
 
 MANIFEST = "export.json"  # biaffine.export.MANIFEST, which imports torch
-FORMAT = 3  # biaffine.export.FORMAT: the folder layout read here
+FORMAT = 4  # biaffine.export.FORMAT: the folder layout read here
 
 FORMATS = ("conllu", "text", "raw")
 """Input formats of :func:`predict_file` (``raw``: an export with a segmenter)."""
@@ -109,6 +110,11 @@ LABEL_PAIRS = 256
 """Arcs per run of ``labels.onnx``. Its biaffine product makes an intermediate of about 10,000
 floats per arc (the eager path makes it in cache-sized chunks, a graph in one): 256 arcs keep
 it near 10 MB."""
+
+
+ARC_LABEL_PAIRS = 1 << 16
+"""(dependent, head) pairs per run of ``arc_labels.onnx``, as torch scores them
+(:data:`biaffine.inference.graph.LABEL_PAIRS`): with 50 labels, 13 MB of scores."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +190,8 @@ class OnnxParser:
     Attributes:
         vocabs: the checkpoint's vocabularies (``export.json``).
         tagged_columns: the columns its taggers predict (``tags.onnx``), in order.
-        sessions: ``chars``, ``scores``, ``labels``, and with taggers ``tags``.
+        sessions: ``chars``, ``scores``, ``labels``, a graph parser's ``arc_labels``, and
+            with taggers ``tags``.
         upos_input: the encoder embeds the input's UPOS (``scores.onnx`` reads ``upos``).
         char_vectors: the character model's vectors of the forms seen (``chars.onnx``), which
             ``scores.onnx`` reads.
@@ -223,7 +230,7 @@ class OnnxParser:
         sessions = {
             name: _session(path / graph["file"], threads)
             for name, graph in graphs.items()
-            if name in ("chars", "scores", "tags", "labels")
+            if name in ("chars", "scores", "tags", "labels", "arc_labels")
         }
         tagged = tuple(o.removesuffix("_scores") for o in graphs.get("tags", {}).get("outputs", ()))
         vocabs = Vocabs.from_dict(manifest["vocabs"])
@@ -244,6 +251,7 @@ class OnnxParser:
         search: str = "greedy",
         beam_size: int = 1,
         graph_weight: float = 0.0,
+        joint_labels: bool = True,
         columns: Sequence[str] = (),
         overwrite: bool = False,
         max_tokens: int = MAX_TOKENS,
@@ -258,6 +266,8 @@ class OnnxParser:
             search: transition parsers: ``greedy`` or ``beam``.
             beam_size: items per sentence with ``search="beam"``.
             graph_weight: combined models: weight of the graph head's arc log-probabilities.
+            joint_labels: graph parsers decode the best labelled tree (False: the best
+                unlabelled tree, labelled afterwards), as :meth:`biaffine.api.Parser.parse`.
             columns: tagged columns to predict (or ``["all"]``: every column the model tags).
             overwrite: write them over the input's values (default: only ``_`` cells).
             max_tokens: words per batch.
@@ -269,7 +279,12 @@ class OnnxParser:
             item if isinstance(item, Sentence) else Sentence.from_forms(list(item))
             for item in inputs
         ]
-        decoder = DecoderSettings(search=search, beam_size=beam_size, graph_weight=graph_weight)
+        decoder = DecoderSettings(
+            search=search,
+            beam_size=beam_size,
+            graph_weight=graph_weight,
+            joint_labels=joint_labels,
+        )
         request = Request(columns=tuple(columns), overwrite=overwrite)
         found = self.results(sentences, request, decoder, max_tokens=max_tokens)
         return [parsed_tree(s, r, 0, request) for s, r in zip(sentences, found, strict=True)]
@@ -336,12 +351,18 @@ class OnnxParser:
         if request.columns:
             names.append("states")
         scores = dict(zip(names, self.sessions["scores"].run(names, feed), strict=True))
-        if searcher is None:
-            heads = decode_arc_scores(scores["arc_scores"], padded.lengths, MST)
+        joint = searcher is None and decoder.joint_labels
+        if joint:
+            ids, log_probs = self._arc_labels(scores["label_dep"], scores["label_head"])
+            heads = decode_arc_scores(scores["arc_scores"], padded.lengths, MST, log_probs)
+            rels = arc_label_ids(ids, heads)
         else:
-            heads = searcher.heads(scores, padded.lengths, settings)
-        label_scores = self._label_scores(scores["label_dep"], scores["label_head"], heads)
-        rels = word_label_ids(label_scores, heads, root_label=root_label_id(self.vocabs.rels))
+            if searcher is None:
+                heads = decode_arc_scores(scores["arc_scores"], padded.lengths, MST)
+            else:
+                heads = searcher.heads(scores, padded.lengths, settings)
+            label_scores = self._label_scores(scores["label_dep"], scores["label_head"], heads)
+            rels = word_label_ids(label_scores, heads, root_label=root_label_id(self.vocabs.rels))
         if searcher is not None and searcher.system.projective:
             deprojectivize_batch(heads, rels, self.vocabs.rels.itos)
         columns: list[dict[str, list[str]]] = [{} for _ in sentences]
@@ -356,6 +377,26 @@ class OnnxParser:
             SentenceResult([labelled_tree(heads, rels, row, n, self.vocabs.rels)], c)
             for row, (n, c) in enumerate(zip(lengths, columns, strict=True))
         ]
+
+    def _arc_labels(self, dep: np.ndarray, head: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every arc's best label, int64[B, N+1, N+1], and its log-probability (float64).
+
+        ``arc_labels.onnx`` on chunks of dependents of :data:`ARC_LABEL_PAIRS` pairs at most,
+        as :func:`biaffine.inference.graph.arc_labels` scores them in torch.
+
+        Args:
+            dep: ``scores.onnx``'s label vectors of the words as dependents,
+                float[B, N+1, rel_mlp].
+            head: the same as heads.
+        """
+        step = max(1, ARC_LABEL_PAIRS // (dep.shape[0] * dep.shape[1]))
+        session = self.sessions["arc_labels"]
+        parts = [
+            session.run(None, {"label_dep": dep[:, start : start + step], "label_head": head})
+            for start in range(0, dep.shape[1], step)
+        ]
+        ids = np.concatenate([part[0] for part in parts], 1)
+        return ids, np.concatenate([part[1] for part in parts], 1).astype(np.float64)
 
     def _label_scores(self, dep: np.ndarray, head: np.ndarray, heads: np.ndarray) -> np.ndarray:
         """float[W, R]: the label scores of the W words' arcs ``heads[b, d] -> d``, row by row.

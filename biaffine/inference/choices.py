@@ -34,8 +34,10 @@ __all__ = [
     "MST",
     "ROOT_LABEL",
     "TAGGER_DOUBT",
+    "arc_label_ids",
     "best_classes",
     "decode_arc_scores",
+    "decoded_scores",
     "deprojectivize_batch",
     "doubtful",
     "find_trees",
@@ -75,17 +77,23 @@ def head_log_probs(arc_scores: npt.NDArray[np.floating]) -> npt.NDArray[np.float
 
 
 def decode_arc_scores(
-    arc_scores: npt.NDArray[np.floating], lengths: IntArray, decoder: GraphDecoding = MST
+    arc_scores: npt.NDArray[np.floating],
+    lengths: IntArray,
+    decoder: GraphDecoding = MST,
+    label_log_probs: npt.NDArray[np.floating] | None = None,
 ) -> IntArray:
-    """Best tree per sentence from a batch of arc scores.
+    """Best tree per sentence from a batch of arc scores (and labels' log-probabilities).
 
     Heads are decoded from head log-probabilities (:func:`head_log_probs`), which changes no
-    decoder's choice but keeps scores in a common range.
+    decoder's choice but keeps scores in a common range; with ``label_log_probs`` the decoder
+    maximizes their sum with the best labels' (:func:`decoded_scores`).
 
     Args:
         arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d.
         lengths: int64[B] words per sentence, excluding ROOT.
         decoder: the decoder and whether exactly one word goes to ROOT.
+        label_log_probs: float[B, N+1, N+1], the log-probability of each arc's best label
+            (:func:`biaffine.parsers.heads.best_labels`), or None to decode heads alone.
 
     Returns:
         heads: int64[B, N+1], ``-1`` at ROOT and at padding.
@@ -96,11 +104,35 @@ def decode_arc_scores(
     # decoding batches on plain Python threads, never numba's OpenMP layer, which would reset
     # torch's thread count when it starts (decoding._batch).
     return decoding.decode(
-        head_log_probs(arc_scores),
+        decoded_scores(arc_scores, label_log_probs),
         np.asarray(lengths, dtype=np.int64),
         algorithm=decoder.algorithm,
         root_constraint=decoder.root_constraint,
     )
+
+
+def decoded_scores(
+    arc_scores: npt.NDArray[np.floating], label_log_probs: npt.NDArray[np.floating] | None
+) -> npt.NDArray[np.float64]:
+    """What the graph decoders maximize: head log-probabilities, plus the labels' where given.
+
+    Both float[..., N+1, N+1]; the sum is float64. A tree's sum is then the log-probability of
+    the tree (with its labels) under the model's factorization ``P(h | d) P(l | d, h)``.
+    """
+    scores = head_log_probs(arc_scores)
+    return scores if label_log_probs is None else scores + label_log_probs
+
+
+def arc_label_ids(label_ids: IntArray, heads: IntArray) -> IntArray:
+    """The label of each chosen arc from every arc's best label: int64[B, N+1], -1 off words.
+
+    Args:
+        label_ids: int64[B, N+1, N+1], ``[b, d, h]`` the best label of the arc h -> d
+            (:func:`biaffine.parsers.heads.best_labels`).
+        heads: int64[B, N+1] chosen heads, -1 at ROOT and padding.
+    """
+    chosen = np.take_along_axis(label_ids, np.maximum(heads, 0)[..., None], -1)[..., 0]
+    return np.where(heads < 0, -1, chosen).astype(np.int64)
 
 
 def label_ids(

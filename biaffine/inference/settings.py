@@ -25,15 +25,21 @@ only) no transitions at all: the graph head's arc scores decoded by ``algorithm`
 
 @dataclass(frozen=True, slots=True)
 class GraphDecoding:
-    """What the graph family reads: a decoder of :data:`decoding.DECODERS` and the root rule.
+    """What the graph family reads: a decoder, the root rule, and how labels are chosen.
 
     Attributes:
-        algorithm: ``mst`` (non-projective), ``eisner`` (projective) or ``greedy``.
+        algorithm: ``mst`` (non-projective), ``eisner`` (projective) or ``greedy``, from
+            :data:`decoding.DECODERS`.
         root_constraint: exactly one word attaches to ROOT (mst and eisner; greedy ignores it).
+        joint_labels: the decoder maximizes each arc's head log-probability plus its best
+            label's (:func:`biaffine.parsers.heads.best_labels`), the best labelled
+            tree; False: the best unlabelled tree, labelled afterwards (Dozat & Manning, 2017).
+            Graph parsers only: a transition parser's ``search="graph"`` labels afterwards.
     """
 
     algorithm: str = "mst"
     root_constraint: bool = True
+    joint_labels: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +63,9 @@ class TransitionSearch:
 class DecoderSettings:
     """How a parser finds trees: a graph decoder, or a transition search.
 
-    A graph parser reads ``algorithm`` and ``root_constraint``; a transition parser reads
-    ``search``, ``beam_size`` and ``graph_weight`` (its system decides the root rule), and the
-    first two with ``search="graph"``.
+    A graph parser reads ``algorithm``, ``root_constraint`` and ``joint_labels``; a transition
+    parser reads ``search``, ``beam_size`` and ``graph_weight`` (its system decides the root
+    rule), and the first two with ``search="graph"``.
 
     Attributes:
         algorithm: ``mst`` (non-projective), ``eisner`` (projective) or ``greedy`` (argmax per
@@ -70,6 +76,7 @@ class DecoderSettings:
         beam_size: items per sentence of the beam (1 with ``search="greedy"``).
         graph_weight: weight of the graph head's arc log-probabilities in the search score of a
             combined model (Zhang & Clark, 2008); 0 scores by transitions alone.
+        joint_labels: graph parsers choose heads with their labels (:class:`GraphDecoding`).
     """
 
     algorithm: str = "mst"
@@ -77,6 +84,7 @@ class DecoderSettings:
     search: str = "greedy"
     beam_size: int = 1
     graph_weight: float = 0.0
+    joint_labels: bool = True
 
     def __post_init__(self) -> None:
         """Refuse unknown or inconsistent settings now rather than at the first batch."""
@@ -100,6 +108,7 @@ class DecoderSettings:
             search=search.get("name", "greedy"),
             beam_size=int(search.get("beam_size", 1)),
             graph_weight=float(search.get("graph_weight", 0.0)),
+            joint_labels=bool(decoder.get("joint_labels", True)),
         )
 
     @property
@@ -109,13 +118,12 @@ class DecoderSettings:
 
     def graph_decoding(self) -> GraphDecoding:
         """The fields a graph parser reads."""
-        return GraphDecoding(self.algorithm, self.root_constraint)
+        return GraphDecoding(self.algorithm, self.root_constraint, self.joint_labels)
 
     def transition_search(self) -> TransitionSearch:
-        """The fields a transition parser reads."""
-        return TransitionSearch(
-            self.search, self.beam_size, self.graph_weight, self.graph_decoding()
-        )
+        """The fields a transition parser reads (its labels always follow its heads)."""
+        graph = GraphDecoding(self.algorithm, self.root_constraint, joint_labels=False)
+        return TransitionSearch(self.search, self.beam_size, self.graph_weight, graph)
 
 
 DEFAULT_DECODER = DecoderSettings()

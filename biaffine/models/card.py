@@ -10,8 +10,9 @@ A card (``models/NAME/card.json``) is plain JSON, written by :mod:`biaffine.mode
 - ``training``: per component the recipe, the command as it ran, wall minutes and epochs, and
   the machine;
 - ``evaluation`` and ``scores``: the test file, threads, and the F1 of every metric from gold
-  tokenization and from raw text (:mod:`biaffine.models.scoring`); ``float32_scores``: the same
-  model before its weights were halved, gold tokenization;
+  tokenization and from raw text (:mod:`biaffine.models.scoring`); ``float32_scores`` (where
+  measured with today's decoding): the same model before its weights were halved, gold
+  tokenization;
 - ``speed`` (with the CPU and its load), ``limits`` (known weaknesses, in words),
   ``package_version``.
 

@@ -2,13 +2,16 @@ r"""Score shipped models again after a change in what the library predicts from 
 
 Usage::
 
-    python -m biaffine.models.rescore en_ewt tr_imst [--float32 tr_imst=RUN/best.pt] [--dry-run]
+    python -m biaffine.models.rescore en_ewt tr_imst [--float32 tr_imst=RUN/best.pt]
+        [--drop-float32] [--dry-run]
 
 For each model named, the card's ``scores`` (gold tokenization and raw text) are measured again
 on its test set as :mod:`biaffine.models.build` measures them, and so are its
-``float32_scores`` where ``--float32`` names the checkpoint before its weights were halved; the
-card's ``size_bytes`` and ``package_version`` are brought up to date, and everything else on it
-(training, speed, limits) is kept, since the weights are the same (a lexicon added with
+``float32_scores`` where ``--float32`` names the checkpoint before its weights were halved;
+``--drop-float32`` removes the ``float32_scores`` of the others, for a change that makes them
+stale (another decoding) when their checkpoint is gone. The card's ``size_bytes`` and
+``package_version`` are brought up to date, and everything else on it (training, speed,
+limits) is kept, since the weights are the same (a lexicon added with
 ``experiments/add_lexicon.py --half`` changes the files, not the weights). ``docs/models.md``
 is rewritten from the cards. Each changed figure is printed as ``NAME: SET METRIC OLD -> NEW``.
 """
@@ -31,14 +34,17 @@ from biaffine.models.scoring import GOLD, THREADS, card_scores, ud_test_file
 __all__ = ["changes", "main", "rescore"]
 
 
-def rescore(name: str, root: Path, float32: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def rescore(
+    name: str, root: Path, float32: str | None, *, drop_float32: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The card of model ``name`` as it was, and with its scores measured again.
 
     Args:
         name: an installed model.
         root: the folder of the UD treebanks.
         float32: the checkpoint before its weights were halved, or None to keep
-            ``float32_scores`` as they are.
+            ``float32_scores`` as they are (or drop them, with ``drop_float32``).
+        drop_float32: without ``float32``, remove ``float32_scores`` from the card.
     """
     model = installed.find(name)
     gold = ud_test_file(root / model.card["treebank"]["name"])
@@ -47,14 +53,21 @@ def rescore(name: str, root: Path, float32: str | None) -> tuple[dict[str, Any],
     if float32 is not None:
         scores = card_scores(Parser.load(float32, threads=THREADS), gold)
         card["float32_scores"] = {GOLD: scores[GOLD]}
+    elif drop_float32:
+        card.pop("float32_scores", None)
     card["size_bytes"] = size_bytes(model.folder, card["files"].values())
     card["package_version"] = biaffine.__version__
     return model.card, card
 
 
 def changes(name: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """One line per figure of ``scores`` or ``float32_scores`` that differs between two cards."""
+    """One line per figure of ``scores`` or ``float32_scores`` that differs between two cards.
+
+    Float32 scores dropped from the new card make one line too.
+    """
     lines = []
+    if "float32_scores" in old and "float32_scores" not in new:
+        lines.append(f"{name}: float32_scores dropped")
     for part in ("scores", "float32_scores"):
         for kind, figures in new.get(part, {}).items():
             before = old.get(part, {}).get(kind, {})
@@ -72,6 +85,11 @@ def main(argv: list[str] | None = None) -> None:
     options.add_argument(
         "--float32", action="append", default=[], help="NAME=PATH: the model before halving"
     )
+    options.add_argument(
+        "--drop-float32",
+        action="store_true",
+        help="remove the float32 scores of the models without --float32 (stale, checkpoint gone)",
+    )
     options.add_argument("--dry-run", action="store_true", help="print the changes only")
     options.add_argument("--docs", default=str(DOCS), help="the page rewritten from the cards")
     args = options.parse_args(argv)
@@ -83,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
             f"--float32 names a model not rescored: {sorted(set(float32) - set(args.names))}"
         )
     for name in args.names:
-        old, new = rescore(name, Path(args.root), float32.get(name))
+        old, new = rescore(name, Path(args.root), float32.get(name), drop_float32=args.drop_float32)
         print("\n".join(changes(name, old, new)) or f"{name}: no score changed")
         if not args.dry_run:
             with atomic_open(

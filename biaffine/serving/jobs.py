@@ -38,6 +38,7 @@ EXTRA_FIELDS = (
     "keep_given_heads",
     "decoder",
     "root_constraint",
+    "joint_labels",
     "search",
     "beam_size",
     "graph_weight",
@@ -188,6 +189,7 @@ def _settings(fields: Mapping[str, str], limits: Limits) -> tuple[DecoderSetting
             fields.get("search", "greedy"),
             beam_size,
             _number(fields, "graph_weight", float, 0.0),
+            _boolean(fields, "joint_labels", True),
         )
     except ValueError as error:
         raise RequestError(400, str(error)) from None

@@ -17,7 +17,7 @@ from biaffine.checkpoint import CheckpointError, build_model, load, save, weight
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence, read_conllu, write_conllu
 from biaffine.data.vocab import Vocabs
-from biaffine.inference import parse
+from biaffine.inference import DecoderSettings, parse
 from biaffine.parsers.graph import BiaffineParser
 
 TINY = {"word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10}
@@ -240,7 +240,9 @@ def test_format_2_checkpoint_migrates_and_predicts_byte_identical_conllu(tmp_pat
     assert ckpt.model_config["encoder"]["kind"] == "bilstm"
     model = build_model(ckpt)  # strict load: every weight found its new name
     assert list(model.taggers) == ["upos", "xpos", "feats"]
-    parsed = parse(model, ckpt.vocabs, list(read_conllu(DATA / "tiny.conllu")))
+    # That release chose heads before labels, as joint_labels=False still does.
+    heads_first = DecoderSettings(joint_labels=False)
+    parsed = parse(model, ckpt.vocabs, list(read_conllu(DATA / "tiny.conllu")), heads_first)
     out = tmp_path / "out.conllu"
     write_conllu(out, parsed)
     old_lines = (DATA / "format2-smoke-tiny.conllu").read_text().splitlines(keepends=True)

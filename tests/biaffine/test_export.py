@@ -30,6 +30,8 @@ from biaffine.data.batching import Batch, collate, encode
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.export import MANIFEST, OPSET, export, parse_settings
+from biaffine.inference.choices import root_label_id
+from biaffine.inference.graph import arc_labels
 from biaffine.nn import Encoder
 from biaffine.parsers import BiaffineParser, TransitionParser
 from biaffine.parsers.ensemble import EnsembleParser
@@ -167,6 +169,30 @@ def check_labels(model: torch.nn.Module, folder: Path, scores: dict, heads: torc
     torch.testing.assert_close(torch.from_numpy(found), expected, **TOLERANCE)
 
 
+def check_arc_labels(model: torch.nn.Module, folder: Path, scores: dict, root: int) -> None:
+    """arc_labels.onnx on chunks of two dependents against torch's ``arc_labels`` of the batch.
+
+    The labels agree wherever the best label leads the others by more than float32's error;
+    near ties may go either way, so at most one pair in 10,000 may differ.
+    """
+    dep, head = scores["label_dep"], scores["label_head"]
+    with torch.inference_mode():
+        log_probs, ids = arc_labels(model.labels, LabelVectors(dep, head), root_label=root)
+    graph = session(folder, "arc_labels")
+    parts = [
+        graph.run(
+            None, {"label_dep": dep[:, start : start + 2].numpy(), "label_head": head.numpy()}
+        )
+        for start in range(0, dep.shape[1], 2)
+    ]
+    found_ids = np.concatenate([p[0] for p in parts], 1)
+    found = np.concatenate([p[1] for p in parts], 1)
+    assert found_ids.shape == ids.shape == found.shape
+    assert (found_ids != ids).mean() <= 1e-4
+    assert (found_ids[:, :, 0] == root).all()
+    np.testing.assert_allclose(found, log_probs, **TOLERANCE)
+
+
 def gold_heads(batch: Batch) -> torch.Tensor:
     return batch.heads.masked_fill(~batch.mask, -1)
 
@@ -178,7 +204,7 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Module, 
     loaded = checkpoint.load(SHIPPED)
     model = checkpoint.build_model(loaded)
     folder = tmp_path_factory.mktemp("export") / "en_ewt_small"
-    export(model, folder, about={})
+    export(model, folder, about={}, root_label=root_label_id(loaded.vocabs.rels))
     return model, loaded.vocabs, folder
 
 
@@ -195,6 +221,7 @@ def test_the_graph_parser_exports_its_eager_scores(
         best = scores["arc_scores"].argmax(-1).masked_fill(~batch.mask, -1)
         for heads in (best, gold_heads(batch)):
             check_labels(model, folder, scores, heads)
+        check_arc_labels(model, folder, scores, root_label_id(vocabs.rels))
 
 
 @pytest.mark.ud
@@ -476,5 +503,5 @@ def test_the_command_exports_a_checkpoint_and_refuses_bad_input(tmp_path: Path) 
     exporter()
     done = run(f"checkpoint={SHIPPED}", "output=out")
     assert done.returncode == 0, done.stderr
-    files = ["chars.onnx", "export.json", "labels.onnx", "scores.onnx", "tags.onnx"]
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == files
+    files = ["arc_labels.onnx", "chars.onnx", "export.json", "labels.onnx", "scores.onnx"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [*files, "tags.onnx"]

@@ -198,22 +198,23 @@ def test_an_export_of_another_family_is_refused(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
     from biaffine.onnxrun import OnnxParser
 
-    (tmp_path / "export.json").write_text(json.dumps({"format": 3, "family": "segmenter"}))
+    (tmp_path / "export.json").write_text(json.dumps({"format": 4, "family": "segmenter"}))
     with pytest.raises(ValueError, match="an export of a segmenter parser; runtime=onnx"):
         OnnxParser.load(tmp_path)
 
 
-@pytest.mark.parametrize("earlier", [1, 2])
+@pytest.mark.parametrize("earlier", [1, 2, 3])
 def test_an_export_of_an_earlier_format_is_refused_with_what_to_do(
     tmp_path: Path, earlier: int
 ) -> None:
     """Format 1 held the character model inside scores.onnx, format 2 a transition parser's
-    per-step scorer in a graph: their folders must be exported again."""
+    per-step scorer in a graph, format 3 no arc_labels.onnx: their folders must be exported
+    again."""
     pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
     from biaffine.onnxrun import OnnxParser
 
     (tmp_path / "export.json").write_text(json.dumps({"format": earlier, "family": "graph"}))
-    expected = rf"export format {earlier}, expected 3: export the checkpoint"
+    expected = rf"export format {earlier}, expected 4: export the checkpoint"
     with pytest.raises(ValueError, match=expected):
         OnnxParser.load(tmp_path)
 
@@ -260,7 +261,7 @@ def test_int8_weights_keep_the_attachment_scores(
 
     quantized = tmp_path / "int8"
     manifest = run({"model": "en_ewt_small", "output": str(quantized), "int8": "true"})
-    assert manifest["int8"] == ["chars", "scores", "labels"]
+    assert manifest["int8"] == ["chars", "scores", "labels", "arc_labels"]
     size = (quantized / "scores.onnx").stat().st_size
     assert size < 0.3 * (exported / "scores.onnx").stat().st_size
     gold = list(read_conllu(ewt_head))

@@ -59,7 +59,10 @@ def test_probabilities_equal_brute_force(graph_checkpoint, sentences, root_const
     parser = Parser.load(graph_checkpoint, threads=1)
     short = [s for s in sentences if len(s) <= 6]
     assert short
-    trees = parser.parse(short, probabilities=True, root_constraint=root_constraint)
+    # The best tree of the arc scores alone: the tree-CRF's mode, whose probability is the max.
+    trees = parser.parse(
+        short, probabilities=True, root_constraint=root_constraint, joint_labels=False
+    )
     batch = next(batches_by_tokens(encode(short, parser.vocabs), 10_000, shuffle=False))
     with torch.inference_mode():
         scores = parser.model(batch, tag=False)
@@ -74,6 +77,63 @@ def test_probabilities_equal_brute_force(graph_checkpoint, sentences, root_const
             assert tree.head_probs[d - 1] == pytest.approx(marginal, abs=1e-6)
         assert all(0.0 < p <= 1.0 for p in tree.label_probs)
         assert max(distribution.values()) == pytest.approx(math.exp(tree.log_prob), abs=1e-6)
+
+
+def best_labelled_tree(
+    heads_log_probs: np.ndarray, labels_log_probs: np.ndarray, root: int, *, single_root: bool
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The heads and labels of highest log-probability: every tree, each arc's best label.
+
+    ``heads_log_probs[d, h]``: log P(h | d); ``labels_log_probs[d, h, l]``: log P(l | d, h).
+    Given the heads, each arc's label is chosen alone: ``root`` on ROOT's arc, another elsewhere.
+    """
+    n = heads_log_probs.shape[0] - 1
+    allowed = np.full(labels_log_probs.shape[-1], True)
+    allowed[root] = False
+    found = {}
+    for heads in itertools.product(range(n + 1), repeat=n):
+        if not decoding.is_tree(np.array([-1, *heads]), root_constraint=single_root):
+            continue
+        labels = tuple(
+            root if h == 0 else int(np.where(allowed, labels_log_probs[d, h], -np.inf).argmax())
+            for d, h in enumerate(heads, 1)
+        )
+        score = sum(
+            heads_log_probs[d, h] + labels_log_probs[d, h, label]
+            for d, (h, label) in enumerate(zip(heads, labels, strict=True), 1)
+        )
+        found[heads, labels] = score
+    return max(found, key=found.get)
+
+
+@pytest.mark.parametrize("root_constraint", [True, False])
+def test_joint_labels_find_the_best_labelled_tree_by_brute_force(
+    graph_checkpoint, sentences, root_constraint
+) -> None:
+    parser = Parser.load(graph_checkpoint, threads=1)
+    short = [s for s in sentences if len(s) <= 6]
+    joint = parser.parse(short, root_constraint=root_constraint)
+    after = parser.parse(short, root_constraint=root_constraint, joint_labels=False)
+    batch = next(batches_by_tokens(encode(short, parser.vocabs), 10_000, shuffle=False))
+    with torch.inference_mode():
+        scores = parser.model(batch, tag=False)
+        labels = parser.model.labels.all(scores.labels).double().log_softmax(-1)
+    root = parser.vocabs.rels.stoi["root"]
+    names = parser.vocabs.rels.itos
+    differ = 0
+    for row, index in enumerate(batch.indices.tolist()):
+        n = len(short[index])
+        heads = scores.arc_scores[row, : n + 1, : n + 1].double().log_softmax(-1).numpy()
+        best = best_labelled_tree(
+            heads, labels[row, : n + 1, : n + 1].numpy(), root, single_root=root_constraint
+        )
+        assert tuple(joint[index].heads) == best[0]
+        assert joint[index].deprels == [names[label] for label in best[1]]
+        differ += (after[index].heads, after[index].deprels) != (
+            joint[index].heads,
+            joint[index].deprels,
+        )
+    assert differ > 0  # the labels moved some heads: the test sees the difference
 
 
 def test_greedy_output_that_is_no_tree_has_log_prob_minus_inf(graph_checkpoint) -> None:

@@ -22,6 +22,8 @@ def test_changes_name_each_figure_that_moved_and_nothing_else() -> None:
         "en_ewt: scores raw_text LAS None -> 84.1",
     ]
     assert changes("en_ewt", old, old) == []
+    dropped = {k: v for k, v in new.items() if k != "float32_scores"}
+    assert changes("en_ewt", old, dropped)[0] == "en_ewt: float32_scores dropped"
 
 
 def test_a_float32_checkpoint_for_a_model_not_rescored_is_refused(capsys) -> None:

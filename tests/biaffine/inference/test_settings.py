@@ -24,11 +24,13 @@ def transition(vocabs: Vocabs):
     return family_of(model, vocabs)
 
 
-def test_each_family_reads_only_its_own_fields(graph, transition) -> None:
-    asked = DecoderSettings("eisner", False, "beam", 4, 0.5)
-    assert graph.narrow(asked) == GraphDecoding("eisner", False)
+@pytest.mark.parametrize("joint_labels", [True, False])
+def test_each_family_reads_only_its_own_fields(graph, transition, joint_labels: bool) -> None:
+    asked = DecoderSettings("eisner", False, "beam", 4, 0.5, joint_labels)
+    assert graph.narrow(asked) == GraphDecoding("eisner", False, joint_labels)
+    # A transition parser's labels follow its heads, whatever it is asked.
     assert transition.narrow(asked) == TransitionSearch(
-        "beam", 4, 0.5, GraphDecoding("eisner", False)
+        "beam", 4, 0.5, GraphDecoding("eisner", False, joint_labels=False)
     )
 
 

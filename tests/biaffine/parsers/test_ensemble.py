@@ -91,7 +91,7 @@ def test_each_tree_is_the_best_tree_of_the_mean_head_probabilities(
 ) -> None:
     members = [member(vocabs, seed) for seed in (1, 2)]
     parser = Parser(EnsembleParser(members).eval(), vocabs, device=torch.device("cpu"))
-    found = parser.parse(sentences)
+    found = parser.parse(sentences, joint_labels=False)
     differ = 0
     with torch.inference_mode():
         for batch in batches_by_tokens(encode(sentences, vocabs), 10_000, shuffle=False):
@@ -107,6 +107,32 @@ def test_each_tree_is_the_best_tree_of_the_mean_head_probabilities(
                     for a in alone
                 )
     assert differ > 0  # the ensemble is not one of its members
+
+
+def test_joint_labels_maximize_the_mean_head_and_label_probabilities(
+    vocabs: Vocabs, sentences: list[Sentence]
+) -> None:
+    members = [member(vocabs, seed) for seed in (1, 2)]
+    parser = Parser(EnsembleParser(members).eval(), vocabs, device=torch.device("cpu"))
+    found = parser.parse(sentences)
+    root = vocabs.rels.stoi["root"]
+    with torch.inference_mode():
+        for batch in batches_by_tokens(encode(sentences, vocabs), 10_000, shuffle=False):
+            each = [m(batch) for m in members]
+            heads = _mean_log([s.arc_scores for s in each])  # [B, N+1, N+1]
+            labels = _mean_log([m.labels.all(s.labels) for m, s in zip(members, each, strict=True)])
+            others = labels.clone()
+            others[..., root] = float("-inf")
+            best = others.max(-1)
+            best.values[:, :, 0], best.indices[:, :, 0] = labels[:, :, 0, root], root
+            for row, index in enumerate(batch.indices.tolist()):
+                n = int(batch.lengths[row])
+                square = slice(0, n + 1)
+                joint = (heads[row, square, square] + best.values[row, square, square]).numpy()
+                tree = decoding.mst(joint, root_constraint=True)
+                rels = best.indices[row, torch.arange(1, n + 1), torch.from_numpy(tree[1:])]
+                assert found[index].heads == tree[1:].tolist()
+                assert found[index].deprels == [vocabs.rels.itos[r] for r in rels.tolist()]
 
 
 def test_a_checkpoint_holds_the_ensemble_and_its_members_record(
