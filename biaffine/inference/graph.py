@@ -8,7 +8,7 @@ log-probability and its best label's (:func:`arc_labels`): the labelled tree of 
 probability under the model's factorization ``P(h | d) P(l | d, h)``. Dozat & Manning (2017)
 decode the heads alone and label the chosen arcs afterwards (``joint_labels=False``), which
 can keep an arc whose every label is unlikely. On the UD dev sets of the seven shipped models
-the joint choice gained 0.06 to 0.24 LAS (docs/parsing.md).
+the joint choice gained 0.05 to 0.21 LAS (docs/parsing.md).
 
 Probabilities: the arc scores define a distribution over single-rooted trees
 (``P(tree) ∝ exp(sum of its arc scores)``, the tree-CRF of :mod:`biaffine.nn.treecrf`); a head
