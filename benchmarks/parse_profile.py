@@ -26,6 +26,7 @@ import argparse
 import collections
 import json
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -183,10 +184,13 @@ def _encoder_share(folder: Path, parser: Any, sentences: list[Sentence], threads
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.enable_profiling = True
-    session = onnxruntime.InferenceSession(str(folder / "scores.onnx"), options)
-    parser.sessions["scores"] = session
-    parser.parse(sentences)
-    trace = json.loads(Path(session.end_profiling()).read_text())
+    # The profiler writes its trace to a file; it goes in a folder of its own, not the caller's.
+    with tempfile.TemporaryDirectory() as folder_for_trace:
+        options.profile_file_prefix = str(Path(folder_for_trace) / "scores")
+        session = onnxruntime.InferenceSession(str(folder / "scores.onnx"), options)
+        parser.sessions["scores"] = session
+        parser.parse(sentences)
+        trace = json.loads(Path(session.end_profiling()).read_text())
     nodes = [e for e in trace if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
     encoder = sum(e["dur"] for e in nodes if e["name"].startswith("/encoder/"))
     return encoder / sum(e["dur"] for e in nodes)
