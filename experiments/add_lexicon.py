@@ -10,12 +10,13 @@ the model never saw.
 
 Usage::
 
-    PYTHONPATH=. python experiments/add_lexicon.py CHECKPOINT TRAIN_CONLLU OUT [--half] \
-        [--only TABLE ...]
+    PYTHONPATH=. python experiments/add_lexicon.py CHECKPOINT TRAIN_CONLLU OUT \
+        [--stored-as float16|int8] [--only TABLE ...]
 
-``--half`` stores the weights as float16 again, for a shipped model's ``parser.pt`` (its
-weights were float16 already: widening and halving them again gives the same bits).
-``--only featured`` keeps the checkpoint's lexicon and adds (or replaces) only the tables named
+``--stored-as`` stores the weights as a shipped model's ``parser.pt`` stores them, float16 or
+int8 with a scale per row (:func:`biaffine.checkpoint.save`): widening them and compacting
+them again gives the same bits, which the file's weights checksum shows.
+``--only tag_sets`` keeps the checkpoint's lexicon and adds (or replaces) only the tables named
 (fields of :class:`~biaffine.data.lexicon.Lexicon`): a shipped model keeps the tables that were
 measured for it and gets the one added since.
 """
@@ -32,16 +33,21 @@ from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import build_lexicon
 
-TABLES = ("tagged", "forms", "analyses", "upos", "suffixes", "featured")
+TABLES = ("tagged", "forms", "analyses", "upos", "suffixes", "featured", "tag_sets")
 """The lexicon's tables, by field name (``--only``)."""
 
 
 def add_lexicon(
-    source: Path, train: Path, out: Path, *, half: bool = False, only: Sequence[str] = ()
+    source: Path,
+    train: Path,
+    out: Path,
+    *,
+    stored_as: str | None = None,
+    only: Sequence[str] = (),
 ) -> int:
     """Copy ``source`` to ``out`` with the lexicon of ``train``; returns its number of entries.
 
-    ``half``: store the weights as float16 (see the module's docstring). ``only``: the tables
+    ``stored_as``: how to store the weights (see the module's docstring). ``only``: the tables
     of ``train``'s lexicon to put into ``source``'s (empty: all of it, replacing the old).
 
     Raises:
@@ -63,7 +69,7 @@ def add_lexicon(
         state_dict=loaded.state_dict,
         metadata=loaded.metadata,
         training_state=loaded.training_state,
-        stored_as="float16" if half else None,
+        stored_as=stored_as,
     )
     return len(lexicon)
 
@@ -74,13 +80,17 @@ def main() -> None:
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("train", type=Path, help="the training file of the model (CoNLL-U)")
     parser.add_argument("out", type=Path)
-    parser.add_argument("--half", action="store_true", help="store the weights as float16")
+    parser.add_argument(
+        "--stored-as", choices=checkpoint.STORAGES, help="store the weights so (shipped models)"
+    )
     parser.add_argument(
         "--only", action="append", choices=TABLES, default=[], help="add only this table"
     )
     args = parser.parse_args()
     entries = report_user_errors(
-        lambda: add_lexicon(args.checkpoint, args.train, args.out, half=args.half, only=args.only)
+        lambda: add_lexicon(
+            args.checkpoint, args.train, args.out, stored_as=args.stored_as, only=args.only
+        )
     )
     print(f"{args.out}: lexicon of {entries:,} entries from {args.train}")
 

@@ -25,7 +25,10 @@ and from every training word with a UPOS:
   lower-cased, UPOS) -> the value words so ending had most often, where at least
   :data:`MIN_SUFFIX_COUNT` words end so and the value covers :data:`MIN_SUFFIX_SHARE` of them:
   a guess for the words never seen in training, as UDPipe 1's guesser makes (Turkish "-lerinde"
-  is plural locative with a third-person possessive whatever the stem).
+  is plural locative with a third-person possessive whatever the stem);
+- ``tag_sets``: every (UPOS, XPOS, FEATS) a training word had, the analyses the taggers choose
+  among together (:func:`biaffine.inference.choices.joint_tags`): an English NNP is a PROPN,
+  and a NOUN has no ``VerbForm``.
 
 Ties go to the value first in code-point order, so the lexicon does not depend on the order of
 the sentences. The lemma lookup order (:meth:`Lexicon.lemma`) and its threshold were chosen by
@@ -112,6 +115,8 @@ class Lexicon:
             before it).
         suffixes: column of :data:`GUESSED` -> (ending, UPOS) -> value (absent in lexicons
             written before it).
+        tag_sets: every (UPOS, XPOS, FEATS) of a training word (empty in lexicons written
+            before it).
         known: every lemma of the lemma tables, lower-cased (derived from them): the words a
             script's output is checked against (:func:`biaffine.data.columns.strings`).
     """
@@ -122,6 +127,7 @@ class Lexicon:
     upos: dict[str, str] = field(default_factory=dict)
     suffixes: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
     featured: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    tag_sets: frozenset[tuple[str, str, str]] = field(default_factory=frozenset)
     known: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -133,7 +139,7 @@ class Lexicon:
         """Number of entries, every table counted."""
         tables = [*self.analyses.values(), *self.suffixes.values()]
         lemma_tables = len(self.tagged) + len(self.forms) + len(self.featured)
-        return lemma_tables + len(self.upos) + sum(map(len, tables))
+        return lemma_tables + len(self.upos) + sum(map(len, tables)) + len(self.tag_sets)
 
     def lemma(self, form: str, upos: str | None, feats: str | None = None) -> str | None:
         """The lemma of ``form``, or None for a word the lexicon lacks (left to the classifier).
@@ -199,7 +205,8 @@ class Lexicon:
         ``{"tagged": [[form, upos, lemma], ...], "forms": [[form, lemma], ...],
         "xpos": [[form, upos, xpos], ...], "feats": [[form, upos, feats], ...],
         "upos": [[form, upos], ...], "feats_suffixes": [[ending, upos, feats], ...],
-        "featured": [[form, upos, feats, lemma], ...]}``, without
+        "featured": [[form, upos, feats, lemma], ...], "tag_sets": [[upos, xpos, feats], ...]}``,
+        without
         the tables after ``forms`` where they are empty (as in lexicons written before them,
         which thus read and write back the same data).
         """
@@ -217,6 +224,8 @@ class Lexicon:
                 data[f"{column}{_SUFFIXES}"] = _triples(self.suffixes[column])
         if self.featured:
             data["featured"] = _triples(self.featured)
+        if self.tag_sets:
+            data["tag_sets"] = [list(tags) for tags in sorted(self.tag_sets)]
         return data
 
     @classmethod
@@ -240,7 +249,10 @@ class Lexicon:
             if (key := f"{column}{_SUFFIXES}") in data
         }
         featured = _keyed(data, "featured", 4) if "featured" in data else {}
-        return cls(_keyed(data, "tagged"), dict(forms), analyses, dict(upos), suffixes, featured)
+        tag_sets = frozenset(map(tuple, _rows(data.get("tag_sets", []), 3, "tag_sets")))
+        return cls(
+            _keyed(data, "tagged"), dict(forms), analyses, dict(upos), suffixes, featured, tag_sets
+        )
 
 
 def _triples(table: Mapping[tuple[str, ...], str]) -> list[list[str]]:
@@ -298,6 +310,7 @@ class LexiconCounts:
             column: defaultdict[tuple[str, str], Counter[str]](Counter) for column in GUESSED
         }
         self.featured: defaultdict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+        self.tag_sets: set[tuple[str, str, str]] = set()
 
     def add(self, sentence: Sentence) -> None:
         """Count the lemmas and tags of ``sentence``'s words."""
@@ -307,6 +320,7 @@ class LexiconCounts:
         ):
             if upos != _NO_UPOS:
                 self.upos[form][upos] += 1
+                self.tag_sets.add((upos, analysed["xpos"][i], analysed["feats"][i]))
                 lowered = form.lower()
                 for column, counts in self.analyses.items():
                     value = analysed[column][i]
@@ -360,6 +374,7 @@ class LexiconCounts:
                 if column in self.suffixes
             },
             _majorities(self.featured, min_form_share) if "feats" in filled else {},
+            frozenset(self.tag_sets),
         )
 
 

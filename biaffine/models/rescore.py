@@ -12,7 +12,7 @@ on its test set as :mod:`biaffine.models.build` measures them, and so are its
 stale (another decoding) when their checkpoint is gone. The card's ``size_bytes`` and
 ``package_version`` are brought up to date, and everything else on it (training, speed,
 limits) is kept, since the weights are the same (a lexicon added with
-``experiments/add_lexicon.py --half`` changes the files, not the weights). ``docs/models.md``
+``experiments/add_lexicon.py --stored-as`` changes the files, not the weights). ``docs/models.md``
 is rewritten from the cards. Each changed figure is printed as ``NAME: SET METRIC OLD -> NEW``.
 """
 

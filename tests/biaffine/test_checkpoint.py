@@ -596,6 +596,31 @@ def test_add_lexicon_only_adds_the_tables_named(tmp_path, parser, vocabs) -> Non
     assert load(new).vocabs.lexicon == expected
 
 
+@pytest.mark.parametrize("stored_as", ["float16", "int8"])
+def test_add_lexicon_keeps_a_shipped_models_compact_weights_bit_for_bit(
+    tmp_path, parser, vocabs, stored_as: str
+) -> None:
+    # A shipped parser.pt (float16, or int8 with a scale per row) gets the tag sets alone: its
+    # weights, widened on load and compacted again, are stored with the same bits.
+    kept = dataclasses.replace(vocabs.lexicon, tag_sets=frozenset())
+    old = tmp_path / "parser.pt"
+    model = dict(parser=parser.kind, model_config=parser.config(), metadata={})
+    save(old, **model, vocabs=dataclasses.replace(vocabs, lexicon=kept),
+         state_dict=parser.state_dict(), stored_as=stored_as)  # fmt: skip
+    new = tmp_path / "new.pt"
+    command = [sys.executable, str(ADD_LEXICON), str(old), str(DATA / "tiny.conllu"), str(new)]
+    options = ["--only", "tag_sets", "--stored-as", stored_as]
+    done = subprocess.run(
+        [*command, *options], capture_output=True, text=True, env=_with_repo_path()
+    )
+    assert done.returncode == 0, done.stderr
+    stored = [torch.load(path, weights_only=True) for path in (old, new)]
+    assert stored[1]["weights_sha256"] == stored[0]["weights_sha256"]
+    assert stored[1]["stored_as"] == stored_as
+    assert load(new).vocabs.lexicon == dataclasses.replace(kept, tag_sets=vocabs.lexicon.tag_sets)
+    assert vocabs.lexicon.tag_sets  # tiny.conllu has UPOS, XPOS and FEATS
+
+
 def test_add_lexicon_names_a_bad_training_file_in_one_line(tmp_path, saved) -> None:
     bad = tmp_path / "bad.conllu"
     bad.write_text("1\tx\n\n", encoding="utf-8")

@@ -306,3 +306,28 @@ def test_vocabularies_without_a_lexicon_have_none_and_write_none(sentences) -> N
 def test_malformed_lexicon_data_is_refused(data) -> None:
     with pytest.raises(ValueError, match="lemma lexicon"):
         Lexicon.from_dict(data)
+
+
+def test_tag_sets_are_the_analyses_of_the_training_words_and_round_trip() -> None:
+    words = [
+        Sentence(["cats", "sat"], upos=["NOUN", "VERB"], xpos=["NNS", "VBD"],
+                 feats=["Number=Plur", "Tense=Past"]),
+        Sentence(["cat", "a", "_"], upos=["NOUN", "DET", "_"], xpos=["NN", "DT", "XX"],
+                 feats=["Number=Sing", "_", "Foo=Bar"]),
+        Sentence(["dogs"], upos=["NOUN"], xpos=["NNS"], feats=["Number=Plur"]),
+    ]  # fmt: skip
+    lexicon = build_lexicon(words)
+    assert lexicon.tag_sets == {  # a word without a UPOS has no analysis; each set once
+        ("NOUN", "NNS", "Number=Plur"),
+        ("VERB", "VBD", "Tense=Past"),
+        ("NOUN", "NN", "Number=Sing"),
+        ("DET", "DT", "_"),
+    }
+    data = json.loads(json.dumps(lexicon.to_dict()))
+    assert data["tag_sets"][0] == ["DET", "DT", "_"]  # sorted
+    assert Lexicon.from_dict(data) == lexicon
+    older = LEXICON.to_dict()
+    assert "tag_sets" not in older  # empty: not written, as before it existed
+    assert Lexicon.from_dict(older).tag_sets == frozenset()
+    with pytest.raises(ValueError, match="'tag_sets' must be a list of lists of 3 strings"):
+        Lexicon.from_dict({**older, "tag_sets": [["NOUN", "NN"]]})

@@ -317,6 +317,30 @@ def test_the_lexicon_analysis_of_a_training_pair_wins_where_the_tagger_is_unsure
     assert getattr(tree.sentence, column) == [best] * 3
 
 
+@pytest.mark.parametrize("family", ["graph", "transition"])
+def test_upos_and_xpos_are_chosen_together_among_the_lexicons_tag_sets(
+    family: str, vocabs: Vocabs, tmp_path: Path
+) -> None:
+    # UPOS says VERB (2/3, NOUN 1/3), XPOS says NN (99%, VBD 1%): apart, VERB-NN, which
+    # training never saw; together, NOUN-NN (1/3 x 0.99 against 2/3 x 0.01), even where only
+    # UPOS is asked for.
+    lexicon = Lexicon(tag_sets=frozenset({("NOUN", "NN", "_"), ("VERB", "VBD", "_")}))
+    with_sets = dataclasses.replace(vocabs, lexicon=lexicon)
+    model = lemmatizer_only(with_sets, family, CUT_ONE, "VERB", xpos=True)
+    force(model, with_sets, "upos", "VERB", NOUN=0.5)
+    force(model, with_sets, "xpos", "NN", VBD=0.01)
+    words = [Sentence.from_forms(["The", "cat", "sat"])]
+    joint = Parser.load(save_model(tmp_path / "best.pt", model, with_sets), threads=1)
+    [tree] = joint.parse(words, columns=["upos", "xpos"])
+    assert (tree.sentence.upos, tree.sentence.xpos) == (["NOUN"] * 3, ["NN"] * 3)
+    [tree] = joint.parse(words, columns=["upos"])
+    assert tree.sentence.upos == ["NOUN"] * 3
+    apart = dataclasses.replace(vocabs, lexicon=Lexicon())
+    plain = Parser.load(save_model(tmp_path / "plain.pt", model, apart), threads=1)
+    [tree] = plain.parse(words, columns=["upos", "xpos"])
+    assert (tree.sentence.upos, tree.sentence.xpos) == (["VERB"] * 3, ["NN"] * 3)
+
+
 @pytest.mark.parametrize("unsure", [True, False])
 def test_an_unseen_words_feats_are_guessed_from_its_ending_where_the_tagger_is_unsure(
     unsure: bool, vocabs: Vocabs, tmp_path: Path
