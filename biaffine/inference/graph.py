@@ -67,7 +67,10 @@ labels, about 13 MB of float32 scores (26 MB in an ensemble's float64) whatever 
 
 
 def decode_heads(
-    arc_scores: torch.Tensor, lengths: torch.Tensor, decoder: GraphDecoding = MST
+    arc_scores: torch.Tensor,
+    lengths: torch.Tensor,
+    decoder: GraphDecoding = MST,
+    label_log_probs: np.ndarray | None = None,
 ) -> IntArray:
     """Best tree per sentence from a batch of arc scores (:func:`choices.decode_arc_scores`).
 
@@ -75,6 +78,8 @@ def decode_heads(
         arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d.
         lengths: long[B] words per sentence, excluding ROOT.
         decoder: the decoder and whether exactly one word goes to ROOT.
+        label_log_probs: float64[B, N+1, N+1], each arc's best label's log-probability
+            (:func:`arc_labels`) to decode heads with their labels, or None for heads alone.
 
     Returns:
         heads: int64 numpy array [B, N+1], ``-1`` at ROOT and at padding.
@@ -83,7 +88,7 @@ def decode_heads(
         ValueError: from :mod:`decoding` (NaN scores, bad lengths).
     """
     scores = arc_scores.detach().to("cpu", torch.float64).numpy()
-    return decode_arc_scores(scores, lengths.detach().cpu().numpy(), decoder)
+    return decode_arc_scores(scores, lengths.detach().cpu().numpy(), decoder, label_log_probs)
 
 
 def arc_labels(
@@ -236,9 +241,8 @@ class GraphFamily(Family):
             return self._kbest(scores, lengths, request.kbest, decoder, labels)
         if fixed_heads is not None:
             return self._constrained(scores, sentences, fixed_heads, decoder, labels)
-        arcs = scores.arc_scores.detach().to("cpu", torch.float64).numpy()
         label_log_probs = None if labels is None else labels[0]
-        heads = decode_arc_scores(arcs, batch.lengths.cpu().numpy(), decoder, label_log_probs)
+        heads = decode_heads(scores.arc_scores, batch.lengths, decoder, label_log_probs)
         if labels is None:
             rels = choose_labels(self.model.labels, scores.labels, heads, root_label=self._root)
         else:
