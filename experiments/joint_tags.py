@@ -25,6 +25,7 @@ from biaffine import installed, models
 from biaffine.api import Parser
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lexicon import build_lexicon
+from biaffine.data.treebanks import discover_files
 from biaffine.metrics import evaluate_corpus
 
 METRICS = ("UPOS", "UFeats", "AllTags", "MLAS")
@@ -37,19 +38,14 @@ def scores(parser: Parser, gold: Sequence[Sentence]) -> dict[str, float]:
     return {metric: found[metric].f1 for metric in METRICS}
 
 
-def split_file(treebank: Path, split: str) -> Path:
-    """The treebank's one ``*-ud-{split}.conllu`` file."""
-    [found] = treebank.glob(f"*-ud-{split}.conllu")
-    return found
-
-
 def compare(name: str, root: Path, threads: int) -> tuple[dict[str, float], dict[str, float]]:
     """Model ``name``'s dev scores with each column apart and with the columns together."""
     treebank = root / installed.find(name).card["treebank"]["name"]
-    gold = list(read_conllu(split_file(treebank, "dev")))
+    files = discover_files(treebank, {"train": None, "dev": None})
+    gold = list(read_conllu(treebank / files["dev"]))
     parser = models.load(name, threads=threads)
     lexicon = parser.vocabs.lexicon
-    tag_sets = build_lexicon(read_conllu(split_file(treebank, "train"))).tag_sets
+    tag_sets = build_lexicon(read_conllu(treebank / files["train"])).tag_sets
     parser.vocabs.lexicon = dataclasses.replace(lexicon, tag_sets=frozenset())
     apart = scores(parser, gold)
     parser.vocabs.lexicon = dataclasses.replace(lexicon, tag_sets=tag_sets)

@@ -195,14 +195,6 @@ def _real_classes(scores: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
     return allowed
 
 
-def _class_log_probs(scores: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
-    """Log-softmax of class scores float[W, C] over the real classes (specials ``-inf``)."""
-    allowed = _real_classes(scores)
-    allowed -= allowed.max(-1, keepdims=True)
-    allowed -= np.log(np.exp(allowed).sum(-1, keepdims=True))
-    return allowed
-
-
 TAG_SET_COLUMNS = ("upos", "xpos", "feats")
 """The columns of a training lexicon's tag sets (:attr:`biaffine.data.lexicon.Lexicon.tag_sets`),
 in their order there."""
@@ -266,7 +258,7 @@ def joint_tags(
     digits = np.array([math.prod(widths[j + 1 :]) for j in range(len(widths))], dtype=np.int64)
     searched = np.flatnonzero(~np.isin(chosen @ digits, table @ digits))
     if len(searched):
-        log_probs = [_class_log_probs(tag_scores[c][searched]) for c in columns]
+        log_probs = [head_log_probs(_real_classes(tag_scores[c][searched])) for c in columns]
         chosen[searched] = table[_best_sets(log_probs, table)]
     return {
         c: [vocabs.columns[c].itos[i] for i in chosen[:, j].tolist()] for j, c in enumerate(columns)
@@ -414,9 +406,14 @@ def predicted_columns(
     lexicon = _lexicon_read(columns, vocabs)
     wanted = scores_read(columns, vocabs, tag_scores)
     featured = _featured(columns, lexicon)
-    best = {column: best_classes(tag_scores[column], vocabs.columns[column]) for column in wanted}
-    if _joint(wanted, lexicon):
-        best.update(joint_tags({c: tag_scores[c] for c in wanted}, vocabs, lexicon.tag_sets))
+    best = (
+        joint_tags({c: tag_scores[c] for c in wanted}, vocabs, lexicon.tag_sets)
+        if _joint(wanted, lexicon)
+        else {}
+    )
+    for column in wanted:
+        if column not in best:  # not chosen together: each column's own best class
+            best[column] = best_classes(tag_scores[column], vocabs.columns[column])
     lemmas = lexicon is not None and "lemma" in columns
     others = runners_up(tag_scores["lemma"], vocabs.columns["lemma"]) if lemmas else None
     checked = () if lexicon is None else [c for c in ("upos", *ANALYSED) if c in wanted]
