@@ -22,7 +22,7 @@ from biaffine.models.card import render_page
 
 ROOT = Path(__file__).parents[2]
 SHIPPED = ("en_ewt", "en_ewt_glove", "en_ewt_minilm", "en_ewt_small")
-SHIPPED += ("fr_sequoia", "tr_imst", "vi_vtb")
+SHIPPED += ("fr_sequoia", "hu_szeged", "tr_imst", "vi_vtb")
 FOX = "The quick brown fox jumped over the lazy dog."
 PYPROJECT = (ROOT / "pyproject.toml").read_text()
 
