@@ -147,7 +147,8 @@ def _training(
         parser = {"recipe": f"python train.py experiment={args.name}"}
         if "ensemble_of" in metadata:
             members = metadata["ensemble_of"]
-            parser = ensemble_facts(members, args.stored_as, parser["recipe"])
+            recipes = args.member_recipe or [parser["recipe"]] * len(members)
+            parser = ensemble_facts(members, args.stored_as, recipes)
         elif "averaged_from" in metadata:
             sources = [Path(s["path"]) for s in metadata["averaged_from"]]
             parser |= averaged_facts(sources, args.parser)
@@ -212,6 +213,12 @@ def main(argv: list[str] | None = None) -> None:
     options.add_argument("--out", default=str(SHIPPED), help="default: the repository's models/")
     options.add_argument("--limit", action="append", default=[], help="a known limit, in words")
     options.add_argument("--note", default=None, help="a note on how the runs were made")
+    options.add_argument(
+        "--member-recipe",
+        action="append",
+        default=[],
+        help="an ensemble's: each member's recipe, in order (default: the model's for each)",
+    )
     options.add_argument(
         "--requires",
         action="append",

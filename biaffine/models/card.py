@@ -145,20 +145,21 @@ def averaged_facts(branches: Sequence[Path], averaged: str | Path) -> dict[str, 
 
 
 def ensemble_facts(
-    members: Sequence[Mapping[str, Any]], stored_as: str, recipe: str
+    members: Sequence[Mapping[str, Any]], stored_as: str, recipes: Sequence[str]
 ) -> dict[str, Any]:
     """The facts of an ensemble of parsers (:mod:`biaffine.training.ensemble`).
 
     Each member's come from its Hydra run folder, or from the card of the shipped model whose
-    parser it is (``models/NAME/parser.pt``: its run folder may be gone). The members trained
+    parser it is (``models/NAME/parser.pt``: its run folder may be gone). The members can train
     side by side, one core each, so the minutes are the longest member's.
 
     Args:
         members: the ensemble checkpoint's ``ensemble_of`` (each member's ``path`` and
             ``metadata``).
         stored_as: the storage of the shipped weights (named in the joining command).
-        recipe: the recipe of the members trained in run folders (the model's own, say
-            ``python train.py experiment=en_ewt``); a shipped model's parser keeps its card's.
+        recipes: one per member, the recipe of a member trained in a run folder (the model's
+            own, say ``python train.py experiment=en_ewt``, or that with the overrides its run
+            had); a shipped model's parser keeps its card's.
 
     Returns:
         ``recipe`` and ``command`` (the joining command, members written ``MEMBER_i``),
@@ -166,9 +167,15 @@ def ensemble_facts(
         ``recipe``, ``command``, ``minutes`` and best ``epochs``.
 
     Raises:
-        ValueError: a member that is neither in a run folder nor a shipped model's parser.
+        ValueError: a member that is neither in a run folder nor a shipped model's parser, or
+            not one recipe per member.
     """
-    facts = [_member_facts(Path(m["path"]), m["metadata"], recipe) for m in members]
+    if len(recipes) != len(members):
+        raise ValueError(f"{len(recipes)} recipes for an ensemble of {len(members)} parsers")
+    facts = [
+        _member_facts(Path(m["path"]), m["metadata"], recipe)
+        for m, recipe in zip(members, recipes, strict=True)
+    ]
     names = [f"MEMBER_{i}/best.pt" for i in range(1, len(facts) + 1)]
     command = " ".join(
         ["python -m biaffine.training.ensemble parser.pt", *names, f"--stored-as {stored_as}"]
@@ -294,8 +301,8 @@ def _section(card: Mapping[str, Any]) -> list[str]:
         if part in training and "members" in training[part]:
             run = training[part]
             lines.append(
-                f"- Parser: an ensemble of {len(run['members'])} parsers trained side by side, "
-                f"one core each ({run['minutes']} min), their probabilities averaged:"
+                f"- Parser: an ensemble of {len(run['members'])} parsers, each trained on one core "
+                f"(the longest {run['minutes']} min), their probabilities averaged:"
             )
             lines += _member_lines(run)
         elif part in training:

@@ -32,6 +32,7 @@ def parser_run(root: Path) -> Path:
 
 def arguments(parser: Path, **options: object) -> argparse.Namespace:
     defaults = {"name": "en_ewt", "segmenter": None, "keep_segmenter": False, "keep_parser": False}
+    defaults["member_recipe"] = []
     return argparse.Namespace(parser=str(parser), machine="a CPU", note=None, **defaults | options)
 
 
@@ -223,6 +224,35 @@ def test_an_ensemble_names_each_members_run_and_the_joining(tmp_path: Path) -> N
         "as run: `python train.py x=1`;"
     )
     assert lines[-1] == f"  - joined: `{joining} --stored-as int8`."
+
+
+def two_runs_joined(tmp_path: Path) -> Path:
+    """An ensemble of two parsers, each from a Hydra run folder with its own overrides."""
+    vocabs = sized_vocabs(words=5, chars=5, upos=4, rels=3)
+    paths = []
+    for name, overrides in (("a", ["experiment=hu_szeged"]), ("b", ["trainer.patience=60"])):
+        run = hydra_run(tmp_path / name, overrides, 40, [1, 1])
+        paths.append(save_model(run / "best.pt", biaffine_parser(vocabs, **TINY_PARSER), vocabs))
+    return ensemble_checkpoints(paths, tmp_path / "ens.pt").path
+
+
+def test_each_member_of_an_ensemble_can_have_its_own_recipe(tmp_path: Path) -> None:
+    own = "python train.py experiment=hu_szeged trainer.patience=60"
+    kept = {"training": {"segmenter": SEGMENTER_FACTS}}
+    args = arguments(two_runs_joined(tmp_path), keep_segmenter=True, stored_as="int8")
+    args.name = "hu_szeged"
+    default = _training(args, tmp_path, kept)["parser"]["members"]
+    assert [m["recipe"] for m in default] == ["python train.py experiment=hu_szeged"] * 2
+    args.member_recipe = ["python train.py experiment=hu_szeged", own]
+    members = _training(args, tmp_path, kept)["parser"]["members"]
+    assert [m["recipe"] for m in members] == args.member_recipe
+    assert [m["command"] for m in members] == [
+        "python train.py experiment=hu_szeged",
+        "python train.py trainer.patience=60",
+    ]
+    args.member_recipe = [own]
+    with pytest.raises(ValueError, match=r"^1 recipes for an ensemble of 2 parsers$"):
+        _training(args, tmp_path, kept)
 
 
 def test_an_ensemble_member_without_facts_is_refused(tmp_path: Path) -> None:
