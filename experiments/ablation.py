@@ -217,10 +217,18 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     groups = by_treebank(rows)
+    # One panel a row, its legend to its right: EWT has some thirty runs, whose legend inside
+    # a panel hid the curves.
+    heights = [max(3.5, 0.16 * len(group)) for group in groups.values()]
     figure, panels = plt.subplots(
-        1, len(groups), figsize=(5.5 * len(groups), 4.0), dpi=100, squeeze=False
+        len(groups),
+        1,
+        figsize=(14.0, sum(heights)),
+        dpi=100,
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
     )
-    for axes, (treebank, group) in zip(panels[0], groups.items(), strict=True):
+    for axes, (treebank, group) in zip(panels[:, 0], groups.items(), strict=True):
         for row in group:
             curve = row["curve"]
             axes.plot(curve["minutes"], curve["dev_las"], marker=".", label=row["name"])
@@ -228,10 +236,10 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
         axes.set_xlabel("minutes of training (dev parsing included)")
         axes.set_ylabel("dev LAS")
         axes.grid(alpha=0.3)
-        axes.legend(fontsize=8)
+        axes.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     figure.tight_layout()
     with atomic_open(path, "wb") as handle:
-        figure.savefig(handle, format="png")
+        figure.savefig(handle, format="png", bbox_inches="tight")
     plt.close(figure)
 
 
