@@ -13,19 +13,23 @@ bytes); torch is imported on the torch path only.
 """
 
 import logging
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 import decoding
 from biaffine import installed
-from biaffine.cli import refuse_missing, report_user_errors
+from biaffine.cli import refuse_missing, register_help_options, report_user_errors
 from biaffine.inference.settings import DecoderSettings
 from biaffine.predict_options import PredictOptions, parse_columns
 
 log = logging.getLogger(__name__)
 
 RUNTIMES = ("torch", "onnx")
+
+# --help lists each config group's files, so a new recipe is listed once its file exists.
+register_help_options(Path(__file__).parent / "conf")
 
 
 @hydra.main(version_base="1.3", config_path="conf/predict", config_name="predict")

@@ -15,16 +15,22 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
+
+from omegaconf import OmegaConf
 
 __all__ = [
     "DEBUG_ENV",
     "USER_ERRORS",
     "USER_ERROR_STATUS",
     "check_types",
+    "config_options",
     "describe",
     "refuse_missing",
+    "register_help_options",
     "report_user_errors",
 ]
 
@@ -33,6 +39,7 @@ T = TypeVar("T")
 DEBUG_ENV = "ROOTPARSE_DEBUG"
 USER_ERRORS = (ValueError, OSError)
 USER_ERROR_STATUS = 2
+HELP_OPTIONS_RESOLVER = "config_options"
 
 
 def report_user_errors(task: Callable[[], T], *, on_error: Callable[[], None] | None = None) -> T:
@@ -111,3 +118,39 @@ def check_types(settings: Mapping[str, Any], types: Mapping[str, type], where: s
             raise ValueError(
                 f"{where}.{key}={value!r}: expected {expected.get(kind, kind.__name__)}"
             )
+
+
+def config_options(conf: Path, group: str, width: int = 100) -> str:
+    """The options a user picks from in a config group, as ``--help`` lists them.
+
+    They are the group's files, without the private bases (``_ud.yaml``), so that a new recipe
+    is listed the moment its file exists.
+
+    Args:
+        conf: the folder holding the config groups (``conf``).
+        group: the group's path under it (``experiment``, ``model/encoder``).
+        width: the longest line, counting the ``group: `` in front and the indent of the rest.
+
+    Returns:
+        The options, sorted and joined with ``, ``, wrapped onto lines indented by two spaces.
+    """
+    options = sorted(p.stem for p in (conf / group).glob("*.yaml") if not p.stem.startswith("_"))
+    lines = textwrap.wrap(
+        ", ".join(options),
+        width=width,
+        initial_indent=" " * (len(group) + 2),
+        subsequent_indent="  ",
+        break_on_hyphens=False,
+    )
+    return "\n".join(lines).lstrip()
+
+
+def register_help_options(conf: Path) -> None:
+    """Let a ``--help`` template list a group's options as ``${config_options:group}``.
+
+    Args:
+        conf: the folder holding the config groups, for :func:`config_options`.
+    """
+    OmegaConf.register_new_resolver(
+        HELP_OPTIONS_RESOLVER, lambda group: config_options(conf, group), replace=True
+    )

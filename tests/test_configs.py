@@ -242,8 +242,9 @@ def help_groups(script: str) -> dict[str, list[str]]:
         check=True,
     )
     section = result.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    listing = section.strip().split("\n\n", 1)[1]  # after the paragraph that introduces it
     entries: list[str] = []
-    for line in section.splitlines()[2:]:
+    for line in listing.splitlines():
         if line.startswith("  ") and entries:
             entries[-1] += " " + line.strip()
         elif line.strip():

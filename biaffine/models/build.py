@@ -139,11 +139,17 @@ def _training(
 
     A part kept (``args.keep_parser``, ``args.keep_segmenter``) keeps the facts of ``kept``,
     the card in ``folder`` (:func:`_kept_card`).
+
+    Raises:
+        ValueError: ``args.member_recipe`` given for a parser that is no ensemble, or kept.
     """
     if args.keep_parser:
+        _refuse_member_recipes(args, "--keep-parser keeps its recipes")
         parser = kept["training"]["parser"]
     else:
         metadata = checkpoint.load(args.parser).metadata
+        if "ensemble_of" not in metadata:
+            _refuse_member_recipes(args, f"{args.parser} is no ensemble")
         parser = {"recipe": f"python train.py experiment={args.name}"}
         if "ensemble_of" in metadata:
             members = metadata["ensemble_of"]
@@ -164,6 +170,12 @@ def _training(
         segmenter["epochs"] = _last_json(segmenter_run / "metrics.jsonl").get("best_epoch")
     training = {"parser": parser, "segmenter": segmenter, "machine": args.machine}
     return training | ({"note": args.note} if args.note else {})
+
+
+def _refuse_member_recipes(args: argparse.Namespace, why: str) -> None:
+    """Refuse ``--member-recipe`` where it would be ignored, rather than drop it unsaid."""
+    if args.member_recipe:
+        raise ValueError(f"--member-recipe: {why}")
 
 
 def _last_json(path: Path) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import pytest
 import torch
 from hydra import compose, initialize
 
-from biaffine.cli import check_types, describe, refuse_missing
+from biaffine.cli import check_types, config_options, describe, refuse_missing
 from biaffine.runtime import check_threads, set_threads
 
 ROOT = Path(__file__).parents[2]
@@ -99,6 +99,30 @@ def test_settings_of_their_type_or_null_pass() -> None:
 def test_a_message_of_several_lines_becomes_one() -> None:
     error = ValueError("Value 'abc' could not be converted\n    full_key: trainer.x\n")
     assert describe(error) == "Value 'abc' could not be converted; full_key: trainer.x"
+
+
+def test_help_lists_a_new_recipe_once_its_file_exists_and_no_private_base(tmp_path) -> None:
+    group = tmp_path / "experiment"
+    group.mkdir()
+    for name in ("_base", "b_recipe", "a_recipe", "notes"):
+        (group / f"{name}.yaml").touch()
+    (group / "notes.txt").touch()
+    assert config_options(tmp_path, "experiment") == "a_recipe, b_recipe, notes"
+    (group / "c_new.yaml").touch()
+    assert config_options(tmp_path, "experiment") == "a_recipe, b_recipe, c_new, notes"
+
+
+def test_help_lines_keep_to_their_width(tmp_path) -> None:
+    group = tmp_path / "data"
+    group.mkdir()
+    names = [f"ud_language_{i:02d}_treebank" for i in range(12)]
+    for name in names:
+        (group / f"{name}.yaml").touch()
+    lines = f"data: {config_options(tmp_path, 'data', width=60)}".splitlines()
+    assert len(lines) > 1
+    assert all(len(line) <= 60 for line in lines)
+    assert all(line.startswith("  ") for line in lines[1:])
+    assert " ".join(line.strip() for line in lines).removeprefix("data: ") == ", ".join(names)
 
 
 def test_every_experiment_passes_the_settings_check() -> None:

@@ -255,6 +255,19 @@ def test_each_member_of_an_ensemble_can_have_its_own_recipe(tmp_path: Path) -> N
         _training(args, tmp_path, kept)
 
 
+def test_member_recipes_for_a_parser_that_is_no_ensemble_are_refused(tmp_path: Path) -> None:
+    parser = parser_run(tmp_path)
+    kept = {"training": {"segmenter": SEGMENTER_FACTS, "parser": {"recipe": "python ..."}}}
+    args = arguments(parser, keep_segmenter=True, member_recipe=["python train.py x=1"])
+    with pytest.raises(ValueError, match=r"^--member-recipe: .*best\.pt is no ensemble$"):
+        _training(args, tmp_path, kept)
+    args = arguments(parser, keep_parser=True, keep_segmenter=True, member_recipe=["python x=1"])
+    with pytest.raises(ValueError, match=r"^--member-recipe: --keep-parser keeps its recipes$"):
+        _training(args, tmp_path, kept)
+    args.member_recipe = []
+    assert _training(args, tmp_path, kept)["parser"] == {"recipe": "python ..."}
+
+
 def test_an_ensemble_member_without_facts_is_refused(tmp_path: Path) -> None:
     vocabs = sized_vocabs(words=5, chars=5, upos=4, rels=3)
     paths = []
