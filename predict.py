@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 import decoding
 from biaffine import installed
-from biaffine.cli import refuse_missing, register_help_options, report_user_errors
+from biaffine.cli import config_options, refuse_missing, report_user_errors
 from biaffine.inference.settings import DecoderSettings
 from biaffine.predict_options import PredictOptions, parse_columns
 
@@ -28,8 +28,10 @@ log = logging.getLogger(__name__)
 
 RUNTIMES = ("torch", "onnx")
 
-# --help lists each config group's files, so a new recipe is listed once its file exists.
-register_help_options(Path(__file__).parent / "conf")
+CONF = Path(__file__).parent / "conf"
+# --help lists each config group's files (${config_options:experiment}), so that a new recipe is
+# listed once its file exists.
+OmegaConf.register_new_resolver("config_options", lambda group: config_options(CONF, group))
 
 
 @hydra.main(version_base="1.3", config_path="conf/predict", config_name="predict")

@@ -18,7 +18,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from biaffine import distributed
-from biaffine.cli import check_types, refuse_missing, register_help_options, report_user_errors
+from biaffine.cli import check_types, config_options, refuse_missing, report_user_errors
 from biaffine.files import atomic_open
 from biaffine.runtime import check_threads, select_device
 from biaffine.training import train
@@ -29,8 +29,10 @@ TRAINER_DEFAULTS = Path(__file__).parent / "conf" / "trainer" / "default.yaml"
 NULL_DEFAULT_TYPES = {"max_steps": int, "max_minutes": float, "ema_decay": float, "threads": int}
 NULL_DEFAULT_TYPES |= {"init_from": str}
 
-# --help lists each config group's files, so a new recipe is listed once its file exists.
-register_help_options(Path(__file__).parent / "conf")
+CONF = Path(__file__).parent / "conf"
+# --help lists each config group's files (${config_options:experiment}), so that a new recipe is
+# listed once its file exists.
+OmegaConf.register_new_resolver("config_options", lambda group: config_options(CONF, group))
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

@@ -20,8 +20,6 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from omegaconf import OmegaConf
-
 __all__ = [
     "DEBUG_ENV",
     "USER_ERRORS",
@@ -30,7 +28,6 @@ __all__ = [
     "config_options",
     "describe",
     "refuse_missing",
-    "register_help_options",
     "report_user_errors",
 ]
 
@@ -39,7 +36,6 @@ T = TypeVar("T")
 DEBUG_ENV = "ROOTPARSE_DEBUG"
 USER_ERRORS = (ValueError, OSError)
 USER_ERROR_STATUS = 2
-HELP_OPTIONS_RESOLVER = "config_options"
 
 
 def report_user_errors(task: Callable[[], T], *, on_error: Callable[[], None] | None = None) -> T:
@@ -143,14 +139,3 @@ def config_options(conf: Path, group: str, width: int = 100) -> str:
         break_on_hyphens=False,
     )
     return "\n".join(lines).lstrip()
-
-
-def register_help_options(conf: Path) -> None:
-    """Let a ``--help`` template list a group's options as ``${config_options:group}``.
-
-    Args:
-        conf: the folder holding the config groups, for :func:`config_options`.
-    """
-    OmegaConf.register_new_resolver(
-        HELP_OPTIONS_RESOLVER, lambda group: config_options(conf, group), replace=True
-    )
