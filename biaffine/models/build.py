@@ -48,7 +48,7 @@ from biaffine.models.scoring import GOLD, THREADS, card_scores, ud_test_file
 from biaffine.runtime import best_seconds, cpu_description, set_threads
 from rawtext import corpus_text
 
-__all__ = ["build", "main", "size_bytes"]
+__all__ = ["build", "card_speed", "main", "size_bytes"]
 
 DOCS = SHIPPED.parent / "docs" / "models.md"
 PARSER, SEGMENTER = "parser.pt", "segmenter.pt"
@@ -85,7 +85,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "evaluation": {"test_file": gold.name, "threads": THREADS, "metric": "CoNLL 2018 F1"},
         "scores": card_scores(parser, gold),
         "float32_scores": float32_scores,
-        "speed": _speed(parser, gold, args.speed_threads),
+        "speed": card_speed(parser, gold, args.speed_threads),
         "limits": args.limit,
         "package_version": biaffine.__version__,
     }
@@ -183,8 +183,11 @@ def _last_json(path: Path) -> dict[str, Any]:
     return json.loads(lines[-1]) if lines else {}
 
 
-def _speed(parser: Parser, gold: Path, threads: int) -> dict[str, Any]:
-    """Sentences per second on the test set from gold tokens and from raw text (best of 3)."""
+def card_speed(parser: Parser, gold: Path, threads: int) -> dict[str, Any]:
+    """A card's ``speed``: sentences per second on the test set, from gold tokens and raw text.
+
+    Each the best of 3, beside the CPU, the threads and the load average it was measured at.
+    """
     set_threads(threads)
     words, text = list(read_conllu(gold)), corpus_text(gold)
     gold_seconds = best_seconds(lambda: parser.parse(words, columns=["all"], overwrite=True))

@@ -3,14 +3,15 @@ r"""Score shipped models again after a change in what the library predicts from 
 Usage::
 
     python -m biaffine.models.rescore en_ewt tr_imst [--float32 tr_imst=RUN/best.pt]
-        [--drop-float32] [--dry-run]
+        [--drop-float32] [--speed] [--dry-run]
 
 For each model named, the card's ``scores`` (gold tokenization and raw text) are measured again
 on its test set as :mod:`biaffine.models.build` measures them, and so are its
 ``float32_scores`` where ``--float32`` names the checkpoint before its weights were halved;
 ``--drop-float32`` removes the ``float32_scores`` of the others, for a change that makes them
 stale (another decoding) when their checkpoint is gone. The card's ``size_bytes`` and
-``package_version`` are brought up to date, and everything else on it (training, speed,
+``package_version`` are brought up to date, and so is its ``speed`` with ``--speed`` (after a
+change in how fast the library parses: on an idle machine); everything else on it (training,
 limits) is kept, since the weights are the same (a lexicon added with
 ``experiments/add_lexicon.py --stored-as`` changes the files, not the weights). ``docs/models.md``
 is rewritten from the cards. Each changed figure is printed as ``NAME: SET METRIC OLD -> NEW``.
@@ -27,7 +28,7 @@ import biaffine
 from biaffine import installed, models
 from biaffine.api import Parser
 from biaffine.files import atomic_open
-from biaffine.models.build import DOCS, size_bytes, write_docs
+from biaffine.models.build import DOCS, card_speed, size_bytes, write_docs
 from biaffine.models.card import write_json
 from biaffine.models.scoring import GOLD, THREADS, card_scores, ud_test_file
 
@@ -35,7 +36,12 @@ __all__ = ["changes", "main", "rescore"]
 
 
 def rescore(
-    name: str, root: Path, float32: str | None, *, drop_float32: bool = False
+    name: str,
+    root: Path,
+    float32: str | None,
+    *,
+    drop_float32: bool = False,
+    speed_threads: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The card of model ``name`` as it was, and with its scores measured again.
 
@@ -45,11 +51,15 @@ def rescore(
         float32: the checkpoint before its weights were halved, or None to keep
             ``float32_scores`` as they are (or drop them, with ``drop_float32``).
         drop_float32: without ``float32``, remove ``float32_scores`` from the card.
+        speed_threads: measure the card's ``speed`` again on so many threads, or None to keep it.
     """
     model = installed.find(name)
     gold = ud_test_file(root / model.card["treebank"]["name"])
     card = dict(model.card)
-    card["scores"] = card_scores(models.load(name, threads=THREADS), gold)
+    parser = models.load(name, threads=THREADS)
+    card["scores"] = card_scores(parser, gold)
+    if speed_threads is not None:
+        card["speed"] = card_speed(parser, gold, speed_threads)
     if float32 is not None:
         scores = card_scores(Parser.load(float32, threads=THREADS), gold)
         card["float32_scores"] = {GOLD: scores[GOLD]}
@@ -61,7 +71,7 @@ def rescore(
 
 
 def changes(name: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """One line per figure of ``scores`` or ``float32_scores`` that differs between two cards.
+    """One line per figure of ``scores``, ``float32_scores`` or ``speed`` that differs.
 
     Float32 scores dropped from the new card make one line too.
     """
@@ -74,6 +84,9 @@ def changes(name: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             for metric, value in figures.items():
                 if before.get(metric) != value:
                     lines.append(f"{name}: {part} {kind} {metric} {before.get(metric)} -> {value}")
+    for figure, value in new.get("speed", {}).items():
+        if old.get("speed", {}).get(figure) != value:
+            lines.append(f"{name}: speed {figure} {old.get('speed', {}).get(figure)} -> {value}")
     return lines
 
 
@@ -90,6 +103,13 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="remove the float32 scores of the models without --float32 (stale, checkpoint gone)",
     )
+    options.add_argument(
+        "--speed",
+        type=int,
+        metavar="THREADS",
+        default=None,
+        help="measure the cards' speed again on so many threads (default: keep it)",
+    )
     options.add_argument("--dry-run", action="store_true", help="print the changes only")
     options.add_argument("--docs", default=str(DOCS), help="the page rewritten from the cards")
     args = options.parse_args(argv)
@@ -101,7 +121,13 @@ def main(argv: list[str] | None = None) -> None:
             f"--float32 names a model not rescored: {sorted(set(float32) - set(args.names))}"
         )
     for name in args.names:
-        old, new = rescore(name, Path(args.root), float32.get(name), drop_float32=args.drop_float32)
+        old, new = rescore(
+            name,
+            Path(args.root),
+            float32.get(name),
+            drop_float32=args.drop_float32,
+            speed_threads=args.speed,
+        )
         print("\n".join(changes(name, old, new)) or f"{name}: no score changed")
         if not args.dry_run:
             with atomic_open(

@@ -26,6 +26,16 @@ def test_changes_name_each_figure_that_moved_and_nothing_else() -> None:
     assert changes("en_ewt", old, dropped)[0] == "en_ewt: float32_scores dropped"
 
 
+def test_changes_name_each_speed_figure_measured_again() -> None:
+    old = {"speed": {"cpu": "AMD EPYC", "load": 2.5, "gold_sentences_per_second": 68}}
+    new = {"speed": {"cpu": "AMD EPYC", "load": 0.4, "gold_sentences_per_second": 144}}
+    assert changes("hu_szeged", old, new) == [
+        "hu_szeged: speed load 2.5 -> 0.4",
+        "hu_szeged: speed gold_sentences_per_second 68 -> 144",
+    ]
+    assert changes("hu_szeged", old, old) == []
+
+
 def test_a_float32_checkpoint_for_a_model_not_rescored_is_refused(capsys) -> None:
     with pytest.raises(SystemExit) as stopped:
         main(["en_ewt", "--root", ".", "--float32", "tr_imst=best.pt"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -41,10 +42,29 @@ def parsed(parser: Parser, sentences: list[Sentence]) -> list[list[str]]:
 
 
 def test_the_mean_of_softmaxes_is_computed_as_its_definition() -> None:
-    first, second = torch.randn(3, 5), torch.randn(3, 5)
-    first[0, 2] = second[0, 2] = float("-inf")
+    first, second, third = torch.randn(3, 5), torch.randn(3, 5), torch.randn(3, 5)
+    first[0, 2] = second[0, 2] = third[0, 2] = float("-inf")
     expected = ((first.double().softmax(-1) + second.double().softmax(-1)) / 2).log()
     torch.testing.assert_close(mean_log_softmax([first, second]), expected)
+    three = [first, second, third]
+    expected = (sum(s.double().softmax(-1) for s in three) / 3).log()
+    torch.testing.assert_close(mean_log_softmax(three), expected)
+    single = mean_log_softmax(three, torch.float32)
+    assert single.dtype == torch.float32
+    torch.testing.assert_close(single.double(), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_the_mean_of_confident_softmaxes_does_not_underflow() -> None:
+    # Probabilities of e^-200 and below are 0 in float32, and e^-800 in float64: summed in log
+    # space, each label keeps its log-probability.
+    first = torch.tensor([[0.0, -200.0, -800.0]])
+    second = torch.tensor([[0.0, -300.0, -900.0]])
+    for dtype in (torch.float32, torch.float64):
+        mean = mean_log_softmax([first, second], dtype)
+        assert mean.isfinite().all()
+        torch.testing.assert_close(
+            mean[0, 1:], torch.tensor([-200.0, -800.0], dtype=dtype) - math.log(2)
+        )
 
 
 def test_an_ensemble_of_a_parser_with_itself_parses_as_the_parser(
@@ -76,7 +96,8 @@ def test_scores_are_the_log_of_the_members_mean_probabilities(
     by_member = [m.labels.at_words(s.labels, heads) for m, s in zip(members, each, strict=True)]
     torch.testing.assert_close(label_scores, _mean_log(by_member))
     every = [m.labels.all(s.labels) for m, s in zip(members, each, strict=True)]
-    torch.testing.assert_close(all_labels, _mean_log(every))
+    assert all_labels.dtype == torch.float32  # R times the arcs, read for their maxima only
+    torch.testing.assert_close(all_labels.double(), _mean_log(every), rtol=1e-5, atol=1e-5)
     assert mean.tag_scores.keys() == {"upos", "xpos", "feats"}
     for column, scores in mean.tag_scores.items():
         torch.testing.assert_close(scores, _mean_log([s.tag_scores[column] for s in each]))
