@@ -41,6 +41,11 @@ vocabularies and config, so that the folder alone describes the model):
   float[W, T, classes]; ``export.json`` adds its characters, multi-word token expander,
   sentence-end bias and window sizes (:class:`biaffine.segmenting.onnxrun.OnnxSegmenter`).
 
+An ensemble (:mod:`biaffine.parsers.ensemble`) exports as one graph parser: the same graphs,
+inputs and outputs, each joining its members' (their character vectors, label vectors and states
+side by side; arcs, tags and labels the log of their mean probabilities), so that a runtime
+reads it as it reads one parser.
+
 The graphs are traced from the model's own modules (thin wrappers below only turn tensors into
 the :class:`~biaffine.data.batching.Batch` they read and their results into tensors). Nothing
 packs: the character BiLSTM runs its dense path
@@ -74,7 +79,7 @@ from biaffine.data.batching import Batch
 from biaffine.files import fsync_dir, umask_mode
 from biaffine.inference.choices import root_label_id
 from biaffine.nn import Encoder
-from biaffine.parsers.ensemble import EnsembleParser
+from biaffine.parsers.ensemble import EnsembleParser, mean_log_softmax
 from biaffine.parsers.heads import LabelScorer, LabelVectors, best_labels
 from biaffine.segmenting import checkpoint as segmenter_checkpoints
 from biaffine.segmenting.features import DEFAULT_CONTEXT, DEFAULT_WINDOW, UNK
@@ -219,19 +224,109 @@ class Labels(nn.Module):
 class ArcLabels(nn.Module):
     """Every arc's best label and its log-probability, on tensors: see ``arc_labels.onnx``."""
 
-    def __init__(self, labels: LabelScorer, root_label: int | None) -> None:
-        """Wrap a parser's label scorer (not copied), with the id of ``root`` (or None)."""
+    def __init__(self, model: nn.Module, root_label: int | None) -> None:
+        """Wrap a graph parser or an ensemble (not copied), with the id of ``root`` (or None).
+
+        The parser, not its ``labels``: an ensemble's are no module of their own.
+        """
         super().__init__()
-        self.labels = labels
+        self.model = model
         self.root_label = root_label
 
     def forward(
         self, label_dep: torch.Tensor, label_head: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """label_ids int64[B, D, N+1] and label_log_probs float[B, D, N+1]."""
-        scores = self.labels.all(LabelVectors(label_dep, label_head))
+        scores = self.model.labels.all(LabelVectors(label_dep, label_head))
         log_probs, ids = best_labels(scores, self.root_label)
         return ids, log_probs
+
+
+class EnsembleChars(nn.Module):
+    """An ensemble's character models on distinct forms: each member's vectors, joined."""
+
+    def __init__(self, model: EnsembleParser) -> None:
+        """Wrap the members' character models; they are not copied."""
+        super().__init__()
+        self.members = nn.ModuleList(Chars(member.encoder) for member in model.members)
+
+    def forward(self, chars: torch.Tensor) -> torch.Tensor:
+        """float[U, sum of D] from long[U, C]: the members' vectors side by side, in order."""
+        return torch.cat([member(chars) for member in self.members], -1)
+
+
+class EnsembleScores(nn.Module):
+    """An ensemble's encoders and heads, on tensors: ``scores.onnx`` with the members' mean.
+
+    Each member reads its own share of ``char_vectors`` (:class:`EnsembleChars`) and the same
+    word ids (and ``vector_rows``: the members share their vectors' words); ``arc_scores`` are
+    the log of the members' mean head probabilities (float64), ``label_dep``, ``label_head``
+    and ``states`` the members' side by side, as :class:`EnsembleParser` holds them.
+    """
+
+    def __init__(
+        self, model: EnsembleParser, inputs: tuple[str, ...], char_widths: list[int]
+    ) -> None:
+        """Wrap ``model`` (in eval mode); nothing is copied.
+
+        ``char_widths`` are its members' character vectors' widths, in order.
+        """
+        super().__init__()
+        self.model = model
+        self.inputs = inputs
+        self.char_widths = char_widths
+        self.members = nn.ModuleList(Scores(member, inputs) for member in model.members)
+        self.outputs = ("arc_scores", "label_dep", "label_head", "states")
+
+    def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The outputs named by ``self.outputs``, from the inputs named by ``self.inputs``."""
+        shares = tensors[self.inputs.index("char_vectors")].split(self.char_widths, -1)
+        found = []
+        for member, share in zip(self.members, shares, strict=True):
+            named = zip(self.inputs, tensors, strict=True)
+            own = [share if name == "char_vectors" else tensor for name, tensor in named]
+            found.append(dict(zip(member.outputs, member(*own), strict=True)))
+        vectors = [LabelVectors(f["label_dep"], f["label_head"]) for f in found]
+        labels = self.model.labels.join(vectors)
+        return (
+            mean_log_softmax([f["arc_scores"] for f in found]),
+            labels.dep,
+            labels.head,
+            torch.cat([f["states"] for f in found], -1),
+        )
+
+
+class EnsembleTags(nn.Module):
+    """An ensemble's taggers, on its members' states side by side: the log of their mean."""
+
+    def __init__(self, model: EnsembleParser, state_widths: list[int]) -> None:
+        """Wrap the members' taggers, whose states are ``state_widths`` wide; not copied."""
+        super().__init__()
+        self.members = nn.ModuleList(Tags(member) for member in model.members)
+        self.state_widths = state_widths
+        self.outputs = self.members[0].outputs
+
+    def forward(self, states: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """float64[W, n_classes] per tagger, for the W words of the batch row by row."""
+        shares = states.split(self.state_widths, -1)
+        each = [tags(share, lengths) for tags, share in zip(self.members, shares, strict=True)]
+        return tuple(mean_log_softmax(list(column)) for column in zip(*each, strict=True))
+
+
+class EnsembleLabels(nn.Module):
+    """Label scores of given arcs under an ensemble: the log of its members' mean (float64)."""
+
+    def __init__(self, model: EnsembleParser) -> None:
+        """Wrap the members' label scorers; they are not copied."""
+        super().__init__()
+        self.model = model
+        self.members = nn.ModuleList(Labels(member.labels) for member in model.members)
+
+    def forward(self, label_dep: torch.Tensor, label_head: torch.Tensor) -> torch.Tensor:
+        """float64[W, R] from the arcs' joined vectors float[W, sum of rel_mlp]."""
+        shares = self.model.labels.split(LabelVectors(label_dep, label_head))
+        each = [labels(v.dep, v.head) for labels, v in zip(self.members, shares, strict=True)]
+        return mean_log_softmax(each)
 
 
 class SegmenterScores(nn.Module):
@@ -282,18 +377,21 @@ def graphs(model: nn.Module, root_label: int | None = None) -> list[Graph]:
     ``root_label`` is the id of ``root`` among the parser's relations (None: it has none), which
     a graph parser's ``arc_labels.onnx`` reserves for the arcs from ROOT.
 
+    An ensemble (:mod:`biaffine.parsers.ensemble`) exports as one graph parser: the same graphs,
+    inputs and outputs, each joining its members' (:class:`EnsembleChars`,
+    :class:`EnsembleScores`, :class:`EnsembleTags`, :class:`EnsembleLabels`), so that a runtime
+    reads it as it reads one parser.
+
     Raises:
-        ValueError: an ensemble (:mod:`biaffine.parsers.ensemble`), an encoder that reads a
-            transformer, or pretrained vectors kept out of the checkpoint
-            (:func:`check_exportable`).
+        ValueError: an encoder that reads a transformer, or pretrained vectors kept out of the
+            checkpoint (:func:`check_exportable`), or ensemble members whose pretrained vectors
+            differ in their words.
     """
-    if model.kind == EnsembleParser.kind:
-        raise ValueError(
-            "an ensemble of parsers has no ONNX export: export one of its members, or parse "
-            "with the ensemble in torch (runtime=torch)"
-        )
-    encoder = model.encoder
-    check_exportable(encoder)
+    parsers = list(model.members) if model.kind == EnsembleParser.kind else [model]
+    for parser in parsers:
+        check_exportable(parser.encoder)
+    _check_same_vector_words(parsers)
+    encoder = parsers[0].encoder  # an ensemble's members read no input tags, and the same words
     lengths = torch.tensor([3, 5])
     words = torch.tensor([[2, 5, 6, 7, 0, 0], [2, 5, 6, 7, 8, 9]])
     chars = torch.zeros(2, 6, 4, dtype=torch.long)
@@ -301,7 +399,7 @@ def graphs(model: nn.Module, root_label: int | None = None) -> list[Graph]:
     chars[0, 1:4, :2] = 5
     chars[1, 1:6, :3] = 6
     with torch.no_grad():
-        char_vectors = encoder.char_encoder.dense(chars)
+        char_vectors = torch.cat([p.encoder.char_encoder.dense(chars) for p in parsers], -1)
     example = (words, char_vectors, lengths)
     inputs = ("words", "char_vectors", "lengths")
     if encoder.use_tags:
@@ -309,18 +407,44 @@ def graphs(model: nn.Module, root_label: int | None = None) -> list[Graph]:
     if encoder.pretrained is not None:
         rows = (words - 2).clamp(0, len(encoder.pretrained.vectors) - 1)  # 0 at ROOT, padding
         example, inputs = (*example, rows), (*inputs, "vector_rows")
-    scores = Scores(model, inputs)
+    if len(parsers) == 1:
+        scores, chars_module = Scores(model, inputs), Chars(encoder)
+    else:
+        widths = [p.encoder.char_encoder.n_out for p in parsers]
+        scores, chars_module = EnsembleScores(model, inputs, widths), EnsembleChars(model)
     with torch.no_grad():
         outputs = dict(zip(scores.outputs, scores(*example), strict=True))
     axes = {name: {0: "batch", 1: "positions"} for name in (*inputs, *scores.outputs)}
     axes["lengths"] = {0: "batch"}
-    found = [_chars(encoder, chars), Graph("scores", scores, inputs, scores.outputs, example, axes)]
+    found = [
+        _chars(chars_module, chars),
+        Graph("scores", scores, inputs, scores.outputs, example, axes),
+    ]
     if model.tagged_columns:
-        found.append(_tags(model, outputs["states"], lengths))
-    found.append(_labels(model, outputs["label_dep"], outputs["label_head"]))
+        if len(parsers) == 1:
+            tags = Tags(model)
+        else:
+            tags = EnsembleTags(model, [p.encoder.n_out + p.encoder.n_tag_out for p in parsers])
+        found.append(_tags(tags, outputs["states"], lengths))
+    labels = Labels(model.labels) if len(parsers) == 1 else EnsembleLabels(model)
+    found.append(_labels(labels, outputs["label_dep"], outputs["label_head"]))
     if model.family == "graph":
         found.append(_arc_labels(model, outputs["label_dep"], outputs["label_head"], root_label))
     return found
+
+
+def _check_same_vector_words(parsers: Sequence[nn.Module]) -> None:
+    """Refuse ensemble members whose pretrained vectors are of other words.
+
+    The graph's one ``vector_rows`` input gives every member the same rows.
+    """
+    kept = [p.encoder.config().get("pretrained") for p in parsers]
+    words = {json.dumps([k["vocabulary"], k["lowercase"]]) if k else None for k in kept}
+    if len(words) > 1:
+        raise ValueError(
+            "cannot export an ensemble whose members read pretrained vectors of different "
+            "words (or some none): export one of its members, or parse with it in torch"
+        )
 
 
 def check_exportable(encoder: nn.Module) -> None:
@@ -348,26 +472,28 @@ def check_exportable(encoder: nn.Module) -> None:
         )
 
 
-def _chars(encoder: Encoder, chars: torch.Tensor) -> Graph:
-    """``chars.onnx``, traced on the distinct forms of the example batch's characters."""
+def _chars(module: nn.Module, chars: torch.Tensor) -> Graph:
+    """``chars.onnx``, traced on the distinct forms of the example batch's characters.
+
+    ``module`` is a :class:`Chars` or an :class:`EnsembleChars`.
+    """
     rows = torch.unique(chars.reshape(-1, chars.shape[-1]), dim=0)
     axes = {"chars": {0: "forms", 1: "characters"}, "char_vectors": {0: "forms"}}
-    return Graph("chars", Chars(encoder), ("chars",), ("char_vectors",), (rows,), axes)
+    return Graph("chars", module, ("chars",), ("char_vectors",), (rows,), axes)
 
 
-def _tags(model: nn.Module, states: torch.Tensor, lengths: torch.Tensor) -> Graph:
-    tags = Tags(model)
+def _tags(tags: Tags | EnsembleTags, states: torch.Tensor, lengths: torch.Tensor) -> Graph:
     axes = {"states": {0: "batch", 1: "positions"}, "lengths": {0: "batch"}}
     axes |= {name: {0: "words"} for name in tags.outputs}
     return Graph("tags", tags, ("states", "lengths"), tags.outputs, (states, lengths), axes)
 
 
-def _labels(model: nn.Module, dep: torch.Tensor, head: torch.Tensor) -> Graph:
+def _labels(labels: Labels | EnsembleLabels, dep: torch.Tensor, head: torch.Tensor) -> Graph:
     """``labels.onnx``, traced on the arcs 2 -> 1, 0 -> 2 and 2 -> 3 of the example's first row."""
     arcs = (dep[0, 1:4], head[0, [2, 0, 2]])
     names = ("label_dep", "label_head", "label_scores")
     axes = {name: {0: "arcs"} for name in names}
-    return Graph("labels", Labels(model.labels), names[:2], names[2:], arcs, axes)
+    return Graph("labels", labels, names[:2], names[2:], arcs, axes)
 
 
 def _arc_labels(
@@ -381,7 +507,7 @@ def _arc_labels(
         "label_ids": {0: "batch", 1: "dependents", 2: "positions"},
         "label_log_probs": {0: "batch", 1: "dependents", 2: "positions"},
     }
-    module = ArcLabels(model.labels, root_label)
+    module = ArcLabels(model, root_label)
     return Graph("arc_labels", module, names[:2], names[2:], (dep[:, :2], head), axes)
 
 

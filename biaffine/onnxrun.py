@@ -438,9 +438,15 @@ def _manifest(folder: Path) -> dict[str, Any]:
 
 
 def _vector_index(manifest: dict[str, Any]) -> VectorIndex:
-    """The rows of the vectors ``scores.onnx`` holds, by word, from the checkpoint's config."""
-    config = manifest["model_config"]["encoder"]["pretrained"]
-    return VectorIndex.of(config["vocabulary"], lowercase=config["lowercase"])
+    """The rows of the vectors ``scores.onnx`` holds, by word, from the checkpoint's config.
+
+    An ensemble's members read the same words (``biaffine.export`` refuses others): its first
+    member's config says which.
+    """
+    config = manifest["model_config"]
+    encoder = (config["members"][0]["config"] if "members" in config else config)["encoder"]
+    pretrained = encoder["pretrained"]
+    return VectorIndex.of(pretrained["vocabulary"], lowercase=pretrained["lowercase"])
 
 
 def _session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:

@@ -50,10 +50,21 @@ def mean_log_softmax(
     Returns:
         dtype[..., C].
     """
+    add = _log_add_exp if torch.onnx.is_in_onnx_export() else torch.logaddexp
     total = scores[0].to(dtype).log_softmax(-1)
     for member in scores[1:]:
-        total = torch.logaddexp(total, member.to(dtype).log_softmax(-1))
+        total = add(total, member.to(dtype).log_softmax(-1))
     return total - math.log(len(scores))
+
+
+def _log_add_exp(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+    """``torch.logaddexp`` from operators ONNX has, which has no LogAddExp (an exported graph).
+
+    Where both are ``-inf``, ``low - high`` is NaN; the ``where`` keeps ``-inf`` there. Nine
+    times slower than ``torch.logaddexp`` in torch, which parsing in torch keeps.
+    """
+    high, low = torch.maximum(first, second), torch.minimum(first, second)
+    return torch.where(low == float("-inf"), high, high + torch.log1p(torch.exp(low - high)))
 
 
 class MeanLabels:

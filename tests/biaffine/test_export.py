@@ -22,7 +22,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from builders import ENCODER, HEADS, randomized, training_vocabs
+from builders import ENCODER, HEADS, TINY_PARSER, biaffine_parser, randomized, training_vocabs
 
 import transitions
 from biaffine import checkpoint
@@ -435,14 +435,79 @@ def test_export_without_the_onnx_package_is_one_clear_error(
     assert not (tmp_path / "export").exists()
 
 
-def test_an_ensemble_is_refused_in_one_line(
+TAGGERS = {"tag_loss_weight": 1.0, "xpos_loss_weight": 1.0, "feats_loss_weight": 1.0}
+
+
+def tiny_ensemble(vocabs: Vocabs) -> EnsembleParser:
+    """Two random members that differ in their character vectors' and their states' widths."""
+    torch.manual_seed(0)
+    first = biaffine_parser(vocabs, **(TINY_PARSER | TAGGERS))
+    second = biaffine_parser(
+        vocabs, **(TINY_PARSER | TAGGERS | {"char_out": 9, "lstm_layers": 2, "tag_layer": 1})
+    )
+    return EnsembleParser([randomized(first), randomized(second)]).eval()
+
+
+@pytest.mark.ud
+def test_an_ensemble_exports_as_one_parser_scoring_its_members_mean(
+    shipped: tuple[torch.nn.Module, Vocabs, Path], ewt_test: list[Sentence], tmp_path: Path
+) -> None:
+    runtime()
+    _, vocabs, single = shipped
+    model = tiny_ensemble(vocabs)
+    root = root_label_id(vocabs.rels)
+    folder = tmp_path / "ensemble"
+    graphs = export(model, folder, about={}, root_label=root)["graphs"]
+    one = json.loads((single / MANIFEST).read_text())["graphs"]
+    for name in ("chars", "scores", "labels", "arc_labels"):  # a runtime reads it as one parser
+        assert graphs[name] == one[name]
+    assert graphs["tags"]["outputs"] == ["upos_scores", "xpos_scores", "feats_scores"]
+    members = model.members
+    for batch in mixed_batches(ewt_test, vocabs):
+        with torch.inference_mode():
+            expected = model(batch)
+            char_vectors = torch.cat([m.encoder.char_encoder(batch.chars) for m in members], -1)
+            states = torch.cat([m.encoder(batch) for m in members], -1)
+        rows = torch.unique(batch.chars.reshape(-1, batch.chars.shape[-1]), dim=0)
+        found = run_graph(folder, "chars", {"chars": rows.numpy()})["char_vectors"]
+        with torch.inference_mode():
+            each = [m.encoder.char_encoder(rows.unsqueeze(0))[0] for m in members]
+        torch.testing.assert_close(found, torch.cat(each, -1), **TOLERANCE)
+        feed = {"words": batch.words, "char_vectors": char_vectors, "lengths": batch.lengths}
+        found = run_graph(folder, "scores", {k: v.numpy() for k, v in feed.items()})
+        arcs, finite = found["arc_scores"], expected.arc_scores.isfinite()
+        assert arcs.dtype == torch.float64
+        assert torch.equal(arcs.isfinite(), finite)
+        torch.testing.assert_close(arcs[finite], expected.arc_scores[finite], **TOLERANCE)
+        torch.testing.assert_close(found["label_dep"], expected.labels.dep, **TOLERANCE)
+        torch.testing.assert_close(found["label_head"], expected.labels.head, **TOLERANCE)
+        torch.testing.assert_close(found["states"], states, **TOLERANCE)
+        feed = {"states": states.numpy(), "lengths": batch.lengths.numpy()}
+        tags = run_graph(folder, "tags", feed)
+        for column, scores in expected.tag_scores.items():
+            torch.testing.assert_close(tags[f"{column}_scores"], scores, **TOLERANCE)
+        heads = gold_heads(batch)
+        rows, dependents = (heads >= 0).nonzero(as_tuple=True)
+        dep, head = expected.labels.dep, expected.labels.head
+        feed = {
+            "label_dep": dep[rows, dependents].numpy(),
+            "label_head": head[rows, heads[rows, dependents]].numpy(),
+        }
+        with torch.inference_mode():
+            wanted = model.labels.at_words(expected.labels, heads)
+        labels = run_graph(folder, "labels", feed)["label_scores"]
+        torch.testing.assert_close(labels, wanted, **TOLERANCE)
+        named = {"label_dep": dep, "label_head": head}
+        check_arc_labels(model, folder, named, root)
+
+
+def test_an_ensemble_of_members_that_read_other_vectors_is_refused_in_one_line(
     shipped: tuple[torch.nn.Module, Vocabs, Path], tmp_path: Path
 ) -> None:
-    _, vocabs, _ = shipped
-    members = [BiaffineParser(vocabs, Encoder(vocabs, **ENCODER), **HEADS) for _ in range(2)]
-    with pytest.raises(ValueError, match="an ensemble of parsers has no ONNX export") as refused:
-        export(EnsembleParser(members), tmp_path / "export", about={})
-    assert "\n" not in str(refused.value)
+    small, _, _ = shipped
+    glove = checkpoint.build_model(checkpoint.load(SHIPPED_GLOVE))
+    with pytest.raises(ValueError, match="members read pretrained vectors of different words"):
+        export(EnsembleParser([glove, small]), tmp_path / "export", about={})
     assert not (tmp_path / "export").exists()
 
 

@@ -26,6 +26,7 @@ from biaffine.predicting import predict
 
 ROOT = Path(__file__).parents[2]
 SHIPPED = ROOT / "models" / "en_ewt_small" / "parser.pt"
+ENSEMBLE = ROOT / "models" / "en_ewt" / "parser.pt"
 N_SENTENCES = 500
 RAW_CHARACTERS = 20000  # of EWT test's raw text: its first documents
 NO_RUNTIME = "onnxruntime is not installed (the export extra: pip install 'rootparse[export]')"
@@ -88,6 +89,12 @@ def exported_glove(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def exported_ensemble(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped ensemble exported: two int8 networks read back as float32, one export."""
+    return export_model("en_ewt", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
 def ewt_head(ewt_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The first N_SENTENCES sentences of EWT test, as a CoNLL-U file."""
     sentences = read_conllu(ewt_dir / "en_ewt-ud-test.conllu")
@@ -138,6 +145,20 @@ def test_onnx_runtime_writes_the_torch_paths_bytes_without_torch(
     assert found["numba"] == []  # the decoders compiled ahead of time (decoding.aot)
     assert "exit" not in found, found["stderr"]
     # The same bytes although each runtime batches by its own default (5000 and 500 words).
+    assert got.read_bytes() == wanted.read_bytes()
+
+
+def test_the_shipped_ensemble_writes_the_torch_paths_bytes_without_torch(
+    exported_ensemble: Path, ewt_head: Path, tmp_path: Path
+) -> None:
+    wanted = tmp_path / "torch.conllu"
+    options = PredictOptions(columns=("all",))
+    predict(ENSEMBLE, ewt_head, wanted, input_format="conllu", threads=1, options=options)
+    got = tmp_path / "onnx.conllu"
+    settings = [f"onnx={exported_ensemble}", f"input={ewt_head}", f"output={got}", "columns=all"]
+    found = predict_without_torch("runtime=onnx", "threads=1", *settings)
+    assert found["torch"] == []
+    assert "exit" not in found, found["stderr"]
     assert got.read_bytes() == wanted.read_bytes()
 
 
