@@ -6,8 +6,8 @@ ensemble is a graph parser like any other for :mod:`biaffine.inference`: its arc
 log of the members' mean head distributions (each a row-wise softmax over heads), its label and
 tagger scores the log of their mean softmax (in float64, but for every label of every arc in
 float32), so decoding, labels, probabilities, k-best, fixed heads and the training lexicon's
-choices work unchanged. A tree's score under it is the sum of
-its words' log mean head probabilities, whose best tree is the MST the decoders find.
+choices work unchanged. A tree's score under it is the sum of its words' log mean head
+probabilities, whose best tree is the MST the decoders find.
 
 An ensemble is assembled from trained parsers (``python -m biaffine.training.ensemble``), never
 trained: the members share the vocabularies (so one batch feeds them all), predict the same
@@ -101,8 +101,9 @@ class MeanLabels:
         """float32[B, N+1, N+1, R]: :meth:`LabelScorer.all`, the members' mean.
 
         In float32, as one parser's are: the largest tensor of a batch (R times the arcs'),
-        read only for each arc's best label (:func:`biaffine.inference.graph.arc_labels`), where
-        float64 made an int8 pair of Szeged parsers 1.5 times slower than two passes of one.
+        read only for each arc's best label (:func:`biaffine.inference.graph.arc_labels`).
+        In float64, on a stack of the members', it took a third of an int8 pair's parsing
+        time on Szeged test (docs/speed.md).
         """
         return self._mean("all", vectors, dtype=torch.float32)
 
