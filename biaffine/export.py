@@ -407,11 +407,7 @@ def graphs(model: nn.Module, root_label: int | None = None) -> list[Graph]:
     if encoder.pretrained is not None:
         rows = (words - 2).clamp(0, len(encoder.pretrained.vectors) - 1)  # 0 at ROOT, padding
         example, inputs = (*example, rows), (*inputs, "vector_rows")
-    if len(parsers) == 1:
-        scores, chars_module = Scores(model, inputs), Chars(encoder)
-    else:
-        widths = [p.encoder.char_encoder.n_out for p in parsers]
-        scores, chars_module = EnsembleScores(model, inputs, widths), EnsembleChars(model)
+    chars_module, scores, tags, labels = _wrappers(model, parsers, inputs)
     with torch.no_grad():
         outputs = dict(zip(scores.outputs, scores(*example), strict=True))
     axes = {name: {0: "batch", 1: "positions"} for name in (*inputs, *scores.outputs)}
@@ -420,17 +416,30 @@ def graphs(model: nn.Module, root_label: int | None = None) -> list[Graph]:
         _chars(chars_module, chars),
         Graph("scores", scores, inputs, scores.outputs, example, axes),
     ]
-    if model.tagged_columns:
-        if len(parsers) == 1:
-            tags = Tags(model)
-        else:
-            tags = EnsembleTags(model, [p.encoder.n_out + p.encoder.n_tag_out for p in parsers])
+    if tags is not None:
         found.append(_tags(tags, outputs["states"], lengths))
-    labels = Labels(model.labels) if len(parsers) == 1 else EnsembleLabels(model)
     found.append(_labels(labels, outputs["label_dep"], outputs["label_head"]))
     if model.family == "graph":
         found.append(_arc_labels(model, outputs["label_dep"], outputs["label_head"], root_label))
     return found
+
+
+def _wrappers(
+    model: nn.Module, parsers: Sequence[nn.Module], inputs: tuple[str, ...]
+) -> tuple[nn.Module, nn.Module, nn.Module | None, nn.Module]:
+    """The modules traced into ``chars.onnx``, ``scores.onnx``, ``tags.onnx`` and ``labels.onnx``.
+
+    One parser's, or an ensemble's joining its ``parsers``; no tagger module (None) without
+    taggers.
+    """
+    if model.kind != EnsembleParser.kind:
+        tags = Tags(model) if model.tagged_columns else None
+        return Chars(model.encoder), Scores(model, inputs), tags, Labels(model.labels)
+    char_widths = [p.encoder.char_encoder.n_out for p in parsers]
+    state_widths = [p.encoder.n_out + p.encoder.n_tag_out for p in parsers]
+    tags = EnsembleTags(model, state_widths) if model.tagged_columns else None
+    scores = EnsembleScores(model, inputs, char_widths)
+    return EnsembleChars(model), scores, tags, EnsembleLabels(model)
 
 
 def _check_same_vector_words(parsers: Sequence[nn.Module]) -> None:
@@ -439,8 +448,8 @@ def _check_same_vector_words(parsers: Sequence[nn.Module]) -> None:
     The graph's one ``vector_rows`` input gives every member the same rows.
     """
     kept = [p.encoder.config().get("pretrained") for p in parsers]
-    words = {json.dumps([k["vocabulary"], k["lowercase"]]) if k else None for k in kept}
-    if len(words) > 1:
+    words = [(k["vocabulary"], k["lowercase"]) if k else None for k in kept]
+    if any(other != words[0] for other in words[1:]):
         raise ValueError(
             "cannot export an ensemble whose members read pretrained vectors of different "
             "words (or some none): export one of its members, or parse with it in torch"
