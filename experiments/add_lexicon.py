@@ -31,9 +31,9 @@ from pathlib import Path
 from biaffine import checkpoint
 from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
-from biaffine.data.lexicon import build_lexicon
+from biaffine.data.lexicon import Lexicon, build_lexicon
 
-TABLES = ("tagged", "forms", "analyses", "upos", "suffixes", "featured", "tag_sets")
+TABLES = tuple(f.name for f in dataclasses.fields(Lexicon) if f.init)
 """The lexicon's tables, by field name (``--only``)."""
 
 

@@ -30,13 +30,29 @@ returns by applying it, so ``apply(script_of(form, lemma), form) == lemma`` hold
 A ``_`` lemma of a form other than ``_`` is CoNLL-U for "no lemma annotated" (treebanks without
 lemmas, or single words without one): it has no script (:func:`script_of` returns None), so
 nothing is learnt from it.
+
+Words with a digit have a second kind of edit, for the training lexicon's table of shapes
+(:class:`biaffine.data.lexicon.Lexicon`): a **keep mask** says, character by character, whether
+the lemma keeps the form's character as written (``.``), lower-cased (``l``) or not at all
+(``-``), so English "420,588" -> "420588" is ``...-...``, which no prefix and suffix edit can
+say; :func:`digit_shape` groups forms like "420,588" and "112,610" ("000,000") that take one
+mask.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-__all__ = ["UNANNOTATED", "apply", "is_annotated", "script_of", "scripts_of"]
+__all__ = [
+    "UNANNOTATED",
+    "apply",
+    "apply_mask",
+    "digit_shape",
+    "is_annotated",
+    "mask_of",
+    "script_of",
+    "scripts_of",
+]
 
 UNANNOTATED = "_"
 """The CoNLL-U LEMMA of a word without a lemma (unless the form itself is ``_``)."""
@@ -49,6 +65,9 @@ _CASINGS = ("L", "F", "T", "U", "K")
 so a lower-case lemma always gets ``L``, a lemma cased as its form ``F``, and similar words get
 the same script. (``F`` came after the others: models trained before it have no ``F`` scripts,
 and theirs apply as they did.)"""
+
+KEEP, LOWER, DROP = ".", "l", "-"
+"""What a keep mask says of each character of the form: kept as written, lower-cased, dropped."""
 
 _SEPARATOR = "|"
 """Between the prefix edit and the suffix edit; a prefix addition never contains it."""
@@ -197,3 +216,51 @@ def _cased_as(text: str, form: str) -> str:
 def _upper(text: str) -> str:
     """``text`` upper-cased one character at a time; "ß" (upper case "SS") and the like stay."""
     return "".join(c if len(upper := c.upper()) != 1 else upper for c in text)
+
+
+def digit_shape(form: str) -> str | None:
+    """The shape of a form with a digit, None for one without.
+
+    Each digit becomes ``0``, each upper-case letter ``A``, each lower-case one ``a``; other
+    characters stay: "01-Feb-02" -> "00-Aaa-00", "420,588" -> "000,000". One character per
+    character, so a mask made for a shape fits every form of it.
+    """
+    if not any(c.isdigit() for c in form):
+        return None
+    return "".join(
+        "0" if c.isdigit() else "A" if c.isupper() else "a" if c.islower() else c for c in form
+    )
+
+
+def mask_of(form: str, lemma: str) -> str | None:
+    """The keep mask that makes ``lemma`` of ``form`` (see the module docstring), or None.
+
+    Each character of the form is matched, left to right, to the lemma's next one as written,
+    else lower-cased, else dropped: the earliest match, so the mask is one of a kind for each
+    pair, and it exists when the lemma is a subsequence of the form (some characters
+    lower-cased). ``apply_mask(mask_of(form, lemma), form) == lemma`` wherever it is not None.
+    """
+    mask = []
+    matched = 0
+    for char in form:
+        if matched < len(lemma) and char == lemma[matched]:
+            mask.append(KEEP)
+        elif matched < len(lemma) and _lower(char) == lemma[matched]:
+            mask.append(LOWER)
+        else:
+            mask.append(DROP)
+            continue
+        matched += 1
+    return "".join(mask) if matched == len(lemma) else None
+
+
+def apply_mask(mask: str, form: str) -> str:
+    """The lemma that the keep ``mask`` makes of ``form`` (as long as the mask).
+
+    Raises:
+        ValueError: the mask and the form differ in length.
+    """
+    if len(mask) != len(form):
+        raise ValueError(f"a keep mask of {len(mask)} characters for a form of {len(form)}")
+    pairs = zip(mask, form, strict=True)
+    return "".join(char if how == KEEP else _lower(char) for how, char in pairs if how != DROP)

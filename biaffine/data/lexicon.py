@@ -12,6 +12,12 @@ from the training words with a lemma (:func:`biaffine.data.lemmas.is_annotated`)
 - ``featured``: (form lower-cased, UPOS, FEATS) -> lemma, likewise only where it covers
   :data:`MIN_FORM_SHARE`, in treebanks that annotate FEATS: English "her" is "she" as an
   object and "her" as a possessive (``Poss=Yes``), which (form, UPOS) cannot tell apart;
+- ``shapes``: for the words with a digit, their :func:`~biaffine.data.lemmas.digit_shape` -> the
+  keep mask (:func:`~biaffine.data.lemmas.mask_of`) most of them took, where it covers
+  :data:`MIN_FORM_SHARE` of at least :data:`MIN_SHAPE_COUNT` words: English numbers drop their
+  thousands separators ("420,588" -> "420588", as 108 of 108 in EWT's training data do) and
+  codes keep their casing ("E17", "01-Feb-02"), which an edit script classifier, taught by
+  the caseless numbers that lower-casing cannot change, gets wrong;
 
 and from every training word with a UPOS:
 
@@ -47,13 +53,14 @@ from typing import Any, TypeVar
 
 from biaffine.data.columns import ANALYSED
 from biaffine.data.conllu import Sentence
-from biaffine.data.lemmas import is_annotated
+from biaffine.data.lemmas import DROP, KEEP, LOWER, apply_mask, digit_shape, is_annotated, mask_of
 
 __all__ = [
     "GUESSED",
     "MAX_SUFFIX",
     "MIN_ANALYSIS_SHARE",
     "MIN_FORM_SHARE",
+    "MIN_SHAPE_COUNT",
     "MIN_SUFFIX_COUNT",
     "MIN_SUFFIX_SHARE",
     "MIN_UPOS_SHARE",
@@ -80,6 +87,10 @@ MIN_SUFFIX_SHARE = 0.9
 """The share of the words with an ending whose value it must cover (chosen on dev sets, see
 docs/tags.md)."""
 
+MIN_SHAPE_COUNT = 2
+"""The fewest training words a shape's keep mask stands on (dev sets gain as much with 1 to 10:
+docs/lemmas.md)."""
+
 MIN_UPOS_SHARE = 1.0
 """The share of a form's training occurrences its majority UPOS must cover to be looked up
 (every one: chosen on dev sets, see docs/tags.md)."""
@@ -93,6 +104,12 @@ _NO_VALUE = "_"
 
 _NO_UPOS = _NO_VALUE
 """The UPOS cell of a word without one: no (form, UPOS) key is made of it or looked up."""
+
+_NO_MASK = ""
+"""What a shape's training words count for a lemma that no keep mask makes."""
+
+_MASKING = frozenset((KEEP, LOWER, DROP))
+"""The characters of a keep mask."""
 
 _SUFFIXES = "_suffixes"
 """What the plain data's key of a column's suffix table adds to the column's name."""
@@ -117,6 +134,8 @@ class Lexicon:
             written before it).
         tag_sets: every (UPOS, XPOS, FEATS) of a training word (empty in lexicons written
             before it).
+        shapes: digit shape -> keep mask, for the words with a digit (empty in lexicons
+            written before it).
         known: every lemma of the lemma tables, lower-cased (derived from them): the words a
             script's output is checked against (:func:`biaffine.data.columns.strings`).
     """
@@ -128,6 +147,7 @@ class Lexicon:
     suffixes: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
     featured: dict[tuple[str, str, str], str] = field(default_factory=dict)
     tag_sets: frozenset[tuple[str, str, str]] = field(default_factory=frozenset)
+    shapes: dict[str, str] = field(default_factory=dict)
     known: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -137,7 +157,7 @@ class Lexicon:
 
     def __len__(self) -> int:
         """Number of entries, every table counted."""
-        tables = [*self.analyses.values(), *self.suffixes.values()]
+        tables = [*self.analyses.values(), *self.suffixes.values(), self.shapes]
         lemma_tables = len(self.tagged) + len(self.forms) + len(self.featured)
         return lemma_tables + len(self.upos) + sum(map(len, tables)) + len(self.tag_sets)
 
@@ -147,7 +167,8 @@ class Lexicon:
         Looked up by (form lower-cased, UPOS, FEATS) where both are known, then by (form, UPOS)
         where a UPOS is known, then by form alone, then by (form lower-cased, UPOS): "Les" at
         the start of a sentence finds ("les", DET). The UPOS keeps the lower-cased lookup safe;
-        by form alone it lost to the classifier ("US" -> "we").
+        by form alone it lost to the classifier ("US" -> "we"). Last, a form with a digit gets
+        the keep mask of its shape.
 
         Args:
             form: the word as written.
@@ -165,6 +186,8 @@ class Lexicon:
             found = self.forms.get(form)
         if found is None and tagged:
             found = self.tagged.get((form.lower(), upos))
+        if found is None and (shape := digit_shape(form)) in self.shapes:
+            found = apply_mask(self.shapes[shape], form)
         return found
 
     def analysis(self, column: str, form: str, upos: str | None) -> str | None:
@@ -205,7 +228,8 @@ class Lexicon:
         ``{"tagged": [[form, upos, lemma], ...], "forms": [[form, lemma], ...],
         "xpos": [[form, upos, xpos], ...], "feats": [[form, upos, feats], ...],
         "upos": [[form, upos], ...], "feats_suffixes": [[ending, upos, feats], ...],
-        "featured": [[form, upos, feats, lemma], ...], "tag_sets": [[upos, xpos, feats], ...]}``,
+        "featured": [[form, upos, feats, lemma], ...], "tag_sets": [[upos, xpos, feats], ...],
+        "shapes": [[shape, mask], ...]}``,
         without
         the tables after ``forms`` where they are empty (as in lexicons written before them,
         which thus read and write back the same data).
@@ -226,6 +250,8 @@ class Lexicon:
             data["featured"] = _triples(self.featured)
         if self.tag_sets:
             data["tag_sets"] = [list(tags) for tags in sorted(self.tag_sets)]
+        if self.shapes:
+            data["shapes"] = [[shape, mask] for shape, mask in sorted(self.shapes.items())]
         return data
 
     @classmethod
@@ -233,7 +259,8 @@ class Lexicon:
         """Inverse of :meth:`to_dict`.
 
         Raises:
-            ValueError: missing keys, or entries that are not lists of strings of the right size.
+            ValueError: missing keys, entries that are not lists of strings of the right size,
+                or a keep mask not as long as its shape.
         """
         missing = {"tagged", "forms"} - set(data)
         if missing:
@@ -250,8 +277,18 @@ class Lexicon:
         }
         featured = _keyed(data, "featured", 4) if "featured" in data else {}
         tag_sets = frozenset(map(tuple, _rows(data.get("tag_sets", []), 3, "tag_sets")))
+        shapes = dict(_rows(data.get("shapes", []), 2, "shapes"))
+        if any(len(shape) != len(mask) or set(mask) - _MASKING for shape, mask in shapes.items()):
+            raise ValueError("lemma lexicon 'shapes' must pair each shape with a keep mask as long")
         return cls(
-            _keyed(data, "tagged"), dict(forms), analyses, dict(upos), suffixes, featured, tag_sets
+            _keyed(data, "tagged"),
+            dict(forms),
+            analyses,
+            dict(upos),
+            suffixes,
+            featured,
+            tag_sets,
+            shapes,
         )
 
 
@@ -311,6 +348,7 @@ class LexiconCounts:
         }
         self.featured: defaultdict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
         self.tag_sets: set[tuple[str, str, str]] = set()
+        self.shapes: defaultdict[str, Counter[str]] = defaultdict(Counter)
 
     def add(self, sentence: Sentence) -> None:
         """Count the lemmas and tags of ``sentence``'s words."""
@@ -331,6 +369,9 @@ class LexiconCounts:
                             endings[lowered[-length:], upos][value] += 1
             if is_annotated(form, lemma):
                 self.forms[form][lemma] += 1
+                shape = digit_shape(form)
+                if shape is not None:  # a lemma no mask makes counts against the shape's masks
+                    self.shapes[shape][mask_of(form, lemma) or _NO_MASK] += 1
                 if upos != _NO_UPOS:
                     self.tagged[form, upos][lemma] += 1
                     self.featured[form.lower(), upos, analysed["feats"][i]][lemma] += 1
@@ -345,7 +386,8 @@ class LexiconCounts:
 
         Args:
             min_form_share: the share of a form's occurrences its majority lemma must cover
-                for the form to be looked up alone (0 keeps every form, above 1 none).
+                for the form to be looked up alone (0 keeps every form, above 1 none), and
+                likewise of a (form lower-cased, UPOS, FEATS) triple's and a shape's.
             min_analysis_share: the share of a (form, UPOS) pair's occurrences its majority
                 XPOS or FEATS must cover to be kept (above 1: none).
 
@@ -375,6 +417,7 @@ class LexiconCounts:
             },
             _majorities(self.featured, min_form_share) if "feats" in filled else {},
             frozenset(self.tag_sets),
+            _masks_kept(self.shapes, min_form_share),
         )
 
 
@@ -393,3 +436,9 @@ def _majorities(
         if count >= min_share * total and total >= min_count:
             found[key] = value
     return found
+
+
+def _masks_kept(counts: Mapping[str, Counter[str]], min_share: float) -> dict[str, str]:
+    """Each shape's majority keep mask, where it is one and covers ``min_share`` of its words."""
+    kept = _majorities(counts, min_share, MIN_SHAPE_COUNT)
+    return {shape: mask for shape, mask in kept.items() if mask != _NO_MASK}

@@ -1,8 +1,10 @@
 """Lemma edit scripts: the round trip form -> script -> lemma on random strings and on every
-training pair of every UD treebank, and scripts shared by words inflected alike."""
+training pair of every UD treebank, and scripts shared by words inflected alike; keep masks
+against a brute force, and digit shapes."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,15 @@ from hypothesis import strategies as st
 
 from biaffine.data.columns import classes
 from biaffine.data.conllu import Sentence, read_conllu
-from biaffine.data.lemmas import apply, is_annotated, script_of, scripts_of
+from biaffine.data.lemmas import (
+    apply,
+    apply_mask,
+    digit_shape,
+    is_annotated,
+    mask_of,
+    script_of,
+    scripts_of,
+)
 
 # Letters of every script and case (titlecase "ǅ", "İ" whose lower case is two characters, "ß"
 # whose upper case is), digits and punctuation, the script syntax's own characters included.
@@ -103,3 +113,50 @@ def test_the_script_of_every_training_pair_of_every_ud_treebank_rebuilds_its_lem
         }
         wrong = [p for p in pairs if is_annotated(*p) and apply(script_of(*p), p[0]) != p[1]]
         assert wrong == [], path.name
+
+
+def every_mask_lemma(form: str) -> set[str]:
+    """Every lemma some keep mask makes of ``form``: each character kept, lower-cased or dropped."""
+    choices = [{c, c.lower(), ""} if len(c.lower()) == 1 else {c, ""} for c in form]
+    return {"".join(chosen) for chosen in itertools.product(*choices)}
+
+
+SHORT = st.text(st.sampled_from("aAbB01,İ-"), max_size=7)
+
+
+@given(form=SHORT, lemma=SHORT)
+def test_a_keep_mask_exists_exactly_where_a_brute_force_finds_one(form: str, lemma: str) -> None:
+    mask = mask_of(form, lemma)
+    assert (mask is not None) == (lemma in every_mask_lemma(form))
+    if mask is not None:
+        assert len(mask) == len(form)
+        assert apply_mask(mask, form) == lemma
+    shape = digit_shape(form)
+    assert shape is None if not any(c.isdigit() for c in form) else len(shape) == len(form)
+
+
+@given(form=WORDS, lemma=WORDS)
+def test_every_keep_mask_rebuilds_its_lemma(form: str, lemma: str) -> None:
+    mask = mask_of(form, lemma)
+    assert mask is None or apply_mask(mask, form) == lemma
+
+
+@pytest.mark.parametrize(
+    ("form", "lemma", "shape", "mask"),
+    [
+        ("420,588", "420588", "000,000", "...-..."),
+        ("01-Feb-02", "01-Feb-02", "00-Aaa-00", "........."),
+        ("E17", "e17", "A00", "l.."),
+        ("1990s", "1990", "0000a", "....-"),
+        ("2nd", "second", "0aa", None),
+        ("cats", "cat", None, "...-"),  # a mask, but no shape: no digit
+    ],
+)
+def test_digit_shapes_and_keep_masks(form, lemma, shape, mask) -> None:
+    assert digit_shape(form) == shape
+    assert mask_of(form, lemma) == mask
+
+
+def test_a_keep_mask_must_fit_its_form() -> None:
+    with pytest.raises(ValueError, match="a keep mask of 3 characters for a form of 4"):
+        apply_mask("...", "1,00")
