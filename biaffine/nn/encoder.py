@@ -37,6 +37,7 @@ _SIZES = (
     "tag_dim",
     "lstm_hidden",
     "lstm_layers",
+    "tag_hidden",
 )
 _PROBABILITIES = ("embed_dropout", "lstm_dropout", "word_dropout")
 
@@ -57,13 +58,15 @@ class Encoder(nn.Module):
     one tensor, so that every path that passes states on (exports, caches) carries both. With
     ``tag_reads_top`` as well, the taggers read the top level too, through a stopped gradient
     (:meth:`biaffine.parsers.shared.EncoderParser.split_states`): its context, but not its
-    training, is theirs.
+    training, is theirs. With ``tag_hidden`` as well, the taggers read a BiLSTM level of their
+    own, above level k (its states in place of level k's): more context for the taggers than
+    level k alone gives, and no tagger loss on the levels above k, which the tree heads read.
 
     Attributes:
         kind: registry name, stored in :meth:`config`.
         n_out: size of the states the tree heads read, ``2 * lstm_hidden``.
         n_tag_out: size of the states the taggers read after them (0 without ``tag_layer``:
-            the taggers read the tree heads' states).
+            the taggers read the tree heads' states; ``2 * tag_hidden`` with their own level).
     """
 
     kind: ClassVar[str] = "bilstm"
@@ -85,6 +88,7 @@ class Encoder(nn.Module):
         word_dropout: float = 0.0,
         tag_layer: int | None = None,
         tag_reads_top: bool = False,
+        tag_hidden: int | None = None,
         pretrained: Mapping[str, Any] | None = None,
         transformer: Mapping[str, Any] | None = None,
     ) -> None:
@@ -107,6 +111,8 @@ class Encoder(nn.Module):
                 for the top one, which the tree heads read.
             tag_reads_top: with ``tag_layer``, the taggers also read the top level, without
                 passing their gradients to it.
+            tag_hidden: with ``tag_layer``, the size per direction of a BiLSTM level of the
+                taggers' own above it, or None for none.
             pretrained: options of a :class:`~biaffine.nn.pretrained.PretrainedEmbedding`
                 (``path``, ``format``, ``words``, ``lowercase``, ``max_words``,
                 ``keep_in_checkpoint``), or None for none.
@@ -115,8 +121,8 @@ class Encoder(nn.Module):
                 ``finetune``, ...), or None.
 
         Raises:
-            ValueError: on a size < 1, a probability outside [0, 1) or a ``tag_layer`` that is
-                not a level below the top.
+            ValueError: on a size < 1, a probability outside [0, 1), a ``tag_layer`` that is
+                not a level below the top, or ``tag_reads_top`` or ``tag_hidden`` without one.
         """
         super().__init__()
         # Unused pretrained inputs are left out, so configs without them stay as they were.
@@ -130,6 +136,8 @@ class Encoder(nn.Module):
             del self._config["tag_layer"]
         if not tag_reads_top:
             del self._config["tag_reads_top"]
+        if tag_hidden is None:
+            del self._config["tag_hidden"]
         _validate(self._config)
         self.word_embed = nn.Embedding(len(vocabs.words), word_dim, padding_idx=PAD)
         self.pretrained = self.pretrained_proj = None
@@ -160,7 +168,10 @@ class Encoder(nn.Module):
         self.lstms = nn.ModuleList(
             BiLSTM(n_in if i == 0 else 2 * lstm_hidden, lstm_hidden) for i in range(lstm_layers)
         )
-        for name, param in self.lstms.named_parameters():
+        self.tag_lstm = None if tag_hidden is None else BiLSTM(2 * lstm_hidden, tag_hidden)
+        for name, param in self.named_parameters():
+            if not name.startswith(("lstms.", "tag_lstm.")):
+                continue
             # Orthogonal weights and zero biases, following Dozat & Manning's released code.
             is_weight = name.rsplit(".", 1)[-1].startswith("weight")
             (orthogonal_ if is_weight else nn.init.zeros_)(param)
@@ -168,7 +179,7 @@ class Encoder(nn.Module):
         self.tag_layer = tag_layer
         self.tag_reads_top = tag_reads_top
         self.n_out = 2 * lstm_hidden
-        self.n_tag_out = 0 if tag_layer is None else 2 * lstm_hidden
+        self.n_tag_out = 0 if tag_layer is None else 2 * (tag_hidden or lstm_hidden)
 
     @property
     def use_tags(self) -> bool:
@@ -208,6 +219,8 @@ class Encoder(nn.Module):
                 tagged = x
         if tagged is None:
             return self.lstm_dropout(x)
+        if self.tag_lstm is not None:
+            tagged = self.tag_lstm(self.lstm_dropout(tagged), with_root)
         return torch.cat([self.lstm_dropout(x), self.lstm_dropout(tagged)], -1)
 
     def _embed(
@@ -240,13 +253,15 @@ def _validate(config: Mapping[str, Any]) -> None:
     layer = config.get("tag_layer")
     if config.get("tag_reads_top") and layer is None:
         raise ValueError("encoder tag_reads_top=true needs a tag_layer (the top is read anyway)")
+    if config.get("tag_hidden") is not None and layer is None:
+        raise ValueError("encoder tag_hidden needs a tag_layer, the level the taggers' own is on")
     if layer is not None and not 1 <= layer < config["lstm_layers"]:
         raise ValueError(
             f"encoder tag_layer={layer} must be a level below the top, 1 to "
             f"{config['lstm_layers'] - 1} (null: the taggers read the top level)"
         )
     for key in _SIZES:
-        if config[key] < 1:
+        if config.get(key, 1) < 1:  # tag_hidden is left out when unset
             raise ValueError(f"encoder {key}={config[key]} must be >= 1")
     for key in _PROBABILITIES:
         if not 0.0 <= config[key] < 1.0:

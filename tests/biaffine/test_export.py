@@ -247,23 +247,26 @@ def test_pretrained_vectors_kept_in_the_checkpoint_export_with_the_graph(
 
 
 @pytest.mark.ud
-@pytest.mark.parametrize("reads_top", [False, True])
+@pytest.mark.parametrize(
+    "tagging", [{}, {"tag_reads_top": True}, {"tag_hidden": 7}], ids=["level", "top", "own"]
+)
 def test_a_graph_parser_with_a_tag_layer_exports_its_eager_scores(
-    ewt_test: list[Sentence], tmp_path: Path, reads_top: bool
+    ewt_test: list[Sentence], tmp_path: Path, tagging: dict
 ) -> None:
-    """Taggers on level 1, or on level 1 and the top (``tag_reads_top``)."""
+    """Taggers on level 1, on level 1 and the top (``tag_reads_top``), or on a level of their
+    own above level 1 (``tag_hidden``)."""
     exporter()
     runtime()
     vocabs = compose.training_vocabs(ewt_test, ewt_test, min_word_count=1)
     torch.manual_seed(0)
-    layers = {"lstm_layers": 2, "tag_layer": 1, "tag_reads_top": reads_top}
+    layers = {"lstm_layers": 2, "tag_layer": 1, **tagging}
     encoder = Encoder(vocabs, **{**ENCODER, **layers})
     options = {"tag_loss_weight": 1.0, "feats_loss_weight": 1.0}
     model = randomized(BiaffineParser(vocabs, encoder, **HEADS, **options), scale=0.2).eval()
     export(model, tmp_path / "layered", about={})
     for batch in mixed_batches(ewt_test, vocabs):
         scores = check_scores(model, tmp_path / "layered", batch)
-        assert scores["states"].shape[-1] == 2 * encoder.n_out
+        assert scores["states"].shape[-1] == encoder.n_out + encoder.n_tag_out
         check_labels(model, tmp_path / "layered", scores, gold_heads(batch))
 
 

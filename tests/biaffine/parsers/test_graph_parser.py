@@ -234,6 +234,8 @@ def test_an_unknown_parser_or_encoder_kind_is_named() -> None:
         ({"tag_layer": 0}, "tag_layer=0 must be a level below the top, 1 to 1"),
         ({"tag_layer": 2}, "tag_layer=2 must be a level below the top"),  # 2 = the top
         ({"tag_reads_top": True}, "tag_reads_top=true needs a tag_layer"),
+        ({"tag_hidden": 4}, "tag_hidden needs a tag_layer"),
+        ({"tag_layer": 1, "tag_hidden": 0}, "tag_hidden=0 must be >= 1"),
     ],
 )
 def test_bad_hyperparameters_fail_in_words(overrides: dict, message: str) -> None:
@@ -349,6 +351,53 @@ def test_tag_reads_top_round_trips_through_the_config_and_is_absent_when_unset()
     assert "tag_reads_top" not in tiny_parser(tag_layer=1).config()["encoder"]
     config = tiny_parser(tag_layer=1, tag_reads_top=True, tag_loss_weight=1.0).config()
     assert config["encoder"]["tag_reads_top"] is True
+    assert build_parser("biaffine", VOCABS, config).config() == config
+
+
+def test_tag_hidden_gives_the_taggers_a_level_of_their_own_above_the_tag_layer() -> None:
+    """The taggers read their own BiLSTM over level 1; the tree heads' states and scores are
+    those of the parser without it (same weights), and the tagging loss trains level 1 and the
+    taggers' level, not the top level."""
+    batch = make_batch([sentence(5, 0), sentence(3, 1)])
+    plain = tiny_parser(tag_loss_weight=1.0, tag_layer=1).eval()
+    own = tiny_parser(tag_loss_weight=1.0, tag_layer=1, tag_hidden=6)
+    assert own.encoder.n_tag_out == 12
+    assert next(own.taggers["upos"].parameters()).shape[1] == 12
+    shared = {k: v for k, v in plain.state_dict().items() if not k.startswith("taggers.")}
+    missing, unexpected = own.load_state_dict(shared, strict=False)
+    assert unexpected == []
+    assert {tuple(k.split(".")[:2]) for k in missing} == {
+        ("encoder", "tag_lstm"),
+        ("taggers", "upos"),
+    }
+    own.eval()
+    with torch.no_grad():
+        states = own.encoder(batch)
+        assert states.shape == (2, 6, 20 + 12)
+        tree, tagged = own.split_states(states)
+        assert torch.equal(tree, plain.split_states(plain.encoder(batch))[0])
+        embedded = own.encoder._embed(batch, None, None)
+        first = own.encoder.lstms[0](embedded, batch.lengths + 1)
+        assert torch.equal(tagged, own.encoder.tag_lstm(first, batch.lengths + 1))
+        assert torch.equal(own(batch).arc_scores, plain(batch).arc_scores)
+        for weight in own.parameters():  # the biaffine weights start at 0: no gradient yet
+            weight.add_(0.1 * torch.randn_like(weight))
+    scores = own(batch)
+    F.cross_entropy(scores.tag_scores["upos"], batch.columns["upos"][batch.mask]).backward()
+    trained = {
+        name.split(".")[0]
+        for name, p in own.encoder.named_parameters()
+        if p.grad is not None and p.grad.any()
+    }
+    assert {"tag_lstm", "lstms"} <= trained
+    top = own.encoder.lstms[1]
+    assert all(p.grad is None or not p.grad.any() for p in top.parameters())
+
+
+def test_tag_hidden_round_trips_through_the_config_and_is_absent_when_unset() -> None:
+    assert "tag_hidden" not in tiny_parser(tag_layer=1).config()["encoder"]
+    config = tiny_parser(tag_layer=1, tag_hidden=6, tag_loss_weight=1.0).config()
+    assert config["encoder"]["tag_hidden"] == 6
     assert build_parser("biaffine", VOCABS, config).config() == config
 
 
