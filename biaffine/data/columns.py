@@ -85,9 +85,11 @@ def strings(
     has). A script whose lemma is
     no training lemma (:attr:`Lexicon.known`, case aside) gives way to the first of the word's
     ``runners_up`` whose lemma is one: Turkish "limandan" takes "liman" (cut 3) over the
-    best-scored "lim" (cut 5). XPOS and FEATS: the lexicon's value for each ``doubtful`` word it
-    holds (:meth:`Lexicon.analysis`, by the word's UPOS), or for an unseen one the value of its
-    ending (:meth:`Lexicon.guess`), else the class. UPOS: the lexicon's
+    best-scored "lim" (cut 5); where none is, the script of the word's ending with its UPOS
+    (:meth:`Lexicon.guess_lemma`) is taken, if the lexicon has one. XPOS and FEATS: the
+    lexicon's value for each ``doubtful`` word it holds (:meth:`Lexicon.analysis`, by the
+    word's UPOS), or for an unseen one the value of its ending (:meth:`Lexicon.guess`), else
+    the class. UPOS: the lexicon's
     UPOS of each ``doubtful`` word it holds (:meth:`Lexicon.tag`), else the class.
 
     Args:
@@ -145,7 +147,8 @@ def _lemma(
         lemma = apply(other, form)
         if lemma is not None and lemma.lower() in lexicon.known:
             return lemma
-    return best
+    guessed = lexicon.guess_lemma(form, analysis[0])
+    return best if guessed is None else guessed
 
 
 def _applied(script: str, form: str) -> str:

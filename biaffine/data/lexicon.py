@@ -32,6 +32,11 @@ and from every training word with a UPOS:
   :data:`MIN_SUFFIX_COUNT` words end so and the value covers :data:`MIN_SUFFIX_SHARE` of them:
   a guess for the words never seen in training, as UDPipe 1's guesser makes (Turkish "-lerinde"
   is plural locative with a third-person possessive whatever the stem);
+- ``lemma_suffixes``: (the form's last 1 to :data:`MAX_SUFFIX` characters lower-cased, UPOS) ->
+  the lemma edit script (:func:`~biaffine.data.lemmas.script_of`) words so ending had most
+  often, where at least :data:`MIN_SUFFIX_COUNT` words end so and the script covers
+  :data:`MIN_LEMMA_SUFFIX_SHARE` of them: a guess at the lemma of a word the lemma classifier
+  finds no training lemma for (Hungarian "-ban" cut, whatever the stem);
 - ``tag_sets``: every (UPOS, XPOS, FEATS) a training word had, the analyses the taggers choose
   among together (:func:`biaffine.inference.choices.joint_tags`): an English NNP is a PROPN,
   and a NOUN has no ``VerbForm``.
@@ -53,13 +58,24 @@ from typing import Any, TypeVar
 
 from biaffine.data.columns import ANALYSED
 from biaffine.data.conllu import Sentence
-from biaffine.data.lemmas import DROP, KEEP, LOWER, apply_mask, digit_shape, is_annotated, mask_of
+from biaffine.data.lemmas import (
+    DROP,
+    KEEP,
+    LOWER,
+    apply,
+    apply_mask,
+    digit_shape,
+    is_annotated,
+    mask_of,
+    script_of,
+)
 
 __all__ = [
     "GUESSED",
     "MAX_SUFFIX",
     "MIN_ANALYSIS_SHARE",
     "MIN_FORM_SHARE",
+    "MIN_LEMMA_SUFFIX_SHARE",
     "MIN_SHAPE_COUNT",
     "MIN_SUFFIX_COUNT",
     "MIN_SUFFIX_SHARE",
@@ -90,6 +106,10 @@ docs/tags.md)."""
 MIN_SHAPE_COUNT = 2
 """The fewest training words a shape's keep mask stands on (dev sets gain as much with 1 to 10:
 docs/lemmas.md)."""
+
+MIN_LEMMA_SUFFIX_SHARE = 0.8
+"""The share of the words with an ending whose lemma script it must cover (chosen on the dev
+sets of EWT, IMST and Szeged, see docs/lemmas.md)."""
 
 MIN_UPOS_SHARE = 1.0
 """The share of a form's training occurrences its majority UPOS must cover to be looked up
@@ -136,6 +156,8 @@ class Lexicon:
             before it).
         shapes: digit shape -> keep mask, for the words with a digit (empty in lexicons
             written before it).
+        lemma_suffixes: (ending, UPOS) -> lemma edit script (empty in lexicons written
+            before it).
         known: every lemma of the lemma tables, lower-cased (derived from them): the words a
             script's output is checked against (:func:`biaffine.data.columns.strings`).
     """
@@ -148,6 +170,7 @@ class Lexicon:
     featured: dict[tuple[str, str, str], str] = field(default_factory=dict)
     tag_sets: frozenset[tuple[str, str, str]] = field(default_factory=frozenset)
     shapes: dict[str, str] = field(default_factory=dict)
+    lemma_suffixes: dict[tuple[str, str], str] = field(default_factory=dict)
     known: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -157,7 +180,8 @@ class Lexicon:
 
     def __len__(self) -> int:
         """Number of entries, every table counted."""
-        tables = [*self.analyses.values(), *self.suffixes.values(), self.shapes]
+        tables = [*self.analyses.values(), *self.suffixes.values()]
+        tables += [self.shapes, self.lemma_suffixes]
         lemma_tables = len(self.tagged) + len(self.forms) + len(self.featured)
         return lemma_tables + len(self.upos) + sum(map(len, tables)) + len(self.tag_sets)
 
@@ -210,13 +234,19 @@ class Lexicon:
             return None
         if (form, upos) in self.tagged or (form, upos) in self.analyses.get(column, {}):
             return None
-        table = self.suffixes.get(column, {})
-        lowered = form.lower()
-        for length in range(min(MAX_SUFFIX, len(form) - 1), 0, -1):
-            found = table.get((lowered[-length:], upos))
-            if found is not None:
-                return found
-        return None
+        return _by_ending(self.suffixes.get(column, {}), form, upos)
+
+    def guess_lemma(self, form: str, upos: str | None) -> str | None:
+        """A guess at the lemma of ``form`` with ``upos``, from its ending.
+
+        The lemma that the script of the longest ending of ``form`` that ``lemma_suffixes``
+        holds with ``upos`` makes of it; None without a UPOS or a known ending, or where that
+        script cuts more than the form has.
+        """
+        if upos is None or upos == _NO_UPOS:
+            return None
+        script = _by_ending(self.lemma_suffixes, form, upos)
+        return None if script is None else apply(script, form)
 
     def tag(self, form: str) -> str | None:
         """The UPOS ``form`` always had in training, or None (unseen, or seen with several)."""
@@ -229,7 +259,7 @@ class Lexicon:
         "xpos": [[form, upos, xpos], ...], "feats": [[form, upos, feats], ...],
         "upos": [[form, upos], ...], "feats_suffixes": [[ending, upos, feats], ...],
         "featured": [[form, upos, feats, lemma], ...], "tag_sets": [[upos, xpos, feats], ...],
-        "shapes": [[shape, mask], ...]}``,
+        "shapes": [[shape, mask], ...], "lemma_suffixes": [[ending, upos, script], ...]}``,
         without
         the tables after ``forms`` where they are empty (as in lexicons written before them,
         which thus read and write back the same data).
@@ -252,6 +282,8 @@ class Lexicon:
             data["tag_sets"] = [list(tags) for tags in sorted(self.tag_sets)]
         if self.shapes:
             data["shapes"] = [[shape, mask] for shape, mask in sorted(self.shapes.items())]
+        if self.lemma_suffixes:
+            data["lemma_suffixes"] = _triples(self.lemma_suffixes)
         return data
 
     @classmethod
@@ -276,6 +308,7 @@ class Lexicon:
             if (key := f"{column}{_SUFFIXES}") in data
         }
         featured = _keyed(data, "featured", 4) if "featured" in data else {}
+        lemma_suffixes = _keyed(data, "lemma_suffixes") if "lemma_suffixes" in data else {}
         tag_sets = frozenset(map(tuple, _rows(data.get("tag_sets", []), 3, "tag_sets")))
         shapes = dict(_rows(data.get("shapes", []), 2, "shapes"))
         if any(len(shape) != len(mask) or set(mask) - _MASKING for shape, mask in shapes.items()):
@@ -289,7 +322,24 @@ class Lexicon:
             featured,
             tag_sets,
             shapes,
+            lemma_suffixes,
         )
+
+
+def _by_ending(table: Mapping[tuple[str, str], str], form: str, upos: str) -> str | None:
+    """The value of the longest ending of ``form`` that ``table`` holds with ``upos``, or None."""
+    lowered = form.lower()
+    for length in range(min(MAX_SUFFIX, len(form) - 1), 0, -1):
+        found = table.get((lowered[-length:], upos))
+        if found is not None:
+            return found
+    return None
+
+
+def _endings(form: str) -> list[str]:
+    """The last 1 to :data:`MAX_SUFFIX` characters of ``form`` lower-cased, never all of it."""
+    lowered = form.lower()
+    return [lowered[-length:] for length in range(1, min(MAX_SUFFIX, len(form) - 1) + 1)]
 
 
 def _triples(table: Mapping[tuple[str, ...], str]) -> list[list[str]]:
@@ -349,6 +399,8 @@ class LexiconCounts:
         self.featured: defaultdict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
         self.tag_sets: set[tuple[str, str, str]] = set()
         self.shapes: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        self.lemma_suffixes: defaultdict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+        self._scripts: dict[tuple[str, str], str] = {}  # script_of each pair, computed once
 
     def add(self, sentence: Sentence) -> None:
         """Count the lemmas and tags of ``sentence``'s words."""
@@ -359,14 +411,12 @@ class LexiconCounts:
             if upos != _NO_UPOS:
                 self.upos[form][upos] += 1
                 self.tag_sets.add((upos, analysed["xpos"][i], analysed["feats"][i]))
-                lowered = form.lower()
                 for column, counts in self.analyses.items():
                     value = analysed[column][i]
                     counts[form, upos][value] += 1
                     if column in self.suffixes:
-                        endings = self.suffixes[column]
-                        for length in range(1, min(MAX_SUFFIX, len(form) - 1) + 1):
-                            endings[lowered[-length:], upos][value] += 1
+                        for ending in _endings(form):
+                            self.suffixes[column][ending, upos][value] += 1
             if is_annotated(form, lemma):
                 self.forms[form][lemma] += 1
                 shape = digit_shape(form)
@@ -375,6 +425,16 @@ class LexiconCounts:
                 if upos != _NO_UPOS:
                     self.tagged[form, upos][lemma] += 1
                     self.featured[form.lower(), upos, analysed["feats"][i]][lemma] += 1
+                    script = self._script(form, lemma)
+                    for ending in _endings(form):
+                        self.lemma_suffixes[ending, upos][script] += 1
+
+    def _script(self, form: str, lemma: str) -> str:
+        """:func:`script_of` an annotated pair, computed once for each pair."""
+        script = self._scripts.get((form, lemma))
+        if script is None:
+            script = self._scripts[form, lemma] = script_of(form, lemma)
+        return script
 
     def lexicon(
         self,
@@ -418,6 +478,7 @@ class LexiconCounts:
             _majorities(self.featured, min_form_share) if "feats" in filled else {},
             frozenset(self.tag_sets),
             _masks_kept(self.shapes, min_form_share),
+            _majorities(self.lemma_suffixes, MIN_LEMMA_SUFFIX_SHARE, MIN_SUFFIX_COUNT),
         )
 
 

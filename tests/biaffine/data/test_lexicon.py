@@ -414,3 +414,28 @@ def test_the_shapes_of_ewt_lemmatize_its_unseen_numbers_and_codes(ewt_dir) -> No
     assert len(shaped) > 0.6 * len(unseen)
     assert right > 0.95 * len(shaped)
     assert right > as_form + 5
+
+
+def test_lemma_scripts_of_word_endings_guess_the_lemmas_of_unseen_words() -> None:
+    words = [
+        ("házban", "NOUN", "ház"),  # cut 3
+        ("városban", "NOUN", "város"),  # cut 3: "ban" is kept, 2 of 2
+        ("kertben", "NOUN", "kert"),  # cut 3
+        ("kertekben", "NOUN", "kert"),  # cut 5: "ben", 1 of 2 each, is not
+        ("van", "NOUN", "van"),  # as is, twice: "an" 2 of 4 cut 3, not kept
+        ("van", "NOUN", "van"),
+        ("Budapesten", "PROPN", "Budapest"),  # "ten" with PROPN: once only
+    ]
+    lexicon = build_lexicon([sentence(*words)])
+    assert lexicon.lemma_suffixes == {("ban", "NOUN"): "L-0+|-3+"}
+    assert lexicon.guess_lemma("lakásban", "NOUN") == "lakás"  # the longest ending known
+    assert lexicon.guess_lemma("Lakásban", "NOUN") == "lakás"  # its script's casing
+    assert lexicon.guess_lemma("lakásban", "VERB") is None
+    assert lexicon.guess_lemma("lakásban", None) is None
+    assert lexicon.guess_lemma("ban", "NOUN") is None  # no ending as long as the word
+    assert lexicon.guess_lemma("kertekben", "NOUN") is None
+    data = json.loads(json.dumps(lexicon.to_dict()))
+    assert data["lemma_suffixes"] == [["ban", "NOUN", "L-0+|-3+"]]
+    assert Lexicon.from_dict(data) == lexicon
+    assert "lemma_suffixes" not in LEXICON.to_dict()  # empty: not written, as before it existed
+    assert Lexicon.from_dict(LEXICON.to_dict()).lemma_suffixes == {}

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from biaffine.api import Parser
 from biaffine.data.batching import IGNORE_INDEX, batches_by_tokens, encode
+from biaffine.data.columns import strings
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemmas import apply, script_of
 from biaffine.data.lexicon import Lexicon
@@ -254,6 +255,27 @@ def test_a_runner_up_script_wins_only_where_its_lemma_is_known_and_the_best_ones
     # is; cows: neither "cow" nor "cows" is, the best stays.
     [tree] = parser.parse([Sentence.from_forms(["cats", "sheep", "cows"])], columns=["lemma"])
     assert tree.sentence.lemmas == lemmas
+
+
+def test_where_no_script_gives_a_training_lemma_the_script_of_the_word_ending_does() -> None:
+    """The lexicon's lemma, else the best script's if it is a training lemma, else a known
+    runner-up's, else the script of the word's ending with its UPOS, else the best script's."""
+    lexicon = Lexicon(
+        tagged={("házban", "NOUN"): "ház", ("kertben", "NOUN"): "kert"},
+        lemma_suffixes={("ban", "NOUN"): "L-0+|-3+"},
+    )
+    words = [  # form, UPOS, best script, runners-up, lemma
+        ("kertben", "NOUN", "L-0+|-0+", (), "kert"),  # the lexicon's
+        ("házakban", "NOUN", "L-0+|-5+", (), "ház"),  # the best script's: a training lemma
+        ("kertekben", "NOUN", "L-0+|-0+", ("L-0+|-5+",), "kert"),  # a runner-up's: one too
+        ("lakásban", "NOUN", "L-0+|-1+", ("L-0+|-2+",), "lakás"),  # none: its ending's, "ban"
+        ("Lakásban", "NOUN", "L-0+|-1+", (), "lakás"),  # the ending lower-cased
+        ("lakásban", None, "L-0+|-1+", (), "lakásba"),  # no UPOS: the best script's
+        ("lakásban", "VERB", "L-0+|-1+", (), "lakásba"),  # no ending known with its UPOS
+    ]
+    forms, upos, best, others, lemmas = (list(column) for column in zip(*words, strict=True))
+    found = strings("lemma", best, forms, lexicon=lexicon, upos=upos, runners_up=others)
+    assert found == lemmas
 
 
 def brute_runners_up(scores: np.ndarray, itos: list[str], share: float) -> list[tuple[str, ...]]:
