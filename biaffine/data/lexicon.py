@@ -328,9 +328,8 @@ class Lexicon:
 
 def _by_ending(table: Mapping[tuple[str, str], str], form: str, upos: str) -> str | None:
     """The value of the longest ending of ``form`` that ``table`` holds with ``upos``, or None."""
-    lowered = form.lower()
-    for length in range(min(MAX_SUFFIX, len(form) - 1), 0, -1):
-        found = table.get((lowered[-length:], upos))
+    for ending in reversed(_endings(form)):
+        found = table.get((ending, upos))
         if found is not None:
             return found
     return None
@@ -408,6 +407,7 @@ class LexiconCounts:
         for i, (form, lemma, upos) in enumerate(
             zip(sentence.forms, sentence.lemmas, sentence.upos, strict=True)
         ):
+            endings = _endings(form)
             if upos != _NO_UPOS:
                 self.upos[form][upos] += 1
                 self.tag_sets.add((upos, analysed["xpos"][i], analysed["feats"][i]))
@@ -415,7 +415,7 @@ class LexiconCounts:
                     value = analysed[column][i]
                     counts[form, upos][value] += 1
                     if column in self.suffixes:
-                        for ending in _endings(form):
+                        for ending in endings:
                             self.suffixes[column][ending, upos][value] += 1
             if is_annotated(form, lemma):
                 self.forms[form][lemma] += 1
@@ -426,7 +426,7 @@ class LexiconCounts:
                     self.tagged[form, upos][lemma] += 1
                     self.featured[form.lower(), upos, analysed["feats"][i]][lemma] += 1
                     script = self._script(form, lemma)
-                    for ending in _endings(form):
+                    for ending in endings:
                         self.lemma_suffixes[ending, upos][script] += 1
 
     def _script(self, form: str, lemma: str) -> str:
