@@ -11,11 +11,16 @@ the same vocabularies. Scores are the CoNLL 2018 shared task's (gold tokenizatio
 Usage::
 
     PYTHONPATH=. python experiments/ensemble.py --gold DEV.conllu RUN1/best.pt RUN2/best.pt
+    PYTHONPATH=. python experiments/ensemble.py --gold DEV.conllu --pairs ENSEMBLE.pt RUN/best.pt
+
+An ensemble checkpoint among the inputs counts as its members (``PATH[0]``, ``PATH[1]``, ...).
+With ``--pairs``, every pair of the members is scored instead of each member and all of them.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 from collections.abc import Sequence
 
@@ -58,12 +63,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     gold = list(read_conllu(args.gold))
-    parsers = [Parser.load(path, threads=args.threads) for path in args.checkpoints]
+    parsers = {
+        name: parser
+        for path in args.checkpoints
+        for name, parser in members(Parser.load(path, threads=args.threads), path)
+    }
     print("| model | UAS | LAS | UPOS | UFeats | Lemmas | MLAS | seconds |")
     print("|---|---|---|---|---|---|---|---|")
-    for path, parser in zip(args.checkpoints, parsers, strict=True):
-        report(path, gold, *parsed(parser, gold))
-    report(f"ensemble of {len(parsers)}", gold, *parsed(joined(parsers), gold))
+    if args.pairs:
+        for pair in itertools.combinations(parsers, 2):
+            report(" + ".join(pair), gold, *parsed(joined([parsers[n] for n in pair]), gold))
+        return
+    for name, parser in parsers.items():
+        report(name, gold, *parsed(parser, gold))
+    report(f"ensemble of {len(parsers)}", gold, *parsed(joined(list(parsers.values())), gold))
+
+
+def members(parser: Parser, path: str) -> list[tuple[str, Parser]]:
+    """``parser`` named by ``path``, or each member of an ensemble as ``path[i]``."""
+    if not isinstance(parser.model, EnsembleParser):
+        return [(path, parser)]
+    return [
+        (f"{path}[{i}]", Parser(member, parser.vocabs, device=parser.device))
+        for i, member in enumerate(parser.model.members)
+    ]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gold", required=True, help="a CoNLL-U file with gold trees")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--pairs", action="store_true", help="score every pair of the members")
     parser.add_argument("checkpoints", nargs="+", help="graph parsers' checkpoints (best.pt)")
     return parser
 
