@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from biaffine import models
 from biaffine.api import Parser
 from biaffine.data.conllu import read_conllu
-from biaffine.installed import SHIPPED, installed
+from biaffine.installed import SHIPPED, find, installed
 from biaffine.models.scoring import ud_test_file
-from biaffine.runtime import cpu_description
+from biaffine.runtime import best_seconds, cpu_description
 from rawtext import corpus_text
 
 STEPS = ("gold tokens", "raw text", "segmenter alone")
@@ -46,18 +45,17 @@ def main(argv: list[str] | None = None) -> None:
     print("| model | characters | gold tokens, s | raw text, s | segmenter, s | fraction |")
     print("|---|--:|--:|--:|--:|--:|")
     for name in names:
-        best = _best_seconds(models.load(name, threads=args.threads), name, args)
+        treebank = Path(os.environ["UD_ROOT"]) / find(name).card["treebank"]["name"]
+        source = args.input or ud_test_file(treebank)
+        best = _best_seconds(models.load(name, threads=args.threads), source, args.rounds)
         gold, raw, alone = (best[step] for step in STEPS)
         cells = [f"{gold:.2f}", f"{raw:.2f}", f"{alone:.2f}", f"{gold / raw:.2f}"]
         print(f"| {name} | {best['characters']:,} | " + " | ".join(cells) + " |", flush=True)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 
-def _best_seconds(parser: Parser, name: str, args: argparse.Namespace) -> dict[str, float]:
-    """The best seconds of each of :data:`STEPS` over the rounds, and the text's length."""
-    source = args.input or ud_test_file(
-        Path(os.environ["UD_ROOT"]) / installed()[name].card["treebank"]["name"]
-    )
+def _best_seconds(parser: Parser, source: Path, rounds: int) -> dict[str, float]:
+    """Each of :data:`STEPS`' best seconds over ``rounds`` interleaved rounds; the text's length."""
     sentences, text = list(read_conllu(source)), corpus_text(source)
     segmenter = parser.segmenter
     steps: dict[str, Callable[[], object]] = {
@@ -68,11 +66,9 @@ def _best_seconds(parser: Parser, name: str, args: argparse.Namespace) -> dict[s
     parser.parse(sentences[:8], columns=["all"], overwrite=True)  # warm: first-call costs untimed
     parser.parse(text=text[:2000])
     best = dict.fromkeys(STEPS, float("inf"))
-    for _ in range(args.rounds):
+    for _ in range(rounds):
         for step, run in steps.items():
-            started = time.perf_counter()
-            run()
-            best[step] = min(best[step], time.perf_counter() - started)
+            best[step] = min(best[step], best_seconds(run, rounds=1))
     return best | {"characters": len(text)}
 
 
