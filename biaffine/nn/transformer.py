@@ -11,7 +11,7 @@ the chosen layers are combined by a learned scalar mix (Peters et al., 2018).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -27,6 +27,7 @@ __all__ = [
     "POOLINGS",
     "ROOTS",
     "ScalarMix",
+    "SharedStates",
     "TransformerEmbedding",
     "TransformerEncoder",
 ]
@@ -58,6 +59,31 @@ CHUNK_TOKENS = 1024
 length, so a batch's one long window does not pad hundreds of short ones to its width: on EWT
 test (batches of 5000 words) 11% of the positions run were real subwords when each batch ran as
 one call, 89% in chunks of 1024 (94% at 512, 68% at 4096)."""
+
+
+class SharedStates:
+    """One batch's pooled states, computed by the first frozen transformer of a group that asks.
+
+    Members of an ensemble that read the same frozen transformer the same way would each run
+    it on the same batch; given one of these (:meth:`TransformerEmbedding.share`), the first
+    to ask runs it and the others read its result. The slot holds one batch, which the ensemble
+    forgets (:meth:`clear`) once the batch is scored.
+    """
+
+    def __init__(self) -> None:
+        """An empty slot."""
+        self._key: tuple[Any, ...] | None = None
+        self._states: torch.Tensor | None = None
+
+    def get(self, key: tuple[Any, ...], compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """The states stored under ``key``, or ``compute()``'s, stored in place of any others."""
+        if self._states is None or self._key != key:
+            self._key, self._states = key, compute()
+        return self._states
+
+    def clear(self) -> None:
+        """Forget the batch held (its states are as large as the batch)."""
+        self._key = self._states = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +190,7 @@ class TransformerEmbedding(nn.Module):
         self._options["cache"] = cache
         self._subwords: dict[str, list[int]] = {}
         self._cache: dict[tuple[str, ...], torch.Tensor] | None = {} if cache else None
+        self._shared: SharedStates | None = None
         self.n_out = network.config.hidden_size
 
     @property
@@ -186,6 +213,29 @@ class TransformerEmbedding(nn.Module):
         """
         return {**self._options, "cache": False, "sha256": self.sha256}
 
+    @property
+    def reading(self) -> tuple[Any, ...] | None:
+        """What the pooled states depend on besides the batch; None when fine-tuned.
+
+        Two frozen modules of equal readings give equal states on every batch (before each
+        applies its own scalar mix), so they can share them (:meth:`share`).
+        """
+        if self.finetune:
+            return None
+        cls_root = self.root_vector is None  # a ROOT slot read from [CLS], in the plan
+        where = (self._options["model"], self.sha256)
+        return (*where, self.pooling, tuple(self.layers), cls_root, self.window, self.overlap)
+
+    def share(self, shared: SharedStates | None) -> None:
+        """Read a batch's pooled states through ``shared`` (None: compute them alone).
+
+        Raises:
+            ValueError: for a fine-tuned module, whose states carry its own gradients.
+        """
+        if shared is not None and self.finetune:
+            raise ValueError("a fine-tuned transformer's states cannot be shared")
+        self._shared = shared
+
     def forward(self, forms: Sequence[Sequence[str]], positions: int) -> torch.Tensor:
         """Word features float[B, positions, H]; ROOT at 0, zeros at padding.
 
@@ -193,7 +243,10 @@ class TransformerEmbedding(nn.Module):
             forms: B sentences of words (ROOT excluded).
             positions: N+1, the padded length with ROOT.
         """
-        if self._cache is None:
+        if self._shared is not None:
+            key = (self.reading, positions, tuple(map(tuple, forms)))
+            pooled = self._shared.get(key, lambda: self._features(forms, positions))
+        elif self._cache is None:
             pooled = self._features(forms, positions)
         else:
             pooled = self._cached_features(forms, positions, self._cache)

@@ -25,6 +25,7 @@ from torch import nn
 
 from biaffine.data.batching import Batch
 from biaffine.data.vocab import Vocabs
+from biaffine.nn.transformer import SharedStates, TransformerEmbedding
 from biaffine.parsers.base import PARSERS, register
 from biaffine.parsers.graph import BiaffineParser, GraphScores
 from biaffine.parsers.heads import LabelScorer, LabelVectors
@@ -143,6 +144,7 @@ class EnsembleParser(nn.Module):
         super().__init__()
         _check_members(members)
         self.members = nn.ModuleList(members)
+        self._shared = _share_frozen_transformers(members)
 
     @property
     def tagged_columns(self) -> tuple[str, ...]:
@@ -176,7 +178,11 @@ class EnsembleParser(nn.Module):
             probabilities, ``-inf`` at impossible heads), the members' label vectors joined
             (:meth:`MeanLabels.join`), and tag_scores float64[W, n_classes] by column.
         """
-        scores = [member(batch, tag=tag) for member in self.members]
+        try:
+            scores = [member(batch, tag=tag) for member in self.members]
+        finally:
+            for shared in self._shared:
+                shared.clear()
         tag_scores = {
             column: mean_log_softmax([s.tag_scores[column] for s in scores])
             for column in scores[0].tag_scores
@@ -197,6 +203,26 @@ class EnsembleParser(nn.Module):
             "an ensemble is not trained: train its members, then join them with "
             "python -m biaffine.training.ensemble"
         )
+
+
+def _share_frozen_transformers(members: Sequence[nn.Module]) -> list[SharedStates]:
+    """Let members that read one frozen transformer alike run it once per batch.
+
+    A MiniLM ensemble would otherwise run MiniLM, nearly all of its parsing time, once per
+    member on the same words. Returns the slots made, one per group of two or more.
+    """
+    groups: dict[tuple[Any, ...], list[TransformerEmbedding]] = {}
+    for member in members:
+        for module in member.modules():
+            if isinstance(module, TransformerEmbedding) and module.reading is not None:
+                groups.setdefault(module.reading, []).append(module)
+    slots = []
+    for group in groups.values():
+        if len(group) > 1:
+            slots.append(SharedStates())
+            for module in group:
+                module.share(slots[-1])
+    return slots
 
 
 def _check_members(members: Sequence[nn.Module]) -> None:

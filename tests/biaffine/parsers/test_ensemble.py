@@ -156,6 +156,35 @@ def test_joint_labels_maximize_the_mean_head_and_label_probabilities(
                 assert found[index].deprels == [vocabs.rels.itos[r] for r in rels.tolist()]
 
 
+def test_members_reading_one_frozen_transformer_run_it_once_per_batch(
+    tiny_bert: Path, vocabs: Vocabs, sentences: list[Sentence]
+) -> None:
+    bert = {"model": str(tiny_bert)}
+    readings = [bert, bert, bert | {"layers": [-1]}, bert | {"finetune": True}, bert]
+    members = [member(vocabs, seed, transformer=t) for seed, t in enumerate(readings)]
+    batch = next(iter(batches_by_tokens(encode(sentences, vocabs), 10_000, shuffle=False)))
+    with torch.inference_mode():
+        each = [m(batch) for m in members]  # before any sharing: each runs its own
+    ensemble = EnsembleParser(members).eval()
+    calls = [0] * len(members)
+    for k, m in enumerate(members):
+        count = lambda *_, k=k: calls.__setitem__(k, calls[k] + 1)  # noqa: E731
+        m.encoder.transformer.network.register_forward_pre_hook(count)
+    with torch.inference_mode():
+        mean = ensemble(batch)
+        again = ensemble(batch)
+    # Members 0, 1 and 4 read the transformer alike: member 0 runs it, once per batch.
+    assert calls[0] > 0
+    assert calls[1] == calls[4] == 0
+    assert calls[2] == calls[3] == calls[0]  # other layers, fine-tuned: each its own
+    expected = _mean_log([s.arc_scores for s in each])
+    finite = expected.isfinite()
+    torch.testing.assert_close(mean.arc_scores[finite], expected[finite])
+    torch.testing.assert_close(again.arc_scores, mean.arc_scores)
+    for column, scores in mean.tag_scores.items():
+        torch.testing.assert_close(scores, _mean_log([s.tag_scores[column] for s in each]))
+
+
 def test_a_checkpoint_holds_the_ensemble_and_its_members_record(
     tmp_path: Path, vocabs: Vocabs, sentences: list[Sentence]
 ) -> None:
