@@ -244,7 +244,7 @@ class TransformerEmbedding(nn.Module):
             positions: N+1, the padded length with ROOT.
         """
         if self._shared is not None:
-            key = (self.reading, positions, tuple(map(tuple, forms)))
+            key = (positions, tuple(map(tuple, forms)))  # the group shares one reading
             pooled = self._shared.get(key, lambda: self._features(forms, positions))
         elif self._cache is None:
             pooled = self._features(forms, positions)
