@@ -553,8 +553,14 @@ def export(
 
     Raises:
         ValueError: a destination that exists and is not an export folder, a model that
-            cannot be exported, or no onnx package.
+            cannot be exported (a segmenter with a sentence model among them), or no onnx
+            package.
     """
+    if segmenter is not None and segmenter.sentences is not None:
+        raise ValueError(
+            "the segmenter's sentence model reads a transformer, whose tokenizer no ONNX graph "
+            "holds: export a segmenter without one (train_segmenter.py's best.pt)"
+        )
     _check_destination(folder)
     _require_onnx()
     training = model.training

@@ -11,7 +11,10 @@ scores come from :func:`biaffine.models.scoring.card_scores`; its speed is the b
 rounds on the test set. ``--keep-segmenter`` in place of ``--segmenter``, when the parser alone
 was retrained, keeps the model's segmenter and its card's segmenter facts; ``--keep-parser`` in
 place of ``--parser``, when the segmenter alone was retrained, keeps the model's parser, its
-card's parser facts and float32 scores (the run checkpoint may be gone). A parser averaged
+card's parser facts and float32 scores (the run checkpoint may be gone). ``--sentences
+RUN/best.pt`` with ``--keep-segmenter`` ships the run of ``train_sentences.py`` on the model's
+own segmenter (the same character network with a word-level sentence model added) and adds the
+run's facts to the segmenter's. A parser averaged
 from branches of one run (:mod:`biaffine.training.average`) gets the facts of the run it
 branched from, of each branch and of the averaging (:func:`~biaffine.models.card.averaged_facts`);
 an ensemble (:mod:`biaffine.training.ensemble`), each member's and the joining command's
@@ -28,6 +31,8 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+import torch
 
 import biaffine
 from biaffine import checkpoint
@@ -46,6 +51,7 @@ from biaffine.models.card import (
 )
 from biaffine.models.scoring import GOLD, THREADS, card_scores, ud_test_file
 from biaffine.runtime import best_seconds, cpu_description, set_threads
+from biaffine.segmenting import checkpoint as segmenter_checkpoints
 from rawtext import corpus_text
 
 __all__ = ["build", "card_speed", "main", "size_bytes"]
@@ -64,8 +70,11 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
     if not args.keep_parser:
         checkpoint.compact(args.parser, folder / PARSER, stored_as=args.stored_as)
-    if not args.keep_segmenter:
-        with atomic_open(folder / SEGMENTER, "wb") as out, open(args.segmenter, "rb") as source:
+    if args.sentences:
+        _check_same_segmenter(folder / SEGMENTER, args.sentences)
+    source_segmenter = args.sentences or (None if args.keep_segmenter else args.segmenter)
+    if source_segmenter:
+        with atomic_open(folder / SEGMENTER, "wb") as out, open(source_segmenter, "rb") as source:
             shutil.copyfileobj(source, out)
     parser = Parser.load(folder / PARSER, threads=THREADS, segmenter=folder / SEGMENTER)
     if args.keep_parser:  # its float32 run checkpoint may be gone: the scores it had stay
@@ -123,7 +132,11 @@ def _kept_card(args: argparse.Namespace, folder: Path) -> dict[str, Any] | None:
             (nothing new to package: ``python -m biaffine.models.rescore`` rescores a model).
     """
     kept = [(option, name) for option, attribute, name in _KEEPS if getattr(args, attribute)]
-    if len(kept) == len(_KEEPS):
+    if args.sentences and not args.keep_segmenter:
+        raise ValueError(
+            "--sentences adds a sentence model to the model's segmenter: give --keep-segmenter"
+        )
+    if len(kept) == len(_KEEPS) and not args.sentences:
         raise ValueError("--keep-parser with --keep-segmenter packages nothing new")
     for option, name in kept:
         if not (folder / CARD).is_file() or not (folder / name).is_file():
@@ -162,7 +175,12 @@ def _training(
             parser |= run_facts(Path(args.parser).parent, "train.py")
             parser["epochs"] = metadata.get("progress", {}).get("best_epoch")
     if args.keep_segmenter:
-        segmenter = kept["training"]["segmenter"]
+        segmenter = dict(kept["training"]["segmenter"])
+        if args.sentences:
+            run = Path(args.sentences).parent
+            facts = run_facts(run, "train_sentences.py")
+            facts["epochs"] = _last_json(run / "metrics.jsonl").get("best_epoch")
+            segmenter["sentences"] = {"recipe": facts["command"]} | facts
     else:
         segmenter_run = Path(args.segmenter).parent
         segmenter = run_facts(segmenter_run, "train_segmenter.py")
@@ -170,6 +188,25 @@ def _training(
         segmenter["epochs"] = _last_json(segmenter_run / "metrics.jsonl").get("best_epoch")
     training = {"parser": parser, "segmenter": segmenter, "machine": args.machine}
     return training | ({"note": args.note} if args.note else {})
+
+
+def _check_same_segmenter(kept: Path, given: str) -> None:
+    """Refuse a sentence model's checkpoint whose character network is not the model's.
+
+    Raises:
+        ValueError: other character weights, or no sentence model in ``given``.
+    """
+    old, new = segmenter_checkpoints.load(kept), segmenter_checkpoints.load(given)
+    if new.sentences is None:
+        raise ValueError(
+            f"--sentences: {given} holds no sentence model (train_sentences.py writes one)"
+        )
+    old_weights, new_weights = old.model.state_dict(), new.model.state_dict()
+    same = old_weights.keys() == new_weights.keys() and all(
+        torch.equal(old_weights[k], new_weights[k]) for k in old_weights
+    )
+    if not same or old.model.config() != new.model.config():
+        raise ValueError(f"--sentences: {given} was trained on another segmenter than {kept}")
 
 
 def _refuse_member_recipes(args: argparse.Namespace, why: str) -> None:
@@ -223,6 +260,11 @@ def main(argv: list[str] | None = None) -> None:
             action="store_true",
             help=f"keep the model's {part} and its card's facts (the {other} alone retrained)",
         )
+    options.add_argument(
+        "--sentences",
+        default=None,
+        help="with --keep-segmenter: a train_sentences.py run's best.pt on that segmenter",
+    )
     options.add_argument("--treebank", required=True, help="e.g. UD_English-EWT")
     options.add_argument("--root", default=os.environ.get("UD_ROOT"), help="default $UD_ROOT")
     options.add_argument("--out", default=str(SHIPPED), help="default: the repository's models/")

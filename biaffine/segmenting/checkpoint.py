@@ -7,7 +7,9 @@ expander's plain data, ``rawtext.mwt.MwtExpander.to_data()``, None for a treeban
 multi-word tokens) and, where the network reads them, ``spaced_words`` (the training tokens
 with whitespace inside, ``CharVocab.spaced_words``; checkpoints written before it lack the key
 and read none) and ``cased_words`` (how the training words were cased inside sentences,
-``CharVocab.cased_words``, likewise). Nothing in it names code to import.
+``CharVocab.cased_words``, likewise), and ``sentences`` where a word-level sentence model was
+trained for it (:mod:`biaffine.segmenting.sentences`: its config, with the frozen transformer's
+folder and sha256, and its weights). Nothing in it names code to import.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -23,6 +25,9 @@ from biaffine.files import atomic_open
 from biaffine.segmenting.features import CharVocab
 from biaffine.segmenting.model import SegmenterModel
 from rawtext.mwt import MwtExpander
+
+if TYPE_CHECKING:
+    from biaffine.segmenting.sentences import SentenceModel
 
 __all__ = ["FORMAT", "KIND", "SegmenterCheckpointError", "Stored", "load", "save"]
 
@@ -43,6 +48,7 @@ class Stored:
     vocab: CharVocab
     treebank: str
     mwt: MwtExpander | None
+    sentences: SentenceModel | None = None
 
 
 def save(
@@ -52,6 +58,7 @@ def save(
     *,
     treebank: str,
     mwt: MwtExpander | None = None,
+    sentences: SentenceModel | None = None,
 ) -> None:
     """Write a segmenter checkpoint atomically (a crash leaves the old file or the new one)."""
     payload = {
@@ -67,6 +74,9 @@ def save(
         payload["spaced_words"] = vocab.spaced_words
     if vocab.cased is not None:
         payload["cased_words"] = vocab.cased_words
+    if sentences is not None:
+        weights = {k: v.detach().cpu().clone() for k, v in sentences.state_dict().items()}
+        payload["sentences"] = {"config": sentences.config(), "weights": weights}
     with atomic_open(path, "wb") as handle:
         torch.save(payload, handle)
 
@@ -99,10 +109,27 @@ def load(path: str | os.PathLike[str]) -> Stored:
             )
         model.load_state_dict(payload["weights"])
         mwt = None if payload["mwt"] is None else MwtExpander.from_data(payload["mwt"])
+        sentences = _sentences(payload.get("sentences"))
+    except ImportError as error:
+        raise SegmenterCheckpointError(
+            f"{path}: its sentence model reads a transformer, which needs the optional extra "
+            f"(pip install 'rootparse[transformer]'): {error}"
+        ) from None
     except (TypeError, ValueError, RuntimeError, AttributeError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise SegmenterCheckpointError(f"{path}: invalid segmenter checkpoint ({first})") from None
-    return Stored(model.eval(), vocab, str(payload["treebank"]), mwt)
+    return Stored(model.eval(), vocab, str(payload["treebank"]), mwt, sentences)
+
+
+def _sentences(stored: dict[str, Any] | None) -> SentenceModel | None:
+    """The sentence model a checkpoint's ``sentences`` entry holds (None without one)."""
+    if stored is None:
+        return None
+    from biaffine.segmenting.sentences import SentenceModel  # loads a transformer when used
+
+    model = SentenceModel.from_config(stored["config"])
+    model.load_state_dict(stored["weights"])
+    return model.eval()
 
 
 def _check(payload: Any, path: Path) -> None:

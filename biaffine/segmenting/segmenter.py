@@ -9,7 +9,7 @@ import numpy.typing as npt
 
 from biaffine.runtime import one_thread
 from biaffine.segmenting import checkpoint
-from biaffine.segmenting.windows import DEFAULT_CONTEXT, DEFAULT_WINDOW, classify
+from biaffine.segmenting.windows import DEFAULT_CONTEXT, DEFAULT_WINDOW, log_probs
 from rawtext.document import Document
 from rawtext.mwt import segment_with
 
@@ -37,6 +37,7 @@ class Segmenter:
         self.vocab = stored.vocab
         self.treebank = stored.treebank
         self.mwt = stored.mwt
+        self.sentences = stored.sentences
         self.window, self.context = window, context
 
     @classmethod
@@ -53,10 +54,18 @@ class Segmenter:
 
         On one CPU thread whatever torch's count: the network's matrices are too small to
         share (EWT test on the 2-core AMD EPYC: 361,000 characters/s on one thread, 152,000
-        on two, ``python -m benchmarks.segmenter_speed``).
+        on two, ``python -m benchmarks.segmenter_speed``). A sentence model, where the
+        checkpoint has one, then chooses the sentence ends inside paragraphs again from the
+        words (:mod:`biaffine.segmenting.sentences`), on torch's threads.
         """
         with one_thread():
-            return classify(self.model, self.vocab, text, window=self.window, context=self.context)
+            scores = log_probs(
+                self.model, self.vocab, text, window=self.window, context=self.context
+            )
+            classes = self.model.decide(scores).cpu().numpy()
+        if self.sentences is None:
+            return classes
+        return self.sentences.resplit(text, classes, scores)
 
     def segment(self, text: str) -> Document:
         """``text`` as documents' paragraphs, sentences, tokens and words (``rawtext.segment``).

@@ -56,6 +56,7 @@ __all__ = [
     "load_documents",
     "spaced_tokens",
     "train",
+    "write_metrics",
 ]
 
 log = logging.getLogger(__name__)
@@ -285,7 +286,7 @@ def train(
         dev = evaluate(judged, vocab, data.dev).as_dict()
         line = {"epoch": epoch, "loss": float(np.mean(losses)) if losses else None, "dev": dev}
         history.append(line | {"minutes": (time.monotonic() - started) / 60})
-        _write_metrics(run_dir / METRICS, history)
+        write_metrics(run_dir / METRICS, history)
         log.info("epoch %d: loss %s, dev tokens F1 %.2f, sentences F1 %.2f",
                  epoch, line["loss"], dev["tokens_f1"], dev["sentences_f1"])  # fmt: skip
         if sum(dev.values()) > best:
@@ -309,7 +310,7 @@ def train(
         {"best_epoch": best_epoch, "sentence_bias": bias, "dev": best_dev, "test": test}
         | {"stop": stop_reason}
     )
-    _write_metrics(run_dir / METRICS, history)
+    write_metrics(run_dir / METRICS, history)
     log.info(
         "best epoch %d (dev %s); test %s; stopped: %s", best_epoch, best_dev, test, stop_reason
     )
@@ -366,7 +367,8 @@ def _targets(batch: list[tuple[int, int]], labels: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(targets)
 
 
-def _write_metrics(path: Path, lines: list[dict[str, Any]]) -> None:
+def write_metrics(path: Path, lines: list[dict[str, Any]]) -> None:
+    """Write ``lines`` as JSON lines, atomically (a reader never sees half a file)."""
     with atomic_open(path, "w", encoding="utf-8") as out:
         out.writelines(json.dumps(line) + "\n" for line in lines)
 

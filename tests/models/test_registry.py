@@ -233,6 +233,24 @@ def test_each_recipe_composes_the_configuration_its_run_had(name: str) -> None:
         assert train_config(run["recipe"]) == train_config(run["command"])
 
 
+def sentences_config(command: str) -> dict:
+    overrides = command.split()[2:]  # python train_sentences.py ...
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return OmegaConf.to_container(compose("sentences", overrides=overrides))
+
+
+def sentence_models() -> list[str]:
+    """The shipped models whose segmenter has a sentence model (train_sentences.py)."""
+    return [n for n in SHIPPED if "sentences" in installed.find(n).card["training"]["segmenter"]]
+
+
+@pytest.mark.parametrize("name", sentence_models())
+def test_a_sentence_models_recipe_composes_the_configuration_its_run_had(name: str) -> None:
+    sentences = installed.find(name).card["training"]["segmenter"]["sentences"]
+    assert sentences["recipe"].startswith("python train_sentences.py ")
+    assert sentences_config(sentences["recipe"]) == sentences_config(sentences["command"])
+
+
 def test_the_readmes_table_shows_what_each_card_says() -> None:
     rows = re.findall(r"^\| `(\w+)`[^|]*\|([^\n]*)$", (ROOT / "README.md").read_text(), re.M)
     shown = {name: [cell.strip() for cell in cells.split("|")] for name, cells in rows}

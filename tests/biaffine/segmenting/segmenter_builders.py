@@ -19,6 +19,12 @@ TEXT = (
 ) * 3
 
 
+def head(source: Path, target: Path, sentences: int) -> None:
+    """Write the first ``sentences`` sentences of a CoNLL-U file to ``target``."""
+    blocks = source.read_text(encoding="utf-8").split("\n\n")[:sentences]
+    target.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
+
+
 def small_vocab() -> CharVocab:
     """The characters of the start of TEXT: the rest holds unknown ones."""
     return CharVocab.build([TEXT[:150]], min_count=1)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from segmenter_builders import head
 
 from biaffine.segmenting import Segmenter, score_spans
 from biaffine.segmenting.features import FEATURES, SpacedWords
@@ -30,12 +31,6 @@ from rawtext.labels import SENTENCE_END, TOKEN_END, LabelledText
 
 ROOT = Path(__file__).parents[3]
 TINY_MODEL = {"embed_dim": 16, "channels": 24, "dilations": [1, 2, 4], "rnn_hidden": 24}
-
-
-def head(source: Path, target: Path, sentences: int) -> None:
-    """The first ``sentences`` sentences of a CoNLL-U file."""
-    blocks = source.read_text(encoding="utf-8").split("\n\n")[:sentences]
-    target.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
 
 
 def whitespace_baseline(text: str) -> np.ndarray:

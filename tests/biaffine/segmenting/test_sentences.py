@@ -1,0 +1,227 @@
+"""The word-level sentence model: flags, decisions, relabelling, checkpoints and a tiny run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from builders import biaffine_parser, sized_vocabs
+from segmenter_builders import head, random_model, small_vocab
+
+from biaffine.export import export
+from biaffine.segmenting import (
+    Segmenter,
+    SegmenterCheckpointError,
+    SpanScores,
+    checkpoint,
+    score_spans,
+    segment_spans,
+)
+from biaffine.segmenting.sentence_training import METRICS, SentenceSettings, train
+from biaffine.segmenting.sentences import (
+    TOKEN_FLAGS,
+    SentenceModel,
+    paragraph_tokens,
+    sentence_odds,
+    token_flags,
+)
+from biaffine.segmenting.training import load_documents
+from biaffine.segmenting.windows import log_probs
+from rawtext.labels import (
+    MWT_END,
+    MWT_SENTENCE_END,
+    N_CLASSES,
+    NONE,
+    SENTENCE_END,
+    TOKEN_END,
+    labelled_documents,
+)
+
+# "Hi THERE , don't go" "Bye !" in one paragraph, "Next" in another; "don't" a multi-word token.
+TEXT = "Hi THERE, don't go\nBye!\n\nNext\n"
+
+
+def classes_of(text: str, ends: dict[int, int]) -> np.ndarray:
+    """uint8 classes: NONE but at the given character positions."""
+    classes = np.full(len(text), NONE, dtype=np.uint8)
+    for position, label in ends.items():
+        classes[position] = label
+    return classes
+
+
+# Last characters: Hi 1, THERE 7, "," 8, don't 14 (MWT), go 17, Bye 21, ! 22 (sentence) | Next 28
+CLASSES = classes_of(
+    TEXT,
+    {1: TOKEN_END, 7: TOKEN_END, 8: TOKEN_END, 14: MWT_END, 17: SENTENCE_END}
+    | {21: TOKEN_END, 22: SENTENCE_END, 28: SENTENCE_END},
+)
+
+
+def test_token_flags_read_the_surface_and_the_whitespace_after() -> None:
+    tokens = paragraph_tokens(TEXT, CLASSES)[0]
+    flags = token_flags(TEXT, tokens)
+    assert [t.form for t in tokens] == ["Hi", "THERE", ",", "don't", "go", "Bye", "!"]
+    table = {
+        t.form: dict(zip(TOKEN_FLAGS, row.tolist(), strict=True))
+        for t, row in zip(tokens, flags, strict=True)
+    }
+    assert table["Hi"] == dict.fromkeys(TOKEN_FLAGS, 0.0) | {"capitalized": 1.0}
+    assert table["THERE"]["all_capitals"] == 1.0
+    assert table["THERE"]["no_space_after"] == 1.0
+    assert table[","]["no_letter_or_digit"] == 1.0
+    assert table[","]["ends_in_clause_punct"] == 1.0
+    assert table["go"]["line_break_after"] == 1.0
+    assert table["go"]["capitalized"] == 0.0
+    assert table["Bye"]["no_space_after"] == 1.0
+    assert table["!"]["ends_in_final_punct"] == 1.0
+    assert table["!"]["line_break_after"] == 1.0
+    last = paragraph_tokens("end", classes_of("end", {2: SENTENCE_END}))[0]
+    assert token_flags("end", last)[0, TOKEN_FLAGS.index("text_ends_after")] == 1.0
+
+
+def test_sentence_odds_are_the_end_classes_against_the_inside_ones() -> None:
+    tokens = paragraph_tokens(TEXT, CLASSES)[0]
+    probs = torch.full((len(TEXT), N_CLASSES), 0.1)
+    probs[17] = torch.tensor([0.0, 0.1, 0.3, 0.2, 0.4])  # "go": ends 0.7 against 0.3
+    odds = sentence_odds(probs.log(), tokens)
+    assert odds[4].item() == pytest.approx(np.log(0.7 / 0.3), abs=1e-6)
+    assert odds[0].item() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_relabel_moves_sentence_ends_only_and_keeps_multi_word_tokens() -> None:
+    paragraphs = [tokens for tokens in paragraph_tokens(TEXT, CLASSES) if len(tokens) > 1]
+    every = [torch.ones(len(tokens), dtype=torch.bool) for tokens in paragraphs]
+    relabelled = SentenceModel.relabel(CLASSES, paragraphs, every)
+    assert relabelled[14] == MWT_SENTENCE_END  # still a multi-word token
+    assert [relabelled[p] for p in (1, 7, 8, 17, 21)] == [SENTENCE_END] * 5
+    assert relabelled[22] == SENTENCE_END
+    assert relabelled[28] == SENTENCE_END
+    none = [torch.zeros(len(tokens), dtype=torch.bool) for tokens in paragraphs]
+    joined = SentenceModel.relabel(CLASSES, paragraphs, none)
+    assert joined[17] == TOKEN_END
+    assert joined[14] == MWT_END
+    assert joined[22] == SENTENCE_END  # a paragraph's last token ends its sentence anyway
+    for changed in (relabelled, joined):
+        assert segment_spans(TEXT, changed)[0] == segment_spans(TEXT, CLASSES)[0]
+    assert len(segment_spans(TEXT, joined)[1]) == 2
+    assert len(segment_spans(TEXT, relabelled)[1]) == 8
+
+
+@pytest.fixture
+def model(tiny_bert: Path) -> SentenceModel:
+    torch.manual_seed(0)
+    built = SentenceModel({"model": str(tiny_bert)}, hidden=6, odds_weight=0.25, bias=-0.5)
+    with torch.no_grad():
+        for parameter in built.parameters():
+            parameter.normal_()
+    return built.eval()
+
+
+def test_decide_adds_the_weighted_odds_and_the_bias(model: SentenceModel) -> None:
+    paragraphs = [paragraph_tokens(TEXT, CLASSES)[0]]
+    probs = torch.full((len(TEXT), N_CLASSES), 0.2).log()
+    probs[17] = torch.tensor([0.0, 0.1, 0.8, 0.05, 0.05]).log()  # "go": odds log(0.85/0.15)
+    logits = [torch.zeros(7)]
+    logits[0][0] = 0.51  # "Hi": 0.51 - 0.5 > 0
+    logits[0][1] = 0.49  # "THERE": below the bias
+    model.odds_weight, model.bias = 0.25, -0.5
+    ends = model.decide(logits, paragraphs, probs)[0].tolist()
+    go = 0.25 * np.log(0.85 / 0.15) - 0.5  # -0.066: not an end
+    assert go < 0
+    assert ends == [True, False, False, False, False, False, False]
+    model.odds_weight = 1.0
+    assert model.decide(logits, paragraphs, probs)[0].tolist()[4] is True
+
+
+def test_logits_of_a_paragraph_do_not_depend_on_its_batch(model: SentenceModel) -> None:
+    text = TEXT * 3
+    classes = np.concatenate([CLASSES] * 3)
+    paragraphs = paragraph_tokens(text, classes)
+    together = model.logits(text, paragraphs)
+    for paragraph, batched in zip(paragraphs, together, strict=True):
+        alone = model.logits(text, [paragraph])[0]
+        torch.testing.assert_close(alone, batched, atol=1e-5, rtol=1e-5)
+
+
+def test_a_checkpoint_with_a_sentence_model_segments_as_the_model_in_memory(
+    model: SentenceModel, tmp_path: Path
+) -> None:
+    vocab = small_vocab()
+    network = random_model(vocab, rnn_hidden=6)
+    path = tmp_path / "best.pt"
+    checkpoint.save(path, network, vocab, treebank="UD_X", sentences=model)
+    loaded = checkpoint.load(path)
+    assert loaded.sentences is not None
+    assert loaded.sentences.config() == model.config()
+    text = TEXT * 4
+    scores = log_probs(network, vocab, text)
+    expected = model.resplit(text, network.decide(scores).numpy(), scores)
+    np.testing.assert_array_equal(Segmenter(loaded).classes(text), expected)
+    assert checkpoint.load(path).sentences.odds_weight == 0.25
+    payload = torch.load(path, weights_only=True)
+    assert not any(key.startswith("words.model") for key in payload["sentences"]["weights"])
+
+
+def test_sentence_weights_that_do_not_fit_are_refused_in_one_line(
+    model: SentenceModel, tmp_path: Path
+) -> None:
+    vocab = small_vocab()
+    path = tmp_path / "best.pt"
+    checkpoint.save(
+        path, random_model(vocab, rnn_hidden=6), vocab, treebank="UD_X", sentences=model
+    )
+    payload = torch.load(path, weights_only=True)
+    payload["sentences"]["config"]["hidden"] = 7
+    torch.save(payload, path)
+    with pytest.raises(SegmenterCheckpointError) as caught:
+        checkpoint.load(path)
+    assert str(path) in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.ud
+def test_a_tiny_run_writes_a_segmenter_whose_sentences_score_as_reported(
+    ewt_dir: Path, tiny_bert: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "UD_Tiny"
+    folder.mkdir()
+    head(ewt_dir / "en_ewt-ud-train.conllu", folder / "train.conllu", 120)
+    head(ewt_dir / "en_ewt-ud-dev.conllu", folder / "dev.conllu", 60)
+    config = {"root": str(tmp_path), "treebank": "UD_Tiny", "download": False, "base_url": ""}
+    config |= {"train": "train.conllu", "dev": "dev.conllu", "test": "dev.conllu"}
+    config |= {"discover": False, "dev_fraction": 0.1, "split_seed": 1}
+    data = load_documents(config)
+    vocab = small_vocab()
+    base = tmp_path / "segmenter.pt"
+    checkpoint.save(base, random_model(vocab, rnn_hidden=6), vocab, treebank="UD_Tiny")
+    run = tmp_path / "run"
+    run.mkdir()
+    settings = SentenceSettings(max_epochs=2, threads=1)
+    model = {"transformer": {"model": str(tiny_bert)}, "hidden": 8}
+    result = train(data, base, model, settings, run)
+    lines = [json.loads(line) for line in (run / METRICS).read_text().splitlines()]
+    assert [line["epoch"] for line in lines[1:-1]] == [1, 2]
+    assert lines[-1] == result
+    assert result["test"] == result["dev"]
+    segmenter = Segmenter.load(run / "best.pt")
+    assert segmenter.sentences is not None
+    total = SpanScores()
+    for document in labelled_documents(folder / "dev.conllu"):
+        total += score_spans(document.text, document.labels, segmenter.classes(document.text))
+    assert result["dev"] == total.as_dict()  # what a user of best.pt gets
+
+
+def test_the_onnx_export_refuses_a_segmenter_with_a_sentence_model(
+    model: SentenceModel, tmp_path: Path
+) -> None:
+    vocab = small_vocab()
+    path = tmp_path / "best.pt"
+    network = random_model(vocab, rnn_hidden=6)
+    checkpoint.save(path, network, vocab, treebank="UD_X", sentences=model)
+    parser = biaffine_parser(sized_vocabs(words=20, chars=10, upos=6, rels=6)).eval()
+    with pytest.raises(ValueError, match="sentence model reads a transformer"):
+        export(parser, tmp_path / "out", about={}, segmenter=checkpoint.load(path))
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,40 @@
+"""Train a word-level sentence model on top of a trained segmenter (sentence ends from the words).
+
+Example: ``python train_sentences.py segmenter=models/en_ewt/segmenter.pt data=ud_english_ewt``
+writes ``best.pt``: the segmenter with the sentence model added (``biaffine.segmenting.sentences``).
+"""
+
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from biaffine.cli import refuse_missing, report_user_errors
+from biaffine.runtime import check_threads
+from biaffine.segmenting import sentence_training, training
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="sentences")
+def main(cfg: DictConfig) -> float:
+    """Train into Hydra's run directory; returns the best dev Sentences F1.
+
+    A user error prints one line on stderr and exits with status 2 (see :mod:`biaffine.cli`).
+    """
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    return report_user_errors(lambda: _train(cfg, run_dir))
+
+
+def _train(cfg: DictConfig, run_dir: Path) -> float:
+    refuse_missing(OmegaConf.missing_keys(cfg))
+    settings = sentence_training.SentenceSettings.from_mapping(OmegaConf.to_container(cfg.trainer))
+    check_threads(settings.threads, "trainer.threads")
+    data = training.load_documents(OmegaConf.to_container(cfg.data, resolve=True))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    model = OmegaConf.to_container(cfg.model)
+    result = sentence_training.train(data, cfg.segmenter, model, settings, run_dir)
+    return result["dev"]["sentences_f1"]
+
+
+if __name__ == "__main__":
+    main()
