@@ -88,7 +88,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "treebank": treebank_facts(treebank),
         "files": {"parser": PARSER, "segmenter": SEGMENTER},
         "size_bytes": size_bytes(folder, (PARSER, SEGMENTER)),
-        "weights": _WEIGHTS[args.stored_as] if not args.keep_parser else kept["weights"],
+        "weights": _weights(args, kept),
         "requires": args.requires,
         "training": training,
         "evaluation": {"test_file": gold.name, "threads": THREADS, "metric": "CoNLL 2018 F1"},
@@ -101,6 +101,16 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     with atomic_open(folder / CARD, "w", encoding="utf-8") as out:
         out.write(write_json(card))
     return card
+
+
+def _weights(args: argparse.Namespace, kept: dict[str, Any] | None) -> str:
+    """The card's ``weights``: how the parser is stored, and the sentence model where shipped."""
+    weights = kept["weights"] if args.keep_parser else _WEIGHTS[args.stored_as]
+    weights = weights.removesuffix(_SENTENCE_WEIGHTS)
+    return weights + (_SENTENCE_WEIGHTS if args.sentences else "")
+
+
+_SENTENCE_WEIGHTS = ", its sentence model float16 (computed in float32)"
 
 
 def size_bytes(folder: Path, files: Iterable[str]) -> int:

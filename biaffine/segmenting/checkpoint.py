@@ -9,7 +9,8 @@ with whitespace inside, ``CharVocab.spaced_words``; checkpoints written before i
 and read none) and ``cased_words`` (how the training words were cased inside sentences,
 ``CharVocab.cased_words``, likewise), and ``sentences`` where a word-level sentence model was
 trained for it (:mod:`biaffine.segmenting.sentences`: its config, with the frozen transformer's
-folder and sha256, and its weights). Nothing in it names code to import.
+folder and sha256, and its weights as float16, computed in float32). Nothing in it names code to
+import.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def save(
     if vocab.cased is not None:
         payload["cased_words"] = vocab.cased_words
     if sentences is not None:
-        weights = {k: v.detach().cpu().clone() for k, v in sentences.state_dict().items()}
+        # float16 halves the file (EWT's: 0.6 MB against 1.3); it loads into float32 weights.
+        weights = {k: v.detach().cpu().half() for k, v in sentences.state_dict().items()}
         payload["sentences"] = {"config": sentences.config(), "weights": weights}
     with atomic_open(path, "wb") as handle:
         torch.save(payload, handle)

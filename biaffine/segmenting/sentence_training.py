@@ -33,7 +33,16 @@ from biaffine.segmenting.windows import log_probs
 from rawtext.document import Token
 from rawtext.labels import LabelledText, is_sentence_end_class
 
-__all__ = ["BEST", "BIASES", "METRICS", "ODDS_WEIGHTS", "SentenceSettings", "train"]
+__all__ = [
+    "BEST",
+    "BIASES",
+    "MARGINS",
+    "METRICS",
+    "ODDS_WEIGHTS",
+    "SentenceSettings",
+    "choose_margin",
+    "train",
+]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +52,8 @@ ODDS_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 """Weights of the segmenter's sentence-end log-odds tried on dev (0: the words alone)."""
 BIASES = (-1.0, -0.5, 0.0, 0.5, 1.0, 1.5)
 """Biases of the combined logit tried on dev."""
+MARGINS = (2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
+"""Margins tried on dev after training (:attr:`SentenceModel.margin`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +173,10 @@ def train(
             stop = "patience"
             break
     final = checkpoint.load(run_dir / BEST)
+    final.sentences.margin = choose_margin(final.sentences, dev)
+    _save(run_dir / BEST, stored, final.sentences)
     result: dict[str, Any] = {"best_epoch": best_epoch, "stop": stop}
+    result["margin"] = final.sentences.margin
     result["dev"] = _score(dev, final.sentences).as_dict()
     if data.test:
         test = [_system(stored, document) for document in data.test]
@@ -172,6 +186,41 @@ def train(
     write_metrics(run_dir / METRICS, history)
     log.info("best epoch %d: %s; stopped: %s", best_epoch, result, stop)
     return result
+
+
+def choose_margin(model: SentenceModel, documents: Sequence[_System]) -> float | None:
+    """The margin to read paragraphs within, chosen on dev; None: every paragraph is read.
+
+    The smallest of :data:`MARGINS` with which no dev decision changes, and for text unlike dev
+    the next one up (None where the largest two are needed). The words are read once.
+    """
+    kept, model.margin = model.margin, None
+    read = [(d, model.logits(d.document.text, d.paragraphs)) for d in documents]
+    full = [model.decide(logits, d.paragraphs, d.log_probs) for d, logits in read]
+    unchanged = []
+    for candidate in MARGINS:
+        model.margin = candidate
+        gated = [
+            model.decide(_gated(model, d, logits), d.paragraphs, d.log_probs) for d, logits in read
+        ]
+        unchanged.append(
+            all(
+                torch.equal(a[:-1], b[:-1])
+                for document_gated, document_full in zip(gated, full, strict=True)
+                for a, b in zip(document_gated, document_full, strict=True)
+            )
+        )
+    model.margin = kept
+    first = next((k for k, same in enumerate(unchanged) if same), len(MARGINS))
+    return MARGINS[first + 1] if first + 1 < len(MARGINS) else None
+
+
+def _gated(model: SentenceModel, d: _System, logits: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The logits :meth:`SentenceModel.read_logits` would give: zeros where nothing is read."""
+    return [
+        z if model.needs_reading(d.log_probs, tokens) else torch.zeros_like(z)
+        for z, tokens in zip(logits, d.paragraphs, strict=True)
+    ]
 
 
 def _rest(model_config: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from biaffine.segmenting import (
     score_spans,
     segment_spans,
 )
-from biaffine.segmenting.sentence_training import METRICS, SentenceSettings, train
+from biaffine.segmenting.sentence_training import MARGINS, METRICS, SentenceSettings, train
 from biaffine.segmenting.sentences import (
     TOKEN_FLAGS,
     SentenceModel,
@@ -156,6 +156,9 @@ def test_a_checkpoint_with_a_sentence_model_segments_as_the_model_in_memory(
     loaded = checkpoint.load(path)
     assert loaded.sentences is not None
     assert loaded.sentences.config() == model.config()
+    with torch.no_grad():  # the checkpoint stores the sentence model's weights as float16
+        for parameter in model.parameters():
+            parameter.copy_(parameter.half().float())
     text = TEXT * 4
     scores = log_probs(network, vocab, text)
     expected = model.resplit(text, network.decide(scores).numpy(), scores)
@@ -163,6 +166,7 @@ def test_a_checkpoint_with_a_sentence_model_segments_as_the_model_in_memory(
     assert checkpoint.load(path).sentences.odds_weight == 0.25
     payload = torch.load(path, weights_only=True)
     assert not any(key.startswith("words.model") for key in payload["sentences"]["weights"])
+    assert {w.dtype for w in payload["sentences"]["weights"].values()} == {torch.float16}
 
 
 def test_sentence_weights_that_do_not_fit_are_refused_in_one_line(
@@ -208,6 +212,8 @@ def test_a_tiny_run_writes_a_segmenter_whose_sentences_score_as_reported(
     assert result["test"] == result["dev"]
     segmenter = Segmenter.load(run / "best.pt")
     assert segmenter.sentences is not None
+    assert result["margin"] in (*MARGINS, None)
+    assert segmenter.sentences.margin == result["margin"]
     total = SpanScores()
     for document in labelled_documents(folder / "dev.conllu"):
         total += score_spans(document.text, document.labels, segmenter.classes(document.text))
@@ -225,3 +231,28 @@ def test_the_onnx_export_refuses_a_segmenter_with_a_sentence_model(
     with pytest.raises(ValueError, match="sentence model reads a transformer"):
         export(parser, tmp_path / "out", about={}, segmenter=checkpoint.load(path))
     assert not (tmp_path / "out").exists()
+
+
+def test_a_margin_reads_only_the_paragraphs_where_the_segmenter_is_unsure(
+    model: SentenceModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = TEXT * 2
+    classes = np.concatenate([CLASSES] * 2)
+    paragraphs = [p for p in paragraph_tokens(text, classes) if len(p) > 1]  # two alike
+    probs = torch.full((len(text), N_CLASSES), 1e-4)
+    probs[:, TOKEN_END] = 1.0  # sure: no sentence end anywhere (log-odds -9.2)...
+    unsure = paragraphs[1][2].end - 1  # ... but at "," of the second paragraph (log-odds 0)
+    probs[unsure, TOKEN_END] = probs[unsure, SENTENCE_END] = 0.5
+    log_probs = probs.log()
+    model.odds_weight, model.bias, model.margin = 1.0, 0.0, 3.0
+    assert not model.needs_reading(log_probs, paragraphs[0])
+    assert model.needs_reading(log_probs, paragraphs[1])
+    read: list[list[str]] = []
+    logits = model.logits
+    monkeypatch.setattr(model, "logits", lambda t, ps: read.extend(ps) or logits(t, ps))
+    gated = model.read_logits(text, paragraphs, log_probs)
+    assert read == [paragraphs[1]]
+    assert torch.equal(gated[0], torch.zeros(len(paragraphs[0])))
+    torch.testing.assert_close(gated[1], logits(text, [paragraphs[1]])[0])
+    model.margin = None
+    assert model.needs_reading(log_probs, paragraphs[0])
