@@ -36,7 +36,14 @@ from rawtext.document import Token
 from rawtext.labels import MWT_END, MWT_SENTENCE_END, SENTENCE_END, TOKEN_END, end_class
 from rawtext.segment import segment
 
-__all__ = ["TOKEN_FLAGS", "SentenceModel", "paragraph_tokens", "sentence_odds", "token_flags"]
+__all__ = [
+    "TOKEN_FLAGS",
+    "SentenceModel",
+    "padded_flags",
+    "paragraph_tokens",
+    "sentence_odds",
+    "token_flags",
+]
 
 TOKEN_FLAGS = (
     "capitalized",

@@ -163,6 +163,8 @@ def test_a_checkpoint_with_a_sentence_model_segments_as_the_model_in_memory(
     scores = log_probs(network, vocab, text)
     expected = model.resplit(text, network.decide(scores).numpy(), scores)
     np.testing.assert_array_equal(Segmenter(loaded).classes(text), expected)
+    for empty in ("", " \n\n\t"):  # nothing to read: no paragraph reaches the transformer
+        assert not Segmenter(loaded).segment(empty).paragraphs
     assert checkpoint.load(path).sentences.odds_weight == 0.25
     payload = torch.load(path, weights_only=True)
     assert not any(key.startswith("words.model") for key in payload["sentences"]["weights"])
