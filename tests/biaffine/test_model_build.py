@@ -8,10 +8,20 @@ from pathlib import Path
 
 import pytest
 from builders import TINY_PARSER, biaffine_parser, save_model, sized_vocabs
+from segmenting.segmenter_builders import random_model, small_vocab
 
 from biaffine.installed import CARD
-from biaffine.models.build import PARSER, SEGMENTER, _kept_card, _training, main
+from biaffine.models.build import (
+    PARSER,
+    SEGMENTER,
+    _check_same_segmenter,
+    _kept_card,
+    _training,
+    main,
+)
 from biaffine.models.card import _branch_lines, _member_lines
+from biaffine.segmenting import checkpoint
+from biaffine.segmenting.sentences import SentenceModel
 from biaffine.training.average import average_checkpoints
 from biaffine.training.ensemble import ensemble_checkpoints
 
@@ -32,7 +42,7 @@ def parser_run(root: Path) -> Path:
 
 def arguments(parser: Path, **options: object) -> argparse.Namespace:
     defaults = {"name": "en_ewt", "segmenter": None, "keep_segmenter": False, "keep_parser": False}
-    defaults["member_recipe"] = []
+    defaults |= {"member_recipe": [], "sentences": None}
     return argparse.Namespace(parser=str(parser), machine="a CPU", note=None, **defaults | options)
 
 
@@ -167,6 +177,10 @@ def test_a_kept_parser_keeps_the_facts_of_the_card_it_had(tmp_path: Path) -> Non
             ["--keep-parser", "--keep-segmenter"],
             "--keep-parser with --keep-segmenter packages nothing new",
         ),
+        (
+            ["--keep-parser", "--segmenter", "s.pt", "--sentences", "r.pt"],
+            "--sentences adds a sentence model to the model's segmenter: give --keep-segmenter",
+        ),
     ],
 )
 def test_keeping_what_is_not_there_or_everything_is_one_line_and_status_2(
@@ -279,3 +293,35 @@ def test_an_ensemble_member_without_facts_is_refused(tmp_path: Path) -> None:
     args = arguments(joined, keep_segmenter=False, segmenter="s.pt", stored_as="int8")
     with pytest.raises(ValueError, match="neither in a training run folder nor a shipped model"):
         _training(args, tmp_path)
+
+
+def saved_segmenter(path: Path, seed: int, sentences: object = None) -> Path:
+    """A tiny segmenter checkpoint (random weights from ``seed``), with ``sentences`` if given."""
+    vocab = small_vocab()
+    network = random_model(vocab, rnn_hidden=6, seed=seed)
+    checkpoint.save(path, network, vocab, treebank="UD_X", sentences=sentences)
+    return path
+
+
+def test_a_sentence_model_on_the_kept_segmenter_adds_its_runs_facts(
+    tmp_path: Path, tiny_bert: Path
+) -> None:
+    folder = tmp_path / "en_ewt"
+    folder.mkdir()
+    saved_segmenter(folder / SEGMENTER, seed=0)
+    (folder / CARD).write_text(json.dumps({"training": {"segmenter": SEGMENTER_FACTS}}))
+    run = hydra_run(tmp_path / "sentences", ["segmenter=seg.pt", "trainer.threads=2"], 17, [1])
+    (run / "metrics.jsonl").write_text(json.dumps({"best_epoch": 11, "stop": "max_epochs"}) + "\n")
+    model = SentenceModel({"model": str(tiny_bert)}, hidden=4)
+    saved_segmenter(run / "best.pt", seed=0, sentences=model)
+    args = arguments(parser_run(tmp_path), keep_segmenter=True, sentences=str(run / "best.pt"))
+    training = _training(args, folder, _kept_card(args, folder))
+    command = "python train_sentences.py segmenter=seg.pt trainer.threads=2"
+    sentences = {"recipe": command, "command": command, "minutes": 17.0, "epochs": 11}
+    assert training["segmenter"] == SEGMENTER_FACTS | {"sentences": sentences}
+    _check_same_segmenter(folder / SEGMENTER, str(run / "best.pt"))
+    other = saved_segmenter(tmp_path / "other.pt", seed=1, sentences=model)
+    with pytest.raises(ValueError, match="trained on another segmenter than"):
+        _check_same_segmenter(folder / SEGMENTER, str(other))
+    with pytest.raises(ValueError, match="holds no sentence model"):
+        _check_same_segmenter(folder / SEGMENTER, str(folder / SEGMENTER))
