@@ -314,6 +314,8 @@ def _section(card: Mapping[str, Any]) -> list[str]:
                 f"{as_run}{':' if minutes == '' else '.'}"
             )
             lines += _branch_lines(run)
+            if "sentences" in run:
+                lines.append(_sentence_line(run["sentences"]))
     if card["requires"]:
         needs = " ".join(f"'{r}'" for r in card["requires"])
         lines.append(f"- Needs beyond the base install: `pip install {needs}`.")
@@ -327,6 +329,16 @@ def _section(card: Mapping[str, Any]) -> list[str]:
     )
     lines += ["", "Known limits:", "", *(f"- {limit}" for limit in card["limits"])]
     return lines
+
+
+def _sentence_line(run: Mapping[str, Any]) -> str:
+    """The line of a segmenter's sentence model (``train_sentences.py``) under the segmenter's."""
+    as_run = "" if run["command"] == run["recipe"] else f"; as run: `{run['command']}`"
+    return (
+        "  - its sentence model (sentence ends chosen again from a frozen transformer's reading "
+        f"of the words): `{run['recipe']}` ({run['minutes']} min, "
+        f"best epoch {run['epochs']}){as_run}."
+    )
 
 
 def _score_table(card: Mapping[str, Any]) -> list[str]:
