@@ -26,8 +26,8 @@ from torch import nn
 
 from biaffine.runtime import seed_everything, set_threads
 from biaffine.segmenting import checkpoint
-from biaffine.segmenting.sentences import SentenceModel, padded_flags, paragraph_tokens
-from biaffine.segmenting.spans import SpanCounts, SpanScores, segment_spans
+from biaffine.segmenting.sentences import SentenceModel, paragraph_tokens, token_flags
+from biaffine.segmenting.spans import SpanScores, count_spans, segment_spans
 from biaffine.segmenting.training import SegmenterData, write_metrics
 from biaffine.segmenting.windows import log_probs
 from rawtext.document import Token
@@ -105,12 +105,9 @@ class _System:
 
     def score(self, classes: np.ndarray) -> SpanScores:
         """Token and sentence span counts of ``classes`` (the gold spans found once)."""
-        tokens, sentences = (set(spans) for spans in segment_spans(self.document.text, classes))
+        tokens, sentences = segment_spans(self.document.text, classes)
         return SpanScores(
-            SpanCounts(len(tokens), len(self.gold_tokens), len(tokens & self.gold_tokens)),
-            SpanCounts(
-                len(sentences), len(self.gold_sentences), len(sentences & self.gold_sentences)
-            ),
+            count_spans(tokens, self.gold_tokens), count_spans(sentences, self.gold_sentences)
         )
 
 
@@ -137,7 +134,8 @@ def train(
     set_threads(settings.threads)
     seed_everything(settings.seed)
     stored = checkpoint.load(segmenter)
-    model = SentenceModel({**model_config["transformer"], "cache": True}, **_rest(model_config))
+    transformer = {**model_config["transformer"], "cache": True}  # states kept after epoch 1
+    model = SentenceModel.from_config({**model_config, "transformer": transformer})
     gold = [paragraph for d in data.train for paragraph in _gold_paragraphs(d)]
     dev = [_system(stored, document) for document in data.dev]
     pieces = _pieces([len(paragraph.forms) for paragraph in gold], settings.piece)
@@ -223,17 +221,13 @@ def _gated(model: SentenceModel, d: _System, logits: list[torch.Tensor]) -> list
     ]
 
 
-def _rest(model_config: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in model_config.items() if key != "transformer"}
-
-
 def _gold_paragraphs(document: LabelledText) -> list[_Gold]:
     """The paragraphs of more than one token, with each token's gold sentence end."""
     out = []
     for tokens in paragraph_tokens(document.text, document.labels):
         if len(tokens) > 1:
             ends = [is_sentence_end_class(int(document.labels[t.end - 1])) for t in tokens]
-            flags = padded_flags(document.text, [tokens])[0]
+            flags = torch.from_numpy(token_flags(document.text, tokens))
             out.append(_Gold([t.form for t in tokens], flags, torch.tensor(ends).float()))
     return out
 

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from rawtext.segment import segment
 
-__all__ = ["SpanCounts", "SpanScores", "score_spans", "segment_spans"]
+__all__ = ["SpanCounts", "SpanScores", "count_spans", "score_spans", "segment_spans"]
 
 Span = tuple[int, int]
 """Index of the first character of a token or sentence, and one past its last."""
@@ -89,10 +89,11 @@ def score_spans(
     gold_tokens, gold_sentences = segment_spans(text, gold)
     system_tokens, system_sentences = segment_spans(text, system)
     return SpanScores(
-        _counts(system_tokens, gold_tokens), _counts(system_sentences, gold_sentences)
+        count_spans(system_tokens, gold_tokens), count_spans(system_sentences, gold_sentences)
     )
 
 
-def _counts(system: Iterable[Span], gold: Iterable[Span]) -> SpanCounts:
+def count_spans(system: Iterable[Span], gold: Iterable[Span]) -> SpanCounts:
+    """How many spans each side holds, and how many both hold."""
     system, gold = set(system), set(gold)
     return SpanCounts(len(system), len(gold), len(system & gold))
