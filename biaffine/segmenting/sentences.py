@@ -1,20 +1,22 @@
-"""Sentence ends chosen again from the words: a BiLSTM over each paragraph's tokens.
+"""Sentence ends chosen again from the words: a BiLSTM over runs of a paragraph's tokens.
 
 The character segmenter finds tokens well (EWT test Tokens 99.36) but misses sentence ends that
 no character marks: a signature, a list of names, a line of a review with no full stop (EWT dev:
 113 missed and 47 false ends of 2,001). A reader of the words finds many of them. This model
-reads the tokens the segmenter found, one paragraph at a time, as a frozen transformer's states
-(MiniLM for English) beside a few flags of each token's surface (:data:`TOKEN_FLAGS`: casing and
-punctuation, which an uncased transformer does not see, and the whitespace after it), and gives
-each token a sentence-end logit. The segmenter's own sentence-end log-odds at the token's last
-character are added with a weight, and a bias, both chosen on dev after training
-(:mod:`biaffine.segmenting.sentence_training`).
+reads the tokens the segmenter found, a paragraph or a run of one at a time, as a frozen
+transformer's states (MiniLM for English) beside a few flags of each token's surface
+(:data:`TOKEN_FLAGS`: casing and punctuation, which an uncased transformer does not see, and the
+whitespace after it), and gives each token a sentence-end logit. The segmenter's own
+sentence-end log-odds at the token's last character are added with a weight, and a bias, both
+chosen on dev after training (:mod:`biaffine.segmenting.sentence_training`).
 
-The transformer is the costly part (EWT test: 9 s on 2 threads, as long as the parser's own
-MiniLM pass), and most paragraphs need no second reading: where the segmenter's weighted
-log-odds plus the bias are at least ``margin`` away from 0 at every token, the words are not read
-and the segmenter's score decides alone (the logit counted as 0). The trainer chooses the margin
-on dev (:func:`biaffine.segmenting.sentence_training.choose_margin`).
+The transformer is the costly part (EWT test: 9 s on 2 threads for every paragraph, as long as
+the parser's own MiniLM pass), and most tokens need no second reading: where the segmenter's
+weighted log-odds plus the bias are at least ``margin`` away from 0, the segmenter's score decides
+alone (the logit counted as 0). Only the tokens within the margin are read, each with ``context``
+tokens on either side (runs that overlap are read as one), or with its whole paragraph. The
+trainer chooses both on dev (:func:`biaffine.segmenting.sentence_training.choose_margin` and
+:func:`~biaffine.segmenting.sentence_training.choose_context`).
 
 Only sentence ends inside a paragraph are chosen here: a paragraph's last token ends its
 sentence anyway, and tokens and multi-word tokens stay as the segmenter found them.
@@ -31,7 +33,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from biaffine.nn.transformer import TransformerEmbedding
+from biaffine.nn.transformer import TransformerEmbedding, chunk_windows
 from rawtext.document import Token
 from rawtext.labels import MWT_END, MWT_SENTENCE_END, SENTENCE_END, TOKEN_END, end_class
 from rawtext.segment import segment
@@ -41,6 +43,7 @@ __all__ = [
     "SentenceModel",
     "padded_flags",
     "paragraph_tokens",
+    "reading_runs",
     "sentence_odds",
     "token_flags",
 ]
@@ -56,6 +59,9 @@ TOKEN_FLAGS = (
     "no_space_after",
 )
 """The flags of :func:`token_flags`, in column order."""
+
+BATCH_TOKENS = 4096
+"""Runs of tokens read together: their count times the longest one's length is at most this."""
 
 
 def token_flags(text: str, tokens: Sequence[Token]) -> npt.NDArray[np.float32]:
@@ -109,8 +115,10 @@ class SentenceModel(nn.Module):
         dropout: dropout rate on the states and the BiLSTM's input and output, in training.
         odds_weight: weight of the segmenter's sentence-end log-odds (chosen on dev).
         bias: added to every combined logit (chosen on dev).
-        margin: read only the paragraphs where some token's weighted log-odds plus bias is
-            nearer 0 than this; None reads every paragraph.
+        margin: the words decide only the tokens whose weighted log-odds plus bias is nearer
+            0 than this; None: every token but a paragraph's last.
+        context: tokens read on either side of a token the words decide; None: its whole
+            paragraph (as the model was trained).
     """
 
     def __init__(
@@ -122,6 +130,7 @@ class SentenceModel(nn.Module):
         odds_weight: float = 0.5,
         bias: float = 0.0,
         margin: float | None = None,
+        context: int | None = None,
     ) -> None:
         """Load the transformer and create the layers (fresh weights).
 
@@ -138,11 +147,13 @@ class SentenceModel(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.settings = {"hidden": hidden, "dropout": dropout}
         self.odds_weight, self.bias, self.margin = odds_weight, bias, margin
+        self.context = context
 
     def config(self) -> dict[str, Any]:
         """Plain data rebuilding this model (the transformer's with its weights' sha256)."""
         combined = {"odds_weight": self.odds_weight, "bias": self.bias, "margin": self.margin}
-        return {"transformer": self.words.config(), **self.settings, **combined}
+        reading = {"context": self.context}
+        return {"transformer": self.words.config(), **self.settings, **combined, **reading}
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> SentenceModel:
@@ -151,13 +162,13 @@ class SentenceModel(nn.Module):
         return cls(dict(config["transformer"]), **options)
 
     def forward(self, forms: Sequence[Sequence[str]], flags: torch.Tensor) -> torch.Tensor:
-        """Logits float[B, T] of B paragraphs' tokens (T the longest; padding is garbage).
+        """Logits float[B, T] of B runs of tokens (T the longest; padding is garbage).
 
         Args:
-            forms: B paragraphs of token forms, none empty.
+            forms: B runs of token forms (paragraphs or parts of them), none empty.
             flags: float[B, T, len(TOKEN_FLAGS)], :func:`token_flags` padded with zeros.
         """
-        lengths = torch.tensor([len(paragraph) for paragraph in forms])
+        lengths = torch.tensor([len(run) for run in forms])
         return self.read(self.features(forms, flags), lengths)
 
     def features(self, forms: Sequence[Sequence[str]], flags: torch.Tensor) -> torch.Tensor:
@@ -176,15 +187,20 @@ class SentenceModel(nn.Module):
         return self.out(self.dropout(h)).squeeze(-1)
 
     @torch.inference_mode()
-    def logits(self, text: str, paragraphs: Sequence[Sequence[Token]]) -> list[torch.Tensor]:
-        """float[n] sentence-end logits of each paragraph's n tokens (before the segmenter's)."""
+    def logits(self, text: str, runs: Sequence[Sequence[Token]]) -> list[torch.Tensor]:
+        """float[n] sentence-end logits of each run's n tokens (before the segmenter's).
+
+        Runs of like length are read together (:data:`BATCH_TOKENS`), so that short ones are not
+        padded to a long one's width.
+        """
         self.eval()
-        out: list[torch.Tensor] = []
-        for first in range(0, len(paragraphs), 16):
-            batch = paragraphs[first : first + 16]
-            forms = [[token.form for token in paragraph] for paragraph in batch]
+        out: list[torch.Tensor] = [torch.empty(0)] * len(runs)
+        for group in chunk_windows([len(run) for run in runs], BATCH_TOKENS):
+            batch = [runs[r] for r in group]
+            forms = [[token.form for token in run] for run in batch]
             scores = self(forms, padded_flags(text, batch))
-            out += [scores[b, : len(paragraph)] for b, paragraph in enumerate(batch)]
+            for b, r in enumerate(group):
+                out[r] = scores[b, : len(runs[r])]
         return out
 
     def resplit(
@@ -208,19 +224,34 @@ class SentenceModel(nn.Module):
     def read_logits(
         self, text: str, paragraphs: Sequence[Sequence[Token]], log_probs: torch.Tensor
     ) -> list[torch.Tensor]:
-        """:meth:`logits` of the paragraphs :meth:`needs_reading` picks, zeros for the others."""
-        read = [self.needs_reading(log_probs, tokens) for tokens in paragraphs]
-        found = iter(self.logits(text, [p for p, r in zip(paragraphs, read, strict=True) if r]))
-        return [
-            next(found) if r else torch.zeros(len(p)) for p, r in zip(paragraphs, read, strict=True)
-        ]
+        """float[n] per paragraph: :meth:`logits` at the tokens :meth:`unsure` picks, 0 elsewhere.
 
-    def needs_reading(self, log_probs: torch.Tensor, tokens: Sequence[Token]) -> bool:
-        """Whether a paragraph's words are read: some token but the last is within the margin."""
+        Each of those tokens is read within the run of :func:`reading_runs` that holds it.
+        """
+        picked = [self.unsure(log_probs, tokens) for tokens in paragraphs]
+        runs = [
+            (k, start, stop)
+            for k, chosen in enumerate(picked)
+            for start, stop in reading_runs(
+                chosen.nonzero().flatten().tolist(), len(chosen), self.context
+            )
+        ]
+        found = self.logits(text, [paragraphs[k][start:stop] for k, start, stop in runs])
+        out = [torch.zeros(len(tokens)) for tokens in paragraphs]
+        for (k, start, stop), z in zip(runs, found, strict=True):
+            chosen = picked[k][start:stop]
+            out[k][start:stop][chosen] = z[chosen]
+        return out
+
+    def unsure(self, log_probs: torch.Tensor, tokens: Sequence[Token]) -> torch.Tensor:
+        """bool[n]: the tokens the words decide, those but the last within the margin."""
+        chosen = torch.zeros(len(tokens), dtype=torch.bool)
         if self.margin is None:
-            return True
-        score = self.odds_weight * sentence_odds(log_probs, tokens[:-1]) + self.bias
-        return bool((score.abs() < self.margin).any())
+            chosen[:-1] = True
+        else:
+            score = self.odds_weight * sentence_odds(log_probs, tokens[:-1]) + self.bias
+            chosen[:-1] = score.abs() < self.margin
+        return chosen
 
     def decide(
         self,
@@ -255,6 +286,27 @@ class SentenceModel(nn.Module):
                 mwt = int(out[last]) in (MWT_END, MWT_SENTENCE_END)
                 out[last] = end_class(mwt=mwt, sentence_end=bool(end))
         return out
+
+
+def reading_runs(positions: Sequence[int], n: int, context: int | None) -> list[tuple[int, int]]:
+    """Runs ``(start, stop)`` of a paragraph's ``n`` tokens that hold the sorted ``positions``.
+
+    Each position is read with ``context`` tokens on either side where the paragraph has them;
+    runs that overlap or touch become one. ``context`` None: the whole paragraph, once, where
+    any position is given.
+    """
+    if not positions:
+        return []
+    if context is None:
+        return [(0, n)]
+    runs: list[tuple[int, int]] = []
+    for i in positions:
+        start, stop = max(0, i - context), min(n, i + context + 1)
+        if runs and start <= runs[-1][1]:
+            runs[-1] = (runs[-1][0], max(runs[-1][1], stop))
+        else:
+            runs.append((start, stop))
+    return runs
 
 
 def padded_flags(text: str, paragraphs: Sequence[Sequence[Token]]) -> torch.Tensor:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 from builders import biaffine_parser, sized_vocabs
+from hypothesis import given
+from hypothesis import strategies as st
 from segmenter_builders import head, random_model, small_vocab
 
 from biaffine.export import export
@@ -19,15 +23,25 @@ from biaffine.segmenting import (
     checkpoint,
     score_spans,
     segment_spans,
+    sentence_training,
 )
-from biaffine.segmenting.sentence_training import MARGINS, METRICS, SentenceSettings, train
+from biaffine.segmenting.sentence_training import (
+    CONTEXTS,
+    MARGINS,
+    METRICS,
+    SentenceSettings,
+    choose_context,
+    train,
+)
 from biaffine.segmenting.sentences import (
     TOKEN_FLAGS,
     SentenceModel,
     paragraph_tokens,
+    reading_runs,
     sentence_odds,
     token_flags,
 )
+from biaffine.segmenting.spans import SpanCounts
 from biaffine.segmenting.training import load_documents
 from biaffine.segmenting.windows import log_probs
 from rawtext.labels import (
@@ -216,6 +230,8 @@ def test_a_tiny_run_writes_a_segmenter_whose_sentences_score_as_reported(
     assert segmenter.sentences is not None
     assert result["margin"] in (*MARGINS, None)
     assert segmenter.sentences.margin == result["margin"]
+    assert result["context"] in (*CONTEXTS, None)
+    assert segmenter.sentences.context == result["context"]
     total = SpanScores()
     for document in labelled_documents(folder / "dev.conllu"):
         total += score_spans(document.text, document.labels, segmenter.classes(document.text))
@@ -235,7 +251,7 @@ def test_the_onnx_export_refuses_a_segmenter_with_a_sentence_model(
     assert not (tmp_path / "out").exists()
 
 
-def test_a_margin_reads_only_the_paragraphs_where_the_segmenter_is_unsure(
+def test_a_margin_reads_only_the_tokens_where_the_segmenter_is_unsure(
     model: SentenceModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = TEXT * 2
@@ -247,14 +263,57 @@ def test_a_margin_reads_only_the_paragraphs_where_the_segmenter_is_unsure(
     probs[unsure, TOKEN_END] = probs[unsure, SENTENCE_END] = 0.5
     log_probs = probs.log()
     model.odds_weight, model.bias, model.margin = 1.0, 0.0, 3.0
-    assert not model.needs_reading(log_probs, paragraphs[0])
-    assert model.needs_reading(log_probs, paragraphs[1])
+    assert not model.unsure(log_probs, paragraphs[0]).any()
+    picked = [False, False, True] + [False] * (len(paragraphs[1]) - 3)
+    assert model.unsure(log_probs, paragraphs[1]).tolist() == picked
     read: list[list[str]] = []
     logits = model.logits
-    monkeypatch.setattr(model, "logits", lambda t, ps: read.extend(ps) or logits(t, ps))
-    gated = model.read_logits(text, paragraphs, log_probs)
-    assert read == [paragraphs[1]]
-    assert torch.equal(gated[0], torch.zeros(len(paragraphs[0])))
-    torch.testing.assert_close(gated[1], logits(text, [paragraphs[1]])[0])
-    model.margin = None
-    assert model.needs_reading(log_probs, paragraphs[0])
+    monkeypatch.setattr(model, "logits", lambda t, runs: read.extend(runs) or logits(t, runs))
+    for context, run in ((None, paragraphs[1]), (1, paragraphs[1][1:4])):
+        read.clear()
+        model.context = context
+        gated = model.read_logits(text, paragraphs, log_probs)
+        assert read == [run]  # the first paragraph is not read
+        assert torch.equal(gated[0], torch.zeros(len(paragraphs[0])))
+        expected = torch.zeros(len(paragraphs[1]))
+        expected[2] = logits(text, [run])[0][2 - paragraphs[1].index(run[0])]
+        torch.testing.assert_close(gated[1], expected)
+    model.margin = None  # every token but the last
+    assert model.unsure(log_probs, paragraphs[0]).tolist() == [True] * 6 + [False]  # 7 tokens
+
+
+def test_reading_runs_hold_each_position_with_its_context_and_merge_what_touches() -> None:
+    assert reading_runs([], 10, 2) == []
+    assert reading_runs([4], 10, None) == [(0, 10)]
+    assert reading_runs([0, 9], 10, 2) == [(0, 3), (7, 10)]
+    assert reading_runs([2, 7], 10, 2) == [(0, 10)]  # (0, 5) and (5, 10) touch
+    assert reading_runs([2, 8], 12, 1) == [(1, 4), (7, 10)]
+
+
+@given(st.data(), st.integers(1, 40), st.integers(0, 6))
+def test_reading_runs_cover_exactly_the_positions_contexts(
+    data: st.DataObject, n: int, context: int
+) -> None:
+    positions = sorted(data.draw(st.sets(st.integers(0, n - 1))))
+    runs = reading_runs(positions, n, context)
+    covered = {j for i in positions for j in range(max(0, i - context), min(n, i + context + 1))}
+    assert {j for start, stop in runs for j in range(start, stop)} == covered
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(runs))  # apart, in order
+
+
+def test_the_context_chosen_is_the_smallest_within_the_tolerance(
+    model: SentenceModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    f1 = {None: 90.0, 8: 89.85, 16: 89.95, 32: 90.1, 64: 90.0}
+
+    def scored(m: SentenceModel, d: object, logits: object) -> SpanScores:
+        return SpanScores(sentences=SpanCounts(10_000, 10_000, round(f1[m.context] * 100)))
+
+    monkeypatch.setattr(sentence_training, "_scored", scored)
+    monkeypatch.setattr(model, "read_logits", lambda *args: [])
+    document = SimpleNamespace(document=SimpleNamespace(text=""), paragraphs=[], log_probs=None)
+    model.context = 4
+    assert choose_context(model, [document]) == 16
+    assert model.context == 4  # restored
+    f1.update({8: 80.0, 16: 80.0, 32: 80.0, 64: 80.0})
+    assert choose_context(model, [document]) is None
