@@ -24,6 +24,7 @@ from biaffine.segmenting import (
     score_spans,
     segment_spans,
     sentence_training,
+    sentences,
 )
 from biaffine.segmenting.sentence_training import (
     CONTEXTS,
@@ -158,6 +159,26 @@ def test_logits_of_a_paragraph_do_not_depend_on_its_batch(model: SentenceModel) 
     for paragraph, batched in zip(paragraphs, together, strict=True):
         alone = model.logits(text, [paragraph])[0]
         torch.testing.assert_close(alone, batched, atol=1e-5, rtol=1e-5)
+
+
+def test_runs_of_like_length_are_read_together_and_come_back_in_order(
+    model: SentenceModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = TEXT * 12
+    tokens = [t for p in paragraph_tokens(text, np.concatenate([CLASSES] * 12)) for t in p]
+    runs = [tokens[:60], tokens[:2], tokens[1:61], tokens[2:4]]
+    widths: list[list[int]] = []
+    forward = model.forward
+    monkeypatch.setattr(sentences, "BATCH_TOKENS", 120)
+    monkeypatch.setattr(
+        model,
+        "forward",
+        lambda forms, flags: widths.append(list(map(len, forms))) or forward(forms, flags),
+    )
+    together = model.logits(text, runs)
+    assert widths == [[2, 2], [60, 60]]  # not the short runs padded to 60
+    for run, batched in zip(runs, together, strict=True):
+        torch.testing.assert_close(model.logits(text, [run])[0], batched, atol=1e-5, rtol=1e-5)
 
 
 def test_a_checkpoint_with_a_sentence_model_segments_as_the_model_in_memory(
