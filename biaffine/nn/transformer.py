@@ -133,6 +133,7 @@ class TransformerEmbedding(nn.Module):
             model: folder with ``config.json``, the weights and the tokenizer files.
             pooling: one of :data:`POOLINGS`.
             layers: hidden-state indices to mix (0 = embeddings, -1 = last layer); None = all.
+                The model runs only up to the deepest of them.
             finetune: train the transformer too (otherwise frozen).
             root: one of :data:`ROOTS`.
             window: subwords per window, special tokens excluded; None = the model's maximum.
@@ -158,7 +159,7 @@ class TransformerEmbedding(nn.Module):
         if not (folder / "config.json").is_file():
             raise ValueError(f"transformer {model}: no config.json in that folder")
         self.sha256 = _checked_weights(folder, sha256, model)
-        tokenizer, network = _load(folder)
+        tokenizer, network, self.layers = _load(folder, layers)
         self.tokenizer = tokenizer
         self.pooling, self.finetune = pooling, finetune
         self._prefix = [tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else []
@@ -179,8 +180,6 @@ class TransformerEmbedding(nn.Module):
         else:
             # Kept outside the module tree: no parameters to train, nothing in state_dict.
             self._frozen = [network.eval().requires_grad_(False)]
-        n_states = network.config.num_hidden_layers + 1
-        self.layers = list(range(n_states)) if layers is None else [k % n_states for k in layers]
         self.mix = ScalarMix(len(self.layers))
         self.root_vector = (
             nn.Parameter(torch.zeros(network.config.hidden_size)) if root == "learned" else None
@@ -421,7 +420,14 @@ def _checked_weights(folder: Any, expected: str | None, name: str) -> str:
     return actual
 
 
-def _load(folder: Any) -> tuple[Any, nn.Module]:
+def _load(folder: Any, layers: Sequence[int] | None) -> tuple[Any, nn.Module, list[int]]:
+    """The tokenizer, the model and the indices of the states to mix (0 = embeddings).
+
+    The model is built only as deep as the deepest state ``layers`` names (negative ones count
+    from the full model's last layer; None = all): the states below need none of the layers
+    above them, and a frozen model's cost is its layers, so MiniLM-L6 mixing states 0 to 3
+    runs three of its six.
+    """
     try:
         import transformers  # optional extra: rootparse[transformer]
     except ModuleNotFoundError as error:
@@ -430,8 +436,20 @@ def _load(folder: Any) -> tuple[Any, nn.Module]:
             "'rootparse[transformer]'"
         ) from error
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    network = transformers.AutoModel.from_pretrained(folder, local_files_only=True)
-    return tokenizer, network
+    config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
+    n_states = config.num_hidden_layers + 1
+    states = list(range(n_states)) if layers is None else [k % n_states for k in layers]
+    config.num_hidden_layers = max(1, *states)  # with no layer, no states come out at all
+    # The weights of the layers left out are read and dropped; say nothing of them.
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    try:
+        network = transformers.AutoModel.from_pretrained(
+            folder, config=config, local_files_only=True
+        )
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+    return tokenizer, network, states
 
 
 class TransformerEncoder(nn.Module):

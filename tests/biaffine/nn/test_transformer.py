@@ -64,6 +64,20 @@ def test_layer_choice_and_learned_root(tiny_bert: Path) -> None:
     torch.testing.assert_close(out[0, 2], states[2])
 
 
+@pytest.mark.parametrize(("layers", "states"), [([0, 1], [0, 1]), ([-2], [1]), ([0], [0])])
+def test_a_mix_of_lower_states_runs_only_the_layers_below_them(
+    tiny_bert: Path, layers: list[int], states: list[int]
+) -> None:
+    embed = TransformerEmbedding(str(tiny_bert), layers=layers)
+    assert embed.layers == states
+    assert embed.network.config.num_hidden_layers == max(1, *states)  # of the model's 2
+    with torch.no_grad():
+        out = embed([WORDS], len(WORDS) + 1)
+    expected = reference_states(tiny_bert, IDS)[states].mean(0)
+    first = [0] + [pieces[0] + 1 for pieces in PIECES]  # [CLS], then each word's first piece
+    torch.testing.assert_close(out[0], expected[first])
+
+
 def brute_force_owner(j: int, starts: list[int], window: int) -> int:
     """The window holding j farthest from its edges (the later one on ties)."""
     inside = [k for k, s in enumerate(starts) if s <= j < s + window]
