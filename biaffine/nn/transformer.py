@@ -438,6 +438,12 @@ def _load(folder: Any, layers: Sequence[int] | None) -> tuple[Any, nn.Module, li
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
     config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
     n_states = config.num_hidden_layers + 1
+    if layers is not None and not all(-n_states <= k < n_states for k in layers):
+        raise ValueError(
+            f"transformer {folder.name}: layers {list(layers)} must be in [{-n_states}, "
+            f"{n_states - 1}]: the model has {n_states} states, the embeddings and "
+            f"{n_states - 1} layers"
+        )
     states = list(range(n_states)) if layers is None else [k % n_states for k in layers]
     config.num_hidden_layers = max(1, *states)  # with no layer, no states come out at all
     # The weights of the layers left out are read and dropped; say nothing of them.

@@ -233,3 +233,5 @@ def test_bad_options_are_named(tiny_bert: Path, tmp_path: Path) -> None:
         TransformerEmbedding(str(tiny_bert), pooling="max")
     with pytest.raises(ValueError, match=r"window=39 must be in \[1, 38\]"):
         TransformerEmbedding(str(tiny_bert), window=39)
+    with pytest.raises(ValueError, match=r"layers \[0, 3\] must be in \[-3, 2\]"):
+        TransformerEmbedding(str(tiny_bert), layers=[0, 3])  # state 3 once read state 0
