@@ -250,6 +250,31 @@ def compact(
     )
 
 
+def rewrite(
+    loaded: Checkpoint,
+    dest: str | os.PathLike[str],
+    *,
+    vocabs: Vocabs,
+    stored_as: str | None = None,
+) -> None:
+    """Write ``loaded`` to ``dest`` (atomically) with ``vocabs``, all else as it was.
+
+    Weights, config, metadata and training state are copied; ``stored_as`` as :func:`save`
+    takes it (a shipped model's int8 or float16 weights, widened on load, are compacted again to
+    the same bits).
+    """
+    save(
+        dest,
+        parser=loaded.parser,
+        model_config=loaded.model_config,
+        vocabs=vocabs,
+        state_dict=loaded.state_dict,
+        metadata=loaded.metadata,
+        training_state=loaded.training_state,
+        stored_as=stored_as,
+    )
+
+
 def _plain(value: Any, where: str) -> Any:
     """A copy made of dicts, lists, tuples, scalars and tensors (what weights_only accepts).
 

@@ -33,8 +33,9 @@ from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import Lexicon, build_lexicon
 
-TABLES = tuple(f.name for f in dataclasses.fields(Lexicon) if f.init)
-"""The lexicon's tables, by field name (``--only``)."""
+TABLES = tuple(f.name for f in dataclasses.fields(Lexicon) if f.init and f.name != "generator")
+"""The lexicon's tables, by field name (``--only``); the generator is trained, not counted
+(:mod:`biaffine.training.lemma_generator`)."""
 
 
 def add_lexicon(
@@ -61,16 +62,8 @@ def add_lexicon(
         lexicon = dataclasses.replace(
             loaded.vocabs.lexicon, **{table: getattr(lexicon, table) for table in only}
         )
-    checkpoint.save(
-        out,
-        parser=loaded.parser,
-        model_config=loaded.model_config,
-        vocabs=dataclasses.replace(loaded.vocabs, lexicon=lexicon),
-        state_dict=loaded.state_dict,
-        metadata=loaded.metadata,
-        training_state=loaded.training_state,
-        stored_as=stored_as,
-    )
+    vocabs = dataclasses.replace(loaded.vocabs, lexicon=lexicon)
+    checkpoint.rewrite(loaded, out, vocabs=vocabs, stored_as=stored_as)
     return len(lexicon)
 
 

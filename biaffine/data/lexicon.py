@@ -39,7 +39,13 @@ and from every training word with a UPOS:
   finds no training lemma for (Hungarian "-ban" cut, whatever the stem);
 - ``tag_sets``: every (UPOS, XPOS, FEATS) a training word had, the analyses the taggers choose
   among together (:func:`biaffine.inference.choices.joint_tags`): an English NNP is a PROPN,
-  and a NOUN has no ``VerbForm``.
+  and a NOUN has no ``VerbForm``;
+
+and, where one was trained for the model (:mod:`biaffine.training.lemma_generator`; not by
+:func:`build_lexicon`):
+
+- ``generator``: a character sequence-to-sequence model that writes the lemma of a word whose
+  form training lacks (:mod:`biaffine.data.lemma_generator`, :meth:`Lexicon.lacks`).
 
 Ties go to the value first in code-point order, so the lexicon does not depend on the order of
 the sentences. The lemma lookup order (:meth:`Lexicon.lemma`) and its threshold were chosen by
@@ -58,6 +64,7 @@ from typing import Any, TypeVar
 
 from biaffine.data.columns import ANALYSED
 from biaffine.data.conllu import Sentence
+from biaffine.data.lemma_generator import LemmaGenerator
 from biaffine.data.lemmas import (
     DROP,
     KEEP,
@@ -158,8 +165,10 @@ class Lexicon:
             written before it).
         lemma_suffixes: (ending, UPOS) -> lemma edit script (empty in lexicons written
             before it).
+        generator: the lemma writer for the forms training lacks, or None (none trained).
         known: every lemma of the lemma tables, lower-cased (derived from them): the words a
             script's output is checked against (:func:`biaffine.data.columns.strings`).
+        seen: every form of the lemma tables (derived from them), :meth:`lacks`'s test.
     """
 
     tagged: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -171,12 +180,20 @@ class Lexicon:
     tag_sets: frozenset[tuple[str, str, str]] = field(default_factory=frozenset)
     shapes: dict[str, str] = field(default_factory=dict)
     lemma_suffixes: dict[tuple[str, str], str] = field(default_factory=dict)
+    generator: LemmaGenerator | None = None
     known: frozenset[str] = field(init=False, repr=False, compare=False)
+    seen: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        """Gather :attr:`known`, the lemmas of the lemma tables lower-cased."""
+        """Gather :attr:`known`, the lemmas of the lemma tables lower-cased, and :attr:`seen`."""
         lemmas = {*self.tagged.values(), *self.forms.values(), *self.featured.values()}
         object.__setattr__(self, "known", frozenset(lemma.lower() for lemma in lemmas))
+        seen = {form for form, _ in self.tagged} | set(self.forms)
+        object.__setattr__(self, "seen", frozenset(seen))
+
+    def lacks(self, form: str) -> bool:
+        """Whether no training word with a lemma was written ``form`` (case counts)."""
+        return form not in self.seen
 
     def __len__(self) -> int:
         """Number of entries, every table counted."""
@@ -259,10 +276,10 @@ class Lexicon:
         "xpos": [[form, upos, xpos], ...], "feats": [[form, upos, feats], ...],
         "upos": [[form, upos], ...], "feats_suffixes": [[ending, upos, feats], ...],
         "featured": [[form, upos, feats, lemma], ...], "tag_sets": [[upos, xpos, feats], ...],
-        "shapes": [[shape, mask], ...], "lemma_suffixes": [[ending, upos, script], ...]}``,
-        without
-        the tables after ``forms`` where they are empty (as in lexicons written before them,
-        which thus read and write back the same data).
+        "shapes": [[shape, mask], ...], "lemma_suffixes": [[ending, upos, script], ...],
+        "generator": {...}}`` (:meth:`LemmaGenerator.to_dict`), without the tables after
+        ``forms`` where they are empty (as in lexicons written before them, which thus read and
+        write back the same data) and without the generator where there is none.
         """
         data = {
             "tagged": _triples(self.tagged),
@@ -284,6 +301,8 @@ class Lexicon:
             data["shapes"] = [[shape, mask] for shape, mask in sorted(self.shapes.items())]
         if self.lemma_suffixes:
             data["lemma_suffixes"] = _triples(self.lemma_suffixes)
+        if self.generator is not None:
+            data["generator"] = self.generator.to_dict()
         return data
 
     @classmethod
@@ -323,6 +342,7 @@ class Lexicon:
             tag_sets,
             shapes,
             lemma_suffixes,
+            LemmaGenerator.from_dict(data["generator"]) if "generator" in data else None,
         )
 
 

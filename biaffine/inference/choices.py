@@ -389,9 +389,11 @@ def predicted_columns(
     predicted FEATS where the model tags them (likewise; never the input's, which may be empty
     for want of annotation) and the lexicon has the table; else its
     edit script applied to the form, or the first of its :func:`runners_up` whose lemma is a
-    training lemma where the best script's is not. UPOS, XPOS and FEATS: the lexicon's where it
-    holds the word (XPOS and FEATS: with that UPOS) and the tagger is :func:`doubtful`, else the
-    best class. One argmax per column for the whole batch.
+    training lemma where the best script's is not; for a word whose form the lexicon lacks,
+    the lemma its generator writes, where it has one, unless the other is a training lemma and
+    this one is not (:func:`biaffine.data.columns.prefer_written`). UPOS, XPOS and FEATS: the
+    lexicon's where it holds the word (XPOS and FEATS: with that UPOS) and the tagger is
+    :func:`doubtful`, else the best class. One argmax per column for the whole batch.
 
     Args:
         tag_scores: tagger scores by column for the batch's words, row by row,
@@ -418,9 +420,9 @@ def predicted_columns(
     others = runners_up(tag_scores["lemma"], vocabs.columns["lemma"]) if lemmas else None
     checked = () if lexicon is None else [c for c in ("upos", *ANALYSED) if c in wanted]
     unsure = {column: doubtful(tag_scores[column]) for column in checked}
-    found: list[dict[str, list[str]]] = [{} for _ in sentences]
+    rows = []
     ends = itertools.accumulate(len(sentence) for sentence in sentences)
-    for row, (sentence, end) in enumerate(zip(sentences, ends, strict=True)):
+    for sentence, end in zip(sentences, ends, strict=True):
         start = end - len(sentence)
         asked = {column: flags[start:end] for column, flags in unsure.items()}
         classes = {column: best[column][start:end] for column in wanted}
@@ -435,6 +437,10 @@ def predicted_columns(
                 doubtful=asked.get("feats"),
             )  # fmt: skip
         tried = None if others is None else others[start:end]
+        rows.append((sentence, classes, upos, asked, tried))
+    written = _written(lexicon, [(s.forms, upos) for s, _, upos, _, _ in rows]) if lemmas else None
+    found: list[dict[str, list[str]]] = [{} for _ in sentences]
+    for row, (sentence, classes, upos, asked, tried) in enumerate(rows):
         for column in columns:
             found[row][column] = (
                 classes[column]
@@ -448,9 +454,35 @@ def predicted_columns(
                     feats=classes.get("feats") if featured else None,
                     runners_up=tried,
                     doubtful=asked.get(column),
+                    written=None if written is None else written[row],
                 )
             )
     return found
+
+
+def _written(
+    lexicon: Lexicon, rows: Sequence[tuple[Sequence[str], Sequence[str]]]
+) -> list[list[str | None]] | None:
+    """The generator's lemma of each word whose form the lexicon lacks, None for the others.
+
+    Args:
+        lexicon: the training lexicon; None is returned where it has no generator.
+        rows: per sentence, its forms and their UPOS (str[n] each).
+
+    Returns:
+        Per sentence, str | None [n]; one call of the generator for the whole batch.
+    """
+    generator = lexicon.generator
+    if generator is None:
+        return None
+    asked = [
+        (form, upos)
+        for forms, tags in rows
+        for form, upos in zip(forms, tags, strict=True)
+        if lexicon.lacks(form)
+    ]
+    lemmas = iter(generator.lemmas(asked))
+    return [[next(lemmas) if lexicon.lacks(form) else None for form in forms] for forms, _ in rows]
 
 
 def word_slice(values: np.ndarray, row: int, n: int) -> list:

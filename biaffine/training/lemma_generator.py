@@ -1,0 +1,301 @@
+r"""Train the lexicon's lemma generator for a model and write the model again with it.
+
+The generator (:mod:`biaffine.data.lemma_generator`) writes the lemmas of the words whose form
+training lacks, one character at a time. It is trained here after the parser, on the parser's
+training file: its distinct (form, UPOS, lemma) triples, Adam at 2e-3 and then 5e-4 for the
+last 40% of the minutes, batches of 64 forms of like length, dropout 0.3, gradients clipped at
+norm 5. Its dev curve moves by several points from epoch to epoch (docs/lemmas.md), so after
+each epoch it lemmatizes the dev words whose form training lacks (given their gold UPOS), and
+the weights of the epoch with most of them right are kept.
+
+Usage::
+
+    python -m biaffine.training.lemma_generator CHECKPOINT TRAIN.conllu DEV.conllu OUT \
+        [--minutes 18] [--threads 1] [--seed 1] [--stored-as float16|int8]
+
+``OUT`` is ``CHECKPOINT`` with the generator in its lexicon and everything else as it was
+(weights, config, metadata; ``--stored-as`` stores the weights as a shipped model's
+``parser.pt`` does, see :func:`biaffine.checkpoint.rewrite`). The model must have a lexicon:
+the generator only writes the lemmas of words the lexicon lacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from biaffine import checkpoint
+from biaffine.cli import report_user_errors
+from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.data.lemma_generator import BOS, PAD, SPECIAL_SYMBOLS, LemmaGenerator
+from biaffine.data.lemmas import is_annotated
+
+__all__ = ["Seq2Seq", "TrainedGenerator", "add_generator", "held_out", "train_generator", "triples"]
+
+BATCH = 64
+"""Forms per training batch."""
+
+RATE, LATE_RATE, LATE_SHARE = 2e-3, 5e-4, 0.6
+"""Adam's rate, and the lower one for the minutes after ``LATE_SHARE`` of them."""
+
+DROPOUT = 0.3
+CLIP = 5.0
+DIM, HIDDEN = 64, 128
+"""Symbol embeddings and encoder units per direction (docs/lemmas.md measured these)."""
+
+Triple = tuple[str, str, str]
+"""(form, UPOS, lemma)."""
+
+
+class Seq2Seq(nn.Module):
+    """The generator's torch twin for training: same weights, teacher-forced scores."""
+
+    def __init__(self, symbols: int, dim: int = DIM, hidden: int = HIDDEN) -> None:
+        """``symbols`` symbol ids (specials, characters, tags), embeddings of ``dim``."""
+        super().__init__()
+        self.embed = nn.Embedding(symbols, dim, padding_idx=PAD)
+        self.encoder = nn.LSTM(dim, hidden, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(2 * hidden, 2 * hidden)
+        self.decoder = nn.LSTMCell(dim + 2 * hidden, 2 * hidden)
+        self.attend = nn.Linear(2 * hidden, 2 * hidden, bias=False)
+        self.out = nn.Linear(4 * hidden, symbols)
+        self.dropout = nn.Dropout(DROPOUT)
+
+    def forward(self, source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Scores float[B, T, V] of each target symbol given the ones before it.
+
+        Args:
+            source: int64[B, S] symbols read, PAD after each word's.
+            target: int64[B, T] symbols to write, PAD after each lemma's end.
+        """
+        mask = source != PAD
+        lengths = mask.sum(1)
+        packed = pack_padded_sequence(
+            self.dropout(self.embed(source)), lengths, batch_first=True, enforce_sorted=False
+        )
+        states, _ = pad_packed_sequence(
+            self.encoder(packed)[0], batch_first=True, total_length=source.shape[1]
+        )
+        h = torch.tanh(self.bridge(states.sum(1) / lengths[:, None]))
+        state = (h, torch.zeros_like(h))
+        context = torch.zeros_like(h)
+        keys = states @ self.attend.weight  # as the numpy generator computes attention
+        previous = torch.full((len(source),), BOS)
+        scores = []
+        for t in range(target.shape[1]):
+            inputs = torch.cat([self.dropout(self.embed(previous)), context], 1)
+            state = self.decoder(inputs, state)
+            weights = torch.einsum("bsh,bh->bs", keys, state[0]).masked_fill(~mask, -torch.inf)
+            context = torch.einsum("bs,bsh->bh", weights.softmax(1), states)
+            scores.append(self.out(self.dropout(torch.cat([state[0], context], 1))))
+            previous = target[:, t]
+        return torch.stack(scores, 1)
+
+
+def triples(sentences: Sequence[Sentence]) -> list[Triple]:
+    """The distinct (form, UPOS, lemma) of the words with a lemma, sorted."""
+    found = {
+        (form, upos, lemma)
+        for sentence in sentences
+        for form, upos, lemma in zip(sentence.forms, sentence.upos, sentence.lemmas, strict=True)
+        if is_annotated(form, lemma)
+    }
+    return sorted(found)
+
+
+def held_out(sentences: Sequence[Sentence], seen: set[str]) -> list[Triple]:
+    """Every (form, UPOS, lemma) of a dev file whose form is not in ``seen``, in order."""
+    return [
+        (form, upos, lemma)
+        for sentence in sentences
+        for form, upos, lemma in zip(sentence.forms, sentence.upos, sentence.lemmas, strict=True)
+        if form not in seen and is_annotated(form, lemma)
+    ]
+
+
+def generator_of(model: Seq2Seq, chars: Sequence[str], tags: Sequence[str]) -> LemmaGenerator:
+    """The torch-free generator with ``model``'s weights (float32)."""
+    weights = {name: w.detach().float().numpy().copy() for name, w in model.state_dict().items()}
+    dim, hidden = model.embed.embedding_dim, model.encoder.hidden_size
+    return LemmaGenerator(tuple(chars), tuple(tags), dim, hidden, weights)
+
+
+def _padded(rows: Sequence[Sequence[int]]) -> torch.Tensor:
+    """int64[len(rows), longest], PAD after each row."""
+    longest = max(map(len, rows))
+    return torch.tensor([[*row, *[PAD] * (longest - len(row))] for row in rows])
+
+
+def _batches(data: Sequence[Triple], rng: random.Random) -> Iterator[Sequence[Triple]]:
+    """Batches of forms of like length (a third of a character apart), in random order."""
+    keyed = sorted(data, key=lambda t: len(t[0]) // 3 + rng.random())
+    chunks = [keyed[i : i + BATCH] for i in range(0, len(keyed), BATCH)]
+    rng.shuffle(chunks)
+    yield from chunks
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainedGenerator:
+    """A trained generator and the facts of its training.
+
+    Attributes:
+        generator: the weights of the best dev epoch.
+        epochs: epochs run.
+        best_epoch: the epoch kept.
+        dev_right: percent of the held-out dev words it lemmatizes right (that epoch).
+        held_out: how many dev words training lacks.
+        minutes: training time.
+    """
+
+    generator: LemmaGenerator
+    epochs: int
+    best_epoch: int
+    dev_right: float
+    held_out: int
+    minutes: float
+
+
+def train_generator(
+    train: Sequence[Sentence],
+    dev: Sequence[Sentence],
+    *,
+    minutes: float,
+    seed: int = 1,
+    max_epochs: int | None = None,
+    report: Callable[[str], None] = print,
+) -> TrainedGenerator:
+    """Train on ``train``'s triples for ``minutes`` (or ``max_epochs``), keep the best dev epoch.
+
+    Raises:
+        ValueError: no training word with a lemma, or no dev word whose form training lacks.
+    """
+    data = triples(train)
+    dev_words = held_out(dev, {form for sentence in train for form in sentence.forms})
+    if not data or not dev_words:
+        raise ValueError("the lemma generator needs training lemmas and unseen dev words")
+    chars = sorted({c for form, _, lemma in data for c in form + lemma})
+    tags = sorted({upos for _, upos, _ in data})
+    torch.manual_seed(seed)
+    model = Seq2Seq(SPECIAL_SYMBOLS + len(chars) + len(tags))
+    symbols = generator_of(model, chars, tags)  # its symbol tables
+    rng = random.Random(seed)
+    optimizer = torch.optim.Adam(model.parameters(), RATE)
+    loss_of = nn.CrossEntropyLoss(ignore_index=PAD)
+    best: dict[str, Any] = {"right": -1.0}
+    start, epoch = time.monotonic(), 0
+    while time.monotonic() - start < minutes * 60 and epoch != max_epochs:
+        if time.monotonic() - start > LATE_SHARE * minutes * 60:
+            for group in optimizer.param_groups:
+                group["lr"] = LATE_RATE
+        epoch += 1
+        model.train()
+        for batch in _batches(data, rng):
+            source = _padded([symbols.source(form, upos) for form, upos, _ in batch])
+            target = _padded([symbols.target(lemma) for _, _, lemma in batch])
+            loss = loss_of(model(source, target).flatten(0, 1), target.flatten())
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+            optimizer.step()
+        generator = generator_of(model, chars, tags)
+        written = generator.lemmas([(form, upos) for form, upos, _ in dev_words])
+        right = 100 * sum(w == t[2] for w, t in zip(written, dev_words, strict=True))
+        right /= len(dev_words)
+        elapsed = (time.monotonic() - start) / 60
+        report(f"epoch {epoch}, {elapsed:.1f} min: dev words training lacks right {right:.2f}%")
+        if right > best["right"]:
+            best.update(right=right, epoch=epoch, generator=generator)
+    return TrainedGenerator(
+        best["generator"],
+        epochs=epoch,
+        best_epoch=best["epoch"],
+        dev_right=round(best["right"], 2),
+        held_out=len(dev_words),
+        minutes=round((time.monotonic() - start) / 60, 1),
+    )
+
+
+def add_generator(
+    source: Path,
+    train: Path,
+    dev: Path,
+    out: Path,
+    *,
+    minutes: float,
+    seed: int = 1,
+    max_epochs: int | None = None,
+    stored_as: str | None = None,
+    report: Callable[[str], None] = print,
+) -> TrainedGenerator:
+    """Write ``source`` to ``out`` with a generator trained on ``train`` in its lexicon.
+
+    Raises:
+        ValueError: the checkpoint has no lexicon, or the files give nothing to learn from.
+    """
+    loaded = checkpoint.load(source)
+    lexicon = loaded.vocabs.lexicon
+    if lexicon is None:
+        raise ValueError(f"{source}: the model has no lexicon (train it again to get one)")
+    train_sentences, dev_sentences = list(read_conllu(train)), list(read_conllu(dev))
+    if not held_out(dev_sentences, {f for sentence in train_sentences for f in sentence.forms}):
+        raise ValueError(f"{dev}: no word with a lemma whose form {train} lacks")
+    if not triples(train_sentences):
+        raise ValueError(f"{train}: no word with a lemma")
+    trained = train_generator(
+        train_sentences,
+        dev_sentences,
+        minutes=minutes,
+        seed=seed,
+        max_epochs=max_epochs,
+        report=report,
+    )
+    with_generator = dataclasses.replace(lexicon, generator=trained.generator)
+    vocabs = dataclasses.replace(loaded.vocabs, lexicon=with_generator)
+    checkpoint.rewrite(loaded, out, vocabs=vocabs, stored_as=stored_as)
+    return trained
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The command line: CHECKPOINT TRAIN DEV OUT."""
+    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    options.add_argument("checkpoint", type=Path)
+    options.add_argument("train", type=Path, help="the model's training file (CoNLL-U)")
+    options.add_argument("dev", type=Path, help="its dev file: the epoch is chosen on it")
+    options.add_argument("out", type=Path)
+    options.add_argument("--minutes", type=float, default=18.0)
+    options.add_argument("--max-epochs", type=int, default=None)
+    options.add_argument("--threads", type=int, default=1)
+    options.add_argument("--seed", type=int, default=1)
+    options.add_argument("--stored-as", choices=checkpoint.STORAGES, default=None)
+    args = options.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    trained = report_user_errors(
+        lambda: add_generator(
+            args.checkpoint,
+            args.train,
+            args.dev,
+            args.out,
+            minutes=args.minutes,
+            seed=args.seed,
+            max_epochs=args.max_epochs,
+            stored_as=args.stored_as,
+        )
+    )
+    print(
+        f"{args.out}: lemma generator of epoch {trained.best_epoch} of {trained.epochs} "
+        f"({trained.minutes} min), {trained.dev_right:.2f}% of the {trained.held_out:,} dev "
+        "words training lacks right"
+    )
+
+
+if __name__ == "__main__":
+    main()
