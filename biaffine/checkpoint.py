@@ -255,13 +255,14 @@ def rewrite(
     dest: str | os.PathLike[str],
     *,
     vocabs: Vocabs,
+    metadata: Mapping[str, Any] | None = None,
     stored_as: str | None = None,
 ) -> None:
     """Write ``loaded`` to ``dest`` (atomically) with ``vocabs``, all else as it was.
 
-    Weights, config, metadata and training state are copied; ``stored_as`` as :func:`save`
-    takes it (a shipped model's int8 or float16 weights, widened on load, are compacted again to
-    the same bits).
+    Weights, config, training state and metadata (with ``metadata``'s keys added or replaced)
+    are copied; ``stored_as`` as :func:`save` takes it (a shipped model's int8 or float16
+    weights, widened on load, are compacted again to the same bits).
     """
     save(
         dest,
@@ -269,7 +270,7 @@ def rewrite(
         model_config=loaded.model_config,
         vocabs=vocabs,
         state_dict=loaded.state_dict,
-        metadata=loaded.metadata,
+        metadata={**loaded.metadata, **(metadata or {})},
         training_state=loaded.training_state,
         stored_as=stored_as,
     )

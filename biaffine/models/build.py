@@ -19,7 +19,10 @@ from branches of one run (:mod:`biaffine.training.average`) gets the facts of th
 branched from, of each branch and of the averaging (:func:`~biaffine.models.card.averaged_facts`);
 an ensemble (:mod:`biaffine.training.ensemble`), each member's and the joining command's
 (:func:`~biaffine.models.card.ensemble_facts`). ``--stored-as int8`` stores the parser's
-matrices as int8 (:func:`biaffine.checkpoint.save`) instead of float16.
+matrices as int8 (:func:`biaffine.checkpoint.save`) instead of float16. ``--lemma-generator
+FILE`` with ``--keep-parser`` ships the model's parser with the lemma generator that
+``python -m biaffine.training.lemma_generator`` added to its lexicon (the same network, checked)
+and adds that run's facts to the parser's.
 """
 
 from __future__ import annotations
@@ -70,6 +73,10 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
     if not args.keep_parser:
         checkpoint.compact(args.parser, folder / PARSER, stored_as=args.stored_as)
+    if args.lemma_generator:
+        _check_same_parser(folder / PARSER, args.lemma_generator)
+        with atomic_open(folder / PARSER, "wb") as out, open(args.lemma_generator, "rb") as source:
+            shutil.copyfileobj(source, out)
     if args.sentences:
         _check_same_segmenter(folder / SEGMENTER, args.sentences)
     source_segmenter = args.sentences or (None if args.keep_segmenter else args.segmenter)
@@ -88,7 +95,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "treebank": treebank_facts(treebank),
         "files": {"parser": PARSER, "segmenter": SEGMENTER},
         "size_bytes": size_bytes(folder, (PARSER, SEGMENTER)),
-        "weights": _weights(args, kept),
+        "weights": _weights(args, kept, generator=_has_generator(folder / PARSER)),
         "requires": args.requires,
         "training": training,
         "evaluation": {"test_file": gold.name, "threads": THREADS, "metric": "CoNLL 2018 F1"},
@@ -103,14 +110,43 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     return card
 
 
-def _weights(args: argparse.Namespace, kept: dict[str, Any] | None) -> str:
-    """The card's ``weights``: how the parser is stored, and the sentence model where shipped."""
+def _weights(args: argparse.Namespace, kept: dict[str, Any] | None, *, generator: bool) -> str:
+    """The card's ``weights``: the parser's storage, its lemma generator, the sentence model."""
     weights = kept["weights"] if args.keep_parser else _WEIGHTS[args.stored_as]
+    weights = weights.removesuffix(_GENERATOR_WEIGHTS)
+    sentences = args.sentences or (args.keep_segmenter and weights.endswith(_SENTENCE_WEIGHTS))
     weights = weights.removesuffix(_SENTENCE_WEIGHTS)
-    return weights + (_SENTENCE_WEIGHTS if args.sentences else "")
+    weights += _SENTENCE_WEIGHTS if sentences else ""
+    return weights + (_GENERATOR_WEIGHTS if generator else "")
 
 
 _SENTENCE_WEIGHTS = ", its sentence model float16 (computed in float32)"
+_GENERATOR_WEIGHTS = "; the lexicon's lemma generator float16 (computed in float32)"
+
+
+def _has_generator(parser: Path) -> bool:
+    """Whether the lexicon of the checkpoint ``parser`` holds a lemma generator."""
+    lexicon = checkpoint.load(parser).vocabs.lexicon
+    return lexicon is not None and lexicon.generator is not None
+
+
+def _check_same_parser(kept: Path, given: str) -> None:
+    """Refuse a lemma generator's checkpoint whose network is not the kept parser's.
+
+    Raises:
+        ValueError: other weights or config, or no lemma generator in ``given``.
+    """
+    old, new = checkpoint.load(kept), checkpoint.load(given)
+    if new.vocabs.lexicon is None or new.vocabs.lexicon.generator is None:
+        raise ValueError(
+            f"--lemma-generator: {given} holds no lemma generator "
+            "(python -m biaffine.training.lemma_generator writes one)"
+        )
+    same = old.state_dict.keys() == new.state_dict.keys() and all(
+        torch.equal(old.state_dict[k], new.state_dict[k]) for k in old.state_dict
+    )
+    if not same or old.model_config != new.model_config or old.parser != new.parser:
+        raise ValueError(f"--lemma-generator: {given} holds another network than {kept}")
 
 
 def size_bytes(folder: Path, files: Iterable[str]) -> int:
@@ -146,7 +182,9 @@ def _kept_card(args: argparse.Namespace, folder: Path) -> dict[str, Any] | None:
         raise ValueError(
             "--sentences adds a sentence model to the model's segmenter: give --keep-segmenter"
         )
-    if len(kept) == len(_KEEPS) and not args.sentences:
+    if args.lemma_generator and not args.keep_parser:
+        raise ValueError("--lemma-generator adds to the model's parser: give --keep-parser")
+    if len(kept) == len(_KEEPS) and not (args.sentences or args.lemma_generator):
         raise ValueError("--keep-parser with --keep-segmenter packages nothing new")
     for option, name in kept:
         if not (folder / CARD).is_file() or not (folder / name).is_file():
@@ -168,7 +206,9 @@ def _training(
     """
     if args.keep_parser:
         _refuse_member_recipes(args, "--keep-parser keeps its recipes")
-        parser = kept["training"]["parser"]
+        parser = dict(kept["training"]["parser"])
+        if args.lemma_generator:
+            parser["lemma_generator"] = _generator_facts(args)
     else:
         metadata = checkpoint.load(args.parser).metadata
         if "ensemble_of" not in metadata:
@@ -198,6 +238,20 @@ def _training(
         segmenter["epochs"] = _last_json(segmenter_run / "metrics.jsonl").get("best_epoch")
     training = {"parser": parser, "segmenter": segmenter, "machine": args.machine}
     return training | ({"note": args.note} if args.note else {})
+
+
+def _generator_facts(args: argparse.Namespace) -> dict[str, Any]:
+    """The lemma generator run's recipe and facts, from its checkpoint's metadata."""
+    facts = dict(checkpoint.load(args.lemma_generator).metadata.get("lemma_generator", {}))
+    options = facts.pop("options", {})
+    test = ud_test_file(Path(args.root) / args.treebank).name
+    folder = f"$UD_ROOT/{args.treebank}"
+    files = [f"{folder}/{test.replace('-test.', f'-{part}.')}" for part in ("train", "dev")]
+    recipe = ["python -m biaffine.training.lemma_generator parser.pt", *files, "parser.pt"]
+    for option in ("minutes", "seed", "max_epochs", "stored_as"):
+        if options.get(option) is not None:
+            recipe.append(f"--{option.replace('_', '-')} {options[option]}")
+    return {"recipe": " ".join(recipe)} | facts
 
 
 def _check_same_segmenter(kept: Path, given: str) -> None:
@@ -274,6 +328,12 @@ def main(argv: list[str] | None = None) -> None:
         "--sentences",
         default=None,
         help="with --keep-segmenter: a train_sentences.py run's best.pt on that segmenter",
+    )
+    options.add_argument(
+        "--lemma-generator",
+        default=None,
+        help="with --keep-parser: the model's parser.pt with a lemma generator added "
+        "(python -m biaffine.training.lemma_generator)",
     )
     options.add_argument("--treebank", required=True, help="e.g. UD_English-EWT")
     options.add_argument("--root", default=os.environ.get("UD_ROOT"), help="default $UD_ROOT")

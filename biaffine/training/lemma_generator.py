@@ -13,8 +13,9 @@ Usage::
     python -m biaffine.training.lemma_generator CHECKPOINT TRAIN.conllu DEV.conllu OUT \
         [--minutes 18] [--threads 1] [--seed 1] [--stored-as float16|int8]
 
-``OUT`` is ``CHECKPOINT`` with the generator in its lexicon and everything else as it was
-(weights, config, metadata; ``--stored-as`` stores the weights as a shipped model's
+``OUT`` is ``CHECKPOINT`` with the generator in its lexicon, the facts of its training in its
+metadata (``lemma_generator``: :meth:`TrainedGenerator.facts`, with the options given), and
+everything else as it was (weights, config; ``--stored-as`` stores the weights as a shipped model's
 ``parser.pt`` does, see :func:`biaffine.checkpoint.rewrite`). The model must have a lexicon:
 the generator only writes the lemmas of words the lexicon lacks.
 """
@@ -163,6 +164,12 @@ class TrainedGenerator:
     held_out: int
     minutes: float
 
+    def facts(self) -> dict[str, Any]:
+        """Plain data: everything but the generator."""
+        return {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "generator"
+        }
+
 
 def train_generator(
     train: Sequence[Sentence],
@@ -260,7 +267,9 @@ def add_generator(
     )
     with_generator = dataclasses.replace(lexicon, generator=trained.generator)
     vocabs = dataclasses.replace(loaded.vocabs, lexicon=with_generator)
-    checkpoint.rewrite(loaded, out, vocabs=vocabs, stored_as=stored_as)
+    options = {"minutes": minutes, "seed": seed, "max_epochs": max_epochs, "stored_as": stored_as}
+    facts = {"lemma_generator": {"options": options, **trained.facts()}}
+    checkpoint.rewrite(loaded, out, vocabs=vocabs, metadata=facts, stored_as=stored_as)
     return trained
 
 

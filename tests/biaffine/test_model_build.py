@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,13 +11,17 @@ import pytest
 from builders import TINY_PARSER, biaffine_parser, save_model, sized_vocabs
 from segmenting.segmenter_builders import random_model, small_vocab
 
+from biaffine import checkpoint as parser_checkpoints
+from biaffine.data.lexicon import Lexicon
 from biaffine.installed import CARD
 from biaffine.models.build import (
     PARSER,
     SEGMENTER,
+    _check_same_parser,
     _check_same_segmenter,
     _kept_card,
     _training,
+    _weights,
     main,
 )
 from biaffine.models.card import _branch_lines, _member_lines
@@ -42,7 +47,7 @@ def parser_run(root: Path) -> Path:
 
 def arguments(parser: Path, **options: object) -> argparse.Namespace:
     defaults = {"name": "en_ewt", "segmenter": None, "keep_segmenter": False, "keep_parser": False}
-    defaults |= {"member_recipe": [], "sentences": None}
+    defaults |= {"member_recipe": [], "sentences": None, "lemma_generator": None}
     return argparse.Namespace(parser=str(parser), machine="a CPU", note=None, **defaults | options)
 
 
@@ -180,6 +185,10 @@ def test_a_kept_parser_keeps_the_facts_of_the_card_it_had(tmp_path: Path) -> Non
         (
             ["--keep-parser", "--segmenter", "s.pt", "--sentences", "r.pt"],
             "--sentences adds a sentence model to the model's segmenter: give --keep-segmenter",
+        ),
+        (
+            ["--parser", "p.pt", "--keep-segmenter", "--lemma-generator", "g.pt"],
+            "--lemma-generator adds to the model's parser: give --keep-parser",
         ),
     ],
 )
@@ -325,3 +334,65 @@ def test_a_sentence_model_on_the_kept_segmenter_adds_its_runs_facts(
         _check_same_segmenter(folder / SEGMENTER, str(other))
     with pytest.raises(ValueError, match="holds no sentence model"):
         _check_same_segmenter(folder / SEGMENTER, str(folder / SEGMENTER))
+
+
+def with_generator(source: Path, dest: Path, facts: dict) -> Path:
+    """``source`` with a random lemma generator in its lexicon and a generator run's facts."""
+    from data.test_lemma_generator import random_generator
+
+    loaded = parser_checkpoints.load(source)
+    lexicon = Lexicon(generator=random_generator())  # the tiny parser has none
+    vocabs = dataclasses.replace(loaded.vocabs, lexicon=lexicon)
+    metadata = {"lemma_generator": facts}
+    parser_checkpoints.rewrite(loaded, dest, vocabs=vocabs, metadata=metadata, stored_as="int8")
+    return dest
+
+
+def test_a_lemma_generator_on_the_kept_parser_adds_its_runs_facts(tmp_path: Path) -> None:
+    folder = tmp_path / "tr_imst"
+    folder.mkdir()
+    shipped = folder / PARSER
+    parser_checkpoints.compact(parser_run(tmp_path), shipped, stored_as="int8")
+    weights = "parser matrices stored as int8, segmenter float32"
+    card = {"training": {"parser": PARSER_FACTS, "segmenter": SEGMENTER_FACTS}, "weights": weights}
+    (folder / SEGMENTER).write_bytes(b"weights")
+    (folder / CARD).write_text(json.dumps(card))
+    treebank = tmp_path / "UD_Turkish-IMST"
+    treebank.mkdir()
+    (treebank / "tr_imst-ud-test.conllu").write_text("")
+    options = {"minutes": 18.0, "seed": 1, "max_epochs": None, "stored_as": "int8"}
+    facts = {"epochs": 20, "best_epoch": 17, "dev_right": 84.1, "held_out": 3347, "minutes": 18.2}
+    generated = with_generator(shipped, tmp_path / "generated.pt", {"options": options, **facts})
+    args = arguments(
+        None,
+        name="tr_imst",
+        keep_parser=True,
+        keep_segmenter=True,
+        lemma_generator=str(generated),
+        treebank="UD_Turkish-IMST",
+        root=str(tmp_path),
+    )
+    training = _training(args, folder, _kept_card(args, folder))
+    files = " ".join(
+        f"$UD_ROOT/UD_Turkish-IMST/tr_imst-ud-{part}.conllu" for part in ("train", "dev")
+    )
+    recipe = f"python -m biaffine.training.lemma_generator parser.pt {files} parser.pt"
+    recipe += " --minutes 18.0 --seed 1 --stored-as int8"
+    assert training["parser"] == PARSER_FACTS | {"lemma_generator": {"recipe": recipe, **facts}}
+    assert training["segmenter"] == SEGMENTER_FACTS
+    assert _weights(args, card, generator=True) == (
+        f"{weights}; the lexicon's lemma generator float16 (computed in float32)"
+    )
+    _check_same_parser(shipped, str(generated))
+    with pytest.raises(ValueError, match="holds no lemma generator"):
+        _check_same_parser(shipped, str(shipped))
+    other = tmp_path / "other"
+    other.mkdir()
+    retrained = parser_checkpoints.load(parser_run(other))
+    changed = {k: v + 1 for k, v in retrained.state_dict.items()}
+    parser_checkpoints.save(other / "changed.pt", **{
+        "parser": retrained.parser, "model_config": retrained.model_config,
+        "vocabs": retrained.vocabs, "state_dict": changed, "metadata": {},
+    })  # fmt: skip
+    with pytest.raises(ValueError, match="holds another network than"):
+        _check_same_parser(other / "changed.pt", str(generated))
