@@ -146,10 +146,17 @@ class LemmaGenerator:
         return "".join(out)
 
     def lemmas(self, words: Sequence[tuple[str, str]]) -> list[str]:
-        """The lemma written for each (form, UPOS), :data:`BATCH` words at a time."""
-        found: list[str] = []
-        for start in range(0, len(words), BATCH):
-            found += self._batch(words[start : start + BATCH])
+        """The lemma written for each (form, UPOS).
+
+        Words of like length are decoded together, :data:`BATCH` at a time (a word's lemma does
+        not depend on its batch, so the order only saves padding and steps).
+        """
+        order = sorted(range(len(words)), key=lambda k: len(words[k][0]))
+        found: list[str] = [""] * len(words)
+        for start in range(0, len(order), BATCH):
+            chosen = order[start : start + BATCH]
+            for k, lemma in zip(chosen, self._batch([words[k] for k in chosen]), strict=True):
+                found[k] = lemma
         return found
 
     def _batch(self, words: Sequence[tuple[str, str]]) -> list[str]:
@@ -186,9 +193,11 @@ class LemmaGenerator:
         Backward, a word's state starts at zero at its last symbol, as a packed sequence's does.
         """
         w = self.weights
-        inputs = embedded @ w[f"encoder.weight_ih_l0{side}"].T + w[f"encoder.bias_ih_l0{side}"]
-        recurrent, bias = w[f"encoder.weight_hh_l0{side}"], w[f"encoder.bias_hh_l0{side}"]
         words, length = mask.shape
+        flat = embedded.reshape(words * length, -1)  # one matrix product, not one per word
+        inputs = flat @ w[f"encoder.weight_ih_l0{side}"].T + w[f"encoder.bias_ih_l0{side}"]
+        inputs = inputs.reshape(words, length, -1)
+        recurrent, bias = w[f"encoder.weight_hh_l0{side}"], w[f"encoder.bias_hh_l0{side}"]
         h = np.zeros((words, self.hidden), dtype=np.float32)
         c = np.zeros_like(h)
         states = np.zeros((words, length, self.hidden), dtype=np.float32)
