@@ -162,6 +162,36 @@ def test_the_shipped_ensemble_writes_the_torch_paths_bytes_without_torch(
     assert got.read_bytes() == wanted.read_bytes()
 
 
+@pytest.fixture(scope="module")
+def exported_turkish(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped Turkish ensemble exported: its lexicon holds a lemma generator."""
+    return export_model("tr_imst", tmp_path_factory)
+
+
+def test_the_lemma_generator_writes_the_torch_paths_bytes_without_torch(
+    exported_turkish: Path, ud_root: Path, tmp_path: Path
+) -> None:
+    # The generator runs in numpy in both runtimes, from the lexicon in export.json.
+    manifest = json.loads((exported_turkish / "export.json").read_text(encoding="utf-8"))
+    assert "generator" in manifest["vocabs"]["lemma_lexicon"]
+    test = ud_root / "UD_Turkish-IMST" / "tr_imst-ud-test.conllu"
+    if not test.is_file():
+        pytest.skip(f"{test} not found")
+    head = tmp_path / "head.conllu"
+    with head.open("w", encoding="utf-8", newline="") as out:
+        write_conllu(out, [s for _, s in zip(range(200), read_conllu(test), strict=False)])
+    wanted = tmp_path / "torch.conllu"
+    options = PredictOptions(columns=("all",), overwrite_columns=True)
+    turkish = ROOT / "models" / "tr_imst" / "parser.pt"
+    predict(turkish, head, wanted, input_format="conllu", threads=1, options=options)
+    got = tmp_path / "onnx.conllu"
+    settings = [f"onnx={exported_turkish}", f"input={head}", f"output={got}", "columns=all"]
+    found = predict_without_torch("runtime=onnx", "threads=1", "overwrite_columns=true", *settings)
+    assert found["torch"] == []
+    assert "exit" not in found, found["stderr"]
+    assert got.read_bytes() == wanted.read_bytes()
+
+
 def test_the_python_entry_parses_as_the_torch_api_without_torch(exported: Path) -> None:
     words = [["The", "cat", "sat", "on", "the", "mat", "."], ["Dogs", "barked", "loudly", "!"]]
     found = without_torch(API_WITHOUT_TORCH, str(exported), json.dumps(words))
