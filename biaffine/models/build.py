@@ -22,7 +22,8 @@ an ensemble (:mod:`biaffine.training.ensemble`), each member's and the joining c
 matrices as int8 (:func:`biaffine.checkpoint.save`) instead of float16. ``--lemma-generator
 FILE`` with ``--keep-parser`` ships the model's parser with the lemma generator that
 ``python -m biaffine.training.lemma_generator`` added to its lexicon (the same network, checked)
-and adds that run's facts to the parser's.
+and adds that run's facts to the parser's; the card's float32 scores, which were of the parser
+without it, are dropped.
 """
 
 from __future__ import annotations
@@ -84,8 +85,9 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         with atomic_open(folder / SEGMENTER, "wb") as out, open(source_segmenter, "rb") as source:
             shutil.copyfileobj(source, out)
     parser = Parser.load(folder / PARSER, threads=THREADS, segmenter=folder / SEGMENTER)
-    if args.keep_parser:  # its float32 run checkpoint may be gone: the scores it had stay
-        float32_scores = kept["float32_scores"]
+    if args.keep_parser:  # its float32 run checkpoint may be gone: the scores it had stay,
+        # but for a generator's: they were the lemmas of the parser without it
+        float32_scores = None if args.lemma_generator else kept.get("float32_scores")
     else:
         float32_scores = {GOLD: card_scores(Parser.load(args.parser, threads=THREADS), gold)[GOLD]}
     card = {
@@ -105,6 +107,8 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "limits": args.limit,
         "package_version": biaffine.__version__,
     }
+    if float32_scores is None:
+        del card["float32_scores"]
     with atomic_open(folder / CARD, "w", encoding="utf-8") as out:
         out.write(write_json(card))
     return card
