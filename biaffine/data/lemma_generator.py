@@ -242,10 +242,8 @@ class LemmaGenerator:
             attention /= attention.sum(1, keepdims=True)
             context = np.matmul(attention[:, None, :], states)[:, 0]
             previous = (np.concatenate([h, context], axis=1) @ out + out_bias).argmax(1)
-            for k in rows[open_].tolist():
-                written[k].append(0)
             for k, symbol in zip(rows[open_].tolist(), previous[open_].tolist(), strict=True):
-                written[k][-1] = symbol
+                written[k].append(symbol)
             open_ &= (previous != EOS) & (step + 1 < limits[rows])
             if not open_.any():
                 break
