@@ -252,7 +252,7 @@ def _generator_facts(args: argparse.Namespace) -> dict[str, Any]:
     folder = f"$UD_ROOT/{args.treebank}"
     files = [f"{folder}/{test.replace('-test.', f'-{part}.')}" for part in ("train", "dev")]
     recipe = ["python -m biaffine.training.lemma_generator parser.pt", *files, "parser.pt"]
-    for option in ("minutes", "seed", "max_epochs", "stored_as"):
+    for option in ("minutes", "seed", "max_epochs", "dim", "hidden", "stored_as"):
         if options.get(option) is not None:
             recipe.append(f"--{option.replace('_', '-')} {options[option]}")
     return {"recipe": " ".join(recipe)} | facts

@@ -180,6 +180,8 @@ def train_generator(
     minutes: float,
     seed: int = 1,
     max_epochs: int | None = None,
+    dim: int = DIM,
+    hidden: int = HIDDEN,
     report: Callable[[str], None] = print,
 ) -> TrainedGenerator:
     """Train on ``train``'s triples for ``minutes`` (or ``max_epochs``), keep the best dev epoch.
@@ -194,7 +196,7 @@ def train_generator(
     chars = sorted({c for form, _, lemma in data for c in form + lemma})
     tags = sorted({upos for _, upos, _ in data})
     torch.manual_seed(seed)
-    model = Seq2Seq(SPECIAL_SYMBOLS + len(chars) + len(tags))
+    model = Seq2Seq(SPECIAL_SYMBOLS + len(chars) + len(tags), dim, hidden)
     symbols = generator_of(model, chars, tags)  # its symbol tables
     rng = random.Random(seed)
     optimizer = torch.optim.Adam(model.parameters(), RATE)
@@ -247,6 +249,8 @@ def add_generator(
     minutes: float,
     seed: int = 1,
     max_epochs: int | None = None,
+    dim: int = DIM,
+    hidden: int = HIDDEN,
     stored_as: str | None = None,
     report: Callable[[str], None] = print,
 ) -> TrainedGenerator:
@@ -270,11 +274,20 @@ def add_generator(
         minutes=minutes,
         seed=seed,
         max_epochs=max_epochs,
+        dim=dim,
+        hidden=hidden,
         report=report,
     )
     with_generator = dataclasses.replace(lexicon, generator=trained.generator)
     vocabs = dataclasses.replace(loaded.vocabs, lexicon=with_generator)
-    options = {"minutes": minutes, "seed": seed, "max_epochs": max_epochs, "stored_as": stored_as}
+    options = {
+        "minutes": minutes,
+        "seed": seed,
+        "max_epochs": max_epochs,
+        "dim": dim,
+        "hidden": hidden,
+        "stored_as": stored_as,
+    }
     facts = {"lemma_generator": {"options": options, **trained.facts()}}
     checkpoint.rewrite(loaded, out, vocabs=vocabs, metadata=facts, stored_as=stored_as)
     return trained
@@ -291,6 +304,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     options.add_argument("--max-epochs", type=int, default=None)
     options.add_argument("--threads", type=int, default=1)
     options.add_argument("--seed", type=int, default=1)
+    options.add_argument("--dim", type=int, default=DIM, help="symbol embedding size")
+    options.add_argument("--hidden", type=int, default=HIDDEN, help="encoder units per direction")
     options.add_argument("--stored-as", choices=checkpoint.STORAGES, default=None)
     args = options.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -303,6 +318,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             minutes=args.minutes,
             seed=args.seed,
             max_epochs=args.max_epochs,
+            dim=args.dim,
+            hidden=args.hidden,
             stored_as=args.stored_as,
         )
     )

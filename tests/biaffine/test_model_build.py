@@ -360,7 +360,7 @@ def test_a_lemma_generator_on_the_kept_parser_adds_its_runs_facts(tmp_path: Path
     treebank = tmp_path / "UD_Turkish-IMST"
     treebank.mkdir()
     (treebank / "tr_imst-ud-test.conllu").write_text("")
-    options = {"minutes": 18.0, "seed": 1, "max_epochs": None, "stored_as": "int8"}
+    options = {"minutes": 18.0, "seed": 1, "max_epochs": None, "hidden": 64, "stored_as": "int8"}
     facts = {"epochs": 20, "best_epoch": 17, "dev_right": 84.1, "held_out": 3347, "minutes": 18.2}
     generated = with_generator(shipped, tmp_path / "generated.pt", {"options": options, **facts})
     args = arguments(
@@ -377,7 +377,7 @@ def test_a_lemma_generator_on_the_kept_parser_adds_its_runs_facts(tmp_path: Path
         f"$UD_ROOT/UD_Turkish-IMST/tr_imst-ud-{part}.conllu" for part in ("train", "dev")
     )
     recipe = f"python -m biaffine.training.lemma_generator parser.pt {files} parser.pt"
-    recipe += " --minutes 18.0 --seed 1 --stored-as int8"
+    recipe += " --minutes 18.0 --seed 1 --hidden 64 --stored-as int8"
     assert training["parser"] == PARSER_FACTS | {"lemma_generator": {"recipe": recipe, **facts}}
     assert training["segmenter"] == SEGMENTER_FACTS
     assert _weights(args, card, generator=True) == (

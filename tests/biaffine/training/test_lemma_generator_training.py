@@ -159,6 +159,21 @@ def test_the_command_adds_a_generator_that_writes_the_lemmas_of_unseen_forms(
     assert changed  # the generator decided some lemma
 
 
+def test_the_networks_sizes_are_options_and_facts(
+    lemma_model: Path, dev_file: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "small.pt"
+    sizes = ["--max-epochs", "1", "--dim", "16", "--hidden", "8"]
+    done = run_command(lemma_model, TINY_CONLLU, dev_file, out, *sizes)
+    assert done.returncode == 0, done.stderr
+    loaded = checkpoint.load(out)
+    generator = loaded.vocabs.lexicon.generator
+    assert (generator.dim, generator.hidden) == (16, 8)
+    assert generator.weights["decoder.weight_hh"].shape == (4 * 16, 16)
+    options = loaded.metadata["lemma_generator"]["options"]
+    assert (options["dim"], options["hidden"]) == (16, 8)
+
+
 def test_a_model_without_a_lexicon_is_refused_in_one_line(
     vocabs: Vocabs, dev_file: Path, tmp_path: Path
 ) -> None:
