@@ -52,7 +52,7 @@ RATE, LATE_RATE, LATE_SHARE = 2e-3, 5e-4, 0.6
 
 DROPOUT = 0.3
 CLIP = 5.0
-DIM, HIDDEN = 64, 128
+DIM, HIDDEN = 64, 64
 """Symbol embeddings and encoder units per direction (docs/lemmas.md measured these)."""
 
 Triple = tuple[str, str, str]
