@@ -33,9 +33,13 @@ from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import Lexicon, build_lexicon
 
-TABLES = tuple(f.name for f in dataclasses.fields(Lexicon) if f.init and f.name != "generator")
-"""The lexicon's tables, by field name (``--only``); the generator is trained, not counted
-(:mod:`biaffine.training.lemma_generator`)."""
+TABLES = tuple(
+    f.name
+    for f in dataclasses.fields(Lexicon)
+    if f.init and f.name not in ("generator", "feats_guesser")
+)
+"""The lexicon's tables, by field name (``--only``); its character models are trained, not
+counted (:mod:`biaffine.training.lemma_generator`, :mod:`biaffine.training.feats_guesser`)."""
 
 
 def add_lexicon(

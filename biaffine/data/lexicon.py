@@ -45,7 +45,9 @@ and, where one was trained for the model (:mod:`biaffine.training.lemma_generato
 :func:`build_lexicon`):
 
 - ``generator``: a character sequence-to-sequence model that writes the lemma of a word whose
-  form training lacks (:mod:`biaffine.data.lemma_generator`, :meth:`Lexicon.lacks`).
+  form training lacks (:mod:`biaffine.data.lemma_generator`, :meth:`Lexicon.lacks`);
+- ``feats_guesser``: a character model that picks the FEATS of such a word
+  (:mod:`biaffine.data.feats_guesser`; :mod:`biaffine.training.feats_guesser` trains it).
 
 Ties go to the value first in code-point order, so the lexicon does not depend on the order of
 the sentences. The lemma lookup order (:meth:`Lexicon.lemma`) and its threshold were chosen by
@@ -64,6 +66,7 @@ from typing import Any, TypeVar
 
 from biaffine.data.columns import ANALYSED
 from biaffine.data.conllu import Sentence
+from biaffine.data.feats_guesser import FeatsGuesser
 from biaffine.data.lemma_generator import LemmaGenerator
 from biaffine.data.lemmas import (
     DROP,
@@ -166,6 +169,7 @@ class Lexicon:
         lemma_suffixes: (ending, UPOS) -> lemma edit script (empty in lexicons written
             before it).
         generator: the lemma writer for the forms training lacks, or None (none trained).
+        feats_guesser: the FEATS picker for the forms training lacks, or None (none trained).
         known: every lemma of the lemma tables, lower-cased (derived from them): the words a
             script's output is checked against (:func:`biaffine.data.columns.strings`).
         seen: every form of the lemma tables (derived from them), :meth:`lacks`'s test.
@@ -181,6 +185,7 @@ class Lexicon:
     shapes: dict[str, str] = field(default_factory=dict)
     lemma_suffixes: dict[tuple[str, str], str] = field(default_factory=dict)
     generator: LemmaGenerator | None = None
+    feats_guesser: FeatsGuesser | None = None
     known: frozenset[str] = field(init=False, repr=False, compare=False)
     seen: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -277,9 +282,10 @@ class Lexicon:
         "upos": [[form, upos], ...], "feats_suffixes": [[ending, upos, feats], ...],
         "featured": [[form, upos, feats, lemma], ...], "tag_sets": [[upos, xpos, feats], ...],
         "shapes": [[shape, mask], ...], "lemma_suffixes": [[ending, upos, script], ...],
-        "generator": {...}}`` (:meth:`LemmaGenerator.to_dict`), without the tables after
-        ``forms`` where they are empty (as in lexicons written before them, which thus read and
-        write back the same data) and without the generator where there is none.
+        "generator": {...}, "feats_guesser": {...}}`` (:meth:`LemmaGenerator.to_dict`,
+        :meth:`FeatsGuesser.to_dict`), without the tables after ``forms`` where they are empty
+        (as in lexicons written before them, which thus read and write back the same data) and
+        without a character model where there is none.
         """
         data = {
             "tagged": _triples(self.tagged),
@@ -303,6 +309,8 @@ class Lexicon:
             data["lemma_suffixes"] = _triples(self.lemma_suffixes)
         if self.generator is not None:
             data["generator"] = self.generator.to_dict()
+        if self.feats_guesser is not None:
+            data["feats_guesser"] = self.feats_guesser.to_dict()
         return data
 
     @classmethod
@@ -343,6 +351,7 @@ class Lexicon:
             shapes,
             lemma_suffixes,
             LemmaGenerator.from_dict(data["generator"]) if "generator" in data else None,
+            FeatsGuesser.from_dict(data["feats_guesser"]) if "feats_guesser" in data else None,
         )
 
 

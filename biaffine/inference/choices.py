@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -393,7 +393,9 @@ def predicted_columns(
     the lemma its generator writes, where it has one, unless the other is a training lemma and
     this one is not (:func:`biaffine.data.columns.prefer_written`). UPOS, XPOS and FEATS: the
     lexicon's where it holds the word (XPOS and FEATS: with that UPOS) and the tagger is
-    :func:`doubtful`, else the best class. One argmax per column for the whole batch.
+    :func:`doubtful`, else the best class; FEATS of a word whose form the lexicon lacks: the
+    pick of its FEATS guesser, where it has one (:func:`_guess_feats`). One argmax per column
+    for the whole batch.
 
     Args:
         tag_scores: tagger scores by column for the batch's words, row by row,
@@ -438,6 +440,9 @@ def predicted_columns(
             )  # fmt: skip
         tried = None if others is None else others[start:end]
         rows.append((sentence, classes, upos, asked, tried))
+    guessing = lexicon is not None and lexicon.feats_guesser is not None
+    if guessing and "feats" in columns and "feats" in wanted:
+        _guess_feats(lexicon, rows)
     written = _written(lexicon, [(s.forms, upos) for s, _, upos, _, _ in rows]) if lemmas else None
     found: list[dict[str, list[str]]] = [{} for _ in sentences]
     for row, (sentence, classes, upos, asked, tried) in enumerate(rows):
@@ -458,6 +463,35 @@ def predicted_columns(
                 )
             )
     return found
+
+
+def _guess_feats(
+    lexicon: Lexicon, rows: Sequence[tuple[Sentence, dict, Sequence[str], Any, Any]]
+) -> None:
+    """Give each word whose form the lexicon lacks the FEATS its guesser picks, in place.
+
+    One call of :meth:`biaffine.data.feats_guesser.FeatsGuesser.feats` for the whole batch,
+    keyed by the word's UPOS (chosen before its FEATS).
+
+    Args:
+        lexicon: the training lexicon, with a FEATS guesser.
+        rows: per sentence, (sentence, its column values by name with ``feats`` str[n], its
+            UPOS str[n], ...) as :func:`predicted_columns` gathers them.
+    """
+    guesser = lexicon.feats_guesser
+    assert guesser is not None
+    asked = [
+        (form, tag)
+        for sentence, _, upos, _, _ in rows
+        for form, tag in zip(sentence.forms, upos, strict=True)
+        if lexicon.lacks(form)
+    ]
+    picked = iter(guesser.feats(asked))
+    for sentence, classes, _, _, _ in rows:
+        classes["feats"] = [
+            next(picked) if lexicon.lacks(form) else feats
+            for form, feats in zip(sentence.forms, classes["feats"], strict=True)
+        ]
 
 
 def _written(

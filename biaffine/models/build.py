@@ -21,9 +21,10 @@ an ensemble (:mod:`biaffine.training.ensemble`), each member's and the joining c
 (:func:`~biaffine.models.card.ensemble_facts`). ``--stored-as int8`` stores the parser's
 matrices as int8 (:func:`biaffine.checkpoint.save`) instead of float16. ``--lemma-generator
 FILE`` with ``--keep-parser`` ships the model's parser with the lemma generator that
-``python -m biaffine.training.lemma_generator`` added to its lexicon (the same network, checked)
-and adds that run's facts to the parser's; the card's float32 scores, which were of the parser
-without it, are dropped.
+``python -m biaffine.training.lemma_generator`` added to its lexicon (the same network, checked),
+and with the FEATS guesser that ``python -m biaffine.training.feats_guesser`` may have added on
+top, and adds those runs' facts to the parser's; the card's float32 scores, which were of the
+parser without them, are dropped.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "treebank": treebank_facts(treebank),
         "files": {"parser": PARSER, "segmenter": SEGMENTER},
         "size_bytes": size_bytes(folder, (PARSER, SEGMENTER)),
-        "weights": _weights(args, kept, generator=_has_generator(folder / PARSER)),
+        "weights": _weights(args, kept, models=_lexicon_models(folder / PARSER)),
         "requires": args.requires,
         "training": training,
         "evaluation": {"test_file": gold.name, "threads": THREADS, "metric": "CoNLL 2018 F1"},
@@ -114,24 +115,35 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     return card
 
 
-def _weights(args: argparse.Namespace, kept: dict[str, Any] | None, *, generator: bool) -> str:
-    """The card's ``weights``: the parser's storage, its lemma generator, the sentence model."""
+def _weights(args: argparse.Namespace, kept: dict[str, Any] | None, *, models: list[str]) -> str:
+    """The card's ``weights``: the parser's storage, the sentence model, the lexicon's models.
+
+    Args:
+        args: the build's options.
+        kept: the card of the model kept, where a part is.
+        models: the character models in the parser's lexicon, by name (:func:`_lexicon_models`).
+    """
     weights = kept["weights"] if args.keep_parser else _WEIGHTS[args.stored_as]
-    weights = weights.removesuffix(_GENERATOR_WEIGHTS)
+    weights = weights.split(_LEXICON_WEIGHTS)[0]
     sentences = args.sentences or (args.keep_segmenter and weights.endswith(_SENTENCE_WEIGHTS))
     weights = weights.removesuffix(_SENTENCE_WEIGHTS)
     weights += _SENTENCE_WEIGHTS if sentences else ""
-    return weights + (_GENERATOR_WEIGHTS if generator else "")
+    if models:
+        weights += f"{_LEXICON_WEIGHTS}{' and '.join(models)} float16 (computed in float32)"
+    return weights
 
 
 _SENTENCE_WEIGHTS = ", its sentence model float16 (computed in float32)"
-_GENERATOR_WEIGHTS = "; the lexicon's lemma generator float16 (computed in float32)"
+_LEXICON_WEIGHTS = "; the lexicon's "
 
 
-def _has_generator(parser: Path) -> bool:
-    """Whether the lexicon of the checkpoint ``parser`` holds a lemma generator."""
+def _lexicon_models(parser: Path) -> list[str]:
+    """The character models the lexicon of the checkpoint ``parser`` holds, by name."""
     lexicon = checkpoint.load(parser).vocabs.lexicon
-    return lexicon is not None and lexicon.generator is not None
+    if lexicon is None:
+        return []
+    named = (("lemma generator", lexicon.generator), ("FEATS guesser", lexicon.feats_guesser))
+    return [name for name, model in named if model is not None]
 
 
 def _check_same_parser(kept: Path, given: str) -> None:
@@ -212,7 +224,7 @@ def _training(
         _refuse_member_recipes(args, "--keep-parser keeps its recipes")
         parser = dict(kept["training"]["parser"])
         if args.lemma_generator:
-            parser["lemma_generator"] = _generator_facts(args)
+            parser |= _lexicon_model_facts(args)
     else:
         metadata = checkpoint.load(args.parser).metadata
         if "ensemble_of" not in metadata:
@@ -244,18 +256,28 @@ def _training(
     return training | ({"note": args.note} if args.note else {})
 
 
-def _generator_facts(args: argparse.Namespace) -> dict[str, Any]:
-    """The lemma generator run's recipe and facts, from its checkpoint's metadata."""
-    facts = dict(checkpoint.load(args.lemma_generator).metadata.get("lemma_generator", {}))
-    options = facts.pop("options", {})
+def _lexicon_model_facts(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Each character model run's recipe and facts, from the checkpoint's metadata.
+
+    ``lemma_generator`` and, where one was trained on top of it, ``feats_guesser``
+    (:mod:`biaffine.training.feats_guesser`), each by its metadata key.
+    """
+    loaded = checkpoint.load(args.lemma_generator)
+    lexicon = loaded.vocabs.lexicon
     test = ud_test_file(Path(args.root) / args.treebank).name
     folder = f"$UD_ROOT/{args.treebank}"
     files = [f"{folder}/{test.replace('-test.', f'-{part}.')}" for part in ("train", "dev")]
-    recipe = ["python -m biaffine.training.lemma_generator parser.pt", *files, "parser.pt"]
-    for option in ("minutes", "seed", "max_epochs", "dim", "hidden", "stored_as"):
-        if options.get(option) is not None:
-            recipe.append(f"--{option.replace('_', '-')} {options[option]}")
-    return {"recipe": " ".join(recipe)} | facts
+    found = {}
+    guesser = lexicon is not None and lexicon.feats_guesser is not None
+    for key in ("lemma_generator", *(("feats_guesser",) if guesser else ())):
+        facts = dict(loaded.metadata.get(key, {}))
+        options = facts.pop("options", {})
+        recipe = [f"python -m biaffine.training.{key} parser.pt", *files, "parser.pt"]
+        for option in ("minutes", "seed", "max_epochs", "dim", "hidden", "stored_as"):
+            if options.get(option) is not None:
+                recipe.append(f"--{option.replace('_', '-')} {options[option]}")
+        found[key] = {"recipe": " ".join(recipe)} | facts
+    return found
 
 
 def _check_same_segmenter(kept: Path, given: str) -> None:
@@ -337,7 +359,8 @@ def main(argv: list[str] | None = None) -> None:
         "--lemma-generator",
         default=None,
         help="with --keep-parser: the model's parser.pt with a lemma generator added "
-        "(python -m biaffine.training.lemma_generator)",
+        "(python -m biaffine.training.lemma_generator), and maybe a FEATS guesser on top "
+        "(python -m biaffine.training.feats_guesser)",
     )
     options.add_argument("--treebank", required=True, help="e.g. UD_English-EWT")
     options.add_argument("--root", default=os.environ.get("UD_ROOT"), help="default $UD_ROOT")

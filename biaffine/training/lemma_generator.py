@@ -16,7 +16,7 @@ Usage::
         [--minutes 18] [--threads 1] [--seed 1] [--stored-as float16|int8]
 
 ``OUT`` is ``CHECKPOINT`` with the generator in its lexicon, the facts of its training in its
-metadata (``lemma_generator``: :meth:`TrainedGenerator.facts`, with the options given), and
+metadata (``lemma_generator``: :meth:`Trained.facts`, with the options given), and
 everything else as it was (weights, config; ``--stored-as`` stores the weights as a shipped model's
 ``parser.pt`` does, see :func:`biaffine.checkpoint.rewrite`). The model must have a lexicon:
 the generator only writes the lemmas of words the lexicon lacks.
@@ -42,7 +42,18 @@ from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemma_generator import BOS, PAD, SPECIAL_SYMBOLS, LemmaGenerator
 from biaffine.data.lemmas import is_annotated
 
-__all__ = ["Seq2Seq", "TrainedGenerator", "add_generator", "held_out", "train_generator", "triples"]
+__all__ = [
+    "Seq2Seq",
+    "Trained",
+    "add_generator",
+    "add_to_lexicon",
+    "adder",
+    "fit",
+    "held_out",
+    "padded",
+    "train_generator",
+    "triples",
+]
 
 BATCH = 64
 """Forms per training batch."""
@@ -53,7 +64,8 @@ RATE, LATE_RATE, LATE_SHARE = 2e-3, 5e-4, 0.6
 DROPOUT = 0.3
 CLIP = 5.0
 DIM, HIDDEN = 64, 64
-"""Symbol embeddings and encoder units per direction (docs/lemmas.md measured these)."""
+"""Symbol embeddings and encoder units per direction of the character models (docs/lemmas.md
+and docs/tags.md measured these)."""
 
 Triple = tuple[str, str, str]
 """(form, UPOS, lemma)."""
@@ -132,7 +144,7 @@ def generator_of(model: Seq2Seq, chars: Sequence[str], tags: Sequence[str]) -> L
     return LemmaGenerator(tuple(chars), tuple(tags), dim, hidden, arrays)
 
 
-def _padded(rows: Sequence[Sequence[int]]) -> torch.Tensor:
+def padded(rows: Sequence[Sequence[int]]) -> torch.Tensor:
     """int64[len(rows), longest], PAD after each row."""
     longest = max(map(len, rows))
     return torch.tensor([[*row, *[PAD] * (longest - len(row))] for row in rows])
@@ -147,19 +159,19 @@ def _batches(data: Sequence[Triple], rng: random.Random) -> Iterator[Sequence[Tr
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainedGenerator:
-    """A trained generator and the facts of its training.
+class Trained:
+    """A trained character model and the facts of its training.
 
     Attributes:
-        generator: the weights of the best dev epoch.
+        model: the torch-free model with the weights of the best dev epoch.
         epochs: epochs run.
         best_epoch: the epoch kept.
-        dev_right: percent of the held-out dev words it lemmatizes right (that epoch).
+        dev_right: percent of the held-out dev words it gets right (that epoch).
         held_out: how many dev words training lacks.
         minutes: training time.
     """
 
-    generator: LemmaGenerator
+    model: Any
     epochs: int
     best_epoch: int
     dev_right: float
@@ -167,10 +179,71 @@ class TrainedGenerator:
     minutes: float
 
     def facts(self) -> dict[str, Any]:
-        """Plain data: everything but the generator."""
+        """Plain data: everything but the model."""
         return {
-            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "generator"
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "model"
         }
+
+
+def fit(
+    net: nn.Module,
+    data: Sequence[Triple],
+    loss_of: Callable[[Sequence[Triple]], torch.Tensor],
+    judge: Callable[[], tuple[float, Any]],
+    *,
+    held: int,
+    minutes: float,
+    seed: int,
+    max_epochs: int | None,
+    report: Callable[[str], None],
+) -> Trained:
+    """Train ``net`` on ``data`` for ``minutes`` (or ``max_epochs``); keep the best dev epoch.
+
+    Adam at :data:`RATE`, then :data:`LATE_RATE`; batches of like length (:func:`_batches`);
+    gradients clipped at :data:`CLIP`. After each epoch ``judge()`` gives the percent of the
+    held-out dev words right and the torch-free model to keep if it is the best so far.
+
+    Args:
+        net: the torch model, in train mode while it learns.
+        data: the training triples.
+        loss_of: the loss of a batch of triples.
+        judge: the dev score and the torch-free model of the weights as they are.
+        held: how many held-out dev words ``judge`` scores.
+        minutes: the training budget.
+        seed: the batches' order.
+        max_epochs: a cap on the epochs, or None.
+        report: writes a line after each epoch.
+    """
+    rng = random.Random(seed)
+    optimizer = torch.optim.Adam(net.parameters(), RATE)
+    best: dict[str, Any] = {"right": -1.0}
+    start, epoch = time.monotonic(), 0
+    while time.monotonic() - start < minutes * 60 and epoch != max_epochs:
+        if time.monotonic() - start > LATE_SHARE * minutes * 60:
+            for group in optimizer.param_groups:
+                group["lr"] = LATE_RATE
+        epoch += 1
+        net.train()
+        for batch in _batches(data, rng):
+            loss = loss_of(batch)
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(net.parameters(), CLIP)
+            optimizer.step()
+        net.eval()
+        right, model = judge()
+        if right > best["right"]:
+            best.update(right=right, epoch=epoch, model=model)
+        elapsed = (time.monotonic() - start) / 60
+        report(f"epoch {epoch}, {elapsed:.1f} min: dev words training lacks right {right:.2f}%")
+    return Trained(
+        best["model"],
+        epochs=epoch,
+        best_epoch=best["epoch"],
+        dev_right=round(best["right"], 2),
+        held_out=held,
+        minutes=round((time.monotonic() - start) / 60, 1),
+    )
 
 
 def train_generator(
@@ -183,7 +256,7 @@ def train_generator(
     dim: int = DIM,
     hidden: int = HIDDEN,
     report: Callable[[str], None] = print,
-) -> TrainedGenerator:
+) -> Trained:
     """Train on ``train``'s triples for ``minutes`` (or ``max_epochs``), keep the best dev epoch.
 
     Raises:
@@ -198,38 +271,27 @@ def train_generator(
     torch.manual_seed(seed)
     model = Seq2Seq(SPECIAL_SYMBOLS + len(chars) + len(tags), dim, hidden)
     symbols = generator_of(model, chars, tags)  # its symbol tables
-    rng = random.Random(seed)
-    optimizer = torch.optim.Adam(model.parameters(), RATE)
-    loss_of = nn.CrossEntropyLoss(ignore_index=PAD)
-    best: dict[str, Any] = {"right": -1.0}
-    start, epoch = time.monotonic(), 0
-    while time.monotonic() - start < minutes * 60 and epoch != max_epochs:
-        if time.monotonic() - start > LATE_SHARE * minutes * 60:
-            for group in optimizer.param_groups:
-                group["lr"] = LATE_RATE
-        epoch += 1
-        model.train()
-        for batch in _batches(data, rng):
-            source = _padded([symbols.source(form, upos) for form, upos, _ in batch])
-            target = _padded([symbols.target(lemma) for _, _, lemma in batch])
-            loss = loss_of(model(source, target).flatten(0, 1), target.flatten())
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), CLIP)
-            optimizer.step()
+    loss = nn.CrossEntropyLoss(ignore_index=PAD)
+
+    def loss_of(batch: Sequence[Triple]) -> torch.Tensor:
+        source = padded([symbols.source(form, upos) for form, upos, _ in batch])
+        target = padded([symbols.target(lemma) for _, _, lemma in batch])
+        return loss(model(source, target).flatten(0, 1), target.flatten())
+
+    def judge() -> tuple[float, LemmaGenerator]:
         generator = generator_of(model, chars, tags)
-        right = _percent_right(generator, dev_words)
-        if right > best["right"]:
-            best.update(right=right, epoch=epoch, generator=generator)
-        elapsed = (time.monotonic() - start) / 60
-        report(f"epoch {epoch}, {elapsed:.1f} min: dev words training lacks right {right:.2f}%")
-    return TrainedGenerator(
-        best["generator"],
-        epochs=epoch,
-        best_epoch=best["epoch"],
-        dev_right=round(best["right"], 2),
-        held_out=len(dev_words),
-        minutes=round((time.monotonic() - start) / 60, 1),
+        return _percent_right(generator, dev_words), generator
+
+    return fit(
+        model,
+        data,
+        loss_of,
+        judge,
+        held=len(dev_words),
+        minutes=minutes,
+        seed=seed,
+        max_epochs=max_epochs,
+        report=report,
     )
 
 
@@ -240,21 +302,31 @@ def _percent_right(generator: LemmaGenerator, words: Sequence[Triple]) -> float:
     return 100 * right / len(words)
 
 
-def add_generator(
+def add_to_lexicon(
     source: Path,
+    out: Path,
     train: Path,
     dev: Path,
-    out: Path,
+    kind: str,
+    trainer: Callable[[list[Sentence], list[Sentence]], Trained],
     *,
-    minutes: float,
-    seed: int = 1,
-    max_epochs: int | None = None,
-    dim: int = DIM,
-    hidden: int = HIDDEN,
+    data_of: Callable[[Sequence[Sentence]], list[Triple]],
+    options: dict[str, Any],
     stored_as: str | None = None,
-    report: Callable[[str], None] = print,
-) -> TrainedGenerator:
-    """Write ``source`` to ``out`` with a generator trained on ``train`` in its lexicon.
+) -> Trained:
+    """Write ``source`` to ``out`` with a character model trained on ``train`` in its lexicon.
+
+    Args:
+        source: the model's checkpoint.
+        out: where to write it with the trained model.
+        train: its training file.
+        dev: its dev file.
+        kind: the lexicon's field for the model (``generator``, ``feats_guesser``).
+        trainer: trains it from the two files' sentences.
+        data_of: the (form, UPOS, value) triples the model learns from in some sentences.
+        options: the options given, kept in the facts (metadata ``lemma_generator`` or
+            ``feats_guesser``) with the run's.
+        stored_as: how the weights are stored (:func:`biaffine.checkpoint.rewrite`).
 
     Raises:
         ValueError: the checkpoint has no lexicon, or the files give nothing to learn from.
@@ -264,53 +336,114 @@ def add_generator(
     if lexicon is None:
         raise ValueError(f"{source}: the model has no lexicon (train it again to get one)")
     train_sentences, dev_sentences = list(read_conllu(train)), list(read_conllu(dev))
-    if not held_out(dev_sentences, {f for sentence in train_sentences for f in sentence.forms}):
-        raise ValueError(f"{dev}: no word with a lemma whose form {train} lacks")
-    if not triples(train_sentences):
-        raise ValueError(f"{train}: no word with a lemma")
-    trained = train_generator(
-        train_sentences,
-        dev_sentences,
-        minutes=minutes,
-        seed=seed,
-        max_epochs=max_epochs,
-        dim=dim,
-        hidden=hidden,
-        report=report,
+    seen = {form for sentence in train_sentences for form in sentence.forms}
+    if not any(form not in seen for form, _, _ in data_of(dev_sentences)):
+        raise ValueError(f"{dev}: no word to learn from whose form {train} lacks")
+    if not data_of(train_sentences):
+        raise ValueError(f"{train}: no word to learn from")
+    trained = trainer(train_sentences, dev_sentences)
+    vocabs = dataclasses.replace(
+        loaded.vocabs, lexicon=dataclasses.replace(lexicon, **{kind: trained.model})
     )
-    with_generator = dataclasses.replace(lexicon, generator=trained.generator)
-    vocabs = dataclasses.replace(loaded.vocabs, lexicon=with_generator)
-    options = {
-        "minutes": minutes,
-        "seed": seed,
-        "max_epochs": max_epochs,
-        "dim": dim,
-        "hidden": hidden,
-        "stored_as": stored_as,
-    }
-    facts = {"lemma_generator": {"options": options, **trained.facts()}}
+    facts = {FACTS[kind]: {"options": {**options, "stored_as": stored_as}, **trained.facts()}}
     checkpoint.rewrite(loaded, out, vocabs=vocabs, metadata=facts, stored_as=stored_as)
     return trained
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """The command line: CHECKPOINT TRAIN DEV OUT."""
-    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+FACTS = {"generator": "lemma_generator", "feats_guesser": "feats_guesser"}
+"""The metadata key of each kind of character model's training facts."""
+
+
+def adder(
+    kind: str,
+    trainer: Callable[..., Trained],
+    data_of: Callable[[Sequence[Sentence]], list[Triple]],
+) -> Callable[..., Trained]:
+    """The command's work for one kind of character model (:func:`add_to_lexicon`).
+
+    Args:
+        kind: the lexicon's field for the model.
+        trainer: :func:`train_generator` or its like.
+        data_of: the triples it learns from in some sentences.
+
+    Returns:
+        ``add(source, train, dev, out, *, minutes, seed=1, max_epochs=None, dim, hidden,
+        stored_as=None, report=print) -> Trained``: ``source`` written to ``out`` with a model
+        trained on ``train`` (epoch chosen on ``dev``) in its lexicon.
+    """
+
+    def add(
+        source: Path,
+        train: Path,
+        dev: Path,
+        out: Path,
+        *,
+        minutes: float,
+        seed: int = 1,
+        max_epochs: int | None = None,
+        dim: int = DIM,
+        hidden: int = HIDDEN,
+        stored_as: str | None = None,
+        report: Callable[[str], None] = print,
+    ) -> Trained:
+        options = {"minutes": minutes, "seed": seed, "max_epochs": max_epochs}
+        sizes = {"dim": dim, "hidden": hidden}
+        return add_to_lexicon(
+            source,
+            out,
+            train,
+            dev,
+            kind,
+            lambda train_sentences, dev_sentences: trainer(
+                train_sentences, dev_sentences, **options, **sizes, report=report
+            ),
+            data_of=data_of,
+            options=options | sizes,
+            stored_as=stored_as,
+        )
+
+    return add
+
+
+add_generator = adder("generator", train_generator, triples)
+"""Write a checkpoint again with a lemma generator in its lexicon (:func:`adder`'s ``add``)."""
+
+
+def command_line(
+    argv: Sequence[str] | None,
+    *,
+    description: str,
+    add: Callable[..., Trained],
+    what: str,
+    minutes: float,
+    hidden: int,
+) -> None:
+    """Parse CHECKPOINT TRAIN DEV OUT and the options, run ``add``, say what it kept.
+
+    Args:
+        argv: the arguments (None: the process's).
+        description: the command's help line.
+        add: :func:`add_generator` or its like, called with the files and the options.
+        what: the model's name in the closing line.
+        minutes: the default ``--minutes``.
+        hidden: the default ``--hidden``.
+    """
+    options = argparse.ArgumentParser(description=description)
     options.add_argument("checkpoint", type=Path)
     options.add_argument("train", type=Path, help="the model's training file (CoNLL-U)")
     options.add_argument("dev", type=Path, help="its dev file: the epoch is chosen on it")
     options.add_argument("out", type=Path)
-    options.add_argument("--minutes", type=float, default=18.0)
+    options.add_argument("--minutes", type=float, default=minutes)
     options.add_argument("--max-epochs", type=int, default=None)
     options.add_argument("--threads", type=int, default=1)
     options.add_argument("--seed", type=int, default=1)
     options.add_argument("--dim", type=int, default=DIM, help="symbol embedding size")
-    options.add_argument("--hidden", type=int, default=HIDDEN, help="encoder units per direction")
+    options.add_argument("--hidden", type=int, default=hidden, help="encoder units per direction")
     options.add_argument("--stored-as", choices=checkpoint.STORAGES, default=None)
     args = options.parse_args(argv)
     torch.set_num_threads(args.threads)
     trained = report_user_errors(
-        lambda: add_generator(
+        lambda: add(
             args.checkpoint,
             args.train,
             args.dev,
@@ -324,9 +457,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     )
     print(
-        f"{args.out}: lemma generator of epoch {trained.best_epoch} of {trained.epochs} "
+        f"{args.out}: {what} of epoch {trained.best_epoch} of {trained.epochs} "
         f"({trained.minutes} min), {trained.dev_right:.2f}% of the {trained.held_out:,} dev "
         "words training lacks right"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The command line: CHECKPOINT TRAIN DEV OUT."""
+    command_line(
+        argv,
+        description=__doc__.splitlines()[0],
+        add=add_generator,
+        what="lemma generator",
+        minutes=18.0,
+        hidden=HIDDEN,
     )
 
 

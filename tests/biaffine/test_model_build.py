@@ -20,6 +20,7 @@ from biaffine.models.build import (
     _check_same_parser,
     _check_same_segmenter,
     _kept_card,
+    _lexicon_models,
     _training,
     _weights,
     main,
@@ -336,14 +337,18 @@ def test_a_sentence_model_on_the_kept_segmenter_adds_its_runs_facts(
         _check_same_segmenter(folder / SEGMENTER, str(folder / SEGMENTER))
 
 
-def with_generator(source: Path, dest: Path, facts: dict) -> Path:
-    """``source`` with a random lemma generator in its lexicon and a generator run's facts."""
+def with_generator(source: Path, dest: Path, facts: dict, guesser: dict | None = None) -> Path:
+    """``source`` with a random lemma generator in its lexicon and a generator run's facts,
+    and with a random FEATS guesser and its run's facts where ``guesser`` gives them."""
+    from data.test_feats_guesser import random_guesser
     from data.test_lemma_generator import random_generator
 
     loaded = parser_checkpoints.load(source)
-    lexicon = Lexicon(generator=random_generator())  # the tiny parser has none
+    lexicon = Lexicon(  # the tiny parser has none
+        generator=random_generator(), feats_guesser=random_guesser() if guesser else None
+    )
     vocabs = dataclasses.replace(loaded.vocabs, lexicon=lexicon)
-    metadata = {"lemma_generator": facts}
+    metadata = {"lemma_generator": facts} | ({"feats_guesser": guesser} if guesser else {})
     parser_checkpoints.rewrite(loaded, dest, vocabs=vocabs, metadata=metadata, stored_as="int8")
     return dest
 
@@ -380,8 +385,26 @@ def test_a_lemma_generator_on_the_kept_parser_adds_its_runs_facts(tmp_path: Path
     recipe += " --minutes 18.0 --seed 1 --hidden 64 --stored-as int8"
     assert training["parser"] == PARSER_FACTS | {"lemma_generator": {"recipe": recipe, **facts}}
     assert training["segmenter"] == SEGMENTER_FACTS
-    assert _weights(args, card, generator=True) == (
+    assert _weights(args, card, models=["lemma generator"]) == (
         f"{weights}; the lexicon's lemma generator float16 (computed in float32)"
+    )
+    # A FEATS guesser trained on top: its recipe too, and both models in the weights.
+    guesser_options = {"minutes": 12.0, "seed": 1, "max_epochs": None, "stored_as": "int8"}
+    guesser_facts = {"epochs": 90, "best_epoch": 80, "dev_right": 74.2, "held_out": 3347}
+    both = with_generator(
+        shipped, tmp_path / "both.pt", {"options": options, **facts},
+        {"options": guesser_options, **guesser_facts},
+    )  # fmt: skip
+    args.lemma_generator = str(both)
+    parser = _training(args, folder, _kept_card(args, folder))["parser"]
+    assert parser["lemma_generator"] == {"recipe": recipe, **facts}
+    guessing = f"python -m biaffine.training.feats_guesser parser.pt {files} parser.pt"
+    guessing += " --minutes 12.0 --seed 1 --stored-as int8"
+    assert parser["feats_guesser"] == {"recipe": guessing, **guesser_facts}
+    models = _lexicon_models(both)
+    assert models == ["lemma generator", "FEATS guesser"]
+    assert _weights(args, {"weights": _weights(args, card, models=models)}, models=models) == (
+        f"{weights}; the lexicon's lemma generator and FEATS guesser float16 (computed in float32)"
     )
     _check_same_parser(shipped, str(generated))
     with pytest.raises(ValueError, match="holds no lemma generator"):

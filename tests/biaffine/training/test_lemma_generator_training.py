@@ -66,8 +66,8 @@ def test_numpys_greedy_lemmas_are_the_torch_twins_best_symbols(sentences) -> Non
     generator = generator_of(model, chars, tags)
     words = [(form, upos) for form, upos, _ in data]
     written = generator.lemmas(words)
-    source = lemma_generator._padded([generator.source(*word) for word in words])
-    target = lemma_generator._padded([generator.target(lemma) for lemma in written])
+    source = lemma_generator.padded([generator.source(*word) for word in words])
+    target = lemma_generator.padded([generator.target(lemma) for lemma in written])
     with torch.no_grad():
         best = model(source, target).argmax(-1)
     ended = 0
@@ -104,7 +104,7 @@ def test_the_epoch_kept_is_the_one_with_most_held_out_words_right(sentences) -> 
     assert trained.best_epoch == 1 + rights.index(max(rights))  # the first best
     assert trained.dev_right == round(max(rights), 2)
     words = held_out(DEV, {form for sentence in sentences for form in sentence.forms})
-    written = trained.generator.lemmas([(form, upos) for form, upos, _ in words])
+    written = trained.model.lemmas([(form, upos) for form, upos, _ in words])
     right = sum(w == lemma for w, (_, _, lemma) in zip(written, words, strict=True))
     assert trained.dev_right == round(100 * right / len(words), 2)
 

@@ -1,0 +1,257 @@
+"""What the lexicon's character models share, torch-free: symbols, a BiLSTM, plain data.
+
+A character model reads one word at a time: its UPOS as a first symbol, then its characters,
+through an embedding and a one-layer BiLSTM. :class:`biaffine.data.lemma_generator.LemmaGenerator`
+writes a lemma from those states and :class:`biaffine.data.feats_guesser.FeatsGuesser` picks
+FEATS. Both are trained in torch (with packed sequences) and run here in numpy, so both runtimes
+read them with the same code, and both travel in the training lexicon as plain data: their
+symbols, and each weight as float16 bytes in base64 (computed in float32).
+
+Each word reads only its own symbols: the backward direction starts at its last symbol and a
+state stays zero outside its word, so what a word gets does not depend on the other words of
+its batch.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["PAD", "SPECIAL_SYMBOLS", "UNKNOWN", "CharacterModel", "encoder_shapes", "lstm_cell"]
+
+PAD, BOS, EOS, UNKNOWN = 0, 1, 2, 3
+SPECIAL_SYMBOLS = 4
+"""Symbol ids below this are padding, start, end and unknown; characters follow, then tags."""
+
+Array = npt.NDArray[np.float32]
+
+
+def encoder_shapes(symbols: int, dim: int, hidden: int) -> dict[str, tuple[int, ...]]:
+    """The embedding's and the BiLSTM's weight shapes, by their names in a torch ``state_dict``.
+
+    Args:
+        symbols: symbol vocabulary size V (specials, characters, tags).
+        dim: symbol embedding size D.
+        hidden: units per direction H.
+    """
+    lstm = {
+        f"encoder.{kind}_l0{side}": shape
+        for side in ("", "_reverse")
+        for kind, shape in (
+            ("weight_ih", (4 * hidden, dim)),
+            ("weight_hh", (4 * hidden, hidden)),
+            ("bias_ih", (4 * hidden,)),
+            ("bias_hh", (4 * hidden,)),
+        )
+    }
+    return {"embed.weight": (symbols, dim), **lstm}
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CharacterModel:
+    """Symbols, sizes and weights of a character model; a subclass adds its head.
+
+    Attributes:
+        chars: the characters it reads (symbol ids 4, 5, ...).
+        tags: the UPOS tags it reads (symbol ids after the characters).
+        dim: symbol embedding size D.
+        hidden: BiLSTM units per direction H.
+        weights: float32 arrays by name, shaped as :meth:`shapes` says.
+    """
+
+    KIND: ClassVar[str] = "character model"
+    """What error messages call it."""
+
+    chars: tuple[str, ...]
+    tags: tuple[str, ...]
+    dim: int
+    hidden: int
+    weights: Mapping[str, Array] = field(repr=False)
+    _char_ids: dict[str, int] = field(init=False, repr=False, compare=False)
+    _tag_ids: dict[str, int] = field(init=False, repr=False, compare=False)
+    _inputs: dict[str, Array] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Check the weights' shapes; index the symbols; tabulate each symbol's input."""
+        expected = self.shapes()
+        shapes = {name: tuple(array.shape) for name, array in self.weights.items()}
+        if shapes != expected:
+            raise ValueError(f"{self.KIND} weights {shapes} are not those of {expected}")
+        chars = {c: SPECIAL_SYMBOLS + k for k, c in enumerate(self.chars)}
+        tags = {t: SPECIAL_SYMBOLS + len(self.chars) + k for k, t in enumerate(self.tags)}
+        object.__setattr__(self, "_char_ids", chars)
+        object.__setattr__(self, "_tag_ids", tags)
+        object.__setattr__(self, "_inputs", self._input_tables())
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Each weight's shape, by name."""
+        return self.shapes_for(self.symbols, self.dim, self.hidden, self.own())
+
+    @classmethod
+    def shapes_for(
+        cls, symbols: int, dim: int, hidden: int, own: Mapping[str, Any]
+    ) -> dict[str, tuple[int, ...]]:
+        """Each weight's shape by name: the encoder's here, a subclass adds its head's.
+
+        Args:
+            symbols: symbol vocabulary size V.
+            dim: symbol embedding size D.
+            hidden: BiLSTM units per direction H.
+            own: the subclass's own fields (:meth:`own`).
+        """
+        return encoder_shapes(symbols, dim, hidden)
+
+    def own(self) -> dict[str, Any]:
+        """A subclass's own fields by name, as :meth:`to_dict` writes them."""
+        return {}
+
+    def facts(self) -> tuple[Any, ...]:
+        """Everything but the weights that two equal models share."""
+        return (self.chars, self.tags, self.dim, self.hidden, self.own())
+
+    def __eq__(self, other: object) -> bool:
+        """Same kind, facts and weights (value by value)."""
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, CharacterModel)
+        return self.facts() == other.facts() and all(
+            np.array_equal(array, other.weights[name]) for name, array in self.weights.items()
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable arrays
+
+    @property
+    def symbols(self) -> int:
+        """Symbol vocabulary size V."""
+        return SPECIAL_SYMBOLS + len(self.chars) + len(self.tags)
+
+    def source(self, form: str, upos: str) -> list[int]:
+        """The symbols the encoder reads: the UPOS, then the form's characters."""
+        chars = [self._char_ids.get(c, UNKNOWN) for c in form]
+        return [self._tag_ids.get(upos, UNKNOWN), *chars]
+
+    def _input_tables(self) -> dict[str, Array]:
+        """Each symbol's part of the BiLSTM's gates, biases included.
+
+        float32[V, 4H] per direction (``encoder``, ``encoder_reverse``).
+        """
+        embed = self.weights["embed.weight"]
+        return {
+            f"encoder{side}": embed @ self.weights[f"encoder.weight_ih_l0{side}"].T
+            + self.weights[f"encoder.bias_ih_l0{side}"]
+            + self.weights[f"encoder.bias_hh_l0{side}"]
+            for side in ("", "_reverse")
+        }
+
+    def _read(
+        self, words: Sequence[tuple[str, str]]
+    ) -> tuple[Array, npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+        """The BiLSTM's states of (form, UPOS) words, with their mask and lengths.
+
+        Returns:
+            float32[W, S, 2H] states (zero past each word's end), bool[W, S] True on each
+            word's symbols, int64[W] symbols per word (S the most).
+        """
+        rows = [self.source(form, upos) for form, upos in words]
+        lengths = np.array([len(row) for row in rows], dtype=np.int64)
+        ids = np.zeros((len(rows), lengths.max()), dtype=np.int64)
+        for k, row in enumerate(rows):
+            ids[k, : len(row)] = row
+        mask = np.arange(ids.shape[1]) < lengths[:, None]
+        forward = self._direction(ids, mask, "", reverse=False)
+        backward = self._direction(ids, mask, "_reverse", reverse=True)
+        return np.concatenate([forward, backward], axis=-1), mask, lengths
+
+    def _direction(
+        self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_], side: str, *, reverse: bool
+    ) -> Array:
+        """One direction's states float32[W, S, H]; state stays zero outside each word.
+
+        Backward, a word's state starts at zero at its last symbol, as a packed sequence's does.
+        """
+        inputs = self._inputs[f"encoder{side}"]
+        recurrent = self.weights[f"encoder.weight_hh_l0{side}"].T
+        words, length = mask.shape
+        h = np.zeros((words, self.hidden), dtype=np.float32)
+        c = np.zeros_like(h)
+        states = np.zeros((words, length, self.hidden), dtype=np.float32)
+        for t in reversed(range(length)) if reverse else range(length):
+            new_h, new_c = lstm_cell(inputs[ids[:, t]] + h @ recurrent, c)
+            inside = mask[:, t, None]
+            h, c = np.where(inside, new_h, h), np.where(inside, new_c, c)
+            states[:, t] = np.where(inside, h, 0.0)
+        return states
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, JSON's too.
+
+        ``{"chars": [...], "tags": [...], "dim": D, "hidden": H, "weights": {name: base64 of
+        its float16 bytes, little-endian, in C order}}``, and a subclass's own keys.
+        """
+        return {
+            "chars": list(self.chars),
+            "tags": list(self.tags),
+            "dim": self.dim,
+            "hidden": self.hidden,
+            **self.own(),
+            "weights": {
+                name: base64.b64encode(array.astype("<f2").tobytes()).decode("ascii")
+                for name, array in sorted(self.weights.items())
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Any:
+        """Inverse of :meth:`to_dict` (float16 weights widened to float32).
+
+        Raises:
+            ValueError: a key missing, symbols that are not strings, or weights of the wrong size.
+        """
+        missing = {"chars", "tags", "dim", "hidden", "weights", *cls.own_keys()} - set(data)
+        if missing:
+            raise ValueError(f"{cls.KIND} data lacks keys {sorted(missing)}")
+        chars, tags = tuple(data["chars"]), tuple(data["tags"])
+        if not all(isinstance(s, str) for s in chars + tags):
+            raise ValueError(f"{cls.KIND} symbols must be strings")
+        dim, hidden = int(data["dim"]), int(data["hidden"])
+        own = cls.own_fields(data)
+        shapes = cls.shapes_for(SPECIAL_SYMBOLS + len(chars) + len(tags), dim, hidden, own)
+        weights = {}
+        for name, text in data["weights"].items():
+            raw = base64.b64decode(text, validate=True)
+            if name not in shapes or len(raw) != 2 * math.prod(shapes[name]):
+                raise ValueError(f"{cls.KIND} weight {name!r} has {len(raw) / 2} values")
+            weights[name] = np.frombuffer(raw, dtype="<f2").astype(np.float32).reshape(shapes[name])
+        return cls(chars, tags, dim, hidden, weights, **own)
+
+    @classmethod
+    def own_keys(cls) -> tuple[str, ...]:
+        """The keys a subclass adds to :meth:`to_dict`."""
+        return ()
+
+    @classmethod
+    def own_fields(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """A subclass's own fields from its :meth:`to_dict` data (checked).
+
+        Raises:
+            ValueError: data a subclass cannot read.
+        """
+        return {}
+
+
+def lstm_cell(gates: Array, c: Array) -> tuple[Array, Array]:
+    """An LSTM cell's new (h, c) from its gates float32[W, 4H] (torch's order: i, f, g, o)."""
+    hidden = gates.shape[1] // 4
+    # One tanh for all four gates: sigmoid(x) = (tanh(x / 2) + 1) / 2 (no overflow either).
+    scale = np.full(4 * hidden, 0.5, dtype=np.float32)
+    scale[2 * hidden : 3 * hidden] = 1.0
+    squashed = np.tanh(gates * scale)
+    i, f, g, o = np.split(squashed, 4, axis=1)
+    c = 0.5 * (f + 1.0) * c + 0.5 * (i + 1.0) * g
+    return 0.5 * (o + 1.0) * np.tanh(c), c
