@@ -305,6 +305,7 @@ def _section(card: Mapping[str, Any]) -> list[str]:
                 f"(the longest {run['minutes']} min), their probabilities averaged:"
             )
             lines += _member_lines(run)
+            lines += _lexicon_model_lines(run)
         elif part in training:
             run = training[part]
             as_run = "" if run["command"] == run["recipe"] else f"; as run: `{run['command']}`"
@@ -314,6 +315,7 @@ def _section(card: Mapping[str, Any]) -> list[str]:
                 f"{as_run}{':' if minutes == '' else '.'}"
             )
             lines += _branch_lines(run)
+            lines += _lexicon_model_lines(run)
             if "sentences" in run:
                 lines.append(_sentence_line(run["sentences"]))
     if card["requires"]:
@@ -329,6 +331,18 @@ def _section(card: Mapping[str, Any]) -> list[str]:
     )
     lines += ["", "Known limits:", "", *(f"- {limit}" for limit in card["limits"])]
     return lines
+
+
+def _lexicon_model_lines(run: Mapping[str, Any]) -> list[str]:
+    """The lines of the character models trained into a parser's lexicon, under the parser's."""
+    named = (("lemma_generator", "lemma generator"), ("feats_guesser", "FEATS guesser"))
+    return [
+        f"  - its lexicon's {name}: `{facts['recipe']}` ({facts['minutes']} min, best epoch "
+        f"{facts['best_epoch']} of {facts['epochs']}, {facts['dev_right']}% of the "
+        f"{facts['held_out']:,} dev words training lacks right)."
+        for key, name in named
+        if (facts := run.get(key)) is not None
+    ]
 
 
 def _sentence_line(run: Mapping[str, Any]) -> str:

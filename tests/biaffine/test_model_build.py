@@ -25,7 +25,7 @@ from biaffine.models.build import (
     _weights,
     main,
 )
-from biaffine.models.card import _branch_lines, _member_lines
+from biaffine.models.card import _branch_lines, _lexicon_model_lines, _member_lines
 from biaffine.segmenting import checkpoint
 from biaffine.segmenting.sentences import SentenceModel
 from biaffine.training.average import average_checkpoints
@@ -419,3 +419,16 @@ def test_a_lemma_generator_on_the_kept_parser_adds_its_runs_facts(tmp_path: Path
     })  # fmt: skip
     with pytest.raises(ValueError, match="holds another network than"):
         _check_same_parser(other / "changed.pt", str(generated))
+
+
+def test_the_lexicons_models_get_a_line_each_under_the_parser() -> None:
+    facts = {"epochs": 20, "best_epoch": 17, "dev_right": 84.1, "held_out": 3347, "minutes": 18.2}
+    run = {"recipe": "python train.py", "lemma_generator": {"recipe": "python -m g", **facts}}
+    assert _lexicon_model_lines(run) == [
+        "  - its lexicon's lemma generator: `python -m g` (18.2 min, best epoch 17 of 20, "
+        "84.1% of the 3,347 dev words training lacks right)."
+    ]
+    run["feats_guesser"] = {"recipe": "python -m f", **facts, "held_out": 12}
+    assert _lexicon_model_lines(run)[1].startswith("  - its lexicon's FEATS guesser: `python -m f`")
+    assert "of the 12 dev words" in _lexicon_model_lines(run)[1]
+    assert _lexicon_model_lines({"recipe": "python train.py"}) == []
