@@ -79,7 +79,7 @@ from biaffine.data.batching import Batch
 from biaffine.files import fsync_dir, umask_mode
 from biaffine.inference.choices import root_label_id
 from biaffine.nn import Encoder
-from biaffine.parsers.ensemble import EnsembleParser, mean_log_softmax
+from biaffine.parsers.ensemble import TAG_DTYPE, EnsembleParser, mean_log_softmax
 from biaffine.parsers.heads import LabelScorer, LabelVectors, best_labels
 from biaffine.segmenting import checkpoint as segmenter_checkpoints
 from biaffine.segmenting.features import DEFAULT_CONTEXT, DEFAULT_WINDOW, UNK
@@ -307,10 +307,11 @@ class EnsembleTags(nn.Module):
         self.outputs = self.members[0].outputs
 
     def forward(self, states: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """float64[W, n_classes] per tagger, for the W words of the batch row by row."""
+        """float32[W, n_classes] per tagger (:data:`TAG_DTYPE`), for the W words row by row."""
         shares = states.split(self.state_widths, -1)
         each = [tags(share, lengths) for tags, share in zip(self.members, shares, strict=True)]
-        return tuple(mean_log_softmax(list(column)) for column in zip(*each, strict=True))
+        columns = zip(*each, strict=True)
+        return tuple(mean_log_softmax(list(column), TAG_DTYPE) for column in columns)
 
 
 class EnsembleLabels(nn.Module):

@@ -23,7 +23,15 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["PAD", "SPECIAL_SYMBOLS", "UNKNOWN", "CharacterModel", "encoder_shapes", "lstm_cell"]
+__all__ = [
+    "PAD",
+    "SPECIAL_SYMBOLS",
+    "UNKNOWN",
+    "CharacterModel",
+    "encoder_shapes",
+    "gate_scaled",
+    "lstm_cell",
+]
 
 PAD, BOS, EOS, UNKNOWN = 0, 1, 2, 3
 SPECIAL_SYMBOLS = 4
@@ -137,16 +145,25 @@ class CharacterModel:
         return [self._tag_ids.get(upos, UNKNOWN), *chars]
 
     def _input_tables(self) -> dict[str, Array]:
-        """Each symbol's part of the BiLSTM's gates, biases included.
+        """What the BiLSTM reads at each step, with its gates' halving folded in.
 
-        float32[V, 4H] per direction (``encoder``, ``encoder_reverse``).
+        ``encoder``: each symbol's part of the gates, biases included, forward then backward
+        (float32[2V, 4H]: the backward direction's symbol ``k`` is row ``V + k``);
+        ``encoder.recurrent``: each direction's recurrent weights float32[2, H, 4H]. Both are
+        :func:`gate_scaled`, so the cell takes one tanh of its gates.
         """
         embed = self.weights["embed.weight"]
-        return {
-            f"encoder{side}": embed @ self.weights[f"encoder.weight_ih_l0{side}"].T
+        sides = ("", "_reverse")
+        inputs = [
+            embed @ self.weights[f"encoder.weight_ih_l0{side}"].T
             + self.weights[f"encoder.bias_ih_l0{side}"]
             + self.weights[f"encoder.bias_hh_l0{side}"]
-            for side in ("", "_reverse")
+            for side in sides
+        ]
+        recurrent = [self.weights[f"encoder.weight_hh_l0{side}"].T for side in sides]
+        return {
+            "encoder": gate_scaled(np.concatenate(inputs)),
+            "encoder.recurrent": gate_scaled(np.stack(recurrent)),
         }
 
     def _read(
@@ -154,38 +171,52 @@ class CharacterModel:
     ) -> tuple[Array, npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
         """The BiLSTM's states of (form, UPOS) words, with their mask and lengths.
 
+        Both directions run as one forward pass: the backward one over each word's symbols
+        reversed. The words are read longest first, so the words still reading at a step are
+        the first ones and no step computes past a word's end.
+
         Returns:
             float32[W, S, 2H] states (zero past each word's end), bool[W, S] True on each
             word's symbols, int64[W] symbols per word (S the most).
         """
         rows = [self.source(form, upos) for form, upos in words]
         lengths = np.array([len(row) for row in rows], dtype=np.int64)
-        ids = np.zeros((len(rows), lengths.max()), dtype=np.int64)
-        for k, row in enumerate(rows):
-            ids[k, : len(row)] = row
-        mask = np.arange(ids.shape[1]) < lengths[:, None]
-        forward = self._direction(ids, mask, "", reverse=False)
-        backward = self._direction(ids, mask, "_reverse", reverse=True)
-        return np.concatenate([forward, backward], axis=-1), mask, lengths
+        order = np.argsort(-lengths, kind="stable")  # longest first
+        width = int(lengths.max())
+        ids = np.zeros((2, len(rows), width), dtype=np.int64)
+        for place, k in enumerate(order.tolist()):
+            ids[0, place, : lengths[k]] = rows[k]
+            ids[1, place, : lengths[k]] = rows[k][::-1]
+        ids[1] += self.symbols  # the backward direction's rows of the input table
+        reading = (lengths[:, None] > np.arange(width)).sum(0)  # int64[S] words still reading
+        states = self._forward_pass(ids, reading)  # float32[2, W, S, H], longest first
+        # Position p of a word of n symbols is step n - 1 - p of its reversed reading; past
+        # its end, any step past its end (zero: the last, which only the longest words reach).
+        sorted_lengths = lengths[order, None]
+        steps = sorted_lengths - 1 - np.arange(width)
+        steps[steps < 0] = width - 1
+        backward = np.take_along_axis(states[1], steps[:, :, None], axis=1)
+        found = np.empty((len(rows), width, 2 * self.hidden), dtype=np.float32)
+        found[order] = np.concatenate([states[0], backward], axis=-1)
+        return found, np.arange(width) < lengths[:, None], lengths
 
-    def _direction(
-        self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_], side: str, *, reverse: bool
-    ) -> Array:
-        """One direction's states float32[W, S, H]; state stays zero outside each word.
+    def _forward_pass(self, ids: npt.NDArray[np.int64], reading: npt.NDArray[np.int64]) -> Array:
+        """Both directions' states float32[2, W, S, H] of symbols int64[2, W, S].
 
-        Backward, a word's state starts at zero at its last symbol, as a packed sequence's does.
+        ``reading[t]`` words, the first ones, still read at step t; a state past its word's end
+        stays zero.
         """
-        inputs = self._inputs[f"encoder{side}"]
-        recurrent = self.weights[f"encoder.weight_hh_l0{side}"].T
-        words, length = mask.shape
-        h = np.zeros((words, self.hidden), dtype=np.float32)
+        inputs, recurrent = self._inputs["encoder"], self._inputs["encoder.recurrent"]
+        _, words, length = ids.shape
+        h = np.zeros((2, words, self.hidden), dtype=np.float32)
         c = np.zeros_like(h)
-        states = np.zeros((words, length, self.hidden), dtype=np.float32)
-        for t in reversed(range(length)) if reverse else range(length):
-            new_h, new_c = lstm_cell(inputs[ids[:, t]] + h @ recurrent, c)
-            inside = mask[:, t, None]
-            h, c = np.where(inside, new_h, h), np.where(inside, new_c, c)
-            states[:, t] = np.where(inside, h, 0.0)
+        states = np.zeros((2, words, length, self.hidden), dtype=np.float32)
+        for t in range(length):
+            n = int(reading[t])
+            gates = inputs[ids[:, :n, t]]
+            gates += np.matmul(h[:, :n], recurrent)
+            h[:, :n], c[:, :n] = lstm_cell(gates, c[:, :n])
+            states[:, :n, t] = h[:, :n]
         return states
 
     def to_dict(self) -> dict[str, Any]:
@@ -245,13 +276,26 @@ class CharacterModel:
         return {}
 
 
-def lstm_cell(gates: Array, c: Array) -> tuple[Array, Array]:
-    """An LSTM cell's new (h, c) from its gates float32[W, 4H] (torch's order: i, f, g, o)."""
-    hidden = gates.shape[1] // 4
-    # One tanh for all four gates: sigmoid(x) = (tanh(x / 2) + 1) / 2 (no overflow either).
+def gate_scaled(weights: Array) -> Array:
+    """``weights`` float32[..., 4H] with the columns of the i, f and o gates halved.
+
+    A cell whose gates come from such weights takes one tanh of them all (:func:`lstm_cell`):
+    sigmoid(x) = (tanh(x / 2) + 1) / 2. Halving is exact in floating point, so the gates are
+    bit for bit half of those of the weights as trained.
+    """
+    hidden = weights.shape[-1] // 4
     scale = np.full(4 * hidden, 0.5, dtype=np.float32)
     scale[2 * hidden : 3 * hidden] = 1.0
-    squashed = np.tanh(gates * scale)
-    i, f, g, o = np.split(squashed, 4, axis=1)
+    return (weights * scale).astype(np.float32)
+
+
+def lstm_cell(gates: Array, c: Array) -> tuple[Array, Array]:
+    """An LSTM cell's new (h, c) from :func:`gate_scaled` gates float32[..., 4H] (i, f, g, o).
+
+    i, f and o come halved, so one tanh squashes all four gates (sigmoid(x) = (tanh(x / 2) +
+    1) / 2, which does not overflow either).
+    """
+    squashed = np.tanh(gates)
+    i, f, g, o = np.split(squashed, 4, axis=-1)
     c = 0.5 * (f + 1.0) * c + 0.5 * (i + 1.0) * g
     return 0.5 * (o + 1.0) * np.tanh(c), c

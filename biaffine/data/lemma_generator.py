@@ -37,6 +37,7 @@ from biaffine.data.character_model import (
     UNKNOWN,
     CharacterModel,
     encoder_shapes,
+    gate_scaled,
     lstm_cell,
 )
 
@@ -93,15 +94,19 @@ class LemmaGenerator(CharacterModel):
         return weight_shapes(symbols, dim, hidden)
 
     def _input_tables(self) -> dict[str, Array]:
-        """The encoder's tables, and each symbol's part of the decoder's gates.
+        """The encoder's tables and the decoder's, halved as :func:`gate_scaled` says.
 
-        ``decoder``: float32[V, 8H] (its input is the previous symbol's embedding, then the
-        attention's context).
+        ``decoder``: each symbol's part of the decoder's gates, biases included, float32[V, 8H]
+        (its input is the previous symbol's embedding, then the attention's context);
+        ``decoder.reading``: the context's part float32[2H, 8H]; ``decoder.recurrent``:
+        float32[2H, 8H].
         """
         tables = CharacterModel._input_tables(self)  # (no zero-argument super() with slots)
         embed, w = self.weights["embed.weight"], self.weights
         decoder = embed @ w["decoder.weight_ih"][:, : self.dim].T
-        tables["decoder"] = decoder + w["decoder.bias_ih"] + w["decoder.bias_hh"]
+        tables["decoder"] = gate_scaled(decoder + w["decoder.bias_ih"] + w["decoder.bias_hh"])
+        tables["decoder.reading"] = gate_scaled(w["decoder.weight_ih"][:, self.dim :].T)
+        tables["decoder.recurrent"] = gate_scaled(w["decoder.weight_hh"].T)
         return tables
 
     def target(self, lemma: str) -> list[int]:
@@ -142,30 +147,34 @@ class LemmaGenerator(CharacterModel):
             return []
         states, mask, lengths = self._read(words)
         written = self._greedy(states, mask, limits=2 * lengths + 8)
-        return [self.text(row) for row in written]
+        return [self.text(row) for row in written.tolist()]
 
     def _greedy(
         self, states: Array, mask: npt.NDArray[np.bool_], limits: npt.NDArray[np.int64]
-    ) -> list[list[int]]:
+    ) -> npt.NDArray[np.int64]:
         """The decoder's best symbol at each step, per word up to its end or ``limits`` steps.
 
-        The words still writing are gathered into smaller arrays whenever they are half of
-        those computed or fewer: most lemmas end long before the batch's longest.
+        The words still writing are gathered into smaller arrays whenever they are three
+        quarters of those computed or fewer: most lemmas end long before the batch's longest.
+        (At a half, IMST test's unseen words took 13% more steps of a word, and 8% more time.)
 
         Args:
             states: float32[W, S, 2H] encoder states.
             mask: bool[W, S] each word's symbols.
             limits: int64[W] the most symbols each word may write.
+
+        Returns:
+            int64[W, L] the symbols written, PAD after each word's last (L the most ``limits``).
         """
         w, inputs = self.weights, self._inputs["decoder"]
+        reading, recurrent = self._inputs["decoder.reading"], self._inputs["decoder.recurrent"]
         mean = states.sum(1) / mask.sum(1, keepdims=True)
         h = np.tanh(mean @ w["bridge.weight"].T + w["bridge.bias"])
         c, context = np.zeros_like(h), np.zeros_like(h)
         keys = states @ w["attend.weight"]  # (W_a h) . s == h . (W_a^T s), float32[W, S, 2H]
-        reading = w["decoder.weight_ih"][:, self.dim :].T  # the context's part of the input
-        recurrent, out, out_bias = w["decoder.weight_hh"].T, w["out.weight"].T, w["out.bias"]
+        out, out_bias = w["out.weight"].T, w["out.bias"]
         previous = np.full(len(states), BOS)
-        written: list[list[int]] = [[] for _ in states]
+        written = np.full((len(states), int(limits.max())), PAD)  # PAD past each word's end
         rows = np.arange(len(states))  # the word of each row computed
         open_ = np.ones(len(states), dtype=bool)  # whether that word is still writing
         for step in range(int(limits.max())):
@@ -176,12 +185,11 @@ class LemmaGenerator(CharacterModel):
             attention /= attention.sum(1, keepdims=True)
             context = np.matmul(attention[:, None, :], states)[:, 0]
             previous = (np.concatenate([h, context], axis=1) @ out + out_bias).argmax(1)
-            for k, symbol in zip(rows[open_].tolist(), previous[open_].tolist(), strict=True):
-                written[k].append(symbol)
+            written[rows[open_], step] = previous[open_]
             open_ &= (previous != EOS) & (step + 1 < limits[rows])
             if not open_.any():
                 break
-            if 2 * open_.sum() <= len(rows):
+            if 4 * open_.sum() <= 3 * len(rows):
                 kept = open_
                 rows, h, c, context, previous = (a[kept] for a in (rows, h, c, context, previous))
                 keys, states, mask, open_ = keys[kept], states[kept], mask[kept], open_[kept]

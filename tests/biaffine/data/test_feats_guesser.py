@@ -45,10 +45,9 @@ def lstm_by_hand(inputs: list[np.ndarray], w_ih, w_hh, b) -> list[np.ndarray]:
     return out
 
 
-def test_scores_are_the_head_over_the_mean_and_both_directions_last_states() -> None:
-    guesser = random_guesser()
+def states_by_hand(guesser: FeatsGuesser, form: str, upos: str) -> list[np.ndarray]:
+    """The BiLSTM's state at each symbol of a word, in float64 (forward, then backward)."""
     w = {k: v.astype(np.float64) for k, v in guesser.weights.items()}
-    form, upos = "kedi", "VERB"
     inputs = [w["embed.weight"][k] for k in guesser.source(form, upos)]
     forward = lstm_by_hand(
         inputs, w["encoder.weight_ih_l0"], w["encoder.weight_hh_l0"],
@@ -58,7 +57,28 @@ def test_scores_are_the_head_over_the_mean_and_both_directions_last_states() -> 
         inputs[::-1], w["encoder.weight_ih_l0_reverse"], w["encoder.weight_hh_l0_reverse"],
         w["encoder.bias_ih_l0_reverse"] + w["encoder.bias_hh_l0_reverse"],
     )[::-1]  # fmt: skip
-    states = [np.concatenate([f, b]) for f, b in zip(forward, backward, strict=True)]
+    return [np.concatenate([f, b]) for f, b in zip(forward, backward, strict=True)]
+
+
+def test_each_words_states_are_its_own_in_its_place_and_zero_past_its_end() -> None:
+    guesser = random_guesser(scale=2.0)
+    words = [("ke", "NOUN"), ("kedilerde", "VERB"), ("", "NOUN"), ("kedi", "ADJ"), ("ab", "VERB")]
+    states, mask, lengths = guesser._read(words)
+    assert lengths.tolist() == [3, 10, 1, 5, 3]  # the UPOS, then each character
+    assert states.shape == (5, 10, 10)
+    assert (mask == (np.arange(10) < lengths[:, None])).all()
+    for k, word in enumerate(words):
+        expected = np.array(states_by_hand(guesser, *word))
+        np.testing.assert_allclose(states[k, : lengths[k]], expected, rtol=1e-4, atol=1e-5)
+        assert not states[k, lengths[k] :].any()
+
+
+def test_scores_are_the_head_over_the_mean_and_both_directions_last_states() -> None:
+    guesser = random_guesser()
+    w = {k: v.astype(np.float64) for k, v in guesser.weights.items()}
+    form, upos = "kedi", "VERB"
+    states = states_by_hand(guesser, form, upos)
+    forward, backward = [s[:5] for s in states], [s[5:] for s in states]
     features = np.concatenate([np.mean(states, 0), forward[-1], backward[0]])
     expected = w["out.weight"] @ features + w["out.bias"]
     scores = guesser.scores([(form, upos)])[0]
