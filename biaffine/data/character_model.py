@@ -190,8 +190,8 @@ class CharacterModel:
         ids[1] += self.symbols  # the backward direction's rows of the input table
         reading = (lengths[:, None] > np.arange(width)).sum(0)  # int64[S] words still reading
         states = self._forward_pass(ids, reading)  # float32[2, W, S, H], longest first
-        # Position p of a word of n symbols is step n - 1 - p of its reversed reading; past
-        # its end, any step past its end (zero: the last, which only the longest words reach).
+        # Position p of a word of n symbols is step n - 1 - p of its reversed reading.
+        # Positions past its end read step S - 1, which holds zeros for a word shorter than S.
         sorted_lengths = lengths[order, None]
         steps = sorted_lengths - 1 - np.arange(width)
         steps[steps < 0] = width - 1
