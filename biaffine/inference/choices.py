@@ -184,8 +184,14 @@ def word_label_ids(
 
 def best_classes(scores: npt.NDArray[np.floating], vocab: Vocab) -> list[str]:
     """The best class of each word in a column, never a special: float[W, n_classes] -> str[W]."""
-    itos, first = vocab.itos, len(SPECIALS)
-    return [itos[first + i] for i in scores[:, first:].argmax(-1).tolist()]
+    itos = vocab.itos
+    return [itos[i] for i in _best_ids(scores).tolist()]
+
+
+def _best_ids(scores: npt.NDArray[np.floating]) -> IntArray:
+    """Each word's best class id, never a special's: float[W, n_classes] -> int64[W]."""
+    first = len(SPECIALS)
+    return scores[:, first:].argmax(-1) + first
 
 
 def _real_classes(scores: npt.NDArray[np.floating]) -> npt.NDArray[np.float64]:
@@ -250,8 +256,7 @@ def joint_tags(
     table = _tag_set_ids(tag_sets, columns, vocabs)
     if len(columns) < 2 or not len(table):
         return {}
-    first = len(SPECIALS)
-    chosen = np.stack([tag_scores[c][:, first:].argmax(-1) + first for c in columns], axis=1)
+    chosen = np.stack([_best_ids(tag_scores[c]) for c in columns], axis=1)
     # Where a word's best classes form a tag set, no set scores higher: only the other words
     # (a few in a hundred) are searched. A set's code reads its class ids as digits.
     widths = [len(vocabs.columns[c].itos) for c in columns]
