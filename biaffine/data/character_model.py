@@ -27,6 +27,7 @@ __all__ = [
     "PAD",
     "SPECIAL_SYMBOLS",
     "UNKNOWN",
+    "CharacterClassifier",
     "CharacterModel",
     "encoder_shapes",
     "gate_scaled",
@@ -274,6 +275,80 @@ class CharacterModel:
             ValueError: data a subclass cannot read.
         """
         return {}
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CharacterClassifier(CharacterModel):
+    """A character model that scores classes of a word from its states; a subclass says which.
+
+    The head reads the mean of the word's states and each direction's last state
+    (:meth:`features`) through one linear layer.
+
+    Attributes:
+        chars, tags, dim, hidden, weights: as :class:`CharacterModel`'s; the head's weights
+            are ``out.weight`` float32[C, 4H] and ``out.bias`` float32[C].
+        classes: the C values it scores.
+    """
+
+    classes: tuple[str, ...]
+
+    @classmethod
+    def shapes_for(
+        cls, symbols: int, dim: int, hidden: int, own: Mapping[str, Any]
+    ) -> dict[str, tuple[int, ...]]:
+        """The encoder's shapes and the head's: C classes from 4H features."""
+        classes = len(own["classes"])
+        return {
+            **encoder_shapes(symbols, dim, hidden),
+            "out.weight": (classes, 4 * hidden),
+            "out.bias": (classes,),
+        }
+
+    def own(self) -> dict[str, Any]:
+        """``{"classes": [...]}``."""
+        return {"classes": list(self.classes)}
+
+    @classmethod
+    def own_keys(cls) -> tuple[str, ...]:
+        """``classes``."""
+        return ("classes",)
+
+    @classmethod
+    def own_fields(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The classes, checked.
+
+        Raises:
+            ValueError: classes that are not strings.
+        """
+        classes = tuple(data["classes"])
+        if not all(isinstance(value, str) for value in classes):
+            raise ValueError(f"{cls.KIND} classes must be strings")
+        return {"classes": classes}
+
+    def logits(self, words: Sequence[tuple[str, str]]) -> Array:
+        """float32[W, C] the head's scores of every class for each (form, UPOS) word."""
+        states, mask, lengths = self._read(words)
+        scores = self.features(states, mask, lengths) @ self.weights["out.weight"].T
+        scores += self.weights["out.bias"]
+        return scores
+
+    def features(
+        self, states: Array, mask: npt.NDArray[np.bool_], lengths: npt.NDArray[np.int64]
+    ) -> Array:
+        """What the head reads, float32[W, 4H].
+
+        The mean of each word's states, the forward direction's state at its last symbol and
+        the backward direction's at its first (each direction's last step over the word).
+
+        Args:
+            states: float32[W, S, 2H] BiLSTM states, zero past each word's end.
+            mask: bool[W, S] each word's symbols.
+            lengths: int64[W] symbols per word.
+        """
+        mean = states.sum(1) / mask.sum(1, keepdims=True).astype(np.float32)
+        forward = states[np.arange(len(states)), lengths - 1, : self.hidden]
+        backward = states[:, 0, self.hidden :]
+        return np.concatenate([mean, forward, backward], axis=1)
 
 
 def gate_scaled(weights: Array) -> Array:

@@ -5,10 +5,11 @@ to go on: on IMST dev it gets 65% of such words' whole FEATS right (95% of the o
 of its FEATS errors are on them (docs/tags.md). Their endings say more in Turkish and
 Hungarian. This model reads the word's UPOS and then its characters with a BiLSTM
 (:mod:`biaffine.data.character_model`) and scores every FEATS value training had from the mean
-of its states and the two directions' last states; the value picked is the best of those
-training had with that UPOS. It is trained on the training file's distinct (form, UPOS, FEATS)
-triples by :mod:`biaffine.training.feats_guesser` and travels in the training lexicon
-(:class:`biaffine.data.lexicon.Lexicon`), so both runtimes read it with the same code.
+of its states and the two directions' last states (its :class:`CharacterClassifier`); the value
+picked is the best of those training had with that UPOS. It is trained on the training file's
+distinct (form, UPOS, FEATS) triples by :mod:`biaffine.training.feats_guesser` and travels in
+the training lexicon (:class:`biaffine.data.lexicon.Lexicon`), so both runtimes read it with
+the same code.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
-from biaffine.data.character_model import CharacterModel, encoder_shapes
+from biaffine.data.character_model import CharacterClassifier, CharacterModel
 
 __all__ = ["FeatsGuesser"]
 
@@ -32,12 +33,11 @@ Array = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class FeatsGuesser(CharacterModel):
+class FeatsGuesser(CharacterClassifier):
     """Symbols, FEATS values and weights of a character FEATS classifier (module docstring).
 
     Attributes:
-        chars, tags, dim, hidden, weights: as :class:`CharacterModel`'s; the head's weights
-            are ``out.weight`` float32[C, 4H] and ``out.bias`` float32[C].
+        chars, tags, dim, hidden, weights: as :class:`CharacterClassifier`'s.
         classes: the C FEATS values it picks from (``_`` for none).
         allowed: by UPOS, the ids of the values training had with it; a word whose UPOS is not
             here may take any value.
@@ -45,7 +45,6 @@ class FeatsGuesser(CharacterModel):
 
     KIND: ClassVar[str] = "FEATS guesser"
 
-    classes: tuple[str, ...]
     allowed: Mapping[str, tuple[int, ...]]
     _upos_rows: dict[str, int] = field(init=False, repr=False, compare=False)
     _allowed_mask: npt.NDArray[np.bool_] = field(init=False, repr=False, compare=False)
@@ -65,22 +64,10 @@ class FeatsGuesser(CharacterModel):
         object.__setattr__(self, "_upos_rows", rows)
         object.__setattr__(self, "_allowed_mask", mask)
 
-    @classmethod
-    def shapes_for(
-        cls, symbols: int, dim: int, hidden: int, own: Mapping[str, Any]
-    ) -> dict[str, tuple[int, ...]]:
-        """The encoder's shapes and the head's: C values from 4H features."""
-        values = len(own["classes"])
-        return {
-            **encoder_shapes(symbols, dim, hidden),
-            "out.weight": (values, 4 * hidden),
-            "out.bias": (values,),
-        }
-
     def own(self) -> dict[str, Any]:
         """``{"classes": [...], "allowed": {upos: [id, ...]}}``."""
         allowed = {upos: list(ids) for upos, ids in sorted(self.allowed.items())}
-        return {"classes": list(self.classes), "allowed": allowed}
+        return {**CharacterClassifier.own(self), "allowed": allowed}
 
     @classmethod
     def own_keys(cls) -> tuple[str, ...]:
@@ -94,9 +81,7 @@ class FeatsGuesser(CharacterModel):
         Raises:
             ValueError: values that are not strings, or ids that are not theirs.
         """
-        classes = tuple(data["classes"])
-        if not all(isinstance(value, str) for value in classes):
-            raise ValueError("FEATS guesser values must be strings")
+        classes = super(FeatsGuesser, cls).own_fields(data)["classes"]
         allowed = {}
         for upos, ids in dict(data["allowed"]).items():
             if not all(isinstance(k, int) and 0 <= k < len(classes) for k in ids):
@@ -117,26 +102,6 @@ class FeatsGuesser(CharacterModel):
 
     def scores(self, words: Sequence[tuple[str, str]]) -> Array:
         """float32[W, C] scores of each word's values, ``-inf`` where its UPOS never had one."""
-        states, mask, lengths = self._read(words)
-        scores = self.features(states, mask, lengths) @ self.weights["out.weight"].T
-        scores += self.weights["out.bias"]
+        scores = self.logits(words)
         rows = [self._upos_rows.get(upos, len(self._upos_rows)) for _, upos in words]
         return np.where(self._allowed_mask[rows], scores, np.float32(-np.inf))
-
-    def features(
-        self, states: Array, mask: npt.NDArray[np.bool_], lengths: npt.NDArray[np.int64]
-    ) -> Array:
-        """What the head reads, float32[W, 4H].
-
-        The mean of each word's states, the forward direction's state at its last symbol and
-        the backward direction's at its first (each direction's last step over the word).
-
-        Args:
-            states: float32[W, S, 2H] BiLSTM states, zero past each word's end.
-            mask: bool[W, S] each word's symbols.
-            lengths: int64[W] symbols per word.
-        """
-        mean = states.sum(1) / mask.sum(1, keepdims=True).astype(np.float32)
-        forward = states[np.arange(len(states)), lengths - 1, : self.hidden]
-        backward = states[:, 0, self.hidden :]
-        return np.concatenate([mean, forward, backward], axis=1)

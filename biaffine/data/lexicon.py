@@ -47,7 +47,9 @@ and, where one was trained for the model (:mod:`biaffine.training.lemma_generato
 - ``generator``: a character sequence-to-sequence model that writes the lemma of a word whose
   form training lacks (:mod:`biaffine.data.lemma_generator`, :meth:`Lexicon.lacks`);
 - ``feats_guesser``: a character model that picks the FEATS of such a word
-  (:mod:`biaffine.data.feats_guesser`; :mod:`biaffine.training.feats_guesser` trains it).
+  (:mod:`biaffine.data.feats_guesser`; :mod:`biaffine.training.feats_guesser` trains it);
+- ``upos_guesser``: a character model whose UPOS scores of such a word join the tagger's
+  (:mod:`biaffine.data.upos_guesser`; :mod:`biaffine.training.upos_guesser` trains it).
 
 Ties go to the value first in code-point order, so the lexicon does not depend on the order of
 the sentences. The lemma lookup order (:meth:`Lexicon.lemma`) and its threshold were chosen by
@@ -79,8 +81,10 @@ from biaffine.data.lemmas import (
     mask_of,
     script_of,
 )
+from biaffine.data.upos_guesser import UposGuesser
 
 __all__ = [
+    "CHARACTER_MODELS",
     "GUESSED",
     "MAX_SUFFIX",
     "MIN_ANALYSIS_SHARE",
@@ -94,6 +98,15 @@ __all__ = [
     "LexiconCounts",
     "build_lexicon",
 ]
+
+CHARACTER_MODELS = {
+    "generator": ("lemma_generator", "lemma generator"),
+    "feats_guesser": ("feats_guesser", "FEATS guesser"),
+    "upos_guesser": ("upos_guesser", "UPOS guesser"),
+}
+"""The lexicon's character models by field, in the order they are trained: each one's
+metadata key for the facts of its training (the :mod:`biaffine.training` module that trains
+it) and its name."""
 
 MIN_FORM_SHARE = 0.99
 """The share of a form's training occurrences its lemma must cover to be looked up by form
@@ -170,6 +183,7 @@ class Lexicon:
             before it).
         generator: the lemma writer for the forms training lacks, or None (none trained).
         feats_guesser: the FEATS picker for the forms training lacks, or None (none trained).
+        upos_guesser: the UPOS scorer for the forms training lacks, or None (none trained).
         known: every lemma of the lemma tables, lower-cased (derived from them): the words a
             script's output is checked against (:func:`biaffine.data.columns.strings`).
         seen: every form of the lemma tables (derived from them), :meth:`lacks`'s test.
@@ -186,6 +200,7 @@ class Lexicon:
     lemma_suffixes: dict[tuple[str, str], str] = field(default_factory=dict)
     generator: LemmaGenerator | None = None
     feats_guesser: FeatsGuesser | None = None
+    upos_guesser: UposGuesser | None = None
     known: frozenset[str] = field(init=False, repr=False, compare=False)
     seen: frozenset[str] = field(init=False, repr=False, compare=False)
 
@@ -282,8 +297,9 @@ class Lexicon:
         "upos": [[form, upos], ...], "feats_suffixes": [[ending, upos, feats], ...],
         "featured": [[form, upos, feats, lemma], ...], "tag_sets": [[upos, xpos, feats], ...],
         "shapes": [[shape, mask], ...], "lemma_suffixes": [[ending, upos, script], ...],
-        "generator": {...}, "feats_guesser": {...}}`` (:meth:`LemmaGenerator.to_dict`,
-        :meth:`FeatsGuesser.to_dict`), without the tables after ``forms`` where they are empty
+        "generator": {...}, "feats_guesser": {...}, "upos_guesser": {...}}``
+        (:meth:`LemmaGenerator.to_dict`, :meth:`FeatsGuesser.to_dict`,
+        :meth:`UposGuesser.to_dict`), without the tables after ``forms`` where they are empty
         (as in lexicons written before them, which thus read and write back the same data) and
         without a character model where there is none.
         """
@@ -311,6 +327,8 @@ class Lexicon:
             data["generator"] = self.generator.to_dict()
         if self.feats_guesser is not None:
             data["feats_guesser"] = self.feats_guesser.to_dict()
+        if self.upos_guesser is not None:
+            data["upos_guesser"] = self.upos_guesser.to_dict()
         return data
 
     @classmethod
@@ -352,6 +370,7 @@ class Lexicon:
             lemma_suffixes,
             LemmaGenerator.from_dict(data["generator"]) if "generator" in data else None,
             FeatsGuesser.from_dict(data["feats_guesser"]) if "feats_guesser" in data else None,
+            UposGuesser.from_dict(data["upos_guesser"]) if "upos_guesser" in data else None,
         )
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "deprojectivize_batch",
     "doubtful",
     "find_trees",
+    "guessed_upos",
     "head_log_probs",
     "joint_tags",
     "label_ids",
@@ -398,9 +399,10 @@ def predicted_columns(
     the lemma its generator writes, where it has one, unless the other is a training lemma and
     this one is not (:func:`biaffine.data.columns.prefer_written`). UPOS, XPOS and FEATS: the
     lexicon's where it holds the word (XPOS and FEATS: with that UPOS) and the tagger is
-    :func:`doubtful`, else the best class; FEATS of a word whose form the lexicon lacks: the
-    pick of its FEATS guesser, where it has one (:func:`_guess_feats`). One argmax per column
-    for the whole batch.
+    :func:`doubtful`, else the best class; UPOS of a word whose form the lexicon lacks: scored
+    by its UPOS guesser too, where it has one (:func:`guessed_upos`), before anything is
+    chosen; FEATS of such a word: the pick of its FEATS guesser, where it has one
+    (:func:`_guess_feats`). One argmax per column for the whole batch.
 
     Args:
         tag_scores: tagger scores by column for the batch's words, row by row,
@@ -415,6 +417,10 @@ def predicted_columns(
     lexicon = _lexicon_read(columns, vocabs)
     wanted = scores_read(columns, vocabs, tag_scores)
     featured = _featured(columns, lexicon)
+    if "upos" in wanted and lexicon is not None and lexicon.upos_guesser is not None:
+        forms = [form for sentence in sentences for form in sentence.forms]
+        upos_scores = guessed_upos(tag_scores["upos"], forms, vocabs.columns["upos"], lexicon)
+        tag_scores = {**tag_scores, "upos": upos_scores}
     best = (
         joint_tags({c: tag_scores[c] for c in wanted}, vocabs, lexicon.tag_sets)
         if _joint(wanted, lexicon)
@@ -467,6 +473,40 @@ def predicted_columns(
                     written=None if written is None else written[row],
                 )
             )
+    return found
+
+
+def guessed_upos(
+    scores: npt.NDArray[np.floating], forms: Sequence[str], vocab: Vocab, lexicon: Lexicon
+) -> npt.NDArray[np.floating]:
+    """UPOS scores with the lexicon's UPOS guesser's added for the words whose form it lacks.
+
+    The guesser's log-probabilities times its weight join the tagger's scores, a product of
+    the two distributions (:mod:`biaffine.data.upos_guesser`); one call of the guesser for the
+    whole batch. A class the guesser lacks gets its least likely class's.
+
+    Args:
+        scores: float[W, C] the tagger's UPOS scores of W words (logits or log-probabilities).
+        forms: str[W] the words' forms.
+        vocab: the UPOS vocabulary (C classes).
+        lexicon: the training lexicon, with a UPOS guesser.
+
+    Returns:
+        float[W, C]: a new array where a word's form is lacking, else ``scores`` itself.
+    """
+    guesser = lexicon.upos_guesser
+    assert guesser is not None
+    rows = [k for k, form in enumerate(forms) if lexicon.lacks(form)]
+    if not rows or guesser.weight == 0:
+        return scores
+    guessed = guesser.weight * guesser.log_probs([forms[k] for k in rows])  # float32[R, G]
+    added = np.repeat(guessed.min(1, keepdims=True), len(vocab.itos), axis=1)
+    known = [(vocab.stoi[c], k) for k, c in enumerate(guesser.classes) if c in vocab.stoi]
+    if known:
+        ids, columns = map(list, zip(*known, strict=True))
+        added[:, ids] = guessed[:, columns]
+    found = scores.copy()
+    found[rows] += added.astype(scores.dtype, copy=False)
     return found
 
 

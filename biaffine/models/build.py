@@ -22,9 +22,9 @@ an ensemble (:mod:`biaffine.training.ensemble`), each member's and the joining c
 matrices as int8 (:func:`biaffine.checkpoint.save`) instead of float16. ``--lemma-generator
 FILE`` with ``--keep-parser`` ships the model's parser with the lemma generator that
 ``python -m biaffine.training.lemma_generator`` added to its lexicon (the same network, checked),
-and with the FEATS guesser that ``python -m biaffine.training.feats_guesser`` may have added on
-top, and adds those runs' facts to the parser's; the card's float32 scores, which were of the
-parser without them, are dropped.
+and with the FEATS and UPOS guessers that ``python -m biaffine.training.feats_guesser`` and
+``python -m biaffine.training.upos_guesser`` may have added on top, and adds those runs' facts
+to the parser's; the card's float32 scores, which were of the parser without them, are dropped.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from biaffine import checkpoint
 from biaffine.api import Parser
 from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
+from biaffine.data.lexicon import CHARACTER_MODELS
 from biaffine.files import atomic_open
 from biaffine.installed import CARD, SHIPPED, installed
 from biaffine.models.card import (
@@ -129,7 +130,8 @@ def _weights(args: argparse.Namespace, kept: dict[str, Any] | None, *, models: l
     weights = weights.removesuffix(_SENTENCE_WEIGHTS)
     weights += _SENTENCE_WEIGHTS if sentences else ""
     if models:
-        weights += f"{_LEXICON_WEIGHTS}{' and '.join(models)} float16 (computed in float32)"
+        named = " and ".join([", ".join(models[:-1]), models[-1]] if len(models) > 1 else models)
+        weights += f"{_LEXICON_WEIGHTS}{named} float16 (computed in float32)"
     return weights
 
 
@@ -142,8 +144,7 @@ def _lexicon_models(parser: Path) -> list[str]:
     lexicon = checkpoint.load(parser).vocabs.lexicon
     if lexicon is None:
         return []
-    named = (("lemma generator", lexicon.generator), ("FEATS guesser", lexicon.feats_guesser))
-    return [name for name, model in named if model is not None]
+    return [name for kind, (_, name) in CHARACTER_MODELS.items() if getattr(lexicon, kind)]
 
 
 def _check_same_parser(kept: Path, given: str) -> None:
@@ -259,8 +260,9 @@ def _training(
 def _lexicon_model_facts(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Each character model run's recipe and facts, from the checkpoint's metadata.
 
-    ``lemma_generator`` and, where one was trained on top of it, ``feats_guesser``
-    (:mod:`biaffine.training.feats_guesser`), each by its metadata key.
+    ``lemma_generator`` and, where they were trained on top of it, ``feats_guesser`` and
+    ``upos_guesser`` (:data:`biaffine.data.lexicon.CHARACTER_MODELS`), each by its metadata
+    key.
     """
     loaded = checkpoint.load(args.lemma_generator)
     lexicon = loaded.vocabs.lexicon
@@ -268,8 +270,8 @@ def _lexicon_model_facts(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     folder = f"$UD_ROOT/{args.treebank}"
     files = [f"{folder}/{test.replace('-test.', f'-{part}.')}" for part in ("train", "dev")]
     found = {}
-    guesser = lexicon is not None and lexicon.feats_guesser is not None
-    for key in ("lemma_generator", *(("feats_guesser",) if guesser else ())):
+    trained = [key for kind, (key, _) in CHARACTER_MODELS.items() if getattr(lexicon, kind)]
+    for key in trained:
         facts = dict(loaded.metadata.get(key, {}))
         options = facts.pop("options", {})
         recipe = [f"python -m biaffine.training.{key} parser.pt", *files, "parser.pt"]
@@ -359,8 +361,8 @@ def main(argv: list[str] | None = None) -> None:
         "--lemma-generator",
         default=None,
         help="with --keep-parser: the model's parser.pt with a lemma generator added "
-        "(python -m biaffine.training.lemma_generator), and maybe a FEATS guesser on top "
-        "(python -m biaffine.training.feats_guesser)",
+        "(python -m biaffine.training.lemma_generator), and maybe FEATS and UPOS guessers on "
+        "top (python -m biaffine.training.feats_guesser, python -m biaffine.training.upos_guesser)",
     )
     options.add_argument("--treebank", required=True, help="e.g. UD_English-EWT")
     options.add_argument("--root", default=os.environ.get("UD_ROOT"), help="default $UD_ROOT")

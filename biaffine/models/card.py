@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from biaffine.data.lexicon import CHARACTER_MODELS
 from biaffine.models.scoring import GOLD, RAW
 
 __all__ = [
@@ -335,14 +336,22 @@ def _section(card: Mapping[str, Any]) -> list[str]:
 
 def _lexicon_model_lines(run: Mapping[str, Any]) -> list[str]:
     """The lines of the character models trained into a parser's lexicon, under the parser's."""
-    named = (("lemma_generator", "lemma generator"), ("feats_guesser", "FEATS guesser"))
+    named = CHARACTER_MODELS.values()
     return [
         f"  - its lexicon's {name}: `{facts['recipe']}` ({facts['minutes']} min, best epoch "
         f"{facts['best_epoch']} of {facts['epochs']}, {facts['dev_right']}% of the "
-        f"{facts['held_out']:,} dev words training lacks right)."
+        f"{facts['held_out']:,} dev words training lacks right{_weighed(facts)})."
         for key, name in named
         if (facts := run.get(key)) is not None
     ]
+
+
+def _weighed(facts: Mapping[str, Any]) -> str:
+    """What a UPOS guesser run says of the weights it tried (``dev_upos``), else nothing."""
+    if "dev_upos" not in facts:
+        return ""
+    tried = ", ".join(f"{weight}: {right}" for weight, right in facts["dev_upos"])
+    return f"; dev UPOS by its weight beside the tagger: {tried}"
 
 
 def _sentence_line(run: Mapping[str, Any]) -> str:

@@ -19,6 +19,7 @@ metadata (``feats_guesser``), everything else as it was.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -40,22 +41,33 @@ from biaffine.training.lemma_generator import (
     padded,
 )
 
-__all__ = ["FeatsNet", "add_guesser", "feats_triples", "guesser_of", "train_guesser"]
+__all__ = [
+    "ClassifierNet",
+    "add_guesser",
+    "feats_triples",
+    "guesser_of",
+    "train_classifier",
+    "train_guesser",
+]
 
 
-class FeatsNet(nn.Module):
-    """The guesser's torch twin for training: same weights, the same scores."""
+class ClassifierNet(nn.Module):
+    """A character classifier's torch twin for training: same weights, the same scores.
 
-    def __init__(self, symbols: int, values: int, dim: int = DIM, hidden: int = HIDDEN) -> None:
-        """``symbols`` symbol ids (specials, characters, tags), ``values`` FEATS values."""
+    The twin of :class:`biaffine.data.character_model.CharacterClassifier`: the FEATS guesser's
+    and the UPOS guesser's.
+    """
+
+    def __init__(self, symbols: int, classes: int, dim: int = DIM, hidden: int = HIDDEN) -> None:
+        """``symbols`` symbol ids (specials, characters, tags), ``classes`` values scored."""
         super().__init__()
         self.embed = nn.Embedding(symbols, dim, padding_idx=PAD)
         self.encoder = nn.LSTM(dim, hidden, batch_first=True, bidirectional=True)
-        self.out = nn.Linear(4 * hidden, values)
+        self.out = nn.Linear(4 * hidden, classes)
         self.dropout = nn.Dropout(DROPOUT)
 
     def forward(self, source: torch.Tensor) -> torch.Tensor:
-        """Scores float[B, C] of every value for each word (no UPOS restriction).
+        """Scores float[B, C] of every class for each word (no UPOS restriction).
 
         Args:
             source: int64[B, S] symbols read, PAD after each word's.
@@ -67,7 +79,7 @@ class FeatsNet(nn.Module):
         output, (last, _) = self.encoder(packed)
         states, _ = pad_packed_sequence(output, batch_first=True, total_length=source.shape[1])
         mean = states.sum(1) / lengths[:, None]
-        features = torch.cat([mean, last[0], last[1]], 1)  # as FeatsGuesser.features
+        features = torch.cat([mean, last[0], last[1]], 1)  # as CharacterClassifier.features
         return self.out(self.dropout(features))
 
 
@@ -82,11 +94,15 @@ def feats_triples(sentences: Sequence[Sentence]) -> list[Triple]:
     )
 
 
+def weights_of(net: ClassifierNet) -> dict[str, np.ndarray]:
+    """``net``'s weights as float32 arrays, by their names in its ``state_dict``."""
+    return {name: w.detach().float().numpy().copy() for name, w in net.state_dict().items()}
+
+
 def guesser_of(
-    net: FeatsNet, chars: Sequence[str], tags: Sequence[str], data: Sequence[Triple]
+    net: ClassifierNet, chars: Sequence[str], tags: Sequence[str], data: Sequence[Triple]
 ) -> FeatsGuesser:
     """The torch-free guesser with ``net``'s weights; its values and their UPOS from ``data``."""
-    arrays = {name: w.detach().float().numpy().copy() for name, w in net.state_dict().items()}
     classes = sorted({feats for _, _, feats in data})
     ids = {feats: k for k, feats in enumerate(classes)}
     allowed: dict[str, set[int]] = {}
@@ -98,10 +114,76 @@ def guesser_of(
         tuple(tags),
         dim,
         hidden,
-        arrays,
+        weights_of(net),
         tuple(classes),
         {upos: tuple(sorted(k)) for upos, k in allowed.items()},
     )
+
+
+def train_classifier(
+    data: Sequence[Triple],
+    dev_words: Sequence[Triple],
+    model_of: Callable[[ClassifierNet], Any],
+    picks: Callable[[Any, Sequence[Triple]], list[str]],
+    *,
+    symbols: int,
+    minutes: float,
+    seed: int,
+    max_epochs: int | None,
+    dim: int,
+    hidden: int,
+    report: Callable[[str], None],
+) -> Trained:
+    """Train a character classifier on (form, UPOS, class) triples; keep the best dev epoch.
+
+    Cross-entropy over every class of ``data``, :func:`fit`'s schedule.
+
+    Args:
+        data: the distinct training triples.
+        dev_words: the dev words whose form training lacks, as triples.
+        model_of: the torch-free model with a net's weights (its classes sorted).
+        picks: the class a model picks for each of some triples (their third item unread).
+        symbols: symbol ids the net reads.
+        minutes: the training budget.
+        seed: the initial weights and the batches' order.
+        max_epochs: a cap on the epochs, or None.
+        dim: symbol embedding size.
+        hidden: encoder units per direction.
+        report: writes a line after each epoch.
+    """
+    torch.manual_seed(seed)
+    net = ClassifierNet(symbols, len({value for _, _, value in data}), dim, hidden)
+    tables = model_of(net)  # its symbol and class tables
+    ids = {value: k for k, value in enumerate(tables.classes)}
+    loss = nn.CrossEntropyLoss()
+
+    def loss_of(batch: Sequence[Triple]) -> torch.Tensor:
+        source = padded([tables.source(form, upos) for form, upos, _ in batch])
+        return loss(net(source), torch.tensor([ids[value] for _, _, value in batch]))
+
+    def judge() -> tuple[float, Any]:
+        model = model_of(net)
+        picked = picks(model, dev_words)
+        right = np.mean([p == value for p, (_, _, value) in zip(picked, dev_words, strict=True)])
+        return 100 * float(right), model
+
+    return fit(
+        net,
+        data,
+        loss_of,
+        judge,
+        held=len(dev_words),
+        minutes=minutes,
+        seed=seed,
+        max_epochs=max_epochs,
+        report=report,
+    )
+
+
+def unseen(triples: Sequence[Triple], train: Sequence[Sentence]) -> list[Triple]:
+    """The ``triples`` whose form no word of ``train`` has."""
+    seen = {form for sentence in train for form in sentence.forms}
+    return [triple for triple in triples if triple[0] not in seen]
 
 
 def train_guesser(
@@ -121,44 +203,22 @@ def train_guesser(
         ValueError: no training word, or no dev word whose form training lacks.
     """
     data = feats_triples(train)
-    seen = {form for sentence in train for form in sentence.forms}
-    dev_words = [
-        triple
-        for sentence in dev
-        for triple in zip(sentence.forms, sentence.upos, sentence.feats, strict=True)
-        if triple[0] not in seen
-    ]
+    dev_words = unseen([t for s in dev for t in zip(s.forms, s.upos, s.feats, strict=True)], train)
     if not data or not dev_words:
         raise ValueError("the FEATS guesser needs training words and unseen dev words")
     chars = sorted({c for form, _, _ in data for c in form})
     tags = sorted({upos for _, upos, _ in data})
-    torch.manual_seed(seed)
-    net = FeatsNet(
-        SPECIAL_SYMBOLS + len(chars) + len(tags), len({f for _, _, f in data}), dim, hidden
-    )
-    symbols = guesser_of(net, chars, tags, data)  # its symbol and value tables
-    ids = {feats: k for k, feats in enumerate(symbols.classes)}
-    loss = nn.CrossEntropyLoss()
-
-    def loss_of(batch: Sequence[Triple]) -> torch.Tensor:
-        source = padded([symbols.source(form, upos) for form, upos, _ in batch])
-        return loss(net(source), torch.tensor([ids[feats] for _, _, feats in batch]))
-
-    def judge() -> tuple[float, FeatsGuesser]:
-        guesser = guesser_of(net, chars, tags, data)
-        picked = guesser.feats([(form, upos) for form, upos, _ in dev_words])
-        right = np.mean([p == feats for p, (_, _, feats) in zip(picked, dev_words, strict=True)])
-        return 100 * float(right), guesser
-
-    return fit(
-        net,
+    return train_classifier(
         data,
-        loss_of,
-        judge,
-        held=len(dev_words),
+        dev_words,
+        lambda net: guesser_of(net, chars, tags, data),
+        lambda guesser, words: guesser.feats([(form, upos) for form, upos, _ in words]),
+        symbols=SPECIAL_SYMBOLS + len(chars) + len(tags),
         minutes=minutes,
         seed=seed,
         max_epochs=max_epochs,
+        dim=dim,
+        hidden=hidden,
         report=report,
     )
 

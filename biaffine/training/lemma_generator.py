@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -41,6 +42,7 @@ from biaffine.cli import report_user_errors
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemma_generator import BOS, PAD, SPECIAL_SYMBOLS, LemmaGenerator
 from biaffine.data.lemmas import is_annotated
+from biaffine.data.lexicon import CHARACTER_MODELS
 
 __all__ = [
     "Seq2Seq",
@@ -185,6 +187,11 @@ class Trained:
         }
 
 
+Then = Callable[[Trained, checkpoint.Checkpoint, list[Sentence]], Trained]
+"""What becomes of a trained character model, given the checkpoint it joins and the dev
+sentences (:func:`add_to_lexicon`'s ``then``)."""
+
+
 def fit(
     net: nn.Module,
     data: Sequence[Triple],
@@ -313,6 +320,7 @@ def add_to_lexicon(
     data_of: Callable[[Sequence[Sentence]], list[Triple]],
     options: dict[str, Any],
     stored_as: str | None = None,
+    then: Then | None = None,
 ) -> Trained:
     """Write ``source`` to ``out`` with a character model trained on ``train`` in its lexicon.
 
@@ -327,6 +335,8 @@ def add_to_lexicon(
         options: the options given, kept in the facts (metadata ``lemma_generator`` or
             ``feats_guesser``) with the run's.
         stored_as: how the weights are stored (:func:`biaffine.checkpoint.rewrite`).
+        then: what becomes of the trained model before it is written, given the checkpoint
+            as it was and the dev sentences (:func:`biaffine.training.upos_guesser.weigh`).
 
     Raises:
         ValueError: the checkpoint has no lexicon, or the files give nothing to learn from.
@@ -342,6 +352,8 @@ def add_to_lexicon(
     if not data_of(train_sentences):
         raise ValueError(f"{train}: no word to learn from")
     trained = trainer(train_sentences, dev_sentences)
+    if then is not None:
+        trained = then(trained, loaded, dev_sentences)
     vocabs = dataclasses.replace(
         loaded.vocabs, lexicon=dataclasses.replace(lexicon, **{kind: trained.model})
     )
@@ -350,7 +362,7 @@ def add_to_lexicon(
     return trained
 
 
-FACTS = {"generator": "lemma_generator", "feats_guesser": "feats_guesser"}
+FACTS = {kind: key for kind, (key, _) in CHARACTER_MODELS.items()}
 """The metadata key of each kind of character model's training facts."""
 
 
@@ -358,6 +370,8 @@ def adder(
     kind: str,
     trainer: Callable[..., Trained],
     data_of: Callable[[Sequence[Sentence]], list[Triple]],
+    *,
+    then: Callable[..., Trained] | None = None,
 ) -> Callable[..., Trained]:
     """The command's work for one kind of character model (:func:`add_to_lexicon`).
 
@@ -365,6 +379,7 @@ def adder(
         kind: the lexicon's field for the model.
         trainer: :func:`train_generator` or its like.
         data_of: the triples it learns from in some sentences.
+        then: :func:`add_to_lexicon`'s, called with ``report=`` too.
 
     Returns:
         ``add(source, train, dev, out, *, minutes, seed=1, max_epochs=None, dim, hidden,
@@ -400,6 +415,7 @@ def adder(
             data_of=data_of,
             options=options | sizes,
             stored_as=stored_as,
+            then=None if then is None else functools.partial(then, report=report),
         )
 
     return add

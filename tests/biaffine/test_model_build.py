@@ -337,18 +337,25 @@ def test_a_sentence_model_on_the_kept_segmenter_adds_its_runs_facts(
         _check_same_segmenter(folder / SEGMENTER, str(folder / SEGMENTER))
 
 
-def with_generator(source: Path, dest: Path, facts: dict, guesser: dict | None = None) -> Path:
+def with_generator(
+    source: Path, dest: Path, facts: dict, guesser: dict | None = None, upos: dict | None = None
+) -> Path:
     """``source`` with a random lemma generator in its lexicon and a generator run's facts,
-    and with a random FEATS guesser and its run's facts where ``guesser`` gives them."""
+    with a random FEATS guesser and its run's facts where ``guesser`` gives them, and with a
+    random UPOS guesser and its run's facts where ``upos`` gives them."""
     from data.test_feats_guesser import random_guesser
     from data.test_lemma_generator import random_generator
+    from data.test_upos_guesser import random_upos_guesser
 
     loaded = parser_checkpoints.load(source)
     lexicon = Lexicon(  # the tiny parser has none
-        generator=random_generator(), feats_guesser=random_guesser() if guesser else None
+        generator=random_generator(),
+        feats_guesser=random_guesser() if guesser else None,
+        upos_guesser=random_upos_guesser() if upos else None,
     )
     vocabs = dataclasses.replace(loaded.vocabs, lexicon=lexicon)
     metadata = {"lemma_generator": facts} | ({"feats_guesser": guesser} if guesser else {})
+    metadata |= {"upos_guesser": upos} if upos else {}
     parser_checkpoints.rewrite(loaded, dest, vocabs=vocabs, metadata=metadata, stored_as="int8")
     return dest
 
@@ -406,6 +413,23 @@ def test_a_lemma_generator_on_the_kept_parser_adds_its_runs_facts(tmp_path: Path
     assert _weights(args, {"weights": _weights(args, card, models=models)}, models=models) == (
         f"{weights}; the lexicon's lemma generator and FEATS guesser float16 (computed in float32)"
     )
+    # And a UPOS guesser on top of both, with the weights it tried.
+    upos_facts = guesser_facts | {"dev_upos": [[0.0, 91.5], [0.5, 92.1]]}
+    three = with_generator(
+        shipped, tmp_path / "three.pt", {"options": options, **facts},
+        {"options": guesser_options, **guesser_facts}, {"options": guesser_options, **upos_facts},
+    )  # fmt: skip
+    args.lemma_generator = str(three)
+    parser = _training(args, folder, _kept_card(args, folder))["parser"]
+    assert parser["feats_guesser"] == {"recipe": guessing, **guesser_facts}
+    weighing = guessing.replace("feats_guesser", "upos_guesser")
+    assert parser["upos_guesser"] == {"recipe": weighing, **upos_facts}
+    models = _lexicon_models(three)
+    assert models == ["lemma generator", "FEATS guesser", "UPOS guesser"]
+    assert _weights(args, {"weights": _weights(args, card, models=models)}, models=models) == (
+        f"{weights}; the lexicon's lemma generator, FEATS guesser and UPOS guesser float16 "
+        "(computed in float32)"
+    )
     _check_same_parser(shipped, str(generated))
     with pytest.raises(ValueError, match="holds no lemma generator"):
         _check_same_parser(shipped, str(shipped))
@@ -431,4 +455,10 @@ def test_the_lexicons_models_get_a_line_each_under_the_parser() -> None:
     run["feats_guesser"] = {"recipe": "python -m f", **facts, "held_out": 12}
     assert _lexicon_model_lines(run)[1].startswith("  - its lexicon's FEATS guesser: `python -m f`")
     assert "of the 12 dev words" in _lexicon_model_lines(run)[1]
+    run["upos_guesser"] = {"recipe": "python -m u", **facts, "dev_upos": [[0.0, 91.5], [0.5, 92.1]]}
+    assert _lexicon_model_lines(run)[2].startswith("  - its lexicon's UPOS guesser: `python -m u`")
+    assert _lexicon_model_lines(run)[2].endswith(
+        "right; dev UPOS by its weight beside the tagger: 0.0: 91.5, 0.5: 92.1)."
+    )
+    assert "dev UPOS" not in _lexicon_model_lines(run)[1]
     assert _lexicon_model_lines({"recipe": "python train.py"}) == []

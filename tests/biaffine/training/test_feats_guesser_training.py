@@ -18,7 +18,7 @@ from biaffine import checkpoint
 from biaffine.api import Parser
 from biaffine.data.conllu import Sentence, write_conllu
 from biaffine.data.vocab import Vocabs
-from biaffine.training.feats_guesser import FeatsNet, feats_triples, guesser_of, train_guesser
+from biaffine.training.feats_guesser import ClassifierNet, feats_triples, guesser_of, train_guesser
 from biaffine.training.lemma_generator import padded
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -64,7 +64,7 @@ def test_numpys_scores_are_the_torch_twins(sentences) -> None:
     chars = sorted({c for form, _, _ in data for c in form})
     tags = sorted({upos for _, upos, _ in data})
     values = len({feats for _, _, feats in data})
-    net = randomized(FeatsNet(4 + len(chars) + len(tags), values, dim=8, hidden=6)).eval()
+    net = randomized(ClassifierNet(4 + len(chars) + len(tags), values, dim=8, hidden=6)).eval()
     guesser = guesser_of(net, chars, tags, data)
     words = [(form, upos) for form, upos, _ in data]
     with torch.no_grad():
@@ -84,7 +84,7 @@ def test_the_values_of_each_upos_are_those_training_had(sentences) -> None:
     assert data == sorted(set(data))
     chars = sorted({c for form, _, _ in data for c in form})
     tags = sorted({upos for _, upos, _ in data})
-    net = FeatsNet(4 + len(chars) + len(tags), len({f for _, _, f in data}), dim=4, hidden=3)
+    net = ClassifierNet(4 + len(chars) + len(tags), len({f for _, _, f in data}), dim=4, hidden=3)
     guesser = guesser_of(net, chars, tags, data)
     assert set(guesser.allowed) == set(tags)
     for upos, ids in guesser.allowed.items():

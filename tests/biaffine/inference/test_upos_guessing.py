@@ -1,0 +1,87 @@
+"""The UPOS guesser beside the tagger: its weighted log-probabilities added to the scores of the
+words the lexicon lacks, and to no other word's, before the tags are chosen."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from data.test_upos_guesser import CLASSES, random_upos_guesser
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from biaffine.data.conllu import Sentence
+from biaffine.data.lexicon import Lexicon
+from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
+from biaffine.inference.choices import guessed_upos, joint_tags, predicted_columns
+
+UPOS = Vocab([*SPECIALS, "NOUN", "PROPN", "VERB", "ADJ"])  # PROPN: a class the guesser lacks
+SEEN = {("ev", "NOUN"): "ev", ("kedi", "NOUN"): "kedi", ("gel", "VERB"): "gel"}
+FORMS = ["ev", "kediler", "gel", "masada", "ev", "zzz"]
+
+
+def lexicon(weight: float = 0.5, **tables) -> Lexicon:
+    """The lexicon of :data:`SEEN`, with a random UPOS guesser so weighed."""
+    guesser = random_upos_guesser(scale=1.5, weight=weight)
+    return Lexicon(tagged=SEEN, upos_guesser=guesser, **tables)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(-8, 8, width=32), min_size=6 * 7, max_size=6 * 7),
+    st.sampled_from([0.25, 0.5, 1.5]),
+)
+def test_the_words_the_lexicon_lacks_get_the_weighted_log_probabilities_and_no_others(
+    values: list[float], weight: float
+) -> None:
+    scores = np.array(values, dtype=np.float32).reshape(6, 7)
+    kept = scores.copy()
+    found = guessed_upos(scores, FORMS, UPOS, lexicon(weight))
+    np.testing.assert_array_equal(scores, kept)  # the tagger's scores are not written over
+    guesser = lexicon(weight).upos_guesser
+    for row, form in enumerate(FORMS):
+        if form in ("ev", "gel"):
+            np.testing.assert_array_equal(found[row], scores[row])
+            continue
+        log_probs = guesser.log_probs([form])[0]
+        for class_id, upos in enumerate(UPOS.itos):
+            added = log_probs[CLASSES.index(upos)] if upos in CLASSES else log_probs.min()
+            expected = scores[row, class_id] + weight * added
+            assert found[row, class_id] == pytest.approx(expected, abs=1e-5)
+
+
+def test_nothing_is_added_with_weight_0_or_no_word_lacking() -> None:
+    scores = np.zeros((6, 7), dtype=np.float32)
+    assert guessed_upos(scores, FORMS, UPOS, lexicon(0.0)) is scores
+    seen_only = scores[[0, 2, 4]]
+    assert guessed_upos(seen_only, ["ev", "gel", "ev"], UPOS, lexicon()) is seen_only
+
+
+def test_the_tags_chosen_are_those_of_the_scores_with_the_guessers() -> None:
+    rng = np.random.default_rng(3)
+    feats = Vocab([*SPECIALS, "_", "Case=Loc"])
+    vocabs = Vocabs(
+        words=Vocab([*SPECIALS, "w"]),
+        chars=Vocab([*SPECIALS, "c"]),
+        rels=Vocab(["root"], specials=False),
+        columns={"upos": UPOS, "feats": feats},
+    )
+    sets = frozenset({("NOUN", "_", "_"), ("NOUN", "_", "Case=Loc"), ("VERB", "_", "_")})
+    sets |= {("ADJ", "_", "_"), ("PROPN", "_", "_")}
+    sentences = [Sentence(FORMS[:3]), Sentence(FORMS[3:])]
+    scores = {
+        "upos": rng.normal(size=(6, 7)).astype(np.float32),
+        "feats": rng.normal(size=(6, 5)).astype(np.float32),
+    }
+    for weight in (0.0, 3.0):
+        vocabs = dataclasses.replace(vocabs, lexicon=lexicon(weight, tag_sets=sets))
+        rows = predicted_columns(scores, ["upos", "feats"], vocabs, sentences)
+        guessed = guessed_upos(scores["upos"], FORMS, UPOS, vocabs.lexicon)
+        expected = joint_tags({"upos": guessed, "feats": scores["feats"]}, vocabs, sets)
+        assert [tag for row in rows for tag in row["upos"]] == expected["upos"]
+        assert [tag for row in rows for tag in row["feats"]] == expected["feats"]
+    # Weighed heavily, the guesser decides the UPOS of the words the lexicon lacks.
+    lacking = [1, 3, 5]
+    picked = lexicon().upos_guesser.log_probs([FORMS[k] for k in lacking]).argmax(1)
+    assert [expected["upos"][k] for k in lacking] == [CLASSES[k] for k in picked]
