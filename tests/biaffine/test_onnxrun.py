@@ -171,10 +171,11 @@ def exported_turkish(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_lemma_generator_writes_the_torch_paths_bytes_without_torch(
     exported_turkish: Path, ud_root: Path, tmp_path: Path
 ) -> None:
-    # The generator and the FEATS guesser run in numpy in both runtimes, from the lexicon in
-    # export.json.
+    # The generator and the FEATS and UPOS guessers run in numpy in both runtimes, from the
+    # lexicon in export.json.
     manifest = json.loads((exported_turkish / "export.json").read_text(encoding="utf-8"))
-    assert {"generator", "feats_guesser"} <= set(manifest["vocabs"]["lemma_lexicon"])
+    lexicon = set(manifest["vocabs"]["lemma_lexicon"])
+    assert {"generator", "feats_guesser", "upos_guesser"} <= lexicon
     test = ud_root / "UD_Turkish-IMST" / "tr_imst-ud-test.conllu"
     if not test.is_file():
         pytest.skip(f"{test} not found")
