@@ -6,15 +6,18 @@ of its FEATS errors are on them (docs/tags.md). Their endings say more in Turkis
 Hungarian. This model reads the word's UPOS and then its characters with a BiLSTM
 (:mod:`biaffine.data.character_model`) and scores every FEATS value training had from the mean
 of its states and the two directions' last states (its :class:`CharacterClassifier`); the value
-picked is the best of those training had with that UPOS. It is trained on the training file's
-distinct (form, UPOS, FEATS) triples by :mod:`biaffine.training.feats_guesser` and travels in
-the training lexicon (:class:`biaffine.data.lexicon.Lexicon`), so both runtimes read it with
-the same code.
+picked is the best of those training had with that UPOS: by its scores alone, or, where it has
+a weight, by the FEATS tagger's log-probabilities plus the weight times its own (a product of
+the two distributions, as the UPOS guesser joins the UPOS tagger). It is trained on the
+training file's distinct (form, UPOS, FEATS) triples, and its weight chosen on the dev file,
+by :mod:`biaffine.training.feats_guesser`; it travels in the training lexicon
+(:class:`biaffine.data.lexicon.Lexicon`), so both runtimes read it with the same code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -41,11 +44,15 @@ class FeatsGuesser(CharacterClassifier):
         classes: the C FEATS values it picks from (``_`` for none).
         allowed: by UPOS, the ids of the values training had with it; a word whose UPOS is not
             here may take any value.
+        weight: what its log-probabilities count for beside the tagger's
+            (:meth:`feats`), or None: its pick replaces the tagger's (as in lexicons
+            written before the weight).
     """
 
     KIND: ClassVar[str] = "FEATS guesser"
 
     allowed: Mapping[str, tuple[int, ...]]
+    weight: float | None = None
     _upos_rows: dict[str, int] = field(init=False, repr=False, compare=False)
     _allowed_mask: npt.NDArray[np.bool_] = field(init=False, repr=False, compare=False)
 
@@ -55,6 +62,8 @@ class FeatsGuesser(CharacterClassifier):
         ``_allowed_mask``: bool[len(allowed) + 1, C], row k for the k-th UPOS of ``allowed``,
         the last row all True (a UPOS training never had).
         """
+        if self.weight is not None and not (math.isfinite(self.weight) and self.weight > 0):
+            raise ValueError(f"FEATS guesser weight must be finite and > 0, got {self.weight}")
         CharacterModel.__post_init__(self)  # (no zero-argument super() with slots)
         rows = {upos: k for k, upos in enumerate(self.allowed)}
         mask = np.zeros((len(rows) + 1, len(self.classes)), dtype=bool)
@@ -65,9 +74,10 @@ class FeatsGuesser(CharacterClassifier):
         object.__setattr__(self, "_allowed_mask", mask)
 
     def own(self) -> dict[str, Any]:
-        """``{"classes": [...], "allowed": {upos: [id, ...]}}``."""
+        """``{"classes": [...], "allowed": {upos: [id, ...]}}``, and ``"weight": w`` where set."""
         allowed = {upos: list(ids) for upos, ids in sorted(self.allowed.items())}
-        return {**CharacterClassifier.own(self), "allowed": allowed}
+        weight = {} if self.weight is None else {"weight": self.weight}
+        return {**CharacterClassifier.own(self), "allowed": allowed, **weight}
 
     @classmethod
     def own_keys(cls) -> tuple[str, ...]:
@@ -79,7 +89,8 @@ class FeatsGuesser(CharacterClassifier):
         """The values and the UPOS's allowed ids, checked.
 
         Raises:
-            ValueError: values that are not strings, or ids that are not theirs.
+            ValueError: values that are not strings, ids that are not theirs, or a weight that
+                is not a number.
         """
         classes = super(FeatsGuesser, cls).own_fields(data)["classes"]
         allowed = {}
@@ -87,18 +98,49 @@ class FeatsGuesser(CharacterClassifier):
             if not all(isinstance(k, int) and 0 <= k < len(classes) for k in ids):
                 raise ValueError(f"FEATS guesser values allowed with {upos!r} are not its ids")
             allowed[str(upos)] = tuple(ids)
-        return {"classes": classes, "allowed": allowed}
+        weight = data.get("weight")
+        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, int | float)):
+            raise ValueError(f"FEATS guesser weight must be a number, got {weight!r}")
+        return {
+            "classes": classes,
+            "allowed": allowed,
+            "weight": None if weight is None else float(weight),
+        }
 
-    def feats(self, words: Sequence[tuple[str, str]]) -> list[str]:
-        """The FEATS picked for each (form, UPOS); each distinct word read once."""
+    def feats(self, words: Sequence[tuple[str, str]], tagger: Array | None = None) -> list[str]:
+        """The FEATS picked for each (form, UPOS); each distinct word read once.
+
+        Args:
+            words: W (form, UPOS) pairs.
+            tagger: float[W, C] the tagger's log-probabilities of the guesser's values for
+                each word, or None. With a :attr:`weight`, the value picked is the best of the
+                tagger's plus the weight times the guesser's (among those allowed with the
+                UPOS); without one, or without ``tagger``, the guesser's best.
+        """
+        if self.weight is None or tagger is None:
+            best = self._distinct(words, self.scores).argmax(1)
+        else:
+            best = (tagger + self.weight * self._distinct(words, self.log_probs)).argmax(1)
+        return [self.classes[k] for k in best.tolist()]
+
+    def log_probs(self, words: Sequence[tuple[str, str]]) -> Array:
+        """float32[W, C] each word's log-probabilities of its UPOS's values, else ``-inf``."""
+        scores = self.scores(words)
+        scores -= scores.max(1, keepdims=True)
+        scores -= np.log(np.exp(scores).sum(1, keepdims=True))
+        return scores
+
+    def _distinct(
+        self, words: Sequence[tuple[str, str]], read: Callable[[Sequence[tuple[str, str]]], Array]
+    ) -> Array:
+        """float32[W, C] ``read`` of each word: each distinct one once, :data:`BATCH` at a time."""
         distinct = sorted(set(words), key=lambda word: (len(word[0]), word))
-        found: dict[tuple[str, str], str] = {}
+        rows = {word: k for k, word in enumerate(distinct)}
+        found = np.empty((len(distinct), len(self.classes)), dtype=np.float32)
         with threadpool_limits(limits=1, user_api="blas"):  # small products: see LemmaGenerator
             for start in range(0, len(distinct), BATCH):
-                chosen = distinct[start : start + BATCH]
-                best = self.scores(chosen).argmax(1).tolist()
-                found.update((word, self.classes[k]) for word, k in zip(chosen, best, strict=True))
-        return [found[word] for word in words]
+                found[start : start + BATCH] = read(distinct[start : start + BATCH])
+        return found[[rows[word] for word in words]]
 
     def scores(self, words: Sequence[tuple[str, str]]) -> Array:
         """float32[W, C] scores of each word's values, ``-inf`` where its UPOS never had one."""

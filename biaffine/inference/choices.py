@@ -401,8 +401,9 @@ def predicted_columns(
     lexicon's where it holds the word (XPOS and FEATS: with that UPOS) and the tagger is
     :func:`doubtful`, else the best class; UPOS of a word whose form the lexicon lacks: scored
     by its UPOS guesser too, where it has one (:func:`guessed_upos`), before anything is
-    chosen; FEATS of such a word: the pick of its FEATS guesser, where it has one
-    (:func:`_guess_feats`). One argmax per column for the whole batch.
+    chosen; FEATS of such a word: the pick of its FEATS guesser, where it has one, alone or
+    weighed with the tagger's (:func:`_guess_feats`). One argmax per column for the whole
+    batch.
 
     Args:
         tag_scores: tagger scores by column for the batch's words, row by row,
@@ -453,7 +454,7 @@ def predicted_columns(
         rows.append((sentence, classes, upos, asked, tried))
     guessing = lexicon is not None and lexicon.feats_guesser is not None
     if guessing and "feats" in columns and "feats" in wanted:
-        _guess_feats(lexicon, rows)
+        _guess_feats(lexicon, rows, tag_scores["feats"], vocabs.columns["feats"])
     written = _written(lexicon, [(s.forms, upos) for s, _, upos, _, _ in rows]) if lemmas else None
     found: list[dict[str, list[str]]] = [{} for _ in sentences]
     for row, (sentence, classes, upos, asked, tried) in enumerate(rows):
@@ -483,7 +484,7 @@ def guessed_upos(
 
     The guesser's log-probabilities times its weight join the tagger's scores, a product of
     the two distributions (:mod:`biaffine.data.upos_guesser`); one call of the guesser for the
-    whole batch. A class the guesser lacks gets its least likely class's.
+    whole batch. A class the guesser lacks gets its least likely class's (:func:`_on_classes`).
 
     Args:
         scores: float[W, C] the tagger's UPOS scores of W words (logits or log-probabilities).
@@ -499,39 +500,65 @@ def guessed_upos(
     rows = [k for k, form in enumerate(forms) if lexicon.lacks(form)]
     if not rows or guesser.weight == 0:
         return scores
-    guessed = guesser.weight * guesser.log_probs([forms[k] for k in rows])  # float32[R, G]
-    added = np.repeat(guessed.min(1, keepdims=True), len(vocab.itos), axis=1)
-    known = [(vocab.stoi[c], k) for k, c in enumerate(guesser.classes) if c in vocab.stoi]
-    if known:
-        ids, columns = map(list, zip(*known, strict=True))
-        added[:, ids] = guessed[:, columns]
+    guessed = guesser.log_probs([forms[k] for k in rows])  # float32[R, G]
+    added = guesser.weight * _on_classes(guessed, guesser.classes, vocab.itos)
     found = scores.copy()
     found[rows] += added.astype(scores.dtype, copy=False)
     return found
 
 
+def _on_classes(
+    values: npt.NDArray[np.floating], classes: Sequence[str], wanted: Sequence[str]
+) -> npt.NDArray[np.floating]:
+    """Per-class values float[R, len(classes)] laid out on ``wanted``: float[R, len(wanted)].
+
+    A class of ``wanted`` that ``classes`` lacks gets each row's least value.
+    """
+    found = np.repeat(values.min(1, keepdims=True), len(wanted), axis=1)
+    ids = {name: k for k, name in enumerate(classes)}
+    pairs = [(j, ids[name]) for j, name in enumerate(wanted) if name in ids]
+    if pairs:
+        to, of = map(list, zip(*pairs, strict=True))
+        found[:, to] = values[:, of]
+    return found
+
+
 def _guess_feats(
-    lexicon: Lexicon, rows: Sequence[tuple[Sentence, dict, Sequence[str], Any, Any]]
+    lexicon: Lexicon,
+    rows: Sequence[tuple[Sentence, dict, Sequence[str], Any, Any]],
+    scores: npt.NDArray[np.floating],
+    vocab: Vocab,
 ) -> None:
     """Give each word whose form the lexicon lacks the FEATS its guesser picks, in place.
 
     One call of :meth:`biaffine.data.feats_guesser.FeatsGuesser.feats` for the whole batch,
-    keyed by the word's UPOS (chosen before its FEATS).
+    keyed by the word's UPOS (chosen before its FEATS), with the FEATS tagger's
+    log-probabilities where the guesser has a weight to add its own to them.
 
     Args:
         lexicon: the training lexicon, with a FEATS guesser.
         rows: per sentence, (sentence, its column values by name with ``feats`` str[n], its
             UPOS str[n], ...) as :func:`predicted_columns` gathers them.
+        scores: float[W, C] the FEATS tagger's scores of the rows' W words, in their order.
+        vocab: the FEATS vocabulary (C classes).
     """
     guesser = lexicon.feats_guesser
     assert guesser is not None
-    asked = [
+    asked, where = [], []
+    for k, (form, tag) in enumerate(
         (form, tag)
         for sentence, _, upos, _, _ in rows
         for form, tag in zip(sentence.forms, upos, strict=True)
-        if lexicon.lacks(form)
-    ]
-    picked = iter(guesser.feats(asked))
+    ):
+        if lexicon.lacks(form):
+            asked.append((form, tag))
+            where.append(k)
+    tagger = None
+    if guesser.weight is not None and asked:
+        real = len(SPECIALS)  # the specials' scores never count
+        log_probs = head_log_probs(scores[where, real:])
+        tagger = _on_classes(log_probs, vocab.itos[real:], guesser.classes)
+    picked = iter(guesser.feats(asked, tagger))
     for sentence, classes, _, _, _ in rows:
         classes["feats"] = [
             next(picked) if lexicon.lacks(form) else feats

@@ -347,11 +347,18 @@ def _lexicon_model_lines(run: Mapping[str, Any]) -> list[str]:
 
 
 def _weighed(facts: Mapping[str, Any]) -> str:
-    """What a UPOS guesser run says of the weights it tried (``dev_upos``), else nothing."""
-    if "dev_upos" not in facts:
-        return ""
-    tried = ", ".join(f"{weight}: {right}" for weight, right in facts["dev_upos"])
-    return f"; dev UPOS by its weight beside the tagger: {tried}"
+    """What a guesser's run says of the weights it tried (``dev_upos``, ``dev_feats``), if any.
+
+    A weight of None (``null``) is the guesser's pick alone.
+    """
+    for column in ("upos", "feats"):
+        if f"dev_{column}" in facts:
+            tried = ", ".join(
+                f"{'alone' if weight is None else weight}: {right}"
+                for weight, right in facts[f"dev_{column}"]
+            )
+            return f"; dev {column.upper()} by its weight beside the tagger: {tried}"
+    return ""
 
 
 def _sentence_line(run: Mapping[str, Any]) -> str:

@@ -5,7 +5,9 @@ training lacks from their UPOS and characters. It is trained after the parser on
 training file, as the lemma generator is (:func:`biaffine.training.lemma_generator.fit`): its
 distinct (form, UPOS, FEATS) triples, cross-entropy over every FEATS value training had, the
 epoch kept that picks most dev words right among those whose form training lacks (given their
-gold UPOS).
+gold UPOS). Then how it joins the FEATS tagger: the model tags the dev file once for each of
+:data:`WEIGHTS` (its pick alone, or its log-probabilities so weighed added to the tagger's), and
+the one that gets most dev words' FEATS right is kept (:mod:`biaffine.training.weighing`).
 
 Usage::
 
@@ -13,11 +15,13 @@ Usage::
         [--minutes 12] [--hidden 64] [--threads 1] [--seed 1] [--stored-as float16|int8]
 
 ``OUT`` is ``CHECKPOINT`` with the guesser in its lexicon and the facts of its training in its
-metadata (``feats_guesser``), everything else as it was.
+metadata (``feats_guesser``, with ``dev_feats``: each weight's dev score), everything else as
+it was.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,8 +44,10 @@ from biaffine.training.lemma_generator import (
     fit,
     padded,
 )
+from biaffine.training.weighing import weigh
 
 __all__ = [
+    "WEIGHTS",
     "ClassifierNet",
     "add_guesser",
     "feats_triples",
@@ -49,6 +55,11 @@ __all__ = [
     "train_classifier",
     "train_guesser",
 ]
+
+
+WEIGHTS = (None, 0.5, 1.0, 2.0, 4.0)
+"""The guesser's weights beside the FEATS tagger tried on dev
+(:func:`biaffine.training.weighing.weigh`; None: its pick replaces the tagger's)."""
 
 
 class ClassifierNet(nn.Module):
@@ -223,7 +234,12 @@ def train_guesser(
     )
 
 
-add_guesser = adder("feats_guesser", train_guesser, feats_triples)
+add_guesser = adder(
+    "feats_guesser",
+    train_guesser,
+    feats_triples,
+    then=functools.partial(weigh, kind="feats_guesser", column="feats", weights=WEIGHTS),
+)
 """Write a checkpoint again with a FEATS guesser in its lexicon (:func:`adder`'s ``add``)."""
 
 

@@ -6,7 +6,8 @@ file, as the FEATS guesser is (:func:`biaffine.training.feats_guesser.train_clas
 distinct (form, UPOS) pairs, cross-entropy over every UPOS training had, the epoch kept that
 picks most dev words right on its own among those whose form training lacks. Then its weight
 beside the tagger: the model parses the dev file once for each of :data:`WEIGHTS`, and the one
-that gets most dev words' UPOS right is kept (the smallest of those tied).
+that gets most dev words' UPOS right is kept (the smallest of those tied;
+:mod:`biaffine.training.weighing`).
 
 Usage::
 
@@ -14,43 +15,30 @@ Usage::
         [--minutes 12] [--hidden 64] [--threads 1] [--seed 1] [--stored-as float16|int8]
 
 ``OUT`` is ``CHECKPOINT`` with the guesser in its lexicon and the facts of its training in its
-metadata (``upos_guesser``: :class:`Weighed`'s, with the options given), everything else as it
+metadata (``upos_guesser``: :class:`biaffine.training.weighing.Weighed`'s, with the options
+given), everything else as it
 was.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 
-import torch
-
-from biaffine import checkpoint
-from biaffine.api import Parser
 from biaffine.data.character_model import SPECIAL_SYMBOLS
 from biaffine.data.conllu import Sentence
 from biaffine.data.upos_guesser import UposGuesser
 from biaffine.training.feats_guesser import ClassifierNet, train_classifier, unseen, weights_of
 from biaffine.training.lemma_generator import DIM, HIDDEN, Trained, Triple, adder, command_line
+from biaffine.training.weighing import weigh
 
-__all__ = ["WEIGHTS", "Weighed", "add_upos_guesser", "train_upos_guesser", "upos_pairs", "weigh"]
+__all__ = ["WEIGHTS", "add_upos_guesser", "guesser_of", "train_upos_guesser", "upos_pairs"]
 
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5)
-"""The guesser's weights tried on dev (0: the tagger alone)."""
+"""The guesser's weights tried on dev (:func:`biaffine.training.weighing.weigh`; 0: the tagger
+alone)."""
 
 _NO_UPOS = "_"
-
-
-@dataclasses.dataclass(frozen=True)
-class Weighed(Trained):
-    """A trained UPOS guesser with the weight chosen for it.
-
-    Attributes:
-        dev_upos: per weight tried, [weight, percent of all dev words whose UPOS the model
-            gets right with the guesser so weighed].
-    """
-
-    dev_upos: list[list[float]]
 
 
 def upos_pairs(sentences: Sequence[Sentence]) -> list[Triple]:
@@ -84,7 +72,7 @@ def train_upos_guesser(
 ) -> Trained:
     """Train on ``train``'s pairs for ``minutes`` (or ``max_epochs``), keep the best dev epoch.
 
-    Its weight is 1 here: :func:`weigh` chooses it.
+    Its weight is 1 here: :func:`biaffine.training.weighing.weigh` chooses it.
 
     Raises:
         ValueError: no training word with a UPOS, or no such dev word whose form training lacks.
@@ -122,45 +110,12 @@ def _picks(guesser: UposGuesser, words: Sequence[Triple]) -> list[str]:
     return [guesser.classes[k] for k in best]
 
 
-def weigh(
-    trained: Trained,
-    loaded: checkpoint.Checkpoint,
-    dev: Sequence[Sentence],
-    report: Callable[[str], None] = print,
-) -> Weighed:
-    """``trained`` with the weight of :data:`WEIGHTS` with which ``loaded`` tags ``dev`` best.
-
-    Each weight: the model, its lexicon given the guesser so weighed, predicts the UPOS of
-    every dev word (gold tokens; the tags chosen as a user's parse chooses them).
-
-    Args:
-        trained: the guesser, as :func:`train_upos_guesser` trained it.
-        loaded: the model it joins, its lexicon without it.
-        dev: the dev sentences, with their UPOS.
-        report: writes a line per weight.
-    """
-    parser = Parser(checkpoint.build_model(loaded), loaded.vocabs, device=torch.device("cpu"))
-    lexicon = loaded.vocabs.lexicon
-    gold = [upos for sentence in dev for upos in sentence.upos]
-    counted = [k for k, upos in enumerate(gold) if upos != _NO_UPOS]
-    found = []
-    for weight in WEIGHTS:
-        guesser = dataclasses.replace(trained.model, weight=weight)
-        parser.vocabs = dataclasses.replace(
-            loaded.vocabs, lexicon=dataclasses.replace(lexicon, upos_guesser=guesser)
-        )
-        trees = parser.parse(list(dev), columns=["upos"], overwrite=True)
-        tagged = [upos for tree in trees for upos in tree.sentence.upos]
-        right = 100 * sum(tagged[k] == gold[k] for k in counted) / len(counted)
-        report(f"weight {weight}: dev UPOS {right:.2f}%")
-        found.append([weight, round(right, 2)])
-    best = max(found, key=lambda pair: (pair[1], -pair[0]))[0]
-    model = dataclasses.replace(trained.model, weight=best)
-    kept = {field.name: getattr(trained, field.name) for field in dataclasses.fields(trained)}
-    return Weighed(**(kept | {"model": model}), dev_upos=found)
-
-
-add_upos_guesser = adder("upos_guesser", train_upos_guesser, upos_pairs, then=weigh)
+add_upos_guesser = adder(
+    "upos_guesser",
+    train_upos_guesser,
+    upos_pairs,
+    then=functools.partial(weigh, kind="upos_guesser", column="upos", weights=WEIGHTS),
+)
 """Write a checkpoint again with a UPOS guesser in its lexicon (:func:`adder`'s ``add``)."""
 
 

@@ -461,4 +461,8 @@ def test_the_lexicons_models_get_a_line_each_under_the_parser() -> None:
         "right; dev UPOS by its weight beside the tagger: 0.0: 91.5, 0.5: 92.1)."
     )
     assert "dev UPOS" not in _lexicon_model_lines(run)[1]
+    run["feats_guesser"]["dev_feats"] = [[None, 88.1], [0.5, 88.4]]
+    assert _lexicon_model_lines(run)[1].endswith(
+        "right; dev FEATS by its weight beside the tagger: alone: 88.1, 0.5: 88.4)."
+    )
     assert _lexicon_model_lines({"recipe": "python train.py"}) == []

@@ -20,7 +20,7 @@ CLASSES = ("Case=Loc", "Case=Nom", "Mood=Ind", "_")
 ALLOWED = {"NOUN": (0, 1, 3), "VERB": (2, 3)}
 
 
-def random_guesser(seed: int = 0, scale: float = 1.0) -> FeatsGuesser:
+def random_guesser(seed: int = 0, scale: float = 1.0, weight: float | None = None) -> FeatsGuesser:
     """Random weights, rounded to float16 as plain data stores them (so round trips are exact)."""
     rng = np.random.default_rng(seed)
     shapes = FeatsGuesser.shapes_for(
@@ -30,7 +30,7 @@ def random_guesser(seed: int = 0, scale: float = 1.0) -> FeatsGuesser:
         name: (scale * rng.standard_normal(shape)).astype(np.float16).astype(np.float32)
         for name, shape in shapes.items()
     }
-    return FeatsGuesser(CHARS, TAGS, 6, 5, weights, CLASSES, ALLOWED)
+    return FeatsGuesser(CHARS, TAGS, 6, 5, weights, CLASSES, ALLOWED, weight)
 
 
 def lstm_by_hand(inputs: list[np.ndarray], w_ih, w_hh, b) -> list[np.ndarray]:
@@ -155,3 +155,42 @@ def test_the_lexicon_keeps_its_guesser_in_plain_data() -> None:
     assert back == lexicon
     assert back.feats_guesser == lexicon.feats_guesser
     assert "feats_guesser" not in Lexicon(tagged={("kedi", "NOUN"): "kedi"}).to_dict()
+
+
+def test_weighed_its_log_probabilities_join_the_taggers_and_alone_its_pick_is_its_own() -> None:
+    words = [("kedilerde", "NOUN"), ("masa", "VERB"), ("kedi", "ADJ"), ("masa", "VERB")]
+    rng = np.random.default_rng(2)
+    tagger = np.log(rng.dirichlet(np.ones(len(CLASSES)), size=len(words)))
+    alone = random_guesser(scale=2.0)
+    log_probs = alone.log_probs(words)
+    for row, (_, upos) in enumerate(words):
+        allowed = list(ALLOWED.get(upos, range(len(CLASSES))))
+        np.testing.assert_allclose(np.exp(log_probs[row, allowed]).sum(), 1.0, rtol=1e-5)
+        assert np.isneginf(np.delete(log_probs[row], allowed)).all()
+    assert alone.feats(words, tagger) == alone.feats(words)  # no weight: the tagger unread
+    for weight in (0.5, 2.0):
+        weighed = random_guesser(scale=2.0, weight=weight)
+        expected = (tagger + weight * log_probs).argmax(1)
+        assert weighed.feats(words, tagger) == [CLASSES[k] for k in expected]
+        assert weighed.feats(words) == alone.feats(words)
+    # A tagger sure enough of a value the UPOS allows outweighs the guesser; one it does
+    # not allow never wins.
+    sure = np.full((1, len(CLASSES)), -50.0)
+    sure[0, CLASSES.index("Mood=Ind")] = 0.0
+    assert random_guesser(weight=0.5).feats([("kedi", "VERB")], sure) == ["Mood=Ind"]
+    assert random_guesser(weight=0.5).feats([("kedi", "NOUN")], sure) != ["Mood=Ind"]
+
+
+def test_its_weight_travels_in_plain_data_only_where_it_has_one() -> None:
+    weighed = random_guesser(weight=2.0)
+    data = json.loads(json.dumps(weighed.to_dict()))
+    assert data["weight"] == 2.0
+    assert FeatsGuesser.from_dict(data) == weighed
+    assert FeatsGuesser.from_dict(data) != random_guesser()
+    assert "weight" not in random_guesser().to_dict()  # as written before it had one
+    data["weight"] = "2"
+    with pytest.raises(ValueError, match="weight must be a number"):
+        FeatsGuesser.from_dict(data)
+    for weight in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="finite and > 0"):
+            random_guesser(weight=weight)

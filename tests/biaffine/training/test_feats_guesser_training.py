@@ -18,7 +18,13 @@ from biaffine import checkpoint
 from biaffine.api import Parser
 from biaffine.data.conllu import Sentence, write_conllu
 from biaffine.data.vocab import Vocabs
-from biaffine.training.feats_guesser import ClassifierNet, feats_triples, guesser_of, train_guesser
+from biaffine.training.feats_guesser import (
+    WEIGHTS,
+    ClassifierNet,
+    feats_triples,
+    guesser_of,
+    train_guesser,
+)
 from biaffine.training.lemma_generator import padded
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -114,10 +120,21 @@ def test_the_command_adds_a_guesser_that_picks_the_feats_of_unseen_forms(
     lexicon = after.vocabs.lexicon
     assert lexicon.feats_guesser is not None
     assert dataclasses.replace(lexicon, feats_guesser=None) == before.vocabs.lexicon
-    assert after.metadata["feats_guesser"]["options"]["max_epochs"] == 2
+    facts = after.metadata["feats_guesser"]
+    assert facts["options"]["max_epochs"] == 2
+    # Weighed on dev: each weight's score, and the first of the best kept.
+    assert [weight for weight, _ in facts["dev_feats"]] == list(WEIGHTS)
+    best = max(right for _, right in facts["dev_feats"])
+    chosen = next(weight for weight, right in facts["dev_feats"] if right == best)
+    assert lexicon.feats_guesser.weight == chosen
+    # Alone (no weight), its pick is each unseen word's FEATS.
+    alone = dataclasses.replace(lexicon.feats_guesser, weight=None)
+    lexicon = dataclasses.replace(lexicon, feats_guesser=alone)
     words = [Sentence.from_forms(forms) for forms in (["Dogs", "slept", "."], ["the", "cats"])]
     plain = Parser.load(tagging_model, threads=1).parse(words, columns=["feats", "upos"])
-    guessed = Parser.load(out, threads=1).parse(words, columns=["feats", "upos"])
+    parser = Parser.load(out, threads=1)
+    parser.vocabs = dataclasses.replace(parser.vocabs, lexicon=lexicon)
+    guessed = parser.parse(words, columns=["feats", "upos"])
     unseen = 0
     for old, new in zip(plain, guessed, strict=True):
         assert new.sentence.upos == old.sentence.upos
@@ -132,7 +149,7 @@ def test_the_command_adds_a_guesser_that_picks_the_feats_of_unseen_forms(
                 assert now == was
     assert unseen == 3  # "Dogs", "slept", "cats"
     # Without FEATS asked for, the guesser is not read.
-    assert Parser.load(out, threads=1).parse(words, columns=["upos"])[0].sentence.feats == ["_"] * 3
+    assert parser.parse(words, columns=["upos"])[0].sentence.feats == ["_"] * 3
 
 
 def test_a_dev_file_without_unseen_words_is_refused_in_one_line(

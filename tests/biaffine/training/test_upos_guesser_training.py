@@ -21,13 +21,8 @@ from biaffine.data.conllu import Sentence, write_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.training.feats_guesser import ClassifierNet
 from biaffine.training.lemma_generator import padded
-from biaffine.training.upos_guesser import (
-    WEIGHTS,
-    guesser_of,
-    train_upos_guesser,
-    upos_pairs,
-    weigh,
-)
+from biaffine.training.upos_guesser import WEIGHTS, guesser_of, train_upos_guesser, upos_pairs
+from biaffine.training.weighing import weigh
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -91,16 +86,17 @@ def test_the_weight_kept_is_the_one_that_tags_dev_best(sentences, tagging_model:
     trained = train_upos_guesser(sentences, DEV, minutes=5, max_epochs=2, report=reports.append)
     assert trained.held_out == 3  # "Dogs", "slept", "there"
     loaded = checkpoint.load(tagging_model)
-    weighed = weigh(trained, loaded, DEV, report=reports.append)
-    assert [weight for weight, _ in weighed.dev_upos] == list(WEIGHTS)
+    options = {"kind": "upos_guesser", "column": "upos", "weights": WEIGHTS}
+    weighed = weigh(trained, loaded, DEV, **options, report=reports.append)
+    assert [weight for weight, _ in weighed.tried] == list(WEIGHTS)
     assert len(reports) == 2 + len(WEIGHTS)
-    best = max(right for _, right in weighed.dev_upos)
-    assert weighed.model.weight == min(w for w, right in weighed.dev_upos if right == best)
+    best = max(right for _, right in weighed.tried)
+    assert weighed.model.weight == min(w for w, right in weighed.tried if right == best)
     assert dataclasses.replace(weighed.model, weight=1.0) == trained.model
-    assert weighed.facts() == trained.facts() | {"dev_upos": weighed.dev_upos}
+    assert weighed.facts() == trained.facts() | {"dev_upos": weighed.tried}
     # Each weight's score is the model's, tagging dev with the guesser so weighed.
     vocabs = loaded.vocabs
-    for weight, right in weighed.dev_upos:
+    for weight, right in weighed.tried:
         guesser = dataclasses.replace(trained.model, weight=weight)
         lexicon = dataclasses.replace(vocabs.lexicon, upos_guesser=guesser)
         parser = Parser(

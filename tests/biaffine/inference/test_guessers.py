@@ -1,5 +1,7 @@
-"""The UPOS guesser beside the tagger: its weighted log-probabilities added to the scores of the
-words the lexicon lacks, and to no other word's, before the tags are chosen."""
+"""The lexicon's guessers beside the taggers: the UPOS guesser's weighted log-probabilities
+added to the scores of the words the lexicon lacks, and to no other word's, before the tags are
+chosen; the FEATS guesser's added to the FEATS tagger's log-probabilities of such a word where
+it has a weight, its pick alone where it has none."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from data.test_feats_guesser import ALLOWED, random_guesser
+from data.test_feats_guesser import CLASSES as FEATS_CLASSES
 from data.test_upos_guesser import CLASSES, random_upos_guesser
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -85,3 +89,52 @@ def test_the_tags_chosen_are_those_of_the_scores_with_the_guessers() -> None:
     lacking = [1, 3, 5]
     picked = lexicon().upos_guesser.log_probs([FORMS[k] for k in lacking]).argmax(1)
     assert [expected["upos"][k] for k in lacking] == [CLASSES[k] for k in picked]
+
+
+def test_the_feats_guesser_weighs_the_taggers_log_probabilities_where_it_has_a_weight() -> None:
+    rng = np.random.default_rng(4)
+    feats = Vocab([*SPECIALS, "_", "Mood=Ind", "Case=Loc"])  # no "Case=Nom": the guesser's only
+    vocabs = Vocabs(
+        words=Vocab([*SPECIALS, "w"]),
+        chars=Vocab([*SPECIALS, "c"]),
+        rels=Vocab(["root"], specials=False),
+        columns={"upos": Vocab([*SPECIALS, "NOUN", "VERB"]), "feats": feats},
+    )
+    forms = ["ev", "kediler", "gel", "masada", "ev", "zzz"]
+    sentences = [
+        Sentence(forms[:3], upos=["NOUN", "VERB", "VERB"]),
+        Sentence(forms[3:], upos=["NOUN", "NOUN", "VERB"]),
+    ]
+    scores = {"feats": rng.normal(scale=2.0, size=(6, 6)).astype(np.float32)}
+    lacking = [1, 3, 5]
+    upos = [tag for sentence in sentences for tag in sentence.upos]
+    alone = random_guesser(scale=2.0)
+    asked = [(forms[k], upos[k]) for k in lacking]
+    picks = []
+    for weight in (None, 0.5, 3.0):
+        guesser = dataclasses.replace(alone, weight=weight)
+        lexicon = Lexicon(tagged=SEEN, feats_guesser=guesser)
+        rows = predicted_columns(
+            scores, ["feats"], dataclasses.replace(vocabs, lexicon=lexicon), sentences
+        )
+        found = [value for row in rows for value in row["feats"]]
+        if weight is None:
+            expected = alone.feats(asked)
+        else:
+            real = scores["feats"][lacking, len(SPECIALS) :].astype(np.float64)
+            tagger = real - real.max(1, keepdims=True)
+            tagger -= np.log(np.exp(tagger).sum(1, keepdims=True))
+            on_classes = np.repeat(tagger.min(1, keepdims=True), len(FEATS_CLASSES), axis=1)
+            for j, value in enumerate(FEATS_CLASSES):
+                if value in feats.stoi:
+                    on_classes[:, j] = tagger[:, feats.stoi[value] - len(SPECIALS)]
+            total = on_classes + weight * alone.log_probs(asked)
+            expected = [FEATS_CLASSES[k] for k in total.argmax(1)]
+        assert [found[k] for k in lacking] == expected
+        picks.append(expected)
+        for (_, tag), value in zip(asked, expected, strict=True):
+            assert FEATS_CLASSES.index(value) in ALLOWED[tag]
+        seen = [k for k in range(6) if k not in lacking]  # the tagger's best, as without it
+        best = scores["feats"][seen, len(SPECIALS) :].argmax(1) + len(SPECIALS)
+        assert [found[k] for k in seen] == [feats.itos[k] for k in best]
+    assert picks[0] != picks[1]  # the case tells the weights apart
