@@ -21,7 +21,6 @@ it was.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,12 +38,11 @@ from biaffine.training.lemma_generator import (
     HIDDEN,
     Trained,
     Triple,
-    adder,
     command_line,
     fit,
     padded,
 )
-from biaffine.training.weighing import weigh
+from biaffine.training.weighing import weighed_adder
 
 __all__ = [
     "WEIGHTS",
@@ -234,11 +232,8 @@ def train_guesser(
     )
 
 
-add_guesser = adder(
-    "feats_guesser",
-    train_guesser,
-    feats_triples,
-    then=functools.partial(weigh, kind="feats_guesser", column="feats", weights=WEIGHTS),
+add_guesser = weighed_adder(
+    "feats_guesser", train_guesser, feats_triples, column="feats", weights=WEIGHTS
 )
 """Write a checkpoint again with a FEATS guesser in its lexicon (:func:`adder`'s ``add``)."""
 

@@ -22,15 +22,14 @@ was.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 
 from biaffine.data.character_model import SPECIAL_SYMBOLS
 from biaffine.data.conllu import Sentence
 from biaffine.data.upos_guesser import UposGuesser
 from biaffine.training.feats_guesser import ClassifierNet, train_classifier, unseen, weights_of
-from biaffine.training.lemma_generator import DIM, HIDDEN, Trained, Triple, adder, command_line
-from biaffine.training.weighing import weigh
+from biaffine.training.lemma_generator import DIM, HIDDEN, Trained, Triple, command_line
+from biaffine.training.weighing import weighed_adder
 
 __all__ = ["WEIGHTS", "add_upos_guesser", "guesser_of", "train_upos_guesser", "upos_pairs"]
 
@@ -110,11 +109,8 @@ def _picks(guesser: UposGuesser, words: Sequence[Triple]) -> list[str]:
     return [guesser.classes[k] for k in best]
 
 
-add_upos_guesser = adder(
-    "upos_guesser",
-    train_upos_guesser,
-    upos_pairs,
-    then=functools.partial(weigh, kind="upos_guesser", column="upos", weights=WEIGHTS),
+add_upos_guesser = weighed_adder(
+    "upos_guesser", train_upos_guesser, upos_pairs, column="upos", weights=WEIGHTS
 )
 """Write a checkpoint again with a UPOS guesser in its lexicon (:func:`adder`'s ``add``)."""
 

@@ -12,6 +12,7 @@ without the weight.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,9 +21,9 @@ import torch
 from biaffine import checkpoint
 from biaffine.api import Parser
 from biaffine.data.conllu import Sentence
-from biaffine.training.lemma_generator import Trained
+from biaffine.training.lemma_generator import Trained, Triple, adder
 
-__all__ = ["Weighed", "weigh"]
+__all__ = ["Weighed", "weigh", "weighed_adder"]
 
 _NO_UPOS = "_"
 
@@ -89,3 +90,16 @@ def weigh(
     kept = {field.name: getattr(trained, field.name) for field in dataclasses.fields(trained)}
     model = dataclasses.replace(trained.model, weight=chosen)
     return Weighed(**(kept | {"model": model}), column=column, tried=tried)
+
+
+def weighed_adder(
+    kind: str,
+    trainer: Callable[..., Trained],
+    data_of: Callable[[Sequence[Sentence]], list[Triple]],
+    *,
+    column: str,
+    weights: Sequence[float | None],
+) -> Callable[..., Trained]:
+    """The command's work for a guesser weighed on dev (``adder`` with :func:`weigh`)."""
+    weighing = functools.partial(weigh, kind=kind, column=column, weights=weights)
+    return adder(kind, trainer, data_of, then=weighing)

@@ -15,7 +15,7 @@ from torch import nn
 from biaffine import checkpoint
 from biaffine.api import Parser
 from biaffine.data.batching import batches_by_tokens, encode
-from biaffine.data.conllu import Sentence
+from biaffine.data.conllu import Sentence, write_conllu
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.nn import Encoder
 from biaffine.parsers import BiaffineParser, TransitionParser
@@ -138,3 +138,26 @@ def run_script(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result
+
+
+def run_module(module: str, *arguments: str | Path) -> subprocess.CompletedProcess:
+    """``python -m MODULE ARGUMENTS`` from this checkout's root, its output captured (any exit)."""
+    command = [sys.executable, "-m", module, *map(str, arguments)]
+    return subprocess.run(command, cwd=CHECKOUT, capture_output=True, text=True, check=False)
+
+
+def conllu_file(folder: Path, sentences: list[Sentence]) -> Path:
+    """``sentences`` written to ``folder / "dev.conllu"``."""
+    path = folder / "dev.conllu"
+    with path.open("w", encoding="utf-8") as out:
+        write_conllu(out, sentences)
+    return path
+
+
+def tagging_model(folder: Path, vocabs: Vocabs, seed: int = 5) -> Path:
+    """A tiny graph parser with every tagger, random weights, and the vocabularies' lexicon,
+    saved as ``folder / "best.pt"``."""
+    torch.manual_seed(seed)
+    weights = {"tag_loss_weight": 1.0, "feats_loss_weight": 1.0, "lemma_loss_weight": 1.0}
+    model = biaffine_parser(vocabs, **TINY_PARSER, **weights)
+    return save_model(folder / "best.pt", randomized(model), vocabs)

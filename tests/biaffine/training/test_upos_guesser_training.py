@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
-import sys
 from pathlib import Path
 
+import builders
 import numpy as np
 import pytest
 import torch
-from builders import TINY_PARSER, biaffine_parser, randomized, save_model
+from builders import conllu_file, randomized, run_module
 from conftest import TINY_CONLLU
 
 from biaffine import checkpoint
 from biaffine.api import Parser
-from biaffine.data.conllu import Sentence, write_conllu
+from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
 from biaffine.training.feats_guesser import ClassifierNet
 from biaffine.training.lemma_generator import padded
@@ -25,8 +25,6 @@ from biaffine.training.upos_guesser import WEIGHTS, guesser_of, train_upos_guess
 from biaffine.training.weighing import weigh
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-REPO = Path(__file__).parents[3]
 
 # Dev words the tiny treebank lacks ("Dogs", "slept", "there"), and one without a UPOS.
 DEV = [
@@ -37,24 +35,16 @@ DEV = [
 
 @pytest.fixture(scope="module")
 def dev_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("dev") / "dev.conllu"
-    with path.open("w", encoding="utf-8") as out:
-        write_conllu(out, DEV)
-    return path
+    return conllu_file(tmp_path_factory.mktemp("dev"), DEV)
 
 
 @pytest.fixture(scope="module")
 def tagging_model(tmp_path_factory: pytest.TempPathFactory, vocabs: Vocabs) -> Path:
-    """A tiny graph parser with its taggers, random weights, and the tiny lexicon."""
-    torch.manual_seed(5)
-    weights = {"tag_loss_weight": 1.0, "feats_loss_weight": 1.0, "lemma_loss_weight": 1.0}
-    model = biaffine_parser(vocabs, **TINY_PARSER, **weights)
-    return save_model(tmp_path_factory.mktemp("tags") / "best.pt", randomized(model), vocabs)
+    return builders.tagging_model(tmp_path_factory.mktemp("tags"), vocabs)
 
 
 def run_command(*arguments: str | Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "biaffine.training.upos_guesser", *map(str, arguments)]
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    return run_module("biaffine.training.upos_guesser", *arguments)
 
 
 def test_the_pairs_are_distinct_forms_with_their_upos(sentences) -> None:
