@@ -559,9 +559,8 @@ def export(
     """
     if segmenter is not None and segmenter.sentences is not None:
         raise ValueError(
-            "the segmenter's sentence model has no ONNX graph (a transformer's tokenizer or a "
-            "word reader's vocabulary): export a segmenter without one (train_segmenter.py's "
-            "best.pt)"
+            "the segmenter's sentence model reads a transformer, whose tokenizer no ONNX graph "
+            "holds: export a segmenter without one (train_segmenter.py's best.pt)"
         )
     _check_destination(folder)
     _require_onnx()

@@ -30,7 +30,6 @@ from biaffine.segmenting.sentences import SentenceModel, paragraph_tokens, token
 from biaffine.segmenting.spans import SpanScores, count_spans, segment_spans
 from biaffine.segmenting.training import SegmenterData, write_metrics
 from biaffine.segmenting.windows import log_probs
-from biaffine.segmenting.word_reader import WordReader
 from rawtext.document import Token
 from rawtext.labels import LabelledText, is_sentence_end_class
 
@@ -45,7 +44,6 @@ __all__ = [
     "SentenceSettings",
     "choose_context",
     "choose_margin",
-    "model_arguments",
     "train",
 ]
 
@@ -143,8 +141,9 @@ def train(
     set_threads(settings.threads)
     seed_everything(settings.seed)
     stored = checkpoint.load(segmenter)
+    transformer = {**model_config["transformer"], "cache": True}  # states kept after epoch 1
+    model = SentenceModel.from_config({**model_config, "transformer": transformer})
     gold = [paragraph for d in data.train for paragraph in _gold_paragraphs(d)]
-    model = SentenceModel.from_config(model_arguments(model_config, gold))
     dev = [_system(stored, document) for document in data.dev]
     pieces = _pieces([len(paragraph.forms) for paragraph in gold], settings.piece)
     log.info("%d training paragraphs, %d dev documents", len(gold), len(dev))
@@ -193,30 +192,6 @@ def train(
     write_metrics(run_dir / METRICS, history)
     log.info("best epoch %d: %s; stopped: %s", best_epoch, result, stop)
     return result
-
-
-def model_arguments(model_config: Mapping[str, Any], gold: Sequence[_Gold]) -> dict[str, Any]:
-    """:class:`SentenceModel`'s arguments from ``conf/sentences.yaml``'s ``model`` section.
-
-    ``reader`` (default ``transformer``) names the section that reads the words; the other is
-    dropped. A transformer caches its states after the first epoch; a :class:`WordReader` gets
-    the vocabularies of the ``gold`` training paragraphs' forms (``min_count`` is no argument
-    of its own: the least count of a form or character kept).
-
-    Raises:
-        ValueError: a reader other than ``transformer`` and ``words``.
-    """
-    options = dict(model_config)
-    reader = options.pop("reader", "transformer")
-    transformer, words = options.pop("transformer", None), options.pop("words", None)
-    if reader == "transformer":
-        return {**options, "transformer": {**transformer, "cache": True}}
-    if reader == "words":
-        settings = dict(words or {})
-        min_count = settings.pop("min_count", 2)
-        forms = (form for paragraph in gold for form in paragraph.forms)
-        return {**options, "words": settings | WordReader.vocabularies(forms, min_count)}
-    raise ValueError(f"model.reader {reader!r}: transformer or words")
 
 
 def choose_margin(model: SentenceModel, documents: Sequence[_System]) -> float | None:

@@ -4,12 +4,11 @@ The character segmenter finds tokens well (EWT test Tokens 99.36) but misses sen
 no character marks: a signature, a list of names, a line of a review with no full stop (EWT dev:
 113 missed and 47 false ends of 2,001). A reader of the words finds many of them. This model
 reads the tokens the segmenter found, a paragraph or a run of one at a time, as a frozen
-transformer's states (MiniLM for English) or as word vectors it learns itself
-(:mod:`.word_reader`, for any treebank, with no language model) beside a few flags of each
-token's surface (:data:`TOKEN_FLAGS`: casing and punctuation, which an uncased transformer does
-not see, and the whitespace after it), and gives each token a sentence-end logit. The
-segmenter's own sentence-end log-odds at the token's last character are added with a weight,
-and a bias, both chosen on dev after training (:mod:`biaffine.segmenting.sentence_training`).
+transformer's states (MiniLM for English) beside a few flags of each token's surface
+(:data:`TOKEN_FLAGS`: casing and punctuation, which an uncased transformer does not see, and the
+whitespace after it), and gives each token a sentence-end logit. The segmenter's own
+sentence-end log-odds at the token's last character are added with a weight, and a bias, both
+chosen on dev after training (:mod:`biaffine.segmenting.sentence_training`).
 
 The transformer is the costly part (EWT test: 9 s on 2 threads for every paragraph, as long as
 the parser's own MiniLM pass), and most tokens need no second reading: where the segmenter's
@@ -35,7 +34,6 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from biaffine.nn.transformer import TransformerEmbedding, chunk_windows
-from biaffine.segmenting.word_reader import WordReader
 from rawtext.document import Token
 from rawtext.labels import MWT_END, MWT_SENTENCE_END, SENTENCE_END, TOKEN_END, end_class
 from rawtext.segment import segment
@@ -109,15 +107,10 @@ def sentence_odds(log_probs: torch.Tensor, tokens: Sequence[Token]) -> torch.Ten
 
 
 class SentenceModel(nn.Module):
-    """Sentence-end logits of a paragraph's tokens from their words and surface flags.
-
-    The words are read by a frozen transformer or by a :class:`WordReader` trained with the
-    model: exactly one of ``transformer`` and ``words`` is given.
+    """Sentence-end logits of a paragraph's tokens from a frozen transformer and surface flags.
 
     Args:
-        transformer: :class:`TransformerEmbedding`'s arguments (frozen; its scalar mix trains),
-            or None.
-        words: :class:`WordReader`'s arguments (its vocabularies included), or None.
+        transformer: :class:`TransformerEmbedding`'s arguments (frozen; its scalar mix trains).
         hidden: width of the projection and of the BiLSTM per direction.
         dropout: dropout rate on the states and the BiLSTM's input and output, in training.
         odds_weight: weight of the segmenter's sentence-end log-odds (chosen on dev).
@@ -130,9 +123,8 @@ class SentenceModel(nn.Module):
 
     def __init__(
         self,
-        transformer: dict[str, Any] | None = None,
+        transformer: dict[str, Any],
         *,
-        words: dict[str, Any] | None = None,
         hidden: int = 128,
         dropout: float = 0.3,
         odds_weight: float = 0.5,
@@ -143,20 +135,12 @@ class SentenceModel(nn.Module):
         """Load the transformer and create the layers (fresh weights).
 
         Raises:
-            ValueError: both readers or neither, or a fine-tuned transformer (the model reads a
-                frozen one).
+            ValueError: a fine-tuned transformer (the model reads a frozen one).
         """
         super().__init__()
-        if (transformer is None) == (words is None):
-            raise ValueError(
-                "a sentence model reads its words with a transformer or with vectors of its own: "
-                "give one of transformer and words"
-            )
-        if transformer is not None and transformer.get("finetune"):
+        if transformer.get("finetune"):
             raise ValueError("the sentence model reads a frozen transformer (finetune: false)")
-        self.words: TransformerEmbedding | WordReader = (
-            WordReader(**words) if transformer is None else TransformerEmbedding(**transformer)
-        )
+        self.words = TransformerEmbedding(**transformer)
         self.project = nn.Linear(self.words.n_out + len(TOKEN_FLAGS), hidden)
         self.rnn = nn.LSTM(hidden, hidden, batch_first=True, bidirectional=True)
         self.out = nn.Linear(2 * hidden, 1)
@@ -169,24 +153,13 @@ class SentenceModel(nn.Module):
         """Plain data rebuilding this model (the transformer's with its weights' sha256)."""
         combined = {"odds_weight": self.odds_weight, "bias": self.bias, "margin": self.margin}
         reading = {"context": self.context}
-        reader = "words" if self.reads_own_words else "transformer"
-        return {reader: self.words.config(), **self.settings, **combined, **reading}
-
-    @property
-    def reads_own_words(self) -> bool:
-        """Whether the words are read by a :class:`WordReader` (else by a transformer)."""
-        return isinstance(self.words, WordReader)
+        return {"transformer": self.words.config(), **self.settings, **combined, **reading}
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> SentenceModel:
         """The model :meth:`config` describes, with fresh weights."""
-        options = {k: v for k, v in config.items() if k not in ("transformer", "words")}
-        transformer, words = config.get("transformer"), config.get("words")
-        return cls(
-            None if transformer is None else dict(transformer),
-            words=None if words is None else dict(words),
-            **options,
-        )
+        options = {key: value for key, value in config.items() if key != "transformer"}
+        return cls(dict(config["transformer"]), **options)
 
     def forward(self, forms: Sequence[Sequence[str]], flags: torch.Tensor) -> torch.Tensor:
         """Logits float[B, T] of B runs of tokens (T the longest; padding is garbage).
@@ -199,11 +172,8 @@ class SentenceModel(nn.Module):
         return self.read(self.features(forms, flags), lengths)
 
     def features(self, forms: Sequence[Sequence[str]], flags: torch.Tensor) -> torch.Tensor:
-        """The BiLSTM's inputs float[B, T, hidden]: the words' vectors and flags, projected."""
-        if self.reads_own_words:
-            states = self.words(forms, flags.shape[1])  # [B, T, H]
-        else:
-            states = self.words(forms, flags.shape[1] + 1)[:, 1:]  # [B, T, H]; ROOT dropped
+        """The BiLSTM's inputs float[B, T, hidden]: transformer states and flags, projected."""
+        states = self.words(forms, flags.shape[1] + 1)[:, 1:]  # [B, T, H]; ROOT dropped
         return torch.relu(self.project(torch.cat([self.dropout(states), flags], -1)))
 
     def read(self, features: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

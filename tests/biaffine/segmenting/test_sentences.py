@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import itertools
 import json
 from pathlib import Path
@@ -126,24 +125,13 @@ def test_relabel_moves_sentence_ends_only_and_keeps_multi_word_tokens() -> None:
     assert len(segment_spans(TEXT, relabelled)[1]) == 8
 
 
-WORDS = {"words": ["hi", "there", "go"], "chars": list("HiTERE,don'tgBy!Nx"), "dim": 5}
-WORDS |= {"char_dim": 3, "filters": 4}
-"""A :class:`WordReader` that knows some of TEXT's words and characters, not all."""
-
-
-@pytest.fixture(params=["transformer", "words"])
-def model(request: pytest.FixtureRequest) -> SentenceModel:
-    """A sentence model with random weights, reading TEXT's words either way."""
+@pytest.fixture
+def model(tiny_bert: Path) -> SentenceModel:
     torch.manual_seed(0)
-    readers = {"words": WORDS} if request.param == "words" else {}
-    if request.param == "transformer":
-        readers["transformer"] = {"model": str(request.getfixturevalue("tiny_bert"))}
-    built = SentenceModel(**readers, hidden=6, odds_weight=0.25, bias=-0.5)
+    built = SentenceModel({"model": str(tiny_bert)}, hidden=6, odds_weight=0.25, bias=-0.5)
     with torch.no_grad():
         for parameter in built.parameters():
             parameter.normal_()
-        if built.reads_own_words:  # padding reads as zeros, as in training
-            built.words.word_embed.weight[0] = built.words.char_embed.weight[0] = 0.0
     return built.eval()
 
 
@@ -236,9 +224,8 @@ def test_sentence_weights_that_do_not_fit_are_refused_in_one_line(
 
 
 @pytest.mark.ud
-@pytest.mark.parametrize("reader", ["transformer", "words"])
 def test_a_tiny_run_writes_a_segmenter_whose_sentences_score_as_reported(
-    ewt_dir: Path, reader: str, request: pytest.FixtureRequest, tmp_path: Path
+    ewt_dir: Path, tiny_bert: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "UD_Tiny"
     folder.mkdir()
@@ -254,9 +241,7 @@ def test_a_tiny_run_writes_a_segmenter_whose_sentences_score_as_reported(
     run = tmp_path / "run"
     run.mkdir()
     settings = SentenceSettings(max_epochs=2, threads=1)
-    model = {"reader": reader, "words": {"min_count": 3, "dim": 4, "filters": 4}, "hidden": 8}
-    if reader == "transformer":
-        model["transformer"] = {"model": str(request.getfixturevalue("tiny_bert"))}
+    model = {"transformer": {"model": str(tiny_bert)}, "hidden": 8}
     result = train(data, base, model, settings, run)
     lines = [json.loads(line) for line in (run / METRICS).read_text().splitlines()]
     assert [line["epoch"] for line in lines[1:-1]] == [1, 2]
@@ -272,10 +257,6 @@ def test_a_tiny_run_writes_a_segmenter_whose_sentences_score_as_reported(
     for document in labelled_documents(folder / "dev.conllu"):
         total += score_spans(document.text, document.labels, segmenter.classes(document.text))
     assert result["dev"] == total.as_dict()  # what a user of best.pt gets
-    if reader == "words":  # the training paragraphs' forms seen 3 times or more, lower-cased
-        gold = [p for d in data.train for p in sentence_training._gold_paragraphs(d)]
-        counts = collections.Counter(f.lower() for p in gold for f in p.forms)
-        assert set(segmenter.sentences.words.words) == {f for f, n in counts.items() if n >= 3}
 
 
 def test_the_onnx_export_refuses_a_segmenter_with_a_sentence_model(
@@ -286,7 +267,7 @@ def test_the_onnx_export_refuses_a_segmenter_with_a_sentence_model(
     network = random_model(vocab, rnn_hidden=6)
     checkpoint.save(path, network, vocab, treebank="UD_X", sentences=model)
     parser = biaffine_parser(sized_vocabs(words=20, chars=10, upos=6, rels=6)).eval()
-    with pytest.raises(ValueError, match="sentence model has no ONNX graph"):
+    with pytest.raises(ValueError, match="sentence model reads a transformer"):
         export(parser, tmp_path / "out", about={}, segmenter=checkpoint.load(path))
     assert not (tmp_path / "out").exists()
 
