@@ -31,7 +31,9 @@ RUNTIMES = ("torch", "onnx")
 CONF = Path(__file__).parent / "conf"
 # --help lists each config group's files (${config_options:experiment}), so that a new recipe is
 # listed once its file exists.
-OmegaConf.register_new_resolver("config_options", lambda group: config_options(CONF, group))
+OmegaConf.register_new_resolver(  # replace: the other script may have registered it in-process
+    "config_options", lambda group: config_options(CONF, group), replace=True
+)
 
 
 @hydra.main(version_base="1.3", config_path="conf/predict", config_name="predict")
@@ -142,6 +144,7 @@ def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
         options=_options(cfg),
         segmenter=segmenter,
         partner=cfg.partner,
+        freeze=True,  # this process ends with the parse
     )
 
 

@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 import decoding
 from biaffine import installed
-from biaffine.cli import refuse_missing, report_user_errors
+from biaffine.cli import freeze_loaded, refuse_missing, report_user_errors
 
 RUNTIMES = ("torch", "onnx")
 
@@ -43,6 +43,7 @@ def _serve(cfg: DictConfig) -> None:
 
     names = [cfg.models] if isinstance(cfg.models, str) else list(cfg.models)
     loaded = _load(cfg, names)
+    freeze_loaded()  # the models stay loaded until the server stops
     app = create_app(
         loaded,
         default_model=cfg.default_model,

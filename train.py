@@ -32,7 +32,9 @@ NULL_DEFAULT_TYPES |= {"init_from": str}
 CONF = Path(__file__).parent / "conf"
 # --help lists each config group's files (${config_options:experiment}), so that a new recipe is
 # listed once its file exists.
-OmegaConf.register_new_resolver("config_options", lambda group: config_options(CONF, group))
+OmegaConf.register_new_resolver(  # replace: the other script may have registered it in-process
+    "config_options", lambda group: config_options(CONF, group), replace=True
+)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

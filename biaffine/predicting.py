@@ -20,6 +20,7 @@ from torch import nn
 
 from biaffine import checkpoint, distributed
 from biaffine.api import Parser
+from biaffine.cli import freeze_loaded
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, family_of, warm_up
@@ -91,6 +92,7 @@ def predict(
     options: PredictOptions | None = None,
     segmenter: str | os.PathLike[str] | None = None,
     partner: str | os.PathLike[str] | None = None,
+    freeze: bool = False,
 ) -> PredictResult:
     """Parse ``source`` with the model in ``checkpoint_path`` and write CoNLL-U to ``dest``.
 
@@ -131,6 +133,8 @@ def predict(
         segmenter: with ``input_format="raw"``, a ``best.pt`` of ``train_segmenter.py``.
         partner: transition parsers: a graph parser's checkpoint whose arc scores the search
             adds with ``decoder.graph_weight`` (:meth:`biaffine.api.Parser.pair`).
+        freeze: once the models are loaded, put them out of the garbage collector's reach
+            (:func:`biaffine.cli.freeze_loaded`): for a process that ends with the parse.
 
     Returns:
         Counts, time, and the scores if ``evaluate`` found gold trees.
@@ -168,6 +172,8 @@ def predict(
     warm_up(parser.model, {"": decoder})
     if options != PredictOptions():
         parse_chunk([Sentence.from_forms(["warm", "up"])])  # the option's own kernels too
+    if freeze:
+        freeze_loaded()
     result, started = PredictResult(), time.perf_counter()
     sentences = _read(source, input_format, segments)
     scoring = {"evaluate": evaluate, "exclude_punct": exclude_punct}

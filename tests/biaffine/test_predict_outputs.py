@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import os
+import runpy
 import stat
 import subprocess
 import sys
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import TINY_CONLLU
 
+from biaffine import predicting
 from biaffine.predicting import predict
 
 ROOT = Path(__file__).parents[2]
@@ -105,3 +108,22 @@ def without_tree(line: str) -> list[str]:
     """A word line's columns but HEAD and DEPREL (the line break stays with MISC)."""
     columns = line.split("\t")
     return columns[:6] + columns[8:]
+
+
+def test_a_frozen_parse_writes_the_same_bytes_and_only_predict_py_asks_for_it(
+    graph_checkpoint: Path, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = gc.get_freeze_count()
+    predict(graph_checkpoint, TINY_CONLLU, tmp_path / "plain.conllu", threads=1)
+    assert gc.get_freeze_count() == before  # a library call leaves the collector alone
+    try:
+        predict(graph_checkpoint, TINY_CONLLU, tmp_path / "frozen.conllu", threads=1, freeze=True)
+        assert gc.get_freeze_count() > before
+    finally:
+        gc.unfreeze()
+    assert (tmp_path / "frozen.conllu").read_text(encoding="utf-8") == expected
+    asked: list[bool] = []
+    monkeypatch.setattr(predicting, "predict", lambda *a, **kw: asked.append(kw["freeze"]))
+    monkeypatch.setattr(sys, "argv", ["predict.py", f"checkpoint={graph_checkpoint}", "input=x"])
+    runpy.run_path(str(ROOT / "predict.py"), run_name="__main__")
+    assert asked == [True]
