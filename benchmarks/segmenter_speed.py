@@ -1,14 +1,16 @@
 """Segmenter speed: characters of raw text per second, best of N.
 
-Usage: ``python -m benchmarks.segmenter_speed CHECKPOINT [--input FILE.conllu] [--repeats 3]``
-(default input: EWT test under $UD_ROOT, its raw text rebuilt by ``rawtext.labelled_documents``).
+Usage: ``python -m benchmarks.segmenter_speed CHECKPOINT [--input FILE.conllu] [--repeats 3]
+[--threads N]`` (default input: EWT test under $UD_ROOT, its raw text rebuilt by
+``rawtext.labelled_documents``; default threads: torch's).
 
 Times :meth:`Segmenter.classes` on the file's whole raw text (its documents joined by a blank
 line, as one text file of them would read; the model loaded once, before timing; one warm-up
-pass), which runs on one CPU thread whatever torch's count (two were 2.4x slower: the matrices
-are too small to share). Prints a markdown row with the CPU and the load average, since timings
-on shared cores are noisy. torch is imported through ``biaffine`` only, so that OpenMP's
-threads wait passively (``biaffine/openmp.py``).
+pass). Each operation runs on one CPU thread whatever torch's count (two were 2.4x slower: the
+matrices are too small to share); ``--threads`` batches of windows run side by side. Prints a
+markdown row with the CPU and the load average, since timings on shared cores are noisy. torch
+is imported through ``biaffine`` only, so that OpenMP's threads wait passively
+(``biaffine/openmp.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import os
 import time
 from pathlib import Path
 
-from biaffine.runtime import cpu_description
+from biaffine.runtime import cpu_description, set_threads
 from biaffine.segmenting import Segmenter
 from rawtext.labels import labelled_documents
 
@@ -31,14 +33,17 @@ def main() -> None:
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("--input", type=Path, default=None)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None, help="torch's threads")
     args = parser.parse_args()
+    set_threads(args.threads)
     source = args.input or Path(os.environ["UD_ROOT"]) / EWT_TEST
     documents = labelled_documents(source)
     text = "\n\n".join(document.text for document in documents)
     kilobytes = len(text.encode("utf-8")) / 1000
     segmenter = Segmenter.load(args.checkpoint)
     print(f"{source.name}: {len(documents)} documents, {len(text)} characters, {kilobytes:.0f} KB")
-    print(f"{cpu_description()}; load average {os.getloadavg()[0]:.2f}\n")
+    threads = args.threads or "torch's default"
+    print(f"{cpu_description()}; threads: {threads}; load average {os.getloadavg()[0]:.2f}\n")
     print(f"| seconds (best of {args.repeats}) | chars/s | KB/s |")
     print("|---|---|---|")
     segmenter.classes(text)  # warm-up

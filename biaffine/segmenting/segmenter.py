@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import numpy.typing as npt
+import torch
 
 from biaffine.runtime import one_thread
 from biaffine.segmenting import checkpoint
@@ -52,15 +53,23 @@ class Segmenter:
     def classes(self, text: str) -> npt.NDArray[np.uint8]:
         """uint8[len(text)]: the class of ``rawtext.labels`` of each character (deterministic).
 
-        On one CPU thread whatever torch's count: the network's matrices are too small to
+        Each operation runs on one CPU thread, since the network's matrices are too small to
         share (EWT test on the 2-core AMD EPYC: 361,000 characters/s on one thread, 152,000
-        on two, ``python -m benchmarks.segmenter_speed``). A sentence model, where the
-        checkpoint has one, then chooses the sentence ends inside paragraphs again from the
-        words (:mod:`biaffine.segmenting.sentences`), on torch's threads.
+        on two); instead, as many batches of windows as torch has threads run side by side,
+        with the same classes as one at a time (:func:`~biaffine.segmenting.windows.log_probs`).
+        A sentence model, where the checkpoint has one, then chooses the sentence ends inside
+        paragraphs again from the words (:mod:`biaffine.segmenting.sentences`), on torch's
+        threads.
         """
+        workers = torch.get_num_threads()
         with one_thread():
             scores = log_probs(
-                self.model, self.vocab, text, window=self.window, context=self.context
+                self.model,
+                self.vocab,
+                text,
+                window=self.window,
+                context=self.context,
+                workers=workers,
             )
             classes = self.model.decide(scores).cpu().numpy()
         if self.sentences is None:

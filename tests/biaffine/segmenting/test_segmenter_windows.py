@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 from segmenter_builders import TEXT, random_model, small_vocab
 
+from biaffine.segmenting import Segmenter
 from biaffine.segmenting.features import FEATURES, CharVocab, char_features
-from biaffine.segmenting.windows import classify, window_bounds
+from biaffine.segmenting.windows import classify, log_probs, window_bounds
+from rawtext import corpus_text
 from rawtext.labels import MWT_SENTENCE_END, N_CLASSES, SENTENCE_END
+
+SHIPPED = Path(__file__).parents[3] / "models" / "en_ewt" / "segmenter.pt"
 
 
 @pytest.fixture
@@ -93,3 +101,43 @@ def test_the_sentence_bias_moves_token_ends_to_sentence_ends(vocab: CharVocab) -
     # outside the sentence-end classes, the choice is the plain one
     kept = ~np.isin(plain, (SENTENCE_END, MWT_SENTENCE_END))
     np.testing.assert_array_equal(never[kept], plain[kept])
+
+
+def test_batches_run_side_by_side_give_the_scores_of_one_at_a_time_bit_for_bit(
+    vocab: CharVocab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = random_model(vocab, rnn_hidden=6)
+    how = {"window": 20, "context": 8, "batch_size": 3}  # 16 windows: 6 batches
+    alone = log_probs(model, vocab, TEXT, **how)
+    threads: set[int] = set()
+    forward = model.forward
+
+    def recorded(*arguments: torch.Tensor) -> torch.Tensor:
+        threads.add(threading.get_ident())
+        time.sleep(0.05)  # long enough that the second worker takes a batch
+        return forward(*arguments)
+
+    monkeypatch.setattr(model, "forward", recorded)
+    side_by_side = log_probs(model, vocab, TEXT, workers=2, **how)
+    assert len(threads) == 2
+    assert threading.get_ident() not in threads
+    assert torch.equal(side_by_side, alone)
+    # Every character's row written (a row left at zeros would sum to N_CLASSES).
+    torch.testing.assert_close(alone.exp().sum(-1), torch.ones(len(TEXT)))
+
+
+def test_the_shipped_segmenter_finds_the_same_classes_on_one_thread_and_on_two(
+    ewt_dir: Path,
+) -> None:
+    segmenter = Segmenter.load(SHIPPED)
+    text = corpus_text(ewt_dir / "en_ewt-ud-dev.conllu")[:60000]  # 118 windows: 4 batches
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = segmenter.classes(text)
+        torch.set_num_threads(2)
+        two = segmenter.classes(text)
+        assert torch.get_num_threads() == 2  # restored after the segmenter's one-thread block
+    finally:
+        torch.set_num_threads(before)
+    np.testing.assert_array_equal(two, one)
