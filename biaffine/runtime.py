@@ -90,12 +90,12 @@ def set_threads(threads: int | None) -> None:
 
 
 @contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Run the block on one torch CPU thread, then restore the count it had."""
+def one_thread() -> Iterator[int]:
+    """Run the block on one torch CPU thread, then restore the count it had, which it yields."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        yield
+        yield threads
     finally:
         torch.set_num_threads(threads)
 

@@ -6,7 +6,6 @@ import os
 
 import numpy as np
 import numpy.typing as npt
-import torch
 
 from biaffine.runtime import one_thread
 from biaffine.segmenting import checkpoint
@@ -61,8 +60,7 @@ class Segmenter:
         paragraphs again from the words (:mod:`biaffine.segmenting.sentences`), on torch's
         threads.
         """
-        workers = torch.get_num_threads()
-        with one_thread():
+        with one_thread() as workers:
             scores = log_probs(
                 self.model,
                 self.vocab,
