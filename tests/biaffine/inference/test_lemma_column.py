@@ -278,6 +278,27 @@ def test_where_no_script_gives_a_training_lemma_the_script_of_the_word_ending_do
     assert found == lemmas
 
 
+def test_an_address_the_lexicon_lacks_keeps_its_form_whatever_the_script_or_generator() -> None:
+    """A web or e-mail address is its own lemma; one the lexicon holds takes the lexicon's."""
+    lexicon = Lexicon(forms={"Compaq.com": "compaq.com-notebook.url", "cat": "cat"})
+    words = [  # form, best script, generator's lemma, lemma
+        (
+            "http://en.wikipedia.org/wiki/Cubism",
+            "L-0+|-0+",
+            None,
+            "http://en.wikipedia.org/wiki/Cubism",
+        ),
+        ("noc@paulhastings.com", "L-0+|-0+", None, "noc@paulhastings.com"),
+        ("Seattlepi.com", "L-0+|-0+", "seattlepi.com", "Seattlepi.com"),
+        ("Compaq.com", "K-0+|-0+", None, "compaq.com-notebook.url"),  # the lexicon's
+        ("TEXT.htm", "L-0+|-0+", None, "text.htm"),  # a file name: the script's
+        ("Cats", "L-0+|-1+", None, "cat"),
+    ]
+    forms, best, written, lemmas = (list(column) for column in zip(*words, strict=True))
+    assert strings("lemma", best, forms, lexicon=lexicon, written=written) == lemmas
+    assert strings("lemma", best, forms)[:3] == forms[:3]  # no lexicon: the same rule
+
+
 def brute_runners_up(scores: np.ndarray, itos: list[str], share: float) -> list[tuple[str, ...]]:
     """:func:`runners_up` by a loop over each word's classes."""
     found = []
