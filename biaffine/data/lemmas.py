@@ -92,7 +92,9 @@ def is_address(form: str) -> bool:
     or a rare script's ending ("...@paulhastings.com-notebook.url"). File names
     ("TEXT.htm") are not addresses: EWT lower-cases them.
     """
-    return _ADDRESS.fullmatch(form) is not None
+    # Most words have none of these characters: they are answered without the expression.
+    marked = "." in form or "@" in form or ":" in form
+    return marked and _ADDRESS.fullmatch(form) is not None
 
 
 def is_annotated(form: str, lemma: str) -> bool:

@@ -77,6 +77,7 @@ from biaffine.data.lemmas import (
     apply,
     apply_mask,
     digit_shape,
+    is_address,
     is_annotated,
     mask_of,
     script_of,
@@ -142,6 +143,14 @@ MIN_ANALYSIS_SHARE = 0.99
 """The share of a (form, UPOS) pair's training occurrences its majority XPOS or FEATS must cover
 to be looked up (chosen on dev sets, see docs/tags.md)."""
 
+MIN_ADDRESSES = 20
+"""The fewest web and e-mail addresses (:func:`~biaffine.data.lemmas.is_address`) among the
+lexicon's (form, UPOS) pairs for :attr:`Lexicon.address_tags` to stand on."""
+
+MIN_ADDRESS_SHARE = 0.9
+"""The share of those addresses whose (UPOS, XPOS, FEATS) it must cover (EWT: 244 of 246 are
+PROPN and ADD with no features)."""
+
 _NO_VALUE = "_"
 """An empty CoNLL-U cell."""
 
@@ -187,6 +196,11 @@ class Lexicon:
         known: every lemma of the lemma tables, lower-cased (derived from them): the words a
             script's output is checked against (:func:`biaffine.data.columns.strings`).
         seen: every form of the lemma tables (derived from them), :meth:`lacks`'s test.
+        address_tags: the (UPOS, XPOS, FEATS) of the web and e-mail addresses among the
+            lexicon's (form, UPOS) pairs, where :data:`MIN_ADDRESSES` or more have one that
+            covers :data:`MIN_ADDRESS_SHARE` of them, else None (derived from the tables): the
+            tags an address the lexicon lacks takes
+            (:func:`biaffine.inference.choices.predicted_columns`).
     """
 
     tagged: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -203,6 +217,7 @@ class Lexicon:
     upos_guesser: UposGuesser | None = None
     known: frozenset[str] = field(init=False, repr=False, compare=False)
     seen: frozenset[str] = field(init=False, repr=False, compare=False)
+    address_tags: tuple[str, str, str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Gather :attr:`known`, the lemmas of the lemma tables lower-cased, and :attr:`seen`."""
@@ -210,6 +225,20 @@ class Lexicon:
         object.__setattr__(self, "known", frozenset(lemma.lower() for lemma in lemmas))
         seen = {form for form, _ in self.tagged} | set(self.forms)
         object.__setattr__(self, "seen", frozenset(seen))
+        object.__setattr__(self, "address_tags", self._address_tags())
+
+    def _address_tags(self) -> tuple[str, str, str] | None:
+        """:attr:`address_tags` from the tables: each (form, UPOS) pair counts once."""
+        analyses = [self.analyses.get(column, {}) for column in ANALYSED]
+        found = Counter(
+            (upos, *(table.get((form, upos), _NO_VALUE) for table in analyses))
+            for form, upos in self.tagged
+            if is_address(form)
+        )
+        if not found:
+            return None
+        (tags, count), total = found.most_common(1)[0], found.total()
+        return tags if total >= MIN_ADDRESSES and count >= MIN_ADDRESS_SHARE * total else None
 
     def lacks(self, form: str) -> bool:
         """Whether no training word with a lemma was written ``form`` (case counts)."""

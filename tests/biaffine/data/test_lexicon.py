@@ -12,7 +12,7 @@ import pytest
 
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemmas import digit_shape
-from biaffine.data.lexicon import MIN_FORM_SHARE, Lexicon, build_lexicon
+from biaffine.data.lexicon import MIN_ADDRESSES, MIN_FORM_SHARE, Lexicon, build_lexicon
 from biaffine.data.vocab import Vocabs, build_vocabs
 
 
@@ -439,3 +439,41 @@ def test_lemma_scripts_of_word_endings_guess_the_lemmas_of_unseen_words() -> Non
     assert Lexicon.from_dict(data) == lexicon
     assert "lemma_suffixes" not in LEXICON.to_dict()  # empty: not written, as before it existed
     assert Lexicon.from_dict(LEXICON.to_dict()).lemma_suffixes == {}
+
+
+def address_lexicon(tags: list[tuple[str, str, str]]) -> Lexicon:
+    """A lexicon of one e-mail address per entry of ``tags`` (its UPOS, XPOS, FEATS)."""
+    forms = [f"user{i}@example.com" for i in range(len(tags))]
+    return Lexicon(
+        tagged={(f, upos): f for f, (upos, _, _) in zip(forms, tags, strict=True)},
+        analyses={
+            "xpos": {(f, upos): xpos for f, (upos, xpos, _) in zip(forms, tags, strict=True)},
+            "feats": {(f, upos): feats for f, (upos, _, feats) in zip(forms, tags, strict=True)},
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("propn", "noun", "expected"),
+    [
+        (MIN_ADDRESSES, 0, ("PROPN", "ADD", "_")),
+        (MIN_ADDRESSES - 1, 0, None),  # too few to stand on
+        (18, 2, ("PROPN", "ADD", "_")),  # 90%
+        (17, 3, None),  # 85%: no tags clear enough
+        (2, 18, ("NOUN", "NN", "Number=Sing")),
+    ],
+)
+def test_address_tags_are_the_majority_of_enough_addresses(
+    propn: int, noun: int, expected: tuple[str, str, str] | None
+) -> None:
+    tags = [("PROPN", "ADD", "_")] * propn + [("NOUN", "NN", "Number=Sing")] * noun
+    assert address_lexicon(tags).address_tags == expected
+
+
+def test_address_tags_count_only_addresses_and_survive_plain_data() -> None:
+    lexicon = address_lexicon([("PROPN", "ADD", "_")] * MIN_ADDRESSES)
+    words = {(f"word{i}", "NOUN"): f"word{i}" for i in range(100)}  # no address: not counted
+    mixed = dataclasses.replace(lexicon, tagged={**lexicon.tagged, **words})
+    assert mixed.address_tags == ("PROPN", "ADD", "_")
+    assert Lexicon.from_dict(mixed.to_dict()).address_tags == ("PROPN", "ADD", "_")
+    assert Lexicon(tagged=words).address_tags is None

@@ -426,6 +426,30 @@ def test_the_lexicon_upos_of_a_form_wins_where_the_tagger_is_unsure_and_keys_the
     assert tree.sentence.lemmas[1] == lemma
 
 
+def test_an_address_the_lexicon_lacks_takes_the_tags_training_gave_addresses(
+    vocabs: Vocabs, tmp_path: Path
+) -> None:
+    """Every column but UPOS forced to its first class; an unseen e-mail address gets the
+    lexicon's address tags, a seen one and a word keep the taggers' (or the lexicon's)."""
+    addresses = [f"user{i}@example.com" for i in range(20)]
+    lexicon = Lexicon(
+        tagged={(f, "PROPN"): f for f in addresses},
+        analyses={"xpos": {(f, "PROPN"): "ADD" for f in addresses}, "feats": {}},
+    )
+    assert lexicon.address_tags == ("PROPN", "ADD", "_")
+    with_lexicon = dataclasses.replace(vocabs, lexicon=lexicon)
+    model = lemmatizer_only(with_lexicon, "graph", CUT_ONE, "VERB", xpos=True, feats=True)
+    xpos, feats = (with_lexicon.columns[c].itos[len(SPECIALS)] for c in ("xpos", "feats"))
+    force(model, with_lexicon, "xpos", xpos)
+    force(model, with_lexicon, "feats", feats)
+    parser = Parser.load(save_model(tmp_path / "best.pt", model, with_lexicon), threads=1)
+    forms = ["mail", "me@home.org", "user3@example.com", "www.example.org/a"]
+    [tree] = parser.parse([Sentence.from_forms(forms)], columns=["upos", "xpos", "feats"])
+    assert tree.sentence.upos == ["VERB", "PROPN", "VERB", "PROPN"]
+    assert tree.sentence.xpos == [xpos, "ADD", xpos, "ADD"]
+    assert tree.sentence.feats == [feats, "_", feats, "_"]
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.lists(st.sampled_from([-2.0, 0.0, 1.0, 3.0]), min_size=6, max_size=6), max_size=5),
