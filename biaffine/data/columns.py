@@ -28,6 +28,7 @@ __all__ = [
     "classes",
     "prefer_written",
     "strings",
+    "unseen_address",
 ]
 
 TAGGED = ("upos", "xpos", "feats", "lemma")
@@ -145,7 +146,16 @@ def strings(
 
 def _address_kept(form: str, lexicon: Lexicon | None) -> str | None:
     """The form of a web or e-mail address the lexicon lacks (its lemma), else None."""
-    return form if is_address(form) and (lexicon is None or lexicon.lacks(form)) else None
+    return form if unseen_address(form, lexicon) else None
+
+
+def unseen_address(form: str, lexicon: Lexicon | None) -> bool:
+    """Whether ``form`` is a web or e-mail address that ``lexicon`` lacks (any, without one).
+
+    Such a word's lemma is its form, and its tags those training gave addresses
+    (:func:`~biaffine.data.lemmas.is_address`, :attr:`Lexicon.address_tags`).
+    """
+    return is_address(form) and (lexicon is None or lexicon.lacks(form))
 
 
 def prefer_written(found: str, written: str | None, lexicon: Lexicon | None) -> str:

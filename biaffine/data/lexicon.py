@@ -220,7 +220,7 @@ class Lexicon:
     address_tags: tuple[str, str, str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        """Gather :attr:`known`, the lemmas of the lemma tables lower-cased, and :attr:`seen`."""
+        """Gather the derived :attr:`known`, :attr:`seen` and :attr:`address_tags`."""
         lemmas = {*self.tagged.values(), *self.forms.values(), *self.featured.values()}
         object.__setattr__(self, "known", frozenset(lemma.lower() for lemma in lemmas))
         seen = {form for form, _ in self.tagged} | set(self.forms)

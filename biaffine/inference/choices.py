@@ -17,9 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 import decoding
-from biaffine.data.columns import ANALYSED, strings
+from biaffine.data.columns import ANALYSED, strings, unseen_address
 from biaffine.data.conllu import Sentence
-from biaffine.data.lemmas import is_address
 from biaffine.data.lexicon import Lexicon
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.inference.request import Tree
@@ -490,7 +489,7 @@ def _tag_addresses(classes: dict[str, list[str]], forms: Sequence[str], lexicon:
     """
     tags = dict(zip(TAG_SET_COLUMNS, lexicon.address_tags, strict=True))
     for i, form in enumerate(forms):
-        if is_address(form) and lexicon.lacks(form):
+        if unseen_address(form, lexicon):
             for column in classes.keys() & tags.keys():
                 classes[column][i] = tags[column]
 
