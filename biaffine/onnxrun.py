@@ -199,6 +199,8 @@ class OnnxParser:
             (it reads ``vector_rows``), or None without them.
         searcher: a transition parser's search; None for a graph parser.
         segmenter: the export's segmenter for raw text, or None without one.
+        workers: threads the training lexicon's character models read on (as many as the
+            sessions run).
     """
 
     vocabs: Vocabs
@@ -209,6 +211,7 @@ class OnnxParser:
     vectors: VectorIndex | None = None
     searcher: Searcher | None = None
     segmenter: OnnxSegmenter | None = None
+    workers: int = 1
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], *, threads: int | None = None) -> OnnxParser:
@@ -242,7 +245,18 @@ class OnnxParser:
         upos_input = "upos" in graphs["scores"]["inputs"]
         vectors = _vector_index(manifest) if "vector_rows" in graphs["scores"]["inputs"] else None
         char_vectors = CharVectors(sessions["chars"], vocabs.chars)
-        return cls(vocabs, tagged, sessions, upos_input, char_vectors, vectors, searcher, segmenter)
+        workers = threads or os.cpu_count() or 1  # onnxruntime's default: one per core
+        return cls(
+            vocabs,
+            tagged,
+            sessions,
+            upos_input,
+            char_vectors,
+            vectors,
+            searcher,
+            segmenter,
+            workers,
+        )
 
     def parse(
         self,
@@ -371,7 +385,9 @@ class OnnxParser:
             outputs = [o.name for o in tags.get_outputs()]
             tagged = tags.run(outputs, {"states": scores["states"], "lengths": padded.lengths})
             by_column = {o.removesuffix("_scores"): s for o, s in zip(outputs, tagged, strict=True)}
-            columns = predicted_columns(by_column, request.columns, self.vocabs, sentences)
+            columns = predicted_columns(
+                by_column, request.columns, self.vocabs, sentences, self.workers
+            )
         lengths = padded.lengths.tolist()
         return [
             SentenceResult([labelled_tree(heads, rels, row, n, self.vocabs.rels)], c)

@@ -23,9 +23,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from threadpoolctl import threadpool_limits
 
-from biaffine.data.character_model import CharacterClassifier, CharacterModel
+from biaffine.data.character_model import CharacterClassifier, CharacterModel, read_distinct
 
 __all__ = ["FeatsGuesser"]
 
@@ -107,7 +106,9 @@ class FeatsGuesser(CharacterClassifier):
             "weight": None if weight is None else float(weight),
         }
 
-    def feats(self, words: Sequence[tuple[str, str]], tagger: Array | None = None) -> list[str]:
+    def feats(
+        self, words: Sequence[tuple[str, str]], tagger: Array | None = None, workers: int = 1
+    ) -> list[str]:
         """The FEATS picked for each (form, UPOS); each distinct word read once.
 
         Args:
@@ -116,11 +117,12 @@ class FeatsGuesser(CharacterClassifier):
                 each word, or None. With a :attr:`weight`, the value picked is the best of the
                 tagger's plus the weight times the guesser's (among those allowed with the
                 UPOS); without one, or without ``tagger``, the guesser's best.
+            workers: threads reading batches side by side (:func:`read_distinct`).
         """
         if self.weight is None or tagger is None:
-            best = self._distinct(words, self.scores).argmax(1)
+            best = self._distinct(words, self.scores, workers).argmax(1)
         else:
-            best = (tagger + self.weight * self._distinct(words, self.log_probs)).argmax(1)
+            best = (tagger + self.weight * self._distinct(words, self.log_probs, workers)).argmax(1)
         return [self.classes[k] for k in best.tolist()]
 
     def log_probs(self, words: Sequence[tuple[str, str]]) -> Array:
@@ -131,16 +133,15 @@ class FeatsGuesser(CharacterClassifier):
         return scores
 
     def _distinct(
-        self, words: Sequence[tuple[str, str]], read: Callable[[Sequence[tuple[str, str]]], Array]
+        self,
+        words: Sequence[tuple[str, str]],
+        read: Callable[[Sequence[tuple[str, str]]], Array],
+        workers: int,
     ) -> Array:
-        """float32[W, C] ``read`` of each word: each distinct one once, :data:`BATCH` at a time."""
-        distinct = sorted(set(words), key=lambda word: (len(word[0]), word))
-        rows = {word: k for k, word in enumerate(distinct)}
-        found = np.empty((len(distinct), len(self.classes)), dtype=np.float32)
-        with threadpool_limits(limits=1, user_api="blas"):  # small products: see LemmaGenerator
-            for start in range(0, len(distinct), BATCH):
-                found[start : start + BATCH] = read(distinct[start : start + BATCH])
-        return found[[rows[word] for word in words]]
+        """float32[W, C] ``read`` of each word: each distinct one once (:func:`read_distinct`)."""
+        if not words:
+            return np.empty((0, len(self.classes)), dtype=np.float32)
+        return np.stack(read_distinct(words, read, BATCH, workers))
 
     def scores(self, words: Sequence[tuple[str, str]]) -> Array:
         """float32[W, C] scores of each word's values, ``-inf`` where its UPOS never had one."""

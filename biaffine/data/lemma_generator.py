@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from threadpoolctl import threadpool_limits
 
 from biaffine.data.character_model import (
     BOS,
@@ -39,6 +38,7 @@ from biaffine.data.character_model import (
     encoder_shapes,
     gate_scaled,
     lstm_cell,
+    read_distinct,
 )
 
 __all__ = ["BOS", "EOS", "PAD", "SPECIAL_SYMBOLS", "UNKNOWN", "LemmaGenerator", "weight_shapes"]
@@ -124,30 +124,26 @@ class LemmaGenerator(CharacterModel):
                 out.append(self.chars[k - SPECIAL_SYMBOLS])
         return "".join(out)
 
-    def lemmas(self, words: Sequence[tuple[str, str]]) -> list[str]:
+    def lemmas(self, words: Sequence[tuple[str, str]], workers: int = 1) -> list[str]:
         """The lemma written for each (form, UPOS).
 
-        Each distinct word once, words of like length together, :data:`BATCH` at a time (a
-        word's lemma does not depend on its batch, so the order only saves padding and steps).
+        Each distinct word once, words of like length together, :data:`BATCH` at a time, on
+        ``workers`` threads (:func:`read_distinct`).
         """
-        distinct = sorted(set(words), key=lambda word: (len(word[0]), word))
-        found: dict[tuple[str, str], str] = {}
-        # One BLAS thread: the products are small, and where another process shares the cores
-        # OpenBLAS's threads wait on each other (IMST test's 2,949 unseen words: 1.6-3.5 s on
-        # one thread, 5.8-8.4 s on two, 2-core AMD EPYC at load 4).
-        with threadpool_limits(limits=1, user_api="blas"):
-            for start in range(0, len(distinct), BATCH):
-                chosen = distinct[start : start + BATCH]
-                found.update(zip(chosen, self._batch(chosen), strict=True))
-        return [found[word] for word in words]
+        return read_distinct(words, self._batch, BATCH, workers)
 
     def _batch(self, words: Sequence[tuple[str, str]]) -> list[str]:
         """:meth:`lemmas` of one batch."""
         if not words:
             return []
-        states, mask, lengths = self._read(words)
+        symbols, states = self._read(words)
+        lengths = symbols.lengths
+        mask = np.arange(states.shape[1]) < lengths[:, None]
         written = self._greedy(states, mask, limits=2 * lengths + 8)
-        return [self.text(row) for row in written.tolist()]
+        found = [""] * len(words)
+        for k, row in zip(symbols.order.tolist(), written.tolist(), strict=True):
+            found[k] = self.text(row)
+        return found
 
     def _greedy(
         self, states: Array, mask: npt.NDArray[np.bool_], limits: npt.NDArray[np.int64]

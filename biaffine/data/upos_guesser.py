@@ -23,9 +23,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from threadpoolctl import threadpool_limits
 
-from biaffine.data.character_model import UNKNOWN, CharacterClassifier, CharacterModel
+from biaffine.data.character_model import (
+    UNKNOWN,
+    CharacterClassifier,
+    CharacterModel,
+    read_distinct,
+)
 
 __all__ = ["UposGuesser"]
 
@@ -88,16 +92,19 @@ class UposGuesser(CharacterClassifier):
         classes = super(UposGuesser, cls).own_fields(data)["classes"]
         return {"classes": classes, "weight": float(weight)}
 
-    def log_probs(self, forms: Sequence[str]) -> Array:
-        """float32[W, C] each form's log-probability of every UPOS; each distinct form read once."""
-        distinct = sorted(set(forms), key=lambda form: (len(form), form))
-        rows = {form: k for k, form in enumerate(distinct)}
-        found = np.empty((len(distinct), len(self.classes)), dtype=np.float32)
-        with threadpool_limits(limits=1, user_api="blas"):  # small products: see LemmaGenerator
-            for start in range(0, len(distinct), BATCH):
-                chosen = distinct[start : start + BATCH]
-                scores = self.logits([(form, "") for form in chosen])
-                scores -= scores.max(1, keepdims=True)
-                scores -= np.log(np.exp(scores).sum(1, keepdims=True))
-                found[start : start + len(chosen)] = scores
-        return found[[rows[form] for form in forms]]
+    def log_probs(self, forms: Sequence[str], workers: int = 1) -> Array:
+        """float32[W, C] each form's log-probability of every UPOS; each distinct form read once.
+
+        ``workers``: threads reading batches side by side (:func:`read_distinct`).
+        """
+        if not forms:
+            return np.empty((0, len(self.classes)), dtype=np.float32)
+        found = read_distinct([(form, "") for form in forms], self._log_probs, BATCH, workers)
+        return np.stack(found)
+
+    def _log_probs(self, words: Sequence[tuple[str, str]]) -> Array:
+        """float32[W, C] :meth:`log_probs` of one batch of (form, "") words."""
+        scores = self.logits(words)
+        scores -= scores.max(1, keepdims=True)
+        scores -= np.log(np.exp(scores).sum(1, keepdims=True))
+        return scores

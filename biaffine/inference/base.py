@@ -100,4 +100,6 @@ def predicted_columns(
         for name, scores in tag_scores.items()
         if name in read
     }
-    return choices.predicted_columns(arrays, columns, vocabs, sentences)
+    # The lexicon's character models read on as many threads as torch parses with.
+    workers = torch.get_num_threads()
+    return choices.predicted_columns(arrays, columns, vocabs, sentences, workers)

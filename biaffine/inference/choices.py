@@ -384,6 +384,7 @@ def predicted_columns(
     columns: Sequence[str],
     vocabs: Vocabs,
     sentences: Sequence[Sentence],
+    workers: int = 1,
 ) -> list[dict[str, list[str]]]:
     """The values of each requested column for every row of a batch, as the strings to write.
 
@@ -411,6 +412,7 @@ def predicted_columns(
         columns: the columns to read.
         vocabs: their vocabularies.
         sentences: the sentence of each row (its forms, UPOS, and its n words).
+        workers: threads the lexicon's character models may read on (the parser's own).
 
     Returns:
         Per row, the predicted values by column, str[n] each.
@@ -420,7 +422,9 @@ def predicted_columns(
     featured = _featured(columns, lexicon)
     if "upos" in wanted and lexicon is not None and lexicon.upos_guesser is not None:
         forms = [form for sentence in sentences for form in sentence.forms]
-        upos_scores = guessed_upos(tag_scores["upos"], forms, vocabs.columns["upos"], lexicon)
+        upos_scores = guessed_upos(
+            tag_scores["upos"], forms, vocabs.columns["upos"], lexicon, workers
+        )
         tag_scores = {**tag_scores, "upos": upos_scores}
     best = (
         joint_tags({c: tag_scores[c] for c in wanted}, vocabs, lexicon.tag_sets)
@@ -454,8 +458,9 @@ def predicted_columns(
         rows.append((sentence, classes, upos, asked, tried))
     guessing = lexicon is not None and lexicon.feats_guesser is not None
     if guessing and "feats" in columns and "feats" in wanted:
-        _guess_feats(lexicon, rows, tag_scores["feats"], vocabs.columns["feats"])
-    written = _written(lexicon, [(s.forms, upos) for s, _, upos, _, _ in rows]) if lemmas else None
+        _guess_feats(lexicon, rows, tag_scores["feats"], vocabs.columns["feats"], workers)
+    asked_lemmas = [(s.forms, upos) for s, _, upos, _, _ in rows]
+    written = _written(lexicon, asked_lemmas, workers) if lemmas else None
     found: list[dict[str, list[str]]] = [{} for _ in sentences]
     addressed = lexicon is not None and lexicon.address_tags is not None
     for row, (sentence, classes, upos, asked, tried) in enumerate(rows):
@@ -495,7 +500,11 @@ def _tag_addresses(classes: dict[str, list[str]], forms: Sequence[str], lexicon:
 
 
 def guessed_upos(
-    scores: npt.NDArray[np.floating], forms: Sequence[str], vocab: Vocab, lexicon: Lexicon
+    scores: npt.NDArray[np.floating],
+    forms: Sequence[str],
+    vocab: Vocab,
+    lexicon: Lexicon,
+    workers: int = 1,
 ) -> npt.NDArray[np.floating]:
     """UPOS scores with the lexicon's UPOS guesser's added for the words whose form it lacks.
 
@@ -508,6 +517,7 @@ def guessed_upos(
         forms: str[W] the words' forms.
         vocab: the UPOS vocabulary (C classes).
         lexicon: the training lexicon, with a UPOS guesser.
+        workers: threads the guesser reads on.
 
     Returns:
         float[W, C]: a new array where a word's form is lacking, else ``scores`` itself.
@@ -517,7 +527,7 @@ def guessed_upos(
     rows = [k for k, form in enumerate(forms) if lexicon.lacks(form)]
     if not rows or guesser.weight == 0:
         return scores
-    guessed = guesser.log_probs([forms[k] for k in rows])  # float32[R, G]
+    guessed = guesser.log_probs([forms[k] for k in rows], workers)  # float32[R, G]
     added = guesser.weight * _on_classes(guessed, guesser.classes, vocab.itos)
     found = scores.copy()
     found[rows] += added.astype(scores.dtype, copy=False)
@@ -545,6 +555,7 @@ def _guess_feats(
     rows: Sequence[tuple[Sentence, dict, Sequence[str], Any, Any]],
     scores: npt.NDArray[np.floating],
     vocab: Vocab,
+    workers: int,
 ) -> None:
     """Give each word whose form the lexicon lacks the FEATS its guesser picks, in place.
 
@@ -558,6 +569,7 @@ def _guess_feats(
             UPOS str[n], ...) as :func:`predicted_columns` gathers them.
         scores: float[W, C] the FEATS tagger's scores of the rows' W words, in their order.
         vocab: the FEATS vocabulary (C classes).
+        workers: threads the guesser reads on.
     """
     guesser = lexicon.feats_guesser
     assert guesser is not None
@@ -575,7 +587,7 @@ def _guess_feats(
         real = len(SPECIALS)  # the specials' scores never count
         log_probs = head_log_probs(scores[where, real:])
         tagger = _on_classes(log_probs, vocab.itos[real:], guesser.classes)
-    picked = iter(guesser.feats(asked, tagger))
+    picked = iter(guesser.feats(asked, tagger, workers))
     for sentence, classes, _, _, _ in rows:
         classes["feats"] = [
             next(picked) if lexicon.lacks(form) else feats
@@ -584,13 +596,14 @@ def _guess_feats(
 
 
 def _written(
-    lexicon: Lexicon, rows: Sequence[tuple[Sequence[str], Sequence[str]]]
+    lexicon: Lexicon, rows: Sequence[tuple[Sequence[str], Sequence[str]]], workers: int
 ) -> list[list[str | None]] | None:
     """The generator's lemma of each word whose form the lexicon lacks, None for the others.
 
     Args:
         lexicon: the training lexicon; None is returned where it has no generator.
         rows: per sentence, its forms and their UPOS (str[n] each).
+        workers: threads the generator writes on.
 
     Returns:
         Per sentence, str | None [n]; one call of the generator for the whole batch.
@@ -604,7 +617,7 @@ def _written(
         for form, upos in zip(forms, tags, strict=True)
         if lexicon.lacks(form)
     ]
-    lemmas = iter(generator.lemmas(asked))
+    lemmas = iter(generator.lemmas(asked, workers))
     return [[next(lemmas) if lexicon.lacks(form) else None for form in forms] for forms, _ in rows]
 
 

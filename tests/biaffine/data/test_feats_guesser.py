@@ -63,14 +63,15 @@ def states_by_hand(guesser: FeatsGuesser, form: str, upos: str) -> list[np.ndarr
 def test_each_words_states_are_its_own_in_its_place_and_zero_past_its_end() -> None:
     guesser = random_guesser(scale=2.0)
     words = [("ke", "NOUN"), ("kedilerde", "VERB"), ("", "NOUN"), ("kedi", "ADJ"), ("ab", "VERB")]
-    states, mask, lengths = guesser._read(words)
-    assert lengths.tolist() == [3, 10, 1, 5, 3]  # the UPOS, then each character
+    symbols, states = guesser._read(words)
+    assert symbols.order.tolist() == [1, 3, 0, 4, 2]  # longest first, ties as given
+    assert symbols.lengths.tolist() == [10, 5, 3, 3, 1]  # the UPOS, then each character
+    assert symbols.reading.tolist() == [5, 4, 4, 2, 2, 1, 1, 1, 1, 1]
     assert states.shape == (5, 10, 10)
-    assert (mask == (np.arange(10) < lengths[:, None])).all()
-    for k, word in enumerate(words):
-        expected = np.array(states_by_hand(guesser, *word))
-        np.testing.assert_allclose(states[k, : lengths[k]], expected, rtol=1e-4, atol=1e-5)
-        assert not states[k, lengths[k] :].any()
+    for row, (k, n) in enumerate(zip(symbols.order, symbols.lengths, strict=True)):
+        expected = np.array(states_by_hand(guesser, *words[k]))
+        np.testing.assert_allclose(states[row, :n], expected, rtol=1e-4, atol=1e-5)
+        assert not states[row, n:].any()
 
 
 def test_scores_are_the_head_over_the_mean_and_both_directions_last_states() -> None:
@@ -144,6 +145,7 @@ def test_a_words_pick_does_not_depend_on_its_batch(words: list[tuple[str, str]])
     guesser = random_guesser(scale=2.0)
     alone = [guesser.feats([word])[0] for word in words]
     assert guesser.feats(words) == alone
+    assert guesser.feats(words, workers=3) == alone  # smaller batches, side by side
     np.testing.assert_allclose(
         guesser.scores(words), np.concatenate([guesser.scores([w]) for w in words]), atol=1e-5
     )

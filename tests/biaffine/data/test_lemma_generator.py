@@ -91,6 +91,7 @@ def test_a_words_lemma_does_not_depend_on_the_other_words_of_its_batch(words, se
     generator = random_generator(seed, scale=1.5)
     together = generator.lemmas(words)
     assert together == [generator.lemmas([word])[0] for word in words]
+    assert generator.lemmas(words, workers=3) == together  # smaller batches, side by side
     limits = [2 * (len(form) + 1) + 8 for form, _ in words]
     assert all(len(lemma) <= limit for lemma, limit in zip(together, limits, strict=True))
 

@@ -107,6 +107,7 @@ def test_a_words_scores_do_not_depend_on_the_others_read_with_it(forms: list[str
     together = guesser.log_probs(forms)
     for row, form in enumerate(forms):
         np.testing.assert_allclose(together[row], guesser.log_probs([form])[0], atol=1e-5)
+    np.testing.assert_allclose(guesser.log_probs(forms, workers=3), together, atol=1e-6)
 
 
 def test_the_lexicon_carries_it_in_plain_data() -> None:

@@ -1,0 +1,43 @@
+"""What the character models share: reading each distinct word once, in batches, on threads."""
+
+from __future__ import annotations
+
+import threading
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from biaffine.data.character_model import read_distinct
+
+WORDS = st.lists(
+    st.tuples(st.text(alphabet="abc", max_size=4), st.sampled_from(("NOUN", "VERB"))),
+    max_size=30,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(words=WORDS, batch=st.integers(1, 7), workers=st.integers(1, 4))
+def test_each_distinct_word_is_read_once_in_batches_of_like_length(words, batch, workers) -> None:
+    batches: list[list[tuple[str, str]]] = []
+    threads: set[int] = set()
+    lock = threading.Lock()
+
+    def read(chosen: list[tuple[str, str]]) -> list[str]:
+        with lock:
+            batches.append(chosen)
+            threads.add(threading.get_ident())
+        return [f"{form}/{upos}" for form, upos in chosen]
+
+    found = read_distinct(words, read, batch, workers)
+    assert found == [f"{form}/{upos}" for form, upos in words]
+    read_words = [word for chosen in batches for word in chosen]
+    assert sorted(read_words) == sorted(set(words))  # each distinct word once
+    assert all(len(chosen) <= batch for chosen in batches)
+    distinct = len(set(words))
+    assert len(batches) >= min(workers, distinct)  # enough batches for every thread
+    assert len(threads) <= workers
+    for chosen in batches:  # words of like length together: the batches' lengths do not overlap
+        others = [len(form) for other in batches if other is not chosen for form, _ in other]
+        lengths = [len(form) for form, _ in chosen]
+        inside = [n for n in others if min(lengths) < n < max(lengths)]
+        assert not inside
