@@ -426,6 +426,10 @@ def predicted_columns(
             tag_scores["upos"], forms, vocabs.columns["upos"], lexicon, workers
         )
         tag_scores = {**tag_scores, "upos": upos_scores}
+    if "upos" in wanted and lexicon is not None and lexicon.code_upos is not None:
+        forms = [form for sentence in sentences for form in sentence.forms]
+        upos_scores = coded_upos(tag_scores["upos"], forms, vocabs.columns["upos"], lexicon)
+        tag_scores = {**tag_scores, "upos": upos_scores}
     best = (
         joint_tags({c: tag_scores[c] for c in wanted}, vocabs, lexicon.tag_sets)
         if _joint(wanted, lexicon)
@@ -531,6 +535,34 @@ def guessed_upos(
     added = guesser.weight * _on_classes(guessed, guesser.classes, vocab.itos)
     found = scores.copy()
     found[rows] += added.astype(scores.dtype, copy=False)
+    return found
+
+
+def coded_upos(
+    scores: npt.NDArray[np.floating], forms: Sequence[str], vocab: Vocab, lexicon: Lexicon
+) -> npt.NDArray[np.floating]:
+    """UPOS scores where a code the lexicon lacks can take only a UPOS training codes had.
+
+    The other classes of such a word score ``-inf`` (:attr:`Lexicon.code_upos`), before the
+    tag sets are chosen, so its XPOS and FEATS follow.
+
+    Args:
+        scores: float[W, C] the UPOS scores of W words.
+        forms: str[W] the words' forms.
+        vocab: the UPOS vocabulary (C classes).
+        lexicon: the training lexicon, with its codes' UPOS.
+
+    Returns:
+        float[W, C]: a new array where a word is such a code, else ``scores`` itself.
+    """
+    allowed = lexicon.code_upos
+    assert allowed is not None
+    rows = [k for k, form in enumerate(forms) if lexicon.unseen_code(form)]
+    if not rows:
+        return scores
+    barred = [k for k, name in enumerate(vocab.itos) if name not in allowed]
+    found = scores.copy()
+    found[np.ix_(rows, barred)] = -np.inf
     return found
 
 

@@ -12,7 +12,14 @@ import pytest
 
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemmas import digit_shape
-from biaffine.data.lexicon import MIN_ADDRESSES, MIN_FORM_SHARE, Lexicon, build_lexicon
+from biaffine.data.lexicon import (
+    MIN_ADDRESSES,
+    MIN_CODES,
+    MIN_FORM_SHARE,
+    Lexicon,
+    build_lexicon,
+    is_code,
+)
 from biaffine.data.vocab import Vocabs, build_vocabs
 
 
@@ -477,3 +484,39 @@ def test_address_tags_count_only_addresses_and_survive_plain_data() -> None:
     assert mixed.address_tags == ("PROPN", "ADD", "_")
     assert Lexicon.from_dict(mixed.to_dict()).address_tags == ("PROPN", "ADD", "_")
     assert Lexicon(tagged=words).address_tags is None
+
+
+@pytest.mark.parametrize(
+    ("form", "code"),
+    [
+        ("E17", True),
+        ("5x", True),
+        ("01-Feb-02", True),
+        ("EY4096.1", True),
+        ("1990'da", True),
+        ("1990", False),
+        ("3,000", False),
+        ("E", False),
+        ("user1@example.com", False),  # an address, with tags of its own
+        ("www.a1.com", False),
+    ],
+)
+def test_a_code_has_a_letter_and_a_digit_and_is_no_address(form: str, code: bool) -> None:
+    assert is_code(form) == code
+
+
+def test_code_upos_are_those_of_enough_codes_counted_once_a_pair_and_survive_plain_data() -> None:
+    codes = {(f"E{i}", "NOUN" if i % 2 else "PROPN"): f"E{i}" for i in range(MIN_CODES)}
+    words = {("x" * (i + 1), "NUM"): "x" for i in range(100)}  # no code: not counted
+    addresses = {(f"u{i}@example.com", "NUM"): "u" for i in range(100)}
+    lexicon = Lexicon(tagged={**codes, **words, **addresses})
+    assert lexicon.code_upos == frozenset({"NOUN", "PROPN"})
+    assert Lexicon.from_dict(lexicon.to_dict()).code_upos == frozenset({"NOUN", "PROPN"})
+    assert "code_upos" not in lexicon.to_dict()  # derived: nothing new in checkpoints
+    assert Lexicon(tagged=dict(list(codes.items())[1:])).code_upos is None
+    assert [lexicon.unseen_code(form) for form in ("E99", "E3", "xxx", "cat")] == [
+        True,
+        False,
+        False,
+        False,
+    ]

@@ -32,7 +32,7 @@ from biaffine.data.batching import IGNORE_INDEX, batches_by_tokens, encode
 from biaffine.data.columns import strings
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemmas import apply, script_of
-from biaffine.data.lexicon import Lexicon
+from biaffine.data.lexicon import MIN_CODES, Lexicon
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.evaluate import evaluate_files
 from biaffine.inference import Refused
@@ -448,6 +448,30 @@ def test_an_address_the_lexicon_lacks_takes_the_tags_training_gave_addresses(
     assert tree.sentence.upos == ["VERB", "PROPN", "VERB", "PROPN"]
     assert tree.sentence.xpos == [xpos, "ADD", xpos, "ADD"]
     assert tree.sentence.feats == [feats, "_", feats, "_"]
+
+
+def test_a_code_the_lexicon_lacks_takes_only_a_upos_training_codes_had(
+    vocabs: Vocabs, tmp_path: Path
+) -> None:
+    """UPOS forced to NUM, NOUN its runner-up: an unseen code (a letter and a digit) cannot be
+    NUM where the lexicon's codes never were; a seen code, a number and a word keep NUM."""
+    codes = {(f"E{i}", "NOUN"): f"E{i}" for i in range(MIN_CODES)}
+    lexicon = Lexicon(tagged={**codes, ("A1", "NUM"): "A1"})
+    assert lexicon.code_upos == frozenset({"NOUN", "NUM"})
+    lexicon = Lexicon(tagged=codes)
+    assert lexicon.code_upos == frozenset({"NOUN"})
+    with_lexicon = dataclasses.replace(vocabs, lexicon=lexicon)
+    model = lemmatizer_only(with_lexicon, "graph", CUT_ONE, "NUM")
+    force(model, with_lexicon, "upos", "NUM", NOUN=0.5)
+    parser = Parser.load(save_model(tmp_path / "best.pt", model, with_lexicon), threads=1)
+    forms = ["X99", "E3", "1990", "cat", "01-Feb-02", "me@home.org"]
+    [tree] = parser.parse([Sentence.from_forms(forms)], columns=["upos"])
+    assert tree.sentence.upos == ["NOUN", "NUM", "NUM", "NUM", "NOUN", "NUM"]
+    few = dataclasses.replace(with_lexicon, lexicon=Lexicon(tagged=dict(list(codes.items())[1:])))
+    assert few.lexicon.code_upos is None  # too few codes to stand on: the tagger's NUM stays
+    parser = Parser.load(save_model(tmp_path / "few.pt", model, few), threads=1)
+    [tree] = parser.parse([Sentence.from_forms(["X99"])], columns=["upos"])
+    assert tree.sentence.upos == ["NUM"]
 
 
 @settings(max_examples=100, deadline=None)
