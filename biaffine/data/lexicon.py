@@ -262,7 +262,7 @@ class Lexicon:
 
     def unseen_code(self, form: str) -> bool:
         """Whether ``form`` is a code (:func:`is_code`) the lexicon lacks."""
-        return is_code(form) and self.lacks(form)
+        return self.lacks(form) and is_code(form)  # most words are seen: that test first
 
     def lacks(self, form: str) -> bool:
         """Whether no training word with a lemma was written ``form`` (case counts)."""
