@@ -26,6 +26,7 @@ import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
 __all__ = [
+    "LEAST_SHARED",
     "PAD",
     "SPECIAL_SYMBOLS",
     "UNKNOWN",
@@ -47,18 +48,25 @@ Word = tuple[str, str]
 Found = TypeVar("Found")
 
 
+LEAST_SHARED = 128
+"""The fewest words a batch is given when words are shared out over threads: fewer are slower
+on two threads than on one (IMST test's unseen words, the lemma generator and the UPOS guesser
+on the 2-core AMD EPYC: 64 words at 0.85 of one thread's speed, 128 at 0.95, 256 at 1.23)."""
+
+
 def read_distinct(
     words: Sequence[Word],
     read: Callable[[list[Word]], Sequence[Found]],
     batch: int,
     workers: int = 1,
+    least: int = LEAST_SHARED,
 ) -> list[Found]:
     """``read`` of each (form, UPOS) word, each distinct word read once, in batches.
 
     Words of like length are read together (fewer padded steps), at most ``batch`` at a time,
-    and in at least ``workers`` batches where there are that many words, run side by side on
-    as many threads: numpy releases the GIL inside its products, and the two cores of a
-    parse's tagging step would otherwise leave one idle. What a word gets does not depend on
+    and in as many batches as ``workers`` where each gets ``least`` words or more, run side by
+    side on as many threads: numpy releases the GIL inside its products, and the two cores of
+    a parse's tagging step would otherwise leave one idle. What a word gets does not depend on
     the other words of its batch, so neither the batches nor the threads change it.
 
     Args:
@@ -66,6 +74,7 @@ def read_distinct(
         read: what is found for a batch of distinct words, one item per word.
         batch: the most words read at once.
         workers: threads (1: the caller's own).
+        least: the fewest words a batch is given to share the words out over threads.
 
     Returns:
         the item found for each of the W words.
@@ -74,7 +83,8 @@ def read_distinct(
     if not distinct:
         return []
     n = len(distinct)
-    count = max(min(workers, n), -(-n // batch))  # batches of nearly equal sizes
+    shared = min(workers, max(n // max(least, 1), 1))
+    count = max(shared, -(-n // batch))  # batches of nearly equal sizes
     batches = [distinct[k * n // count : (k + 1) * n // count] for k in range(count)]
     # One BLAS thread per batch: the products are small, and where another process shares
     # the cores OpenBLAS's threads wait on each other (IMST test's 2,949 unseen words through

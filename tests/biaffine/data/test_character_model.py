@@ -7,7 +7,7 @@ import threading
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from biaffine.data.character_model import read_distinct
+from biaffine.data.character_model import LEAST_SHARED, read_distinct
 
 WORDS = st.lists(
     st.tuples(st.text(alphabet="abc", max_size=4), st.sampled_from(("NOUN", "VERB"))),
@@ -16,8 +16,10 @@ WORDS = st.lists(
 
 
 @settings(max_examples=60, deadline=None)
-@given(words=WORDS, batch=st.integers(1, 7), workers=st.integers(1, 4))
-def test_each_distinct_word_is_read_once_in_batches_of_like_length(words, batch, workers) -> None:
+@given(words=WORDS, batch=st.integers(1, 7), workers=st.integers(1, 4), least=st.integers(1, 5))
+def test_each_distinct_word_is_read_once_in_batches_of_like_length(
+    words, batch, workers, least
+) -> None:
     batches: list[list[tuple[str, str]]] = []
     threads: set[int] = set()
     lock = threading.Lock()
@@ -28,16 +30,32 @@ def test_each_distinct_word_is_read_once_in_batches_of_like_length(words, batch,
             threads.add(threading.get_ident())
         return [f"{form}/{upos}" for form, upos in chosen]
 
-    found = read_distinct(words, read, batch, workers)
+    found = read_distinct(words, read, batch, workers, least)
     assert found == [f"{form}/{upos}" for form, upos in words]
     read_words = [word for chosen in batches for word in chosen]
     assert sorted(read_words) == sorted(set(words))  # each distinct word once
     assert all(len(chosen) <= batch for chosen in batches)
     distinct = len(set(words))
-    assert len(batches) >= min(workers, distinct)  # enough batches for every thread
+    if distinct:  # a batch for every thread that would get enough words
+        assert len(batches) >= min(workers, max(distinct // least, 1))
     assert len(threads) <= workers
     for chosen in batches:  # words of like length together: the batches' lengths do not overlap
         others = [len(form) for other in batches if other is not chosen for form, _ in other]
         lengths = [len(form) for form, _ in chosen]
         inside = [n for n in others if min(lengths) < n < max(lengths)]
         assert not inside
+
+
+def test_words_are_shared_out_over_threads_only_in_batches_worth_a_thread() -> None:
+    words = [(f"w{k}", "NOUN") for k in range(2 * LEAST_SHARED - 1)]
+    sizes: list[int] = []
+
+    def read(chosen: list[tuple[str, str]]) -> list[int]:
+        sizes.append(len(chosen))
+        return [0] * len(chosen)
+
+    read_distinct(words, read, batch=1024, workers=2)
+    assert sizes == [len(words)]  # too few for two batches of LEAST_SHARED
+    sizes.clear()
+    read_distinct([*words, ("w-last", "NOUN")], read, batch=1024, workers=2)
+    assert sizes == [LEAST_SHARED, LEAST_SHARED]
