@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 from data.test_feats_guesser import ALLOWED, random_guesser
 from data.test_feats_guesser import CLASSES as FEATS_CLASSES
+from data.test_lemma_generator import random_generator
 from data.test_upos_guesser import CLASSES, random_upos_guesser
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from biaffine.data.character_model import LEAST_SHARED
 from biaffine.data.conllu import Sentence
 from biaffine.data.lexicon import Lexicon
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
@@ -138,3 +140,38 @@ def test_the_feats_guesser_weighs_the_taggers_log_probabilities_where_it_has_a_w
         best = scores["feats"][seen, len(SPECIALS) :].argmax(1) + len(SPECIALS)
         assert [found[k] for k in seen] == [feats.itos[k] for k in best]
     assert picks[0] != picks[1]  # the case tells the weights apart
+
+
+def test_the_character_models_threads_change_no_column() -> None:
+    """Every column with all three character models, on one thread and on three: the words
+    the lexicon lacks are enough for three batches of :data:`LEAST_SHARED`."""
+    rng = np.random.default_rng(5)
+    upos = Vocab([*SPECIALS, "NOUN", "VERB", "ADJ"])
+    feats = Vocab([*SPECIALS, "_", "Case=Loc", "Mood=Ind"])
+    lemma = Vocab([*SPECIALS, "L-0+|-0+", "L-0+|-3+"])  # lower-cased; the last 3 letters cut
+    vocabs = Vocabs(
+        words=Vocab([*SPECIALS, "w"]),
+        chars=Vocab([*SPECIALS, "c"]),
+        rels=Vocab(["root"], specials=False),
+        columns={"upos": upos, "feats": feats, "lemma": lemma},
+    )
+    letters = list("abcdeklmnrsz")
+    forms = ["".join(rng.choice(letters, size=rng.integers(1, 9))) for _ in range(4 * LEAST_SHARED)]
+    assert len(set(forms) - {form for form, _ in SEEN}) >= 3 * LEAST_SHARED
+    sentences = [Sentence(forms[k : k + 16]) for k in range(0, len(forms), 16)]
+    scores = {
+        name: rng.normal(scale=2.0, size=(len(forms), len(vocab))).astype(np.float32)
+        for name, vocab in vocabs.columns.items()
+    }
+    lexicon = Lexicon(
+        tagged=SEEN,
+        generator=random_generator(scale=1.5),
+        feats_guesser=random_guesser(scale=2.0, weight=0.5),
+        upos_guesser=random_upos_guesser(scale=1.5, weight=1.0),
+    )
+    vocabs = dataclasses.replace(vocabs, lexicon=lexicon)
+    columns = ["upos", "feats", "lemma"]
+    alone = predicted_columns(scores, columns, vocabs, sentences, workers=1)
+    assert predicted_columns(scores, columns, vocabs, sentences, workers=3) == alone
+    written = {lemma for row in alone for lemma in row["lemma"]}
+    assert written - {form.lower() for form in forms}  # the generator wrote some lemmas
