@@ -274,7 +274,9 @@ class CharacterModel:
         self._forward_pass(symbols, states)
         return symbols, states
 
-    def _forward_pass(self, symbols: Reading, states: Array | None = None) -> tuple[Array, Array]:
+    def _forward_pass(
+        self, symbols: Reading, states: Array | None = None
+    ) -> tuple[Array | None, Array]:
         """Both directions run as one pass, the backward one over each word's symbols reversed.
 
         The words still reading at a step are the first ones (longest first), so no step
@@ -286,23 +288,24 @@ class CharacterModel:
                 forward state at each position and its backward state at the position it read.
 
         Returns:
-            float32[2, W, H] each direction's states summed over the word, and float32[2, W, H]
-            each direction's last state (the forward one at the word's last symbol, the
-            backward one at its first).
+            float32[2, W, H] each direction's states summed over the word (None where
+            ``states`` are kept instead), and float32[2, W, H] each direction's last state
+            (the forward one at the word's last symbol, the backward one at its first).
         """
         inputs, recurrent = self._inputs["encoder"], self._inputs["encoder.recurrent"]
         _, words, length = symbols.ids.shape
         h = np.zeros((2, words, self.hidden), dtype=np.float32)
         c = np.zeros_like(h)
-        total = np.zeros_like(h)
+        total = None if states is not None else np.zeros_like(h)
         rows = np.arange(words)
         for t in range(length):
             n = int(symbols.reading[t])
             gates = inputs[symbols.ids[:, :n, t]]
             gates += np.matmul(h[:, :n], recurrent)
             h[:, :n], c[:, :n] = lstm_cell(gates, c[:, :n])
-            total[:, :n] += h[:, :n]
-            if states is not None:
+            if states is None:
+                total[:, :n] += h[:, :n]
+            else:
                 states[:n, t, : self.hidden] = h[0, :n]
                 # Step t of the reversed reading is position n - 1 - t of a word of n symbols.
                 states[rows[:n], symbols.lengths[:n] - 1 - t, self.hidden :] = h[1, :n]
@@ -417,6 +420,7 @@ class CharacterClassifier(CharacterModel):
         """float32[W, C] the head's scores of every class for each (form, UPOS) word."""
         symbols = self._symbols(words)
         total, last = self._forward_pass(symbols)
+        assert total is not None
         scores = np.empty((len(words), len(self.classes)), dtype=np.float32)
         scores[symbols.order] = (
             self.features(total, last, symbols.lengths) @ self.weights["out.weight"].T

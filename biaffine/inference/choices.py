@@ -420,15 +420,13 @@ def predicted_columns(
     lexicon = _lexicon_read(columns, vocabs)
     wanted = scores_read(columns, vocabs, tag_scores)
     featured = _featured(columns, lexicon)
-    if "upos" in wanted and lexicon is not None and lexicon.upos_guesser is not None:
+    if "upos" in wanted and lexicon is not None:  # the unseen words' UPOS, before any choice
         forms = [form for sentence in sentences for form in sentence.forms]
-        upos_scores = guessed_upos(
-            tag_scores["upos"], forms, vocabs.columns["upos"], lexicon, workers
-        )
-        tag_scores = {**tag_scores, "upos": upos_scores}
-    if "upos" in wanted and lexicon is not None and lexicon.code_upos is not None:
-        forms = [form for sentence in sentences for form in sentence.forms]
-        upos_scores = coded_upos(tag_scores["upos"], forms, vocabs.columns["upos"], lexicon)
+        upos_scores, upos = tag_scores["upos"], vocabs.columns["upos"]
+        if lexicon.upos_guesser is not None:
+            upos_scores = guessed_upos(upos_scores, forms, upos, lexicon, workers)
+        if lexicon.code_upos is not None:
+            upos_scores = coded_upos(upos_scores, forms, upos, lexicon)
         tag_scores = {**tag_scores, "upos": upos_scores}
     best = (
         joint_tags({c: tag_scores[c] for c in wanted}, vocabs, lexicon.tag_sets)
@@ -467,9 +465,12 @@ def predicted_columns(
     written = _written(lexicon, asked_lemmas, workers) if lemmas else None
     found: list[dict[str, list[str]]] = [{} for _ in sentences]
     addressed = lexicon is not None and lexicon.address_tags is not None
+    address_tags = (
+        dict(zip(TAG_SET_COLUMNS, lexicon.address_tags, strict=True)) if addressed else {}
+    )
     for row, (sentence, classes, upos, asked, tried) in enumerate(rows):
         if addressed:
-            _tag_addresses(classes, sentence.forms, lexicon)
+            _tag_addresses(classes, sentence.forms, lexicon, address_tags)
         for column in columns:
             found[row][column] = (
                 classes[column]
@@ -489,14 +490,16 @@ def predicted_columns(
     return found
 
 
-def _tag_addresses(classes: dict[str, list[str]], forms: Sequence[str], lexicon: Lexicon) -> None:
+def _tag_addresses(
+    classes: dict[str, list[str]], forms: Sequence[str], lexicon: Lexicon, tags: dict[str, str]
+) -> None:
     """Give each web or e-mail address the lexicon lacks the tags training gave addresses.
 
-    In place, in the sentence's chosen ``classes``: :attr:`Lexicon.address_tags` (EWT's PROPN,
-    ADD and no features), where the taggers read an address as a NOUN now and then (10 of EWT
-    test's 86). Its lemma is its form already (:func:`biaffine.data.columns.strings`).
+    In place, in the sentence's chosen ``classes``: ``tags``, :attr:`Lexicon.address_tags` by
+    column (EWT's PROPN, ADD and no features), where the taggers read an address as a NOUN now
+    and then (10 of EWT test's 86). Its lemma is its form already
+    (:func:`biaffine.data.columns.strings`).
     """
-    tags = dict(zip(TAG_SET_COLUMNS, lexicon.address_tags, strict=True))
     for i, form in enumerate(forms):
         if unseen_address(form, lexicon):
             for column in classes.keys() & tags.keys():
