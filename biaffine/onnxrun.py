@@ -379,20 +379,21 @@ class OnnxParser:
             rels = word_label_ids(label_scores, heads, root_label=root_label_id(self.vocabs.rels))
         if searcher is not None and searcher.system.projective:
             deprojectivize_batch(heads, rels, self.vocabs.rels.itos)
+        lengths = padded.lengths.tolist()
+        trees = [
+            labelled_tree(heads, rels, row, n, self.vocabs.rels) for row, n in enumerate(lengths)
+        ]
         columns: list[dict[str, list[str]]] = [{} for _ in sentences]
         if request.columns:
             tags = self.sessions["tags"]
             outputs = [o.name for o in tags.get_outputs()]
             tagged = tags.run(outputs, {"states": scores["states"], "lengths": padded.lengths})
             by_column = {o.removesuffix("_scores"): s for o, s in zip(outputs, tagged, strict=True)}
+            relations = [tree.rels for tree in trees]
             columns = predicted_columns(
-                by_column, request.columns, self.vocabs, sentences, self.workers
+                by_column, request.columns, self.vocabs, sentences, self.workers, relations
             )
-        lengths = padded.lengths.tolist()
-        return [
-            SentenceResult([labelled_tree(heads, rels, row, n, self.vocabs.rels)], c)
-            for row, (n, c) in enumerate(zip(lengths, columns, strict=True))
-        ]
+        return [SentenceResult([tree], c) for tree, c in zip(trees, columns, strict=True)]
 
     def _arc_labels(self, dep: np.ndarray, head: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every arc's best label, int64[B, N+1, N+1], and its log-probability (float64).

@@ -16,7 +16,7 @@ from biaffine.data.batching import Batch
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import choices
-from biaffine.inference.request import Request, SentenceResult
+from biaffine.inference.request import Request, SentenceResult, Tree
 from biaffine.inference.settings import DecoderSettings
 
 __all__ = ["FAMILIES", "BatchResults", "Family", "predicted_columns"]
@@ -81,6 +81,7 @@ def predicted_columns(
     columns: Sequence[str],
     vocabs: Vocabs,
     sentences: Sequence[Sentence],
+    trees: Sequence[Sequence[Tree]],
 ) -> list[dict[str, list[str]]]:
     """:func:`biaffine.inference.choices.predicted_columns` of a batch's tagger scores.
 
@@ -90,6 +91,8 @@ def predicted_columns(
         columns: the columns to read.
         vocabs: their vocabularies.
         sentences: the sentence of each row.
+        trees: the trees found for each row, best first: the best one's relations weigh the
+            UPOS (:func:`biaffine.inference.choices.related_upos`).
 
     Returns:
         Per row, the predicted values by column, str[n] each.
@@ -102,4 +105,5 @@ def predicted_columns(
     }
     # The lexicon's character models read on as many threads as torch parses with.
     workers = torch.get_num_threads()
-    return choices.predicted_columns(arrays, columns, vocabs, sentences, workers)
+    relations = [found[0].rels for found in trees]
+    return choices.predicted_columns(arrays, columns, vocabs, sentences, workers, relations)

@@ -19,7 +19,7 @@ import numpy.typing as npt
 import decoding
 from biaffine.data.columns import ANALYSED, strings, unseen_address
 from biaffine.data.conllu import Sentence
-from biaffine.data.lexicon import Lexicon
+from biaffine.data.lexicon import Lexicon, universal_relation
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.inference.request import Tree
 from biaffine.inference.settings import GraphDecoding, TransitionSearch
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 __all__ = [
     "LEMMA_RUNNER_UP",
     "MST",
+    "RELATION_SMOOTHING",
+    "RELATION_WEIGHT",
     "ROOT_LABEL",
     "TAGGER_DOUBT",
     "TAG_SET_COLUMNS",
@@ -50,6 +52,7 @@ __all__ = [
     "labelled_tree",
     "missing_taggers",
     "predicted_columns",
+    "related_upos",
     "root_label_id",
     "runners_up",
     "word_label_ids",
@@ -306,6 +309,17 @@ MiniLM model 0.02, its UPOS 0.4 (its taggers know the context better); below 0.9
 gained on every column (IMST whole-FEATS accuracy 77.74 -> 81.53, UPOS 89.30 -> 90.83)."""
 
 
+RELATION_WEIGHT = 0.6
+"""How much the UPOS a word's form and relation had in training weighs beside the taggers'
+(:func:`related_upos`): its log-probability times this joins their scores. Chosen on the dev
+sets of EWT, Sequoia, IMST, Szeged and VTB (docs/tags.md)."""
+
+RELATION_SMOOTHING = 0.5
+"""What each UPOS class counts for a (form, relation) pair besides its training words
+(add-one smoothing at a half, :func:`related_upos`): a pair seen twice as ADP still leaves
+SCONJ a chance. Chosen with :data:`RELATION_WEIGHT`."""
+
+
 def doubtful(scores: npt.NDArray[np.floating], share: float = TAGGER_DOUBT) -> list[bool]:
     """Whether each word's best class has a probability below ``share``: float[W, C] -> bool[W].
 
@@ -385,6 +399,7 @@ def predicted_columns(
     vocabs: Vocabs,
     sentences: Sequence[Sentence],
     workers: int = 1,
+    relations: Sequence[Sequence[str]] | None = None,
 ) -> list[dict[str, list[str]]]:
     """The values of each requested column for every row of a batch, as the strings to write.
 
@@ -403,8 +418,10 @@ def predicted_columns(
     :func:`doubtful`, else the best class; UPOS of a word whose form the lexicon lacks: scored
     by its UPOS guesser too, where it has one (:func:`guessed_upos`), before anything is
     chosen; FEATS of such a word: the pick of its FEATS guesser, where it has one, alone or
-    weighed with the tagger's (:func:`_guess_feats`). One argmax per column for the whole
-    batch.
+    weighed with the tagger's (:func:`_guess_feats`). The UPOS scores of every word are
+    weighed with the UPOS its form had in training with its relation, where the tree's
+    relations are given and the lexicon has them (:func:`related_upos`). One argmax per column
+    for the whole batch.
 
     Args:
         tag_scores: tagger scores by column for the batch's words, row by row,
@@ -413,6 +430,8 @@ def predicted_columns(
         vocabs: their vocabularies.
         sentences: the sentence of each row (its forms, UPOS, and its n words).
         workers: threads the lexicon's character models may read on (the parser's own).
+        relations: per row, each word's relation (DEPREL) in the tree found, or None (the
+            columns are then chosen without the tree).
 
     Returns:
         Per row, the predicted values by column, str[n] each.
@@ -427,6 +446,9 @@ def predicted_columns(
             upos_scores = guessed_upos(upos_scores, forms, upos, lexicon, workers)
         if lexicon.code_upos is not None:
             upos_scores = coded_upos(upos_scores, forms, upos, lexicon)
+        if relations is not None and lexicon.relation_upos:
+            related = [relation for row in relations for relation in row]
+            upos_scores = related_upos(upos_scores, forms, related, upos, lexicon)
         tag_scores = {**tag_scores, "upos": upos_scores}
     best = (
         joint_tags({c: tag_scores[c] for c in wanted}, vocabs, lexicon.tag_sets)
@@ -538,6 +560,52 @@ def guessed_upos(
     added = guesser.weight * _on_classes(guessed, guesser.classes, vocab.itos)
     found = scores.copy()
     found[rows] += added.astype(scores.dtype, copy=False)
+    return found
+
+
+def related_upos(
+    scores: npt.NDArray[np.floating],
+    forms: Sequence[str],
+    relations: Sequence[str],
+    vocab: Vocab,
+    lexicon: Lexicon,
+) -> npt.NDArray[np.floating]:
+    """UPOS scores weighed with the UPOS each word's form had in training with its relation.
+
+    The parser and the taggers read the same states, yet the relation it finds often says
+    which tag a function word takes where the taggers are torn: English "for" is SCONJ as
+    ``mark`` and ADP as ``case``. For a word whose (form lower-cased, universal relation) the
+    lexicon's ``relation_upos`` holds, :data:`RELATION_WEIGHT` times the log-probability of
+    each UPOS given that pair (its training counts, each of the C classes counted
+    :data:`RELATION_SMOOTHING` more) joins the taggers' scores, a product of the two
+    distributions.
+
+    Args:
+        scores: float[W, C] the UPOS scores of W words (logits or log-probabilities).
+        forms: str[W] the words' forms.
+        relations: str[W] each word's relation (DEPREL) in the tree found.
+        vocab: the UPOS vocabulary (C classes).
+        lexicon: the training lexicon, with its ``relation_upos``.
+
+    Returns:
+        float[W, C]: a new array where a pair is held, else ``scores`` itself.
+    """
+    table = lexicon.relation_upos
+    pairs = zip(forms, relations, strict=True)
+    keys = ((form.lower(), universal_relation(relation)) for form, relation in pairs)
+    held = [(k, counts) for k, key in enumerate(keys) if (counts := table.get(key)) is not None]
+    if not held:
+        return scores
+    classes = {name: j for j, name in enumerate(vocab.itos)}
+    counted = np.zeros((len(held), len(classes)))
+    for row, (_, counts) in enumerate(held):
+        for upos, count in counts.items():
+            if upos in classes:
+                counted[row, classes[upos]] = count
+    smoothed = counted + RELATION_SMOOTHING
+    log_probs = np.log(smoothed / smoothed.sum(1, keepdims=True))
+    found = scores.copy()
+    found[[k for k, _ in held]] += (RELATION_WEIGHT * log_probs).astype(scores.dtype)
     return found
 
 

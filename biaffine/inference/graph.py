@@ -200,9 +200,12 @@ class GraphFamily(Family):
         settings: Mapping[str, GraphDecoding],
         fixed_heads: Sequence[Sequence[int | None]] | None,
     ) -> BatchResults:
-        """Score the batch once, then find trees with every setting (see :class:`Family`)."""
+        """Score the batch once, then find trees with every setting (see :class:`Family`).
+
+        The columns are chosen for each setting's trees, whose relations weigh the UPOS, and
+        do not count in its seconds.
+        """
         scores = self.model(batch, tag=bool(request.columns))
-        columns = predicted_columns(scores.tag_scores, request.columns, self.vocabs, sentences)
         # Every arc's labels, once for all the settings that decode with them; each of those
         # counts their time as if it ran alone.
         every_arc, label_seconds = None, 0.0
@@ -215,8 +218,11 @@ class GraphFamily(Family):
             started = time.perf_counter()
             labels = every_arc if decoder.joint_labels else None
             trees = self._trees(scores, batch, sentences, request, decoder, fixed_heads, labels)
-            found = [SentenceResult(tree, c) for tree, c in zip(trees, columns, strict=True)]
             seconds = time.perf_counter() - started + (label_seconds if labels is not None else 0.0)
+            columns = predicted_columns(
+                scores.tag_scores, request.columns, self.vocabs, sentences, trees
+            )
+            found = [SentenceResult(tree, c) for tree, c in zip(trees, columns, strict=True)]
             results[name] = (found, seconds)
         return results
 

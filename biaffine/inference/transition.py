@@ -164,19 +164,23 @@ class TransitionFamily(Family):
         The graph decoder fields of the settings (``algorithm``, ``root_constraint``) apply
         only to ``search="graph"`` (a combined model's graph head alone); otherwise the system
         decides the root rule. The seconds are those spent outside the encoder (the search
-        with its MLP calls, labels and deprojectivization).
+        with its MLP calls, labels and deprojectivization); the columns are chosen for each
+        setting's trees, whose relations weigh the UPOS.
         """
         del fixed_heads  # refused
         model = self.model
         encoded = model.encode(batch, tag=bool(request.columns))
         lengths = [len(sentence) for sentence in sentences]
-        columns = predicted_columns(encoded.tag_scores, request.columns, self.vocabs, sentences)
         results = {}
         for name, setting in settings.items():
             started = time.perf_counter()
-            trees = self._trees(encoded, batch, lengths, request, setting)
-            found = [SentenceResult([tree], c) for tree, c in zip(trees, columns, strict=True)]
-            results[name] = (found, time.perf_counter() - started)
+            trees = [[tree] for tree in self._trees(encoded, batch, lengths, request, setting)]
+            seconds = time.perf_counter() - started
+            columns = predicted_columns(
+                encoded.tag_scores, request.columns, self.vocabs, sentences, trees
+            )
+            found = [SentenceResult(tree, c) for tree, c in zip(trees, columns, strict=True)]
+            results[name] = (found, seconds)
         return results
 
     def _trees(

@@ -16,9 +16,11 @@ from biaffine.data.lexicon import (
     MIN_ADDRESSES,
     MIN_CODES,
     MIN_FORM_SHARE,
+    MIN_RELATION_COUNT,
     Lexicon,
     build_lexicon,
     is_code,
+    universal_relation,
 )
 from biaffine.data.vocab import Vocabs, build_vocabs
 
@@ -520,3 +522,49 @@ def test_code_upos_are_those_of_enough_codes_counted_once_a_pair_and_survive_pla
         False,
         False,
     ]
+
+
+def related(*words: tuple[str, str, str]) -> Sentence:
+    """A sentence of (form, UPOS, DEPREL) words."""
+    forms, upos, deprels = (list(column) for column in zip(*words, strict=True))
+    return Sentence(forms, upos=upos, deprels=deprels)
+
+
+def test_relation_upos_counts_forms_lower_cased_by_universal_relation_seen_often_enough() -> None:
+    assert MIN_RELATION_COUNT == 2  # the counts below are written for it
+    sentences = [
+        related(("For", "SCONJ", "mark"), ("for", "ADP", "case"), ("up", "ADP", "compound:prt")),
+        related(("for", "ADP", "case"), ("up", "ADP", "compound:lvc"), ("up", "ADV", "advmod")),
+        related(("for", "ADP", "mark"), ("up", "_", "advmod"), ("up", "ADV", "_")),  # "_": none
+    ]
+    lexicon = build_lexicon(sentences)
+    assert lexicon.relation_upos == {
+        ("for", "mark"): {"SCONJ": 1, "ADP": 1},
+        ("for", "case"): {"ADP": 2},
+        ("up", "compound"): {"ADP": 2},
+    }  # ("up", "advmod"): once only
+    assert universal_relation("compound:prt") == "compound"
+    assert universal_relation("nsubj") == "nsubj"
+    data = json.loads(json.dumps(lexicon.to_dict()))
+    assert data["relation_upos"][0] == ["for", "case", "ADP", 2]
+    assert Lexicon.from_dict(data) == lexicon
+    assert "relation_upos" not in LEXICON.to_dict()  # empty: not written, as before it
+    assert Lexicon.from_dict(LEXICON.to_dict()).relation_upos == {}
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [["for", "case", "ADP"]],
+        [["for", "case", "ADP", 0]],
+        [["for", "case", "ADP", "2"]],
+        [["for", "case", "ADP", True]],
+        [["for", "case", "ADP", 2.0]],
+        [["for", 1, "ADP", 2]],
+        {"for": 2},
+    ],
+)
+def test_relation_upos_rows_must_be_three_strings_and_a_positive_count(rows) -> None:
+    data = {**LEXICON.to_dict(), "relation_upos": rows}
+    with pytest.raises(ValueError, match="'relation_upos' must be a list of \\[form, relation"):
+        Lexicon.from_dict(data)
