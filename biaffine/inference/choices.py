@@ -593,19 +593,23 @@ def related_upos(
     table = lexicon.relation_upos
     pairs = zip(forms, relations, strict=True)
     keys = ((form.lower(), universal_relation(relation)) for form, relation in pairs)
-    held = [(k, counts) for k, key in enumerate(keys) if (counts := table.get(key)) is not None]
-    if not held:
+    rows, places, distinct = [], [], {}  # the words held, and the place of each one's pair
+    for k, key in enumerate(keys):
+        if key in table:
+            rows.append(k)
+            places.append(distinct.setdefault(key, len(distinct)))
+    if not rows:
         return scores
     classes = {name: j for j, name in enumerate(vocab.itos)}
-    counted = np.zeros((len(held), len(classes)))
-    for row, (_, counts) in enumerate(held):
-        for upos, count in counts.items():
+    counted = np.zeros((len(distinct), len(classes)))
+    for place, key in enumerate(distinct):
+        for upos, count in table[key].items():
             if upos in classes:
-                counted[row, classes[upos]] = count
+                counted[place, classes[upos]] = count
     smoothed = counted + RELATION_SMOOTHING
     log_probs = np.log(smoothed / smoothed.sum(1, keepdims=True))
     found = scores.copy()
-    found[[k for k, _ in held]] += (RELATION_WEIGHT * log_probs).astype(scores.dtype)
+    found[rows] += (RELATION_WEIGHT * log_probs[places]).astype(scores.dtype)
     return found
 
 

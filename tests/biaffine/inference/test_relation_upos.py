@@ -65,7 +65,8 @@ def test_a_held_pair_adds_its_weighted_smoothed_log_probabilities_and_no_other_w
     lexicon = Lexicon(relation_upos=TABLE)
     found = related_upos(scores, FORMS, RELATIONS, UPOS, lexicon)
     assert found.dtype == np.float32
-    np.testing.assert_allclose(found, expected_scores(scores, FORMS, RELATIONS), rtol=1e-6, atol=2e-6)
+    expected = expected_scores(scores, FORMS, RELATIONS)
+    np.testing.assert_allclose(found, expected, rtol=1e-6, atol=2e-6)
     assert (found[4:] == scores[4:]).all()  # "dog" as nsubj and "for" as obl: not held
     assert found is not scores
     assert (scores == np.array(values, np.float32).reshape(6, 7)).all()
