@@ -53,7 +53,12 @@ def oracle(scores: np.ndarray, gold: Sequence[str], vocab: Vocab) -> np.ndarray:
 
 @torch.inference_mode()
 def tagged(parser: Parser, sentences: Sequence[Sentence], gold_columns: Sequence[str]):
-    """Every sentence with UPOS, FEATS and LEMMA predicted, ``gold_columns`` by the oracle."""
+    """Every sentence with UPOS, FEATS and LEMMA predicted, ``gold_columns`` by the oracle.
+
+    The UPOS is weighed with the relations of the trees the model finds, as in parsing
+    (:func:`biaffine.inference.choices.related_upos`).
+    """
+    relations = [tree.deprels for tree in parser.parse(sentences)]
     members = [(parser.model, parser.vocabs)]
     found: list[Sentence | None] = [None] * len(sentences)
     for rows in plan_batches([len(s) for s in sentences], MAX_TOKENS, shuffle=False):
@@ -64,7 +69,8 @@ def tagged(parser: Parser, sentences: Sequence[Sentence], gold_columns: Sequence
             gold = [value for sentence in chosen for value in getattr(sentence, column)]
             vocab = parser.vocabs.columns[column]
             tag_scores[column] = oracle(tag_scores[column], gold, vocab)
-        columns = predicted_columns(tag_scores, COLUMNS, parser.vocabs, chosen)
+        related = [relations[i] for i in rows]
+        columns = predicted_columns(tag_scores, COLUMNS, parser.vocabs, chosen, 1, related)
         for i, sentence, values in zip(rows, chosen, columns, strict=True):
             found[i] = sentence.with_columns(values)
     return found
