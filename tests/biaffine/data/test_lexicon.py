@@ -546,25 +546,36 @@ def test_relation_upos_counts_forms_lower_cased_by_universal_relation_seen_often
     assert universal_relation("compound:prt") == "compound"
     assert universal_relation("nsubj") == "nsubj"
     data = json.loads(json.dumps(lexicon.to_dict()))
-    assert data["relation_upos"][0] == ["for", "case", "ADP", 2]
+    assert data["relation_upos"] == [  # a row per (relation, UPOS): small checkpoints
+        ["case", "ADP", "for\t2"],
+        ["compound", "ADP", "up\t2"],
+        ["mark", "ADP", "for\t1"],
+        ["mark", "SCONJ", "for\t1"],
+    ]
     assert Lexicon.from_dict(data) == lexicon
+    many = {(f"w{k}", "obj"): {"NOUN": k + 1, "X": 2} for k in range(3)}
+    many[("a b", "nmod")] = {"NOUN": 10}  # a form with a space (Vietnamese)
+    assert Lexicon.from_dict(Lexicon(relation_upos=many).to_dict()).relation_upos == many
     assert "relation_upos" not in LEXICON.to_dict()  # empty: not written, as before it
     assert Lexicon.from_dict(LEXICON.to_dict()).relation_upos == {}
 
 
 @pytest.mark.parametrize(
-    "rows",
+    ("rows", "problem"),
     [
-        [["for", "case", "ADP"]],
-        [["for", "case", "ADP", 0]],
-        [["for", "case", "ADP", "2"]],
-        [["for", "case", "ADP", True]],
-        [["for", "case", "ADP", 2.0]],
-        [["for", 1, "ADP", 2]],
-        {"for": 2},
+        ([["case", "ADP"]], "must be a list of lists of 3 strings"),
+        ([["case", "ADP", 2]], "must be a list of lists of 3 strings"),
+        ({"case": "for\t2"}, "must be a list of lists of 3 strings"),
+        ([["case", "ADP", "for"]], "of case ADP must pair each form with a positive count"),
+        ([["case", "ADP", "for\t2\tto"]], "must pair each form with a positive count"),
+        ([["case", "ADP", "for\t0"]], "must pair each form with a positive count"),
+        ([["case", "ADP", "for\t-2"]], "must pair each form with a positive count"),
+        ([["case", "ADP", "for\t2.0"]], "must pair each form with a positive count"),
+        ([["case", "ADP", "for\t\u00b2"]], "must pair each form with a positive count"),
+        ([["case", "ADP", ""]], "must pair each form with a positive count"),
     ],
 )
-def test_relation_upos_rows_must_be_three_strings_and_a_positive_count(rows) -> None:
+def test_relation_upos_rows_must_pair_forms_with_positive_counts(rows, problem: str) -> None:
     data = {**LEXICON.to_dict(), "relation_upos": rows}
-    with pytest.raises(ValueError, match="'relation_upos' must be a list of \\[form, relation"):
+    with pytest.raises(ValueError, match=f"'relation_upos'.* {problem}"):
         Lexicon.from_dict(data)
