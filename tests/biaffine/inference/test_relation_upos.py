@@ -19,7 +19,7 @@ from biaffine.api import Parser
 from biaffine.data.conllu import Sentence
 from biaffine.data.lexicon import Lexicon, universal_relation
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
-from biaffine.inference import Request, predict
+from biaffine.inference import DecoderSettings, Request, predict
 from biaffine.inference.choices import (
     RELATION_SMOOTHING,
     RELATION_WEIGHT,
@@ -161,3 +161,23 @@ def test_the_transition_family_weighs_each_word_with_its_relation_in_the_tree_fo
     for sentence, result in zip(sentences, results, strict=True):
         [tree] = result.trees
         assert result.columns["upos"] == hashed_tags(vocabs, sentence.forms, tree.rels)
+
+
+def test_each_decoder_setting_weighs_the_upos_with_its_own_trees(
+    vocabs: Vocabs, sentences: list[Sentence]
+) -> None:
+    """Several settings in one pass (the experiments' way): each setting's columns follow the
+    relations of its own trees, not those of another setting."""
+    torch.manual_seed(6)
+    told = decisive(vocabs, sentences)
+    model = randomized(biaffine_parser(told, **TINY_PARSER, tag_loss_weight=1.0)).eval()
+    settings = {"mst": DecoderSettings("mst"), "greedy": DecoderSettings("greedy")}
+    found = predict(model, told, sentences, Request(columns=("upos",)), settings)
+    relations = {}
+    for name, predicted in found.items():
+        relations[name] = [result.trees[0].rels for result in predicted.results]
+        for sentence, result, rels in zip(
+            sentences, predicted.results, relations[name], strict=True
+        ):
+            assert result.columns["upos"] == hashed_tags(vocabs, sentence.forms, rels)
+    assert relations["mst"] != relations["greedy"], "the settings must differ: else proves nothing"
