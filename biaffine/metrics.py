@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 import decoding
+from biaffine.data.conllu import universal_relation
 
 if TYPE_CHECKING:
     from biaffine.data.conllu import Sentence
@@ -182,11 +183,6 @@ def dependency_accuracy_of(counts: Mapping[str, Any]) -> float:
 
 def _percent(part: int, whole: int) -> float:
     return 100.0 * part / whole if whole else 0.0
-
-
-def universal_relation(deprel: str) -> str:
-    """The universal part of a dependency relation: ``"nmod:poss"`` -> ``"nmod"``."""
-    return deprel.split(":", 1)[0]
 
 
 def follows_root_rule(heads: Sequence[int], deprels: Sequence[str]) -> bool:

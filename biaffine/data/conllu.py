@@ -425,6 +425,11 @@ def _replace_cells(text: str, indices: Sequence[int], values: Sequence[str]) -> 
     return "\t".join(cols) + text[len(content) :]
 
 
+def universal_relation(deprel: str) -> str:
+    """The universal part of a dependency relation: ``"nmod:poss"`` -> ``"nmod"``."""
+    return deprel.split(":", 1)[0]
+
+
 def read_conllu(source: str | Path | TextIO, *, require_trees: bool = False) -> Iterator[Sentence]:
     """Streams the sentences of a CoNLL-U file, one at a time (memory bounded by one sentence).
 

@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from biaffine.data.columns import ANALYSED
-from biaffine.data.conllu import Sentence
+from biaffine.data.conllu import Sentence, universal_relation
 from biaffine.data.feats_guesser import FeatsGuesser
 from biaffine.data.lemma_generator import LemmaGenerator
 from biaffine.data.lemmas import (
@@ -104,7 +104,6 @@ __all__ = [
     "Lexicon",
     "LexiconCounts",
     "build_lexicon",
-    "universal_relation",
 ]
 
 CHARACTER_MODELS = {
@@ -518,11 +517,6 @@ def _counted(rows: Any) -> dict[tuple[str, str], dict[str, int]]:
 def _is_count(text: str) -> bool:
     """Whether ``text`` writes a positive integer in ASCII digits."""
     return text.isascii() and text.isdigit() and int(text) > 0
-
-
-def universal_relation(deprel: str) -> str:
-    """The universal part of a DEPREL: ``compound:prt`` -> ``compound``."""
-    return deprel.partition(":")[0]
 
 
 def build_lexicon(

@@ -18,8 +18,8 @@ import numpy.typing as npt
 
 import decoding
 from biaffine.data.columns import ANALYSED, strings, unseen_address
-from biaffine.data.conllu import Sentence
-from biaffine.data.lexicon import Lexicon, universal_relation
+from biaffine.data.conllu import Sentence, universal_relation
+from biaffine.data.lexicon import Lexicon
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.inference.request import Tree
 from biaffine.inference.settings import GraphDecoding, TransitionSearch
@@ -600,12 +600,11 @@ def related_upos(
             places.append(distinct.setdefault(key, len(distinct)))
     if not rows:
         return scores
-    classes = {name: j for j, name in enumerate(vocab.itos)}
-    counted = np.zeros((len(distinct), len(classes)))
+    counted = np.zeros((len(distinct), len(vocab.itos)))
     for place, key in enumerate(distinct):
         for upos, count in table[key].items():
-            if upos in classes:
-                counted[place, classes[upos]] = count
+            if upos in vocab.stoi:
+                counted[place, vocab.stoi[upos]] = count
     smoothed = counted + RELATION_SMOOTHING
     log_probs = np.log(smoothed / smoothed.sum(1, keepdims=True))
     found = scores.copy()

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.data.conllu import Sentence, read_conllu, universal_relation
 from biaffine.data.lemmas import digit_shape
 from biaffine.data.lexicon import (
     MIN_ADDRESSES,
@@ -20,7 +20,6 @@ from biaffine.data.lexicon import (
     Lexicon,
     build_lexicon,
     is_code,
-    universal_relation,
 )
 from biaffine.data.vocab import Vocabs, build_vocabs
 

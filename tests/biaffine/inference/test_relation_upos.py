@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from biaffine.api import Parser
-from biaffine.data.conllu import Sentence
-from biaffine.data.lexicon import Lexicon, universal_relation
+from biaffine.data.conllu import Sentence, universal_relation
+from biaffine.data.lexicon import Lexicon
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.inference import DecoderSettings, Request, predict
 from biaffine.inference.choices import (
