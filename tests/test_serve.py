@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import email.mime.multipart
+import email.mime.nonmultipart
+import email.policy
 import json
 import os
 import signal
@@ -22,12 +25,14 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 pytest.importorskip("starlette", reason="the server needs the serve extra (starlette)")
 pytest.importorskip("uvicorn", reason="the server needs the serve extra (uvicorn)")
 
+import rawtext
 from biaffine import models
 from biaffine.serving.batcher import Batcher
 from biaffine.serving.jobs import Answer, Limits, Worker, task_of
@@ -124,6 +129,19 @@ def multipart(fields: dict[str, str], *, file: str | None = None) -> tuple[bytes
         parts.append(f"--{boundary}\r\n{disposition}\r\n\r\n{value}\r\n")
     body = "".join(parts) + f"--{boundary}--\r\n"
     return body.encode(), f"multipart/form-data; boundary={boundary}"
+
+
+def udpipe_client_body(fields: dict[str, str]) -> tuple[bytes, str]:
+    """The multipart body that UDPipe 2's udpipe2_client.py sends (email.policy.HTTP: CRLF)."""
+    message = email.mime.multipart.MIMEMultipart("form-data", policy=email.policy.HTTP)
+    for name, value in fields.items():
+        part = email.mime.nonmultipart.MIMENonMultipart("text", "plain")
+        part.add_header("Content-Disposition", f'form-data; name="{name}"')
+        part.add_header("Content-Transfer-Encoding", "8bit")
+        part.set_payload(value, charset="utf-8")
+        message.attach(part)
+    body = message.as_bytes().split(b"\r\n\r\n", maxsplit=1)[1]  # after the boundary is made
+    return body, message["Content-Type"]
 
 
 @contextlib.contextmanager
@@ -244,6 +262,40 @@ def test_multipart_a_file_upload_and_a_query_string_ask_the_same(server: str) ->
     assert call(server, path=f"/process?{query}", method="GET") == expected
 
 
+def test_media_types_are_read_whatever_their_case(server: str) -> None:
+    fields = {"data": HORIZONTAL, "input": "horizontal", "parser": ""}
+    expected = call(server, fields)
+    assert expected[0] == 200
+    form = urllib.parse.urlencode(fields).encode()
+    assert call(server, body=form, content_type="Application/X-WWW-Form-Urlencoded") == expected
+    body, kind = multipart(fields)
+    kind = kind.replace("multipart/form-data", "Multipart/Form-Data")
+    assert call(server, body=body, content_type=kind) == expected
+
+
+def test_crlf_and_cr_line_ends_are_read_as_lf(server: str) -> None:
+    # UDPipe 2's own client and HTML forms send CRLF; UDPipe 2 answers LF whatever it read.
+    conllu = {"data": CONLLU, "parser": ""}
+    expected = call(server, conllu)
+    body, kind = udpipe_client_body(conllu)
+    assert b"\r\n1\tThe" in body
+    assert call(server, body=body, content_type=kind) == expected
+    horizontal = {"data": HORIZONTAL, "input": "horizontal", "parser": ""}
+    expected = call(server, horizontal)
+    for line_end in ("\r\n", "\r"):
+        sent = {**horizontal, "data": HORIZONTAL.replace("\n", line_end)}
+        assert call(server, sent) == expected
+
+
+@pytest.mark.parametrize("data", ["", " \n\t\n"])
+@pytest.mark.parametrize("steps", [{"tokenizer": ""}, {"input": "conllu"}, {"input": "horizontal"}])
+def test_empty_data_gets_an_empty_result_in_every_input_format(
+    server: str, data: str, steps: dict[str, str]
+) -> None:
+    status, answer = call(server, {"data": data, **steps, "parser": ""})
+    assert (status, answer["result"]) == (200, "")
+
+
 def test_tokenizer_alone_segments_without_parsing(server: str) -> None:
     status, answer = call(server, {"data": RAW, "tokenizer": ""})
     assert status == 200
@@ -314,7 +366,7 @@ ERRORS = {
     "bad boolean": ({"data": "x", "probabilities": "maybe"}, 400, "true or false"),
     "bad number": ({"data": "x", "kbest": "two"}, 400, "must be an integer"),
     "kbest too large": ({"data": "x", "kbest": "1000"}, 400, "kbest=1000"),
-    "unknown decoder": ({"data": "x", "decoder": "cky"}, 400, "cky"),
+    "unknown decoder": ({"data": "x", "decoder": "cky"}, 400, "decoder='cky'"),
     "options that clash": (
         {"data": CONLLU, "parser": "", "kbest": "2", "probabilities": "true"},
         400,
@@ -323,11 +375,23 @@ ERRORS = {
     "given heads of text": (
         {"data": "a b\n", "input": "horizontal", "keep_given_heads": "true"},
         400,
-        "keep_given_heads",
+        "which input=horizontal lacks",
+    ),
+    "given heads of raw text": (
+        {"data": "a b\n", "tokenizer": "", "keep_given_heads": "true"},
+        400,
+        "which raw text (tokenizer) lacks",
     ),
     "malformed conllu": ({"data": "1\tThe\n\n", "parser": ""}, 400, "data:1"),
+    "text given as conllu": ({"data": "The cat\n", "parser": ""}, 400, "send input=horizontal"),
+    "conllu given as text": ({"data": CONLLU, "input": "horizontal"}, 400, "send input=conllu"),
     "words per request": ({"data": TOO_MANY_WORDS, "input": "horizontal"}, 413, "400 words"),
     "sentence length": ({"data": TOO_LONG, "input": "horizontal"}, 413, "61 words"),
+    "raw words per request": (
+        {"data": TOO_MANY_WORDS, "tokenizer": ""},
+        413,
+        "400 whitespace-separated pieces",
+    ),
 }
 
 
@@ -340,6 +404,13 @@ def test_bad_requests_get_a_one_line_json_error(server: str, case: str) -> None:
     assert "\n" not in answer["error"]
 
 
+MULTIPART = "multipart/form-data; boundary=x"
+PART = b'--x\r\nContent-Disposition: form-data; name="data"\r\n\r\nx\r\n--x--\r\n'
+NESTED = PART.replace(
+    b"\r\n\r\nx", b"\r\nContent-Type: multipart/mixed; boundary=y\r\n\r\n--y\r\n\r\nx\r\n--y--"
+)
+
+
 @pytest.mark.parametrize(
     ("body", "kind", "status", "words"),
     [
@@ -347,6 +418,46 @@ def test_bad_requests_get_a_one_line_json_error(server: str, case: str) -> None:
         (b"data=\xff\xfe", "application/x-www-form-urlencoded", 400, "not UTF-8"),
         (b'{"data": "x"}', "application/json", 415, "application/json"),
         (b"--x\r\nnot a part", "multipart/form-data; boundary=x", 400, "multipart"),
+        # The standard library's header parser recurses once per nested comment "(".
+        pytest.param(
+            PART.replace(b'"data"', b'"data" ' + b"(" * 1000),
+            MULTIPART,
+            400,
+            "1000 comments '(' in a part's headers",
+            id="comments in a part's disposition",
+        ),
+        pytest.param(
+            PART.replace(b"\r\n\r\n", b"\r\nContent-Type: " + b"(" * 1000 + b"\r\n\r\n", 1),
+            MULTIPART,
+            400,
+            "1000 comments '(' in a part's headers",
+            id="comments in a part's type",
+        ),
+        pytest.param(
+            PART,
+            MULTIPART + "; " + "(" * 1000,
+            400,
+            "1000 comments '(' in the Content-Type header",
+            id="comments in the body's type",
+        ),
+        # Thousands of parts or parameters take seconds to parse: refused before.
+        pytest.param(
+            PART.replace(b"--x--", PART[:-7] * 16 + b"--x--"),
+            MULTIPART,
+            400,
+            "more than 16 parts",
+            id="17 parts",
+        ),
+        pytest.param(
+            PART.replace(b'"data"', b'"data"' + b"; a=b" * 500),
+            MULTIPART,
+            400,
+            "a part's headers of 2543 bytes: at most 2000",
+            id="long part headers",
+        ),
+        pytest.param(
+            NESTED, MULTIPART, 400, "the field 'data' is multipart/mixed", id="nested multipart"
+        ),
     ],
 )
 def test_bad_bodies_get_a_one_line_json_error(
@@ -451,6 +562,27 @@ def test_a_request_that_fails_in_a_shared_batch_fails_alone(model_installed: Non
     assert [answer.status for answer in answers] == [400, 200]
     assert "data:1" in answers[0].text
     assert answers[1] == worker.run([good])[0]
+
+
+def test_raw_text_over_the_word_limit_is_refused_before_it_is_segmented() -> None:
+    segmented = []
+
+    class Segmenter:
+        def segment(self, text: str) -> rawtext.Document:
+            segmented.append(text)
+            return rawtext.Document(text, ())
+
+    limits = Limits(max_words=10)
+    fields = {"data": "w " * 11, "tokenizer": ""}
+    answers = {}
+    for pieces_per_word in (1, 2):  # 2: a model whose words may hold a space
+        served = {"m": SimpleNamespace(segmenter=Segmenter(), pieces_per_word=pieces_per_word)}
+        task = task_of(fields, served, "m", limits)
+        [answers[pieces_per_word]] = Worker(served, limits, max_tokens=1000).run([task])
+    assert answers[1].status == 413
+    assert "11 whitespace-separated pieces" in answers[1].text
+    assert answers[2] == Answer(200, "")
+    assert segmented == [fields["data"]]  # by the second model only
 
 
 def test_serve_py_refuses_an_unknown_model_in_one_line(model_installed: None) -> None:

@@ -2,33 +2,45 @@
 
 The app receives loaded models (name -> :class:`biaffine.serving.served.Served`); a request
 only ever names one of them, so nothing a client sends reaches a file path. Request bodies are
-read into memory up to :attr:`Limits.max_body_bytes` and parsed by the standard library
-(form-encoded and multipart alike), so no temporary file is ever written either. Errors are JSON
-``{"error": "one line"}`` with a 4xx status (503 when overloaded or out of time).
+read into memory up to :attr:`Limits.max_body_bytes` and parsed there, on a thread rather than
+the event loop (form-encoded ones by the standard library; multipart ones cut into parts here,
+each part's headers bounded, then read by the standard library), so no temporary file is ever
+written either. Errors are JSON ``{"error": "one line"}`` with a 4xx status (503 when
+overloaded or out of time).
 """
 
 from __future__ import annotations
 
 import contextlib
+import email.message
 import email.parser
 import email.policy
 import logging
+import re
 import urllib.parse
 from collections.abc import AsyncIterator, Mapping, Sequence
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from biaffine.serving.batcher import Batcher
-from biaffine.serving.jobs import Limits, RequestError, Worker, components, task_of
+from biaffine.serving.jobs import FIELDS, Limits, RequestError, Worker, components, task_of
 from biaffine.serving.served import Served
 
 __all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
+
+MAX_HEADER_BYTES = 2000
+"""Longest Content-Type, and longest headers of one multipart part (400 above)."""
+MAX_PARENTHESES = 16
+"""Most ``(`` in those: the standard library's header parser recurses once per nested comment."""
+# Where a part's headers end: a blank line, or the part's start if it has no headers.
+_BLANK_LINE = re.compile(rb"\A\r?\n|\r?\n\r?\n")
 
 
 def create_app(
@@ -131,14 +143,22 @@ async def _fields(request: Request, max_bytes: int) -> dict[str, str]:
     if request.method != "POST":
         return fields
     body = await _body(request, max_bytes)
-    kind = request.headers.get("content-type", "")
-    if kind.startswith("multipart/form-data"):
-        fields.update(_multipart(kind, body))
-    elif kind.startswith("application/x-www-form-urlencoded"):
-        fields.update(_pairs(body, "form-encoded body"))
-    elif body:
-        raise RequestError(415, f"content type {kind or 'none'!r}: send form fields")
+    # On a thread: a large body takes a while to parse, and other requests (GET /health
+    # too) must not wait for it.
+    fields.update(await run_in_threadpool(_form, request.headers.get("content-type", ""), body))
     return fields
+
+
+def _form(content_type: str, body: bytes) -> dict[str, str]:
+    """The fields of a body, by its media type (case-insensitive, as RFC 9110 8.3.1 says)."""
+    media_type = content_type.partition(";")[0].strip().lower()
+    if media_type == "multipart/form-data":
+        return _multipart(content_type, body)
+    if media_type == "application/x-www-form-urlencoded":
+        return _pairs(body, "form-encoded body")
+    if body:
+        raise RequestError(415, f"content type {content_type or 'none'!r}: send form fields")
+    return {}
 
 
 async def _body(request: Request, max_bytes: int) -> bytes:
@@ -165,20 +185,77 @@ def _pairs(raw: bytes, where: str) -> dict[str, str]:
 
 
 def _multipart(content_type: str, body: bytes) -> dict[str, str]:
-    """The fields of a multipart/form-data body (files are read as UTF-8 text fields too)."""
-    parser = email.parser.BytesFeedParser(policy=email.policy.HTTP)
-    parser.feed(f"Content-Type: {content_type}\r\n\r\n".encode("latin-1") + body)
-    message = parser.close()
-    if not message.is_multipart() or message.defects:
-        raise RequestError(400, "the multipart/form-data body does not parse")
+    """The fields of a multipart/form-data body (RFC 7578; a file is read as a text field too).
+
+    The body is cut at its boundary here and the standard library reads each part's headers
+    only, so a part that is itself multipart is refused rather than parsed, and no part costs
+    more than its bytes: the parser takes a while over thousands of parts or parameters, and
+    recurses once per nested comment ``(``.
+    """
     fields = {}
-    for part in message.iter_parts():
+    for raw in _parts(body, _boundary(content_type)):
+        part = _part(raw)
         name = part.get_param("name", header="content-disposition")
         if not name:
             continue
-        payload = part.get_payload(decode=True) or b""
+        if part.get_content_maintype() == "multipart":
+            kind = part.get_content_type()
+            raise RequestError(400, f"the field {name!r} is {kind}: send it as one text")
         try:
-            fields[str(name)] = payload.decode("utf-8")
+            fields[str(name)] = part.get_payload(decode=True).decode("utf-8")
         except UnicodeDecodeError:
             raise RequestError(400, f"the field {name!r} is not UTF-8") from None
     return fields
+
+
+def _boundary(content_type: str) -> bytes:
+    """The boundary that a multipart/form-data Content-Type names."""
+    _check_header(content_type.encode("latin-1"), "the Content-Type header")  # Starlette's decoding
+    header = email.policy.HTTP.header_factory("content-type", content_type)
+    boundary = str(header.params.get("boundary", ""))
+    if not boundary or not boundary.isascii():
+        raise RequestError(400, "multipart/form-data needs a boundary= of ASCII characters")
+    return boundary.encode("ascii")
+
+
+def _parts(body: bytes, boundary: bytes) -> list[bytes]:
+    """The parts between the first delimiter line and the closing one (RFC 2046 5.1.1).
+
+    Raises:
+        RequestError: 400 for more parts than there are fields (:data:`FIELDS`), or no
+            closing delimiter.
+    """
+    # The line break before a delimiter belongs to it, not to the part that it ends.
+    delimiter = re.compile(rb"(?:\A|\r?\n)--" + re.escape(boundary) + rb"(--)?[ \t]*(?:\r?\n|\Z)")
+    parts: list[bytes] = []
+    start = None
+    for found in delimiter.finditer(body):
+        if start is not None:
+            parts.append(body[start : found.start()])
+        if found.group(1):
+            return parts
+        if len(parts) == len(FIELDS):
+            raise RequestError(
+                400,
+                f"a multipart body of more than {len(FIELDS)} parts: "
+                f"this server reads {len(FIELDS)} fields",
+            )
+        start = found.end()
+    raise RequestError(400, "the multipart/form-data body does not parse (no closing boundary)")
+
+
+def _part(raw: bytes) -> email.message.Message:
+    """One part: its headers parsed once checked, its content kept as sent."""
+    blank = _BLANK_LINE.search(raw)
+    _check_header(raw[: blank.start()] if blank else raw, "a part's headers")
+    parser = email.parser.BytesParser(policy=email.policy.HTTP)
+    return parser.parsebytes(raw, headersonly=True)
+
+
+def _check_header(header: bytes, what: str) -> None:
+    """Refuse a header that the standard library would take long or recurse deep to read."""
+    if len(header) > MAX_HEADER_BYTES:
+        raise RequestError(400, f"{what} of {len(header)} bytes: at most {MAX_HEADER_BYTES}")
+    opened = header.count(b"(")
+    if opened > MAX_PARENTHESES:
+        raise RequestError(400, f"{opened} comments '(' in {what}: at most {MAX_PARENTHESES}")

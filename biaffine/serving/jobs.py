@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -50,6 +51,17 @@ FIELDS = UDPIPE_FIELDS + EXTRA_FIELDS
 # have no reader here.
 _INPUTS = {"conllu": "conllu", "horizontal": "text"}
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+# CRLF (HTML forms, UDPipe 2's client) and a lone CR are line ends: read as LF, as UDPipe does.
+_LINE_END = re.compile(r"\r\n?")
+# predict.py's words in the messages of the readers and checks it shares with the server ->
+# the fields of a request that mean the same.
+_AS_FIELDS = (
+    ("algorithm=", "decoder="),
+    ("pass format=text", "send input=horizontal"),
+    ("pass format=conllu", "send input=conllu"),
+    ("format=text lacks", "input=horizontal lacks"),
+    ("format=raw lacks", "raw text (tokenizer) lacks"),
+)
 
 
 class RequestError(ValueError):
@@ -68,7 +80,9 @@ class Limits:
     Attributes:
         max_body_bytes: request body (413 above); the default stays under the 1 MiB at which
             multipart parsers spill to temporary files (this server never writes one).
-        max_words: words of one request, all sentences together (413 above).
+        max_words: words of one request, all sentences together (413 above); raw text is
+            refused before it is segmented when it has more pieces between whitespace than
+            that many words hold (:meth:`Worker._check_pieces`).
         max_sentence_words: words of one sentence (413 above; UDPipe 2 refuses above 1000).
         max_kbest: largest ``kbest``.
         max_beam_size: largest ``beam_size``.
@@ -91,7 +105,7 @@ class Task:
 
     Attributes:
         model: a name of the server's models.
-        data: the input text.
+        data: the input text, its line ends LF.
         input_format: ``conllu``, ``text`` (UDPipe's ``horizontal``) or ``raw`` (tokenizer).
         parse: run the parser (UDPipe's ``tagger`` or ``parser``); False: only read (and
             tokenize) the input.
@@ -134,7 +148,8 @@ def task_of(
 
     UDPipe 2's semantics: ``tokenizer``, ``tagger`` and ``parser`` turn a step on by being
     present, whatever their value; ``tokenizer`` reads ``data`` as raw text (``input`` is then
-    ignored); ``input`` defaults to ``conllu``; ``output`` is ``conllu``.
+    ignored); ``input`` defaults to ``conllu``; ``output`` is ``conllu``; CRLF and CR in
+    ``data`` are line ends, read as LF.
 
     Raises:
         RequestError: 400 for a missing ``data``, an unknown field, model, format or value,
@@ -159,8 +174,9 @@ def task_of(
         if parse:
             served.check(decoder, options)
     except ValueError as error:
-        raise RequestError(400, str(error)) from None
-    return Task(name, fields["data"], input_format, parse, decoder, options)
+        raise RequestError(400, _as_fields(error)) from None
+    data = _LINE_END.sub("\n", fields["data"])
+    return Task(name, data, input_format, parse, decoder, options)
 
 
 def _input_format(fields: Mapping[str, str], name: str, served: Served) -> str:
@@ -192,7 +208,7 @@ def _settings(fields: Mapping[str, str], limits: Limits) -> tuple[DecoderSetting
             _boolean(fields, "joint_labels", True),
         )
     except ValueError as error:
-        raise RequestError(400, str(error)) from None
+        raise RequestError(400, _as_fields(error)) from None
     options = PredictOptions(
         probabilities=_boolean(fields, "probabilities", False),
         kbest=kbest,
@@ -200,6 +216,14 @@ def _settings(fields: Mapping[str, str], limits: Limits) -> tuple[DecoderSetting
         columns=("all",) if "tagger" in fields else (),
     )
     return decoder, options
+
+
+def _as_fields(error: ValueError) -> str:
+    """The message of ``error`` with predict.py's options named as this server's fields."""
+    message = str(error)
+    for option, field in _AS_FIELDS:
+        message = message.replace(option, field)
+    return message
 
 
 def _boolean(fields: Mapping[str, str], name: str, default: bool) -> bool:
@@ -258,7 +282,7 @@ class Worker:
             except RequestError as error:
                 answers[i] = Answer(error.status, str(error))
             except ValueError as error:
-                answers[i] = Answer(400, str(error))
+                answers[i] = Answer(400, _as_fields(error))
         setups: dict[tuple, list[int]] = {}
         for i in read:
             setups.setdefault(tasks[i].setup(), []).append(i)
@@ -270,8 +294,12 @@ class Worker:
         return answers  # type: ignore[return-value]  (none is None, checked above)
 
     def _read(self, task: Task) -> list[Sentence]:
-        segmenter = self.models[task.model].segmenter
-        sentences = sentences_in(task.data, task.input_format, segmenter, name="data")
+        if not task.data.strip():
+            return []  # UDPipe 2 answers an empty text with an empty result, in every format
+        served = self.models[task.model]
+        if task.input_format == "raw":
+            self._check_pieces(task.data, served.pieces_per_word)
+        sentences = sentences_in(task.data, task.input_format, served.segmenter, name="data")
         longest = max((len(s) for s in sentences), default=0)
         if longest > self.limits.max_sentence_words:
             limit = self.limits.max_sentence_words
@@ -280,6 +308,21 @@ class Worker:
         if words > self.limits.max_words:
             raise RequestError(413, f"{words} words: at most {self.limits.max_words} per request")
         return sentences
+
+    def _check_pieces(self, text: str, pieces_per_word: int) -> None:
+        """Refuse, before segmenting, raw text that ``max_words`` words cannot hold.
+
+        Segmenting a body of 1 MB held the worker, and every request behind it, for 25 s on
+        the shared 2-core machine before its words could be counted. So the pieces between
+        whitespace are counted instead, a word taken to hold at most ``pieces_per_word`` of
+        them (:attr:`biaffine.serving.served.Served.pieces_per_word`).
+        """
+        pieces = len(text.split())
+        most = self.limits.max_words * pieces_per_word
+        if pieces > most:
+            words = self.limits.max_words
+            why = f"at most {most}, as {words} words per request hold"
+            raise RequestError(413, f"raw text of {pieces} whitespace-separated pieces: {why}")
 
     def _parse(
         self,
@@ -293,7 +336,7 @@ class Worker:
             written = self._written(tasks[0], list(itertools.chain.from_iterable(inputs)))
         except ValueError as error:
             if len(tasks) == 1:
-                answers[where[0]] = Answer(400, str(error))
+                answers[where[0]] = Answer(400, _as_fields(error))
                 return
             for j in range(len(tasks)):
                 self._parse(tasks[j : j + 1], inputs[j : j + 1], where[j : j + 1], answers)

@@ -1,8 +1,9 @@
 """What the server reads of a loaded model, whichever runtime holds it: torch or ONNX Runtime.
 
-:class:`Served` is all :mod:`biaffine.serving.jobs` asks of a model: its segmenter (raw text),
-its tagged columns, a one-line refusal of what it cannot do, and a parse of many sentences in
-one call. :class:`TorchServed` wraps :class:`biaffine.api.Parser` (``serve.py``'s default);
+:class:`Served` is all :mod:`biaffine.serving.jobs` asks of a model: its segmenter (raw text)
+and how many pieces between whitespace one of its words may hold, its tagged columns, a
+one-line refusal of what it cannot do, and a parse of many sentences in one call.
+:class:`TorchServed` wraps :class:`biaffine.api.Parser` (``serve.py``'s default);
 :class:`OnnxServed` wraps an export folder in ONNX Runtime (``serve.py runtime=onnx``), and
 neither this module nor the ONNX one imports torch. Each imports its runtime only when a model
 is loaded with it, so a server of one runtime needs only that runtime installed.
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from biaffine.api import Parser
     from biaffine.onnxrun import OnnxParser
 
-__all__ = ["OnnxServed", "Served", "TorchServed"]
+__all__ = ["OnnxServed", "Served", "TorchServed", "pieces_per_word"]
 
 
 class Served(Protocol):
@@ -31,10 +32,14 @@ class Served(Protocol):
 
     Attributes:
         segmenter: reads raw text (UDPipe's ``tokenizer``), or None.
+        pieces_per_word: the most pieces between whitespace of one word the segmenter was
+            trained on (:func:`pieces_per_word`), by which the server refuses raw text over
+            its word limit before segmenting it.
         tagged_columns: the columns its taggers predict (UDPipe's ``tagger``).
     """
 
     segmenter: TextSegmenter | None
+    pieces_per_word: int
     tagged_columns: tuple[str, ...]
 
     def check(self, decoder: DecoderSettings, options: PredictOptions) -> None:
@@ -59,6 +64,7 @@ class TorchServed:
         """Keep the loaded parser."""
         self.parser = parser
         self.segmenter = parser.segmenter
+        self.pieces_per_word = pieces_per_word(parser.segmenter)
         self.tagged_columns = tuple(parser.model.tagged_columns)
 
     @classmethod
@@ -96,6 +102,7 @@ class OnnxServed:
         """Keep the sessions."""
         self.parser = parser
         self.segmenter = segmenter
+        self.pieces_per_word = pieces_per_word(segmenter)
         self.tagged_columns = parser.tagged_columns
 
     @classmethod
@@ -128,3 +135,15 @@ class OnnxServed:
             list(with_result(sentence, result, request))
             for sentence, result in zip(sentences, found, strict=True)
         ]
+
+
+def pieces_per_word(segmenter: Any) -> int:
+    """The most pieces between whitespace in one word of ``segmenter``, as its training shows.
+
+    1 for a segmenter (torch's or ONNX Runtime's) trained on no word with a space inside: it
+    ends a token with each piece (it did on every piece of EWT test, ``en_ewt_small``, though
+    nothing forces it to). One trained on such words (Vietnamese, ``CharVocab.spaced_words``)
+    joins up to as many pieces as its longest one holds. 1 without a segmenter (no raw text).
+    """
+    spaced = None if segmenter is None else segmenter.vocab.spaced
+    return 1 if spaced is None else spaced.longest
