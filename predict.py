@@ -13,6 +13,7 @@ bytes); torch is imported on the torch path only.
 """
 
 import logging
+import sys
 from pathlib import Path
 
 import hydra
@@ -20,7 +21,13 @@ from omegaconf import DictConfig, OmegaConf
 
 import decoding
 from biaffine import installed
-from biaffine.cli import config_options, refuse_missing, report_user_errors
+from biaffine.cli import (
+    check_types,
+    config_options,
+    refuse_missing,
+    refuse_unknown_options,
+    report_user_errors,
+)
 from biaffine.inference.settings import DecoderSettings
 from biaffine.predict_options import PredictOptions, parse_columns
 
@@ -29,6 +36,11 @@ log = logging.getLogger(__name__)
 RUNTIMES = ("torch", "onnx")
 
 CONF = Path(__file__).parent / "conf"
+PREDICT_CONF = CONF / "predict"
+GROUPS = ("decoder", "search")
+# The settings whose default is null, so that their type cannot be read off it (kbest and
+# threads have their own checks: check_options, set_threads).
+NULL_DEFAULT_TYPES = {"max_tokens": int}
 # --help lists each config group's files (${config_options:experiment}), so that a new recipe is
 # listed once its file exists.
 OmegaConf.register_new_resolver(  # replace: the other script may have registered it in-process
@@ -46,7 +58,7 @@ def main(cfg: DictConfig) -> None:
 
 
 def _predict(cfg: DictConfig) -> None:
-    refuse_missing(OmegaConf.missing_keys(cfg))  # input=
+    check_settings(cfg)
     decoder = DecoderSettings.from_config(cfg.decoder, cfg.get("search"))
     if cfg.runtime not in RUNTIMES:
         raise ValueError(f"runtime={cfg.runtime}; expected one of {', '.join(RUNTIMES)}")
@@ -60,6 +72,29 @@ def _predict(cfg: DictConfig) -> None:
 
     with distributed.process_group(select_device(cfg.device)):
         _predict_in(cfg, decoder)
+
+
+def check_settings(cfg: DictConfig) -> None:
+    """Refuse missing settings and settings of the wrong type before a model loads.
+
+    Raises:
+        ValueError: naming the setting (without it, ``chunk_sentences=abc`` ended in a
+            ``TypeError`` traceback, and ``int8=no``, a non-empty string, turned int8 on).
+    """
+    refuse_missing(OmegaConf.missing_keys(cfg))  # input=
+    check_types(cfg, setting_types(PREDICT_CONF / "predict.yaml") | NULL_DEFAULT_TYPES, "")
+    for group in GROUPS:
+        types: dict[str, type] = {}
+        for option in sorted((PREDICT_CONF / group).glob("*.yaml")):
+            types |= setting_types(option)
+        check_types(cfg.get(group) or {}, types, group)
+
+
+def setting_types(defaults: Path) -> dict[str, type]:
+    """The type of each boolean or numeric setting of a config file, read off its default."""
+    values = OmegaConf.to_container(OmegaConf.load(defaults))
+    numbers = (bool, int, float)
+    return {k: type(v) for k, v in values.items() if isinstance(v, numbers)}
 
 
 def _options(cfg: DictConfig) -> PredictOptions:
@@ -149,4 +184,5 @@ def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
 
 
 if __name__ == "__main__":
+    report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], PREDICT_CONF, GROUPS))
     main()

@@ -18,7 +18,13 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from biaffine import distributed
-from biaffine.cli import check_types, config_options, refuse_missing, report_user_errors
+from biaffine.cli import (
+    check_types,
+    config_options,
+    refuse_missing,
+    refuse_unknown_options,
+    report_user_errors,
+)
 from biaffine.files import atomic_open
 from biaffine.runtime import check_threads, select_device
 from biaffine.training import train
@@ -130,6 +136,11 @@ def _quiet_worker_args() -> list[str]:
     ]
 
 
+GROUPS = ("data", "model", "optimizer", "trainer", "decoder", "search", "experiment")
+"""The config groups of ``conf/train.yaml`` whose options are files."""
+
+
 if __name__ == "__main__":
+    report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], CONF, GROUPS, ("experiment",)))
     sys.argv += _quiet_worker_args()
     main()

@@ -4,13 +4,14 @@ Example: ``python train_segmenter.py data=ud_english_ewt trainer.max_minutes=12`
 treebank on disk: ``python train_segmenter.py data=ud data.treebank=UD_French-Sequoia``.
 """
 
+import sys
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from biaffine.cli import refuse_missing, report_user_errors
+from biaffine.cli import refuse_missing, refuse_unknown_options, report_user_errors
 from biaffine.runtime import check_threads
 from biaffine.segmenting import training
 
@@ -37,4 +38,6 @@ def _train(cfg: DictConfig, run_dir: Path) -> float:
 
 
 if __name__ == "__main__":
+    conf = Path(__file__).parent / "conf"
+    report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], conf, ("data",)))
     main()

@@ -4,13 +4,14 @@ Example: ``python train_sentences.py segmenter=models/en_ewt/segmenter.pt data=u
 writes ``best.pt``: the segmenter with the sentence model added (``biaffine.segmenting.sentences``).
 """
 
+import sys
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from biaffine.cli import refuse_missing, report_user_errors
+from biaffine.cli import refuse_missing, refuse_unknown_options, report_user_errors
 from biaffine.runtime import check_threads
 from biaffine.segmenting import sentence_training, training
 
@@ -37,4 +38,6 @@ def _train(cfg: DictConfig, run_dir: Path) -> float:
 
 
 if __name__ == "__main__":
+    conf = Path(__file__).parent / "conf"
+    report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], conf, ("data",)))
     main()

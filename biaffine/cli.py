@@ -8,16 +8,18 @@ the traceback of user errors too.
 
 Settings are checked before the work starts (:func:`refuse_missing`, :func:`check_types`), so a
 forgotten ``checkpoint=`` or a ``trainer.max_epochs=abc`` is a user error, not a ``TypeError``
-deep inside.
+deep inside; so is a config group option without a file (:func:`refuse_unknown_options`:
+``decoder=foo``), before Hydra composes the config and reports it in a dozen lines.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import re
 import sys
 import textwrap
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -29,6 +31,7 @@ __all__ = [
     "config_options",
     "describe",
     "refuse_missing",
+    "refuse_unknown_options",
     "report_user_errors",
 ]
 
@@ -37,6 +40,8 @@ T = TypeVar("T")
 DEBUG_ENV = "ROOTPARSE_DEBUG"
 USER_ERRORS = (ValueError, OSError)
 USER_ERROR_STATUS = 2
+# A group option as a plain name; anything else (a sweep a,b, an interpolation) is Hydra's to read.
+_OPTION_NAME = re.compile(r"[\w-]+")
 
 
 def freeze_loaded() -> None:
@@ -112,7 +117,8 @@ def check_types(settings: Mapping[str, Any], types: Mapping[str, type], where: s
     Args:
         settings: the section's values, e.g. ``cfg.trainer``.
         types: the type of each setting to check; settings not named are not checked.
-        where: the section's name, for the message (``trainer``).
+        where: the section's name, for the message (``trainer``; empty for the settings at
+            the config's top level).
 
     Raises:
         ValueError: naming the first setting of another type, its value and the type expected.
@@ -124,9 +130,35 @@ def check_types(settings: Mapping[str, Any], types: Mapping[str, type], where: s
         accepted = (int, float) if kind is float else (kind,)
         if not isinstance(value, accepted) or (kind is not bool and isinstance(value, bool)):
             expected = {bool: "true or false", int: "an integer", float: "a number"}
-            raise ValueError(
-                f"{where}.{key}={value!r}: expected {expected.get(kind, kind.__name__)}"
-            )
+            name = f"{where}.{key}" if where else key
+            raise ValueError(f"{name}={value!r}: expected {expected.get(kind, kind.__name__)}")
+
+
+def refuse_unknown_options(
+    overrides: Sequence[str], conf: Path, groups: Sequence[str], optional: Sequence[str] = ()
+) -> None:
+    """Refuse a command-line option of a config group that has no file (``decoder=foo``).
+
+    Called before Hydra composes the config, whose error for it is a dozen lines.
+
+    Args:
+        overrides: the command line's arguments (``sys.argv[1:]``).
+        conf: the folder holding the config groups (``conf/predict``).
+        groups: the groups to check (``decoder``, ``search``).
+        optional: those of ``groups`` that may be ``null`` (no option: ``experiment=null``).
+
+    Raises:
+        ValueError: naming the option and the group's options (:func:`config_options`).
+    """
+    for override in overrides:
+        group, _, option = override.lstrip("+").partition("=")
+        if group not in groups or not _OPTION_NAME.fullmatch(option):
+            continue
+        if option == "null" and group in optional:
+            continue
+        known = _options(conf, group)
+        if option not in known:
+            raise ValueError(f"{group}={option}: unknown {group}; choose one of {', '.join(known)}")
 
 
 def config_options(conf: Path, group: str, width: int = 100) -> str:
@@ -143,12 +175,16 @@ def config_options(conf: Path, group: str, width: int = 100) -> str:
     Returns:
         The options, sorted and joined with ``, ``, wrapped onto lines indented by two spaces.
     """
-    options = sorted(p.stem for p in (conf / group).glob("*.yaml") if not p.stem.startswith("_"))
     lines = textwrap.wrap(
-        ", ".join(options),
+        ", ".join(_options(conf, group)),
         width=width,
         initial_indent=" " * (len(group) + 2),
         subsequent_indent="  ",
         break_on_hyphens=False,
     )
     return "\n".join(lines).lstrip()
+
+
+def _options(conf: Path, group: str) -> list[str]:
+    """The group's files, sorted, without the private bases (``_ud.yaml``)."""
+    return sorted(p.stem for p in (conf / group).glob("*.yaml") if not p.stem.startswith("_"))

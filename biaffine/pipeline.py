@@ -19,10 +19,26 @@ from typing import Protocol
 import rawtext
 from biaffine.data.conllu import Sentence, read_conllu, read_text
 
-__all__ = ["INPUT_FORMATS", "TextSegmenter", "read_raw", "segmented", "sentences_in"]
+__all__ = [
+    "INPUT_FORMATS",
+    "MAX_SENTENCE_WORDS",
+    "TextSegmenter",
+    "read_raw",
+    "segmented",
+    "sentences_in",
+]
 
 INPUT_FORMATS = ("conllu", "text", "raw")
 """What :func:`sentences_in` reads: CoNLL-U, one pre-tokenized sentence per line, raw text."""
+
+MAX_SENTENCE_WORDS = 1000
+"""The most words of one sentence that ``predict.py`` parses, as UDPipe 2 and ``serve.py``.
+
+A sentence's scores grow with the square of its length (arc scores n², label scores n² times
+the labels): at 1000 words they take about 0.2 GB, at 40,000 words the arc scores alone 6.4 GB.
+Raw text's longer sentences are cut into pieces (:func:`segmented`); a longer sentence of
+CoNLL-U or ``text`` input is refused (:func:`biaffine.predict_options.read_sentences`).
+"""
 
 
 class TextSegmenter(Protocol):
@@ -42,10 +58,12 @@ def segmented(segmenter: TextSegmenter, text: str, *, doc_id: str | None = None)
         doc_id: written as ``# newdoc id = ...`` (``# newdoc`` alone when None).
 
     Returns:
-        One sentence per sentence found, numbered from 1 in ``# sent_id``; none for a text with
-        no characters other than whitespace.
+        One sentence per sentence found, numbered from 1 in ``# sent_id``, a sentence of more
+        than :data:`MAX_SENTENCE_WORDS` words cut into pieces
+        (:func:`rawtext.split_long`); none for a text with no characters other than whitespace.
     """
-    document = segmenter.segment(text.removeprefix("\ufeff"))  # a byte order mark is no text
+    found = segmenter.segment(text.removeprefix("\ufeff"))  # a byte order mark is no text
+    document = rawtext.split_long(found, MAX_SENTENCE_WORDS)
     lines = "".join(rawtext.to_conllu(document, doc_id=doc_id))
     # The CoNLL-U reader refuses a file without sentences, which here is a valid empty text.
     return list(read_conllu(io.StringIO(lines))) if lines else []

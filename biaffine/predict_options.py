@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biaffine.data.columns import CONLLU_NAMES, TAGGED
-from biaffine.data.conllu import Sentence, read_conllu, read_text, write_conllu
+from biaffine.data.conllu import ConlluError, Sentence, read_conllu, read_text, write_conllu
 from biaffine.files import open_output
 from biaffine.inference.request import ALL_COLUMNS, Request
 from biaffine.inference.settings import DecoderSettings
+from biaffine.pipeline import MAX_SENTENCE_WORDS
 
 __all__ = [
     "STDIO",
@@ -155,13 +156,13 @@ def check_arguments(
 
     A format not in ``formats``, a chunk size below 1, options that do not combine
     (:func:`check_options`), an input that is not there or is a folder, an output folder that
-    does not exist, an output that is the input. Called before a model loads (seconds), so a
-    mistyped path costs none of them.
+    does not exist, an output that is a folder or the input. Called before a model loads
+    (seconds), so a mistyped path costs none of them.
 
     Raises:
         ValueError: one line naming the setting.
         FileNotFoundError: ``source`` or the folder of ``dest`` does not exist.
-        IsADirectoryError: ``source`` is a folder.
+        IsADirectoryError: ``source`` or ``dest`` is a folder.
     """
     if fmt not in formats:
         raise ValueError(f"format={fmt!r}; expected one of {', '.join(formats)}")
@@ -174,6 +175,8 @@ def check_arguments(
         return
     if not Path(dest).parent.is_dir():
         raise FileNotFoundError(f"output {dest}: the folder {Path(dest).parent} does not exist")
+    if Path(dest).is_dir():
+        raise IsADirectoryError(f"output {dest} is a folder: give the path of a file to write")
     # Device and inode, not resolved names: a hard link to the input is the input.
     files = str(source) != STDIO and Path(dest).exists()  # the input exists: check_source
     if files and os.path.samefile(source, dest):
@@ -193,9 +196,28 @@ def check_source(source: str | os.PathLike[str]) -> None:
 
 
 def read_sentences(source: str | os.PathLike[str], fmt: str) -> Iterator[Sentence]:
-    """The sentences of ``source`` (``-``: stdin), CoNLL-U or ``text`` (one per line), lazily."""
-    stream = sys.stdin if str(source) == STDIO else source
-    return read_text(stream) if fmt == "text" else read_conllu(stream)
+    """The sentences of ``source`` (``-``: stdin), CoNLL-U or ``text`` (one per line), lazily.
+
+    Standard input is read as bytes and decoded as a file is, so that invalid UTF-8 is an
+    error naming ``<stdin>`` and the line, whatever the locale's encoding.
+
+    Raises:
+        biaffine.data.conllu.ConlluError: while iterating, malformed input or a sentence of
+            more than :data:`~biaffine.pipeline.MAX_SENTENCE_WORDS` words.
+    """
+    stream = sys.stdin.buffer if str(source) == STDIO else source
+    return _refuse_long(read_text(stream) if fmt == "text" else read_conllu(stream))
+
+
+def _refuse_long(sentences: Iterator[Sentence]) -> Iterator[Sentence]:
+    for sentence in sentences:
+        if len(sentence) > MAX_SENTENCE_WORDS:
+            problem = (
+                f"a sentence of {len(sentence)} words; at most {MAX_SENTENCE_WORDS} are parsed: "
+                "split it into shorter sentences"
+            )
+            raise ConlluError(sentence.source, sentence.line, problem)
+        yield sentence
 
 
 def write_sentences(dest: str | os.PathLike[str], sentences: Iterable[Sentence]) -> None:

@@ -31,7 +31,7 @@ from .labels import (
     labelled_documents,
 )
 from .mwt import MwtExpander
-from .segment import Expand, segment
+from .segment import Expand, segment, split_long
 from .treebank import TreebankError, TreebankSentence, TreebankToken, read_sentences
 
 __all__ = [
@@ -57,5 +57,6 @@ __all__ = [
     "labelled_documents",
     "read_sentences",
     "segment",
+    "split_long",
     "to_conllu",
 ]

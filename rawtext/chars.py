@@ -18,16 +18,26 @@ SPACE_CODES = np.array([c for c in range(0x3001) if chr(c).isspace()], dtype=np.
 # A CR followed by LF is one break (CRLF), never a lone CR and then a LF.
 _LINE_BREAK = r"(?:\r\n|\r(?!\n)|\n)"
 PARAGRAPH_BREAK = re.compile(rf"{_LINE_BREAK}(?:[^\S\r\n]*{_LINE_BREAK})+")
-# What a CoNLL-U line cannot hold inside a field or comment: TAB, and every character that
-# str.splitlines() breaks a line at (all of them whitespace).
-_UNWRITABLE = re.compile(r"[\t\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029]")
+UNWRITABLE = "\t\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029"
+"""What a CoNLL-U line cannot hold inside a field or comment: TAB, and every character that
+:meth:`str.splitlines` breaks a line at (all of them whitespace)."""
+_UNWRITABLE = re.compile(f"[{UNWRITABLE}]")
+_UNWRITABLE_CODES = np.array([ord(c) for c in UNWRITABLE], dtype=np.uint32)
 
 
 def space_mask(text: str) -> npt.NDArray[np.bool_]:
     """bool[len(text)]: True where ``text[i].isspace()``."""
+    return np.isin(_codes(text), SPACE_CODES)
+
+
+def unwritable_mask(text: str) -> npt.NDArray[np.bool_]:
+    """bool[len(text)]: True at each character of :data:`UNWRITABLE` (TAB, line breaks)."""
+    return np.isin(_codes(text), _UNWRITABLE_CODES)
+
+
+def _codes(text: str) -> npt.NDArray[np.uint32]:
     # surrogatepass: a lone surrogate is one character of the str, so it keeps one code unit.
-    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    return np.isin(codes, SPACE_CODES)
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
 
 def paragraph_spans(text: str) -> list[tuple[int, int]]:

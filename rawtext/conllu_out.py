@@ -3,8 +3,10 @@ r"""CoNLL-U lines for a segmented :class:`Document`: only ID, FORM and MISC fill
 ``# text`` holds exactly the input characters from the sentence's first token's start to its
 last token's end, except that each TAB and each line-breaking character (``\n``, ``\r``,
 ``\v``, ``\f``, U+001C..U+001E, U+0085, U+2028, U+2029: what ends a line for
-:meth:`str.splitlines`) becomes one space, as it does inside a FORM: a CoNLL-U line cannot hold
-them. ``SpaceAfter=No`` is written where the character after a token is not whitespace.
+:meth:`str.splitlines`) becomes one space: a CoNLL-U line cannot hold them. A token that
+:func:`rawtext.segment` found holds none (it ends a token at one); in a FORM or word built
+otherwise, each becomes a space too. ``SpaceAfter=No`` is written where the character after a
+token is not whitespace.
 """
 
 from __future__ import annotations

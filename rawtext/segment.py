@@ -3,10 +3,15 @@
 The rules, in order:
 
 1. A paragraph break (:mod:`rawtext.chars`) ends the paragraph, and so the sentence.
-2. A class on a whitespace character is ignored.
+2. A TAB or line-breaking character (:data:`rawtext.chars.UNWRITABLE`) ends a token, so that
+   no FORM holds one. A class on a whitespace character moves to the paragraph's last
+   non-whitespace character before it (a model may put the sentence end on the CR of a CRLF
+   rather than on the full stop): that character ends a sentence if either class says so, and
+   a multi-word token if its own class says so (if it has none, if the moved class does). A
+   class on whitespace before a paragraph's first non-whitespace character is ignored.
 3. A token starts at the first non-whitespace character after the previous token's end (or
    the paragraph's start) and ends at the next character whose class is not NONE. Whitespace
-   never starts or ends a token, but a token may hold whitespace: the model, not the spaces,
+   never starts or ends a token, but a token may hold spaces: the model, not the spaces,
    says where it ends, which is how Vietnamese tokens such as ``Tiếp theo`` come out whole.
 4. A sentence ends at a SENTENCE_END or MWT_SENTENCE_END character, and at a paragraph's end.
 5. Non-whitespace text after a paragraph's last labelled character is one more token (its
@@ -20,17 +25,28 @@ So every non-whitespace character lands in exactly one token, in order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
 
-from .chars import paragraph_spans, space_mask
+from .chars import paragraph_spans, space_mask, unwritable_mask
 from .document import Document, Paragraph, Sentence, Token
-from .labels import N_CLASSES, NONE, SENTENCE_END, is_mwt_class, is_sentence_end_class
+from .labels import (
+    MWT_END,
+    MWT_SENTENCE_END,
+    N_CLASSES,
+    NONE,
+    SENTENCE_END,
+    TOKEN_END,
+    is_mwt_class,
+    is_sentence_end_class,
+)
 
 Expand = Callable[[str], list[str]]
 """Splits a multi-word token's form into its syntactic words."""
+
+_SENTENCE_ENDS = (SENTENCE_END, MWT_SENTENCE_END)
 
 
 def segment(
@@ -55,12 +71,14 @@ def segment(
         ValueError: labels not one integer per character, a class outside 0..N_CLASSES-1,
             or ``expand`` returning an empty or all-whitespace word.
     """
-    classes = _checked(text, labels)
     spaces = space_mask(text)
     nonspace = np.flatnonzero(~spaces)  # [n_nonspace]
+    bounds = paragraph_spans(text)
+    starts = np.array([start for start, _ in bounds])  # [n_paragraphs]
+    classes = _off_whitespace(_checked(text, labels), spaces, unwritable_mask(text), starts)
     ends = np.flatnonzero((classes != NONE) & ~spaces)  # [n_labelled], inclusive ends
     paragraphs = []
-    for start, end in paragraph_spans(text):
+    for start, end in bounds:
         spans = _token_spans(classes, ends, nonspace, start, end)
         if spans is not None:
             paragraphs.append(Paragraph(_sentences(text, *spans, expand, always)))
@@ -77,6 +95,35 @@ def _checked(text: str, labels: npt.ArrayLike) -> npt.NDArray[np.uint8]:
         bad = int(np.flatnonzero((array < 0) | (array >= N_CLASSES))[0])
         raise ValueError(f"labels[{bad}]={array[bad]} is not a class in 0..{N_CLASSES - 1}")
     return array.astype(np.uint8, copy=False)
+
+
+def _off_whitespace(
+    classes: npt.NDArray[np.uint8],
+    spaces: npt.NDArray[np.bool_],
+    unwritable: npt.NDArray[np.bool_],
+    starts: npt.NDArray[np.intp],
+) -> npt.NDArray[np.uint8]:
+    """Rule 2: the classes with those on whitespace merged into the character before them."""
+    classes = np.where(unwritable & (classes == NONE), TOKEN_END, classes).astype(np.uint8)
+    nonspace = np.flatnonzero(~spaces)  # [n_nonspace]
+    moved = np.flatnonzero(spaces & (classes != NONE))  # [n_moved]
+    before = np.searchsorted(nonspace, moved) - 1  # [n_moved], -1: none before
+    paragraph = starts[np.searchsorted(starts, moved, side="right") - 1]  # [n_moved]
+    target = nonspace[np.maximum(before, 0)] if nonspace.size else before  # [n_moved]
+    inside = (before >= 0) & (target >= paragraph)
+    moved, target = moved[inside], target[inside]
+    if not moved.size:
+        return classes
+    sentence_end = np.zeros(classes.size, dtype=bool)
+    np.logical_or.at(sentence_end, target, np.isin(classes[moved], _SENTENCE_ENDS))
+    mwt = np.zeros(classes.size, dtype=bool)
+    np.logical_or.at(mwt, target, classes[moved] >= MWT_END)
+    target = np.unique(target)
+    own = classes[target]  # [n_targets]
+    is_mwt = np.where(own != NONE, own >= MWT_END, mwt[target])
+    ends_sentence = np.isin(own, _SENTENCE_ENDS) | sentence_end[target]
+    classes[target] = np.where(is_mwt, MWT_END, TOKEN_END) + ends_sentence
+    return classes
 
 
 def _token_spans(
@@ -128,3 +175,42 @@ def _words(form: str, expand: Expand | None) -> tuple[str, ...]:
     if any(not word or word.isspace() for word in words):
         raise ValueError(f"expanding the token {form!r} gave a blank word: {list(words)}")
     return words if len(words) > 1 else (form,)
+
+
+def split_long(document: Document, max_words: int) -> Document:
+    """``document`` with each sentence of more than ``max_words`` words cut into pieces.
+
+    Raw text without full stops (a transcript, a list, a text in a script the segmenter never
+    saw) can make one sentence of thousands of words, which no parser can afford: its scores
+    grow with the square of its length. Such a sentence becomes pieces of at most ``max_words``
+    words (as few as the tokens allow), of about equal length, cut between tokens, in order (a
+    token is never cut, so a multi-word token of more words stays one piece).
+
+    Raises:
+        ValueError: ``max_words`` below 1.
+    """
+    if max_words < 1:
+        raise ValueError(f"max_words={max_words} must be >= 1")
+    paragraphs = (
+        Paragraph(tuple(piece for s in p.sentences for piece in _pieces(s, max_words)))
+        for p in document.paragraphs
+    )
+    return Document(document.text, tuple(paragraphs))
+
+
+def _pieces(sentence: Sentence, max_words: int) -> Iterator[Sentence]:
+    words = sum(len(token.words) for token in sentence.tokens)
+    n_pieces = -(-words // max_words)  # 1 for a sentence short enough
+    piece: list[Token] = []
+    count = seen = 0  # words in the piece; words before the token
+    k = 1  # the piece being filled ends near k / n_pieces of the sentence's words
+    for token in sentence.tokens:
+        size = len(token.words)
+        past = (seen + size) * n_pieces > k * words or count + size > max_words
+        if piece and past:
+            yield Sentence(tuple(piece))
+            piece, count, k = [], 0, k + 1
+        piece.append(token)
+        count += size
+        seen += size
+    yield Sentence(tuple(piece))

@@ -10,13 +10,14 @@ an endless line (``/dev/zero``, a binary file) is an error instead of filling me
 from __future__ import annotations
 
 import functools
+import io
 import operator
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from sys import intern
-from typing import AnyStr, NoReturn, TextIO, cast
+from typing import AnyStr, BinaryIO, NoReturn, TextIO, cast
 
 from conllu.exceptions import ParseException
 from conllu.parser import parse_comment_line, parse_id_value, parse_int_value
@@ -33,6 +34,7 @@ MAX_LINE = 1 << 20
 # What only CoNLL-U starts with: a sentence's metadata comment, or a word line's ID and 9 TABs.
 _CONLLU_COMMENT = re.compile(r"#\s*(?:(?:sent_id|text)\s*=|new(?:doc|par)\b)")
 _CONLLU_ID = re.compile(r"\d+(?:[-.]\d+)?")
+_AFTER_LONE_CR = re.compile(r"(?<=\r)(?!\n)")
 
 # conllu's ID and HEAD parsers, memoised: the same few hundred values fill nearly every line, and
 # re-running their regular expressions was a third of the reading time. Errors are not cached.
@@ -430,11 +432,14 @@ def universal_relation(deprel: str) -> str:
     return deprel.split(":", 1)[0]
 
 
-def read_conllu(source: str | Path | TextIO, *, require_trees: bool = False) -> Iterator[Sentence]:
+def read_conllu(
+    source: str | Path | TextIO | BinaryIO, *, require_trees: bool = False
+) -> Iterator[Sentence]:
     """Streams the sentences of a CoNLL-U file, one at a time (memory bounded by one sentence).
 
     Args:
-        source: a path, or an open text file (read from its current position, not closed).
+        source: a path, or an open text or binary file (read from its current position, not
+            closed; a binary one, such as ``sys.stdin.buffer``, is decoded as a path is).
         require_trees: training mode: every HEAD must be an integer in 0..n and every DEPREL
             set. Otherwise HEAD may be ``_`` (the sentence then has ``heads=None``).
 
@@ -451,13 +456,14 @@ def read_conllu(source: str | Path | TextIO, *, require_trees: bool = False) -> 
     return _read_sentences(name, lines, require_trees)
 
 
-def read_text(source: str | Path | TextIO) -> Iterator[Sentence]:
-    """Streams pre-tokenized plain text: one sentence per line, tokens separated by whitespace.
+def read_text(source: str | Path | TextIO | BinaryIO) -> Iterator[Sentence]:
+    r"""Streams pre-tokenized plain text: one sentence per line, tokens separated by whitespace.
 
-    Blank lines are skipped. Each sentence writes out as CoNLL-U with only FORM filled.
+    Lines end at ``\r\n``, ``\r`` or ``\n``, as raw text's do (:mod:`rawtext.chars`). Blank
+    lines are skipped. Each sentence writes out as CoNLL-U with only FORM filled.
 
     Args:
-        source: a path, or an open text file.
+        source: a path, or an open text or binary file.
 
     Returns:
         A lazy iterator of Sentences, ``heads=None``, ``line`` = their line in ``source``.
@@ -509,7 +515,7 @@ def _sentence_text(sentence: Sentence, *, last: bool) -> str:
     return text if final.isspace() else text + "\n"
 
 
-def _open_lines(source: str | Path | TextIO) -> tuple[str, Iterator[str]]:
+def _open_lines(source: str | Path | TextIO | BinaryIO) -> tuple[str, Iterator[str]]:
     """The display name of ``source`` and a lazy iterator over its lines (with terminators)."""
     if isinstance(source, str | Path):
         path = Path(source)
@@ -519,22 +525,28 @@ def _open_lines(source: str | Path | TextIO) -> tuple[str, Iterator[str]]:
             raise ConlluError(str(source), 0, "is a directory, not a file")
         return str(source), _path_lines(path, str(source))
     name = str(getattr(source, "name", "<stdin>"))
-    return name, _stream_lines(source, name)
+    if isinstance(source, io.RawIOBase | io.BufferedIOBase):
+        return name, _byte_lines(cast("BinaryIO", source), name)
+    return name, _stream_lines(cast("TextIO", source), name)
 
 
 def _path_lines(path: Path, name: str) -> Iterator[str]:
+    with open(path, "rb") as file:
+        yield from _byte_lines(file, name)
+
+
+def _byte_lines(file: BinaryIO, name: str) -> Iterator[str]:
     # Binary reading and per-line decoding pins an encoding error to its line and byte offset.
     offset = 0
-    with open(path, "rb") as file:
-        for lineno, raw in _bounded_lines(file.readline, name):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                bad = raw[err.start : err.start + 1].hex()
-                where = f"byte 0x{bad} at byte offset {offset + err.start}"
-                raise ConlluError(name, lineno, f"not valid UTF-8: {where}") from None
-            offset += len(raw)
-            yield _without_bom(text, lineno)
+    for lineno, raw in _bounded_lines(file.readline, name):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            bad = raw[err.start : err.start + 1].hex()
+            where = f"byte 0x{bad} at byte offset {offset + err.start}"
+            raise ConlluError(name, lineno, f"not valid UTF-8: {where}") from None
+        offset += len(raw)
+        yield _without_bom(text, lineno)
 
 
 def _stream_lines(file: TextIO, name: str) -> Iterator[str]:
@@ -672,7 +684,7 @@ def _parse_heads(
 
 def _read_text_sentences(name: str, lines: Iterator[str]) -> Iterator[Sentence]:
     count = 0
-    for lineno, text in enumerate(lines, 1):
+    for lineno, text in enumerate(_broken_at_cr(lines), 1):
         forms = text.split()
         if forms:
             if not count:
@@ -681,6 +693,12 @@ def _read_text_sentences(name: str, lines: Iterator[str]) -> Iterator[Sentence]:
             yield Sentence.from_forms(forms, source=name, line=lineno)
     if not count:
         raise ConlluError(name, 0, "no sentences found (empty or blank input)")
+
+
+def _broken_at_cr(lines: Iterator[str]) -> Iterator[str]:
+    """The lines with a lone CR (classic Mac OS) also ending one, as ``rawtext`` reads text."""
+    for line in lines:
+        yield from filter(None, _AFTER_LONE_CR.split(line))
 
 
 def _refuse_conllu(text: str, name: str, lineno: int) -> None:

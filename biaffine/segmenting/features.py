@@ -51,8 +51,19 @@ LINE_BREAKS = "\n\r\u2028\u2029\x0b\x0c\x85"
 
 
 def code_points(text: str) -> np.ndarray:
-    """int64[len(text)]: the code point of each character."""
-    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    """int64[len(text)]: the code point of each character.
+
+    Raises:
+        ValueError: ``text`` holds a lone surrogate (U+D800..U+DFFF), which is no character
+            and cannot be written as UTF-8 (a str decoded with ``surrogateescape``, or built
+            from half of a UTF-16 pair).
+    """
+    try:
+        encoded = text.encode("utf-32-le")
+    except UnicodeEncodeError as error:
+        found = f"U+{ord(text[error.start]):04X} at character {error.start}"
+        raise ValueError(f"the text holds a lone surrogate ({found}), not Unicode text") from None
+    return np.frombuffer(encoded, dtype=np.uint32).astype(np.int64)
 
 
 def _flags(char: str) -> tuple[bool, ...]:

@@ -13,7 +13,13 @@ import pytest
 import torch
 from hydra import compose, initialize
 
-from biaffine.cli import check_types, config_options, describe, refuse_missing
+from biaffine.cli import (
+    check_types,
+    config_options,
+    describe,
+    refuse_missing,
+    refuse_unknown_options,
+)
 from biaffine.runtime import check_threads, set_threads
 
 ROOT = Path(__file__).parents[2]
@@ -90,6 +96,11 @@ def test_settings_of_another_type_are_refused(settings, message) -> None:
         check_types(settings, types, "trainer")
 
 
+def test_a_top_level_setting_is_named_without_a_section() -> None:
+    with pytest.raises(ValueError, match=r"^int8='no': expected true or false$"):
+        check_types({"int8": "no"}, {"int8": bool}, "")
+
+
 def test_settings_of_their_type_or_null_pass() -> None:
     types = {"max_epochs": int, "clip": float, "resume": bool, "absent": int}
     check_types({"max_epochs": 3, "clip": 5, "resume": False}, types, "trainer")
@@ -125,6 +136,77 @@ def test_help_lines_keep_to_their_width(tmp_path) -> None:
     assert " ".join(line.strip() for line in lines).removeprefix("data: ") == ", ".join(names)
 
 
+PREDICT_CONF = ROOT / "conf" / "predict"
+CONF = ROOT / "conf"
+
+
+DECODERS = "eisner, greedy, mst, mst_multiroot"
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("decoder=foo", f"decoder=foo: unknown decoder; choose one of {DECODERS}"),
+        ("+search=foo", "search=foo: unknown search; choose one of beam, graph, greedy"),
+        ("decoder=null", f"decoder=null: unknown decoder; choose one of {DECODERS}"),
+    ],
+)
+def test_a_group_option_without_a_file_is_refused_with_the_choices(override, message) -> None:
+    args = ["input=x", override]
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        refuse_unknown_options(args, PREDICT_CONF, ("decoder", "search"))
+
+
+def test_known_group_options_and_what_only_hydra_reads_pass() -> None:
+    args = ["decoder=eisner", "search=beam", "decoder.algorithm=foo", "decoder=mst,eisner"]
+    refuse_unknown_options([*args, "decoder=${oc.env:X}", "--help"], PREDICT_CONF, ("decoder",))
+    train_args = ["experiment=null", "+experiment=smoke"]
+    refuse_unknown_options(train_args, CONF, ("experiment",), optional=("experiment",))
+    with pytest.raises(ValueError, match=r"^experiment=null: unknown experiment"):
+        refuse_unknown_options(["experiment=null"], CONF, ("experiment",))
+
+
+@pytest.mark.parametrize("script", ["train_segmenter.py", "train_sentences.py"])
+def test_the_segmenters_trainers_refuse_unknown_data_in_one_line(script: str) -> None:
+    done = run(script, "data=ud_nowhere")
+    assert_one_line_refusal(done, r"data=ud_nowhere: unknown data; choose one of .*")
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("chunk_sentences=abc", "chunk_sentences='abc': expected an integer"),
+        ("chunk_sentences=2.5", "chunk_sentences=2.5: expected an integer"),
+        ("max_tokens=abc", "max_tokens='abc': expected an integer"),
+        ("max_tokens=2.5", "max_tokens=2.5: expected an integer"),
+        ("int8=no", "int8='no': expected true or false"),
+        ("eval=abc", "eval='abc': expected true or false"),
+        ("exclude_punct=1", "exclude_punct=1: expected true or false"),
+        ("bf16=yes", "bf16='yes': expected true or false"),
+        ("decoder.root_constraint=no", "decoder.root_constraint='no': expected true or false"),
+        ("decoder.joint_labels=0", "decoder.joint_labels=0: expected true or false"),
+        ("search.beam_size=abc", "search.beam_size='abc': expected an integer"),
+        ("search.graph_weight=abc", "search.graph_weight='abc': expected a number"),
+    ],
+)
+def test_predict_settings_of_another_type_are_refused(override: str, message: str) -> None:
+    predict = load_script("predict")
+    with initialize(version_base="1.3", config_path="../../conf/predict"):
+        cfg = compose("predict", overrides=["input=x", override])
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        predict.check_settings(cfg)
+
+
+def test_the_predict_defaults_and_each_group_option_pass_the_settings_check() -> None:
+    predict = load_script("predict")
+    assert predict.setting_types(PREDICT_CONF / "predict.yaml")["int8"] is bool
+    with initialize(version_base="1.3", config_path="../../conf/predict"):
+        for group in predict.GROUPS:
+            for option in (PREDICT_CONF / group).glob("*.yaml"):
+                overrides = ["input=x", f"{group}={option.stem}", "max_tokens=500"]
+                predict.check_settings(compose("predict", overrides=overrides))
+
+
 def test_every_experiment_passes_the_settings_check() -> None:
     train = load_script("train")
     assert train.trainer_types()["max_epochs"] is int
@@ -155,6 +237,10 @@ def test_every_experiment_passes_the_settings_check() -> None:
             r"/nonexistent/in\.conllu: No such file or directory",
         ),
         (["checkpoint=/nonexistent/best.pt", f"input={ROOT}"], rf"{ROOT}: Is a directory"),
+        # Before Hydra composes the config, which would print a dozen lines.
+        ([f"input={TINY}", "decoder=foo"], r"decoder=foo: unknown decoder; choose one of .*"),
+        # A non-empty string, so it used to turn int8 on.
+        ([f"checkpoint={CHECKPOINT}", f"input={TINY}", "int8=no"], r"int8='no': expected .*"),
     ],
 )
 def test_predict_refuses_bad_settings_in_one_line(args: list[str], pattern: str, tmp_path) -> None:
@@ -188,6 +274,9 @@ def test_predict_blames_a_bad_checkpoint_in_one_line(change: str, pattern: str, 
         ("trainer.max_epochs=abc", r"trainer\.max_epochs='abc': expected an integer"),
         ("trainer.threads=0", r"trainer\.threads=0: give a positive number .*"),
         ("data=ud", r"missing setting data\.treebank \(give data\.treebank=\.\.\.\)"),
+        # Before Hydra composes the config, which would print a dozen lines.
+        ("experiment=foo", r"experiment=foo: unknown experiment; choose one of .*smoke.*"),
+        ("data=ud_english", r"data=ud_english: unknown data; choose one of .*ud_english_ewt.*"),
     ],
 )
 def test_train_refuses_bad_settings_in_one_line_and_leaves_no_run_folder(

@@ -15,6 +15,7 @@ import pytest
 from conftest import TINY_CONLLU
 
 from biaffine import predicting
+from biaffine.cli import report_user_errors
 from biaffine.predicting import predict
 
 ROOT = Path(__file__).parents[2]
@@ -127,3 +128,15 @@ def test_a_frozen_parse_writes_the_same_bytes_and_only_predict_py_asks_for_it(
     monkeypatch.setattr(sys, "argv", ["predict.py", f"checkpoint={graph_checkpoint}", "input=x"])
     runpy.run_path(str(ROOT / "predict.py"), run_name="__main__")
     assert asked == [True]
+
+
+def test_an_output_that_is_a_folder_is_refused_before_the_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.pt"  # read after the arguments' check: never, here
+    with pytest.raises(SystemExit) as stopped:
+        report_user_errors(lambda: predict(missing, TINY_CONLLU, tmp_path, threads=1))
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err == f"error: output {tmp_path} is a folder: give the path of a file to write\n"
+    assert list(tmp_path.iterdir()) == []

@@ -30,7 +30,8 @@ EXPECTED = """\
 
 # sent_id = d1-2
 # text = Oui vraiment
-1\tOui vraiment\t_\t_\t_\t_\t_\t_\t_\t_
+1\tOui\t_\t_\t_\t_\t_\t_\t_\t_
+2\tvraiment\t_\t_\t_\t_\t_\t_\t_\t_
 
 # newpar
 # sent_id = d1-3
@@ -86,7 +87,7 @@ def test_biaffine_reads_it_back() -> None:
     sentences = list(read_conllu(io.StringIO(text)))
     assert [s.forms for s in sentences] == [
         ["de", "le", "vin", ",", "dit-il", "."],
-        ["Oui vraiment"],
+        ["Oui", "vraiment"],
         ["à", "le", "revoir", "."],
     ]
     assert sentences[0].metadata["sent_id"] == "s1"

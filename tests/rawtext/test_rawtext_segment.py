@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 from rawtext_cases import labelled, texts_and_labels
 
-from rawtext import segment
+from rawtext import segment, split_long
+from rawtext.chars import UNWRITABLE, paragraph_spans
 
 
 def shape(document) -> list[list[list[str]]]:
@@ -65,9 +67,35 @@ def test_text_after_the_last_label_is_a_final_token_and_sentence() -> None:
     assert [[t.form for t in s.tokens] for s in paragraph.sentences] == [["one", "two three"]]
 
 
-def test_a_class_on_whitespace_is_ignored() -> None:
-    text, labels = labelled("a |#b c#")
-    assert shape(segment(text, labels)) == [[["a b c"]]]
+@pytest.mark.parametrize(
+    ("marked", "expected"),
+    [
+        ("a |#b c#", [[["a"], ["b c"]]]),
+        # en_ewt_small on CRLF text: the sentence end on the CR, none on the full stop.
+        ("mat|.\r#\nIt|.#", [[["mat", "."], ["It", "."]]]),
+        ("mat|.|\r#\nIt|.#", [[["mat", "."], ["It", "."]]]),
+        ("mat|. \r#\n", [[["mat", "."]]]),
+        ("du+ \r#\nvin#", [[["du"], ["vin"]]]),
+        ("du \t+vin#", [[["du", "vin"]]]),
+        ("a#\n\n #b#", [[["a"]], [["b"]]]),  # nothing before it in its paragraph
+    ],
+)
+def test_a_class_on_whitespace_moves_to_the_character_before_it(marked, expected) -> None:
+    text, labels = labelled(marked)
+    assert shape(segment(text, labels)) == expected
+
+
+def test_a_moved_class_keeps_the_characters_own_multi_word_token() -> None:
+    text, labels = labelled("du+\r#\nau|\r*\nvin#")
+    tokens = list(segment(text, labels, expand=lambda form: [form[0], form[1:]]).tokens())
+    assert [t.words for t in tokens] == [("d", "u"), ("au",), ("vin",)]
+    assert [len(s.tokens) for s in segment(text, labels).sentences()] == [1, 1, 1]
+
+
+@pytest.mark.parametrize("unwritable", [*"\t\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029"])
+def test_a_tab_or_line_break_ends_a_token(unwritable: str) -> None:
+    text, labels = labelled(f"The cat{unwritable}sat#")
+    assert shape(segment(text, labels)) == [[["The cat", "sat"]]]
 
 
 def test_the_paragraph_end_ends_a_sentence_without_a_sentence_class() -> None:
@@ -140,13 +168,69 @@ def test_every_non_space_character_lands_in_exactly_one_token_in_order(case) -> 
     assert all(sentence.tokens for sentence in document.sentences())
 
 
+def token_ends(text: str, labels: np.ndarray) -> set[int]:
+    """Where rule 2 ends tokens: the last non-space character at or before each labelled
+    character, TAB or line break, in its paragraph (a plain loop, not the numpy code)."""
+    ends = set()
+    for start, stop in paragraph_spans(text):
+        for i in range(start, stop):
+            if labels[i] or text[i] in UNWRITABLE:
+                j = i
+                while j >= start and text[j].isspace():
+                    j -= 1
+                if j >= start:
+                    ends.add(j)
+    return ends
+
+
 @given(texts_and_labels())
 def test_tokens_end_exactly_at_labelled_non_space_characters(case) -> None:
     text, labels = case
-    ends = {i for i, char in enumerate(text) if labels[i] and not char.isspace()}
+    ends = token_ends(text, labels)
     document = segment(text, labels)
     for paragraph in document.paragraphs:
         tokens = [token for sentence in paragraph.sentences for token in sentence.tokens]
         assert {t.end - 1 for t in tokens[:-1]} <= ends
         inside = {i for t in tokens for i in range(t.start, t.end - 1)}
         assert not inside & ends
+        assert not any(char in UNWRITABLE for t in tokens for char in t.form)
+
+
+TEN_WORDS = " ".join(f"w{i}|" for i in range(10))
+
+
+@pytest.mark.parametrize(
+    ("max_words", "sizes"),
+    [(10, [10]), (11, [10]), (5, [5, 5]), (4, [3, 3, 4]), (3, [2, 3, 2, 3]), (1, [1] * 10)],
+)
+def test_a_long_sentence_is_cut_into_pieces_of_about_equal_length(max_words, sizes) -> None:
+    text, labels = labelled(TEN_WORDS)
+    whole = segment(text, labels)
+    document = split_long(whole, max_words)
+    assert [len(sentence.tokens) for sentence in document.sentences()] == sizes
+    assert list(document.tokens()) == list(whole.tokens())
+    assert document.text == text
+
+
+def test_pieces_count_the_words_of_multi_word_tokens_and_keep_paragraphs() -> None:
+    text, labels = labelled("du+ vin| au+ lit#\n\nOui#")
+    document = split_long(segment(text, labels, expand=lambda form: [form, form]), 3)
+    assert shape(document) == [[["du", "vin"], ["au", "lit"]], [["Oui"]]]
+
+
+def test_a_limit_below_one_word_is_refused() -> None:
+    text, labels = labelled(TEN_WORDS)
+    with pytest.raises(ValueError, match="max_words=0 must be >= 1"):
+        split_long(segment(text, labels), 0)
+
+
+@given(texts_and_labels(), st.integers(1, 4))
+def test_pieces_keep_every_token_in_order_and_hold_at_most_the_limit(case, max_words) -> None:
+    text, labels = case
+    whole = segment(text, labels, expand=lambda form: [form, form])
+    document = split_long(whole, max_words)
+    assert list(document.tokens()) == list(whole.tokens())
+    assert len(document.paragraphs) == len(whole.paragraphs)
+    for sentence in document.sentences():  # a token is never cut, even one over the limit
+        words = sum(len(token.words) for token in sentence.tokens)
+        assert words <= max_words or len(sentence.tokens) == 1

@@ -60,10 +60,10 @@ def test_tabs_separate_tokens_and_become_spaces() -> None:
     assert "1\ta\t_\t_\t_\t_\t_\t_\t_\t_" in lines  # a TAB after it: a space, no SpaceAfter=No
 
 
-def test_a_tab_inside_a_token_becomes_a_space_in_its_form() -> None:
+def test_a_tab_ends_a_token_the_model_did_not_end() -> None:
     text, labels = labelled("a\tb#")
-    assert forms(segment(text, labels)) == ["a\tb"]
-    assert "1\ta b\t" in written(segment(text, labels))
+    assert forms(segment(text, labels)) == ["a", "b"]
+    assert "# text = a b\n" in written(segment(text, labels))
 
 
 def test_zero_width_space_is_a_character_of_a_token() -> None:
@@ -139,7 +139,7 @@ def test_the_biaffine_reader_reads_every_edge_case_back() -> None:
     text, labels = labelled(marked)
     sentences = list(read_conllu(io.StringIO(written(segment(text, labels)))))
     assert [s.forms for s in sentences] == [
-        ["cafe\u0301", "a\u200bb", "c d"],
+        ["cafe\u0301", "a\u200bb", "c", "d"],
         [family, "\u05e9\u05dc\u05d5\u05dd"],
     ]
     assert sentences[0].metadata["text"] == "cafe\u0301 a\u200bb\u00a0c d"

@@ -373,6 +373,20 @@ def test_invalid_utf8_in_a_text_stream_names_a_line() -> None:
         list(read_conllu(stream))
 
 
+def test_a_binary_stream_is_decoded_as_strictly_as_a_file() -> None:
+    # predict.py reads stdin's bytes: under C.UTF-8, sys.stdin's text would hide a bad byte.
+    assert [s.lines for s in read_conllu(io.BytesIO(TINY.read_bytes()))] == [
+        s.lines for s in read_conllu(TINY)
+    ]
+    data = (GOOD + word_line(1)).encode() + b"\xff\n\n"
+    with pytest.raises(ConlluError) as info:
+        list(read_conllu(io.BufferedReader(io.BytesIO(data))))
+    offset = data.index(b"\xff")
+    assert str(info.value) == f"<stdin>:5: not valid UTF-8: byte 0xff at byte offset {offset}"
+    with pytest.raises(ConlluError, match=r"^<stdin>:2: not valid UTF-8: byte 0xff"):
+        list(read_text(io.BytesIO(b"The cat sat .\nIt \xff slept .\n")))
+
+
 def test_conllu_error_pickles() -> None:
     error = pickle.loads(pickle.dumps(ConlluError("f.conllu", 3, "bad")))
     assert str(error) == "f.conllu:3: bad"
@@ -425,6 +439,16 @@ def test_read_text_builds_valid_conllu(tmp_path: Path) -> None:
     again = list(read_conllu(out))
     assert [s.forms for s in again] == [s.forms for s in sentences]
     assert again[1].metadata["text"] == "Hello world !"
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_read_text_ends_a_line_at_lf_crlf_and_a_lone_cr(tmp_path: Path, newline: str) -> None:
+    # As format=raw does (rawtext.chars): a file saved with classic Mac line ends is many lines.
+    text = newline.join(["The cat sat .", "", "It slept ."]) + newline
+    for source in (write_bytes(tmp_path / "in.txt", text), io.BytesIO(text.encode())):
+        sentences = list(read_text(source))
+        assert [s.forms for s in sentences] == [["The", "cat", "sat", "."], ["It", "slept", "."]]
+        assert [s.line for s in sentences] == [1, 3]
 
 
 def test_read_text_from_stream_and_with_tree() -> None:

@@ -17,6 +17,7 @@ import torch
 from builders import TINY_PARSER, biaffine_parser, randomized, save_model
 from segmenter_builders import random_model, small_vocab
 
+from biaffine import pipeline
 from biaffine.api import Parser
 from biaffine.data.conllu import read_conllu
 from biaffine.pipeline import segmented
@@ -30,6 +31,7 @@ TEXT = (
     "\u00a0Second paragraph, with \u00e4\u00f6\u00fc and an emoji \U0001f600.\n"
 )
 TAGGERS = {"tag_loss_weight": 1.0, "xpos_loss_weight": 1.0, "feats_loss_weight": 1.0}
+SHIPPED_SEGMENTER = REPO / "models" / "en_ewt_small" / "segmenter.pt"
 
 
 @pytest.fixture(scope="module")
@@ -187,3 +189,50 @@ def test_a_byte_order_mark_is_no_text(segmenter_path) -> None:
     segmenter = Segmenter.load(segmenter_path)
     with_mark = segmented(segmenter, "\ufeff" + TEXT)
     assert [s.lines for s in with_mark] == [s.lines for s in segmented(segmenter, TEXT)]
+
+
+# --- the shipped en_ewt_small segmenter ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shipped_segmenter() -> Segmenter:
+    return Segmenter.load(SHIPPED_SEGMENTER)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_the_shipped_segmenter_ends_sentences_at_every_kind_of_line_break(
+    shipped_segmenter: Segmenter, newline: str
+) -> None:
+    # On CRLF it puts the sentence end on the CR, not on the full stop: the end moves back onto
+    # the full stop instead of being lost (which merged the sentences into a token ".  It").
+    lines = ["The cat sat on the mat.", "It slept all day.", "", "New paragraph here.", ""]
+    sentences = segmented(shipped_segmenter, newline.join(lines))
+    assert [s.metadata["text"] for s in sentences] == [line for line in lines if line]
+    assert [s.forms[-2:] for s in sentences] == [["mat", "."], ["day", "."], ["here", "."]]
+
+
+@pytest.mark.parametrize("separator", [*"\t\v\f\x1c\x1d\x1e\x85\u2028\u2029"])
+def test_a_form_never_holds_a_tab_or_a_line_break(
+    shipped_segmenter: Segmenter, separator: str
+) -> None:
+    text = f"The cat{separator}sat on the mat."
+    (sentence,) = segmented(shipped_segmenter, text)
+    assert sentence.forms == ["The", "cat", "sat", "on", "the", "mat", "."]
+    assert sentence.metadata["text"] == "The cat sat on the mat."
+
+
+def test_a_long_sentence_of_raw_text_is_cut_into_pieces(
+    shipped_segmenter: Segmenter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The limit (1000 words) made small: 40,000 words without a full stop took 6.4 GB to parse.
+    monkeypatch.setattr(pipeline, "MAX_SENTENCE_WORDS", 4)
+    text = "we walked along the river and talked about the weather and the trains"
+    sentences = segmented(shipped_segmenter, text)
+    assert [len(s) for s in sentences] == [3, 3, 3, 4]  # 13 words, one sentence when whole
+    assert " ".join(s.metadata["text"] for s in sentences) == text
+    assert [s.metadata["sent_id"] for s in sentences] == [str(k) for k in range(1, 5)]
+
+
+def test_a_lone_surrogate_is_refused_in_words(segmenter_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"lone surrogate \(U\+D800 at character 8\)"):
+        segmented(Segmenter.load(segmenter_path), "The cat \ud800 sat.")

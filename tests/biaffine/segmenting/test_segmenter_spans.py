@@ -52,12 +52,12 @@ def test_whitespace_never_starts_or_ends_a_span() -> None:
     assert sentences == [(2, 7)]
 
 
-def test_a_class_on_whitespace_ends_nothing() -> None:
-    # As rawtext.segment decodes: the token runs on to the next class or the text's end.
+def test_a_class_on_whitespace_ends_the_token_before_it() -> None:
+    # As rawtext.segment decodes: the class moves onto the last character before the space.
     text = "a b c"
     tokens, sentences = segment_spans(text, labels(text, {1: SENTENCE_END, 2: TOKEN_END}))
-    assert tokens == [(0, 3), (4, 5)]
-    assert sentences == [(0, 5)]
+    assert tokens == [(0, 1), (2, 3), (4, 5)]
+    assert sentences == [(0, 1), (2, 5)]
 
 
 def test_text_after_the_last_end_is_one_more_token_and_sentence() -> None:
