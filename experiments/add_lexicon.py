@@ -36,10 +36,12 @@ from biaffine.data.lexicon import Lexicon, build_lexicon
 TABLES = tuple(
     f.name
     for f in dataclasses.fields(Lexicon)
-    if f.init and f.name not in ("generator", "feats_guesser")
+    if f.init and f.name not in ("generator", "feats_guesser", "doubt")
 )
 """The lexicon's tables, by field name (``--only``); its character models are trained, not
-counted (:mod:`biaffine.training.lemma_generator`, :mod:`biaffine.training.feats_guesser`)."""
+counted (:mod:`biaffine.training.lemma_generator`, :mod:`biaffine.training.feats_guesser`), and
+its doubt shares chosen on dev (:mod:`biaffine.training.doubt`): ``--only`` keeps them, a whole
+new lexicon has none (they were chosen for the old one)."""
 
 
 def add_lexicon(

@@ -54,7 +54,13 @@ and, where one was trained for the model (:mod:`biaffine.training.lemma_generato
 - ``feats_guesser``: a character model that picks the FEATS of such a word
   (:mod:`biaffine.data.feats_guesser`; :mod:`biaffine.training.feats_guesser` trains it);
 - ``upos_guesser``: a character model whose UPOS scores of such a word join the tagger's
-  (:mod:`biaffine.data.upos_guesser`; :mod:`biaffine.training.upos_guesser` trains it).
+  (:mod:`biaffine.data.upos_guesser`; :mod:`biaffine.training.upos_guesser` trains it);
+
+and, where they were chosen on dev for the model (:mod:`biaffine.training.doubt`):
+
+- ``doubt``: by column (UPOS, XPOS, FEATS), the probability of the tagger's best class below
+  which a word the lexicon holds takes the lexicon's value
+  (:data:`biaffine.inference.choices.TAGGER_DOUBT` for a column it lacks).
 
 Ties go to the value first in code-point order, so the lexicon does not depend on the order of
 the sentences. The lemma lookup order (:meth:`Lexicon.lemma`) and its threshold were chosen by
@@ -91,6 +97,7 @@ from biaffine.data.upos_guesser import UposGuesser
 
 __all__ = [
     "CHARACTER_MODELS",
+    "DOUBTED",
     "GUESSED",
     "MAX_SUFFIX",
     "MIN_ANALYSIS_SHARE",
@@ -166,6 +173,9 @@ MIN_RELATION_COUNT = 2
 to keep it: EWT dev's UPOS with ``en_ewt`` is 96.34, 96.33 and 96.31 keeping the pairs seen 1, 2
 and 3 times or more, for 35,725, 13,815 and 8,084 pairs (docs/tags.md)."""
 
+DOUBTED = ("upos", *ANALYSED)
+"""The columns whose tagger gives way to the lexicon where it is unsure (``Lexicon.doubt``)."""
+
 _NO_VALUE = "_"
 """An empty CoNLL-U cell."""
 
@@ -229,6 +239,8 @@ class Lexicon:
             pairs, where it has :data:`MIN_CODES` or more, else None (derived from the tables):
             the only UPOS a code the lexicon lacks may take (EWT's 165 are NOUN, PROPN, ADJ,
             X, ADV, SYM or PRON, never NUM, which the taggers gave 39 of EWT test's codes).
+        doubt: column of :data:`DOUBTED` -> the share in [0, 1] below which its tagger gives
+            way to the lexicon, chosen on dev for the model (empty: the default for all).
     """
 
     tagged: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -244,6 +256,7 @@ class Lexicon:
     feats_guesser: FeatsGuesser | None = None
     upos_guesser: UposGuesser | None = None
     relation_upos: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    doubt: dict[str, float] = field(default_factory=dict)
     known: frozenset[str] = field(init=False, repr=False, compare=False)
     seen: frozenset[str] = field(init=False, repr=False, compare=False)
     address_tags: tuple[str, str, str] | None = field(init=False, repr=False, compare=False)
@@ -365,7 +378,8 @@ class Lexicon:
         "featured": [[form, upos, feats, lemma], ...], "tag_sets": [[upos, xpos, feats], ...],
         "shapes": [[shape, mask], ...], "lemma_suffixes": [[ending, upos, script], ...],
         "relation_upos": [[relation, upos, "form\tcount\tform\tcount..."], ...],
-        "generator": {...}, "feats_guesser": {...}, "upos_guesser": {...}}``
+        "generator": {...}, "feats_guesser": {...}, "upos_guesser": {...},
+        "doubt": {column: share}}``
         (:meth:`LemmaGenerator.to_dict`, :meth:`FeatsGuesser.to_dict`,
         :meth:`UposGuesser.to_dict`), without the tables after ``forms`` where they are empty
         (as in lexicons written before them, which thus read and write back the same data) and
@@ -399,6 +413,8 @@ class Lexicon:
             data["feats_guesser"] = self.feats_guesser.to_dict()
         if self.upos_guesser is not None:
             data["upos_guesser"] = self.upos_guesser.to_dict()
+        if self.doubt:
+            data["doubt"] = dict(sorted(self.doubt.items()))
         return data
 
     @classmethod
@@ -407,8 +423,9 @@ class Lexicon:
 
         Raises:
             ValueError: missing keys, entries that are not lists of strings of the right size,
-                a keep mask not as long as its shape, or relation counts that are not
-                (form, positive integer) pairs.
+                a keep mask not as long as its shape, relation counts that are not
+                (form, positive integer) pairs, or doubt shares that are not numbers in [0, 1]
+                keyed by a column of :data:`DOUBTED`.
         """
         missing = {"tagged", "forms"} - set(data)
         if missing:
@@ -443,6 +460,7 @@ class Lexicon:
             FeatsGuesser.from_dict(data["feats_guesser"]) if "feats_guesser" in data else None,
             UposGuesser.from_dict(data["upos_guesser"]) if "upos_guesser" in data else None,
             _counted(data.get("relation_upos", [])),
+            _shares(data.get("doubt", {})),
         )
 
 
@@ -512,6 +530,19 @@ def _counted(rows: Any) -> dict[tuple[str, str], dict[str, int]]:
         for form, count in zip(forms, counts, strict=True):
             found[form, relation][upos] = int(count)
     return dict(found)
+
+
+def _shares(data: Any) -> dict[str, float]:
+    """``doubt`` from its plain data, checked: column of :data:`DOUBTED` -> share in [0, 1]."""
+    if not (
+        isinstance(data, dict)
+        and set(data) <= set(DOUBTED)
+        and all(type(share) in (int, float) and 0 <= share <= 1 for share in data.values())
+    ):
+        raise ValueError(
+            f"lemma lexicon 'doubt' must map some of {', '.join(DOUBTED)} to numbers in [0, 1]"
+        )
+    return {column: float(share) for column, share in data.items()}
 
 
 def _is_count(text: str) -> bool:

@@ -303,10 +303,13 @@ Sequoia and IMST but lost on EWT, and 0.5 gave back half of IMST's gain."""
 TAGGER_DOUBT = 0.9
 """Below this probability of its best UPOS, XPOS or FEATS class, a tagger gives way to the
 training lexicon's value for the word (:meth:`biaffine.data.lexicon.Lexicon.tag`,
-:meth:`~biaffine.data.lexicon.Lexicon.analysis`). Chosen on the dev sets of EWT (with and
-without MiniLM), Sequoia and IMST (docs/tags.md): always taking the lexicon's FEATS cost the
-MiniLM model 0.02, its UPOS 0.4 (its taggers know the context better); below 0.9 every model
-gained on every column (IMST whole-FEATS accuracy 77.74 -> 81.53, UPOS 89.30 -> 90.83)."""
+:meth:`~biaffine.data.lexicon.Lexicon.analysis`), unless the model has its own share for the
+column, chosen on dev (:attr:`~biaffine.data.lexicon.Lexicon.doubt`,
+:mod:`biaffine.training.doubt`). Chosen on the dev sets of EWT (with and without MiniLM),
+Sequoia and IMST (docs/tags.md): always taking the lexicon's FEATS cost the MiniLM model 0.02,
+its UPOS 0.4 (its taggers know the context better); below 0.9 every model gained on every
+column (IMST whole-FEATS accuracy 77.74 -> 81.53, UPOS 89.30 -> 90.83). Ensembles, whose mean
+probabilities are lower, came to prefer lower shares on EWT (docs/tags.md)."""
 
 
 RELATION_WEIGHT = 0.6
@@ -329,6 +332,14 @@ def doubtful(scores: npt.NDArray[np.floating], share: float = TAGGER_DOUBT) -> l
     allowed = scores[:, len(SPECIALS) :]
     best = 1.0 / np.exp(allowed - allowed.max(-1, keepdims=True)).sum(-1)  # e^0 / sum
     return (best < share).tolist()
+
+
+def _doubt(lexicon: Lexicon | None, column: str) -> float:
+    """The share below which ``column``'s tagger gives way to ``lexicon``.
+
+    The model's own, chosen on dev (:attr:`Lexicon.doubt`), else :data:`TAGGER_DOUBT`.
+    """
+    return TAGGER_DOUBT if lexicon is None else lexicon.doubt.get(column, TAGGER_DOUBT)
 
 
 def runners_up(
@@ -461,7 +472,7 @@ def predicted_columns(
     lemmas = lexicon is not None and "lemma" in columns
     others = runners_up(tag_scores["lemma"], vocabs.columns["lemma"]) if lemmas else None
     checked = () if lexicon is None else [c for c in ("upos", *ANALYSED) if c in wanted]
-    unsure = {column: doubtful(tag_scores[column]) for column in checked}
+    unsure = {column: doubtful(tag_scores[column], _doubt(lexicon, column)) for column in checked}
     rows = []
     ends = itertools.accumulate(len(sentence) for sentence in sentences)
     for sentence, end in zip(sentences, ends, strict=True):

@@ -578,3 +578,29 @@ def test_relation_upos_rows_must_pair_forms_with_positive_counts(rows, problem: 
     data = {**LEXICON.to_dict(), "relation_upos": rows}
     with pytest.raises(ValueError, match=f"'relation_upos'.* {problem}"):
         Lexicon.from_dict(data)
+
+
+def test_doubt_shares_round_trip_through_json_and_older_lexicons_have_none() -> None:
+    doubted = Lexicon(doubt={"upos": 0.5, "feats": 0, "xpos": 1})
+    data = json.loads(json.dumps(doubted.to_dict()))
+    assert data["doubt"] == {"feats": 0, "upos": 0.5, "xpos": 1}
+    assert Lexicon.from_dict(data).doubt == {"upos": 0.5, "feats": 0.0, "xpos": 1.0}
+    assert "doubt" not in LEXICON.to_dict()  # none chosen: not written, as before it
+    assert Lexicon.from_dict(LEXICON.to_dict()).doubt == {}
+
+
+@pytest.mark.parametrize(
+    "doubt",
+    [
+        {"lemma": 0.5},  # no tagger of LEMMA gives way to the lexicon
+        {"upos": 1.5},
+        {"upos": -0.1},
+        {"upos": "0.5"},
+        {"upos": True},
+        {"upos": float("nan")},
+        [["upos", 0.5]],
+    ],
+)
+def test_doubt_shares_must_be_numbers_in_the_unit_interval_by_a_doubted_column(doubt) -> None:
+    with pytest.raises(ValueError, match="'doubt' must map some of upos, xpos, feats"):
+        Lexicon.from_dict({**LEXICON.to_dict(), "doubt": doubt})
