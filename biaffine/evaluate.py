@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -110,7 +112,8 @@ def evaluate_files(gold: str, pred: str, *, exclude_punct: bool = False) -> File
         EvaluationError: if the texts differ or the prediction has no trees.
     """
     gold_sentences = list(read_conllu(gold, require_trees=True))
-    pred_sentences = list(read_conllu(sys.stdin if pred == "-" else pred))
+    # Bytes: read_conllu decodes a binary stream strictly (a text one would take any bytes).
+    pred_sentences = list(read_conllu(sys.stdin.buffer if pred == "-" else pred))
     end_to_end = evaluate_end_to_end(gold_sentences, pred_sentences)
     if not _same_words(gold_sentences, pred_sentences):
         return FileEvaluation(end_to_end)
@@ -181,7 +184,11 @@ def _conll18_table(scores: Mapping[str, Score], annotated: frozenset[str]) -> li
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the scorer; returns the exit status (0 ok, 2 on unreadable or misaligned input)."""
+    """Run the scorer; returns the exit status (0 ok, 2 on unreadable or misaligned input).
+
+    141 (128 + SIGPIPE), quietly, when the reader of standard output closed it early
+    (``| head``).
+    """
     args = build_parser().parse_args(argv)
     try:
         evaluation = evaluate_files(args.gold, args.pred, exclude_punct=args.exclude_punct)
@@ -189,12 +196,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {_describe(error)}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(_json(evaluation, args), indent=2))
+        report = json.dumps(_json(evaluation, args), indent=2)
     else:
-        table = format_table(
+        report = format_table(
             evaluation, gold=args.gold, pred=args.pred, exclude_punct=args.exclude_punct
         )
-        print(table)
+    return _print_report(report)
+
+
+def _print_report(report: str) -> int:
+    """Print ``report``; 0, or 128 + SIGPIPE, quietly, when the reader closed the pipe.
+
+    ``evaluate ... | head -3`` closes the pipe early: Unix tools end then without a word, and
+    so does this one, not with a BrokenPipeError traceback.
+    """
+    try:
+        print(report)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit, into the closed pipe: point it at /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 128 + int(signal.SIGPIPE)
     return 0
 
 

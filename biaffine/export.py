@@ -535,7 +535,8 @@ def export(
     The model is exported in eval mode and left in the mode it was in.
 
     The folder is written beside its destination and renamed into place; an earlier export
-    there (a folder holding ``export.json``) is replaced, anything else refused.
+    there (a folder holding an export's ``export.json`` and the graph files it names, nothing
+    else) is replaced, anything else refused before any work.
 
     Args:
         model: a graph or transition parser.
@@ -687,8 +688,56 @@ def _export_graph(graph: Graph, path: Path) -> None:
 
 
 def _check_destination(folder: Path) -> None:
-    if folder.exists() and not (folder.is_dir() and (folder / MANIFEST).is_file()):
-        raise ValueError(f"output={folder}: exists and is not an export folder (no {MANIFEST})")
+    """Refuse a destination that exists and is not an earlier export, which would be replaced.
+
+    An earlier export is a folder whose ``export.json`` is an export's manifest and that holds
+    nothing but it and the graph files it names: replacing any other folder loses a user's files.
+
+    Raises:
+        ValueError: ``folder`` exists and is not an earlier export (one line saying why).
+    """
+    if not (folder.exists() or folder.is_symlink()):
+        return
+    problem = _not_an_export(folder)
+    if problem is not None:
+        raise ValueError(
+            f"output={folder}: exists and is not an export folder ({problem}): "
+            "give a new folder or an earlier export's"
+        )
+
+
+def _not_an_export(folder: Path) -> str | None:
+    """Why ``folder`` is not an earlier export (a short phrase), or None if it is one."""
+    if folder.is_symlink() or not folder.is_dir():
+        return "not a folder"
+    path = folder / MANIFEST
+    if path.is_symlink() or not path.is_file():
+        return f"no {MANIFEST}"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return f"{MANIFEST} is not an export's manifest"
+    files = _graph_files(manifest)
+    if files is None:
+        return f"{MANIFEST} is not an export's manifest"
+    for entry in sorted(folder.iterdir()):
+        if entry.name not in files | {MANIFEST}:
+            return f"it holds {entry.name}, which no export writes"
+        if entry.is_symlink() or not entry.is_file():
+            return f"{entry.name} is not a plain file"
+    return None
+
+
+def _graph_files(manifest: Any) -> set[str] | None:
+    """The graph files an export's manifest names, or None if it is no export's manifest."""
+    if not isinstance(manifest, dict) or not {"format", "opset", "family"} <= manifest.keys():
+        return None
+    graphs = manifest.get("graphs")
+    if not isinstance(graphs, dict):
+        return None
+    files = {graph.get("file") if isinstance(graph, dict) else None for graph in graphs.values()}
+    plain = all(isinstance(f, str) and f.endswith(".onnx") and f == Path(f).name for f in files)
+    return files if plain else None
 
 
 def _replace(staging: Path, folder: Path) -> None:
@@ -739,6 +788,7 @@ def run(settings: Mapping[str, str]) -> dict[str, Any]:
     Raises:
         biaffine.installed.UnknownModelError: ``model=`` names no installed model.
     """
+    _check_destination(Path(settings["output"]))  # before the checkpoints are read
     checkpoint, segmenter = settings.get("checkpoint"), settings.get("segmenter")
     if "model" in settings:
         installed_model = installed.require(settings["model"])

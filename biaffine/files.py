@@ -139,6 +139,8 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **options: Any) -
 
     Raises:
         FileNotFoundError: if the destination folder does not exist.
+        OSError: the file cannot be created, written or renamed into place (``path`` is a
+            folder, say); the error names ``path``, never the temporary file.
         ValueError: ``path`` names a special file (:func:`special_kind`), which a rename would
             replace with a regular file.
     """
@@ -146,19 +148,42 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **options: Any) -
     if kind is not None:
         raise ValueError(f"{path} is a {kind}, not a regular file: give a file path")
     target = Path(os.path.realpath(path))
-    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    with _naming(path, None):
+        fd, temp_name = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+        )
     try:
-        os.fchmod(fd, umask_mode())
+        with _naming(path, temp_name):
+            os.fchmod(fd, umask_mode())
         with open(fd, mode, **options) as handle:
             yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp_name, target)
+            with _naming(path, temp_name):
+                handle.flush()
+                os.fsync(handle.fileno())
+        with _naming(path, temp_name):
+            os.replace(temp_name, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp_name)
         raise
     fsync_dir(target.parent)
+
+
+@contextlib.contextmanager
+def _naming(path: str | os.PathLike[str], temp_name: str | None) -> Iterator[None]:
+    """Re-raise an OSError of the temporary file (or of none) as one naming ``path``.
+
+    The temporary file is ours, not the user's: "out.html: Is a directory" says what to fix,
+    ".out.html.x1y2.tmp: Is a directory" does not. ``temp_name`` None renames any file's error
+    (the temporary file being created has no name yet).
+    """
+    try:
+        yield
+    except OSError as error:
+        if temp_name is not None and error.filename not in (None, temp_name):
+            raise
+        # OSError(errno, ...) is the subclass of its errno (IsADirectoryError, ...).
+        raise OSError(error.errno, error.strerror, os.fspath(path)) from error
 
 
 def fsync_dir(folder: Path) -> None:

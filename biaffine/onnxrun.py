@@ -222,7 +222,9 @@ class OnnxParser:
             threads: onnxruntime's intra-op threads (None: its default, one per core).
 
         Raises:
-            ValueError: no export there, another format, or an unknown parser family.
+            ValueError: no export there, another format, an unknown parser family, or a damaged
+            export (a manifest that is not JSON or lacks keys, a missing or unreadable graph
+            file): the message names the file.
         """
         path = Path(folder)
         manifest = _manifest(path)
@@ -445,13 +447,52 @@ def _manifest(folder: Path) -> dict[str, Any]:
             f"onnx={folder}: no {MANIFEST} there (write one with python -m biaffine.export "
             "checkpoint=PATH output=FOLDER)"
         )
-    manifest = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not an export's manifest ({error}): {_EXPORT_AGAIN}") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path}: not an export's manifest (not a JSON object): {_EXPORT_AGAIN}")
     if manifest.get("format") != FORMAT:
         raise ValueError(
-            f"{path}: export format {manifest.get('format')!r}, expected {FORMAT}: export the "
-            "checkpoint again (python -m biaffine.export checkpoint=PATH output=FOLDER)"
+            f"{path}: export format {manifest.get('format')!r}, expected {FORMAT}: {_EXPORT_AGAIN}"
         )
+    _check_manifest(path, manifest)
     return manifest
+
+
+_EXPORT_AGAIN = (
+    "export the checkpoint again (python -m biaffine.export checkpoint=PATH output=FOLDER)"
+)
+
+_REQUIRED = ("family", "graphs", "vocabs", "model_config")
+"""The manifest's keys every export writes and :meth:`OnnxParser.load` reads."""
+
+
+def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    """Refuse a manifest without what loading reads: a damaged file, not a KeyError later.
+
+    Raises:
+        ValueError: a missing key, or graphs without ``chars`` and ``scores`` or without each
+            graph's file, inputs and outputs (the message names ``path``).
+    """
+    if manifest.get("family") not in ("graph", "transition"):
+        return  # another family: OnnxParser.load says what it answers
+    required = [*_REQUIRED, *(["transition_mlp"] if manifest.get("family") == "transition" else [])]
+    missing = [key for key in required if key not in manifest]
+    graphs = manifest.get("graphs")
+    if not missing and isinstance(graphs, dict):
+        missing = [f"graphs.{name}" for name in ("chars", "scores") if name not in graphs]
+        missing += [
+            f"graphs.{name}.{key}"
+            for name, graph in graphs.items()
+            for key in ("file", "inputs", "outputs")
+            if not isinstance(graph, dict) or key not in graph
+        ]
+    elif not missing:
+        missing = ["graphs (an object)"]
+    if missing:
+        raise ValueError(f"{path}: no {', '.join(missing)} in the manifest: {_EXPORT_AGAIN}")
 
 
 def _vector_index(manifest: dict[str, Any]) -> VectorIndex:
@@ -474,7 +515,21 @@ def _session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
     # Idle threads sleep at once, as torch's do under biaffine's OMP_WAIT_POLICY=PASSIVE
     # (biaffine/openmp.py): spinning threads take the cores from the work on a busy machine.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    if not path.is_file():
+        raise ValueError(f"{path}: no such graph file: {_EXPORT_AGAIN}")
+    try:
+        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except _LOAD_ERRORS as error:
+        # onnxruntime's own exceptions (a traceback, exit 1) for a damaged file: a user error.
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"{path}: not a loadable ONNX graph ({reason}): {_EXPORT_AGAIN}") from None
+
+
+_LOAD_ERRORS = tuple(
+    getattr(onnxruntime.capi.onnxruntime_pybind11_state, name)
+    for name in ("Fail", "InvalidProtobuf", "InvalidGraph", "InvalidArgument", "NoSuchFile")
+)
+"""What onnxruntime raises for a graph file it cannot read (truncated, not ONNX, ...)."""
 
 
 def check_supported(request: Request, decoder: DecoderSettings, family: str | None = None) -> None:

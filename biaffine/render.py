@@ -19,7 +19,9 @@ Text widths are estimated from a monospace font, since there is no script to mea
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
+import os
 import re
 import sys
 import unicodedata
@@ -182,13 +184,24 @@ def compare_arcs(pred: Sentence, gold: Sentence) -> tuple[list[Arc], list[Arc]]:
         gold head and label as a note; gold arcs, status ``gold``, one per wrong-head word).
 
     Raises:
-        ValueError: the sentences differ in their number of words, or either has no tree.
+        ValueError: the sentences differ in their words (number or forms), or either has no
+            tree.
     """
     where = f"{pred.source}:{pred.line}"
     if len(pred) != len(gold):
         raise ValueError(
             f"{where}: {len(pred)} words, but the gold sentence at {gold.source}:{gold.line} "
             f"has {len(gold)}"
+        )
+    if pred.forms != gold.forms:
+        i, form, gold_form = next(
+            (i, a, b)
+            for i, (a, b) in enumerate(zip(pred.forms, gold.forms, strict=True), 1)
+            if a != b
+        )
+        raise ValueError(
+            f"{where}: word {i} is {form!r}, but the gold sentence at {gold.source}:{gold.line} "
+            f"has {gold_form!r} there"
         )
     if pred.heads is None or gold.heads is None:
         missing = pred if pred.heads is None else gold
@@ -678,9 +691,11 @@ def render_file(
 
     Raises:
         ConlluError: an input file is not valid CoNLL-U (the message names file and line).
-        ValueError: the gold file has fewer sentences or other words, or no sentence selected.
+        ValueError: the gold file has fewer sentences or other words, no sentence selected,
+            or ``output`` is ``source`` or ``gold`` (the page would replace an input).
         OSError: the output cannot be written.
     """
+    _check_not_an_input(output, [source] if gold is None else [source, gold])
     pairs = list(_pairs(source, gold, ranges))
     if not pairs:
         raise ValueError(f"{source}: no sentence in the selected range {_ranges_text(ranges)}")
@@ -688,6 +703,19 @@ def render_file(
     with open_output(output, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(page)
     return len(pairs)
+
+
+def _check_not_an_input(output: str | Path, inputs: Sequence[str | Path]) -> None:
+    """Refuse an output that is one of the input files: the page would replace the CoNLL-U.
+
+    Device and inode, not names: a hard link or a symbolic link to an input is that input.
+    """
+    for path in inputs:
+        with contextlib.suppress(OSError):  # a missing file: nothing to lose, the reader says
+            if os.path.samefile(path, output):
+                raise ValueError(
+                    f"output {output} is the input file {path}: choose another output path"
+                )
 
 
 def _pairs(

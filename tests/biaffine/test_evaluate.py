@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -112,9 +113,40 @@ def test_prediction_from_standard_input(
 ) -> None:
     import io
 
-    monkeypatch.setattr(sys, "stdin", io.StringIO(PRED))
+    stdin = io.TextIOWrapper(io.BytesIO(PRED.encode()), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
     result = _run_json(capsys, _write(tmp_path, "gold.conllu", GOLD), "-")
     assert result["uas"] == pytest.approx(500 / 6)
+
+
+def test_invalid_utf8_on_standard_input_is_refused(tmp_path: Path) -> None:
+    # Standard input was read as text with surrogateescape: bytes that are no UTF-8 passed.
+    gold = _write(tmp_path, "gold.conllu", GOLD)
+    bad = PRED.replace("\tcat\t", "\tc\udcffat\t", 1).encode("utf-8", "surrogateescape")
+    command = [sys.executable, "-m", "biaffine.evaluate", gold, "-"]
+    done = subprocess.run(command, input=bad, capture_output=True, cwd=REPO_ROOT, check=False)
+    assert done.returncode == 2
+    assert done.stdout == b""
+    err = done.stderr.decode()
+    assert err.count("\n") == 1
+    assert err.startswith("error: <stdin>:")
+    assert "not valid UTF-8" in err
+
+
+def test_a_reader_closing_the_pipe_early_ends_it_quietly(tmp_path: Path) -> None:
+    # evaluate ... | head -3 ended in a BrokenPipeError traceback, exit status 1.
+    gold = _write(tmp_path, "gold.conllu", GOLD)
+    command = [sys.executable, "-m", "biaffine.evaluate", gold, gold]
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before anything is written
+    try:
+        done = subprocess.run(
+            command, stdout=write, stderr=subprocess.PIPE, cwd=REPO_ROOT, check=False
+        )
+    finally:
+        os.close(write)
+    assert done.stderr == b""
+    assert done.returncode == 141
 
 
 def _expect_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:

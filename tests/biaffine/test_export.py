@@ -29,7 +29,7 @@ from biaffine import checkpoint
 from biaffine.data.batching import Batch, collate, encode
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.vocab import Vocabs
-from biaffine.export import MANIFEST, OPSET, export, parse_settings
+from biaffine.export import FORMAT, MANIFEST, OPSET, _not_an_export, export, parse_settings
 from biaffine.inference.choices import root_label_id
 from biaffine.inference.graph import arc_labels
 from biaffine.nn import Encoder
@@ -573,3 +573,71 @@ def test_the_command_exports_a_checkpoint_and_refuses_bad_input(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     files = ["arc_labels.onnx", "chars.onnx", "export.json", "labels.onnx", "scores.onnx"]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [*files, "tags.onnx"]
+
+
+def _earlier_export(folder: Path) -> dict[str, bytes]:
+    """A folder laid out as an export (its graphs' bytes are not read), and its files' bytes."""
+    folder.mkdir()
+    graphs = {name: {"file": f"{name}.onnx"} for name in ("chars", "scores")}
+    manifest = {"format": FORMAT, "opset": OPSET, "family": "graph", "graphs": graphs}
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    for graph in graphs.values():
+        (folder / graph["file"]).write_bytes(b"graph")
+    return _contents(folder)
+
+
+def _contents(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def _with_user_files(folder: Path) -> None:
+    _earlier_export(folder)
+    (folder / "notes.txt").write_text("mine\n")
+    (folder / "data").mkdir()
+    (folder / "data" / "d.csv").write_text("a,b\n")
+
+
+@pytest.mark.parametrize(
+    ("layout", "reason"),
+    [
+        (_with_user_files, "it holds data, which no export writes"),
+        (lambda f: (f.mkdir(), (f / MANIFEST).write_text("{not json")), "not an export's"),
+        (lambda f: (f.mkdir(), (f / MANIFEST).write_text('{"a": 1}')), "not an export's"),
+        (lambda f: (f.mkdir(), (f / MANIFEST).write_bytes(b"\xff\xfe")), "not an export's"),
+        (lambda f: (f.mkdir(), (f / MANIFEST).mkdir()), f"no {MANIFEST}"),
+    ],
+)
+def test_export_refuses_a_folder_that_is_not_only_an_earlier_export_and_keeps_its_files(
+    tmp_path: Path, layout: object, reason: str
+) -> None:
+    # A folder holding any export.json was taken for an export and replaced, the user's
+    # other files (notes.txt, data/d.csv) with it.
+    folder = tmp_path / "proj"
+    layout(folder)  # type: ignore[operator]
+    before = _contents(folder)
+    with pytest.raises(ValueError, match=f"not an export folder.*{reason}"):
+        export(torch.nn.Linear(1, 1), folder, about={})
+    assert _contents(folder) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["proj"]
+
+
+def test_an_earlier_export_alone_is_taken_for_one(tmp_path: Path) -> None:
+    _earlier_export(tmp_path / "old")
+    assert _not_an_export(tmp_path / "old") is None
+
+
+def test_the_command_refuses_a_users_folder_in_one_line_and_keeps_it(tmp_path: Path) -> None:
+    folder = tmp_path / "proj"
+    _with_user_files(folder)
+    before = _contents(folder)
+    done = subprocess.run(
+        [sys.executable, "-m", "biaffine.export", f"checkpoint={SHIPPED}", f"output={folder}"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"error: output={folder}: exists and is not an export folder")
+    assert _contents(folder) == before

@@ -90,6 +90,26 @@ def test_a_missing_folder_is_a_file_not_found_error(tmp_path: Path) -> None:
         pass
 
 
+def test_errors_name_the_destination_not_the_temporary_file(tmp_path: Path) -> None:
+    # The OSError named ".out.xxxx.tmp", a file the user never gave and that no longer exists.
+    missing = tmp_path / "no" / "out.txt"
+    with pytest.raises(FileNotFoundError) as error, atomic_open(missing):
+        pass
+    assert error.value.filename == str(missing)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError) as error, atomic_open(folder) as out:
+        out.write("x")
+    assert error.value.filename == str(folder)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]  # no temporary left
+
+
+def test_an_error_of_the_callers_own_file_keeps_its_name(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError) as error, atomic_open(tmp_path / "out.txt"):
+        (tmp_path / "input.txt").read_text()
+    assert error.value.filename == str(tmp_path / "input.txt")
+
+
 # Special files: written in place, never renamed over (a rename would replace them with a file).
 
 ROOT = Path(__file__).parents[2]

@@ -9,6 +9,7 @@ the first sentences of UD English-EWT test (CoNLL-U, and their forms as ``format
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -395,3 +396,60 @@ def test_what_a_transition_export_does_not_answer_is_one_line_and_status_2(
     lines = found["stderr"].strip().splitlines()
     assert len(lines) == 1
     assert named in lines[0]
+
+
+def _damaged_export(folder: Path, damage: str) -> Path:
+    """A fake export folder (no real graphs needed) with one thing broken; the file it names."""
+    graph = {"inputs": ["x"], "outputs": ["y"]}
+    graphs = {name: {"file": f"{name}.onnx", **graph} for name in ("chars", "scores", "tags")}
+    manifest = {"format": 4, "family": "graph", "graphs": graphs, "vocabs": {}, "model_config": {}}
+    for name in ("chars", "scores"):
+        (folder / f"{name}.onnx").write_bytes(b"\x08\x07\x12\x04onnx")  # a truncated protobuf
+    broken = folder / "export.json"
+    if damage == "not json":
+        broken.write_text("{format: 4")
+    elif damage == "not utf-8":
+        broken.write_bytes(b'{"format": 4, "family": "\xff"}')
+    elif damage == "missing key":
+        del manifest["vocabs"]
+    elif damage == "missing graph":
+        broken = folder / "chars.onnx"
+        broken.unlink()
+    elif damage == "truncated graph":
+        broken = folder / "chars.onnx"
+    if damage not in ("not json", "not utf-8"):
+        (folder / "export.json").write_text(json.dumps(manifest))
+    return broken
+
+
+DAMAGES = ["not json", "not utf-8", "missing key", "missing graph", "truncated graph"]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_export_is_a_value_error_naming_the_file(tmp_path: Path, damage: str) -> None:
+    # onnxruntime's own exceptions, a KeyError or a JSON error naming no file, each a traceback.
+    pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
+    from biaffine.onnxrun import OnnxParser
+
+    broken = _damaged_export(tmp_path, damage)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(broken))}: .*export the checkpoint"):
+        OnnxParser.load(tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["missing key", "truncated graph"])
+def test_predict_reports_a_damaged_export_in_one_line_and_status_2(
+    tmp_path: Path, damage: str
+) -> None:
+    pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
+    folder = tmp_path / "export"
+    folder.mkdir()
+    broken = _damaged_export(folder, damage)
+    source = tmp_path / "in.txt"
+    source.write_text("The cat sat .\n", encoding="utf-8")
+    found = predict_without_torch(
+        "runtime=onnx", f"onnx={folder}", f"input={source}", "format=text"
+    )
+    assert found["exit"] == 2
+    errors = [line for line in found["stderr"].splitlines() if not line.startswith("[")]
+    assert len(errors) == 1  # the rest is the log's (INFO: the decoders, not compiled here)
+    assert errors[0].startswith(f"error: {broken}: ")

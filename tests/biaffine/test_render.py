@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 import re
@@ -254,6 +255,50 @@ def test_compare_arcs_rejects_other_words():
         ValueError, match=r"tiny.conllu:10: 9 words, but the gold sentence at .*:1 has 4"
     ):
         compare_arcs(other, gold)
+
+
+def test_compare_arcs_rejects_other_words_of_the_same_number():
+    # Only the word counts were compared: a gold file of other sentences drew silently.
+    gold = next(iter(read_conllu(TINY_CONLLU)))
+    text = TINY_CONLLU.read_text(encoding="utf-8").replace("\tcat\t", "\tdog\t", 1)
+    other = next(iter(read_conllu_text(text)))
+    with pytest.raises(ValueError, match=r":1: word 2 is 'dog', but the gold .*:1 has 'cat'"):
+        compare_arcs(other, gold)
+
+
+def read_conllu_text(text: str) -> list[Sentence]:
+    return list(read_conllu(io.StringIO(text)))
+
+
+@pytest.mark.parametrize("which", ["input", "gold", "link"])
+def test_cli_refuses_an_output_that_is_an_input_and_keeps_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], which: str
+):
+    # -o x.conllu (the input or the gold file) replaced the CoNLL-U with the page, exit 0.
+    pred, gold = tmp_path / "pred.conllu", tmp_path / "gold.conllu"
+    shutil.copy(TINY_CONLLU, pred)
+    shutil.copy(TINY_CONLLU, gold)
+    out = {"input": pred, "gold": gold, "link": tmp_path / "link.conllu"}[which]
+    if which == "link":
+        os.link(pred, out)
+    assert main([str(pred), "-o", str(out), "--gold", str(gold)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"error: output {out} is the input file ")
+    assert pred.read_bytes() == gold.read_bytes() == TINY_CONLLU.read_bytes()
+
+
+def test_cli_errors_name_the_output_not_a_temporary_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    folder = tmp_path / "outdir"
+    folder.mkdir()
+    assert main([str(TINY_CONLLU), "-o", str(folder)]) == 2
+    assert capsys.readouterr().err == f"error: {folder}: Is a directory\n"
+    missing = tmp_path / "nodir" / "x.html"
+    assert main([str(TINY_CONLLU), "-o", str(missing)]) == 2
+    assert capsys.readouterr().err == f"error: {missing}: No such file or directory\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["outdir"]  # no temporary left
 
 
 def test_text_is_escaped_and_comes_back_as_written():
