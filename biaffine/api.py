@@ -236,7 +236,8 @@ class Parser:
         Raises:
             ValueError: an unknown decoder or search, a request the parser cannot answer (one
                 line saying why), an empty sentence, both or neither of ``inputs`` and
-                ``text``, ``text`` without a segmenter.
+                ``text``, ``text`` without a segmenter, ``max_tokens`` < 1.
+            TypeError: ``text`` that is not a str, ``max_tokens`` that is not an int.
             biaffine.data.conllu.ConlluError: malformed CoNLL-U text or words.
         """
         settings = DecoderSettings(
@@ -282,8 +283,12 @@ class Parser:
             head log-probabilities, plus their labels' with ``joint_labels``).
 
         Raises:
-            ValueError: k < 1, a decoder without k-best, or a parser that is not a graph parser.
+            ValueError: k not an integer >= 1, a decoder without k-best, or a parser that is not
+                a graph parser.
         """
+        # Checked here, not by Request: there kbest=None means "one tree", which k must not.
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k={k!r} must be an integer >= 1")
         settings = DecoderSettings(decoder, root_constraint, joint_labels=joint_labels)
         sentences = list(_sentences(inputs))
         request = Request(kbest=k)
@@ -330,6 +335,8 @@ class Parser:
             raise ValueError("give either inputs (sentences) or text= (plain text), not both")
         if text is None:
             return list(_sentences(inputs))
+        if not isinstance(text, str):
+            raise TypeError(f"text= must be a str of plain text, got {type(text).__name__}")
         if self.segmenter is None:
             raise ValueError(
                 "text= needs a segmenter: load an installed model by name (Parser.load('en_ewt')) "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -89,15 +90,35 @@ def set_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
+# torch's thread count is process-wide, so overlapping blocks on different threads share one
+# saved count: the first to enter saves it, the last to leave restores it. Each saving its own
+# would let a block that entered second restore the 1 the first had set, for good.
+_one_thread_lock = threading.Lock()
+_one_thread_depth = 0
+_one_thread_saved = 1
+
+
 @contextlib.contextmanager
 def one_thread() -> Iterator[int]:
-    """Run the block on one torch CPU thread, then restore the count it had, which it yields."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    """Run the block on one torch CPU thread, then restore the count it had, which it yields.
+
+    Safe to overlap from several threads: the count before the first of the overlapping blocks
+    is yielded to each and restored when the last of them ends.
+    """
+    global _one_thread_depth, _one_thread_saved
+    with _one_thread_lock:
+        if _one_thread_depth == 0:
+            _one_thread_saved = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _one_thread_depth += 1
+        threads = _one_thread_saved
     try:
         yield threads
     finally:
-        torch.set_num_threads(threads)
+        with _one_thread_lock:
+            _one_thread_depth -= 1
+            if _one_thread_depth == 0:
+                torch.set_num_threads(_one_thread_saved)
 
 
 def seed_everything(seed: int) -> None:

@@ -114,7 +114,8 @@ def set_num_threads(threads: int) -> None:
     OpenMP thread count that PyTorch shares with it.
     """
     global _threads
-    if not isinstance(threads, int) or threads < 1:
+    # bool is an int, but True is no thread count (it is refused as one everywhere else).
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     _threads = threads
 

@@ -285,7 +285,8 @@ def _batch_kbest(
             raise _no_tree(b, algorithm, root_constraint)
         found.append((trees, weights))
     # As many rows as the sentence with the most trees has, not k: k may be far beyond that.
-    rows = max(len(weights) for _, weights in found)
+    # An empty batch has no trees at all, so zero rows: heads int64[0, 0, N+1].
+    rows = max((len(weights) for _, weights in found), default=0)
     heads = np.full((array.shape[0], rows, array.shape[1]), -1, dtype=np.int64)
     scores = np.full((array.shape[0], rows), -np.inf)
     for b, (trees, weights) in enumerate(found):

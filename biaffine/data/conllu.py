@@ -176,7 +176,15 @@ class Sentence:
 
         Returns:
             A sentence with a ``# text = ...`` comment (forms joined by spaces) and ``heads=None``.
+
+        Raises:
+            TypeError: ``forms`` is one string, which would be split into one word per character.
+            ConlluError: no words, or a form that CoNLL-U cannot hold.
         """
+        if isinstance(forms, str):
+            raise TypeError(
+                f"forms is a string ({forms!r}): pass a list of words, e.g. ['The', 'cat']"
+            )
         return cls(list(forms), source=source, line=line)
 
     def _build_lines(self) -> None:

@@ -282,7 +282,14 @@ def plan_batches(
 
     Returns:
         int64 index arrays, each sorted by increasing length; together a partition of range(S).
+
+    Raises:
+        TypeError: ``max_tokens`` that is not an integer (worded as ``predict.py`` words it).
+        ValueError: ``max_tokens`` < 1.
     """
+    # A float budget would be compared fine and None not at all; bool is an int but no budget.
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)):
+        raise TypeError(f"max_tokens={max_tokens!r}: expected an integer")
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
     lengths = np.asarray(lengths, dtype=np.int64)

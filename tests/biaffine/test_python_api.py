@@ -213,6 +213,37 @@ def test_a_plain_string_is_refused_with_what_to_pass_instead(graph_checkpoint) -
     assert "format=" not in str(raised.value)
 
 
+@pytest.mark.parametrize("text", [123, b"The cat sat.", ["The cat sat."]])
+def test_text_that_is_not_a_str_is_refused_naming_text(graph_checkpoint, text) -> None:
+    parser = Parser.load(graph_checkpoint, threads=1)
+    with pytest.raises(TypeError, match=r"^text= must be a str of plain text, got \w+$"):
+        parser.parse(text=text)
+
+
+@pytest.mark.parametrize("k", [None, 0, -1, 2.0, True, "3"])
+def test_kbest_refuses_a_k_that_is_no_integer_from_one_up(graph_checkpoint, sentences, k) -> None:
+    parser = Parser.load(graph_checkpoint, threads=1)
+    with pytest.raises(ValueError, match=rf"^k={re.escape(repr(k))} must be an integer >= 1$"):
+        parser.kbest([s.forms for s in sentences], k)
+
+
+@pytest.mark.parametrize(
+    ("max_tokens", "error", "message"),
+    [
+        (None, TypeError, "max_tokens=None: expected an integer"),
+        (2.5, TypeError, "max_tokens=2.5: expected an integer"),
+        (True, TypeError, "max_tokens=True: expected an integer"),
+        (0, ValueError, "max_tokens must be >= 1, got 0"),
+    ],
+)
+def test_parse_refuses_a_max_tokens_that_is_no_integer_from_one_up(
+    graph_checkpoint, sentences, max_tokens, error, message
+) -> None:
+    parser = Parser.load(graph_checkpoint, threads=1)
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        parser.parse([s.forms for s in sentences], max_tokens=max_tokens)
+
+
 @pytest.mark.parametrize("head", [3.7, 1.0, "2", True, np.float64(1.0)])
 def test_only_ints_and_none_are_fixed_heads(graph_checkpoint, sentences, head) -> None:
     parser = Parser.load(graph_checkpoint, threads=1)

@@ -327,6 +327,14 @@ def test_malformed_input_raises_value_error(scores, lengths, message):
             decode(scores, lengths)
 
 
+@pytest.mark.parametrize("threads", [True, False, 0, 2.0, "2"])
+def test_set_num_threads_refuses_what_is_no_thread_count(threads):
+    before = decoding.get_num_threads()
+    with pytest.raises(ValueError, match=f"^threads must be a positive integer, got {threads!r}$"):
+        decoding.set_num_threads(threads)
+    assert decoding.get_num_threads() == before
+
+
 def test_thread_pool_survives_changes_of_the_thread_count():
     # A new pool per change would start fresh threads inside the next decode call.
     threads = decoding.get_num_threads()

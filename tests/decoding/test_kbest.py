@@ -170,6 +170,16 @@ def test_kbest_second_tree_is_non_projective_only_with_mst():
     assert decoding.is_tree(projective.heads[1], projective=True)  # two trees tie at 24
 
 
+@pytest.mark.parametrize("algorithm", ["mst", "eisner"])
+def test_kbest_of_an_empty_batch_is_empty(algorithm):
+    # Like mst, eisner and greedy, which return heads int64[0, N+1] for an empty batch.
+    found = decoding.kbest(np.zeros((0, 4, 4)), 3, algorithm=algorithm)
+    assert found.heads.shape == (0, 0, 4)
+    assert found.heads.dtype == np.int64
+    assert found.scores.shape == (0, 0)
+    assert found.scores.dtype == np.float64
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -222,6 +222,16 @@ def test_no_shuffle_runs_by_increasing_length_in_a_fixed_order() -> None:
     assert [p.tolist() for p in plans[1]] == [p.tolist() for p in plans[0]]
 
 
+@pytest.mark.parametrize("max_tokens", [None, 2.5, "10", True])
+def test_a_budget_that_is_no_integer_is_refused_naming_max_tokens(max_tokens) -> None:
+    with pytest.raises(TypeError, match=r"^max_tokens=.*: expected an integer$"):
+        plan_batches([3, 4], max_tokens, shuffle=False)
+
+
+def test_a_numpy_integer_budget_is_an_integer() -> None:
+    assert [p.tolist() for p in plan_batches([3, 4], np.int64(5), shuffle=False)] == [[0], [1]]
+
+
 def test_bad_budget_and_empty_input() -> None:
     with pytest.raises(ValueError, match="max_tokens must be >= 1"):
         batches_by_tokens(synthetic([3]), 0, shuffle=False)

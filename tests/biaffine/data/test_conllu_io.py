@@ -583,3 +583,10 @@ def test_dev_zero_is_refused_without_filling_memory() -> None:
     )  # fmt: skip
     assert "ConlluError: /dev/zero:1: line longer than 1048576 bytes" in done.stderr
     assert "MemoryError" not in done.stderr
+
+
+def test_from_forms_refuses_one_string_for_a_list_of_words() -> None:
+    # list("abc") would be the three words a, b, c.
+    with pytest.raises(TypeError, match=r"^forms is a string \('abc'\): pass a list of words"):
+        Sentence.from_forms("abc")
+    assert Sentence.from_forms(("a", "bc")).forms == ["a", "bc"]
