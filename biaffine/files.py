@@ -20,11 +20,18 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_open", "fsync_dir", "open_output", "special_kind", "umask_mode"]
+__all__ = [
+    "atomic_open",
+    "fsync_dir",
+    "open_output",
+    "refuse_input_as_output",
+    "special_kind",
+    "umask_mode",
+]
 
 _MAX_LINKS = 40  # as the kernel's limit on symbolic links in one lookup
 
@@ -35,6 +42,26 @@ def umask_mode() -> int:
     umask = os.umask(0o022)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def refuse_input_as_output(
+    output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]]
+) -> None:
+    """Refuse an output path that is one of the command's inputs, before any work.
+
+    Writing it would replace what the user gave (a checkpoint, a treebank) with the command's
+    result. Device and inode are compared, not names: a hard or symbolic link to an input is
+    that input. An output that does not exist yet, or an input that does not, is no clash.
+
+    Raises:
+        ValueError: naming both paths.
+    """
+    if not os.path.exists(output):
+        return
+    for source in inputs:
+        if os.path.exists(source) and os.path.samefile(source, output):
+            problem = f"output {output} is the input file {source}"
+            raise ValueError(f"{problem}: choose another output path")
 
 
 def special_kind(path: str | os.PathLike[str]) -> str | None:

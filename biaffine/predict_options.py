@@ -18,7 +18,7 @@ from pathlib import Path
 
 from biaffine.data.columns import CONLLU_NAMES, TAGGED
 from biaffine.data.conllu import ConlluError, Sentence, read_conllu, read_text, write_conllu
-from biaffine.files import open_output
+from biaffine.files import open_output, refuse_input_as_output
 from biaffine.inference.request import ALL_COLUMNS, Request
 from biaffine.inference.settings import DecoderSettings
 from biaffine.pipeline import MAX_SENTENCE_WORDS
@@ -177,10 +177,8 @@ def check_arguments(
         raise FileNotFoundError(f"output {dest}: the folder {Path(dest).parent} does not exist")
     if Path(dest).is_dir():
         raise IsADirectoryError(f"output {dest} is a folder: give the path of a file to write")
-    # Device and inode, not resolved names: a hard link to the input is the input.
-    files = str(source) != STDIO and Path(dest).exists()  # the input exists: check_source
-    if files and os.path.samefile(source, dest):
-        raise ValueError(f"output {dest} is the input file {source}: choose another output path")
+    if str(source) != STDIO:
+        refuse_input_as_output(dest, [source])
 
 
 def check_source(source: str | os.PathLike[str]) -> None:

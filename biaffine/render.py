@@ -19,9 +19,7 @@ Text widths are estimated from a monospace font, since there is no script to mea
 from __future__ import annotations
 
 import argparse
-import contextlib
 import html
-import os
 import re
 import sys
 import unicodedata
@@ -30,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from biaffine.data.conllu import Sentence, read_conllu
-from biaffine.files import open_output, special_kind
+from biaffine.files import open_output, refuse_input_as_output, special_kind
 
 __all__ = [
     "COLOURS",
@@ -695,7 +693,7 @@ def render_file(
             or ``output`` is ``source`` or ``gold`` (the page would replace an input).
         OSError: the output cannot be written.
     """
-    _check_not_an_input(output, [source] if gold is None else [source, gold])
+    refuse_input_as_output(output, [source] if gold is None else [source, gold])
     pairs = list(_pairs(source, gold, ranges))
     if not pairs:
         raise ValueError(f"{source}: no sentence in the selected range {_ranges_text(ranges)}")
@@ -703,19 +701,6 @@ def render_file(
     with open_output(output, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(page)
     return len(pairs)
-
-
-def _check_not_an_input(output: str | Path, inputs: Sequence[str | Path]) -> None:
-    """Refuse an output that is one of the input files: the page would replace the CoNLL-U.
-
-    Device and inode, not names: a hard link or a symbolic link to an input is that input.
-    """
-    for path in inputs:
-        with contextlib.suppress(OSError):  # a missing file: nothing to lose, the reader says
-            if os.path.samefile(path, output):
-                raise ValueError(
-                    f"output {output} is the input file {path}: choose another output path"
-                )
 
 
 def _pairs(

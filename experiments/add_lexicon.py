@@ -32,6 +32,7 @@ from biaffine import checkpoint
 from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import Lexicon, build_lexicon
+from biaffine.files import refuse_input_as_output
 
 TABLES = tuple(
     f.name
@@ -60,8 +61,10 @@ def add_lexicon(
     Raises:
         CheckpointError: ``source`` is no readable checkpoint.
         ConlluError: ``train`` is malformed.
+        ValueError: ``out`` is ``source`` or ``train``.
         OSError: a file cannot be read or written.
     """
+    refuse_input_as_output(out, (source, train))
     loaded = checkpoint.load(source)
     lexicon = build_lexicon(read_conllu(train))
     if only:

@@ -27,6 +27,7 @@ from typing import Any
 import biaffine
 from biaffine import installed, models
 from biaffine.api import Parser
+from biaffine.cli import report_user_errors
 from biaffine.files import atomic_open
 from biaffine.models.build import DOCS, card_speed, size_bytes, write_docs
 from biaffine.models.card import write_json
@@ -120,6 +121,13 @@ def main(argv: list[str] | None = None) -> None:
         options.error(
             f"--float32 names a model not rescored: {sorted(set(float32) - set(args.names))}"
         )
+    report_user_errors(lambda: _rescore_all(args, float32))
+
+
+def _rescore_all(args: argparse.Namespace, float32: dict[str, str]) -> None:
+    """Each named model's card scored again and written (unless ``--dry-run``), then the page."""
+    for name in args.names:
+        installed.find(name)  # an unknown name stops the run before any model is scored
     for name in args.names:
         old, new = rescore(
             name,

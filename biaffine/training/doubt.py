@@ -36,6 +36,7 @@ from biaffine.data.batching import plan_batches
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lexicon import DOUBTED, Lexicon
 from biaffine.data.vocab import Vocabs
+from biaffine.files import refuse_input_as_output
 from biaffine.inference import choices
 from biaffine.metrics import evaluate_corpus
 from biaffine.training.distill import scored_by_each
@@ -179,9 +180,10 @@ def write_doubt(
     Raises:
         CheckpointError: ``source`` is no readable checkpoint.
         ConlluError: ``dev`` is malformed.
-        ValueError: a model :func:`dev_scores` refuses.
+        ValueError: a model :func:`dev_scores` refuses, or ``out`` is ``source`` or ``dev``.
         OSError: a file cannot be read or written.
     """
+    refuse_input_as_output(out, (source, dev))
     loaded = checkpoint.load(source)
     parser = Parser.load(source, threads=threads)
     scored = dev_scores(parser, list(read_conllu(dev)))

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from biaffine import checkpoint
 from biaffine.cli import report_user_errors
+from biaffine.files import refuse_input_as_output
 from biaffine.parsers.ensemble import EnsembleParser
 
 __all__ = ["ensemble_checkpoints", "main"]
@@ -44,12 +45,13 @@ def ensemble_checkpoints(
         The checkpoint written, as :func:`biaffine.checkpoint.load` reads it back.
 
     Raises:
-        ValueError: fewer than two inputs, inputs whose vocabularies differ, or members the
-            ensemble refuses (:class:`EnsembleParser`).
+        ValueError: fewer than two inputs, ``out`` one of them, inputs whose vocabularies
+            differ, or members the ensemble refuses (:class:`EnsembleParser`).
         biaffine.checkpoint.CheckpointError: an input that is no readable checkpoint.
     """
     if len(paths) < 2:
         raise ValueError("an ensemble needs at least two checkpoints")
+    refuse_input_as_output(out, paths)
     loaded = [checkpoint.load(path) for path in paths]
     first = loaded[0]
     for other in loaded[1:]:

@@ -43,6 +43,7 @@ from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemma_generator import BOS, PAD, SPECIAL_SYMBOLS, LemmaGenerator
 from biaffine.data.lemmas import is_annotated
 from biaffine.data.lexicon import CHARACTER_MODELS
+from biaffine.files import refuse_input_as_output
 
 __all__ = [
     "Seq2Seq",
@@ -401,6 +402,8 @@ def adder(
         stored_as: str | None = None,
         report: Callable[[str], None] = print,
     ) -> Trained:
+        refuse_input_as_output(out, (source, train, dev))
+        _check_budget(minutes, max_epochs)
         options = {"minutes": minutes, "seed": seed, "max_epochs": max_epochs}
         sizes = {"dim": dim, "hidden": hidden}
         return add_to_lexicon(
@@ -419,6 +422,14 @@ def adder(
         )
 
     return add
+
+
+def _check_budget(minutes: float, max_epochs: int | None) -> None:
+    """Refuse a budget that trains no epoch (no best epoch to keep) or no cap at all."""
+    if not minutes > 0:
+        raise ValueError(f"--minutes {minutes}: give a positive number of minutes")
+    if max_epochs is not None and max_epochs < 1:
+        raise ValueError(f"--max-epochs {max_epochs}: give a positive number of epochs")
 
 
 add_generator = adder("generator", train_generator, triples)

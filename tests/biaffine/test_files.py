@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from biaffine.files import atomic_open, open_output, special_kind, umask_mode
+from biaffine.files import (
+    atomic_open,
+    open_output,
+    refuse_input_as_output,
+    special_kind,
+    umask_mode,
+)
 
 
 @pytest.fixture
@@ -297,3 +303,18 @@ def test_a_block_device_is_refused(tmp_path: Path) -> None:
     with refused, open_output(disk, "w"):
         pass
     assert stat.S_ISBLK(disk.lstat().st_mode)
+
+
+def test_an_output_that_is_an_input_is_refused_whatever_it_is_called(tmp_path: Path) -> None:
+    source, other = tmp_path / "train.conllu", tmp_path / "other.conllu"
+    source.write_text("mine\n")
+    other.write_text("other\n")
+    (tmp_path / "hard").hardlink_to(source)
+    (tmp_path / "soft").symlink_to(source)
+    for output in (source, tmp_path / "hard", tmp_path / "soft", tmp_path / "." / "train.conllu"):
+        with pytest.raises(ValueError, match=f"^output {output} is the input file {source}: "):
+            refuse_input_as_output(output, [other, source])
+    refuse_input_as_output(other, [source])  # another file
+    refuse_input_as_output(tmp_path / "new.pt", [source])  # not there yet
+    refuse_input_as_output(source, [tmp_path / "missing.conllu"])  # an input not there
+    assert source.read_text() == "mine\n"

@@ -41,3 +41,12 @@ def test_a_float32_checkpoint_for_a_model_not_rescored_is_refused(capsys) -> Non
         main(["en_ewt", "--root", ".", "--float32", "tr_imst=best.pt"])
     assert stopped.value.code == 2
     assert "--float32 names a model not rescored: ['tr_imst']" in capsys.readouterr().err
+
+
+def test_an_unknown_model_is_refused_in_one_line(capsys) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["en_ewt", "NOT_A_MODEL", "--root", "."])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no model named 'NOT_A_MODEL'")
+    assert err.count("\n") == 1

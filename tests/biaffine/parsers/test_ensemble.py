@@ -253,6 +253,19 @@ def test_other_vocabularies_are_refused_in_one_line(tmp_path: Path, vocabs: Voca
     assert not (tmp_path / "e.pt").exists()
 
 
+def test_an_output_that_is_a_member_is_refused_and_the_member_kept(
+    tmp_path: Path, vocabs: Vocabs
+) -> None:
+    one, two = saved(tmp_path, vocabs, 1), saved(tmp_path, vocabs, 2)
+    before = one.read_bytes()
+    command = [sys.executable, "-m", "biaffine.training.ensemble", str(one), str(one), str(two)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    expected = f"error: output {one} is the input file {one}: choose another output path\n"
+    assert done.stderr == expected
+    assert one.read_bytes() == before
+
+
 def test_an_ensemble_is_not_trained(vocabs: Vocabs, sentences: list[Sentence]) -> None:
     ensemble = EnsembleParser([member(vocabs, 1), member(vocabs, 2)])
     batch = next(iter(batches_by_tokens(encode(sentences, vocabs), 10_000, shuffle=False)))

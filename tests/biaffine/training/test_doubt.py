@@ -209,3 +209,16 @@ def test_a_transition_checkpoint_is_refused_in_one_line(tmp_path, vocabs: Vocabs
     assert done.stderr.startswith("error: ")
     assert "graph parsers" in done.stderr
     assert not (tmp_path / "out.pt").exists()
+
+
+@pytest.mark.parametrize("clash", ["checkpoint", "dev"])
+def test_an_output_that_is_an_input_is_refused_and_kept(
+    tmp_path, tagging_checkpoint, clash: str
+) -> None:
+    files = {"checkpoint": tmp_path / "in.pt", "dev": tmp_path / "dev.conllu"}
+    files["checkpoint"].write_bytes(tagging_checkpoint.read_bytes())
+    files["dev"].write_bytes(TINY_CONLLU.read_bytes())
+    before = files[clash].read_bytes()
+    with pytest.raises(ValueError, match="is the input file"):
+        write_doubt(files["checkpoint"], files["dev"], files[clash])
+    assert files[clash].read_bytes() == before

@@ -187,6 +187,38 @@ def test_a_model_without_a_lexicon_is_refused_in_one_line(
     assert not (tmp_path / "out.pt").exists()
 
 
+@pytest.mark.parametrize("clash", ["checkpoint", "train", "dev"])
+def test_an_output_that_is_an_input_is_refused_before_training(
+    lemma_model: Path, dev_file: Path, tmp_path: Path, clash: str
+) -> None:
+    files = {"checkpoint": tmp_path / "in.pt", "train": tmp_path / "t.conllu", "dev": dev_file}
+    files["checkpoint"].write_bytes(lemma_model.read_bytes())
+    files["train"].write_bytes(TINY_CONLLU.read_bytes())
+    before = files[clash].read_bytes()
+    done = run_command(*files.values(), files[clash], "--max-epochs", "1")
+    assert done.returncode == 2
+    problem = f"output {files[clash]} is the input file {files[clash]}"
+    assert done.stderr == f"error: {problem}: choose another output path\n"
+    assert files[clash].read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--max-epochs", "0"], "--max-epochs 0: give a positive"),
+        (["--minutes", "-1"], "--minutes"),
+    ],
+)
+def test_a_budget_that_trains_no_epoch_is_refused_in_one_line(
+    lemma_model: Path, dev_file: Path, tmp_path: Path, option: list[str], message: str
+) -> None:
+    done = run_command(lemma_model, TINY_CONLLU, dev_file, tmp_path / "out.pt", *option)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {message}")
+    assert done.stderr.count("\n") == 1
+    assert not (tmp_path / "out.pt").exists()
+
+
 def test_a_dev_file_without_unseen_words_is_refused_in_one_line(
     lemma_model: Path, tmp_path: Path
 ) -> None:
