@@ -39,6 +39,7 @@ from biaffine.data.vocab import Vocabs
 from biaffine.files import refuse_input_as_output
 from biaffine.inference import choices
 from biaffine.metrics import evaluate_corpus
+from biaffine.runtime import set_threads
 from biaffine.training.distill import scored_by_each
 
 __all__ = [
@@ -184,8 +185,9 @@ def write_doubt(
         OSError: a file cannot be read or written.
     """
     refuse_input_as_output(out, (source, dev))
-    loaded = checkpoint.load(source)
-    parser = Parser.load(source, threads=threads)
+    set_threads(threads)
+    loaded = checkpoint.load(source)  # read once: parsed with, then written again
+    parser = Parser(checkpoint.build_model(loaded), loaded.vocabs, device=torch.device("cpu"))
     scored = dev_scores(parser, list(read_conllu(dev)))
     chosen, tried = choose_doubt(scored, parser.vocabs)
     checkpoint.rewrite(loaded, out, vocabs=_with_doubt(loaded.vocabs, chosen), stored_as=stored_as)
