@@ -176,7 +176,7 @@ class GraphFamily(Family):
         if exact and settings.algorithm not in ("mst", "eisner"):
             what = "kbest" if request.kbest is not None else "fixed heads"
             return (
-                f"{what} needs decoder=mst, mst_multiroot or eisner, not {settings.algorithm} "
+                f"{what} needs decoder=mst or eisner, not {settings.algorithm} "
                 "(greedy output need not be a tree)"
             )
         return super().refusal(request, settings)

@@ -64,3 +64,11 @@ def test_each_family_accepts_its_own_settings(graph, transition) -> None:
         is None
     )
     assert graph.refusal(Request(kbest=2), DecoderSettings("greedy")).startswith("kbest needs")
+
+
+def test_the_refusal_of_greedy_names_only_decoders_both_the_api_and_predict_accept(graph) -> None:
+    # It suggested mst_multiroot, a name of predict.py's that the API refuses (its own is
+    # decoder="mst" with root_constraint=False).
+    why = graph.refusal(Request(fixed_heads=[[0]]), DecoderSettings("greedy"))
+    assert why.startswith("fixed heads needs decoder=mst or eisner, not greedy")
+    assert "mst_multiroot" not in why
