@@ -86,23 +86,38 @@ class DevScores:
 
     @property
     def doubted(self) -> list[str]:
-        """The columns of :data:`METRICS` the model tags, in the order of :data:`DOUBTED`."""
+        """The columns of :data:`METRICS` the model tags and dev annotates, as :data:`DOUBTED`.
+
+        A column dev leaves ``_`` everywhere would score 0 at every share: it keeps the default.
+        """
         tagged = self.batches[0][1]
-        return [column for column in DOUBTED if column in tagged]
+        return [c for c in DOUBTED if c in tagged and annotated(self.sentences, c)]
+
+
+def annotated(sentences: Sequence[Sentence], column: str) -> bool:
+    """Whether some word of ``sentences`` has a ``column`` value other than ``_``."""
+    return any(value != "_" for sentence in sentences for value in getattr(sentence, column))
 
 
 @torch.inference_mode()
-def dev_scores(parser: Parser, sentences: Sequence[Sentence]) -> DevScores:
+def dev_scores(
+    parser: Parser, sentences: Sequence[Sentence], source: str = "the dev file"
+) -> DevScores:
     """Run ``parser``'s networks over ``sentences`` once: its trees, and its taggers' scores.
 
     Raises:
         ValueError: the parser is not a graph parser (nor an ensemble of them), or tags none
-            of :data:`METRICS`'s columns, or has no lexicon.
+            of :data:`METRICS`'s columns, or has no lexicon; or ``sentences`` annotate none of
+            the columns it tags (no sentence, or ``_`` in every cell).
     """
     if parser.model.family != "graph":
         raise ValueError("tagger doubt is chosen for graph parsers and their ensembles only")
-    if parser.vocabs.lexicon is None or not set(METRICS) & set(parser.model.tagged_columns):
+    tagged = set(METRICS) & set(parser.model.tagged_columns)
+    if parser.vocabs.lexicon is None or not tagged:
         raise ValueError("the model has no lexicon or tags none of UPOS, XPOS and FEATS")
+    if not any(annotated(sentences, column) for column in tagged):
+        names = ", ".join(METRICS[column] for column in DOUBTED if column in tagged)
+        raise ValueError(f"{source} gives no gold {names} to choose the shares by")
     relations = [tree.deprels for tree in parser.parse(sentences)]
     members = [(parser.model, parser.vocabs)]
     batches = []
@@ -188,7 +203,7 @@ def write_doubt(
     set_threads(threads)
     loaded = checkpoint.load(source)  # read once: parsed with, then written again
     parser = Parser(checkpoint.build_model(loaded), loaded.vocabs, device=torch.device("cpu"))
-    scored = dev_scores(parser, list(read_conllu(dev)))
+    scored = dev_scores(parser, list(read_conllu(dev)), str(dev))
     chosen, tried = choose_doubt(scored, parser.vocabs)
     checkpoint.rewrite(loaded, out, vocabs=_with_doubt(loaded.vocabs, chosen), stored_as=stored_as)
     return chosen, tried

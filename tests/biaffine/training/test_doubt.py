@@ -222,3 +222,45 @@ def test_an_output_that_is_an_input_is_refused_and_kept(
     with pytest.raises(ValueError, match="is the input file"):
         write_doubt(files["checkpoint"], files["dev"], files[clash])
     assert files[clash].read_bytes() == before
+
+
+def _blanked(columns: set[int]) -> str:
+    """tiny.conllu with the cells of ``columns`` (0-based CoNLL-U fields) of every word ``_``."""
+    lines = []
+    for line in TINY_CONLLU.read_text(encoding="utf-8").splitlines():
+        cells = line.split("\t")
+        if len(cells) == 10 and cells[0].isdigit():
+            cells = ["_" if k in columns else cell for k, cell in enumerate(cells)]
+        lines.append("\t".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+def test_a_dev_file_without_gold_tags_is_refused_in_one_line(tmp_path, tagging_checkpoint) -> None:
+    # It was read as a dev F1 of 0 at every share, and the default written back as if chosen.
+    dev = tmp_path / "dev.conllu"
+    dev.write_text(_blanked({3, 4, 5}), encoding="utf-8")  # UPOS, XPOS and FEATS all blank
+    done = subprocess.run(
+        [sys.executable, "-m", "biaffine.training.doubt", str(tagging_checkpoint), str(dev), "o"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == f"error: {dev} gives no gold UPOS to choose the shares by\n"
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_column_dev_leaves_blank_is_not_scored_and_keeps_the_default() -> None:
+    lexicon = Lexicon(upos={"bank": "NOUN"})
+    scored, vocabs = dev_of(
+        lexicon,
+        {
+            "upos": (["PROPN", "VERB", "NOUN", "VERB"], [0.65, 0.99, 0.85, 0.99]),
+            "xpos": (["NNP", "VB", "NN", "VB"], [0.6] * 4),
+        },
+    )
+    [sentence] = scored.sentences
+    blank = gold_sentence(sentence.forms, sentence.upos, ["_"] * len(sentence))
+    chosen, tried = choose_doubt(dataclasses.replace(scored, sentences=[blank]), vocabs)
+    assert set(tried) == set(chosen) == {"upos"}
