@@ -169,3 +169,25 @@ def test_the_model_never_decodes() -> None:
         # A transition parser reads its training targets (oracle sequences) from transitions;
         # trees are found in biaffine.inference only.
         assert not {m for m in modules if m.split(".")[0] == "decoding"}, path
+
+
+def test_a_plain_pytest_finds_the_package_and_not_the_tests_folder_of_its_name() -> None:
+    # `pytest` (not `python -m pytest`) puts no checkout on sys.path; tests/biaffine, a folder
+    # without __init__.py, was then imported as the package biaffine and every test failed.
+    console = "import sys, pytest; sys.path.remove(''); sys.exit(pytest.main(sys.argv[1:]))"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            console,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/biaffine/test_files.py",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:]
