@@ -25,6 +25,7 @@ from tiered import tiered
 
 from . import _batch, status
 from ._eisner import eisner_kernel
+from ._inputs import check_flag
 from .api import _as_scores, _error
 from .tarjan import mst_kernel
 from .types import BoolArray, FloatArray, IntArray
@@ -206,6 +207,7 @@ def constrained(
     """
     if algorithm not in _ALGORITHMS:
         raise ValueError(f"algorithm must be one of {sorted(_ALGORITHMS)}, got {algorithm!r}")
+    root_constraint = check_flag(root_constraint, "root_constraint")
     matrix = check_sentence(scores)
     n = matrix.shape[0] - 1
     fixed = _fixed_heads(fixed_heads, n).copy()

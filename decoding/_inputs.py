@@ -53,3 +53,14 @@ def check_integer(array: np.ndarray, name: str) -> None:
     """Raise unless ``array`` holds integers (bool is not an integer here)."""
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
         raise ValueError(f"{name} must hold integers, got dtype {array.dtype}")
+
+
+def check_flag(value: object, name: str) -> bool:
+    """``value`` as a bool; ValueError unless it is a Python or numpy bool.
+
+    Truthiness would read ``"no"`` as True and ``None`` as False, and every other type would
+    compile the kernels once more for itself (numba specialises on argument types).
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)

@@ -28,6 +28,7 @@ from tiered import tiered
 
 from . import _batch, status
 from ._constrained import check_sentence
+from ._inputs import check_flag
 from .api import _as_scores, _error, _lengths
 from .kbest_eisner import kbest_eisner_kernel
 from .tarjan import mst_kernel
@@ -257,6 +258,7 @@ def kbest(
         raise ValueError(f"k must be a positive integer, got {k!r}")
     if algorithm not in _ALGORITHMS:
         raise ValueError(f"algorithm must be one of {list(_ALGORITHMS)}, got {algorithm!r}")
+    root_constraint = check_flag(root_constraint, "root_constraint")
     array = _as_scores(scores)
     if array.ndim == 2:
         if lengths is not None:

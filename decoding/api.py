@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _drive, status
-from ._inputs import as_array, check_float, check_integer
+from ._inputs import as_array, check_flag, check_float, check_integer
 from .types import FloatArray, IntArray
 
 __all__ = [
@@ -51,7 +51,8 @@ def _lengths(lengths: npt.ArrayLike | None, size: int, width: int) -> IntArray:
     array = as_array(lengths, "lengths")
     if array.shape != (size,):
         raise ValueError(f"lengths must have shape ({size},) to match scores, got {array.shape}")
-    check_integer(array, "lengths")
+    if array.size:  # [] reads as float64, yet is the lengths of an empty batch
+        check_integer(array, "lengths")
     bad = np.flatnonzero((array < 1) | (array > width))
     if bad.size:
         b = bad[0]
@@ -82,6 +83,7 @@ def _run(
     root_constraint: bool,
     reasons: dict[int, str],
 ) -> IntArray:
+    root_constraint = check_flag(root_constraint, "root_constraint")
     array = _as_scores(scores)
     if array.ndim == 2:
         if lengths is not None:
@@ -124,8 +126,9 @@ def mst(
 
     Raises:
         ValueError: on a bad shape or dtype, a tensor that requires grad, lives off the CPU or
-            holds bfloat16, lengths outside [1, N], NaN or +inf inside a sentence, or when the
-            ``-inf`` masks leave no (single-rooted) tree. The message names the sentence.
+            holds bfloat16, lengths outside [1, N], a ``root_constraint`` that is not a bool,
+            NaN or +inf inside a sentence, or when the ``-inf`` masks leave no (single-rooted)
+            tree. The message names the sentence.
     """
     reasons = {status.NO_TREE: _NO_TREE, status.NO_SINGLE_ROOT: _NO_SINGLE_ROOT}
     return _run(_drive.MST, scores, lengths, root_constraint, reasons)

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from tiered import tiered
 
-from ._inputs import as_array, check_float, check_integer
+from ._inputs import as_array, check_flag, check_float, check_integer
 from .types import BoolArray, FloatArray, IntArray
 
 # What tree_problem_kernel finds first, checked in this order.
@@ -221,9 +221,11 @@ def is_tree(
         A bool for one sentence, bool[B] for a batch.
 
     Raises:
-        ValueError: on a shape, dtype or lengths problem, or a tensor numpy cannot read (not on
-            a malformed tree).
+        ValueError: on a shape, dtype or lengths problem, a flag that is not a bool, or a tensor
+            numpy cannot read (not on a malformed tree).
     """
+    root_constraint = check_flag(root_constraint, "root_constraint")
+    projective = check_flag(projective, "projective")
     batch, sizes = _as_heads(heads, lengths)
     check = tiered(is_tree_kernel)
     result = np.array(

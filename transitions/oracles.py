@@ -191,16 +191,29 @@ def costs(system: TransitionSystem, configs: Configs, gold: npt.ArrayLike) -> In
         system: ``arc_eager`` or ``arc_hybrid``.
         configs: C configurations.
         gold: int[C, N'+1] gold heads per configuration (projective trees, ``gold[c, 0] == -1``,
-            padded with -1; N' <= N).
+            padded with -1; N' <= N and at least the longest sentence of ``configs``).
 
     Returns:
         int64[C, A]: the cost of each action, -1 where it is illegal.
+
+    Raises:
+        ValueError: a system without a dynamic oracle, ``gold`` of the wrong shape, or a gold
+            row that is not a projective tree the system builds; names the configuration.
     """
     if not system.dynamic:
         raise ValueError(f"{system.name} has no dynamic oracle (arc_eager and arc_hybrid do)")
     gold = np.asarray(gold)
     if gold.ndim != 2 or gold.shape[0] != len(configs) or gold.shape[1] > configs.max_words + 1:
         raise ValueError(f"gold must be int[{len(configs)}, <= {configs.max_words + 1}]")
+    # A narrower gold would be cut to fewer words than the sentence has, and its costs computed
+    # as if the words beyond it had no gold head.
+    short = np.flatnonzero(configs.lengths >= gold.shape[1])
+    if short.size:
+        c = int(short[0])
+        raise ValueError(
+            f"configuration {c}: gold has {gold.shape[1]} columns, too few for its "
+            f"{configs.lengths[c]} words and ROOT"
+        )
     trees = [gold[c, : configs.lengths[c] + 1] for c in range(len(configs))]
     padded, lengths = pad_trees(trees)
     single = system.single_root

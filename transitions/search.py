@@ -26,7 +26,7 @@ from decoding.types import BoolArray, FloatArray, IntArray
 
 from .configs import Configs
 from .slots import SlotScorer
-from .systems import TransitionSystem
+from .systems import TransitionSystem, as_lengths
 
 __all__ = ["Beam", "Scorer", "SearchResult", "beam_search", "greedy_configs", "greedy_search"]
 
@@ -101,7 +101,7 @@ def greedy_configs(
     A :class:`SlotScorer` is not called back: the whole search runs in one compiled loop on its
     arrays (the same choices; its scores summed in its own order).
     """
-    configs = system.initial(np.asarray(lengths, dtype=np.int64))
+    configs = system.initial(lengths)
     if isinstance(score, SlotScorer):
         if score.n_slots != n_stack + n_buffer:
             raise ValueError(
@@ -174,7 +174,7 @@ def beam_search(
             finite score: a wider beam may find one). Returning the headless ``-inf`` result
             instead would hand callers a non-tree.
     """
-    lengths = np.asarray(lengths, dtype=np.int64)
+    lengths = as_lengths(lengths)
     beam = Beam(system, lengths, beam_size, arc_scores, normalized=normalized)
     while beam.live.any():
         rows = np.flatnonzero(beam.live)
@@ -221,7 +221,7 @@ class Beam:
         """
         if beam_size < 1:
             raise ValueError(f"beam_size={beam_size} must be >= 1")
-        lengths = np.asarray(lengths, dtype=np.int64)
+        lengths = as_lengths(lengths)
         n, k = lengths.shape[0], beam_size
         self.system, self.k = system, k  # k: items kept per sentence
         self.arc_scores = _check_arc_scores(arc_scores, lengths)
@@ -342,8 +342,19 @@ def _float64(raw: npt.ArrayLike) -> FloatArray:
 
 
 def _legal_log_softmax(raw: npt.ArrayLike, legal: BoolArray) -> FloatArray:
-    """float64[C, A]: log-softmax over the legal entries of each row, -inf elsewhere."""
-    scores = np.where(legal, _float64(raw), -np.inf)
+    """float64[C, A]: log-softmax over the legal entries of each row, -inf elsewhere.
+
+    Raises:
+        ValueError: ``raw`` is not shaped like ``legal`` (it would broadcast: one row of
+            scores shared by every configuration, with no error).
+    """
+    values = _float64(raw)
+    if values.shape != legal.shape:
+        raise ValueError(
+            f"score(rows, positions) returned shape {values.shape}, expected (C, A) = "
+            f"{legal.shape}: a row per configuration, a column per transition"
+        )
+    scores = np.where(legal, values, -np.inf)
     top = scores.max(1, keepdims=True)
     shifted = scores - top
     return shifted - np.log(np.exp(shifted).sum(1, keepdims=True))

@@ -153,9 +153,7 @@ class TransitionSystem:
         Returns:
             C configurations.
         """
-        lengths = np.asarray(lengths)
-        if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer):
-            raise ValueError(f"lengths must be int[C], got {lengths.dtype} {lengths.shape}")
+        lengths = as_lengths(lengths)
         width = int(lengths.max(initial=1)) if max_words is None else max_words
         bad = np.flatnonzero((lengths < 1) | (lengths > width))
         if bad.size:
@@ -189,7 +187,7 @@ class TransitionSystem:
         """
         if n_stack < 0 or n_buffer < 0:
             raise ValueError(f"n_stack={n_stack} and n_buffer={n_buffer} must be >= 0")
-        rows = np.asarray(rows, dtype=np.int64)
+        rows = _check_rows(configs, rows)
         legal = np.empty((rows.shape[0], self.table.shape[0]), dtype=np.bool_)
         positions = np.empty((rows.shape[0], n_stack + n_buffer), dtype=np.int64)
         observe = tiered(k.observe_rows)
@@ -214,8 +212,12 @@ class TransitionSystem:
             bool[R], which of ``rows`` are not terminal afterwards.
 
         Raises:
-            ValueError: an action is illegal in its configuration (NaN scores pick one).
+            ValueError: a row outside the batch, ``actions`` or ``legal`` not shaped like
+                ``rows``, an action id the system lacks, or an action that is illegal in its
+                configuration (NaN scores pick one).
         """
+        rows = _check_rows(configs, rows)
+        actions = self._check_step(rows, actions, legal)
         bad = np.flatnonzero(~legal[np.arange(rows.shape[0]), actions])
         if bad.size:
             c = int(rows[bad[0]])
@@ -227,6 +229,26 @@ class TransitionSystem:
         state = configs.kernel_state()
         tiered(k.advance_rows)(self.code, self.table, rows, actions, state, configs.steps, live)
         return live
+
+    def _check_step(self, rows: IntArray, actions: npt.ArrayLike, legal: BoolArray) -> IntArray:
+        """``actions`` as int64[R], checked against ``rows`` [R] and ``legal`` bool[R, T]."""
+        array, mask = np.asarray(actions), np.asarray(legal)
+        n_actions = self.table.shape[0]
+        if array.shape != rows.shape or not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(
+                f"actions must be int[{rows.shape[0]}], got {array.dtype} {array.shape}"
+            )
+        if mask.shape != (rows.shape[0], n_actions) or mask.dtype != np.bool_:
+            expected = f"bool[{rows.shape[0]}, {n_actions}]"
+            raise ValueError(f"legal must be {expected}, got {mask.dtype} {mask.shape}")
+        # The kernel indexes the action table with them unchecked (a negative id wraps around).
+        unknown = np.flatnonzero((array < 0) | (array >= n_actions))
+        if unknown.size:
+            i = int(unknown[0])
+            raise ValueError(
+                f"configuration {rows[i]}: action {array[i]} is not an id of {self.name}"
+            )
+        return array.astype(np.int64, copy=False)
 
     def terminal(self, configs: Configs) -> BoolArray:
         """bool[C]: which configurations are terminal."""
@@ -287,13 +309,20 @@ class TransitionSystem:
             active: bool[C]; rows where it is False are left alone (terminal rows of a batch).
 
         Raises:
-            ValueError: an action is illegal in its configuration (shown in the message).
+            ValueError: ``actions`` or ``labels`` not int[C], or an action that is unknown or
+                illegal in its configuration (shown in the message).
         """
         active = self._active(configs, active)
         actions = self._check(configs, actions, active)
         arc_labels = np.full(len(configs), -1, dtype=np.int64)
         if labels is not None:
-            arc_labels[:] = np.asarray(labels, dtype=np.int64)
+            given = np.asarray(labels)
+            # Checked, not cast: a float label id (1.7) would be truncated into another label.
+            if given.shape != (len(configs),) or not np.issubdtype(given.dtype, np.integer):
+                raise ValueError(
+                    f"labels must be int[{len(configs)}], got {given.dtype} {given.shape}"
+                )
+            arc_labels[:] = given
         tiered(k.apply_batch)(
             self.code,
             self.table,
@@ -357,6 +386,29 @@ class TransitionSystem:
                 f"{configs.describe(c)} ({self.name})"
             )
         return array
+
+
+def as_lengths(lengths: npt.ArrayLike) -> IntArray:
+    """``lengths`` as int64[C]; ValueError unless a 1-D array of integers (or empty).
+
+    Refuses floats rather than rounding them: 2.7 words is a caller's bug, not 2 words.
+    """
+    array = np.asarray(lengths)
+    if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):
+        raise ValueError(f"lengths must be int[C], got {array.dtype} {array.shape}")
+    return array.astype(np.int64, copy=False)
+
+
+def _check_rows(configs: Configs, rows: npt.ArrayLike) -> IntArray:
+    """``rows`` as int64[R], each a row of ``configs``: the kernels index with them unchecked."""
+    array = np.asarray(rows)
+    if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):
+        raise ValueError(f"rows must be int[R], got {array.dtype} {array.shape}")
+    outside = np.flatnonzero((array < 0) | (array >= len(configs)))
+    if outside.size:
+        i = int(outside[0])
+        raise ValueError(f"rows[{i}]={array[i]} is not a row of the {len(configs)} configurations")
+    return array.astype(np.int64, copy=False)
 
 
 SYSTEM_NAMES = tuple(SPECS)

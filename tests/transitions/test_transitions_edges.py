@@ -1,0 +1,118 @@
+"""Adversarial calls of the public transitions API: each once silently wrong or a crash."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import transitions
+from transitions import Configs, TransitionSystem, beam_search, costs, greedy_search
+
+
+def _uniform(n_actions: int):
+    def score(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        return np.zeros((len(rows), n_actions))
+
+    return score
+
+
+def _state(configs: Configs) -> list[np.ndarray]:
+    return [array.copy() for array in (*configs.kernel_state(), configs.steps)]
+
+
+@pytest.mark.parametrize("rows", [[1], [-1], [0, 5], [[0]], [0.0]])
+def test_observe_refuses_rows_outside_the_batch(rows: list) -> None:
+    # rows=[1] of a one-row batch read memory past the arrays (a segfault); -1 wrapped around.
+    system = transitions.get_system("arc_standard")
+    configs = system.initial([3])
+    with pytest.raises(ValueError, match="rows"):
+        system.observe(configs, np.array(rows))
+
+
+@pytest.mark.parametrize(
+    ("rows", "actions", "message"),
+    [
+        ([0], [-1], "action -1 is not an id of arc_standard"),
+        ([0], [3], "action 3 is not an id of arc_standard"),
+        ([0], [0.0], "actions must be int"),
+        ([0], [0, 0], "actions must be int"),
+        ([2], [0], "rows\\[0\\]=2 is not a row"),
+    ],
+)
+def test_advance_refuses_bad_rows_and_actions_and_changes_nothing(
+    rows: list, actions: list, message: str
+) -> None:
+    # Action -1 indexed the action table from its end: RIGHT-ARC popped ROOT off the stack.
+    system = transitions.get_system("arc_standard")
+    configs = system.initial([3, 2])
+    before = _state(configs)
+    legal = np.ones((len(rows), len(system.transitions)), dtype=np.bool_)
+    with pytest.raises(ValueError, match=message):
+        system.advance(configs, np.array(rows), np.array(actions), legal)
+    for old, new in zip(before, _state(configs), strict=True):
+        np.testing.assert_array_equal(old, new)
+
+
+def test_advance_refuses_a_legal_mask_of_the_wrong_shape() -> None:
+    system = transitions.get_system("arc_hybrid")
+    configs = system.initial([3])
+    with pytest.raises(ValueError, match="legal must be bool\\[1, 3\\]"):
+        system.advance(configs, np.array([0]), np.array([0]), np.ones((1, 2), dtype=np.bool_))
+
+
+@pytest.mark.parametrize("name", ["arc_eager", "arc_hybrid"])
+def test_costs_refuse_gold_narrower_than_the_sentence(name: str) -> None:
+    # gold [[-1, 0]] for a 3-word sentence was cut to one word and its costs were returned.
+    system = transitions.get_system(name)
+    configs = system.initial([3])
+    with pytest.raises(ValueError, match="configuration 0: gold has 2 columns"):
+        costs(system, configs, [[-1, 0]])
+    full = costs(system, configs, [[-1, 2, 0, 2]])
+    assert full.shape == (1, len(system.transitions))
+
+
+@pytest.mark.parametrize("name", transitions.SYSTEM_NAMES)
+def test_searches_refuse_float_lengths_instead_of_truncating_them(name: str) -> None:
+    # lengths=[2.7] parsed a 2-word sentence, although system.initial refuses floats.
+    system = transitions.get_system(name)
+    score = _uniform(len(system.transitions))
+    with pytest.raises(ValueError, match="lengths must be int"):
+        greedy_search(system, [2.7], score)
+    with pytest.raises(ValueError, match="lengths must be int"):
+        beam_search(system, [2.7], score, beam_size=2)
+
+
+@pytest.mark.parametrize("name", transitions.SYSTEM_NAMES)
+def test_an_empty_list_of_lengths_is_an_empty_batch_everywhere(name: str) -> None:
+    system = transitions.get_system(name)
+    score = _uniform(len(system.transitions))
+    assert len(system.initial([])) == 0
+    assert greedy_search(system, [], score).heads.shape[0] == 0
+    assert beam_search(system, [], score, beam_size=3).heads.shape[0] == 0
+
+
+@pytest.mark.parametrize(
+    "run", [greedy_search, lambda *args: beam_search(*args, beam_size=2)], ids=["greedy", "beam"]
+)
+@pytest.mark.parametrize("extra", [(), (1,)])
+def test_searches_refuse_scores_not_shaped_c_by_a(run, extra: tuple) -> None:
+    # float[A] broadcast over every configuration: all sentences got one shared score row.
+    system = transitions.get_system("arc_hybrid")
+    n_actions = len(system.transitions)
+
+    def score(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        return np.arange(n_actions + sum(extra), dtype=np.float64)
+
+    with pytest.raises(ValueError, match="returned shape"):
+        run(system, [3, 2], score)
+
+
+def test_apply_refuses_float_labels_instead_of_truncating_them() -> None:
+    system: TransitionSystem = transitions.get_system("arc_standard")
+    configs = system.initial([2])
+    system.apply(configs, [0])
+    system.apply(configs, [0])
+    with pytest.raises(ValueError, match="labels must be int\\[1\\]"):
+        system.apply(configs, [1], labels=[1.7])
+    system.apply(configs, [1], labels=np.array([4], dtype=np.int32))
+    assert configs.labels[0, 1] == 4
