@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 
 import torch
 from torch import nn
@@ -237,14 +237,25 @@ class Parser:
             ValueError: an unknown decoder or search, a request the parser cannot answer (one
                 line saying why), an empty sentence, both or neither of ``inputs`` and
                 ``text``, ``text`` without a segmenter, ``max_tokens`` < 1.
-            TypeError: ``text`` that is not a str, ``max_tokens`` that is not an int.
-            biaffine.data.conllu.ConlluError: malformed CoNLL-U text or words.
+            TypeError: ``text`` that is not a str, ``max_tokens`` that is not an int, inputs
+                that are not sentences (see :meth:`kbest`), ``columns`` that is one str, a
+                yes/no option that is not a bool.
+            biaffine.data.conllu.ConlluError: malformed CoNLL-U text or words (named
+                ``<input>:LINE`` for CoNLL-U text, ``<input>:k`` for the k-th list of words).
         """
+        _check_flags(
+            probabilities=probabilities,
+            overwrite=overwrite,
+            root_constraint=root_constraint,
+            joint_labels=joint_labels,
+        )
         settings = DecoderSettings(
             decoder, root_constraint, search, beam_size, graph_weight, joint_labels
         )
         if columns is None:
             columns = () if text is None else ("all",)
+        elif isinstance(columns, str):  # tuple("upos") would ask for columns u, p, o and s
+            raise TypeError(f"columns={columns!r} is a str: pass a list, e.g. [{columns!r}]")
         request = Request(probabilities, columns=tuple(columns), overwrite=overwrite)
         sentences = self._sentences_of(inputs, text)
         found = self._predict(sentences, request, settings, max_tokens)
@@ -285,10 +296,15 @@ class Parser:
         Raises:
             ValueError: k not an integer >= 1, a decoder without k-best, or a parser that is not
                 a graph parser.
+            TypeError: ``inputs`` that is neither a str nor an iterable of sentences (bytes, one
+                :class:`Sentence`), or a sentence that is neither a :class:`Sentence` nor an
+                ordered iterable of words (bytes, a dict, a set); a yes/no option that is not
+                a bool.
         """
         # Checked here, not by Request: there kbest=None means "one tree", which k must not.
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k={k!r} must be an integer >= 1")
+        _check_flags(root_constraint=root_constraint, joint_labels=joint_labels)
         settings = DecoderSettings(decoder, root_constraint, joint_labels=joint_labels)
         sentences = list(_sentences(inputs))
         request = Request(kbest=k)
@@ -320,13 +336,19 @@ class Parser:
             max_tokens: words per batch.
 
         Raises:
-            ValueError: a head that is not an int or None, lengths that do not match, or
-                constraints that admit no tree (the message names the sentence as
-                ``FILE:LINE``, or ``<input>:k`` for the k-th list of words, and why).
+            ValueError: a head that is not an int or None, a head outside 0..n, lengths that
+                do not match, or constraints that admit no tree (the message names the
+                sentence as ``FILE:LINE``, or ``<input>:k`` for the k-th list of words, and
+                why).
+            TypeError: one sentence's fixed heads that are not a list (None, a str), inputs as
+                :meth:`kbest` refuses them, a yes/no option that is not a bool.
         """
+        _check_flags(root_constraint=root_constraint, joint_labels=joint_labels)
         settings = DecoderSettings(decoder, root_constraint, joint_labels=joint_labels)
-        request = Request(fixed_heads=[list(heads) for heads in fixed_heads])
+        fixed = _head_lists(fixed_heads)
+        request = Request(fixed_heads=fixed)
         sentences = list(_sentences(inputs))
+        _check_head_range(sentences, fixed)
         found = self._predict(sentences, request, settings, max_tokens)
         return [parsed_tree(s, r, 0, request) for s, r in zip(sentences, found, strict=True)]
 
@@ -364,12 +386,79 @@ def _sentences(inputs: Inputs) -> Iterator[Sentence]:
                 "lines: pass pre-tokenized sentences as lists of words, e.g. "
                 "[['The', 'cat', 'sat', '.']], or plain text as parse(text=...) with a segmenter"
             )
-        yield from read_conllu(io.StringIO(inputs))
+        text = io.StringIO(inputs)
+        text.name = "<input>"  # what errors name, as for lists of words (not "<stdin>")
+        yield from read_conllu(text)
         return
+    if not _is_sequence_like(inputs):
+        raise TypeError(
+            f"inputs is a {type(inputs).__name__}: pass a list of sentences (lists of words or "
+            "Sentence objects) or CoNLL-U text (a str)"
+        )
     for k, item in enumerate(inputs):
         if isinstance(item, Sentence):
             yield item
         elif isinstance(item, str):
             raise ValueError(f"input {k} is a string: pass a list of words per sentence")
+        elif not _is_sequence_like(item):
+            raise TypeError(f"input {k} is a {type(item).__name__}: pass a list of words")
         else:
             yield Sentence.from_forms(list(item), source="<input>", line=k + 1)
+
+
+def _is_sequence_like(value: object) -> bool:
+    """An iterable whose items come in a meaningful order, and that is not one str or bytes.
+
+    A dict would give its keys and a set its items in any order; bytes would give integers.
+    """
+    unordered = (Mapping, Set, str, bytes, bytearray)
+    return isinstance(value, Iterable) and not isinstance(value, (Sentence, *unordered))
+
+
+def _head_lists(fixed_heads: Iterable[Sequence[int | None]]) -> list[list[int | None]]:
+    """A copy of the fixed heads, one list per sentence.
+
+    Raises:
+        TypeError: ``fixed_heads``, or a sentence's heads, that is not an ordered iterable
+            (None, a str, an int).
+    """
+    if not _is_sequence_like(fixed_heads):
+        raise TypeError(f"fixed_heads is a {type(fixed_heads).__name__}: pass a list per sentence")
+    lists = []
+    for k, heads in enumerate(fixed_heads):
+        if not _is_sequence_like(heads):
+            raise TypeError(
+                f"fixed_heads[{k}] is a {type(heads).__name__}: pass one list per sentence, "
+                "an int (0 = ROOT) or None per word"
+            )
+        lists.append(list(heads))
+    return lists
+
+
+def _check_head_range(
+    sentences: Sequence[Sentence], fixed_heads: Sequence[Sequence[int | None]]
+) -> None:
+    """Refuses a fixed head outside 0..n (ints, as :class:`Request` checked).
+
+    The decoders read -1 as "free": a negative head would silently leave its word free.
+    Sentences and head lists of other counts or lengths are the decoders' to report.
+    """
+    for sentence, heads in zip(sentences, fixed_heads, strict=False):
+        n = len(sentence)
+        for i, head in enumerate(heads, 1):
+            if head is not None and not 0 <= head <= n:
+                raise ValueError(
+                    f"{sentence.source}:{sentence.line}: word {i}: fixed head {head} "
+                    f"is not in 0..{n}"
+                )
+
+
+def _check_flags(**flags: object) -> None:
+    """Refuses a yes/no option that is not a bool: ``overwrite="no"`` would be true.
+
+    Raises:
+        TypeError: naming the option and its value.
+    """
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise TypeError(f"{name}={value!r} must be True or False")

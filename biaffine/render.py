@@ -71,8 +71,6 @@ ARROW = 7  # arrowhead length (its half width is ARROW / 2 + 0.5)
 WORD_PAD = 18  # horizontal room around a word's widest text
 STROKE = 2
 
-_RANGE_ID = re.compile(r"(\d+)-(\d+)\t")
-
 
 @dataclass(frozen=True, slots=True)
 class Arc:
@@ -422,14 +420,13 @@ def _place(
 
 
 def multiword_tokens(sentence: Sentence) -> list[tuple[int, int, str]]:
-    """The multiword tokens of a read sentence as (first word, last word, surface form)."""
-    tokens = []
-    for text in sentence.lines:
-        match = _RANGE_ID.match(text)
-        if match:
-            form = text.split("\t")[1]
-            tokens.append((int(match.group(1)), int(match.group(2)), form))
-    return tokens
+    """The multiword tokens of a read sentence as (first word, last word, surface form).
+
+    Raises:
+        ConlluError: a range that ends past the last word or inside the previous range (the
+            reader checks only where a range starts; drawing it would index past the words).
+    """
+    return [(token.first, token.last, token.form) for token in sentence.tokens if token.multiword]
 
 
 def sentence_svg(sentence: Sentence, gold: Sentence | None = None) -> str:
@@ -557,8 +554,26 @@ def _default_note(arc: Arc) -> str:
 
 
 def _escape(text: str) -> str:
-    """Text or attribute content, with markup characters and quotes escaped."""
-    return html.escape(text, quote=True)
+    """Text or attribute content, with markup characters and quotes escaped.
+
+    Characters that XML 1.0 does not allow become U+FFFD: CoNLL-U columns may hold them (only
+    TAB and line breaks are excluded), and one would leave the SVG not well-formed.
+    """
+    return html.escape(_NOT_XML.sub("\ufffd", text), quote=True)
+
+
+# C0 controls but TAB, LF and CR; lone surrogates (only from Python: a file is decoded strictly),
+# which could not even be written as UTF-8; U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _isolated(markup: str) -> str:
+    """``markup`` in a ``<bdi dir="auto">``: its direction is its own.
+
+    Right-to-left text then reads right to left, and neither it nor a bidi control inside it
+    (an unclosed U+202E RIGHT-TO-LEFT OVERRIDE) reorders the caption around it.
+    """
+    return f'<bdi dir="auto">{markup}</bdi>'
 
 
 _STYLE = """\
@@ -630,8 +645,9 @@ def _figure(number: int, sentence: Sentence, gold: Sentence | None) -> str:
         statuses = [arc.status for arc in compare_arcs(sentence, gold)[0]]
         heads, labelled = len(statuses) - statuses.count("wrong-head"), statuses.count("correct")
         notes.append(f"heads {heads}/{len(sentence)}, labelled {labelled}/{len(sentence)}")
+    identifier = _isolated(f'<span class="id">{_escape(sent_id)}</span>')
     caption = (
-        f'<figcaption><span class="id">{_escape(sent_id)}</span>{_escape(text)}'
+        f"<figcaption>{identifier}{_isolated(_escape(text))}"
         f'<span class="note">({_escape("; ".join(notes))})</span></figcaption>'
     )
     return f'<figure id="sentence-{number}">{caption}<div class="tree">{svg}</div></figure>'

@@ -1,0 +1,180 @@
+"""The Python API at its edges: odd inputs, given heads, columns, what must never change."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from biaffine.api import Parser
+from biaffine.data.conllu import ConlluError, Sentence, read_conllu
+
+TINY_CONLLU = Path(__file__).parents[1] / "data" / "tiny.conllu"
+WORDS = [["The", "cat", "sat", "."]]
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def parser(graph_checkpoint: Path) -> Parser:
+    """The tiny random graph parser: trees only, no tagger."""
+    return Parser.load(graph_checkpoint, threads=1)
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Parser:
+    """The smallest shipped model, for its taggers."""
+    return Parser.load("en_ewt_small", threads=1)
+
+
+# Fixed heads ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("head", [-1, -5, 5, 99])
+def test_a_fixed_head_outside_the_sentence_is_refused_naming_the_word(parser, head) -> None:
+    # -1 is the decoders' own mark for "free": it used to leave the word free, silently.
+    with pytest.raises(ValueError, match=rf"<input>:1: word 2: fixed head {head} is not in 0\.\.4"):
+        parser.parse_constrained(WORDS, [[None, head, None, None]])
+
+
+@pytest.mark.parametrize("heads", [None, "2 0", 3])
+def test_fixed_heads_of_a_sentence_that_are_no_list_are_refused(parser, heads) -> None:
+    with pytest.raises(TypeError, match=r"fixed_heads\[0\] is a"):
+        parser.parse_constrained(WORDS, [heads])
+
+
+@pytest.mark.parametrize("fixed", [None, 2])
+def test_fixed_heads_that_are_no_list_of_lists_are_refused(parser, fixed) -> None:
+    with pytest.raises(TypeError, match=r"fixed_heads is a"):
+        parser.parse_constrained(WORDS, fixed)
+
+
+def test_fixed_heads_and_inputs_may_be_generators_and_are_not_changed(parser) -> None:
+    fixed = [[2, None, None, 3]]
+    kept = copy.deepcopy(fixed)
+    [tree] = parser.parse_constrained((w for w in WORDS), (list(h) for h in fixed))
+    assert tree.heads[0] == 2
+    assert tree.heads[3] == 3
+    assert fixed == kept
+
+
+def test_given_heads_of_a_read_sentence_are_kept(parser) -> None:
+    sentences = list(read_conllu(TINY_CONLLU))
+    kept = copy.deepcopy(sentences)
+    trees = parser.parse_constrained(sentences, [s.given_heads() for s in sentences])
+    assert [t.heads for t in trees] == [s.heads for s in sentences]
+    assert sentences == kept
+
+
+# Inputs -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("inputs", "what"),
+    [
+        (b"1\tThe\t_\t_\t_\t_\t0\troot\t_\t_\n", "bytes"),
+        (Sentence(["The", "cat"]), "Sentence"),
+        (3, "int"),
+    ],
+)
+def test_inputs_that_are_no_sentences_are_refused_naming_their_type(parser, inputs, what) -> None:
+    for call in (
+        parser.parse,
+        lambda x: parser.kbest(x, 2),
+        lambda x: parser.parse_constrained(x, []),
+    ):
+        with pytest.raises(TypeError, match=rf"inputs is a {what}: pass a list of sentences"):
+            call(inputs)
+
+
+@pytest.mark.parametrize(
+    ("item", "what"),
+    [(b"The cat", "bytes"), ({"The": 1, "cat": 2}, "dict"), ({"The", "cat"}, "set"), (7, "int")],
+)
+def test_a_sentence_that_is_no_list_of_words_is_refused(parser, item, what) -> None:
+    # A dict gave its keys and a set its words in any order, as a sentence, silently.
+    with pytest.raises(TypeError, match=rf"input 1 is a {what}: pass a list of words"):
+        parser.parse([["A", "dog"], item])
+
+
+def test_conllu_text_errors_name_the_text_not_stdin(parser) -> None:
+    with pytest.raises(ConlluError, match=r"^<input>:2: "):
+        parser.parse("1\tThe\t_\t_\t_\t_\t_\t_\t_\t_\n3\tcat\t_\t_\t_\t_\t_\t_\t_\t_\n")
+
+
+def test_a_form_that_is_empty_or_blank_is_refused_and_underscore_is_a_word(parser) -> None:
+    for form in ("", " ", "a\tb"):
+        with pytest.raises(ConlluError, match="bad FORM column"):
+            parser.parse([["The", form]])
+    with pytest.raises(ConlluError, match="no words"):
+        parser.parse([[]])
+    [tree] = parser.parse([["_", "_"]])
+    assert tree.sentence.forms == ["_", "_"]
+    assert parser.to_conllu([tree]).splitlines()[1].split("\t")[:2] == ["1", "_"]
+
+
+def test_many_tiny_sentences_from_a_generator(parser) -> None:
+    trees = parser.parse(["a"] for _ in range(3000))
+    assert len(trees) == 3000
+    assert {tuple(t.heads) for t in trees} == {(0,)}
+    assert [t.sentence.line for t in trees[:3]] == [1, 2, 3]
+
+
+# Options ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("columns", ["upos", "all"])
+def test_a_string_of_columns_is_refused_not_split_into_letters(parser, columns) -> None:
+    with pytest.raises(TypeError, match=rf"columns='{columns}' is a str: pass a list"):
+        parser.parse(WORDS, columns=columns)
+
+
+@pytest.mark.parametrize("flag", ["probabilities", "overwrite", "root_constraint", "joint_labels"])
+@pytest.mark.parametrize("value", ["no", None])
+def test_yes_no_options_take_only_bools(parser, flag, value) -> None:
+    # overwrite="no" overwrote the input's columns; root_constraint=None allowed many roots.
+    with pytest.raises(TypeError, match=rf"{flag}={value!r} must be True or False"):
+        parser.parse(WORDS, **{flag: value})
+
+
+def test_unknown_columns_are_refused_in_one_line(parser) -> None:
+    with pytest.raises(ValueError, match=r"columns \['UPOS'\]: predictable columns are"):
+        parser.parse(WORDS, columns=["UPOS"])
+
+
+# What comes back --------------------------------------------------------------------------
+
+
+def test_sentences_with_multiword_tokens_and_empty_nodes_come_back_byte_for_byte(
+    shipped,
+) -> None:
+    sentences = list(read_conllu(TINY_CONLLU))
+    kept = copy.deepcopy(sentences)
+    for options in ({}, {"columns": ["all"]}, {"columns": ["all"], "overwrite": True}):
+        first = shipped.parse(sentences, probabilities=True, **options)
+        again = shipped.parse(sentences, probabilities=True, **options)
+        assert sentences == kept  # nothing the user passed is changed
+        assert [t.sentence.lines for t in first] == [t.sentence.lines for t in again]
+        changed = {6, 7} | ({2, 3, 4, 5} if options else set())
+        for given, tree in zip(sentences, first, strict=True):
+            assert len(given.lines) == len(tree.sentence.lines)
+            for old, new in zip(given.lines, tree.sentence.lines, strict=True):
+                if old[:1].isdigit() and old.split("\t")[0].isdigit():
+                    cells = zip(old.split("\t"), new.split("\t"), strict=True)
+                    assert {i for i, (a, b) in enumerate(cells) if a != b} <= changed
+                else:  # comments, ranges, empty nodes, blank lines
+                    assert old == new
+            if "overwrite" not in options:  # only `_` cells are filled
+                assert all(
+                    g in ("_", p) for g, p in zip(given.upos, tree.sentence.upos, strict=True)
+                )
+    kbest = shipped.kbest(sentences[2:4], 3)
+    assert sentences == kept
+    assert all(len({tuple(t.heads) for t in trees}) == len(trees) for trees in kbest)
+
+
+def test_duplicate_columns_predict_as_one(shipped) -> None:
+    once = shipped.parse(WORDS, columns=["upos"])
+    twice = shipped.parse(WORDS, columns=["upos", "upos"])
+    assert shipped.to_conllu(once) == shipped.to_conllu(twice)
