@@ -48,14 +48,33 @@ def main(cfg: DictConfig) -> float:
     """Train into Hydra's run directory; returns the best dev LAS (for sweepers to optimise).
 
     A user error prints one line on stderr and exits with status 2 (see :mod:`biaffine.cli`);
-    the run folder is removed if the run wrote nothing into it.
+    the run folder is removed if Hydra made it for this run and the run wrote nothing into it.
     """
     run_dir = Path(HydraConfig.get().runtime.output_dir)
+    made_here = _made_for_this_run(run_dir)
     logs = _hold_log_files(run_dir)
     return report_user_errors(
         lambda: _train(cfg, run_dir, lambda shared: _start_record(cfg, shared, logs)),
-        on_error=lambda: remove_unused_run_dir(run_dir),
+        on_error=lambda: _clean_up(run_dir, made_here),
     )
+
+
+def _made_for_this_run(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds only the empty log Hydra just opened: made for this run.
+
+    Called first thing. A folder that held anything before (a user's ``config.yaml``, an
+    earlier run's log) was not, and a refused run leaves it alone, whatever its files are named.
+    """
+    try:
+        return all(p.suffix == ".log" and p.stat().st_size == 0 for p in run_dir.iterdir())
+    except OSError:
+        return False
+
+
+def _clean_up(run_dir: Path, made_here: bool) -> None:
+    """After a user error: remove the run folder if this run made it and wrote nothing there."""
+    if made_here:
+        remove_unused_run_dir(run_dir)
 
 
 def _train(cfg: DictConfig, run_dir: Path, on_start: Callable[[Path], None]) -> float:

@@ -30,7 +30,10 @@ def _train(cfg: DictConfig, run_dir: Path) -> float:
     refuse_missing(OmegaConf.missing_keys(cfg))
     settings = sentence_training.SentenceSettings.from_mapping(OmegaConf.to_container(cfg.trainer))
     check_threads(settings.threads, "trainer.threads")
-    data = training.load_documents(OmegaConf.to_container(cfg.data, resolve=True))
+    d = OmegaConf.to_container(cfg.data, resolve=True)
+    inputs = training.input_files(d) | {"segmenter": cfg.segmenter}
+    training.refuse_overwriting_inputs(run_dir, inputs)
+    data = training.load_documents(d)
     run_dir.mkdir(parents=True, exist_ok=True)
     model = OmegaConf.to_container(cfg.model)
     result = sentence_training.train(data, cfg.segmenter, model, settings, run_dir)

@@ -148,6 +148,11 @@ class Sentence:
                 tokens.append(Token(cols[1], int(low), int(low), False, line))
         return tokens
 
+    def word_line(self, i: int) -> int:
+        """The line of word ``i`` (1..n) in :attr:`source`, for an error message about it."""
+        first = next(k for k, text in enumerate(self.lines) if not text.isspace())
+        return self.line + self.word_lines[i - 1] - first
+
     def _range_token(self, form: str, low: int, high: int, covered: int, line: int) -> Token:
         if not covered < low <= high <= len(self):
             last = f"the last word, {len(self)}"

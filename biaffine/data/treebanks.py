@@ -10,12 +10,12 @@ import os
 import random
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
-from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.data.conllu import ConlluError, Sentence, read_conllu
 from biaffine.files import atomic_open
 
 __all__ = [
@@ -23,12 +23,15 @@ __all__ = [
     "DownloadError",
     "Splits",
     "TreebankFiles",
+    "check_tree",
     "configured_names",
+    "configured_paths",
     "discover_files",
     "download_file",
     "load_splits",
     "locate_treebank",
     "project_root",
+    "refuse_written_inputs",
     "resolve_root",
     "split_off_dev",
 ]
@@ -104,6 +107,40 @@ def configured_names(
     return folder, names
 
 
+def configured_paths(d: Mapping[str, Any]) -> dict[str, Path | None]:
+    """The file of each split that a ``data`` config names (None for a split it has not).
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`discover_files`.
+    """
+    folder, names = configured_names(d)
+    return {split: folder / d["treebank"] / name if name else None for split, name in names.items()}
+
+
+def refuse_written_inputs(
+    inputs: Mapping[str, str | os.PathLike[str] | None], written: Iterable[Path]
+) -> None:
+    """Refuse a run that would write over, or remove, a file it was given to read.
+
+    Checked before the run touches its folder: a treebank file named ``config.yaml`` there,
+    say, would be gone before it was read.
+
+    Args:
+        inputs: the file each setting names (``data.train``, ``segmenter``); None for none.
+        written: the files the run writes or removes.
+
+    Raises:
+        ValueError: naming the setting and its file.
+    """
+    targets = {Path(path).resolve() for path in written}
+    for setting, value in inputs.items():
+        if value is not None and Path(value).resolve() in targets:
+            raise ValueError(
+                f"{setting}: {value} is a file this run writes in its folder: choose another "
+                "hydra.run.dir, or move the file"
+            )
+
+
 def locate_treebank(
     root: Path,
     treebank: str,
@@ -126,9 +163,13 @@ def locate_treebank(
     Raises:
         FileNotFoundError: a named file is missing and ``download`` is False.
         DownloadError: a download failed.
+        ConlluError: a named file is a directory.
     """
     folder = root / treebank
     paths = {split: folder / name if name else None for split, name in names.items()}
+    for path in paths.values():
+        if path is not None and path.is_dir():  # not missing: no download may replace it
+            raise ConlluError(str(path), 0, "is a directory, not a file")
     missing = [path for path in paths.values() if path is not None and not path.is_file()]
     if missing and not download:
         listed = ", ".join(str(path) for path in missing)
@@ -213,7 +254,54 @@ def load_splits(
 
 
 def _read(path: Path | None) -> list[Sentence] | None:
-    return list(read_conllu(path, require_trees=True)) if path is not None else None
+    if path is None:
+        return None
+    sentences = list(read_conllu(path, require_trees=True))
+    for sentence in sentences:
+        check_tree(sentence)
+    return sentences
+
+
+def check_tree(sentence: Sentence) -> None:
+    """Refuse gold heads with a cycle: every word must reach ROOT.
+
+    The reader checks each HEAD alone (an integer in 0..n); this checks them together. A word
+    heading itself made the training loss infinite (no parser scores that arc), and a cycle is
+    no tree any decoder outputs, which training would learn silently. Several words on ROOT
+    are left to the parsers: the graph parser's loss normalises such a tree over all trees
+    (:meth:`biaffine.parsers.graph.BiaffineParser.loss`), and a transition system that builds
+    single-rooted trees refuses it by name.
+
+    Args:
+        sentence: a sentence read with ``require_trees=True`` (integer heads).
+
+    Raises:
+        ConlluError: naming the line of the first word of the cycle.
+    """
+    heads = cast("list[int]", sentence.heads)
+    reaches_root = [True] + [False] * len(heads)  # by word ID; ROOT is 0
+    for start in range(1, len(heads) + 1):
+        path: dict[int, int] = {}  # words followed up from start (none known to reach ROOT)
+        word = start
+        while not reaches_root[word] and word not in path:
+            path[word] = len(path)
+            word = heads[word - 1]
+        if not reaches_root[word]:
+            _refuse_cycle(sentence, list(path)[path[word] :])
+        for seen in path:
+            reaches_root[seen] = True
+
+
+def _refuse_cycle(sentence: Sentence, cycle: list[int]) -> NoReturn:
+    """Raise for the words of ``cycle`` (each heads the next, the last the first)."""
+    first = cycle.index(min(cycle))
+    cycle = cycle[first:] + cycle[:first]
+    if len(cycle) == 1:
+        problem = f"word {cycle[0]} is its own head (HEAD {cycle[0]})"
+    else:
+        words = " -> ".join(str(word) for word in [*cycle, cycle[0]])
+        problem = f"words {words} form a cycle (each the HEAD of the one before)"
+    raise ConlluError(sentence.source, sentence.word_line(cycle[0]), problem)
 
 
 def download_file(url: str, dest: Path, *, timeout: float = 60.0) -> Path:

@@ -16,6 +16,7 @@ import itertools
 import json
 import logging
 import math
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -27,6 +28,7 @@ import torch
 from torch import nn
 
 from biaffine.data import treebanks
+from biaffine.data.conllu import ConlluError
 from biaffine.files import atomic_open
 from biaffine.nn.averaging import weight_average
 from biaffine.runtime import seed_everything, set_threads
@@ -53,7 +55,9 @@ __all__ = [
     "TrainSettings",
     "evaluate",
     "hold_out_dev",
+    "input_files",
     "load_documents",
+    "refuse_overwriting_inputs",
     "spaced_tokens",
     "train",
     "write_metrics",
@@ -125,7 +129,8 @@ def load_documents(d: Mapping[str, Any]) -> SegmenterData:
 
     Raises:
         ValueError: no train split; FileNotFoundError, DownloadError: see
-            :func:`biaffine.data.treebanks.locate_treebank`.
+            :func:`biaffine.data.treebanks.locate_treebank`; ConlluError: a malformed file, or
+            one without text.
     """
     folder, names = treebanks.configured_names(d)
     if names.get("train") is None:
@@ -133,15 +138,48 @@ def load_documents(d: Mapping[str, Any]) -> SegmenterData:
     files = treebanks.locate_treebank(
         folder, d["treebank"], names, download=d["download"], base_url=d["base_url"]
     )
-    train = labelled_documents(files.train)
-    test = labelled_documents(files.test) if files.test is not None else None
+    train = _documents(files.train)
+    test = _documents(files.test) if files.test is not None else None
     mwt = MwtExpander.from_conllu(files.train)
     mwt = mwt if mwt.dictionary else None
     if files.dev is not None:
-        return SegmenterData(d["treebank"], train, labelled_documents(files.dev), test, mwt)
+        return SegmenterData(d["treebank"], train, _documents(files.dev), test, mwt)
     train, dev = hold_out_dev(train, d["dev_fraction"], seed=d["split_seed"])
     log.info("%s has no dev split: %d blocks of its text held out as dev", d["treebank"], len(dev))
     return SegmenterData(d["treebank"], train, dev, test, mwt)
+
+
+def _documents(path: Path) -> list[LabelledText]:
+    """The labelled documents of one split's file, which must hold some text.
+
+    Raises:
+        ConlluError: a file without tokens (empty, blank or comments only), which would train
+            on nothing, or score on nothing, and say so only in a score of 0.
+    """
+    documents = labelled_documents(path)
+    if not documents:
+        raise ConlluError(str(path), 0, "no sentences found (no token lines)")
+    return documents
+
+
+def refuse_overwriting_inputs(
+    run_dir: Path, inputs: Mapping[str, str | os.PathLike[str] | None]
+) -> None:
+    """Refuse a run whose input is the ``best.pt`` or ``metrics.jsonl`` it writes in ``run_dir``.
+
+    Args:
+        run_dir: the run's folder.
+        inputs: the file each setting names (``data.train``, ``segmenter``); None for none.
+
+    Raises:
+        ValueError: naming the setting and its file.
+    """
+    treebanks.refuse_written_inputs(inputs, [run_dir / BEST, run_dir / METRICS])
+
+
+def input_files(d: Mapping[str, Any]) -> dict[str, Path | None]:
+    """The treebank file of each split a ``data`` config names, by setting (``data.train``)."""
+    return {f"data.{split}": path for split, path in treebanks.configured_paths(d).items()}
 
 
 def hold_out_dev(

@@ -47,6 +47,7 @@ from biaffine.training.run_state import (
     locked_run_dir,
     restore,
     resumes_in,
+    run_files,
     start_afresh,
     writing,
 )
@@ -102,15 +103,30 @@ def train(
             results and neither ``trainer.resume`` nor ``trainer.overwrite`` is set (nothing in
             ``run_dir`` is touched).
         DiskFullError: no space left while writing a file of the run.
-        ValueError: among others, when resuming with settings the interrupted run did not have
-            (before anything in ``run_dir`` is touched).
+        ValueError: among others, when resuming with settings the interrupted run did not have,
+            or when a file the run reads (a treebank split, ``trainer.init_from``) is one it
+            writes or removes in ``run_dir`` (before anything in ``run_dir`` is touched).
     """
     run_dir = Path(run_dir)
     here = distributed.world()
     if cfg.trainer.bf16:  # refused before the run folder is touched
         check_bf16(select_device(cfg.trainer.device), setting="trainer.bf16")
+    treebanks.refuse_written_inputs(_inputs(cfg), run_files(run_dir))
     with _opened_run_dir(cfg, run_dir, here, on_start) as resumed:
         return _train_in(cfg, run_dir, here, resumed)
+
+
+def _inputs(cfg: DictConfig) -> dict[str, str | Path | None]:
+    """The files a run reads, by setting: the treebank's splits and the checkpoints it starts from.
+
+    ``trainer.resume_from`` is left out: continuing the run in its own folder is what it is for.
+    """
+    t = cfg.trainer
+    paths = {f"data.{split}": path for split, path in treebanks.configured_paths(cfg.data).items()}
+    paths["trainer.init_from"] = t.get("init_from")
+    for k, path in enumerate(t.get("distill_from") or []):
+        paths[f"trainer.distill_from[{k}]"] = path
+    return paths
 
 
 @contextlib.contextmanager

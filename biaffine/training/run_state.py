@@ -59,6 +59,7 @@ __all__ = [
     "remove_unused_run_dir",
     "restore",
     "resumes_in",
+    "run_files",
     "set_rng_state",
     "start_afresh",
     "writing",
@@ -374,6 +375,12 @@ def start_afresh(run_dir: Path, *, overwrite: bool) -> None:
         (record / name).unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         record.rmdir()  # only when empty: a file of the user's there stays
+
+
+def run_files(run_dir: Path) -> list[Path]:
+    """Every file a run writes or removes in ``run_dir`` (:func:`start_afresh` removes them)."""
+    record = run_dir / HYDRA_RECORD
+    return [*(run_dir / name for name in (*_RUN_FILES, LOCK)), *(record / n for n in _HYDRA_FILES)]
 
 
 def find_resume_checkpoint(
