@@ -51,6 +51,8 @@ class Request:
         k = self.kbest
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
             raise ValueError(f"kbest={k!r} must be an integer >= 1 (or None for one tree)")
+        if ALL_COLUMNS[0] in self.columns and self.columns != ALL_COLUMNS:
+            raise ValueError(f"columns {list(self.columns)}: 'all' stands alone, or name each")
         unknown = [c for c in self.columns if c not in TAGGED and self.columns != ALL_COLUMNS]
         if unknown:
             raise ValueError(f"columns {unknown}: predictable columns are {', '.join(TAGGED)}")

@@ -88,6 +88,9 @@ def test_a_column_without_a_tagger_is_refused_in_one_line(upos_only_checkpoint, 
         parser.parse(sentences, columns=["upos", "xpos"])
     with pytest.raises(ValueError, match=r"predictable columns are upos, xpos, feats, lemma$"):
         parser.parse(sentences, columns=["deprel"])
+    # It said columns ['all'] were unknown, where 'all' is known but asks for every column.
+    with pytest.raises(ValueError, match=r"^columns \['all', 'upos'\]: 'all' stands alone"):
+        parser.parse(sentences, columns=["all", "upos"])
 
 
 def test_a_cell_the_input_fills_is_kept_unless_overwrite(tagged_checkpoint, sentences) -> None:
