@@ -29,7 +29,7 @@ from biaffine.cli import (
     report_user_errors,
 )
 from biaffine.inference.settings import DecoderSettings
-from biaffine.predict_options import PredictOptions, parse_columns
+from biaffine.predict_options import PredictOptions, bracketed_lists, parse_columns
 
 log = logging.getLogger(__name__)
 
@@ -184,5 +184,6 @@ def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
 
 
 if __name__ == "__main__":
+    sys.argv[1:] = bracketed_lists(sys.argv[1:])  # columns=upos,lemma: a list, not a sweep
     report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], PREDICT_CONF, GROUPS))
     main()

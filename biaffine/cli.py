@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import signal
 import sys
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -33,6 +34,7 @@ __all__ = [
     "refuse_missing",
     "refuse_unknown_options",
     "report_user_errors",
+    "silence_closed_stdout",
 ]
 
 T = TypeVar("T")
@@ -69,12 +71,29 @@ def report_user_errors(task: Callable[[], T], *, on_error: Callable[[], None] | 
     """
     try:
         return task()
+    except BrokenPipeError:  # the reader went away (| head): nothing to tell it
+        if on_error is not None:
+            on_error()
+        sys.exit(silence_closed_stdout())
     except USER_ERRORS as error:
         if on_error is not None:
             on_error()
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
             raise
         _exit(error)
+
+
+def silence_closed_stdout() -> int:
+    """Point standard output at the null device once its reader closed it; 128 + SIGPIPE.
+
+    ``predict.py ... | head`` closes the pipe early: Unix tools end then without a word, with
+    the status a SIGPIPE gives, and so do the commands here, not with a traceback or an error
+    line. Python flushes standard output again at exit, which would fail into the closed pipe.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + int(signal.SIGPIPE)
 
 
 def _exit(error: BaseException) -> NoReturn:

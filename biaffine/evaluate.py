@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from biaffine.alignment import EndToEndScores, evaluate_end_to_end
+from biaffine.cli import silence_closed_stdout
 from biaffine.data.conllu import ConlluError, Sentence, read_conllu
 from biaffine.metrics import (
     GOLD_COLUMNS,
@@ -214,11 +213,7 @@ def _print_report(report: str) -> int:
         print(report)
         sys.stdout.flush()
     except BrokenPipeError:
-        # Python flushes stdout again at exit, into the closed pipe: point it at /dev/null.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-        return 128 + int(signal.SIGPIPE)
+        return silence_closed_stdout()
     return 0
 
 

@@ -24,9 +24,11 @@ from biaffine.inference.settings import DecoderSettings
 from biaffine.pipeline import MAX_SENTENCE_WORDS
 
 __all__ = [
+    "LIST_OPTIONS",
     "STDIO",
     "ChunkParser",
     "PredictOptions",
+    "bracketed_lists",
     "check_arguments",
     "check_options",
     "check_source",
@@ -79,14 +81,38 @@ _WHY_NOT_BOTH = {
 }
 
 
-def parse_columns(value: str | Sequence[str] | None) -> tuple[str, ...]:
-    """``predict.py columns=[upos,xpos]`` (a list, one name, ``all``, or null) as column names.
+LIST_OPTIONS = ("columns",)
+"""``predict.py`` options whose value is a list (:func:`bracketed_lists`)."""
 
-    Hydra reads an unbracketed ``columns=upos,xpos`` as a sweep, so a list is written in
-    brackets; a comma-separated string (quoted on the command line) is read too.
+
+def bracketed_lists(arguments: Sequence[str]) -> list[str]:
+    """The command line with ``columns=upos,lemma`` written ``columns=[upos,lemma]``.
+
+    Hydra reads an unbracketed comma list as a sweep, and without ``-m`` stops at it with a
+    five-line "Ambiguous value" message (exit 1), yet that is how a user writes a list of
+    columns. ``predict.py`` sweeps nothing, so a comma list of :data:`LIST_OPTIONS` is read as
+    the list it means; a value in brackets or quotes, or with an interpolation, is left as
+    written.
+    """
+    found = []
+    for argument in arguments:
+        key, equals, value = argument.partition("=")
+        plain = value and value[0] not in "[('\"" and "${" not in value
+        if equals and key in LIST_OPTIONS and plain and "," in value:
+            argument = f"{key}=[{value}]"
+        found.append(argument)
+    return found
+
+
+def parse_columns(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``predict.py columns=upos,xpos`` (a list, one name, ``all``, or null) as column names.
+
+    A comma list is one (:func:`bracketed_lists`), in brackets or not; a comma-separated string
+    (quoted on the command line) is read too.
 
     Raises:
-        ValueError: an unknown column (one line naming the known ones).
+        ValueError: an unknown column (one line naming the known ones), or ``all`` beside
+            others.
     """
     if value is None:
         return ()
@@ -94,9 +120,11 @@ def parse_columns(value: str | Sequence[str] | None) -> tuple[str, ...]:
     names = [name.strip().lower() for name in given if name.strip()]
     if names == ["all"]:
         return ALL_COLUMNS
+    spelled = ",".join(given) if isinstance(value, str) else f"[{','.join(given)}]"
+    if "all" in names:
+        raise ValueError(f"columns={spelled}: all stands alone (every column), or name each")
     unknown = [name for name in names if name not in TAGGED]
     if unknown:
-        spelled = ",".join(given) if isinstance(value, str) else f"[{','.join(given)}]"
         known = ", ".join(CONLLU_NAMES[name].lower() for name in TAGGED)
         raise ValueError(f"columns={spelled}: unknown {', '.join(unknown)}; known: {known}, all")
     return tuple(dict.fromkeys(names))

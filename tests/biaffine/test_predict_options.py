@@ -21,6 +21,7 @@ from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings
 from biaffine.nn import Encoder
 from biaffine.parsers import TransitionParser
+from biaffine.predict_options import bracketed_lists, parse_columns
 from biaffine.predicting import PredictOptions, predict
 
 ROOT = Path(__file__).parents[2]
@@ -378,3 +379,44 @@ def test_predict_py_streams_kbest_and_refuses_bad_options(graph_checkpoint, tmp_
     )
     sentences = list(read_conllu(io.StringIO(done.stdout)))
     assert len(sentences) == 13
+
+
+def test_a_comma_list_of_columns_is_read_as_a_list_not_a_sweep(graph_checkpoint, tmp_path) -> None:
+    # Hydra stopped at columns=upos,xpos with its five-line "Ambiguous value" message, exit 1.
+    args = [f"checkpoint={graph_checkpoint}", "input=-", "threads=1"]
+    refused = run([*args, "columns=upos,xpos"], tmp_path, TINY_CONLLU.read_text(), status=2)
+    assert refused.stderr.endswith(
+        "error: columns=upos,xpos: this model has no tagger for upos, xpos "
+        "(train with the column's loss weight > 0)\n"
+    )
+    assert bracketed_lists(["columns=upos,lemma", "columns='upos,lemma'", "columns=[a,b]"]) == [
+        "columns=[upos,lemma]",
+        "columns='upos,lemma'",
+        "columns=[a,b]",
+    ]
+    assert bracketed_lists(["columns=upos", "input=a,b.conllu", "+columns=x,y"]) == [
+        "columns=upos",
+        "input=a,b.conllu",
+        "+columns=x,y",
+    ]
+    with pytest.raises(ValueError, match=r"^columns=\[all,upos\]: all stands alone"):
+        parse_columns(["all", "upos"])
+
+
+def test_predict_py_ends_quietly_when_its_reader_closes_the_pipe(tmp_path) -> None:
+    # It printed "error: [Errno 32] Broken pipe" and exited 2 under `predict.py ... | head`.
+    flood = (
+        "from biaffine.cli import report_user_errors\n"
+        "report_user_errors(lambda: [print('x' * 99) for _ in range(10**6)])"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", flood],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as child:
+        assert child.stdout.readline() == "x" * 99 + "\n"
+        child.stdout.close()
+        assert child.wait(timeout=60) == 141
+        assert child.stderr.read() == ""
