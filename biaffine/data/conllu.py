@@ -196,11 +196,15 @@ class Sentence:
         n = len(self.forms)
         if not n:
             raise ConlluError(self.source, self.line, "sentence has no words")
-        columns = [self.forms, self.lemmas, self.upos, self.xpos, self.feats, self.deprels]
-        for name, values in zip((*COLUMNS[1:6], "DEPREL"), columns, strict=True):
-            values[:] = values or ["_"] * n
+        attributes = ("forms", "lemmas", "upos", "xpos", "feats", "deprels")
+        columns = []
+        for name, attribute in zip((*COLUMNS[1:6], "DEPREL"), attributes, strict=True):
+            # A copy: the caller's lists are theirs (filling them in place changed them).
+            values = list(getattr(self, attribute)) or ["_"] * n
             if len(values) != n or not all(_is_field(v) for v in values):
                 raise ConlluError(self.source, self.line, f"bad {name} column {values!r}")
+            setattr(self, attribute, values)
+            columns.append(values)
         heads = ["_"] * n
         if self.heads is not None:
             self.heads = [operator.index(h) for h in self.heads]

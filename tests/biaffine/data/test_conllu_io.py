@@ -494,6 +494,16 @@ def test_hand_built_sentence_rejects_inconsistent_columns(kwargs: dict) -> None:
         Sentence(["Dogs", "bark"], **kwargs)
 
 
+def test_a_hand_built_sentence_leaves_the_callers_lists_as_they_were() -> None:
+    # The empty columns were filled in place: the caller's list of UPOS became ["_", "_"].
+    forms, upos, heads = ["Dogs", "bark"], [], [2, 0]
+    sentence = Sentence(forms, upos=upos, heads=heads)
+    assert (forms, upos, heads) == (["Dogs", "bark"], [], [2, 0])
+    assert sentence.upos == ["_", "_"]
+    sentence.forms.append("loudly")  # and the sentence's lists are its own
+    assert forms == ["Dogs", "bark"]
+
+
 # --- every real UD file -----------------------------------------------------------------------
 
 
