@@ -38,6 +38,7 @@ from biaffine import checkpoint, installed
 from biaffine.data.conllu import Sentence, read_conllu, write_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, Request, SentenceResult, predict
+from biaffine.inference.request import ALL_COLUMNS
 from biaffine.parsers.transition import check_partner
 from biaffine.pipeline import segmented
 from biaffine.results import ParsedTree, parsed_tree
@@ -252,11 +253,8 @@ class Parser:
         settings = DecoderSettings(
             decoder, root_constraint, search, beam_size, graph_weight, joint_labels
         )
-        if columns is None:
-            columns = () if text is None else ("all",)
-        elif isinstance(columns, str):  # tuple("upos") would ask for columns u, p, o and s
-            raise TypeError(f"columns={columns!r} is a str: pass a list, e.g. [{columns!r}]")
-        request = Request(probabilities, columns=tuple(columns), overwrite=overwrite)
+        asked = _asked_columns(columns, () if text is None else ALL_COLUMNS)
+        request = Request(probabilities, columns=asked, overwrite=overwrite)
         sentences = self._sentences_of(inputs, text)
         found = self._predict(sentences, request, settings, max_tokens)
         return [parsed_tree(s, r, 0, request) for s, r in zip(sentences, found, strict=True)]
@@ -275,6 +273,8 @@ class Parser:
         decoder: str = "mst",
         root_constraint: bool = True,
         joint_labels: bool = True,
+        columns: Sequence[str] | None = None,
+        overwrite: bool = False,
         max_tokens: int = 5000,
     ) -> list[list[ParsedTree]]:
         """The k highest-scoring trees of each sentence, best first (graph parsers).
@@ -286,6 +286,9 @@ class Parser:
             root_constraint: exactly one word on ROOT in every tree.
             joint_labels: rank trees by their arcs' head and best label log-probabilities
                 (as :meth:`parse` decodes); False: by head log-probabilities alone.
+            columns: tagged columns to predict, as :meth:`parse` (None: none); every tree of a
+                sentence carries the same ones.
+            overwrite: as :meth:`parse`.
             max_tokens: words per batch.
 
         Returns:
@@ -298,16 +301,18 @@ class Parser:
                 a graph parser.
             TypeError: ``inputs`` that is neither a str nor an iterable of sentences (bytes, one
                 :class:`Sentence`), or a sentence that is neither a :class:`Sentence` nor an
-                ordered iterable of words (bytes, a dict, a set); a yes/no option that is not
-                a bool.
+                ordered iterable of words (bytes, a dict, a set); ``columns`` that is one str;
+                a yes/no option that is not a bool.
         """
         # Checked here, not by Request: there kbest=None means "one tree", which k must not.
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k={k!r} must be an integer >= 1")
-        _check_flags(root_constraint=root_constraint, joint_labels=joint_labels)
+        _check_flags(
+            root_constraint=root_constraint, joint_labels=joint_labels, overwrite=overwrite
+        )
         settings = DecoderSettings(decoder, root_constraint, joint_labels=joint_labels)
         sentences = list(_sentences(inputs))
-        request = Request(kbest=k)
+        request = Request(kbest=k, columns=_asked_columns(columns), overwrite=overwrite)
         found = self._predict(sentences, request, settings, max_tokens)
         return [
             [parsed_tree(s, r, rank, request) for rank in range(len(r.trees))]
@@ -322,6 +327,8 @@ class Parser:
         decoder: str = "mst",
         root_constraint: bool = True,
         joint_labels: bool = True,
+        columns: Sequence[str] | None = None,
+        overwrite: bool = False,
         max_tokens: int = 5000,
     ) -> list[ParsedTree]:
         """The best trees that keep some heads fixed (partially annotated input), graph parsers.
@@ -333,6 +340,8 @@ class Parser:
             decoder: ``mst`` or ``eisner`` (exact under the constraints).
             root_constraint: exactly one word on ROOT.
             joint_labels: as :meth:`parse`.
+            columns: tagged columns to predict, as :meth:`parse` (None: none).
+            overwrite: as :meth:`parse`.
             max_tokens: words per batch.
 
         Raises:
@@ -340,13 +349,16 @@ class Parser:
                 do not match, or constraints that admit no tree (the message names the
                 sentence as ``FILE:LINE``, or ``<input>:k`` for the k-th list of words, and
                 why).
-            TypeError: one sentence's fixed heads that are not a list (None, a str), inputs as
-                :meth:`kbest` refuses them, a yes/no option that is not a bool.
+            TypeError: one sentence's fixed heads that are not a list (None, a str), inputs or
+                ``columns`` as :meth:`kbest` refuses them, a yes/no option that is not a bool.
         """
-        _check_flags(root_constraint=root_constraint, joint_labels=joint_labels)
+        _check_flags(
+            root_constraint=root_constraint, joint_labels=joint_labels, overwrite=overwrite
+        )
         settings = DecoderSettings(decoder, root_constraint, joint_labels=joint_labels)
         fixed = _head_lists(fixed_heads)
-        request = Request(fixed_heads=fixed)
+        asked = _asked_columns(columns)
+        request = Request(fixed_heads=fixed, columns=asked, overwrite=overwrite)
         sentences = list(_sentences(inputs))
         _check_head_range(sentences, fixed)
         found = self._predict(sentences, request, settings, max_tokens)
@@ -451,6 +463,19 @@ def _check_head_range(
                     f"{sentence.source}:{sentence.line}: word {i}: fixed head {head} "
                     f"is not in 0..{n}"
                 )
+
+
+def _asked_columns(columns: Sequence[str] | None, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The ``columns=`` of a call as a tuple; ``default`` for None.
+
+    Raises:
+        TypeError: one str: ``tuple("upos")`` would ask for columns u, p, o and s.
+    """
+    if columns is None:
+        return default
+    if isinstance(columns, str):
+        raise TypeError(f"columns={columns!r} is a str: pass a list, e.g. [{columns!r}]")
+    return tuple(columns)
 
 
 def _check_flags(**flags: object) -> None:

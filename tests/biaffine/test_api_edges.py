@@ -178,3 +178,30 @@ def test_duplicate_columns_predict_as_one(shipped) -> None:
     once = shipped.parse(WORDS, columns=["upos"])
     twice = shipped.parse(WORDS, columns=["upos", "upos"])
     assert shipped.to_conllu(once) == shipped.to_conllu(twice)
+
+
+# Columns beside k-best trees and fixed heads ----------------------------------------------
+
+
+def test_kbest_and_fixed_heads_tag_the_columns_asked_for(shipped) -> None:
+    # Neither took columns=: tagged k-best trees, which predict.py writes, were out of reach.
+    sentences = list(read_conllu(TINY_CONLLU))
+    tagged = shipped.parse(sentences, columns=["upos", "lemma"], overwrite=True)
+    ranked = shipped.kbest(sentences, 3, columns=["upos", "lemma"], overwrite=True)
+    for best, trees in zip(tagged, ranked, strict=True):
+        assert trees[0].sentence.lines == best.sentence.lines  # the same best tree
+        for tree in trees:  # every tree carries the sentence's columns
+            assert (tree.sentence.upos, tree.sentence.lemmas) == (
+                best.sentence.upos,
+                best.sentence.lemmas,
+            )
+    fixed = [[None] * len(s) for s in sentences]
+    constrained = shipped.parse_constrained(sentences, fixed, columns=["upos", "lemma"])
+    kept = shipped.parse(sentences, columns=["upos", "lemma"])  # the input's cells kept
+    assert [t.sentence.lines for t in constrained] == [t.sentence.lines for t in kept]
+    untagged = shipped.kbest(sentences, 1)
+    assert [t[0].sentence.upos for t in untagged] == [s.upos for s in sentences]
+    with pytest.raises(TypeError, match=r"columns='upos' is a str"):
+        shipped.kbest(sentences, 2, columns="upos")
+    with pytest.raises(TypeError, match=r"overwrite='yes' must be True or False"):
+        shipped.parse_constrained(sentences, fixed, columns=["upos"], overwrite="yes")
