@@ -28,9 +28,12 @@ def main(cfg: DictConfig) -> float:
 
 def _train(cfg: DictConfig, run_dir: Path) -> float:
     refuse_missing(OmegaConf.missing_keys(cfg))
-    settings = training.settings_from(OmegaConf.to_container(cfg.trainer))
+    trainer = OmegaConf.to_container(cfg.trainer)
+    overwrite = trainer.pop("overwrite", False)  # the run folder's, not the training's
+    settings = training.settings_from(trainer)
     check_threads(settings.threads, "trainer.threads")
     d = OmegaConf.to_container(cfg.data, resolve=True)
+    training.refuse_earlier_run(run_dir, overwrite)
     training.refuse_overwriting_inputs(run_dir, training.input_files(d))
     data = training.load_documents(d)
     run_dir.mkdir(parents=True, exist_ok=True)

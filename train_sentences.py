@@ -28,10 +28,13 @@ def main(cfg: DictConfig) -> float:
 
 def _train(cfg: DictConfig, run_dir: Path) -> float:
     refuse_missing(OmegaConf.missing_keys(cfg))
-    settings = sentence_training.SentenceSettings.from_mapping(OmegaConf.to_container(cfg.trainer))
+    trainer = OmegaConf.to_container(cfg.trainer)
+    overwrite = trainer.pop("overwrite", False)  # the run folder's, not the training's
+    settings = sentence_training.SentenceSettings.from_mapping(trainer)
     check_threads(settings.threads, "trainer.threads")
     d = OmegaConf.to_container(cfg.data, resolve=True)
     inputs = training.input_files(d) | {"segmenter": cfg.segmenter}
+    training.refuse_earlier_run(run_dir, overwrite)
     training.refuse_overwriting_inputs(run_dir, inputs)
     data = training.load_documents(d)
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -57,6 +57,7 @@ __all__ = [
     "hold_out_dev",
     "input_files",
     "load_documents",
+    "refuse_earlier_run",
     "refuse_overwriting_inputs",
     "spaced_tokens",
     "train",
@@ -175,6 +176,25 @@ def refuse_overwriting_inputs(
         ValueError: naming the setting and its file.
     """
     treebanks.refuse_written_inputs(inputs, [run_dir / BEST, run_dir / METRICS])
+
+
+def refuse_earlier_run(run_dir: Path, overwrite: object) -> None:
+    """Refuse a run folder that holds an earlier run's results, unless ``overwrite`` is True.
+
+    As ``train.py`` does (``trainer.overwrite``): a second run given the same
+    ``hydra.run.dir`` replaced the first one's segmenter without a word.
+
+    Raises:
+        ValueError: ``overwrite`` that is not a bool, or results found and not to be replaced.
+    """
+    if not isinstance(overwrite, bool):
+        raise ValueError(f"trainer.overwrite={overwrite!r}: expected true or false")
+    found = [name for name in (BEST, METRICS) if (run_dir / name).exists()]
+    if found and not overwrite:
+        raise ValueError(
+            f"{run_dir} holds a run already ({', '.join(found)}): replace it with "
+            "trainer.overwrite=true, or choose another hydra.run.dir"
+        )
 
 
 def input_files(d: Mapping[str, Any]) -> dict[str, Path | None]:

@@ -15,7 +15,7 @@ from hydra import compose, initialize
 
 from biaffine.data import treebanks
 from biaffine.data.conllu import ConlluError
-from biaffine.segmenting.training import load_documents
+from biaffine.segmenting.training import load_documents, refuse_earlier_run
 from biaffine.training import train
 
 ROOT = Path(__file__).parents[3]
@@ -185,3 +185,26 @@ def test_a_segmenter_input_in_its_run_folder_is_refused_and_kept(tmp_path: Path)
             refuse_overwriting_inputs(run_dir, {"segmenter": path, "data.train": TINY})
         assert path.read_bytes() == b"mine"
     refuse_overwriting_inputs(run_dir, {"data.train": TINY, "data.dev": None})
+
+
+@pytest.mark.parametrize("script", ["train_segmenter.py", "train_sentences.py"])
+def test_a_segmenter_run_folder_holding_a_run_is_refused_unless_overwrite(
+    tmp_path: Path, script: str
+) -> None:
+    # A second run given the same hydra.run.dir replaced the first one's best.pt unasked.
+    run_dir = tmp_path / "run"
+    earlier = write(run_dir, "best.pt", b"the first run's segmenter")
+    command = [sys.executable, str(ROOT / script), f"hydra.run.dir={run_dir}"]
+    if script == "train_sentences.py":
+        command.append(f"segmenter={ROOT / 'models' / 'en_ewt' / 'segmenter.pt'}")
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert done.stderr.endswith(
+        f"error: {run_dir} holds a run already (best.pt): replace it with "
+        "trainer.overwrite=true, or choose another hydra.run.dir\n"
+    )
+    assert earlier.read_bytes() == b"the first run's segmenter"
+    refuse_earlier_run(run_dir, overwrite=True)  # asked for: the run may replace it
+    refuse_earlier_run(tmp_path / "fresh", overwrite=False)
+    with pytest.raises(ValueError, match=r"^trainer.overwrite='yes': expected true or false"):
+        refuse_earlier_run(run_dir, overwrite="yes")
