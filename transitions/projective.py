@@ -149,6 +149,8 @@ def _check_heads(heads: npt.ArrayLike) -> IntArray:
 
 def _check_labels(deprels: Sequence[str], n: int) -> tuple[list[str], bool]:
     """Labels as str[n+1] (``""`` at 0) and whether they came with position 0."""
+    if isinstance(deprels, str):  # its letters would pass as one label per word
+        raise ValueError(f"deprels must be a sequence of str, one per word, got {deprels!r}")
     if len(deprels) not in (n, n + 1):
         raise ValueError(f"deprels must be str[n] or str[n+1] for n={n} words, got {len(deprels)}")
     with_root = len(deprels) == n + 1

@@ -126,6 +126,11 @@ class TransitionSystem:
         self.projective = spec.projective
         self.dynamic = spec.dynamic
         default = name == "arc_eager"
+        if attach_leftovers is not None and not isinstance(attach_leftovers, (bool, np.bool_)):
+            # bool() would read "no" as True
+            raise ValueError(
+                f"attach_leftovers must be True, False or None, got {attach_leftovers!r}"
+            )
         self.attach_leftovers = default if attach_leftovers is None else bool(attach_leftovers)
         self.lazy = (swap_oracle or "lazy") == "lazy"
         self.code = spec.code

@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 
 import transitions
-from transitions import Configs, TransitionSystem, beam_search, costs, greedy_search
+from transitions import (
+    Configs,
+    TransitionSystem,
+    beam_search,
+    costs,
+    get_system,
+    greedy_search,
+)
+from transitions.projective import projectivize
 
 
 def _uniform(n_actions: int):
@@ -116,3 +124,16 @@ def test_apply_refuses_float_labels_instead_of_truncating_them() -> None:
         system.apply(configs, [1], labels=[1.7])
     system.apply(configs, [1], labels=np.array([4], dtype=np.int32))
     assert configs.labels[0, 1] == 4
+
+
+def test_attach_leftovers_that_is_no_bool_is_refused() -> None:
+    # bool("no") is True: the heuristic was switched on by a request to switch it off.
+    with pytest.raises(ValueError, match=r"attach_leftovers must be True, False or None, got 'no'"):
+        get_system("arc_eager", attach_leftovers="no")
+    assert get_system("arc_eager", attach_leftovers=np.bool_(False)).attach_leftovers is False
+
+
+def test_labels_given_as_one_string_are_refused() -> None:
+    # "abc" passed as three labels, one letter per word.
+    with pytest.raises(ValueError, match=r"deprels must be a sequence of str, one per word"):
+        projectivize(np.array([-1, 2, 0, 2]), "abc")
