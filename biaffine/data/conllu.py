@@ -596,6 +596,13 @@ def _without_bom(text: str, lineno: int) -> str:
     return text[1:] if lineno == 1 and text.startswith(_BOM) else text
 
 
+_CR_INSIDE = (
+    "a carriage return (CR) inside the line: CoNLL-U lines end in LF or CRLF "
+    "(a file whose lines end in CR alone needs converting)"
+)
+"""Read whole, such a file was one comment line and said "sentence has no words"."""
+
+
 def _read_sentences(name: str, lines: Iterator[str], require_trees: bool) -> Iterator[Sentence]:
     raw: list[str] = []
     start = 0  # line number of the current sentence's first non-blank line; 0 before it
@@ -606,6 +613,8 @@ def _read_sentences(name: str, lines: Iterator[str], require_trees: bool) -> Ite
             raw.append(text)
             closed = start > 0
             continue
+        if -1 < text.find("\r") < len(text) - 2:  # a CR before the line's end (CRLF is fine)
+            raise ConlluError(name, lineno, _CR_INSIDE)
         if closed:
             yield _parse_block(raw, start, name, require_trees)
             raw, start, closed = [], 0, False

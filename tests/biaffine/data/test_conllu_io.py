@@ -494,6 +494,17 @@ def test_hand_built_sentence_rejects_inconsistent_columns(kwargs: dict) -> None:
         Sentence(["Dogs", "bark"], **kwargs)
 
 
+def test_lines_ended_by_cr_alone_are_named_as_such(tmp_path) -> None:
+    # The whole file read as one comment line: "sentence has no words (no line with an ID)".
+    path = tmp_path / "mac.conllu"
+    text = "# text = A b\r1\tA\ta\tX\t_\t_\t0\troot\t_\t_\r2\tb\tb\tX\t_\t_\t1\tdep\t_\t_\r\r"
+    path.write_bytes(text.encode())
+    with pytest.raises(ConlluError, match=r":1: a carriage return \(CR\) inside the line"):
+        list(read_conllu(path))
+    path.write_bytes(text.replace("\r", "\r\n").encode())  # CRLF reads as ever
+    assert [s.forms for s in read_conllu(path)] == [["A", "b"]]
+
+
 def test_a_hand_built_sentence_leaves_the_callers_lists_as_they_were() -> None:
     # The empty columns were filled in place: the caller's list of UPOS became ["_", "_"].
     forms, upos, heads = ["Dogs", "bark"], [], [2, 0]
