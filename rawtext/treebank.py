@@ -125,7 +125,7 @@ def _parse_block(name: str, block: list[tuple[int, str]]) -> TreebankSentence:
     new_doc = new_par = False
     text = None
     tokens: list[TreebankToken] = []
-    open_range: tuple[int, list[str], list[str]] | None = None  # (last ID, range cells, words)
+    open_range: _Range | None = None
     for lineno, line in block:
         if line.startswith("#"):
             new_doc = new_doc or bool(_NEWDOC.match(line))
@@ -139,28 +139,50 @@ def _parse_block(name: str, block: list[tuple[int, str]]) -> TreebankSentence:
             raise TreebankError(name, lineno, problem)
         word_id = cells[0]
         if found := _RANGE.fullmatch(word_id):
-            _close(open_range, tokens)
-            open_range = (int(found.group(2)), cells, [])
+            _close(name, open_range, tokens)
+            open_range = _Range(int(found.group(1)), int(found.group(2)), cells, [], lineno)
         elif word_id.isdigit():
-            if open_range is not None and int(word_id) <= open_range[0]:
-                open_range[2].append(cells[1])
+            if open_range is not None and int(word_id) <= open_range.last:
+                open_range.words.append(cells[1])
                 continue
-            _close(open_range, tokens)
+            _close(name, open_range, tokens)
             open_range = None
             tokens.append(_token(cells, (cells[1],)))
         elif "." not in word_id:
             raise TreebankError(name, lineno, f"invalid ID {word_id!r}")
-    _close(open_range, tokens)
+    _close(name, open_range, tokens)
     return TreebankSentence(tuple(tokens), new_doc, new_par, text, block[0][0])
 
 
-def _close(
-    open_range: tuple[int, list[str], list[str]] | None, tokens: list[TreebankToken]
-) -> None:
-    """Appends the multi-word token being read, if any."""
-    if open_range is not None:
-        _, cells, words = open_range
-        tokens.append(_token(cells, tuple(words)))
+@dataclass
+class _Range:
+    """A multi-word token being read: its range line's IDs and cells, and its words so far."""
+
+    first: int
+    last: int
+    cells: list[str]
+    words: list[str]
+    lineno: int
+
+
+def _close(name: str, open_range: _Range | None, tokens: list[TreebankToken]) -> None:
+    """Appends the multi-word token being read, if any.
+
+    Raises:
+        TreebankError: its range is not followed by the words it covers (a token of no words,
+            or of fewer, would be learned as a multi-word token; the parser's reader refuses
+            the same file).
+    """
+    if open_range is None:
+        return
+    span = f"multi-word token {open_range.first}-{open_range.last}"
+    expected = open_range.last - open_range.first + 1
+    if expected < 1:
+        raise TreebankError(name, open_range.lineno, f"{span} ends before it starts")
+    if len(open_range.words) != expected:
+        problem = f"{span} covers {expected} words, but {len(open_range.words)} follow it"
+        raise TreebankError(name, open_range.lineno, problem)
+    tokens.append(_token(open_range.cells, tuple(open_range.words)))
 
 
 def _token(cells: list[str], words: tuple[str, ...]) -> TreebankToken:

@@ -116,6 +116,23 @@ def test_a_line_without_ten_columns_names_file_and_line() -> None:
         labelled_documents(stream)
 
 
+@pytest.mark.parametrize(
+    ("lines", "problem"),
+    [
+        (["1-2\tab"], r"multi-word token 1-2 covers 2 words, but 0 follow it"),
+        (["1-2\tab", "1\ta", "3\tc"], r"multi-word token 1-2 covers 2 words, but 1 follow it"),
+        (["2-1\tab", "1\ta"], r"multi-word token 2-1 ends before it starts"),
+    ],
+)
+def test_a_multiword_range_without_its_words_names_its_line(lines, problem) -> None:
+    # It was read as a token of no (or too few) words: a multi-word token to learn.
+    rows = [line + "\t_" * 8 for line in lines]
+    stream = io.StringIO("# text = ab\n" + "\n".join(rows) + "\n\n")
+    stream.name = "bad.conllu"
+    with pytest.raises(TreebankError, match=rf"^bad\.conllu:2: {problem}$"):
+        labelled_documents(stream)
+
+
 def test_invalid_utf8_and_a_missing_file_name_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.conllu"
     path.write_bytes(b"# text = a\n1\ta\t_\t_\t_\t_\t_\t_\t_\t_\n\n1\t\xff" + b"\t_" * 8 + b"\n")
