@@ -346,13 +346,22 @@ def _legal_log_softmax(raw: npt.ArrayLike, legal: BoolArray) -> FloatArray:
 
     Raises:
         ValueError: ``raw`` is not shaped like ``legal`` (it would broadcast: one row of
-            scores shared by every configuration, with no error).
+            scores shared by every configuration, with no error), or holds NaN or +inf at a
+            legal transition (a NaN was picked as the best move and then refused as illegal,
+            or left a NaN path log-probability; +inf leaves no distribution to normalise).
     """
     values = _float64(raw)
     if values.shape != legal.shape:
         raise ValueError(
             f"score(rows, positions) returned shape {values.shape}, expected (C, A) = "
             f"{legal.shape}: a row per configuration, a column per transition"
+        )
+    bad = legal & (np.isnan(values) | (values == np.inf))
+    if bad.any():
+        row, action = np.argwhere(bad)[0]
+        raise ValueError(
+            f"score(rows, positions) returned {values[row, action]} at row {row}, transition "
+            f"{action}: a legal transition's score must be a number or -inf"
         )
     scores = np.where(legal, values, -np.inf)
     top = scores.max(1, keepdims=True)

@@ -140,8 +140,25 @@ def test_greedy_refuses_nan_scores_by_name() -> None:
     def nan(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
         return np.full((len(rows), len(system.transitions)), np.nan)
 
-    with pytest.raises(ValueError, match="is illegal in stack="):
+    # It said "SHIFT is illegal in stack=...": the NaN was picked, then refused as illegal.
+    with pytest.raises(ValueError, match=r"returned nan at row 0, transition \d: a legal"):
         greedy_search(system, [3], nan)
+
+
+@pytest.mark.parametrize("search", ["greedy", "beam"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_or_inf_at_a_legal_transition_is_refused_by_name(search: str, bad: float) -> None:
+    # arc_eager returned a tree with a NaN log-probability; beam search said every item died.
+    system = transitions.get_system("arc_eager")
+
+    def scores(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        found = np.zeros((len(rows), len(system.transitions)))
+        found[:, 0] = bad
+        return found
+
+    run = {"greedy": greedy_search, "beam": functools.partial(transitions.beam_search, beam_size=2)}
+    with pytest.raises(ValueError, match=rf"returned {bad} at row 0, transition 0: a legal"):
+        run[search](system, [3], scores)
 
 
 @pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
