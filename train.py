@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from biaffine import distributed
 from biaffine.cli import (
+    check_threads,
     check_types,
     config_options,
     refuse_missing,
@@ -26,7 +27,7 @@ from biaffine.cli import (
     report_user_errors,
 )
 from biaffine.files import atomic_open
-from biaffine.runtime import check_threads, select_device
+from biaffine.runtime import select_device
 from biaffine.training import train
 from biaffine.training.run_state import HYDRA_RECORD, RunLog, remove_unused_run_dir, writing
 

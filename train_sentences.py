@@ -11,8 +11,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from biaffine.cli import refuse_missing, refuse_unknown_options, report_user_errors
-from biaffine.runtime import check_threads
+from biaffine.cli import check_threads, refuse_missing, refuse_unknown_options, report_user_errors
 from biaffine.segmenting import sentence_training, training
 
 

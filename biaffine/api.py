@@ -29,16 +29,16 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
 from biaffine import checkpoint, installed
-from biaffine.data.conllu import Sentence, read_conllu, write_conllu
+from biaffine.data.conllu import Sentence, write_conllu
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, Request, SentenceResult, predict
-from biaffine.inference.request import ALL_COLUMNS
+from biaffine.inputs import Inputs, asked_columns, check_flags, head_lists, input_sentences
 from biaffine.parsers.transition import check_partner
 from biaffine.pipeline import segmented
 from biaffine.results import ParsedTree, parsed_tree
@@ -47,7 +47,8 @@ from biaffine.segmenting import Segmenter
 
 __all__ = ["ParsedTree", "Parser"]
 
-Inputs = Sequence[Sequence[str]] | Sequence[Sentence] | str
+PLAIN_TEXT_HINT = ", or plain text as parse(text=...) with a segmenter"
+"""What the refusal of a string without word lines adds: this parser reads plain text too."""
 
 
 class Parser:
@@ -227,7 +228,8 @@ class Parser:
                 label and transition-path probabilities (transition parsers).
             columns: tagged columns to predict (``upos``, ``xpos``, ``feats``, ``lemma``, or
                 ``["all"]``: every column the model has a tagger for); None: none for
-                ``inputs``, all for ``text``.
+                ``inputs``, every column the model tags for ``text`` (none for a model
+                without taggers).
             overwrite: write them over the input's values (default: only ``_`` cells).
             max_tokens: words per batch.
 
@@ -244,7 +246,7 @@ class Parser:
             biaffine.data.conllu.ConlluError: malformed CoNLL-U text or words (named
                 ``<input>:LINE`` for CoNLL-U text, ``<input>:k`` for the k-th list of words).
         """
-        _check_flags(
+        check_flags(
             probabilities=probabilities,
             overwrite=overwrite,
             root_constraint=root_constraint,
@@ -253,7 +255,8 @@ class Parser:
         settings = DecoderSettings(
             decoder, root_constraint, search, beam_size, graph_weight, joint_labels
         )
-        asked = _asked_columns(columns, () if text is None else ALL_COLUMNS)
+        # Plain text has no column to keep: every column the model tags (none, tree-only).
+        asked = asked_columns(columns, () if text is None else tuple(self.model.tagged_columns))
         request = Request(probabilities, columns=asked, overwrite=overwrite)
         sentences = self._sentences_of(inputs, text)
         found = self._predict(sentences, request, settings, max_tokens)
@@ -307,12 +310,10 @@ class Parser:
         # Checked here, not by Request: there kbest=None means "one tree", which k must not.
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k={k!r} must be an integer >= 1")
-        _check_flags(
-            root_constraint=root_constraint, joint_labels=joint_labels, overwrite=overwrite
-        )
+        check_flags(root_constraint=root_constraint, joint_labels=joint_labels, overwrite=overwrite)
         settings = DecoderSettings(decoder, root_constraint, joint_labels=joint_labels)
-        sentences = list(_sentences(inputs))
-        request = Request(kbest=k, columns=_asked_columns(columns), overwrite=overwrite)
+        sentences = list(input_sentences(inputs, PLAIN_TEXT_HINT))
+        request = Request(kbest=k, columns=asked_columns(columns), overwrite=overwrite)
         found = self._predict(sentences, request, settings, max_tokens)
         return [
             [parsed_tree(s, r, rank, request) for rank in range(len(r.trees))]
@@ -352,14 +353,12 @@ class Parser:
             TypeError: one sentence's fixed heads that are not a list (None, a str), inputs or
                 ``columns`` as :meth:`kbest` refuses them, a yes/no option that is not a bool.
         """
-        _check_flags(
-            root_constraint=root_constraint, joint_labels=joint_labels, overwrite=overwrite
-        )
+        check_flags(root_constraint=root_constraint, joint_labels=joint_labels, overwrite=overwrite)
         settings = DecoderSettings(decoder, root_constraint, joint_labels=joint_labels)
-        fixed = _head_lists(fixed_heads)
-        asked = _asked_columns(columns)
+        fixed = head_lists(fixed_heads)
+        asked = asked_columns(columns)
         request = Request(fixed_heads=fixed, columns=asked, overwrite=overwrite)
-        sentences = list(_sentences(inputs))
+        sentences = list(input_sentences(inputs, PLAIN_TEXT_HINT))
         _check_head_range(sentences, fixed)
         found = self._predict(sentences, request, settings, max_tokens)
         return [parsed_tree(s, r, 0, request) for s, r in zip(sentences, found, strict=True)]
@@ -368,7 +367,7 @@ class Parser:
         if (inputs is None) == (text is None):
             raise ValueError("give either inputs (sentences) or text= (plain text), not both")
         if text is None:
-            return list(_sentences(inputs))
+            return list(input_sentences(inputs, PLAIN_TEXT_HINT))
         if not isinstance(text, str):
             raise TypeError(f"text= must be a str of plain text, got {type(text).__name__}")
         if self.segmenter is None:
@@ -390,63 +389,6 @@ class Parser:
         return found[""].results
 
 
-def _sentences(inputs: Inputs) -> Iterator[Sentence]:
-    if isinstance(inputs, str):
-        if inputs.strip() and "\t" not in inputs:
-            raise ValueError(
-                "a string is read as CoNLL-U text, and this one has no tab-separated word "
-                "lines: pass pre-tokenized sentences as lists of words, e.g. "
-                "[['The', 'cat', 'sat', '.']], or plain text as parse(text=...) with a segmenter"
-            )
-        text = io.StringIO(inputs)
-        text.name = "<input>"  # what errors name, as for lists of words (not "<stdin>")
-        yield from read_conllu(text)
-        return
-    if not _is_sequence_like(inputs):
-        raise TypeError(
-            f"inputs is a {type(inputs).__name__}: pass a list of sentences (lists of words or "
-            "Sentence objects) or CoNLL-U text (a str)"
-        )
-    for k, item in enumerate(inputs):
-        if isinstance(item, Sentence):
-            yield item
-        elif isinstance(item, str):
-            raise ValueError(f"input {k} is a string: pass a list of words per sentence")
-        elif not _is_sequence_like(item):
-            raise TypeError(f"input {k} is a {type(item).__name__}: pass a list of words")
-        else:
-            yield Sentence.from_forms(list(item), source="<input>", line=k + 1)
-
-
-def _is_sequence_like(value: object) -> bool:
-    """An iterable whose items come in a meaningful order, and that is not one str or bytes.
-
-    A dict would give its keys and a set its items in any order; bytes would give integers.
-    """
-    unordered = (Mapping, Set, str, bytes, bytearray)
-    return isinstance(value, Iterable) and not isinstance(value, (Sentence, *unordered))
-
-
-def _head_lists(fixed_heads: Iterable[Sequence[int | None]]) -> list[list[int | None]]:
-    """A copy of the fixed heads, one list per sentence.
-
-    Raises:
-        TypeError: ``fixed_heads``, or a sentence's heads, that is not an ordered iterable
-            (None, a str, an int).
-    """
-    if not _is_sequence_like(fixed_heads):
-        raise TypeError(f"fixed_heads is a {type(fixed_heads).__name__}: pass a list per sentence")
-    lists = []
-    for k, heads in enumerate(fixed_heads):
-        if not _is_sequence_like(heads):
-            raise TypeError(
-                f"fixed_heads[{k}] is a {type(heads).__name__}: pass one list per sentence, "
-                "an int (0 = ROOT) or None per word"
-            )
-        lists.append(list(heads))
-    return lists
-
-
 def _check_head_range(
     sentences: Sequence[Sentence], fixed_heads: Sequence[Sequence[int | None]]
 ) -> None:
@@ -463,27 +405,3 @@ def _check_head_range(
                     f"{sentence.source}:{sentence.line}: word {i}: fixed head {head} "
                     f"is not in 0..{n}"
                 )
-
-
-def _asked_columns(columns: Sequence[str] | None, default: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The ``columns=`` of a call as a tuple; ``default`` for None.
-
-    Raises:
-        TypeError: one str: ``tuple("upos")`` would ask for columns u, p, o and s.
-    """
-    if columns is None:
-        return default
-    if isinstance(columns, str):
-        raise TypeError(f"columns={columns!r} is a str: pass a list, e.g. [{columns!r}]")
-    return tuple(columns)
-
-
-def _check_flags(**flags: object) -> None:
-    """Refuses a yes/no option that is not a bool: ``overwrite="no"`` would be true.
-
-    Raises:
-        TypeError: naming the option and its value.
-    """
-    for name, value in flags.items():
-        if not isinstance(value, bool):
-            raise TypeError(f"{name}={value!r} must be True or False")

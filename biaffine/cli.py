@@ -28,6 +28,7 @@ __all__ = [
     "DEBUG_ENV",
     "USER_ERRORS",
     "USER_ERROR_STATUS",
+    "check_threads",
     "check_types",
     "config_options",
     "describe",
@@ -126,6 +127,29 @@ def refuse_missing(keys: Iterable[str]) -> None:
         settings = "setting" if len(missing) == 1 else "settings"
         given = " ".join(f"{key}=..." for key in missing)
         raise ValueError(f"missing {settings} {', '.join(missing)} (give {given})")
+
+
+def check_threads(threads: object, setting: str = "threads", default: str = "torch's") -> None:
+    """Refuse a CPU thread count that is not a positive integer or None (the runtime's default).
+
+    Torch-free, for the torch and ONNX runtimes alike (onnxruntime reads 0 as its default and
+    took a negative count silently).
+
+    Args:
+        threads: the value given.
+        setting: the option the error names (``threads``, ``trainer.threads``).
+        default: whose default None keeps, for the message (``torch's``, ``onnxruntime's``).
+
+    Raises:
+        ValueError: for zero, a negative number, or a value that is no integer.
+    """
+    if threads is None:
+        return
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(
+            f"{setting}={threads!r}: give a positive number of CPU threads, or null for "
+            f"{default} default"
+        )
 
 
 def check_types(settings: Mapping[str, Any], types: Mapping[str, type], where: str) -> None:

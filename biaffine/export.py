@@ -694,9 +694,11 @@ def _check_destination(folder: Path) -> None:
     nothing but it and the graph files it names: replacing any other folder loses a user's files.
 
     Raises:
-        ValueError: ``folder`` exists and is not an earlier export (one line saying why).
+        ValueError: ``folder`` exists and is not an earlier export, or lies under a file (one
+            line saying why).
     """
     if not (folder.exists() or folder.is_symlink()):
+        _check_parents(folder)
         return
     problem = _not_an_export(folder)
     if problem is not None:
@@ -704,6 +706,20 @@ def _check_destination(folder: Path) -> None:
             f"output={folder}: exists and is not an export folder ({problem}): "
             "give a new folder or an earlier export's"
         )
+
+
+def _check_parents(folder: Path) -> None:
+    """Refuse a new ``folder`` under a file, before the checkpoint is read and traced.
+
+    Without this, the export failed only once every graph was built, on ``mkdir``'s bare
+    "File exists" naming the file, not ``output=``.
+
+    Raises:
+        ValueError: the nearest existing folder above ``folder`` is a file.
+    """
+    above = next((p for p in folder.absolute().parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise ValueError(f"output={folder}: {above} is not a folder, so nothing can go under it")
 
 
 def _not_an_export(folder: Path) -> str | None:

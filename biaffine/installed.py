@@ -5,7 +5,9 @@ A model is a folder named like ``en_ewt`` (language code, underscore, treebank) 
 the parser checkpoint the card names, and usually a segmenter for raw text. Folders are looked
 for, in this order, under each path of the ``ROOTPARSE_MODELS`` environment variable
 (separated like ``PATH``) and then in the repository's own ``models/``, which ships with the
-project; the first folder of a name wins.
+project; the first folder of a name wins. A path there that is no folder is refused, not
+skipped: a typo would find a shipped model of the same name. A card names its files by their
+names in its folder, never by a path.
 
 Nothing here imports torch: the registry is read before any model is loaded.
 """
@@ -112,7 +114,7 @@ def is_name(value: str | os.PathLike[str]) -> bool:
 
 
 def search_path() -> list[Path]:
-    """The folders searched for models, first match first."""
+    """The folders searched for models, first match first (empty entries are none)."""
     extra = os.environ.get(ENVIRONMENT, "")
     return [Path(p) for p in extra.split(os.pathsep) if p] + [SHIPPED]
 
@@ -121,13 +123,21 @@ def installed() -> dict[str, InstalledModel]:
     """Every installed model by name, sorted by name.
 
     Raises:
-        ValueError: a model folder whose ``card.json`` is not a JSON object naming its parser
-            (one line naming the file).
+        ValueError: a folder of ``ROOTPARSE_MODELS`` that is missing or a file, or a model
+            folder whose ``card.json`` is not a JSON object naming its files in that folder
+            (one line naming the path).
     """
     found: dict[str, InstalledModel] = {}
     for root in search_path():
         if not root.is_dir():
-            continue
+            # The shipped models/ may be absent (a non-editable install). A folder the user
+            # named is refused: skipped, a typo in it would find a shipped model of that name.
+            if root == SHIPPED:
+                continue
+            raise ValueError(
+                f"{ENVIRONMENT} names {root}, which is not a folder: give existing folders "
+                f"of models, separated by {os.pathsep!r}"
+            )
         for folder in sorted(root.iterdir()):
             card = folder / CARD
             if folder.name not in found and is_name(folder.name) and card.is_file():
@@ -141,9 +151,38 @@ def _read_card(path: Path) -> dict[str, Any]:
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"{path}: not a model card ({error})") from None
     files = card.get("files") if isinstance(card, dict) else None
-    if not isinstance(files, dict) or not isinstance(files.get("parser"), str):
+    if not isinstance(files, dict) or "parser" not in files:
         raise ValueError(f"{path}: not a model card (no files.parser)")
+    problem = _files_problem(files) or _requires_problem(card.get("requires", []))
+    if problem is not None:
+        raise ValueError(f"{path}: not a model card ({problem})")
     return card
+
+
+def _files_problem(files: dict[str, Any]) -> str | None:
+    """What is wrong with a card's ``files``, or None: each must be a file in the model's folder.
+
+    A path (``../other/parser.pt``, ``/etc/...``) would load a file the folder does not hold,
+    and a number would fail later in a ``TypeError``.
+    """
+    named = {"parser": files["parser"]}
+    if files.get("segmenter") is not None:
+        named["segmenter"] = files["segmenter"]
+    for key, name in named.items():
+        plain = isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name
+        if not plain:
+            return f"files.{key} {name!r} is not a file name in its folder"
+    return None
+
+
+def _requires_problem(requires: Any) -> str | None:
+    """What is wrong with a card's ``requires``, or None: a list of strings.
+
+    One string would be read letter by letter, as requirements ``r``, ``o``, ...
+    """
+    if isinstance(requires, list) and all(isinstance(r, str) for r in requires):
+        return None
+    return "requires is not a list of strings"
 
 
 def find(name: str) -> InstalledModel:

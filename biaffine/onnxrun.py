@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnxruntime
 
+from biaffine.cli import check_threads
 from biaffine.data.conllu import Sentence
 from biaffine.data.encoding import (
     PARSING_COLUMNS,
@@ -54,6 +55,7 @@ from biaffine.inference.choices import (
 )
 from biaffine.inference.request import Refused, Request, SentenceResult
 from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings, TransitionSearch
+from biaffine.inputs import asked_columns, check_flags, input_sentences
 from biaffine.onnx_chars import CharVectors
 from biaffine.pipeline import read_raw
 from biaffine.predict_options import (
@@ -219,13 +221,14 @@ class OnnxParser:
 
         Args:
             folder: written by ``python -m biaffine.export``.
-            threads: onnxruntime's intra-op threads (None: its default, one per core).
+            threads: onnxruntime's intra-op threads, at least 1 (None: its default, one per core).
 
         Raises:
-            ValueError: no export there, another format, an unknown parser family, or a damaged
-            export (a manifest that is not JSON or lacks keys, a missing or unreadable graph
-            file): the message names the file.
+            ValueError: ``threads`` that is not a positive int, no export there, another format,
+            an unknown parser family, or a damaged export (a manifest that is not JSON or lacks
+            keys, a missing or unreadable graph file): the message names the file.
         """
+        check_threads(threads, default="onnxruntime's")
         path = Path(folder)
         manifest = _manifest(path)
         family = manifest.get("family")
@@ -262,39 +265,44 @@ class OnnxParser:
 
     def parse(
         self,
-        inputs: Iterable[Sequence[str] | Sentence],
+        inputs: Iterable[Sequence[str] | Sentence] | str,
         *,
         search: str = "greedy",
         beam_size: int = 1,
         graph_weight: float = 0.0,
         joint_labels: bool = True,
-        columns: Sequence[str] = (),
+        columns: Sequence[str] | None = (),
         overwrite: bool = False,
         max_tokens: int = MAX_TOKENS,
     ) -> list[ParsedTree]:
         """Parse pre-tokenized sentences (lists of words, or :class:`Sentence` objects).
 
         As :meth:`biaffine.api.Parser.parse` with its default decoder (graph parsers) or the
-        search asked (transition parsers).
+        search asked (transition parsers), which reads and refuses the same inputs.
 
         Args:
-            inputs: the sentences.
+            inputs: the sentences, or CoNLL-U text (one string).
             search: transition parsers: ``greedy`` or ``beam``.
             beam_size: items per sentence with ``search="beam"``.
             graph_weight: combined models: weight of the graph head's arc log-probabilities.
             joint_labels: graph parsers decode the best labelled tree (False: the best
                 unlabelled tree, labelled afterwards), as :meth:`biaffine.api.Parser.parse`.
-            columns: tagged columns to predict (or ``["all"]``: every column the model tags).
+            columns: tagged columns to predict (or ``["all"]``: every column the model tags;
+                None: none).
             overwrite: write them over the input's values (default: only ``_`` cells).
             max_tokens: words per batch.
 
         Raises:
             Refused: a search this parser does not run, a column it has no tagger for.
+            ValueError: a string given as one sentence, or a string of no CoNLL-U.
+            TypeError: inputs or a sentence that is no ordered sequence (a dict, None, an
+                int), ``columns`` as one string, a yes/no option that is not a bool.
+            biaffine.data.conllu.ConlluError: a sentence CoNLL-U cannot hold (no words, a form
+                with a tab), named ``<input>:k`` for the k-th list of words.
         """
-        sentences = [
-            item if isinstance(item, Sentence) else Sentence.from_forms(list(item))
-            for item in inputs
-        ]
+        check_flags(joint_labels=joint_labels, overwrite=overwrite)
+        columns = asked_columns(columns)
+        sentences = list(input_sentences(inputs))
         decoder = DecoderSettings(
             search=search,
             beam_size=beam_size,
@@ -594,6 +602,7 @@ def predict_file(
     decoder = decoder if decoder is not None else DecoderSettings()
     options = options if options is not None else PredictOptions()
     check_arguments(source, dest, input_format, chunk_sentences, decoder, options, FORMATS)
+    check_threads(threads, default="onnxruntime's")
     check_supported(request_of(options, []), decoder)
     parser = OnnxParser.load(folder, threads=threads)
     if input_format == "raw":
@@ -603,7 +612,7 @@ def predict_file(
                 "biaffine.export model=NAME output=..., or checkpoint=... segmenter=PATH)"
             )
         if not options.columns:  # raw text has no column to keep: fill all, as torch's path
-            options = dataclasses.replace(options, columns=("all",))
+            options = dataclasses.replace(options, columns=parser.tagged_columns)
     request = parser.check(request_of(options, []), decoder)
     warm_up = [Sentence.from_forms(["warm", "up"])]
     parser.results(warm_up, request, decoder)  # kernels loaded: part of start-up

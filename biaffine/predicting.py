@@ -160,8 +160,9 @@ def predict(
     parser = _load_model(checkpoint_path, device, int8=int8, bf16=bf16)
     if partner is not None:
         parser.pair(partner)
-    if segments is not None and not options.columns:
-        options = dataclasses.replace(options, columns=("all",))
+    if segments is not None and not options.columns:  # raw text: every column the model tags
+        # (none for a tree-only model, which "all" asked of explicitly refuses)
+        options = dataclasses.replace(options, columns=tuple(parser.model.tagged_columns))
     check_model(parser.model, parser.vocabs, decoder, options)
     encoder = getattr(parser.model, "encoder", None)  # none on an ensemble: members have theirs
     if input_format == "text" and getattr(encoder, "use_tags", False):

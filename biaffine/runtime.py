@@ -13,11 +13,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from biaffine.cli import check_threads
+
 __all__ = [
     "best_seconds",
     "check_bf16",
     "check_device",
-    "check_threads",
     "cpu_description",
     "one_thread",
     "seed_everything",
@@ -58,25 +59,6 @@ def check_device(device: str | torch.device) -> torch.device:
                 "use device=cpu (or device=auto)"
             )
     return device
-
-
-def check_threads(threads: object, setting: str = "threads") -> None:
-    """Refuse a CPU thread count that is not a positive integer or None (torch's default).
-
-    Args:
-        threads: the value given.
-        setting: the option the error names (``threads``, ``trainer.threads``).
-
-    Raises:
-        ValueError: for zero, a negative number, or a value that is no integer.
-    """
-    if threads is None:
-        return
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(
-            f"{setting}={threads!r}: give a positive number of CPU threads, or null for "
-            "torch's default"
-        )
 
 
 def set_threads(threads: int | None) -> None:

@@ -27,6 +27,7 @@ TORCH_FREE_MODULES = (
     "biaffine.inference.settings",
     "biaffine.inference.choices",
     "biaffine.results",
+    "biaffine.inputs",
     "biaffine.predict_options",
     "biaffine.onnx_chars",
 )
@@ -42,7 +43,7 @@ PARTS = {
     "parsers": ["parsers"],
     "inference": ["inference"],
     "segmenting": ["segmenting"],
-    "services": ["checkpoint", "metrics", "alignment", "evaluate", "plot", "results"],
+    "services": ["checkpoint", "metrics", "alignment", "evaluate", "plot", "results", "inputs"],
     "api": ["api", "render", "pipeline"],
     "predicting": ["predicting", "predict_options"],
     "onnxrun": ["onnxrun", "onnx_chars"],

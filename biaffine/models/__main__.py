@@ -1,6 +1,8 @@
 """``python -m biaffine.models``: the installed models, their data, licence, size and scores.
 
-``--json`` prints the cards themselves.
+``--json`` prints the cards themselves. A model is listed by the name it loads by, its
+folder's; a fact its card lacks (a card of one's own may name its files alone) shows as ``?``.
+A broken card or models path is one line on stderr and exit status 2 (:mod:`biaffine.cli`).
 """
 
 from __future__ import annotations
@@ -8,44 +10,74 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
-from biaffine.installed import installed, search_path
+from biaffine.cli import report_user_errors
+from biaffine.installed import InstalledModel, installed, search_path
 from biaffine.models.scoring import GOLD, RAW
 
 _HEADER = ("name", "language", "treebank", "UD", "licence", "size", "LAS raw", "LAS gold", "folder")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the table (or the cards as JSON); returns the exit status."""
+    """Print the table (or the cards as JSON); returns the exit status.
+
+    Raises:
+        SystemExit: status 2 after a user error (a broken card, a models path that is no
+            folder), printed in one line; 141 when the reader closed standard output (``| head``).
+    """
     options = argparse.ArgumentParser(prog="python -m biaffine.models", description=__doc__)
     options.add_argument("--json", action="store_true", help="print the cards as JSON")
     args = options.parse_args(argv)
+    return report_user_errors(lambda: _print(args.json))
+
+
+def _print(as_json: bool) -> int:
+    """Print the table, or the cards as JSON; returns the exit status (1: no model at all)."""
     models = installed()
-    if args.json:
+    if as_json:
         print(json.dumps({name: m.card for name, m in models.items()}, indent=1))
+        sys.stdout.flush()  # a closed pipe raises here, inside report_user_errors
         return 0
     if not models:
         where = ", ".join(str(p) for p in search_path())
         print(f"no models installed (looked in {where})", file=sys.stderr)
         return 1
-    rows = [_HEADER] + [_row(m.card, str(m.folder)) for m in models.values()]
+    rows = [_HEADER] + [_row(m) for m in models.values()]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
     for row in rows:
         print(
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         )
+    sys.stdout.flush()  # a closed pipe raises here, inside report_user_errors
     return 0
 
 
-def _row(card: dict, folder: str) -> tuple[str, ...]:
-    tree = card["treebank"]
-    licence = tree["licence"] + (" (NC)" if tree["non_commercial"] else "")
-    scores = card["scores"]
-    raw = str(scores[RAW]["LAS"]) if RAW in scores else "-"
-    size = f"{card['size_bytes'] / 1e6:.1f} MB"
-    release = f"{tree.get('ud_release', '?')}+"
-    return (card["name"], card["language"], tree["name"], release, licence, size, raw,
-            str(scores[GOLD]["LAS"]), folder)  # fmt: skip
+def _row(model: InstalledModel) -> tuple[str, ...]:
+    """The model's cells of the table: ``?`` for each fact its card lacks."""
+    card = model.card
+    tree = _dict(card.get("treebank"))
+    licence = _text(tree.get("licence"))
+    if tree.get("non_commercial"):
+        licence += " (NC)"
+    scores = _dict(card.get("scores"))
+    size = card.get("size_bytes")
+    size = f"{size / 1e6:.1f} MB" if isinstance(size, int | float) else "?"
+    release = f"{tree['ud_release']}+" if "ud_release" in tree else "?"
+    raw = _text(_dict(scores.get(RAW)).get("LAS"), missing="-" if scores else "?")
+    gold = _text(_dict(scores.get(GOLD)).get("LAS"))
+    return (model.name, _text(card.get("language")), _text(tree.get("name")), release, licence,
+            size, raw, gold, str(model.folder))  # fmt: skip
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` where it is an object of the card, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any, missing: str = "?") -> str:
+    """A fact of the card as its cell, ``missing`` where the card lacks it."""
+    return missing if value is None else str(value)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,11 @@ import pytest
 
 from biaffine.api import Parser
 from biaffine.data.conllu import ConlluError, Sentence, read_conllu
+from biaffine.inference import Refused
+from biaffine.predicting import predict
 
-TINY_CONLLU = Path(__file__).parents[1] / "data" / "tiny.conllu"
+ROOT = Path(__file__).parents[2]
+TINY_CONLLU = ROOT / "tests" / "data" / "tiny.conllu"
 WORDS = [["The", "cat", "sat", "."]]
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -205,3 +208,23 @@ def test_kbest_and_fixed_heads_tag_the_columns_asked_for(shipped) -> None:
         shipped.kbest(sentences, 2, columns="upos")
     with pytest.raises(TypeError, match=r"overwrite='yes' must be True or False"):
         shipped.parse_constrained(sentences, fixed, columns=["upos"], overwrite="yes")
+
+
+# Plain text through a parser without taggers --------------------------------------------
+
+
+def test_plain_text_through_a_tree_only_parser_gives_trees(graph_checkpoint, tmp_path) -> None:
+    # Plain text asked for every column, and a model without taggers refused "columns=all":
+    # the checkpoints of train.py's default recipe could not parse raw text at all.
+    segmenter = ROOT / "models" / "en_ewt_small" / "segmenter.pt"
+    parser = Parser.load(graph_checkpoint, segmenter=segmenter, threads=1)
+    [tree] = parser.parse(text="The cat sat.")
+    assert tree.sentence.forms == ["The", "cat", "sat", "."]
+    assert tree.sentence.upos == ["_"] * 4
+    source = tmp_path / "doc.txt"
+    source.write_text("The cat sat. It slept.\n", encoding="utf-8")
+    options = {"input_format": "raw", "segmenter": segmenter, "threads": 1}
+    predict(graph_checkpoint, source, tmp_path / "out.conllu", **options)
+    assert (tmp_path / "out.conllu").read_text(encoding="utf-8").count("# text = ") == 2
+    with pytest.raises(Refused, match=r"^columns=all: this model has no tagger"):
+        parser.parse(text="The cat sat.", columns=["all"])  # asked for: still refused

@@ -14,13 +14,14 @@ import torch
 from hydra import compose, initialize
 
 from biaffine.cli import (
+    check_threads,
     check_types,
     config_options,
     describe,
     refuse_missing,
     refuse_unknown_options,
 )
-from biaffine.runtime import check_threads, set_threads
+from biaffine.runtime import set_threads
 
 ROOT = Path(__file__).parents[2]
 DATA = ROOT / "tests" / "data"
