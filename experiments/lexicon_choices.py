@@ -55,9 +55,9 @@ def captured_scores(name: str, sentences: list[Sentence]) -> tuple[Captured, Par
     batches: Captured = []
     predict = choices.predicted_columns
 
-    def keep(tag_scores, columns, vocabs, batch):  # the one prediction path, watched
+    def keep(tag_scores, columns, vocabs, batch, *rest):  # the one prediction path, watched
         batches.append(({k: v.copy() for k, v in tag_scores.items()}, list(batch)))
-        return predict(tag_scores, columns, vocabs, batch)
+        return predict(tag_scores, columns, vocabs, batch, *rest)
 
     parser = models.load(name, threads=THREADS)
     choices.predicted_columns = keep
