@@ -59,6 +59,8 @@ def main(cfg: DictConfig) -> None:
 
 def _predict(cfg: DictConfig) -> None:
     check_settings(cfg)
+    if cfg.exclude_punct and not cfg.eval:  # it changes a score, and none is asked for
+        raise ValueError("exclude_punct=true changes what eval=true scores: give eval=true too")
     decoder = DecoderSettings.from_config(cfg.decoder, cfg.get("search"))
     if cfg.runtime not in RUNTIMES:
         raise ValueError(f"runtime={cfg.runtime}; expected one of {', '.join(RUNTIMES)}")

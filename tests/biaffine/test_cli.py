@@ -242,6 +242,11 @@ def test_every_experiment_passes_the_settings_check() -> None:
         ([f"input={TINY}", "decoder=foo"], r"decoder=foo: unknown decoder; choose one of .*"),
         # A non-empty string, so it used to turn int8 on.
         ([f"checkpoint={CHECKPOINT}", f"input={TINY}", "int8=no"], r"int8='no': expected .*"),
+        # Silently unread without a score to change.
+        (
+            [f"checkpoint={CHECKPOINT}", f"input={TINY}", "exclude_punct=true"],
+            r"exclude_punct=true changes what eval=true scores: give eval=true too",
+        ),
     ],
 )
 def test_predict_refuses_bad_settings_in_one_line(args: list[str], pattern: str, tmp_path) -> None:
