@@ -1,10 +1,10 @@
 """End-to-end scores: system words aligned to gold words by characters, as the CoNLL 2018 scorer.
 
 A system that tokenizes raw text need not find the gold tokens, words or sentences. Both files
-are laid over one text, their characters with all whitespace removed, so that differently
-spaced outputs compare (the convention of the shared task's ``conll18_ud_eval.py``); every
-token, word and sentence is a span ``[start, end)`` of that text. Files whose texts differ
-cannot be scored together.
+are laid over one text, their characters with every space character (Unicode category Zs)
+removed, so that differently spaced outputs compare (the convention of the shared task's
+``conll18_ud_eval.py``; :func:`without_spaces`); every token, word and sentence is a span
+``[start, end)`` of that text. Files whose texts differ cannot be scored together.
 
 - Tokens and Sentences: a system span is correct when a gold span is the same span.
 - Words: a word outside multiword tokens aligns to a gold word with the same span. Where
@@ -20,6 +20,7 @@ Each score is precision, recall and F1 of the counts in a :class:`biaffine.metri
 from __future__ import annotations
 
 import bisect
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -43,6 +44,7 @@ __all__ = [
     "check_same_text",
     "evaluate_end_to_end",
     "segmentation",
+    "without_spaces",
 ]
 
 Span = tuple[int, int]
@@ -73,7 +75,8 @@ class Segmentation:
 
     Attributes:
         source: the file it was read from, for messages.
-        text: the characters of every token's FORM, whitespace removed, in file order.
+        text: the characters of every token's FORM, spaces removed (:func:`without_spaces`),
+            in file order.
         tokens: the span of each token.
         token_lines: the line of each token in ``source``.
         sentences: the span of each sentence, from its first token's start to its last's end.
@@ -109,7 +112,7 @@ def segmentation(sentences: Iterable[Sentence], name: str) -> Segmentation:
         The spans of every token, word and sentence, and the words as the metrics see them.
 
     Raises:
-        EvaluationError: if a sentence has no HEAD annotation, or a FORM is only whitespace.
+        EvaluationError: if a sentence has no HEAD annotation, or a FORM is only spaces.
         ConlluError: if a multiword range is out of place (see :attr:`Sentence.tokens`).
     """
     pieces: list[str] = []
@@ -126,9 +129,9 @@ def segmentation(sentences: Iterable[Sentence], name: str) -> Segmentation:
         found.scored += [_numbered(word, offset) for word in scored_words(sentence)]
         found.annotated |= annotated_columns(sentence)
         for token in sentence.tokens:
-            text = "".join(token.form.split())
+            text = without_spaces(token.form)
             if not text:
-                problem = f"FORM {token.form!r} is only whitespace: it has no place in the text"
+                problem = f"FORM {token.form!r} is only spaces: it has no place in the text"
                 raise EvaluationError(f"{sentence.source}:{token.line}: {problem}")
             span = (position, position + len(text))
             pieces.append(text)
@@ -142,6 +145,18 @@ def segmentation(sentences: Iterable[Sentence], name: str) -> Segmentation:
         found.sentences.append((start, position))
     found.text = "".join(pieces)
     return found
+
+
+def without_spaces(form: str) -> str:
+    """``form`` less its space characters (Unicode category Zs), as the text compares it.
+
+    Only category Zs, as the CoNLL 2018 scorer removes (``conll18_ud_eval.py`` 1.1 and later):
+    the space and the no-break spaces, so ``giật mình`` written with U+0020 or U+00A0 compares.
+    Other characters ``str.isspace`` calls whitespace (U+0085, U+2028 LINE SEPARATOR, U+000C)
+    stay characters of the text: removing them too would give gold tokens ``a<U+2028>`` ``b``
+    and system tokens ``a`` ``<U+2028>b`` the same spans, which the scorer counts as different.
+    """
+    return "".join(c for c in form if unicodedata.category(c) != "Zs")
 
 
 def _numbered(word: ScoredWord, offset: int) -> ScoredWord:
