@@ -85,7 +85,9 @@ def _fixed_heads(fixed_heads: npt.ArrayLike | None, n: int) -> IntArray:
     bad = np.flatnonzero((array < -1) | (array > n) | (array == np.arange(n + 1)))
     if bad.size:
         d = bad[0]
-        raise ValueError(f"fixed_heads[{d}]={array[d]} is not -1 or a head in 0..{n} but {d}")
+        if array[d] == d:
+            raise ValueError(f"fixed_heads[{d}]={d}: a word cannot head itself")
+        raise ValueError(f"fixed_heads[{d}]={array[d]} is not -1 (free) or a head in 0..{n}")
     return array.astype(np.int64)
 
 

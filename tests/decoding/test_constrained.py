@@ -167,7 +167,11 @@ def test_constrained_with_two_words_that_must_both_hang_from_root_has_no_single_
         ({"fixed_heads": [-1, 0]}, r"fixed_heads must have shape \(4,\)"),
         ({"fixed_heads": [-1.0, 0.0, 0.0, 0.0]}, "fixed_heads must hold integers"),
         ({"fixed_heads": [0, -1, -1, -1]}, r"fixed_heads\[0\] must be -1"),
-        ({"fixed_heads": [-1, 1, -1, -1]}, r"fixed_heads\[1\]=1 is not -1 or a head in 0..3"),
+        ({"fixed_heads": [-1, 1, -1, -1]}, r"fixed_heads\[1\]=1: a word cannot head itself$"),
+        (
+            {"fixed_heads": [-1, 4, -1, -1]},
+            r"fixed_heads\[1\]=4 is not -1 \(free\) or a head in 0..3$",
+        ),
         ({"fixed_heads": [-1, 4, -1, -1]}, r"fixed_heads\[1\]=4"),
         ({"fixed_heads": [-1, -2, -1, -1]}, r"fixed_heads\[1\]=-2"),
         ({"forbidden": np.zeros((3, 3), dtype=bool)}, r"forbidden must have shape \(4, 4\)"),
