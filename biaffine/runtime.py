@@ -72,12 +72,16 @@ def set_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
-# torch's thread count is process-wide, so overlapping blocks on different threads share one
-# saved count: the first to enter saves it, the last to leave restores it. Each saving its own
-# would let a block that entered second restore the 1 the first had set, for good.
+# torch's count of each thread is its own (OpenMP's, set per thread), but a thread reads the
+# last count set anywhere the first time it calls torch. So overlapping blocks on different
+# threads share one saved count, read before the first entered: one reading its own count
+# inside another's block would read that block's 1. Each thread sets its own count to 1 and
+# restores the saved count when its outermost block ends; restoring only when the last block
+# of all ends would leave the others' threads (a server's pool) on 1 for good.
 _one_thread_lock = threading.Lock()
 _one_thread_depth = 0
 _one_thread_saved = 1
+_one_thread_nesting = threading.local()  # .depth: this thread's open blocks
 
 
 @contextlib.contextmanager
@@ -85,22 +89,28 @@ def one_thread() -> Iterator[int]:
     """Run the block on one torch CPU thread, then restore the count it had, which it yields.
 
     Safe to overlap from several threads: the count before the first of the overlapping blocks
-    is yielded to each and restored when the last of them ends.
+    is yielded to each, and each thread has it again when its own (outermost) block ends.
     """
     global _one_thread_depth, _one_thread_saved
+    nesting = getattr(_one_thread_nesting, "depth", 0)
     with _one_thread_lock:
+        # Read on every thread: a thread's first read sets its count to the last one set
+        # anywhere, which would undo the 1 set below if it came inside the block.
+        own = torch.get_num_threads()
         if _one_thread_depth == 0:
-            _one_thread_saved = torch.get_num_threads()
-            torch.set_num_threads(1)
+            _one_thread_saved = own
         _one_thread_depth += 1
         threads = _one_thread_saved
+        torch.set_num_threads(1)
+    _one_thread_nesting.depth = nesting + 1
     try:
         yield threads
     finally:
+        _one_thread_nesting.depth = nesting
         with _one_thread_lock:
             _one_thread_depth -= 1
-            if _one_thread_depth == 0:
-                torch.set_num_threads(_one_thread_saved)
+            if nesting == 0:
+                torch.set_num_threads(threads)
 
 
 def seed_everything(seed: int) -> None:
