@@ -162,5 +162,23 @@ def ensure() -> Path:
     return target if target.is_file() else build()
 
 
+def main() -> int:
+    """``python -m decoding.aot``: print the build's path; exit 2, in one line, if unwritable.
+
+    A read-only install without ``NUMBA_CACHE_DIR`` cannot hold the build beside its sources:
+    say so and what to set, rather than a traceback.
+    """
+    try:
+        print(ensure())
+    except OSError as error:
+        print(
+            f"decoding.aot: cannot write the build to {_folder()} ({error.strerror or error}): "
+            "set NUMBA_CACHE_DIR to a writable folder",
+            file=sys.stderr,
+        )
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    print(ensure())
+    sys.exit(main())

@@ -22,6 +22,12 @@ This package is the one way Python calls the numba kernels of ``decoding``, ``tr
 ``ROOTPARSE_COMPILE=foreground`` restores numba's own behaviour (compile in the calling process,
 on the first call); so does anything that keeps the background process from starting or from
 finishing its work (the first call after it ends then compiles whatever the cache still lacks).
+
+Where numba finds no folder to cache in (a read-only install, an unwritable home, no
+``NUMBA_CACHE_DIR``), its ``njit(cache=True)`` refused to define a kernel at all; importing this
+package adds a last folder for it to try, ``numba/`` in this user's private lock folder
+(:func:`tiered.lock.lock_folder`). A cache file numba cannot read (truncated, corrupted) counts
+as a miss and is emptied, so it is compiled again rather than raised on every call.
 """
 
 from __future__ import annotations
@@ -36,8 +42,10 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from numba.core.caching import NullCache
+from numba.core.caching import CacheImpl, NullCache, UserWideCacheLocator
 from numba.core.dispatcher import Dispatcher
+
+from tiered.lock import lock_folder
 
 # (module, name, signature): an entry point to compile, as the background process receives it.
 Request = tuple[str, str, tuple[Any, ...]]
@@ -48,18 +56,79 @@ def _foreground() -> bool:
     return os.environ.get("ROOTPARSE_COMPILE", "background") == "foreground"
 
 
+class PrivateCacheLocator(UserWideCacheLocator):
+    """The last folder numba tries: ``numba/`` in this user's private lock folder.
+
+    numba tries its own locators first (``$NUMBA_CACHE_DIR``, ``__pycache__`` beside the
+    sources, ``~/.cache/numba``); where none can be written it raised ``RuntimeError: cannot
+    cache function`` at import. The lock folder is this user's and closed to others, so no one
+    else can plant machine code there.
+    """
+
+    def __init__(self, py_func: Callable[..., Any], py_file: str) -> None:
+        """The user-wide locator of numba in the private folder; OSError where there is none."""
+        super().__init__(py_func, py_file)
+        folder = lock_folder()
+        if folder is None:
+            raise OSError("no private folder")
+        self._cache_path = os.path.join(folder, "numba", self.get_suitable_cache_subpath(py_file))
+
+    @classmethod
+    def from_function(cls, py_func: Callable[..., Any], py_file: str) -> PrivateCacheLocator | None:
+        """The locator of ``py_func``, its folder created; None where it cannot be written."""
+        try:
+            return super().from_function(py_func, py_file)
+        except OSError:  # no private folder: numba then refuses, as before
+            return None
+
+
+if PrivateCacheLocator not in CacheImpl._locator_classes:
+    CacheImpl._locator_classes.append(PrivateCacheLocator)
+
+
 def _in_cache(dispatcher: Dispatcher, signature: tuple[Any, ...]) -> bool:
     """Whether numba's cache holds ``dispatcher``'s machine code for ``signature``.
 
     Reads the cache through numba's ``Dispatcher._cache``, the object numba itself loads from
     (``Dispatcher.compile``). A dispatcher without a cache (``cache=False``), or a numba without
-    that attribute, counts as a hit, so the call compiles as numba does.
+    that attribute, counts as a hit, so the call compiles as numba does. A miss empties the
+    unreadable cache files of this entry point and of the kernels it calls (:func:`_heal`).
     """
     cache = getattr(dispatcher, "_cache", None)
     load = getattr(cache, "load_overload", None)
     if load is None or isinstance(cache, NullCache):  # no cache: nothing to compile into
         return True
-    return load(signature, dispatcher.targetctx) is not None
+    # numba raises whatever unpickling a broken file raises: that is a miss too.
+    with contextlib.suppress(Exception):
+        if load(signature, dispatcher.targetctx) is not None:
+            return True
+    _heal(dispatcher, set())
+    return False
+
+
+def _heal(dispatcher: Dispatcher, seen: set[int]) -> None:
+    """Empty the cache index of ``dispatcher`` and of the dispatchers it calls, where unreadable.
+
+    numba raises (``UnpicklingError``, ``EOFError``...) on a truncated or corrupted cache file
+    instead of compiling again, in the background compiler and in the calling process alike.
+    Loading a signature that is never cached reads the whole index; ``flush`` replaces it,
+    atomically, with an empty one, so the kernel is compiled again and its files rewritten.
+    """
+    python = dispatcher.py_func
+    if id(python) in seen:
+        return
+    seen.add(id(python))
+    cache = getattr(dispatcher, "_cache", None)
+    if cache is not None and not isinstance(cache, NullCache):
+        try:
+            cache.load_overload((), dispatcher.targetctx)
+        except Exception:  # as in _in_cache: whatever unpickling raises
+            with contextlib.suppress(OSError):  # an unwritable cache stays as numba left it
+                cache.flush()
+    for name in set(_names(python.__code__)):
+        callee = python.__globals__.get(name)
+        if isinstance(callee, Dispatcher):
+            _heal(callee, seen)
 
 
 def _names(code: types.CodeType) -> Iterator[str]:
