@@ -51,9 +51,23 @@ from tiered.lock import lock_folder
 Request = tuple[str, str, tuple[Any, ...]]
 
 
+COMPILE_MODES = ("background", "foreground")
+"""The values of ``ROOTPARSE_COMPILE``; unset or empty is ``background``."""
+
+
 def _foreground() -> bool:
-    """Whether numba should compile in the calling process (``ROOTPARSE_COMPILE=foreground``)."""
-    return os.environ.get("ROOTPARSE_COMPILE", "background") == "foreground"
+    """Whether numba should compile in the calling process (``ROOTPARSE_COMPILE=foreground``).
+
+    Raises:
+        ValueError: another value than ``foreground``, ``background`` or empty (a typo such as
+            ``forground`` read as the default, background, without a word).
+    """
+    mode = os.environ.get("ROOTPARSE_COMPILE", "") or "background"
+    if mode not in COMPILE_MODES:
+        raise ValueError(
+            f"ROOTPARSE_COMPILE={mode!r}: expected {' or '.join(COMPILE_MODES)} (or unset)"
+        )
+    return mode == "foreground"
 
 
 class PrivateCacheLocator(UserWideCacheLocator):

@@ -122,3 +122,14 @@ def test_an_unwritable_build_folder_is_refused_in_one_line(tmp_path: Path) -> No
     (line,) = done.stderr.strip().splitlines()
     assert "NUMBA_CACHE_DIR" in line
     assert str(blocker) in line
+
+
+def test_an_unknown_compile_mode_is_refused_by_name() -> None:
+    # ROOTPARSE_COMPILE=forground (a typo) was read as the default, background, silently.
+    code = "import decoding, numpy as np; decoding.mst(np.random.rand(4, 4))"
+    env = {**os.environ, "ROOTPARSE_COMPILE": "forground"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode != 0
+    assert "ROOTPARSE_COMPILE='forground': expected background or foreground" in done.stderr
