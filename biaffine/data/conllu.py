@@ -133,7 +133,7 @@ class Sentence:
             ConlluError: naming the line of a range that ends before it starts, past the last
                 word, or inside the previous range.
         """
-        first = next(k for k, text in enumerate(self.lines) if not text.isspace())
+        first = _first_filled(self.lines)
         tokens: list[Token] = []
         covered = 0  # the last word ID inside a range read so far
         for k, text in enumerate(self.lines[first:], start=first):
@@ -150,8 +150,7 @@ class Sentence:
 
     def word_line(self, i: int) -> int:
         """The line of word ``i`` (1..n) in :attr:`source`, for an error message about it."""
-        first = next(k for k, text in enumerate(self.lines) if not text.isspace())
-        return self.line + self.word_lines[i - 1] - first
+        return self.line + self.word_lines[i - 1] - _first_filled(self.lines)
 
     def _range_token(self, form: str, low: int, high: int, covered: int, line: int) -> Token:
         if not covered < low <= high <= len(self):
@@ -625,9 +624,17 @@ def _read_sentences(name: str, lines: Iterator[str], require_trees: bool) -> Ite
     yield _parse_block(raw, start, name, require_trees)
 
 
+def _first_filled(lines: Sequence[str]) -> int:
+    """The index of the first line that is not blank, where :attr:`Sentence.line` counts from.
+
+    Blank lines opening a file belong to its first sentence.
+    """
+    return next(k for k, text in enumerate(lines) if not text.isspace())
+
+
 def _parse_block(raw: list[str], start: int, name: str, require_trees: bool) -> Sentence:
     """Parses one sentence's raw lines; ``start`` is the line number of its first non-blank one."""
-    first = next(k for k, text in enumerate(raw) if not text.isspace())
+    first = _first_filled(raw)
     words: list[list[str]] = []
     word_lines: list[int] = []
     for k in range(first, len(raw)):
