@@ -19,11 +19,13 @@ vocabularies and config, so that the folder alone describes the model):
   ``arc_scores`` float[B, N+1, N+1] (dependent-major, impossible heads at ``-inf``), or a
   transition parser's ``slots`` float[B, N+2, K, arc_mlp] (and a combined model's
   ``arc_scores``); ``label_dep`` and ``label_head`` float[B, N+1, rel_mlp]; the encoder
-  ``states`` float[B, N+1, H].
+  ``states`` float[B, N+1, H] (with a ``tag_layer``, the top level's and that level's output
+  side by side: :func:`exported_width`).
 - ``tags.onnx`` (parsers with taggers): ``states`` and ``lengths`` to one ``<column>_scores``
-  float[W, n_classes] per tagger, for the W words of the batch row by row. Apart, because
-  onnxruntime runs every node of a graph whatever outputs are asked for, and a parse that
-  predicts no column needs no tagger (10% of the EWT model's time).
+  float[W, n_classes] per tagger, for the W words of the batch row by row, the taggers' own
+  BiLSTM level included. Apart, because onnxruntime runs every node of a graph whatever
+  outputs are asked for, and a parse that predicts no column needs no tagger (10% of the EWT
+  model's time, and 9% more for the level of their own the EWT models' taggers have).
 - ``labels.onnx``: the label vectors of W arcs' dependents and heads, ``label_dep`` and
   ``label_head`` float[W, rel_mlp] (gathered by the runtime from ``scores.onnx``'s, at the
   words alone), to ``label_scores`` float[W, R], as ``LabelScorer.at_words`` scores them.
@@ -95,6 +97,7 @@ __all__ = [
     "SegmenterScores",
     "Tags",
     "export",
+    "exported_width",
     "graphs",
     "main",
     "parse_settings",
@@ -167,15 +170,16 @@ class Scores(nn.Module):
         """The outputs named by ``self.outputs``, from the inputs named by ``self.inputs``."""
         named = dict(zip(self.inputs, tensors, strict=True))
         batch = _batch(named["words"], named["lengths"], named.get("upos"))
-        states = self.model.encoder(batch, named.get("vector_rows"), named["char_vectors"])
+        encoder = self.model.encoder
+        top, below = encoder.levels(batch, named.get("vector_rows"), named["char_vectors"])
         if self.model.family == "transition":
-            encoded = self.model.encode_states(states, batch, tag=False)
+            encoded = self.model.encode_states(top, batch, tag=False)
             found = {"slots": encoded.slots, "arc_scores": encoded.arc_scores}
         else:
-            encoded = self.model.score_states(states, batch, tag=False)
+            encoded = self.model.score_states(top, batch, tag=False)
             found = {"arc_scores": encoded.arc_scores}
         found |= {"label_dep": encoded.labels.dep, "label_head": encoded.labels.head}
-        found["states"] = states
+        found["states"] = top if below is None else torch.cat([top, below], -1)
         return tuple(found[name] for name in self.outputs)
 
 
@@ -202,7 +206,16 @@ class Tags(nn.Module):
         self.outputs = tuple(f"{column}_scores" for column in model.tagged_columns)
 
     def forward(self, states: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """float[W, n_classes] per tagger, for the W words of the batch row by row."""
+        """float[W, n_classes] per tagger, for the W words of the batch row by row.
+
+        ``states`` are ``scores.onnx``'s (:func:`exported_width`): with a tag layer, the
+        taggers' own BiLSTM level runs here on the level below, so that a parse of trees
+        alone never runs it.
+        """
+        encoder = self.model.encoder
+        if encoder.tag_layer is not None:
+            top, below = states.split(encoder.n_out, -1)
+            states = encoder.join(top, below, lengths)
         _, tag_states = self.model.split_states(states)
         scores = self.model.taggers(tag_states, _mask(lengths, states.shape[1]))
         return tuple(scores[name.removesuffix("_scores")] for name in self.outputs)
@@ -437,10 +450,19 @@ def _wrappers(
         tags = Tags(model) if model.tagged_columns else None
         return Chars(model.encoder), Scores(model, inputs), tags, Labels(model.labels)
     char_widths = [p.encoder.char_encoder.n_out for p in parsers]
-    state_widths = [p.encoder.n_out + p.encoder.n_tag_out for p in parsers]
+    state_widths = [exported_width(p.encoder) for p in parsers]
     tags = EnsembleTags(model, state_widths) if model.tagged_columns else None
     scores = EnsembleScores(model, inputs, char_widths)
     return EnsembleChars(model), scores, tags, EnsembleLabels(model)
+
+
+def exported_width(encoder: Encoder) -> int:
+    """Width of ``scores.onnx``'s ``states`` for one parser's encoder.
+
+    The top level's states, and with a ``tag_layer`` the output of that level beside them
+    (:meth:`Encoder.levels`): ``tags.onnx`` runs the taggers' own level on it.
+    """
+    return encoder.n_out * (1 if encoder.tag_layer is None else 2)
 
 
 def _check_same_vector_words(parsers: Sequence[nn.Module]) -> None:

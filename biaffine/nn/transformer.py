@@ -523,8 +523,11 @@ class TransformerEncoder(nn.Module):
         """Plain data: ``build_encoder(vocabs, config)`` rebuilds this encoder."""
         return {"kind": self.kind, **self.embedding.config(), "dropout": self.dropout.p}
 
-    def forward(self, batch: Batch) -> torch.Tensor:
-        """States float[B, N+1, H]; zeros at padding. Reads ``batch.forms``."""
+    def forward(self, batch: Batch, *, tag: bool = True) -> torch.Tensor:
+        """States float[B, N+1, H]; zeros at padding. Reads ``batch.forms``.
+
+        ``tag`` is read by nothing: the taggers read the states the tree heads read.
+        """
         states = self.embedding(batch_forms(batch), batch.words.shape[1])
         keep = batch.mask.clone()
         keep[:, 0] = True

@@ -142,7 +142,7 @@ class BiaffineParser(EncoderParser):
             :class:`GraphScores` with arc_scores [B, N+1, N+1] (dependent-major, invalid heads
             at ``-inf``), the label MLP vectors and the scores of the taggers.
         """
-        return self.score_states(self.encoder(batch), batch, tag=tag)
+        return self.score_states(self.encoder(batch, tag=tag), batch, tag=tag)
 
     def score_states(self, states: torch.Tensor, batch: Batch, *, tag: bool = True) -> GraphScores:
         """:meth:`forward` from the encoder states float[B, N+1, H] of ``batch``.

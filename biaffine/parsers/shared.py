@@ -68,10 +68,12 @@ class EncoderParser(nn.Module):
         follow the top level's (:class:`biaffine.nn.Encoder`): the taggers then read those
         float[B, N+1, T], or with ``tag_reads_top`` those and the top level's, through a stopped
         gradient, float[B, N+1, T + H]: the tree's training alone shapes the top level.
+        States of the tree heads alone (the encoder's ``tag=False``) are given as both, as
+        where there is no tag layer; no tagger reads them then.
         """
-        if not self._n_tag_out:
-            return states, states
         n_out = self.encoder.n_out
+        if not self._n_tag_out or states.shape[-1] == n_out:
+            return states, states
         top, tagged = states[..., :n_out], states[..., n_out:]
         if self._tags_read_top:
             return top, torch.cat([tagged, top.detach()], -1)

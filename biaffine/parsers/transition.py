@@ -301,7 +301,7 @@ class TransitionParser(EncoderParser):
             batch: the batch (the encoder reads its inputs).
             tag: run the taggers too; parsing passes False unless it predicts columns.
         """
-        encoded = self.encode_states(self.encoder(batch), batch, tag=tag)
+        encoded = self.encode_states(self.encoder(batch, tag=tag), batch, tag=tag)
         if self.partner is None:
             return encoded
         return replace(encoded, arc_scores=self.partner(batch, tag=False).arc_scores)

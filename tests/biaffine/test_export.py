@@ -29,7 +29,15 @@ from biaffine import checkpoint
 from biaffine.data.batching import Batch, collate, encode
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.vocab import Vocabs
-from biaffine.export import FORMAT, MANIFEST, OPSET, _not_an_export, export, parse_settings
+from biaffine.export import (
+    FORMAT,
+    MANIFEST,
+    OPSET,
+    _not_an_export,
+    export,
+    exported_width,
+    parse_settings,
+)
 from biaffine.inference.choices import root_label_id
 from biaffine.inference.graph import arc_labels
 from biaffine.nn import Encoder
@@ -109,9 +117,15 @@ def eager_scores(model: torch.nn.Module, batch: Batch) -> dict[str, torch.Tensor
         else:
             encoded = model(batch, tag=True)
             named = {"arc_scores": encoded.arc_scores}
-        named["states"] = model.encoder(batch)
+        named["states"] = exported_states(model.encoder, batch)
     named |= {"label_dep": encoded.labels.dep, "label_head": encoded.labels.head}
     return named | {f"{column}_scores": s for column, s in encoded.tag_scores.items()}
+
+
+def exported_states(encoder: Encoder, batch: Batch) -> torch.Tensor:
+    """``scores.onnx``'s ``states`` of the eager encoder: the top level and the tag level."""
+    top, below = encoder.levels(batch)
+    return top if below is None else torch.cat([top, below], -1)
 
 
 def run_graph(folder: Path, name: str, feed: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
@@ -266,7 +280,7 @@ def test_a_graph_parser_with_a_tag_layer_exports_its_eager_scores(
     export(model, tmp_path / "layered", about={})
     for batch in mixed_batches(ewt_test, vocabs):
         scores = check_scores(model, tmp_path / "layered", batch)
-        assert scores["states"].shape[-1] == encoder.n_out + encoder.n_tag_out
+        assert scores["states"].shape[-1] == exported_width(encoder) == 2 * encoder.n_out
         check_labels(model, tmp_path / "layered", scores, gold_heads(batch))
 
 
@@ -470,7 +484,7 @@ def test_an_ensemble_exports_as_one_parser_scoring_its_members_mean(
         with torch.inference_mode():
             expected = model(batch)
             char_vectors = torch.cat([m.encoder.char_encoder(batch.chars) for m in members], -1)
-            states = torch.cat([m.encoder(batch) for m in members], -1)
+            states = torch.cat([exported_states(m.encoder, batch) for m in members], -1)
         rows = torch.unique(batch.chars.reshape(-1, batch.chars.shape[-1]), dim=0)
         found = run_graph(folder, "chars", {"chars": rows.numpy()})["char_vectors"]
         with torch.inference_mode():
