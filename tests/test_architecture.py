@@ -126,6 +126,35 @@ def test_torch_free_packages_import_only_the_packages_below(package: str) -> Non
         assert not {m for m in modules if m.split(".")[0] in forbidden - {package}}, path
 
 
+LAZY_PACKAGES = ("biaffine/inference", "biaffine/segmenting", "decoding")
+"""Packages whose names load on first use (PEP 562 ``__getattr__``)."""
+
+
+def test_each_module_of_a_lazy_package_imports_as_the_first_import() -> None:
+    """``import biaffine.inference.graph`` first in a process raised a circular ImportError:
+    the package's ``__getattr__`` loaded every family while ``base`` imported ``choices``.
+    Each module is imported with none of the project loaded (torch stays, to save time)."""
+    modules = [
+        ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for package in LAZY_PACKAGES
+        for path in sorted((ROOT / package).glob("[!_]*.py"))
+    ]
+    code = (
+        "import importlib, sys, torch\n"
+        f"for module in {modules!r}:\n"
+        "    for loaded in [m for m in sys.modules if m.split('.')[0] in "
+        "('biaffine', 'decoding', 'transitions', 'tiered', 'rawtext')]:\n"
+        "        del sys.modules[loaded]\n"
+        "    try:\n"
+        "        importlib.import_module(module)\n"
+        "    except ImportError as error:\n"
+        "        print(module, error)\n"
+    )
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+
+
 def test_every_module_of_biaffine_is_in_a_part() -> None:
     paths = (ROOT / "biaffine").rglob("*.py")
     modules = [".".join(p.relative_to(ROOT).with_suffix("").parts) for p in paths]

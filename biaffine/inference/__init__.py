@@ -12,6 +12,7 @@ The package's names load on first use (PEP 562), all at once as before: its torc
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -65,10 +66,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """A name of :data:`__all__`, or a module of the package, once every family is loaded."""
-    importlib.import_module("biaffine.inference.parsing")  # imports (registers) every family
+    """A name of :data:`__all__` once every family is loaded, or a module of the package.
+
+    A module is imported alone: its own imports of the package's modules
+    (``from biaffine.inference import choices``) come here before the families are loaded,
+    so loading them from here would import a module that is still being imported.
+    """
     if name in _HOMES:
+        importlib.import_module("biaffine.inference.parsing")  # imports (registers) every family
         return getattr(importlib.import_module(f"biaffine.inference.{_HOMES[name]}"), name)
-    if name in globals():  # a module of the package, now imported
-        return globals()[name]
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
