@@ -29,11 +29,11 @@ vocabularies and config, so that the folder alone describes the model):
 - ``labels.onnx``: the label vectors of W arcs' dependents and heads, ``label_dep`` and
   ``label_head`` float[W, rel_mlp] (gathered by the runtime from ``scores.onnx``'s, at the
   words alone), to ``label_scores`` float[W, R], as ``LabelScorer.at_words`` scores them.
-- ``arc_labels.onnx`` (graph parsers): the label vectors of D dependents, ``label_dep``
-  float[B, D, rel_mlp], and of every head, ``label_head`` float[B, N+1, rel_mlp], to each arc's
-  best label under UD's rule on ``root`` and its log-probability, ``label_ids`` int64[B, D, N+1]
-  and ``label_log_probs`` float[B, D, N+1] (:func:`biaffine.parsers.heads.best_labels`): what
-  decoding with ``joint_labels`` reads, in chunks of dependents.
+- ``head_labels.onnx`` (graph parsers): the label vectors of W words as dependents,
+  ``label_dep`` float[W, rel_mlp], and of K heads of each, ``label_head`` float[W, K, rel_mlp],
+  to the label scores of those arcs, ``label_scores`` float[W, K, R], as
+  ``LabelScorer.at_heads`` scores them: what decoding with ``joint_labels`` reads for the arcs
+  a best tree may take (:func:`biaffine.inference.choices.decode_with_labels`).
 - a transition parser's per-step scorer is no graph: ``export.json``'s ``transition_mlp``
   holds the layers after the slots (``TransitionParser.slot_mlp``, a few thousand numbers), and
   the runtime searches on them and the slots (:class:`transitions.SlotScorer`), one compiled
@@ -79,10 +79,9 @@ from biaffine import installed
 from biaffine.cli import refuse_missing, report_user_errors
 from biaffine.data.batching import Batch
 from biaffine.files import fsync_dir, umask_mode
-from biaffine.inference.choices import root_label_id
 from biaffine.nn import Encoder
 from biaffine.parsers.ensemble import TAG_DTYPE, EnsembleParser, mean_log_softmax
-from biaffine.parsers.heads import LabelScorer, LabelVectors, best_labels
+from biaffine.parsers.heads import LabelScorer, LabelVectors
 from biaffine.segmenting import checkpoint as segmenter_checkpoints
 from biaffine.segmenting.features import DEFAULT_CONTEXT, DEFAULT_WINDOW, UNK
 from biaffine.segmenting.model import SegmenterModel
@@ -111,11 +110,13 @@ NonZero, Unique, Where, ...) exists since opset 11 or earlier; 17 is well within
 one that needs no ``onnxscript``) writes, up to 20; pinned, a file does not change with torch's
 default."""
 
-FORMAT = 4
+FORMAT = 5
 """Version of the folder's layout and of ``export.json`` (2: the character model in a graph of
 its own, ``chars.onnx``; ``scores.onnx`` reads its vectors; 3: a transition parser's per-step
 scorer as ``transition_mlp`` in ``export.json``, no ``transitions.onnx``; 4: a graph parser's
-``arc_labels.onnx``, for decoding heads with their labels)."""
+``arc_labels.onnx``, for decoding heads with their labels; 5: ``head_labels.onnx`` in its
+place, the labels of the arcs a best tree may take, and the taggers' own BiLSTM level in
+``tags.onnx``)."""
 
 MANIFEST = "export.json"
 
@@ -234,25 +235,20 @@ class Labels(nn.Module):
         return self.labels.attn.score_pairs(label_dep.unsqueeze(0), label_head.unsqueeze(0))[0]
 
 
-class ArcLabels(nn.Module):
-    """Every arc's best label and its log-probability, on tensors: see ``arc_labels.onnx``."""
+class HeadLabels(nn.Module):
+    """The label scores of K arcs into each of W words, on tensors: see ``head_labels.onnx``."""
 
-    def __init__(self, model: nn.Module, root_label: int | None) -> None:
-        """Wrap a graph parser or an ensemble (not copied), with the id of ``root`` (or None).
+    def __init__(self, model: nn.Module) -> None:
+        """Wrap a graph parser or an ensemble (not copied).
 
         The parser, not its ``labels``: an ensemble's are no module of their own.
         """
         super().__init__()
         self.model = model
-        self.root_label = root_label
 
-    def forward(
-        self, label_dep: torch.Tensor, label_head: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """label_ids int64[B, D, N+1] and label_log_probs float[B, D, N+1]."""
-        scores = self.model.labels.all(LabelVectors(label_dep, label_head))
-        log_probs, ids = best_labels(scores, self.root_label)
-        return ids, log_probs
+    def forward(self, label_dep: torch.Tensor, label_head: torch.Tensor) -> torch.Tensor:
+        """label_scores float[W, K, R] from float[W, rel_mlp] and float[W, K, rel_mlp]."""
+        return self.model.labels.at_heads(LabelVectors(label_dep, label_head))
 
 
 class EnsembleChars(nn.Module):
@@ -385,11 +381,8 @@ def _mask(lengths: torch.Tensor, total: int) -> torch.Tensor:
     return (positions > 0) & (positions <= lengths.unsqueeze(1))
 
 
-def graphs(model: nn.Module, root_label: int | None = None) -> list[Graph]:
+def graphs(model: nn.Module) -> list[Graph]:
     """The graphs of a parser in eval mode, with example inputs of two sentences of 3 and 5 words.
-
-    ``root_label`` is the id of ``root`` among the parser's relations (None: it has none), which
-    a graph parser's ``arc_labels.onnx`` reserves for the arcs from ROOT.
 
     An ensemble (:mod:`biaffine.parsers.ensemble`) exports as one graph parser: the same graphs,
     inputs and outputs, each joining its members' (:class:`EnsembleChars`,
@@ -434,7 +427,7 @@ def graphs(model: nn.Module, root_label: int | None = None) -> list[Graph]:
         found.append(_tags(tags, outputs["states"], lengths))
     found.append(_labels(labels, outputs["label_dep"], outputs["label_head"]))
     if model.family == "graph":
-        found.append(_arc_labels(model, outputs["label_dep"], outputs["label_head"], root_label))
+        found.append(_head_labels(model, outputs["label_dep"], outputs["label_head"]))
     return found
 
 
@@ -528,19 +521,17 @@ def _labels(labels: Labels | EnsembleLabels, dep: torch.Tensor, head: torch.Tens
     return Graph("labels", labels, names[:2], names[2:], arcs, axes)
 
 
-def _arc_labels(
-    model: nn.Module, dep: torch.Tensor, head: torch.Tensor, root_label: int | None
-) -> Graph:
-    """``arc_labels.onnx``, traced on two dependents of the example batch against every head."""
-    names = ("label_dep", "label_head", "label_ids", "label_log_probs")
+def _head_labels(model: nn.Module, dep: torch.Tensor, head: torch.Tensor) -> Graph:
+    """``head_labels.onnx``, traced on words 1 to 3 of the example's first row, two heads each."""
+    names = ("label_dep", "label_head", "label_scores")
     axes = {
-        "label_dep": {0: "batch", 1: "dependents"},
-        "label_head": {0: "batch", 1: "positions"},
-        "label_ids": {0: "batch", 1: "dependents", 2: "positions"},
-        "label_log_probs": {0: "batch", 1: "dependents", 2: "positions"},
+        "label_dep": {0: "words"},
+        "label_head": {0: "words", 1: "heads"},
+        "label_scores": {0: "words", 1: "heads"},
     }
-    module = ArcLabels(model, root_label)
-    return Graph("arc_labels", module, names[:2], names[2:], (dep[:, :2], head), axes)
+    heads = torch.tensor([[0, 2], [0, 3], [2, 1]])
+    example = (dep[0, 1:4], head[0][heads])
+    return Graph("head_labels", HeadLabels(model), names[:2], names[2:], example, axes)
 
 
 def export(
@@ -550,7 +541,6 @@ def export(
     about: Mapping[str, Any],
     segmenter: segmenter_checkpoints.Stored | None = None,
     int8: bool = False,
-    root_label: int | None = None,
 ) -> dict[str, Any]:
     """Write the graphs of ``model`` (and ``segmenter``) and ``export.json`` into ``folder``.
 
@@ -567,10 +557,9 @@ def export(
             vocabularies).
         segmenter: a segmenter checkpoint's contents, exported beside the parser for raw text.
         int8: store ``chars.onnx``, ``scores.onnx`` (the encoder and the heads on its
-            states: nearly all the weights and time), ``labels.onnx`` and ``arc_labels.onnx``
+            states: nearly all the weights and time), ``labels.onnx`` and ``head_labels.onnx``
             with int8 weights, activations quantized on the fly (onnxruntime's dynamic
             quantization), as ``predict.py int8=true`` runs torch.
-        root_label: the id of ``root`` among the relations, or None (:func:`graphs`).
 
     Returns:
         The manifest written.
@@ -589,7 +578,7 @@ def export(
     _require_onnx()
     training = model.training
     try:
-        return _write(model.eval(), folder, about, segmenter, int8, root_label)
+        return _write(model.eval(), folder, about, segmenter, int8)
     finally:
         # The exporter restores the mode of the wrapper it was given, on the model too.
         model.train(training)
@@ -611,11 +600,10 @@ def _write(
     about: Mapping[str, Any],
     segmenter: segmenter_checkpoints.Stored | None,
     int8: bool,
-    root_label: int | None,
 ) -> dict[str, Any]:
-    found = graphs(model, root_label)
+    found = graphs(model)
     manifest = {"format": FORMAT, "opset": OPSET, "family": model.family, **about}
-    quantized = ("chars", "scores", "labels", "arc_labels")
+    quantized = ("chars", "scores", "labels", "head_labels")
     manifest["int8"] = [g.name for g in found if g.name in quantized] if int8 else []
     if model.family == "transition":
         manifest["transition_mlp"] = {
@@ -841,9 +829,8 @@ def run(settings: Mapping[str, str]) -> dict[str, Any]:
     }
     stored = None if segmenter is None else segmenter_checkpoints.load(segmenter)
     int8 = settings.get("int8") == "true"
-    root = root_label_id(loaded.vocabs.rels)
     folder = Path(settings["output"])
-    return export(model, folder, about=about, segmenter=stored, int8=int8, root_label=root)
+    return export(model, folder, about=about, segmenter=stored, int8=int8)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

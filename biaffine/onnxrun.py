@@ -22,7 +22,7 @@ import itertools
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,8 +43,9 @@ from biaffine.data.encoding import (
 from biaffine.data.vocab import Vocabs
 from biaffine.inference.choices import (
     MST,
-    arc_label_ids,
+    best_head_labels,
     decode_arc_scores,
+    decode_with_labels,
     deprojectivize_batch,
     find_trees,
     labelled_tree,
@@ -85,7 +86,7 @@ __all__ = [
 ]
 
 MANIFEST = "export.json"  # biaffine.export.MANIFEST, which imports torch
-FORMAT = 4  # biaffine.export.FORMAT: the folder layout read here
+FORMAT = 5  # biaffine.export.FORMAT: the folder layout read here
 
 FORMATS = ("conllu", "text", "raw")
 """Input formats of :func:`predict_file` (``raw``: an export with a segmenter)."""
@@ -114,9 +115,9 @@ floats per arc (the eager path makes it in cache-sized chunks, a graph in one): 
 it near 10 MB."""
 
 
-ARC_LABEL_PAIRS = 1 << 16
-"""(dependent, head) pairs per run of ``arc_labels.onnx``, as torch scores them
-(:data:`biaffine.inference.graph.LABEL_PAIRS`): with 50 labels, 13 MB of scores."""
+HEAD_LABEL_WORDS = 256
+"""Words per run of ``head_labels.onnx``, whose biaffine product makes an intermediate of
+about 10,000 floats per word, as ``labels.onnx``'s per arc (:data:`LABEL_PAIRS`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +193,7 @@ class OnnxParser:
     Attributes:
         vocabs: the checkpoint's vocabularies (``export.json``).
         tagged_columns: the columns its taggers predict (``tags.onnx``), in order.
-        sessions: ``chars``, ``scores``, ``labels``, a graph parser's ``arc_labels``, and
+        sessions: ``chars``, ``scores``, ``labels``, a graph parser's ``head_labels``, and
             with taggers ``tags``.
         upos_input: the encoder embeds the input's UPOS (``scores.onnx`` reads ``upos``).
         char_vectors: the character model's vectors of the forms seen (``chars.onnx``), which
@@ -238,7 +239,7 @@ class OnnxParser:
         sessions = {
             name: _session(path / graph["file"], threads)
             for name, graph in graphs.items()
-            if name in ("chars", "scores", "tags", "labels", "arc_labels")
+            if name in ("chars", "scores", "tags", "labels", "head_labels")
         }
         tagged = tuple(o.removesuffix("_scores") for o in graphs.get("tags", {}).get("outputs", ()))
         vocabs = Vocabs.from_dict(manifest["vocabs"])
@@ -377,9 +378,8 @@ class OnnxParser:
         scores = dict(zip(names, self.sessions["scores"].run(names, feed), strict=True))
         joint = searcher is None and decoder.joint_labels
         if joint:
-            ids, log_probs = self._arc_labels(scores["label_dep"], scores["label_head"])
-            heads = decode_arc_scores(scores["arc_scores"], padded.lengths, MST, log_probs)
-            rels = arc_label_ids(ids, heads)
+            label = self._head_labels(scores["label_dep"], scores["label_head"])
+            heads, rels = decode_with_labels(scores["arc_scores"], padded.lengths, MST, label)
         else:
             if searcher is None:
                 heads = decode_arc_scores(scores["arc_scores"], padded.lengths, MST)
@@ -405,25 +405,35 @@ class OnnxParser:
             )
         return [SentenceResult([tree], c) for tree, c in zip(trees, columns, strict=True)]
 
-    def _arc_labels(self, dep: np.ndarray, head: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every arc's best label, int64[B, N+1, N+1], and its log-probability (float64).
+    def _head_labels(
+        self, dep: np.ndarray, head: np.ndarray
+    ) -> Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """What :func:`decode_with_labels` calls for the labels of a batch's arcs.
 
-        ``arc_labels.onnx`` on chunks of dependents of :data:`ARC_LABEL_PAIRS` pairs at most,
-        as :func:`biaffine.inference.graph.arc_labels` scores them in torch.
+        ``head_labels.onnx`` on :data:`HEAD_LABEL_WORDS` words at a time, as
+        ``LabelScorer.at_heads`` scores them in torch.
 
         Args:
             dep: ``scores.onnx``'s label vectors of the words as dependents,
                 float[B, N+1, rel_mlp].
             head: the same as heads.
         """
-        step = max(1, ARC_LABEL_PAIRS // (dep.shape[0] * dep.shape[1]))
-        session = self.sessions["arc_labels"]
-        parts = [
-            session.run(None, {"label_dep": dep[:, start : start + step], "label_head": head})
-            for start in range(0, dep.shape[1], step)
-        ]
-        ids = np.concatenate([part[0] for part in parts], 1)
-        return ids, np.concatenate([part[1] for part in parts], 1).astype(np.float64)
+        root = root_label_id(self.vocabs.rels)
+        session = self.sessions["head_labels"]
+
+        def head_labels(
+            rows: np.ndarray, dependents: np.ndarray, heads: np.ndarray
+        ) -> tuple[np.ndarray, np.ndarray]:
+            dep_vectors = dep[rows, dependents]  # [W, rel_mlp]
+            head_vectors = head[rows[:, None], heads]  # [W, K, rel_mlp]
+            parts = []
+            for start in range(0, len(rows), HEAD_LABEL_WORDS):
+                words = slice(start, start + HEAD_LABEL_WORDS)
+                feed = {"label_dep": dep_vectors[words], "label_head": head_vectors[words]}
+                parts.append(session.run(None, feed)[0])
+            return best_head_labels(np.concatenate(parts), heads, root_label=root)
+
+        return head_labels
 
     def _label_scores(self, dep: np.ndarray, head: np.ndarray, heads: np.ndarray) -> np.ndarray:
         """float[W, R]: the label scores of the W words' arcs ``heads[b, d] -> d``, row by row.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import transitions
 
 __all__ = [
+    "CANDIDATE_HEADS",
     "LEMMA_RUNNER_UP",
     "MST",
     "RELATION_SMOOTHING",
@@ -40,8 +41,9 @@ __all__ = [
     "TAG_SET_COLUMNS",
     "arc_label_ids",
     "best_classes",
+    "best_head_labels",
     "decode_arc_scores",
-    "decoded_scores",
+    "decode_with_labels",
     "deprojectivize_batch",
     "doubtful",
     "find_trees",
@@ -84,23 +86,18 @@ def head_log_probs(arc_scores: npt.NDArray[np.floating]) -> npt.NDArray[np.float
 
 
 def decode_arc_scores(
-    arc_scores: npt.NDArray[np.floating],
-    lengths: IntArray,
-    decoder: GraphDecoding = MST,
-    label_log_probs: npt.NDArray[np.floating] | None = None,
+    arc_scores: npt.NDArray[np.floating], lengths: IntArray, decoder: GraphDecoding = MST
 ) -> IntArray:
-    """Best tree per sentence from a batch of arc scores (and labels' log-probabilities).
+    """Best tree per sentence from a batch of arc scores, heads alone.
 
     Heads are decoded from head log-probabilities (:func:`head_log_probs`), which changes no
-    decoder's choice but keeps scores in a common range; with ``label_log_probs`` the decoder
-    maximizes their sum with the best labels' (:func:`decoded_scores`).
+    decoder's choice but keeps scores in a common range; :func:`decode_with_labels` decodes
+    them with their labels.
 
     Args:
         arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d.
         lengths: int64[B] words per sentence, excluding ROOT.
         decoder: the decoder and whether exactly one word goes to ROOT.
-        label_log_probs: float[B, N+1, N+1], the log-probability of each arc's best label
-            (:func:`biaffine.parsers.heads.best_labels`), or None to decode heads alone.
 
     Returns:
         heads: int64[B, N+1], ``-1`` at ROOT and at padding.
@@ -108,26 +105,113 @@ def decode_arc_scores(
     Raises:
         ValueError: from :mod:`decoding` (NaN scores, bad lengths).
     """
+    return _decoded(head_log_probs(arc_scores), lengths, decoder)
+
+
+def _decoded(
+    scores: npt.NDArray[np.float64], lengths: IntArray, decoder: GraphDecoding
+) -> IntArray:
+    """``decoder``'s trees of float64[B, N+1, N+1] scores (their sum is maximized)."""
     # decoding batches on plain Python threads, never numba's OpenMP layer, which would reset
     # torch's thread count when it starts (decoding._batch).
     return decoding.decode(
-        decoded_scores(arc_scores, label_log_probs),
+        scores,
         np.asarray(lengths, dtype=np.int64),
         algorithm=decoder.algorithm,
         root_constraint=decoder.root_constraint,
     )
 
 
-def decoded_scores(
-    arc_scores: npt.NDArray[np.floating], label_log_probs: npt.NDArray[np.floating] | None
-) -> npt.NDArray[np.float64]:
-    """What the graph decoders maximize: head log-probabilities, plus the labels' where given.
+CANDIDATE_HEADS = 2
+"""Heads per word whose arcs :func:`decode_with_labels` labels before decoding: each word's
+likeliest. Any number gives the same trees; more label arcs no tree takes, fewer decode
+again more often (EWT test, ``en_ewt``: see docs/speed.md)."""
 
-    Both float[..., N+1, N+1]; the sum is float64. A tree's sum is then the log-probability of
-    the tree (with its labels) under the model's factorization ``P(h | d) P(l | d, h)``.
+
+def decode_with_labels(
+    arc_scores: npt.NDArray[np.floating],
+    lengths: IntArray,
+    decoder: GraphDecoding,
+    head_labels: Callable[[IntArray, IntArray, IntArray], tuple[np.ndarray, IntArray]],
+) -> tuple[IntArray, IntArray]:
+    """Best labelled tree per sentence, labelling only the arcs a best tree can take.
+
+    The decoder maximizes head log-probabilities (:func:`head_log_probs`) plus each arc's best
+    label's: a tree's sum is then the log-probability of the tree with its labels under the
+    model's factorization ``P(h | d) P(l | d, h)``. Rather than scoring every label of every
+    arc, the arcs of each word's :data:`CANDIDATE_HEADS` likeliest heads are labelled, every
+    other arc is given its labels' upper bound, a log-probability of 0, and the trees are
+    decoded. A tree whose arcs are all labelled scores no less than any other tree under the
+    bounds, and so under the labels: it is the best. A tree that takes an unlabelled arc has
+    it labelled, and its sentence is decoded again, until none does.
+
+    Args:
+        arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d.
+        lengths: int64[B] words per sentence, excluding ROOT.
+        decoder: the decoder and whether exactly one word goes to ROOT.
+        head_labels: ``(rows, dependents, heads)``, int64[W] twice and int64[W, K], to the best
+            label of each arc ``heads[w, k] -> dependents[w]`` in row ``rows[w]`` under UD's
+            rule on ``root`` and its log-probability: (float64[W, K], int64[W, K])
+            (:func:`best_head_labels` of the arcs' label scores).
+
+    Returns:
+        heads: int64[B, N+1], ``-1`` at ROOT and at padding.
+        rels: int64[B, N+1], the label of each chosen arc, ``-1`` where heads is.
+
+    Raises:
+        ValueError: from :mod:`decoding` (NaN scores, bad lengths).
     """
     scores = head_log_probs(arc_scores)
-    return scores if label_log_probs is None else scores + label_log_probs
+    lengths = np.asarray(lengths, dtype=np.int64)
+    bounds = np.zeros_like(scores)  # each arc's best label's log-probability, or at most 0
+    ids = np.full(scores.shape, -1, dtype=np.int64)  # -1: the arc is not labelled yet
+
+    def label(rows: IntArray, dependents: IntArray, heads: IntArray) -> None:
+        if not rows.size:
+            return
+        log_probs, found = head_labels(rows, dependents, heads)
+        bounds[rows[:, None], dependents[:, None], heads] = log_probs
+        ids[rows[:, None], dependents[:, None], heads] = found
+
+    rows, dependents = np.nonzero(np.arange(scores.shape[1]) <= lengths[:, None])
+    words = dependents > 0
+    rows, dependents = rows[words], dependents[words]
+    k = min(CANDIDATE_HEADS, scores.shape[2] - 1)
+    likeliest = np.argpartition(-scores[rows, dependents], k - 1, axis=-1)[:, :k]
+    label(rows, dependents, likeliest)
+    heads = np.full(scores.shape[:2], -1, dtype=np.int64)
+    pending = np.arange(scores.shape[0])
+    while pending.size:
+        heads[pending] = _decoded(scores[pending] + bounds[pending], lengths[pending], decoder)
+        rows, dependents = np.nonzero(heads[pending] >= 0)
+        rows = pending[rows]
+        chosen = heads[rows, dependents]
+        unlabelled = ids[rows, dependents, chosen] < 0
+        rows, dependents = rows[unlabelled], dependents[unlabelled]
+        label(rows, dependents, chosen[unlabelled][:, None])
+        pending = np.unique(rows)
+    return heads, arc_label_ids(ids, heads)
+
+
+def best_head_labels(
+    label_scores: npt.NDArray[np.floating], heads: IntArray, *, root_label: int | None
+) -> tuple[npt.NDArray[np.float64], IntArray]:
+    """The log-probability of each arc's best label, and that label (:func:`label_ids`).
+
+    Args:
+        label_scores: float[..., R], the arcs' label scores (or log-probabilities).
+        heads: int64[...], the arcs' heads (none -1).
+        root_label: as :func:`label_ids` takes it.
+
+    Returns:
+        (float64[...], int64[...]).
+    """
+    scores = label_scores.astype(np.float64, copy=False)
+    top = scores.max(-1, keepdims=True)
+    normalizer = top[..., 0] + np.log(np.exp(scores - top).sum(-1))
+    found = label_ids(scores, heads, root_label=root_label)
+    best = np.take_along_axis(scores, found[..., None], -1)[..., 0]
+    return best - normalizer, found
 
 
 def arc_label_ids(label_ids: IntArray, heads: IntArray) -> IntArray:

@@ -25,7 +25,7 @@ probabilities rather than wrong ones.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -38,7 +38,9 @@ from biaffine.inference.choices import (
     MST,
     ROOT_LABEL,
     arc_label_ids,
+    best_head_labels,
     decode_arc_scores,
+    decode_with_labels,
     labelled_tree,
     root_label_id,
     word_label_ids,
@@ -48,7 +50,7 @@ from biaffine.inference.request import Request, SentenceResult, Tree
 from biaffine.inference.settings import DecoderSettings, GraphDecoding
 from biaffine.nn.treecrf import marginals, tree_log_prob
 from biaffine.parsers.graph import GraphScores
-from biaffine.parsers.heads import LabelScorer, LabelVectors, best_labels
+from biaffine.parsers.heads import LabelScorer, LabelVectors, best_labels, head_vectors
 from decoding.types import IntArray
 
 __all__ = [
@@ -67,10 +69,7 @@ labels, about 13 MB of float32 scores (26 MB in an ensemble's float64) whatever 
 
 
 def decode_heads(
-    arc_scores: torch.Tensor,
-    lengths: torch.Tensor,
-    decoder: GraphDecoding = MST,
-    label_log_probs: np.ndarray | None = None,
+    arc_scores: torch.Tensor, lengths: torch.Tensor, decoder: GraphDecoding = MST
 ) -> IntArray:
     """Best tree per sentence from a batch of arc scores (:func:`choices.decode_arc_scores`).
 
@@ -78,8 +77,6 @@ def decode_heads(
         arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d.
         lengths: long[B] words per sentence, excluding ROOT.
         decoder: the decoder and whether exactly one word goes to ROOT.
-        label_log_probs: float64[B, N+1, N+1], each arc's best label's log-probability
-            (:func:`arc_labels`) to decode heads with their labels, or None for heads alone.
 
     Returns:
         heads: int64 numpy array [B, N+1], ``-1`` at ROOT and at padding.
@@ -87,8 +84,12 @@ def decode_heads(
     Raises:
         ValueError: from :mod:`decoding` (NaN scores, bad lengths).
     """
-    scores = arc_scores.detach().to("cpu", torch.float64).numpy()
-    return decode_arc_scores(scores, lengths.detach().cpu().numpy(), decoder, label_log_probs)
+    return decode_arc_scores(_numpy(arc_scores), lengths.detach().cpu().numpy(), decoder)
+
+
+def _numpy(arc_scores: torch.Tensor) -> np.ndarray:
+    """float64 numpy[B, N+1, N+1] of a batch's arc scores, what the decoders read."""
+    return arc_scores.detach().to("cpu", torch.float64).numpy()
 
 
 def arc_labels(
@@ -206,10 +207,11 @@ class GraphFamily(Family):
         do not count in its seconds.
         """
         scores = self.model(batch, tag=bool(request.columns))
-        # Every arc's labels, once for all the settings that decode with them; each of those
-        # counts their time as if it ran alone.
+        # k-best and fixed heads read every arc's labels: once for all the settings that
+        # decode with them; each of those counts their time as if it ran alone.
         every_arc, label_seconds = None, 0.0
-        if any(decoder.joint_labels for decoder in settings.values()):
+        exact = request.kbest is not None or fixed_heads is not None
+        if exact and any(decoder.joint_labels for decoder in settings.values()):
             started = time.perf_counter()
             every_arc = arc_labels(self.model.labels, scores.labels, root_label=self._root)
             label_seconds = time.perf_counter() - started
@@ -238,8 +240,10 @@ class GraphFamily(Family):
     ) -> list[list[Tree]]:
         """The labelled trees of each row.
 
-        ``labels`` is :func:`arc_labels` of the batch with ``joint_labels``, else None: the
-        decoders then maximize head log-probabilities alone, and the chosen arcs are labelled
+        With ``joint_labels``, the decoders maximize head and label log-probabilities together:
+        k-best and fixed heads read ``labels``, :func:`arc_labels` of the batch, and one tree
+        labels only the arcs it may take (:func:`choices.decode_with_labels`). Else the
+        decoders maximize head log-probabilities alone, and the chosen arcs are labelled
         afterwards.
         """
         lengths = [len(sentence) for sentence in sentences]
@@ -247,13 +251,30 @@ class GraphFamily(Family):
             return self._kbest(scores, lengths, request.kbest, decoder, labels)
         if fixed_heads is not None:
             return self._constrained(scores, sentences, fixed_heads, decoder, labels)
-        label_log_probs = None if labels is None else labels[0]
-        heads = decode_heads(scores.arc_scores, batch.lengths, decoder, label_log_probs)
-        if labels is None:
-            rels = choose_labels(self.model.labels, scores.labels, heads, root_label=self._root)
+        if decoder.joint_labels:
+            label = self._head_labels(scores.labels)
+            lengths = batch.lengths.cpu().numpy()
+            heads, rels = decode_with_labels(_numpy(scores.arc_scores), lengths, decoder, label)
         else:
-            rels = arc_label_ids(labels[1], heads)
+            heads = decode_heads(scores.arc_scores, batch.lengths, decoder)
+            rels = choose_labels(self.model.labels, scores.labels, heads, root_label=self._root)
         return self._labelled_batch(scores, heads, rels, batch.lengths, request, decoder)
+
+    def _head_labels(
+        self, vectors: LabelVectors
+    ) -> Callable[[IntArray, IntArray, IntArray], tuple[np.ndarray, IntArray]]:
+        """What :func:`choices.decode_with_labels` calls for the labels of the batch's arcs."""
+        device = vectors.dep.device
+
+        def head_labels(
+            rows: IntArray, dependents: IntArray, heads: IntArray
+        ) -> tuple[np.ndarray, IntArray]:
+            index = (torch.from_numpy(a).to(device) for a in (rows, dependents, heads))
+            label_scores = self.model.labels.at_heads(head_vectors(vectors, *index))
+            found = label_scores.detach().to("cpu", torch.float64).numpy()  # exact from bf16
+            return best_head_labels(found, heads, root_label=self._root)
+
+        return head_labels
 
     def _labelled_batch(
         self,

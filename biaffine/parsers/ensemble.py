@@ -104,6 +104,10 @@ class MeanLabels:
         """float64[W, R]: :meth:`LabelScorer.at_words`, the members' mean."""
         return self._mean("at_words", vectors, heads)
 
+    def at_heads(self, vectors: LabelVectors) -> torch.Tensor:
+        """float64[W, K, R]: :meth:`LabelScorer.at_heads`, the members' mean."""
+        return self._mean("at_heads", vectors)
+
     def all(self, vectors: LabelVectors) -> torch.Tensor:
         """float32[B, N+1, N+1, R]: :meth:`LabelScorer.all`, the members' mean.
 

@@ -34,6 +34,7 @@ __all__ = [
     "LabelVectors",
     "Taggers",
     "best_labels",
+    "head_vectors",
     "mean_cross_entropy",
 ]
 
@@ -113,6 +114,17 @@ class LabelScorer(nn.Module):
         head = vectors.head[rows, heads[rows, dependents]]  # [W, rel_mlp]
         return self.attn.score_pairs(dep, head)
 
+    def at_heads(self, vectors: LabelVectors) -> torch.Tensor:
+        """Label scores of K arcs into each of W words: float[W, K, R].
+
+        Each word's vector as a dependent is multiplied by the weights once, whatever K.
+
+        Args:
+            vectors: the words' vectors as dependents, float[W, rel_mlp], and those of the
+                heads of their arcs, float[W, K, rel_mlp] (:func:`head_vectors`).
+        """
+        return self.attn(vectors.dep.unsqueeze(1), vectors.head)[:, 0]
+
     def all(self, vectors: LabelVectors) -> torch.Tensor:
         """Label scores of every (dependent, head) pair: float[B, N+1, N+1, R]."""
         return self.attn(vectors.dep, vectors.head)
@@ -179,6 +191,23 @@ class Taggers(nn.ModuleDict):
             gold = batch.columns[column][batch.mask]
             loss = loss + self.weights[column] * mean_cross_entropy(column_scores, gold)
         return loss
+
+
+def head_vectors(
+    vectors: LabelVectors, rows: torch.Tensor, dependents: torch.Tensor, heads: torch.Tensor
+) -> LabelVectors:
+    """The vectors :meth:`LabelScorer.at_heads` reads, from a batch's (:meth:`LabelScorer.forward`).
+
+    Args:
+        vectors: the batch's vectors, float[B, N+1, rel_mlp] each.
+        rows: long[W], each word's batch row.
+        dependents: long[W], its position in the row.
+        heads: long[W, K], the heads of its arcs (positions in the same row).
+
+    Returns:
+        float[W, rel_mlp] and float[W, K, rel_mlp].
+    """
+    return LabelVectors(vectors.dep[rows, dependents], vectors.head[rows.unsqueeze(1), heads])
 
 
 def best_labels(

@@ -38,8 +38,6 @@ from biaffine.export import (
     exported_width,
     parse_settings,
 )
-from biaffine.inference.choices import root_label_id
-from biaffine.inference.graph import arc_labels
 from biaffine.nn import Encoder
 from biaffine.parsers import BiaffineParser, TransitionParser
 from biaffine.parsers.ensemble import EnsembleParser
@@ -183,28 +181,26 @@ def check_labels(model: torch.nn.Module, folder: Path, scores: dict, heads: torc
     torch.testing.assert_close(torch.from_numpy(found), expected, **TOLERANCE)
 
 
-def check_arc_labels(model: torch.nn.Module, folder: Path, scores: dict, root: int) -> None:
-    """arc_labels.onnx on chunks of two dependents against torch's ``arc_labels`` of the batch.
-
-    The labels agree wherever the best label leads the others by more than float32's error;
-    near ties may go either way, so at most one pair in 10,000 may differ.
-    """
+def check_head_labels(
+    model: torch.nn.Module, folder: Path, scores: dict, mask: torch.Tensor
+) -> None:
+    """head_labels.onnx on the words of ``mask`` bool[B, N+1], three heads each (its best two
+    and ROOT), against every arc's label scores in torch (``LabelScorer.all``)."""
     dep, head = scores["label_dep"], scores["label_head"]
+    arcs = scores["arc_scores"]
+    rows, dependents = mask.nonzero(as_tuple=True)
+    heads = arcs[rows, dependents].topk(2, -1).indices
+    heads = torch.cat([heads, torch.zeros_like(heads[:, :1])], -1)  # [W, 3]
     with torch.inference_mode():
-        log_probs, ids = arc_labels(model.labels, LabelVectors(dep, head), root_label=root)
-    graph = session(folder, "arc_labels")
-    parts = [
-        graph.run(
-            None, {"label_dep": dep[:, start : start + 2].numpy(), "label_head": head.numpy()}
-        )
-        for start in range(0, dep.shape[1], 2)
-    ]
-    found_ids = np.concatenate([p[0] for p in parts], 1)
-    found = np.concatenate([p[1] for p in parts], 1)
-    assert found_ids.shape == ids.shape == found.shape
-    assert (found_ids != ids).mean() <= 1e-4
-    assert (found_ids[:, :, 0] == root).all()
-    np.testing.assert_allclose(found, log_probs, **TOLERANCE)
+        every = model.labels.all(LabelVectors(dep, head))
+    expected = every[rows.unsqueeze(1), dependents.unsqueeze(1), heads]
+    feed = {
+        "label_dep": dep[rows, dependents].numpy(),
+        "label_head": head[rows.unsqueeze(1), heads].numpy(),
+    }
+    (found,) = session(folder, "head_labels").run(None, feed)
+    assert found.shape == expected.shape
+    torch.testing.assert_close(torch.from_numpy(found).to(expected.dtype), expected, **TOLERANCE)
 
 
 def gold_heads(batch: Batch) -> torch.Tensor:
@@ -218,7 +214,7 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[torch.nn.Module, 
     loaded = checkpoint.load(SHIPPED)
     model = checkpoint.build_model(loaded)
     folder = tmp_path_factory.mktemp("export") / "en_ewt_small"
-    export(model, folder, about={}, root_label=root_label_id(loaded.vocabs.rels))
+    export(model, folder, about={})
     return model, loaded.vocabs, folder
 
 
@@ -235,7 +231,7 @@ def test_the_graph_parser_exports_its_eager_scores(
         best = scores["arc_scores"].argmax(-1).masked_fill(~batch.mask, -1)
         for heads in (best, gold_heads(batch)):
             check_labels(model, folder, scores, heads)
-        check_arc_labels(model, folder, scores, root_label_id(vocabs.rels))
+        check_head_labels(model, folder, scores, batch.mask)
 
 
 @pytest.mark.ud
@@ -472,11 +468,10 @@ def test_an_ensemble_exports_as_one_parser_scoring_its_members_mean(
     runtime()
     _, vocabs, single = shipped
     model = tiny_ensemble(vocabs)
-    root = root_label_id(vocabs.rels)
     folder = tmp_path / "ensemble"
-    graphs = export(model, folder, about={}, root_label=root)["graphs"]
+    graphs = export(model, folder, about={})["graphs"]
     one = json.loads((single / MANIFEST).read_text())["graphs"]
-    for name in ("chars", "scores", "labels", "arc_labels"):  # a runtime reads it as one parser
+    for name in ("chars", "scores", "labels", "head_labels"):  # a runtime reads it as one parser
         assert graphs[name] == one[name]
     assert graphs["tags"]["outputs"] == ["upos_scores", "xpos_scores", "feats_scores"]
     members = model.members
@@ -514,8 +509,8 @@ def test_an_ensemble_exports_as_one_parser_scoring_its_members_mean(
             wanted = model.labels.at_words(expected.labels, heads)
         labels = run_graph(folder, "labels", feed)["label_scores"]
         torch.testing.assert_close(labels, wanted, **TOLERANCE)
-        named = {"label_dep": dep, "label_head": head}
-        check_arc_labels(model, folder, named, root)
+        named = {"label_dep": dep, "label_head": head, "arc_scores": expected.arc_scores}
+        check_head_labels(model, folder, named, batch.mask)
 
 
 def test_an_ensemble_of_members_that_read_other_vectors_is_refused_in_one_line(
@@ -585,7 +580,7 @@ def test_the_command_exports_a_checkpoint_and_refuses_bad_input(tmp_path: Path) 
     exporter()
     done = run(f"checkpoint={SHIPPED}", "output=out")
     assert done.returncode == 0, done.stderr
-    files = ["arc_labels.onnx", "chars.onnx", "export.json", "labels.onnx", "scores.onnx"]
+    files = ["chars.onnx", "export.json", "head_labels.onnx", "labels.onnx", "scores.onnx"]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [*files, "tags.onnx"]
 
 

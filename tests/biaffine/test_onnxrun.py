@@ -21,6 +21,7 @@ from builders import run_script
 import rawtext
 from biaffine.api import Parser
 from biaffine.data.conllu import read_conllu, write_conllu
+from biaffine.export import FORMAT
 from biaffine.metrics import score_corpus
 from biaffine.predict_options import PredictOptions
 from biaffine.predicting import predict
@@ -252,23 +253,31 @@ def test_an_export_of_another_family_is_refused(tmp_path: Path) -> None:
     pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
     from biaffine.onnxrun import OnnxParser
 
-    (tmp_path / "export.json").write_text(json.dumps({"format": 4, "family": "segmenter"}))
+    (tmp_path / "export.json").write_text(json.dumps({"format": FORMAT, "family": "segmenter"}))
     with pytest.raises(ValueError, match="an export of a segmenter parser; runtime=onnx"):
         OnnxParser.load(tmp_path)
 
 
-@pytest.mark.parametrize("earlier", [1, 2, 3])
+def test_the_runtime_reads_the_format_the_export_writes() -> None:
+    pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
+    from biaffine.onnxrun import FORMAT as READ
+
+    assert READ == FORMAT
+
+
+@pytest.mark.parametrize("earlier", [1, 2, 3, 4])
 def test_an_export_of_an_earlier_format_is_refused_with_what_to_do(
     tmp_path: Path, earlier: int
 ) -> None:
     """Format 1 held the character model inside scores.onnx, format 2 a transition parser's
-    per-step scorer in a graph, format 3 no arc_labels.onnx: their folders must be exported
-    again."""
+    per-step scorer in a graph, format 3 no arc_labels.onnx, format 4 arc_labels.onnx where
+    head_labels.onnx is read and the taggers' own level in scores.onnx: their folders must be
+    exported again."""
     pytest.importorskip("onnxruntime", reason=NO_RUNTIME)
     from biaffine.onnxrun import OnnxParser
 
     (tmp_path / "export.json").write_text(json.dumps({"format": earlier, "family": "graph"}))
-    expected = rf"export format {earlier}, expected 4: export the checkpoint"
+    expected = rf"export format {earlier}, expected {FORMAT}: export the checkpoint"
     with pytest.raises(ValueError, match=expected):
         OnnxParser.load(tmp_path)
 
@@ -315,7 +324,7 @@ def test_int8_weights_keep_the_attachment_scores(
 
     quantized = tmp_path / "int8"
     manifest = run({"model": "en_ewt_small", "output": str(quantized), "int8": "true"})
-    assert manifest["int8"] == ["chars", "scores", "labels", "arc_labels"]
+    assert manifest["int8"] == ["chars", "scores", "labels", "head_labels"]
     size = (quantized / "scores.onnx").stat().st_size
     assert size < 0.3 * (exported / "scores.onnx").stat().st_size
     gold = list(read_conllu(ewt_head))
@@ -402,14 +411,15 @@ def _damaged_export(folder: Path, damage: str) -> Path:
     """A fake export folder (no real graphs needed) with one thing broken; the file it names."""
     graph = {"inputs": ["x"], "outputs": ["y"]}
     graphs = {name: {"file": f"{name}.onnx", **graph} for name in ("chars", "scores", "tags")}
-    manifest = {"format": 4, "family": "graph", "graphs": graphs, "vocabs": {}, "model_config": {}}
+    manifest = {"format": FORMAT, "family": "graph", "graphs": graphs}
+    manifest |= {"vocabs": {}, "model_config": {}}
     for name in ("chars", "scores"):
         (folder / f"{name}.onnx").write_bytes(b"\x08\x07\x12\x04onnx")  # a truncated protobuf
     broken = folder / "export.json"
     if damage == "not json":
         broken.write_text("{format: 4")
     elif damage == "not utf-8":
-        broken.write_bytes(b'{"format": 4, "family": "\xff"}')
+        broken.write_bytes(b'{"format": %d, "family": "\xff"}' % FORMAT)
     elif damage == "missing key":
         del manifest["vocabs"]
     elif damage == "missing graph":
