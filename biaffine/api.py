@@ -41,7 +41,7 @@ from biaffine.inference import DecoderSettings, Request, SentenceResult, predict
 from biaffine.inputs import Inputs, asked_columns, check_flags, head_lists, input_sentences
 from biaffine.parsers.transition import check_partner
 from biaffine.pipeline import segmented
-from biaffine.results import ParsedTree, parsed_tree
+from biaffine.results import ParsedTree, parsed_trees
 from biaffine.runtime import check_bf16, select_device, set_threads
 from biaffine.segmenting import Segmenter
 
@@ -260,7 +260,7 @@ class Parser:
         request = Request(probabilities, columns=asked, overwrite=overwrite)
         sentences = self._sentences_of(inputs, text)
         found = self._predict(sentences, request, settings, max_tokens)
-        return [parsed_tree(s, r, 0, request) for s, r in zip(sentences, found, strict=True)]
+        return [parsed_trees(s, r, request)[0] for s, r in zip(sentences, found, strict=True)]
 
     def to_conllu(self, trees: Sequence[ParsedTree]) -> str:
         """The parsed sentences as CoNLL-U text."""
@@ -315,10 +315,7 @@ class Parser:
         sentences = list(input_sentences(inputs, PLAIN_TEXT_HINT))
         request = Request(kbest=k, columns=asked_columns(columns), overwrite=overwrite)
         found = self._predict(sentences, request, settings, max_tokens)
-        return [
-            [parsed_tree(s, r, rank, request) for rank in range(len(r.trees))]
-            for s, r in zip(sentences, found, strict=True)
-        ]
+        return [parsed_trees(s, r, request) for s, r in zip(sentences, found, strict=True)]
 
     def parse_constrained(
         self,
@@ -361,7 +358,7 @@ class Parser:
         sentences = list(input_sentences(inputs, PLAIN_TEXT_HINT))
         _check_head_range(sentences, fixed)
         found = self._predict(sentences, request, settings, max_tokens)
-        return [parsed_tree(s, r, 0, request) for s, r in zip(sentences, found, strict=True)]
+        return [parsed_trees(s, r, request)[0] for s, r in zip(sentences, found, strict=True)]
 
     def _sentences_of(self, inputs: Inputs | None, text: str | None) -> list[Sentence]:
         if (inputs is None) == (text is None):

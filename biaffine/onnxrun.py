@@ -67,7 +67,7 @@ from biaffine.predict_options import (
     request_of,
     write_sentences,
 )
-from biaffine.results import ParsedTree, parsed_tree, with_result
+from biaffine.results import ParsedTree, parsed_trees, with_result
 from biaffine.segmenting.onnxrun import OnnxSegmenter
 
 # A graph parser decodes without numba where decoding.aot's build is there: transitions (numba
@@ -312,7 +312,7 @@ class OnnxParser:
         )
         request = Request(columns=tuple(columns), overwrite=overwrite)
         found = self.results(sentences, request, decoder, max_tokens=max_tokens)
-        return [parsed_tree(s, r, 0, request) for s, r in zip(sentences, found, strict=True)]
+        return [parsed_trees(s, r, request)[0] for s, r in zip(sentences, found, strict=True)]
 
     def check(self, request: Request, decoder: DecoderSettings = DEFAULT_DECODER) -> Request:
         """``request`` with ``columns=("all",)`` resolved, or :class:`Refused` in one line."""

@@ -20,7 +20,7 @@ __all__ = [
     "PATH_LOG_PROB",
     "TREE_LOG_PROB",
     "ParsedTree",
-    "parsed_tree",
+    "parsed_trees",
     "with_result",
     "with_tree",
 ]
@@ -109,7 +109,9 @@ class ParsedTree:
 
     Attributes:
         sentence: the input sentence with HEAD and DEPREL filled, and the predicted columns
-            asked for (every other byte as given).
+            asked for, as ``predict.py`` writes it (:func:`with_result`: probabilities in MISC
+            and a comment, a k-best tree's rank and score in comments; every other byte as
+            given).
         head_probs: float[n], the marginal probability of the arc to each word's chosen head.
         label_probs: float[n], the probability of each word's chosen label at that arc.
         log_prob: log-probability of the whole unlabeled tree (graph parsers), or its score
@@ -135,15 +137,21 @@ class ParsedTree:
         return list(self.sentence.deprels)
 
 
-def parsed_tree(
-    sentence: Sentence, result: SentenceResult, rank: int, request: Request
-) -> ParsedTree:
-    """The ``rank``-th tree of a result (0: the best) as a :class:`ParsedTree`."""
-    tree = result.trees[rank]
-    return ParsedTree(
-        with_tree(sentence, tree, result.columns, overwrite=request.overwrite),
-        head_probs=tree.head_probs,
-        label_probs=tree.label_probs,
-        log_prob=tree.log_prob,
-        path_log_prob=tree.path_log_prob,
-    )
+def parsed_trees(sentence: Sentence, result: SentenceResult, request: Request) -> list[ParsedTree]:
+    """The trees of a result as :class:`ParsedTree` objects, best first.
+
+    Each one's ``sentence`` is what ``predict.py`` writes for it (:func:`with_result`): with
+    ``probabilities``, the head and label probabilities in MISC and the log-probability in a
+    comment; with ``kbest``, the rank and score in comments.
+    """
+    written = with_result(sentence, result, request)
+    return [
+        ParsedTree(
+            one,
+            head_probs=tree.head_probs,
+            label_probs=tree.label_probs,
+            log_prob=tree.log_prob,
+            path_log_prob=tree.path_log_prob,
+        )
+        for one, tree in zip(written, result.trees, strict=True)
+    ]

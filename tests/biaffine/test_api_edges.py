@@ -10,6 +10,7 @@ import pytest
 from biaffine.api import Parser
 from biaffine.data.conllu import ConlluError, Sentence, read_conllu
 from biaffine.inference import Refused
+from biaffine.predict_options import PredictOptions
 from biaffine.predicting import predict
 
 ROOT = Path(__file__).parents[2]
@@ -155,8 +156,8 @@ def test_sentences_with_multiword_tokens_and_empty_nodes_come_back_byte_for_byte
     sentences = list(read_conllu(TINY_CONLLU))
     kept = copy.deepcopy(sentences)
     for options in ({}, {"columns": ["all"]}, {"columns": ["all"], "overwrite": True}):
-        first = shipped.parse(sentences, probabilities=True, **options)
-        again = shipped.parse(sentences, probabilities=True, **options)
+        first = shipped.parse(sentences, **options)
+        again = shipped.parse(sentences, **options)
         assert sentences == kept  # nothing the user passed is changed
         assert [t.sentence.lines for t in first] == [t.sentence.lines for t in again]
         changed = {6, 7} | ({2, 3, 4, 5} if options else set())
@@ -177,6 +178,28 @@ def test_sentences_with_multiword_tokens_and_empty_nodes_come_back_byte_for_byte
     assert all(len({tuple(t.heads) for t in trees}) == len(trees) for trees in kbest)
 
 
+@pytest.mark.parametrize(
+    ("asked", "options"),
+    [
+        ({"probabilities": True}, {"probabilities": True}),
+        ({"probabilities": True, "columns": ["all"]}, {"probabilities": True, "columns": ("all",)}),
+        ({"k": 3}, {"kbest": 3}),
+    ],
+)
+def test_the_api_writes_what_predict_writes(shipped, tmp_path, asked, options) -> None:
+    """``tree.sentence`` lacked the probabilities in MISC and comments, and k-best trees their
+    rank and score, which predict.py writes: ``to_conllu`` wrote other bytes for one parse."""
+    written = tmp_path / "predicted.conllu"
+    model = ROOT / "models" / "en_ewt_small" / "parser.pt"
+    predict(model, TINY_CONLLU, written, threads=1, options=PredictOptions(**options))
+    sentences = list(read_conllu(TINY_CONLLU))
+    if "k" in asked:
+        trees = [tree for ranked in shipped.kbest(sentences, **asked) for tree in ranked]
+    else:
+        trees = shipped.parse(sentences, **asked)
+    assert shipped.to_conllu(trees) == written.read_text(encoding="utf-8")
+
+
 def test_duplicate_columns_predict_as_one(shipped) -> None:
     once = shipped.parse(WORDS, columns=["upos"])
     twice = shipped.parse(WORDS, columns=["upos", "upos"])
@@ -192,7 +215,7 @@ def test_kbest_and_fixed_heads_tag_the_columns_asked_for(shipped) -> None:
     tagged = shipped.parse(sentences, columns=["upos", "lemma"], overwrite=True)
     ranked = shipped.kbest(sentences, 3, columns=["upos", "lemma"], overwrite=True)
     for best, trees in zip(tagged, ranked, strict=True):
-        assert trees[0].sentence.lines == best.sentence.lines  # the same best tree
+        assert (trees[0].heads, trees[0].deprels) == (best.heads, best.deprels)  # the same best
         for tree in trees:  # every tree carries the sentence's columns
             assert (tree.sentence.upos, tree.sentence.lemmas) == (
                 best.sentence.upos,
