@@ -9,7 +9,9 @@ height is one level above every arc that shares part of its stretch and is drawn
 (shorter arcs first), so nested arcs sit strictly inside one another and crossing
 (non-projective) arcs cross visibly instead of running along each other. Words are the
 integer-ID words; a multiword token is shown as a bracket with its surface form under its
-words, and empty nodes are left out.
+words, and empty nodes are left out. A sentence written right to left (more letters of
+right-to-left scripts than of left-to-right ones: Arabic, Hebrew, Syriac, Thaana, N'Ko)
+is laid out from the right, its first word rightmost.
 
 With a gold file, the predicted tree is drawn with errors coloured (wrong head, or right head
 with a wrong label), and the gold arc of every wrong-head word is drawn dashed below the words.
@@ -24,7 +26,7 @@ import re
 import sys
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from biaffine.data.conllu import Sentence, read_conllu
@@ -38,6 +40,7 @@ __all__ = [
     "arc_levels",
     "compare_arcs",
     "crossing_pairs",
+    "is_right_to_left",
     "layout_sentence",
     "main",
     "multiword_tokens",
@@ -305,6 +308,8 @@ def layout_sentence(
     above: Sequence[Arc],
     below: Sequence[Arc] = (),
     tokens: Sequence[tuple[int, int, str]] = (),
+    *,
+    right_to_left: bool = False,
 ) -> SentenceLayout:
     """Positions of the words and arcs of one sentence.
 
@@ -314,6 +319,8 @@ def layout_sentence(
         above: arcs drawn above the words (at most one per dependent, as in a tree).
         below: arcs drawn below the words.
         tokens: multiword tokens as (first word, last word, surface form).
+        right_to_left: lay the words out from the right (:func:`is_right_to_left`): the
+            left-to-right layout mirrored, each word and arc end at ``width - x``.
 
     Returns:
         The layout; every arc's horizontal stretch is long enough for its label.
@@ -357,9 +364,47 @@ def layout_sentence(
     placed_above = _place(above, levels_above, offsets[0], x, y_end_above, MARGIN + ROOT_ROOM, -1)
     placed_below = _place(below, levels_below, offsets[1], x, y_end_below, bottom - ROOT_ROOM, +1)
     width = x[n] + column[n] / 2 + MARGIN
-    return SentenceLayout(
+    layout = SentenceLayout(
         width, bottom + MARGIN, x, column, placed_above, placed_below, y_form, y_tag, y_token
     )
+    return _mirrored(layout) if right_to_left else layout
+
+
+def _mirrored(layout: SentenceLayout) -> SentenceLayout:
+    """``layout`` reflected left to right: every x at ``width - x``; the text is not."""
+
+    def flipped(placed: PlacedArc) -> PlacedArc:
+        x_head, x_dependent = layout.width - placed.x_head, layout.width - placed.x_dependent
+        return replace(placed, x_head=x_head, x_dependent=x_dependent)
+
+    return replace(
+        layout,
+        x=[layout.width - value for value in layout.x],
+        above=[flipped(placed) for placed in layout.above],
+        below=[flipped(placed) for placed in layout.below],
+    )
+
+
+RIGHT_TO_LEFT = frozenset({"R", "AL"})
+"""Unicode bidirectional classes of right-to-left letters (Hebrew; Arabic, Syriac, Thaana)."""
+
+
+def is_right_to_left(forms: Sequence[str]) -> bool:
+    """Whether a sentence is written right to left, as its letters say.
+
+    More of its letters are of a right-to-left script (:data:`RIGHT_TO_LEFT`) than of a
+    left-to-right one (bidirectional class L); digits, punctuation and other neutral
+    characters do not count, and Latin words inside Arabic text count against it.
+    """
+    counts = {"rtl": 0, "ltr": 0}
+    for form in forms:
+        for character in form:
+            kind = unicodedata.bidirectional(character)
+            if kind in RIGHT_TO_LEFT:
+                counts["rtl"] += 1
+            elif kind == "L":
+                counts["ltr"] += 1
+    return counts["rtl"] > counts["ltr"]
 
 
 def _tag(tag: str) -> str:
@@ -443,9 +488,9 @@ def sentence_svg(sentence: Sentence, gold: Sentence | None = None) -> str:
     above, below = (
         compare_arcs(sentence, gold) if gold is not None else (sentence_arcs(sentence), [])
     )
-    layout = layout_sentence(
-        sentence.forms, sentence.upos, above, below, multiword_tokens(sentence)
-    )
+    tokens = multiword_tokens(sentence)
+    rtl = is_right_to_left(sentence.forms)
+    layout = layout_sentence(sentence.forms, sentence.upos, above, below, tokens, right_to_left=rtl)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{layout.width:.0f}" '
         f'height="{layout.height:.0f}" viewBox="0 0 {layout.width:.0f} {layout.height:.0f}" '
@@ -474,8 +519,10 @@ def _words_svg(sentence: Sentence, layout: SentenceLayout) -> list[str]:
                 f'text-anchor="middle" fill="#777777">{_escape(tag)}</text>'
             )
     for first, last, form in multiword_tokens(sentence):
-        left = layout.x[first] - layout.column[first] / 2 + 4
-        right = layout.x[last] + layout.column[last] / 2 - 4
+        # The outer edges of its first and last words' columns, in either direction.
+        edges = [(i, side) for i in (first, last) for side in (-1, 1)]
+        ends = [layout.x[i] + side * layout.column[i] / 2 for i, side in edges]
+        left, right = min(ends) + 4, max(ends) - 4
         y = layout.y_token - TAG_SIZE - 2
         parts.append(
             f'<path class="token" d="M{left:.1f},{y - 4:.1f} V{y:.1f} H{right:.1f} V{y - 4:.1f}" '

@@ -26,6 +26,8 @@ from biaffine.render import (
     arc_levels,
     compare_arcs,
     crossing_pairs,
+    is_right_to_left,
+    layout_sentence,
     main,
     multiword_tokens,
     parse_selection,
@@ -210,6 +212,70 @@ def test_a_real_treebank_is_drawn_right(ewt_dir: Path, tmp_path: Path):
         _check_ends(sentence, centres, arcs)
         _check_crossings(sentence, arcs)
         _check_labels(sentence, arcs)
+
+
+def test_a_right_to_left_treebank_is_drawn_from_the_right(ud_root: Path):
+    """Uyghur UDT (Arabic script) was laid out left to right, its first word leftmost."""
+    path = ud_root / "UD_Uyghur-UDT" / "ug_udt-ud-test.conllu"
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    sentences = list(read_conllu(path))[:300]
+    assert sum(is_right_to_left(s.forms) for s in sentences) > 250
+    for sentence in sentences:
+        centres, arcs, _ = _drawn(sentence_svg(sentence))
+        _check_ends(sentence, centres, arcs)
+        _check_crossings(sentence, arcs)
+        _check_labels(sentence, arcs)
+        if len(sentence) > 1:
+            backwards = centres == sorted(centres, reverse=True)
+            assert backwards == is_right_to_left(sentence.forms)
+
+
+@given(parsed_sentences())
+def test_a_right_to_left_layout_is_the_left_to_right_one_mirrored(sentence):
+    arcs = sentence_arcs(sentence)
+    ltr = layout_sentence(sentence.forms, sentence.upos, arcs)
+    rtl = layout_sentence(sentence.forms, sentence.upos, arcs, right_to_left=True)
+    assert (rtl.width, rtl.height, rtl.column) == (ltr.width, ltr.height, ltr.column)
+    assert rtl.x == [ltr.width - x for x in ltr.x]
+    for mirrored, placed in zip(rtl.above, ltr.above, strict=True):
+        assert mirrored.x_head == ltr.width - placed.x_head
+        assert mirrored.x_dependent == ltr.width - placed.x_dependent
+        assert (mirrored.level, mirrored.y_turn) == (placed.level, placed.y_turn)
+
+
+@pytest.mark.parametrize(
+    ("forms", "expected"),
+    [
+        (["ئۇ", "كەلدى", "."], True),  # Uyghur, Arabic script
+        (["הוא", "בא", "."], True),  # Hebrew
+        (["He", "came", "."], False),
+        (["Windows", "نى", "ئىشلەتتى"], True),  # a Latin word among Arabic ones
+        (["Windows", "10", "نى"], False),  # more Latin letters than Arabic ones
+        (["2024", "."], False),  # no letters
+    ],
+)
+def test_is_right_to_left_by_the_letters(forms, expected):
+    assert is_right_to_left(forms) is expected
+
+
+def test_a_multiword_token_right_to_left_spans_its_words():
+    text = (
+        "# text = وبالبيت كتب\n"
+        "1-2\tوبالبيت\t_\t_\t_\t_\t_\t_\t_\t_\n"  # noqa: RUF001 (Arabic alef)
+        "1\tو\tو\tCCONJ\t_\t_\t3\tcc\t_\t_\n"
+        "2\tبالبيت\tبيت\tNOUN\t_\t_\t3\tobl\t_\t_\n"  # noqa: RUF001 (Arabic alef)
+        "3\tكتب\tكتب\tVERB\t_\t_\t0\troot\t_\t_\n\n"
+    )
+    [sentence] = read_conllu_text(text)
+    root = ET.fromstring(sentence_svg(sentence))
+    centres = [float(t.get("x")) for t in root.iter(f"{SVG}text") if t.get("class") == "form"]
+    assert centres == sorted(centres, reverse=True)
+    [bracket] = [p for p in root.iter(f"{SVG}path") if p.get("class") == "token"]
+    xs = [x for x, _ in _points(bracket.get("d"))]
+    left, right = min(xs), max(xs)
+    assert left < centres[1] < centres[0] < right < centres[0] + 60
+    assert right > left + 20
 
 
 @given(trees())
