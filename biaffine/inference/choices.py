@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,7 @@ __all__ = [
     "ROOT_LABEL",
     "TAGGER_DOUBT",
     "TAG_SET_COLUMNS",
+    "Found",
     "arc_label_ids",
     "best_classes",
     "best_head_labels",
@@ -47,6 +48,7 @@ __all__ = [
     "deprojectivize_batch",
     "doubtful",
     "find_trees",
+    "find_with_labels",
     "guessed_upos",
     "head_log_probs",
     "joint_tags",
@@ -66,6 +68,9 @@ ROOT_LABEL = "root"
 
 MST = GraphDecoding()
 """MST with exactly one word on ROOT, as UD requires."""
+
+Found = TypeVar("Found")
+"""What a search of :func:`find_with_labels` returns (k-best trees, one tree)."""
 
 
 def root_label_id(labels: Vocab) -> int | None:
@@ -193,6 +198,58 @@ def decode_with_labels(
     return heads, arc_label_ids(ids, heads)
 
 
+def find_with_labels(
+    head_scores: npt.NDArray[np.float64],
+    search: Callable[[npt.NDArray[np.float64]], Found],
+    trees_of: Callable[[Found], Sequence[IntArray]],
+    head_labels: Callable[[IntArray, IntArray], tuple[np.ndarray, IntArray]],
+) -> tuple[Found, IntArray]:
+    """What ``search`` finds on one sentence's head and label scores, few arcs labelled.
+
+    As :func:`decode_with_labels` does for a batch, only the arcs the trees found may take are
+    labelled. For any search that returns the trees of highest scores (the best, the k best,
+    the best that keep some heads): trees whose arcs are all labelled score no less under the
+    labels' upper bound (0) than any other tree, so they are the trees of highest scores under
+    the labels too, with the same scores.
+
+    Args:
+        head_scores: float64[n+1, n+1], the head log-probabilities ``[d, h]`` of a sentence of
+            n words.
+        search: the trees of highest score in a float64[n+1, n+1] matrix (k-best, fixed heads).
+        trees_of: the trees in what ``search`` returns, int64[n+1] heads each.
+        head_labels: ``(dependents, heads)``, int64[W] and int64[W, K], to the best label of
+            each arc ``heads[w, k] -> dependents[w]`` and its log-probability, as
+            :func:`decode_with_labels` reads them (with the sentence's row).
+
+    Returns:
+        What ``search`` found on the labelled scores, and the label of every labelled arc,
+        int64[n+1, n+1] (``[d, h]``; -1 where the arc was not labelled).
+    """
+    n = head_scores.shape[0] - 1
+    bounds = np.zeros_like(head_scores)
+    ids = np.full(head_scores.shape, -1, dtype=np.int64)
+
+    def label(dependents: IntArray, heads: IntArray) -> None:
+        log_probs, found = head_labels(dependents, heads)
+        bounds[dependents[:, None], heads] = log_probs
+        ids[dependents[:, None], heads] = found
+
+    k = min(CANDIDATE_HEADS, n)  # a word has n possible heads
+    label(np.arange(1, n + 1), np.argpartition(-head_scores[1:], k - 1, axis=-1)[:, :k])
+    while True:
+        found = search(head_scores + bounds)
+        arcs = {
+            (dependent, int(tree[dependent]))
+            for tree in trees_of(found)
+            for dependent in range(1, n + 1)
+            if ids[dependent, tree[dependent]] < 0
+        }
+        if not arcs:
+            return found, ids
+        dependents, heads = np.array(sorted(arcs), dtype=np.int64).T
+        label(dependents, heads[:, None])
+
+
 def best_head_labels(
     label_scores: npt.NDArray[np.floating], heads: IntArray, *, root_label: int | None
 ) -> tuple[npt.NDArray[np.float64], IntArray]:
@@ -219,7 +276,7 @@ def arc_label_ids(label_ids: IntArray, heads: IntArray) -> IntArray:
 
     Args:
         label_ids: int64[B, N+1, N+1], ``[b, d, h]`` the best label of the arc h -> d
-            (:func:`biaffine.parsers.heads.best_labels`).
+            (:func:`best_head_labels`; any value where no chosen arc reads it).
         heads: int64[B, N+1] chosen heads, -1 at ROOT and padding.
     """
     chosen = np.take_along_axis(label_ids, np.maximum(heads, 0)[..., None], -1)[..., 0]

@@ -4,7 +4,8 @@ It answers every request: one tree, probabilities (tree-CRF marginals and log-pr
 the k best trees, and trees that keep fixed heads; and predicted columns.
 
 By default (``joint_labels``) the decoder maximizes, over trees, the sum of each arc's head
-log-probability and its best label's (:func:`arc_labels`): the labelled tree of highest
+log-probability and its best label's, labelling only the arcs the trees found may take
+(:func:`choices.decode_with_labels`): the labelled tree of highest
 probability under the model's factorization ``P(h | d) P(l | d, h)``. Dozat & Manning (2017)
 decode the heads alone and label the chosen arcs afterwards (``joint_labels=False``), which
 can keep an arc whose every label is unlikely. On the UD dev sets of the seven shipped models
@@ -37,10 +38,12 @@ from biaffine.inference.base import BatchResults, Family, predicted_columns
 from biaffine.inference.choices import (
     MST,
     ROOT_LABEL,
+    Found,
     arc_label_ids,
     best_head_labels,
     decode_arc_scores,
     decode_with_labels,
+    find_with_labels,
     labelled_tree,
     root_label_id,
     word_label_ids,
@@ -50,22 +53,17 @@ from biaffine.inference.request import Request, SentenceResult, Tree
 from biaffine.inference.settings import DecoderSettings, GraphDecoding
 from biaffine.nn.treecrf import marginals, tree_log_prob
 from biaffine.parsers.graph import GraphScores
-from biaffine.parsers.heads import LabelScorer, LabelVectors, best_labels, head_vectors
+from biaffine.parsers.heads import LabelScorer, LabelVectors, head_vectors
 from decoding.types import IntArray
 
 __all__ = [
     "MST",
     "ROOT_LABEL",
     "GraphFamily",
-    "arc_labels",
     "choose_labels",
     "decode_heads",
     "root_label_id",
 ]
-
-LABEL_PAIRS = 1 << 16
-"""(dependent, head) pairs whose every label :func:`arc_labels` scores at once: with 50
-labels, about 13 MB of float32 scores (26 MB in an ensemble's float64) whatever the batch."""
 
 
 def decode_heads(
@@ -90,35 +88,6 @@ def decode_heads(
 def _numpy(arc_scores: torch.Tensor) -> np.ndarray:
     """float64 numpy[B, N+1, N+1] of a batch's arc scores, what the decoders read."""
     return arc_scores.detach().to("cpu", torch.float64).numpy()
-
-
-def arc_labels(
-    scorer: LabelScorer, vectors: LabelVectors, *, root_label: int | None
-) -> tuple[np.ndarray, IntArray]:
-    """Every arc's best label and its log-probability, for decoding with ``joint_labels``.
-
-    Every label of every (dependent, head) pair is scored, :data:`LABEL_PAIRS` pairs at a time
-    (:func:`best_labels`); the chosen arcs then take their labels from here, with no second
-    scoring.
-
-    Args:
-        scorer: the parser's label scorer (an ensemble's mean labels too).
-        vectors: its vectors of the batch, float[B, N+1, rel_mlp] each.
-        root_label: id of ``root`` (:func:`root_label_id`), or None.
-
-    Returns:
-        log_probs: float64[B, N+1, N+1], ``[b, d, h]`` the best label's log-probability of the
-            arc h -> d (:func:`choices.decode_arc_scores` adds it to the head's).
-        ids: int64[B, N+1, N+1], that label.
-    """
-    batch, positions = vectors.dep.shape[0], vectors.dep.shape[1]
-    step = max(1, LABEL_PAIRS // (batch * positions))
-    parts = [
-        best_labels(scorer.all(LabelVectors(dep, vectors.head)), root_label)
-        for dep in vectors.dep.split(step, dim=1)
-    ]
-    log_probs = torch.cat([p[0] for p in parts], 1).double().cpu().numpy()
-    return log_probs, torch.cat([p[1] for p in parts], 1).cpu().numpy()
 
 
 def choose_labels(
@@ -207,20 +176,11 @@ class GraphFamily(Family):
         do not count in its seconds.
         """
         scores = self.model(batch, tag=bool(request.columns))
-        # k-best and fixed heads read every arc's labels: once for all the settings that
-        # decode with them; each of those counts their time as if it ran alone.
-        every_arc, label_seconds = None, 0.0
-        exact = request.kbest is not None or fixed_heads is not None
-        if exact and any(decoder.joint_labels for decoder in settings.values()):
-            started = time.perf_counter()
-            every_arc = arc_labels(self.model.labels, scores.labels, root_label=self._root)
-            label_seconds = time.perf_counter() - started
         results = {}
         for name, decoder in settings.items():
             started = time.perf_counter()
-            labels = every_arc if decoder.joint_labels else None
-            trees = self._trees(scores, batch, sentences, request, decoder, fixed_heads, labels)
-            seconds = time.perf_counter() - started + (label_seconds if labels is not None else 0.0)
+            trees = self._trees(scores, batch, sentences, request, decoder, fixed_heads)
+            seconds = time.perf_counter() - started
             columns = predicted_columns(
                 scores.tag_scores, request.columns, self.vocabs, sentences, trees
             )
@@ -236,21 +196,19 @@ class GraphFamily(Family):
         request: Request,
         decoder: GraphDecoding,
         fixed_heads: Sequence[Sequence[int | None]] | None,
-        labels: tuple[np.ndarray, IntArray] | None,
     ) -> list[list[Tree]]:
         """The labelled trees of each row.
 
-        With ``joint_labels``, the decoders maximize head and label log-probabilities together:
-        k-best and fixed heads read ``labels``, :func:`arc_labels` of the batch, and one tree
-        labels only the arcs it may take (:func:`choices.decode_with_labels`). Else the
-        decoders maximize head log-probabilities alone, and the chosen arcs are labelled
-        afterwards.
+        With ``joint_labels``, the decoders maximize head and label log-probabilities together,
+        labelling only the arcs the trees found may take (:func:`choices.decode_with_labels`,
+        :func:`choices.find_with_labels`). Else they maximize head log-probabilities alone,
+        and the chosen arcs are labelled afterwards.
         """
         lengths = [len(sentence) for sentence in sentences]
         if request.kbest is not None:
-            return self._kbest(scores, lengths, request.kbest, decoder, labels)
+            return self._kbest(scores, lengths, request.kbest, decoder)
         if fixed_heads is not None:
-            return self._constrained(scores, sentences, fixed_heads, decoder, labels)
+            return self._constrained(scores, sentences, fixed_heads, decoder)
         if decoder.joint_labels:
             label = self._head_labels(scores.labels)
             lengths = batch.lengths.cpu().numpy()
@@ -310,20 +268,19 @@ class GraphFamily(Family):
         lengths: list[int],
         k: int,
         decoder: GraphDecoding,
-        labels: tuple[np.ndarray, IntArray] | None,
     ) -> list[list[Tree]]:
         """The k best trees of each sentence, scored as the decoder scores them."""
+
+        def search(row_scores: np.ndarray) -> decoding.KBest:
+            options = {"algorithm": decoder.algorithm, "root_constraint": decoder.root_constraint}
+            return decoding.kbest(row_scores, k, **options)
+
         found = []
         for row, n in enumerate(lengths):
-            best = decoding.kbest(
-                self._row_scores(scores, row, n, labels),
-                k,
-                algorithm=decoder.algorithm,
-                root_constraint=decoder.root_constraint,
-            )
+            best, ids = self._row_search(scores, row, n, decoder, search, lambda b: b.heads)
             found.append(
                 [
-                    self._labelled(scores, row, heads, labels, log_prob=float(score))
+                    self._labelled(scores, row, heads, ids, log_prob=float(score))
                     for heads, score in zip(best.heads, best.scores, strict=True)
                 ]
             )
@@ -335,7 +292,6 @@ class GraphFamily(Family):
         sentences: Sequence[Sentence],
         fixed_heads: Sequence[Sequence[int | None]],
         decoder: GraphDecoding,
-        labels: tuple[np.ndarray, IntArray] | None,
     ) -> list[list[Tree]]:
         """The best tree of each sentence that keeps its fixed heads."""
         found = []
@@ -346,54 +302,73 @@ class GraphFamily(Family):
                     f"{sentence.source}:{sentence.line}: {len(given)} fixed heads for {n} words"
                 )
             fixed = np.array([-1, *(-1 if h is None else h for h in given)], dtype=np.int64)
-            try:
-                heads = decoding.constrained(
-                    self._row_scores(scores, row, n, labels),
+
+            def search(row_scores: np.ndarray, fixed: IntArray = fixed) -> IntArray:
+                return decoding.constrained(
+                    row_scores,
                     fixed_heads=fixed,
                     algorithm=decoder.algorithm,
                     root_constraint=decoder.root_constraint,
                 )
+
+            try:
+                heads, ids = self._row_search(scores, row, n, decoder, search, lambda h: [h])
             except ValueError as error:
                 raise ValueError(f"{sentence.source}:{sentence.line}: {error}") from None
-            found.append([self._labelled(scores, row, heads, labels)])
+            found.append([self._labelled(scores, row, heads, ids)])
         return found
 
-    @staticmethod
-    def _row_scores(
-        scores: GraphScores, row: int, n: int, labels: tuple[np.ndarray, IntArray] | None
-    ) -> np.ndarray:
-        """float64[n+1, n+1]: what k-best and fixed heads maximize in one row of length n.
+    def _row_search(
+        self,
+        scores: GraphScores,
+        row: int,
+        n: int,
+        decoder: GraphDecoding,
+        search: Callable[[np.ndarray], Found],
+        trees_of: Callable[[Found], Sequence[IntArray]],
+    ) -> tuple[Found, IntArray | None]:
+        """``search`` on one row of length n, and the labels of its arcs with ``joint_labels``.
 
-        The head log-probabilities, plus the best labels' with ``joint_labels``.
+        ``search`` maximizes the head log-probabilities, float64[n+1, n+1], plus the best
+        labels' with ``joint_labels`` (:func:`choices.find_with_labels`, whose label ids,
+        int64[n+1, n+1], come back with what it found); else None comes back with it.
         """
         arcs = scores.arc_scores[row, : n + 1, : n + 1].double().log_softmax(-1).cpu().numpy()
-        return arcs if labels is None else arcs + labels[0][row, : n + 1, : n + 1]
+        if not decoder.joint_labels:
+            return search(arcs), None
+        label = self._head_labels(scores.labels)
+
+        def row_labels(dependents: IntArray, heads: IntArray) -> tuple[np.ndarray, IntArray]:
+            return label(np.full_like(dependents, row), dependents, heads)
+
+        return find_with_labels(arcs, search, trees_of, row_labels)
 
     def _labelled(
         self,
         scores: GraphScores,
         row: int,
         heads: IntArray,
-        labels: tuple[np.ndarray, IntArray] | None,
+        ids: IntArray | None,
         *,
         log_prob: float | None = None,
     ) -> Tree:
-        """The tree ``heads`` (int64[n+1]) of one row with its best labels."""
-        padded = np.full((1, scores.arc_scores.shape[1]), -1, dtype=np.int64)
-        padded[0, : heads.shape[0]] = heads
-        if labels is None:
+        """The tree ``heads`` (int64[n+1]) of one row with its labels.
+
+        From ``ids``, its arcs' labels int64[n+1, n+1] (:meth:`_row_search`), or chosen now
+        where None.
+        """
+        n = heads.shape[0] - 1
+        if ids is None:
+            padded = np.full((1, scores.arc_scores.shape[1]), -1, dtype=np.int64)
+            padded[0, : n + 1] = heads
             vectors = LabelVectors(*(v[row : row + 1] for v in scores.labels))
             rels = choose_labels(self.model.labels, vectors, padded, root_label=self._root)[0]
         else:
-            rels = arc_label_ids(labels[1][row : row + 1], padded)[0]
-        n = heads.shape[0] - 1
+            rels = arc_label_ids(ids[None], heads[None])[0]
         names = self.vocabs.rels.itos
         return Tree(
             heads[1 : n + 1].tolist(), [names[r] for r in rels[1 : n + 1]], log_prob=log_prob
         )
-
-    def _arc_labels(self, scores: GraphScores) -> tuple[np.ndarray, IntArray]:
-        return arc_labels(self.model.labels, scores.labels, root_label=self._root)
 
     @property
     def _root(self) -> int | None:

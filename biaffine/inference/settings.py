@@ -32,7 +32,7 @@ class GraphDecoding:
             :data:`decoding.DECODERS`.
         root_constraint: exactly one word attaches to ROOT (mst and eisner; greedy ignores it).
         joint_labels: the decoder maximizes each arc's head log-probability plus its best
-            label's (:func:`biaffine.parsers.heads.best_labels`), the best labelled
+            label's (:func:`biaffine.inference.choices.best_head_labels`), the best labelled
             tree; False: the best unlabelled tree, labelled afterwards (Dozat & Manning, 2017).
             Graph parsers only: a transition parser's ``search="graph"`` labels afterwards.
     """

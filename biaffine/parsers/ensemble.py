@@ -112,9 +112,8 @@ class MeanLabels:
         """float32[B, N+1, N+1, R]: :meth:`LabelScorer.all`, the members' mean.
 
         In float32, as one parser's are: the largest tensor of a batch (R times the arcs'),
-        read only for each arc's best label (:func:`biaffine.inference.graph.arc_labels`).
-        In float64, on a stack of the members', it took a third of an int8 pair's parsing
-        time on Szeged test (docs/speed.md).
+        read only for each arc's best label. In float64, on a stack of the members', it took a
+        third of an int8 pair's parsing time on Szeged test (docs/speed.md).
         """
         return self._mean("all", vectors, dtype=torch.float32)
 

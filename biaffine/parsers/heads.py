@@ -4,8 +4,8 @@
   graph parser's whole head finder and the combined model's graph head.
 - :class:`LabelScorer`: a biaffine label scorer that scores one arc per word
   (:meth:`~LabelScorer.at`, what training needs; in parsing :meth:`~LabelScorer.at_words`, the
-  words' arcs alone) or every pair (:meth:`~LabelScorer.all`, which
-  :func:`best_labels` reads when heads are decoded with their labels).
+  words' arcs alone), K arcs into each word (:meth:`~LabelScorer.at_heads`, what decoding
+  heads with their labels reads) or every pair (:meth:`~LabelScorer.all`).
 - :class:`Taggers`: one classifier per tagged CoNLL-U column
   (:data:`biaffine.data.columns.TAGGED`), trained next to the parser and read when parsing asks
   for predicted columns.
@@ -33,7 +33,6 @@ __all__ = [
     "LabelScorer",
     "LabelVectors",
     "Taggers",
-    "best_labels",
     "head_vectors",
     "mean_cross_entropy",
 ]
@@ -208,39 +207,6 @@ def head_vectors(
         float[W, rel_mlp] and float[W, K, rel_mlp].
     """
     return LabelVectors(vectors.dep[rows, dependents], vectors.head[rows.unsqueeze(1), heads])
-
-
-def best_labels(
-    label_scores: torch.Tensor, root_label: int | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The best label each arc may take under UD's rule on ``root``, and its log-probability.
-
-    An arc from ROOT (head 0) may only be ``root``, and no other arc may: the rule
-    :func:`biaffine.inference.choices.label_ids` applies once heads are chosen. Added to the
-    arcs' head log-probabilities, the log-probabilities make a tree's score the log-probability
-    of the tree with its labels, so that a decoder finds the best labelled tree rather than the
-    best unlabelled tree labelled afterwards.
-
-    Args:
-        label_scores: float[..., H, R], the scores of every label of arcs from H heads (head 0
-            is ROOT) on the second-to-last axis, as :meth:`LabelScorer.all` gives them
-            (float[B, D, H, R] for D dependents); log-probabilities also do.
-        root_label: id of ``root``, or None when the vocabulary has none (or holds nothing
-            else): every arc then takes its best label.
-
-    Returns:
-        log_probs: float[..., H], the log-softmax probability of each arc's label.
-        ids: int64[..., H], the label (the first of equal scores).
-    """
-    normalizer = label_scores.logsumexp(-1)
-    if root_label is None or label_scores.shape[-1] == 1:
-        best, ids = label_scores.max(-1)
-        return best - normalizer, ids
-    is_root = torch.arange(label_scores.shape[-1], device=label_scores.device) == root_label
-    best, ids = label_scores.masked_fill(is_root, float("-inf")).max(-1)  # [..., H]
-    best = torch.cat([label_scores[..., :1, root_label], best[..., 1:]], -1)
-    ids = torch.cat([torch.full_like(ids[..., :1], root_label), ids[..., 1:]], -1)
-    return best - normalizer, ids
 
 
 def mean_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

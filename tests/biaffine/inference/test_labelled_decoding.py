@@ -1,8 +1,7 @@
 """Decoding heads with their labels while labelling only the arcs a best tree may take.
 
 :func:`choices.decode_with_labels` must find the tree that maximizing over every arc's labels
-finds (every arc's best label, :func:`graph.arc_labels`, added to the head log-probabilities),
-with every decoder,
+finds (every arc's best label added to the head log-probabilities), with every decoder,
 and whichever arcs it labels first.
 """
 
@@ -23,11 +22,11 @@ from biaffine.inference.choices import (
     arc_label_ids,
     best_head_labels,
     decode_with_labels,
+    find_with_labels,
 )
-from biaffine.inference.graph import arc_labels
 from biaffine.inference.settings import GraphDecoding
 from biaffine.parsers.ensemble import MeanLabels
-from biaffine.parsers.heads import LabelScorer, best_labels, head_vectors
+from biaffine.parsers.heads import LabelScorer, head_vectors
 
 DECODERS = [
     GraphDecoding(algorithm, root)
@@ -59,6 +58,21 @@ def every_arc_labelled(arcs, lengths, decoder: GraphDecoding, label_log_probs):
     )
 
 
+def every_label(labels: np.ndarray, root_label: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Every arc's best label under UD's rule on root and its log-probability, arc by arc."""
+    *arcs, n_labels = labels.shape
+    log_probs, ids = np.zeros(arcs), np.zeros(arcs, dtype=np.int64)
+    for index in np.ndindex(*arcs):
+        scores = labels[index]
+        normalizer = np.log(np.exp(scores - scores.max()).sum()) + scores.max()
+        allowed = range(n_labels)
+        if root_label is not None:
+            allowed = [root_label] if index[-1] == 0 else [r for r in allowed if r != root_label]
+        best = max(allowed, key=lambda r: scores[r])
+        log_probs[index], ids[index] = scores[best] - normalizer, best
+    return log_probs, ids
+
+
 def labeller(labels: np.ndarray, root_label: int | None, asked: list[int]):
     """``head_labels`` of :func:`decode_with_labels` from every arc's scores; counts arcs."""
 
@@ -87,10 +101,9 @@ def test_the_same_labelled_trees_as_labelling_every_arc(
 ) -> None:
     arcs, labels = random_batch(seed, 5, sizes)
     lengths = np.array(sizes)
-    with torch.inference_mode():
-        log_probs, ids = best_labels(torch.from_numpy(labels), root_label)
-    expected_heads = every_arc_labelled(arcs, lengths, decoder, log_probs.numpy())
-    expected_rels = arc_label_ids(ids.numpy(), expected_heads)
+    log_probs, ids = every_label(labels, root_label)
+    expected_heads = every_arc_labelled(arcs, lengths, decoder, log_probs)
+    expected_rels = arc_label_ids(ids, expected_heads)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(choices, "CANDIDATE_HEADS", candidates)
         heads, rels = decode_with_labels(arcs, lengths, decoder, labeller(labels, root_label, []))
@@ -120,15 +133,55 @@ def test_a_tree_that_needs_an_unlikely_arc_gets_it_labelled_and_decoded_again() 
 
 
 @pytest.mark.parametrize("root_label", [None, 1])
-def test_best_head_labels_are_best_labels(root_label: int | None) -> None:
+def test_best_head_labels_are_the_best_allowed_labels(root_label: int | None) -> None:
     rng = np.random.default_rng(3)
     scores = rng.normal(size=(2, 4, 4, 6))
     heads = np.broadcast_to(np.arange(4), (2, 4, 4))
-    with torch.inference_mode():
-        log_probs, ids = best_labels(torch.from_numpy(scores), root_label)
+    log_probs, ids = every_label(scores, root_label)
     found_log_probs, found_ids = best_head_labels(scores, heads, root_label=root_label)
-    np.testing.assert_array_equal(found_ids, ids.numpy())
-    np.testing.assert_allclose(found_log_probs, log_probs.numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(found_ids, ids)
+    np.testing.assert_allclose(found_log_probs, log_probs, rtol=0, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 7),
+    k=st.integers(1, 6),
+    candidates=st.integers(1, 3),
+    algorithm=st.sampled_from(["mst", "eisner"]),
+    root=st.booleans(),
+)
+def test_k_best_and_fixed_heads_find_what_labelling_every_arc_finds(
+    seed: int, n: int, k: int, candidates: int, algorithm: str, root: bool
+) -> None:
+    arcs, labels = random_batch(seed, 4, [n])
+    head_scores = choices.head_log_probs(arcs[0])
+    log_probs, ids = every_label(labels[0], 0)
+    options = {"algorithm": algorithm, "root_constraint": root}
+    rng = np.random.default_rng(seed)
+    fixed = np.full(n + 1, -1, dtype=np.int64)
+    fixed[rng.integers(1, n + 1)] = 0  # one word on ROOT: a tree keeps it whatever else holds
+    searches = [
+        (lambda s: decoding.kbest(s, k, **options), lambda best: best.heads),
+        (lambda s: decoding.constrained(s, fixed_heads=fixed, **options), lambda h: [h]),
+    ]
+
+    def row_labels(dependents, heads):
+        found = labels[0][dependents[:, None], heads]
+        return best_head_labels(found, heads, root_label=0)
+
+    for search, trees_of in searches:
+        expected = search(head_scores + log_probs)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(choices, "CANDIDATE_HEADS", candidates)
+            found, found_ids = find_with_labels(head_scores, search, trees_of, row_labels)
+        for tree, wanted in zip(trees_of(found), trees_of(expected), strict=True):
+            np.testing.assert_array_equal(tree, wanted)
+            words = np.arange(1, n + 1)
+            np.testing.assert_array_equal(found_ids[words, tree[1:]], ids[words, tree[1:]])
+        if hasattr(found, "scores"):
+            np.testing.assert_allclose(found.scores, expected.scores, rtol=0, atol=1e-9)
 
 
 def test_label_scores_at_given_heads_are_those_of_every_pair() -> None:
@@ -156,7 +209,7 @@ def test_label_scores_at_given_heads_are_those_of_every_pair() -> None:
 
 
 def test_a_graph_parser_labels_its_trees_as_labelling_every_arc_does() -> None:
-    """The graph family's trees against decoding on :func:`arc_labels` of the same batch."""
+    """The graph family's trees against decoding on every arc's labels of the same batch."""
     vocabs = sized_vocabs(words=30, chars=20, upos=6, rels=7)
     torch.manual_seed(1)
     options = {"word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10}
@@ -173,7 +226,8 @@ def test_a_graph_parser_labels_its_trees_as_labelling_every_arc_does() -> None:
     batch = next(batches_by_tokens(encode(sentences, vocabs), 10_000, shuffle=False))
     with torch.inference_mode():
         scores = model(batch, tag=False)
-        log_probs, ids = arc_labels(model.labels, scores.labels, root_label=root)
+        every = model.labels.all(scores.labels).double().numpy()
+    log_probs, ids = every_label(every, root)
     by_length = {len(sentence): k for k, sentence in enumerate(sentences)}
     for decoder in DECODERS:
         chosen = DecoderSettings(decoder.algorithm, decoder.root_constraint)
