@@ -111,9 +111,9 @@ class MeanLabels:
     def all(self, vectors: LabelVectors) -> torch.Tensor:
         """float32[B, N+1, N+1, R]: :meth:`LabelScorer.all`, the members' mean.
 
-        In float32, as one parser's are: the largest tensor of a batch (R times the arcs'),
-        read only for each arc's best label. In float64, on a stack of the members', it took a
-        third of an int8 pair's parsing time on Szeged test (docs/speed.md).
+        In float32, as one parser's are: the largest tensor of a batch (R times the arcs').
+        Parsing reads the arcs a tree may take (:meth:`at_heads`); this is every pair's, the
+        reference the others are checked against.
         """
         return self._mean("all", vectors, dtype=torch.float32)
 

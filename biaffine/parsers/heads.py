@@ -125,7 +125,10 @@ class LabelScorer(nn.Module):
         return self.attn(vectors.dep.unsqueeze(1), vectors.head)[:, 0]
 
     def all(self, vectors: LabelVectors) -> torch.Tensor:
-        """Label scores of every (dependent, head) pair: float[B, N+1, N+1, R]."""
+        """Label scores of every (dependent, head) pair: float[B, N+1, N+1, R].
+
+        Parsing reads fewer (:meth:`at_words`, :meth:`at_heads`); this is the reference.
+        """
         return self.attn(vectors.dep, vectors.head)
 
 
