@@ -168,34 +168,24 @@ def decode_with_labels(
     """
     scores = head_log_probs(arc_scores)
     lengths = np.asarray(lengths, dtype=np.int64)
-    bounds = np.zeros_like(scores)  # each arc's best label's log-probability, or at most 0
-    ids = np.full(scores.shape, -1, dtype=np.int64)  # -1: the arc is not labelled yet
-
-    def label(rows: IntArray, dependents: IntArray, heads: IntArray) -> None:
-        if not rows.size:
-            return
-        log_probs, found = head_labels(rows, dependents, heads)
-        bounds[rows[:, None], dependents[:, None], heads] = log_probs
-        ids[rows[:, None], dependents[:, None], heads] = found
-
+    arcs = _ArcLabels(scores.shape, head_labels)
     rows, dependents = np.nonzero(np.arange(scores.shape[1]) <= lengths[:, None])
     words = dependents > 0
     rows, dependents = rows[words], dependents[words]
-    k = min(CANDIDATE_HEADS, scores.shape[2] - 1)
-    likeliest = np.argpartition(-scores[rows, dependents], k - 1, axis=-1)[:, :k]
-    label(rows, dependents, likeliest)
+    arcs.label((rows, dependents), _likeliest(scores[rows, dependents]))
     heads = np.full(scores.shape[:2], -1, dtype=np.int64)
     pending = np.arange(scores.shape[0])
     while pending.size:
-        heads[pending] = _decoded(scores[pending] + bounds[pending], lengths[pending], decoder)
-        rows, dependents = np.nonzero(heads[pending] >= 0)
+        found = _decoded(scores[pending] + arcs.bounds[pending], lengths[pending], decoder)
+        heads[pending] = found
+        rows, dependents = np.nonzero(found >= 0)
         rows = pending[rows]
         chosen = heads[rows, dependents]
-        unlabelled = ids[rows, dependents, chosen] < 0
+        unlabelled = arcs.ids[rows, dependents, chosen] < 0
         rows, dependents = rows[unlabelled], dependents[unlabelled]
-        label(rows, dependents, chosen[unlabelled][:, None])
+        arcs.label((rows, dependents), chosen[unlabelled][:, None])
         pending = np.unique(rows)
-    return heads, arc_label_ids(ids, heads)
+    return heads, arc_label_ids(arcs.ids, heads)
 
 
 def find_with_labels(
@@ -226,28 +216,63 @@ def find_with_labels(
         int64[n+1, n+1] (``[d, h]``; -1 where the arc was not labelled).
     """
     n = head_scores.shape[0] - 1
-    bounds = np.zeros_like(head_scores)
-    ids = np.full(head_scores.shape, -1, dtype=np.int64)
-
-    def label(dependents: IntArray, heads: IntArray) -> None:
-        log_probs, found = head_labels(dependents, heads)
-        bounds[dependents[:, None], heads] = log_probs
-        ids[dependents[:, None], heads] = found
-
-    k = min(CANDIDATE_HEADS, n)  # a word has n possible heads
-    label(np.arange(1, n + 1), np.argpartition(-head_scores[1:], k - 1, axis=-1)[:, :k])
+    arcs = _ArcLabels(head_scores.shape, head_labels)
+    arcs.label((np.arange(1, n + 1),), _likeliest(head_scores[1:]))
     while True:
-        found = search(head_scores + bounds)
-        arcs = {
+        found = search(head_scores + arcs.bounds)
+        unlabelled = {
             (dependent, int(tree[dependent]))
             for tree in trees_of(found)
             for dependent in range(1, n + 1)
-            if ids[dependent, tree[dependent]] < 0
+            if arcs.ids[dependent, tree[dependent]] < 0
         }
-        if not arcs:
-            return found, ids
-        dependents, heads = np.array(sorted(arcs), dtype=np.int64).T
-        label(dependents, heads[:, None])
+        if not unlabelled:
+            return found, arcs.ids
+        dependents, heads = np.array(sorted(unlabelled), dtype=np.int64).T
+        arcs.label((dependents,), heads[:, None])
+
+
+class _ArcLabels:
+    """The arcs labelled so far, of a batch or of one sentence (float64/int64[..., N+1, N+1]).
+
+    Attributes:
+        bounds: each arc's best label's log-probability where it is labelled, else 0, the most
+            any label's can be: what the decoders add to the head log-probabilities.
+        ids: each labelled arc's best label, -1 where the arc is not labelled yet.
+    """
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        head_labels: Callable[..., tuple[np.ndarray, IntArray]],
+    ) -> None:
+        """No arc labelled; ``head_labels(*where, heads)`` labels arcs (:meth:`label`)."""
+        self.bounds = np.zeros(shape)
+        self.ids = np.full(shape, -1, dtype=np.int64)
+        self._head_labels = head_labels
+
+    def label(self, where: tuple[IntArray, ...], heads: IntArray) -> None:
+        """Label the arcs ``heads[w, k] -> w`` of W words, int64[W, K].
+
+        ``where`` places the words: (rows, dependents) in a batch, (dependents,) in a
+        sentence, int64[W] each.
+        """
+        if not heads.size:
+            return
+        log_probs, found = self._head_labels(*where, heads)
+        index = (*(positions[:, None] for positions in where), heads)
+        self.bounds[index] = log_probs
+        self.ids[index] = found
+
+
+def _likeliest(scores: npt.NDArray[np.float64]) -> IntArray:
+    """Each word's :data:`CANDIDATE_HEADS` likeliest heads, int64[W, k].
+
+    From head log-probabilities float64[W, N+1]; fewer where a word has fewer heads (N: it
+    cannot head itself).
+    """
+    k = min(CANDIDATE_HEADS, scores.shape[-1] - 1)
+    return np.argpartition(-scores, k - 1, axis=-1)[:, :k]
 
 
 def best_head_labels(

@@ -11,16 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from compiled import POSIX_WITH_JIT
 
 ROOT = Path(__file__).parents[2]
 
-pytestmark = [
-    pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes"),
-    pytest.mark.skipif(
-        os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled without the JIT"
-    ),
-]
+pytestmark = POSIX_WITH_JIT
 
 KERNEL = """
 import numba

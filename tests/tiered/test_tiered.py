@@ -11,15 +11,14 @@ from pathlib import Path
 import numba
 import numpy as np
 import pytest
+from compiled import NEEDS_JIT
 from numba.core.dispatcher import Dispatcher
 
 import tiered
 from decoding import _batch, _drive
 from tiered import Tiered, interpreted
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="nothing is compiled without the JIT"
-)
+pytestmark = NEEDS_JIT
 
 # Parses with the graph decoders and a transition system, then reports which numba functions
 # this process compiled itself (a cache miss) and which entry points run machine code; then, if
