@@ -72,7 +72,8 @@ def test_training_writes_checkpoints_metrics_and_config(trained: TrainResult) ->
     assert config.data.treebank == "tests/data"
     for name in ("best.pt", "last.pt"):
         payload = torch.load(run / name, weights_only=True)  # plain data only
-        assert payload["metadata"]["config"]["model"]["encoder"]["lstm_hidden"] == 16
+        metadata = json.loads(payload["metadata"])
+        assert metadata["config"]["model"]["encoder"]["lstm_hidden"] == 16
         assert payload["parser"] == "biaffine"
     assert torch.load(run / "best.pt", weights_only=True)["training_state"] is None
 

@@ -72,6 +72,7 @@ through :meth:`Lexicon.to_dict`.
 from __future__ import annotations
 
 import itertools
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -490,7 +491,13 @@ def _keyed(data: Mapping[str, Any], name: str, size: int = 3) -> dict[Any, str]:
 
 
 def _rows(rows: Any, size: int, name: str) -> list[list[str]]:
-    """``rows`` checked to be a list of lists of ``size`` strings (``name`` in the error)."""
+    """``rows`` checked to be a list of lists of ``size`` strings (``name`` in the error).
+
+    Their strings are interned, in place (equal values; new lists would take 2.5x the time):
+    read from JSON (a checkpoint's, an export's), each occurrence of a form or a tag is an
+    object of its own, and ``en_ewt``'s tables kept 20 MiB more than with one per distinct
+    string (0.08 s to intern on the 2-core AMD EPYC).
+    """
     # map() keeps the loops in C: a model's lexicon has some 120,000 rows, checked at every load.
     if not (
         isinstance(rows, list)
@@ -499,6 +506,8 @@ def _rows(rows: Any, size: int, name: str) -> list[list[str]]:
         and all(map(isinstance, itertools.chain.from_iterable(rows), itertools.repeat(str)))
     ):
         raise ValueError(f"lemma lexicon {name!r} must be a list of lists of {size} strings")
+    for row in rows:
+        row[:] = map(sys.intern, row)
     return rows
 
 

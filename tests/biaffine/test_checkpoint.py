@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -65,6 +68,14 @@ def saved(
     return path
 
 
+def edit_config(saved: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Change the model config of a saved checkpoint in place (one JSON text since version 5)."""
+    raw = torch.load(saved, weights_only=True)
+    config = json.loads(raw["model_config"])
+    edit(config)
+    torch.save({**raw, "model_config": json.dumps(config)}, saved)
+
+
 def scores_of(model: BiaffineParser, vocabs: Vocabs, sentences: list[Sentence]):
     batch = next(batches_by_tokens(encode(sentences, vocabs), 1000, shuffle=False))
     with torch.inference_mode():
@@ -91,10 +102,12 @@ def test_checkpoint_holds_plain_data_only(saved) -> None:
     assert raw["format"] == checkpoint.FORMAT
     assert raw["version"] == checkpoint.VERSION
     assert isinstance(raw["package_version"], str)
-    assert raw["metadata"]["best_dev"]["las"] == 12.5
+    plain = {field: json.loads(raw[field]) for field in checkpoint.JSON_FIELDS}
+    assert plain["metadata"]["best_dev"]["las"] == 12.5
     names = {"words", "chars", "upos", "rels", "xpos", "feats", "lemma", "lemma_lexicon"}
-    assert set(raw["vocabs"]) == names
-    assert ["sat", "VERB", "sit"] in raw["vocabs"]["lemma_lexicon"]["tagged"]
+    assert set(plain["vocabs"]) == names
+    assert ["sat", "VERB", "sit"] in plain["vocabs"]["lemma_lexicon"]["tagged"]
+    assert plain["model_config"]["encoder"]["lstm_hidden"] == TINY["lstm_hidden"]
 
 
 def test_training_state_round_trips(saved, parser) -> None:
@@ -197,7 +210,7 @@ def test_truncated_file(saved, keep: float) -> None:
 def test_wrong_version(saved) -> None:
     raw = torch.load(saved, weights_only=True)
     torch.save({**raw, "version": 1}, saved)
-    with pytest.raises(CheckpointError, match=r"format version 1; .* reads versions 2, 3, 4$"):
+    with pytest.raises(CheckpointError, match=r"format version 1; .* reads versions 2, 3, 4, 5$"):
         load(saved)
 
 
@@ -277,17 +290,13 @@ def test_pickled_objects_are_refused(tmp_path) -> None:
 
 
 def test_weights_that_do_not_fit_the_config(saved) -> None:
-    raw = torch.load(saved, weights_only=True)
-    raw["model_config"]["encoder"]["lstm_hidden"] = 11
-    torch.save(raw, saved)
+    edit_config(saved, lambda config: config["encoder"].update(lstm_hidden=11))
     with pytest.raises(CheckpointError, match="weights do not fit"):
         build_model(load(saved))
 
 
 def test_unknown_config_key(saved) -> None:
-    raw = torch.load(saved, weights_only=True)
-    raw["model_config"]["_target_"] = "os.system"
-    torch.save(raw, saved)
+    edit_config(saved, lambda config: config.update(_target_="os.system"))
     with pytest.raises(CheckpointError, match="model config does not fit the 'biaffine' parser"):
         build_model(load(saved))
 
@@ -474,13 +483,14 @@ def test_torchs_advice_to_load_with_weights_only_false_is_never_repeated(
 def test_sizes_above_the_bound_are_refused_before_anything_is_built(
     saved, monkeypatch, field: str, value: int
 ) -> None:
-    raw = torch.load(saved, weights_only=True)
     *parents, key = field.split(".")
-    node = raw["model_config"]
-    for parent in parents:
-        node = node[parent]
-    node[key] = value
-    torch.save(raw, saved)
+
+    def edit(config: dict[str, Any]) -> None:
+        for parent in parents:
+            config = config[parent]
+        config[key] = value
+
+    edit_config(saved, edit)
     monkeypatch.setattr(checkpoint, "build_parser", pytest.fail)  # nothing may be built
     with pytest.raises(
         CheckpointError, match=rf"model\.pt: model_config\.{field}={value} is above 65536"
@@ -489,10 +499,11 @@ def test_sizes_above_the_bound_are_refused_before_anything_is_built(
 
 
 def test_the_largest_size_still_loads(saved) -> None:
-    raw = torch.load(saved, weights_only=True)
-    raw["model_config"]["encoder"]["pretrained"] = {"max_words": 400_000}  # a file's row count
-    raw["model_config"]["arc_mlp"] = checkpoint.MAX_SIZE
-    torch.save(raw, saved)
+    def edit(config: dict[str, Any]) -> None:
+        config["encoder"]["pretrained"] = {"max_words": 400_000}  # a file's row count
+        config["arc_mlp"] = checkpoint.MAX_SIZE
+
+    edit_config(saved, edit)
     assert load(saved).model_config["arc_mlp"] == checkpoint.MAX_SIZE
 
 
@@ -501,10 +512,12 @@ def test_sizes_under_the_bound_that_multiply_into_gigabytes_allocate_nothing(
 ) -> None:
     """Each size is allowed, but an LSTM 40000 wide would hold tens of GB: the weights in the
     file do not fit it, which is found before the first tensor beyond them is allocated."""
-    raw = torch.load(saved, weights_only=True)
-    raw["model_config"]["encoder"]["lstm_hidden"] = 40_000
-    raw["model_config"]["arc_mlp"] = 40_000
-    torch.save(raw, saved)
+
+    def edit(config: dict[str, Any]) -> None:
+        config["encoder"]["lstm_hidden"] = 40_000
+        config["arc_mlp"] = 40_000
+
+    edit_config(saved, edit)
     largest = []
     real_empty = torch.empty
 
@@ -518,7 +531,7 @@ def test_sizes_under_the_bound_that_multiply_into_gigabytes_allocate_nothing(
         CheckpointError, match=r"model\.pt: weights do not fit the model config: it asks for more"
     ):
         build_model(load(saved))
-    stored = sum(t.numel() for t in raw["state_dict"].values())
+    stored = sum(t.numel() for t in torch.load(saved, weights_only=True)["state_dict"].values())
     assert max(largest) <= stored  # nothing near 40000 x 40000 was ever allocated
 
 
@@ -737,3 +750,74 @@ def test_compact_refuses_a_weight_beyond_float16s_range(saved, tmp_path) -> None
     with pytest.raises(ValueError, match=rf"weight {re.escape(name)} holds values beyond"):
         checkpoint.compact(saved, tmp_path / "compact.pt")
     assert not (tmp_path / "compact.pt").exists()
+
+
+def as_version_4(saved: Path) -> None:
+    """Rewrite a saved checkpoint as version 4 wrote it: its plain data pickled as objects."""
+    raw = torch.load(saved, weights_only=True)
+    plain = {field: json.loads(raw[field]) for field in checkpoint.JSON_FIELDS}
+    torch.save({**raw, **plain, "version": 4}, saved)
+
+
+@pytest.mark.parametrize("stored_as", [None, "int8"])
+def test_a_version_4_checkpoint_loads_and_upgrades_to_the_same_model(
+    tmp_path, parser, vocabs, monkeypatch, stored_as: str | None
+) -> None:
+    monkeypatch.setattr(checkpoint, "INT8_MIN_ELEMENTS", 64)  # the tiny model's matrices too
+    old, new = tmp_path / "old.pt", tmp_path / "new.pt"
+    save(
+        old,
+        parser=parser.kind,
+        model_config=parser.config(),
+        vocabs=vocabs,
+        state_dict=parser.state_dict(),
+        metadata={"best_dev": {"las": 1.5}},
+        training_state={"epoch": 2, "rng": torch.get_rng_state()},
+        stored_as=stored_as,
+    )
+    as_version_4(old)
+    assert isinstance(torch.load(old, weights_only=True)["vocabs"], dict)
+    before = load(old)
+    checkpoint.upgrade(old, new)
+    raw_old, raw_new = torch.load(old, weights_only=True), torch.load(new, weights_only=True)
+    assert raw_new["version"] == checkpoint.VERSION
+    assert all(isinstance(raw_new[field], str) for field in checkpoint.JSON_FIELDS)
+    assert raw_new["weights_sha256"] == raw_old["weights_sha256"]  # the same stored bytes
+    assert raw_new.get("stored_as") == stored_as
+    after = load(new)
+    assert after.model_config == before.model_config == parser.config()
+    assert after.vocabs.to_dict() == before.vocabs.to_dict() == vocabs.to_dict()
+    assert after.metadata == before.metadata
+    assert after.stored_as == before.stored_as == stored_as
+    assert torch.equal(after.training_state["rng"], before.training_state["rng"])
+    assert all(torch.equal(after.state_dict[k], v) for k, v in before.state_dict.items())
+    checkpoint.upgrade(new, new)  # in place, atomically: the same file again
+    assert torch.load(new, weights_only=True)["weights_sha256"] == raw_old["weights_sha256"]
+
+
+def test_keys_json_would_change_are_refused_when_saving(tmp_path, parser, vocabs) -> None:
+    with pytest.raises(TypeError, match=r"checkpoint\['metadata'\]\['epochs'\]: key 3 is a int"):
+        save(
+            tmp_path / "x.pt",
+            parser=parser.kind,
+            model_config=parser.config(),
+            vocabs=vocabs,
+            state_dict=parser.state_dict(),
+            metadata={"epochs": {3: 80.5}},
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "problem"),
+    [
+        ("vocabs", {"words": []}, "vocabs is a dict, not JSON text"),
+        ("metadata", "{'a': 1}", "metadata is not valid JSON"),
+        ("model_config", "[1, 2]", "model_config is not a JSON object"),
+    ],
+)
+def test_plain_data_that_is_no_json_object_is_named(saved, field: str, text, problem) -> None:
+    raw = torch.load(saved, weights_only=True)
+    torch.save({**raw, field: text}, saved)
+    with pytest.raises(CheckpointError, match=rf"model\.pt: {problem}"):
+        load(saved)
