@@ -288,16 +288,7 @@ def upgrade(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Non
         CheckpointError: ``source`` is not a readable checkpoint.
     """
     loaded = load(source)
-    save(
-        dest,
-        parser=loaded.parser,
-        model_config=loaded.model_config,
-        vocabs=loaded.vocabs,
-        state_dict=loaded.state_dict,
-        metadata=loaded.metadata,
-        training_state=loaded.training_state,
-        stored_as=loaded.stored_as,
-    )
+    rewrite(loaded, dest, vocabs=loaded.vocabs, stored_as=loaded.stored_as)
 
 
 def rewrite(
