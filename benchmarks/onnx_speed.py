@@ -71,7 +71,7 @@ def session(path: Path, threads: int) -> onnxruntime.InferenceSession:
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    # Idle threads sleep, as torch's do under biaffine's OMP_WAIT_POLICY=PASSIVE.
+    # Idle threads sleep, as the ONNX runtime's do (biaffine/onnxrun.py).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 

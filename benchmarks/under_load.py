@@ -11,7 +11,7 @@ while a busy loop (a subprocess pinned to the last core, stopped at the end, bou
 holds that core, then idle once more. Policies:
 
 - ``package``: the environment as the user left it, so ``import biaffine`` sets
-  ``OMP_WAIT_POLICY=PASSIVE`` (:mod:`biaffine.openmp`);
+  ``GOMP_SPINCOUNT=1000`` (:mod:`biaffine.openmp`);
 - ``libgomp``: the behaviour before it, ``GOMP_SPINCOUNT=300000`` (libgomp's default spin when no
   variable is set), which the package leaves alone.
 

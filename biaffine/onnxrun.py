@@ -530,8 +530,8 @@ def _session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
     if threads is not None:
         options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    # Idle threads sleep at once, as torch's do under biaffine's OMP_WAIT_POLICY=PASSIVE
-    # (biaffine/openmp.py): spinning threads take the cores from the work on a busy machine.
+    # Idle threads sleep at once: ONNX Runtime's spin is on or off, and spinning threads take
+    # the cores from the work on a busy machine (torch's spin briefly: biaffine/openmp.py).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if not path.is_file():
         raise ValueError(f"{path}: no such graph file: {_EXPORT_AGAIN}")

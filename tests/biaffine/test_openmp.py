@@ -50,8 +50,8 @@ def _seen_by_torch(module: str, **env: str) -> dict[str, str | None]:
 
 
 @pytest.mark.parametrize("module", ["biaffine.api", "biaffine.predicting", "predict", "train"])
-def test_torch_loads_with_passive_waiting_when_the_user_chose_nothing(module: str) -> None:
-    assert _seen_by_torch(module) == {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": None}
+def test_torch_loads_with_a_short_spin_when_the_user_chose_nothing(module: str) -> None:
+    assert _seen_by_torch(module) == {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "1000"}
 
 
 @pytest.mark.parametrize(
@@ -63,10 +63,13 @@ def test_a_policy_the_user_set_is_kept(env: dict[str, str]) -> None:
     assert _seen_by_torch("biaffine.api", **env) == expected
 
 
-def test_default_wait_policy_sets_passive_only_when_nothing_is_set() -> None:
+def test_default_wait_policy_sets_a_short_spin_only_when_nothing_is_set() -> None:
     empty: dict[str, str] = {}
     assert default_wait_policy(empty) is True
-    assert empty == {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert empty == {"GOMP_SPINCOUNT": "1000"}
+    passive = {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert default_wait_policy(passive) is False
+    assert passive == {"OMP_WAIT_POLICY": "PASSIVE"}
     spin = {"GOMP_SPINCOUNT": "10k"}
     assert default_wait_policy(spin) is False
     assert spin == {"GOMP_SPINCOUNT": "10k"}
