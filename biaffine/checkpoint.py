@@ -389,7 +389,7 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
     payload = _read(path, map_location)
     _check_format(payload, path)
     if payload["version"] >= 5:
-        payload = _parsed_json(payload, path)
+        _read_json_fields(payload, path)
     _check_weights(payload, path)
     _check_sizes(payload["model_config"], f"{path}: model_config")
     if payload["version"] == 2:
@@ -414,25 +414,28 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
     )
 
 
-def _parsed_json(payload: dict[str, Any], path: Path) -> dict[str, Any]:
-    """``payload`` with each of :data:`JSON_FIELDS` read from its JSON text.
+def _read_json_fields(payload: dict[str, Any], path: Path) -> None:
+    """Put in place of each of :data:`JSON_FIELDS` in ``payload`` what its JSON text holds.
+
+    Each text is let go as soon as it is read, before the next one is (``en_ewt``'s
+    vocabularies take 9 MB as a Python string).
 
     Raises:
-        CheckpointError: a field that is no JSON text, or whose text is not valid JSON, or whose
-            model config or metadata is not an object.
+        CheckpointError: a field that is no JSON text, whose text is not valid JSON, or whose
+            JSON is no object.
     """
-    parsed = dict(payload)
     for field in JSON_FIELDS:
-        text = payload[field]
+        text = payload.pop(field)
         if not isinstance(text, str):
             raise CheckpointError(f"{path}: {field} is a {type(text).__name__}, not JSON text")
         try:
-            parsed[field] = json.loads(text)
+            value = json.loads(text)
         except ValueError as error:
             raise CheckpointError(f"{path}: {field} is not valid JSON ({error})") from None
-        if not isinstance(parsed[field], dict):
+        del text
+        if not isinstance(value, dict):
             raise CheckpointError(f"{path}: {field} is not a JSON object")
-    return parsed
+        payload[field] = value
 
 
 def _widened(payload: dict[str, Any], path: Path) -> dict[str, torch.Tensor]:
