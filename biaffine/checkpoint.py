@@ -334,8 +334,7 @@ def _plain(value: Any, where: str, keys: tuple[type, ...] = (str, int)) -> Any:
         return _base_scalar(value)
     if isinstance(value, Mapping):
         for key in value:
-            # bool is an int, but True would come back as the key 1.
-            if not isinstance(key, keys) or isinstance(key, bool):
+            if not isinstance(key, keys):
                 wanted = " or ".join(kind.__name__ for kind in keys)
                 raise TypeError(f"{where}: key {key!r} is a {type(key).__name__}, not {wanted}")
         return {key: _plain(item, f"{where}[{key!r}]", keys) for key, item in value.items()}
@@ -417,8 +416,8 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
 def _read_json_fields(payload: dict[str, Any], path: Path) -> None:
     """Put in place of each of :data:`JSON_FIELDS` in ``payload`` what its JSON text holds.
 
-    Each text is let go as soon as it is read, before the next one is (``en_ewt``'s
-    vocabularies take 9 MB as a Python string).
+    Each text leaves ``payload`` as it is read, so that it is let go before the next one is
+    read (``en_ewt``'s vocabularies take 9 MB as a Python string).
 
     Raises:
         CheckpointError: a field that is no JSON text, whose text is not valid JSON, or whose
@@ -432,7 +431,6 @@ def _read_json_fields(payload: dict[str, Any], path: Path) -> None:
             value = json.loads(text)
         except ValueError as error:
             raise CheckpointError(f"{path}: {field} is not valid JSON ({error})") from None
-        del text
         if not isinstance(value, dict):
             raise CheckpointError(f"{path}: {field} is not a JSON object")
         payload[field] = value

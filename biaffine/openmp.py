@@ -40,7 +40,7 @@ from collections.abc import MutableMapping
 __all__ = ["SPIN_COUNT", "WAIT_VARIABLES", "default_wait_policy"]
 
 SPIN_COUNT = 1000
-"""The spins of an idle OpenMP thread before it sleeps (the table above)."""
+"""The spins of an idle OpenMP thread before it sleeps (the runs above)."""
 
 # The variables through which a user chooses how OpenMP threads wait (libgomp reads both).
 WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
