@@ -332,6 +332,14 @@ class Lexicon:
             found = apply_mask(self.shapes[shape], form)
         return found
 
+    def finds_lemma(self, form: str) -> bool:
+        """Whether :meth:`lemma` finds a lemma for ``form`` whatever its UPOS and FEATS.
+
+        The lookups by (form, UPOS) and FEATS come first, but the form alone and its digit
+        shape, which this tries, follow them for every key.
+        """
+        return self.lemma(form, None) is not None
+
     def analysis(self, column: str, form: str, upos: str | None) -> str | None:
         """The XPOS or FEATS (``column``) of ``form`` with ``upos``, or None where it has none.
 

@@ -9,6 +9,8 @@ import random
 from collections import Counter
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from biaffine.data.conllu import Sentence, read_conllu, universal_relation
 from biaffine.data.lemmas import digit_shape
@@ -116,6 +118,32 @@ LEXICON = Lexicon(
 )
 def test_the_lookup_order(form: str, upos: str | None, lemma: str | None) -> None:
     assert LEXICON.lemma(form, upos) == lemma
+
+
+FORMS = st.sampled_from(["sat", "Sat", "les", "Les", "E17", "A1", "b2", "dog"])
+UPOS = st.sampled_from(["VERB", "NOUN", "DET"])
+FEATS = st.sampled_from(["_", "Number=Sing"])
+
+
+@given(
+    st.dictionaries(st.tuples(FORMS, UPOS), FORMS, max_size=4),
+    st.dictionaries(FORMS, FORMS, max_size=3),
+    st.dictionaries(st.tuples(FORMS, UPOS, FEATS), FORMS, max_size=3),
+    st.sets(st.sampled_from(["A00", "A0", "a0"])).map(
+        lambda shapes: {s: "l" * len(s) for s in shapes}
+    ),
+    FORMS,
+    st.one_of(st.none(), UPOS),
+    st.one_of(st.none(), FEATS),
+)
+def test_a_form_that_finds_a_lemma_finds_one_whatever_its_upos_and_feats(
+    tagged, forms, featured, shapes, form, upos, feats
+) -> None:
+    """The columns try runners-up scripts only for the words this denies (choices.py)."""
+    lexicon = Lexicon(tagged=tagged, forms=forms, featured=featured, shapes=shapes)
+    assert lexicon.finds_lemma(form) == (form in forms or digit_shape(form) in shapes)
+    if lexicon.finds_lemma(form):
+        assert lexicon.lemma(form, upos, feats) is not None
 
 
 def test_the_known_lemmas_are_every_lemma_of_both_tables_lower_cased(sentences) -> None:

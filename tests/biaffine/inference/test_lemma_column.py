@@ -235,16 +235,18 @@ AS_IS = script_of("sheep", "sheep")  # lower-case, nothing cut
 @pytest.mark.parametrize(
     ("share", "lemmas"),
     [
-        (0.25, ["cat", "sheep", "cow"]),  # a likely runner-up: taken where its lemma is known
-        (LEMMA_RUNNER_UP * 0.9, ["cat", "shee", "cow"]),  # too unlikely: never taken
+        (0.25, ["cat", "cat", "sheep", "cow"]),  # a likely runner-up: taken where known
+        (LEMMA_RUNNER_UP * 0.9, ["cat", "cat", "shee", "cow"]),  # too unlikely: never taken
     ],
 )
 @pytest.mark.parametrize("family", ["graph", "transition"])
 def test_a_runner_up_script_wins_only_where_its_lemma_is_known_and_the_best_ones_is_not(
     share: float, lemmas: list[str], family: str, vocabs: Vocabs, tmp_path: Path
 ) -> None:
-    # The lexicon has none of the forms, so only the scripts decide. It knows the lemmas
-    # "cat" (as its form-table value) and "Sheep" (as a tagged value, so case aside).
+    # The lexicon has none of the forms but "kitten", so only the scripts decide the others'
+    # lemmas (whose runners-up are computed apart from the lexicon's words, and must stay
+    # theirs). It knows the lemmas "cat" (as its form-table value) and "Sheep" (as a tagged
+    # value, so case aside).
     lexicon = Lexicon(tagged={("ewe", "NOUN"): "Sheep"}, forms={"kitten": "cat"})
     assert lexicon.known == {"cat", "sheep"}
     with_lexicon = dataclasses.replace(vocabs, lexicon=lexicon)
@@ -253,7 +255,8 @@ def test_a_runner_up_script_wins_only_where_its_lemma_is_known_and_the_best_ones
     parser = Parser.load(save_model(tmp_path / "best.pt", model, with_lexicon), threads=1)
     # cats: the best script's "cat" is known; sheep: "shee" is not, the runner-up's "sheep"
     # is; cows: neither "cow" nor "cows" is, the best stays.
-    [tree] = parser.parse([Sentence.from_forms(["cats", "sheep", "cows"])], columns=["lemma"])
+    forms = ["cats", "kitten", "sheep", "cows"]
+    [tree] = parser.parse([Sentence.from_forms(forms)], columns=["lemma"])
     assert tree.sentence.lemmas == lemmas
 
 
