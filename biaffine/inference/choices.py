@@ -8,6 +8,7 @@ over as float32 (or float64) arrays.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -379,22 +380,29 @@ TAG_SET_CELLS = 1 << 20
 """Words times tag sets scored at once by :func:`joint_tags` (float64: 8 MB a column)."""
 
 
+@functools.lru_cache(maxsize=32)
 def _tag_set_ids(
-    tag_sets: Collection[tuple[str, str, str]], columns: Sequence[str], vocabs: Vocabs
+    tag_sets: frozenset[tuple[str, str, str]],
+    columns: tuple[str, ...],
+    classes: tuple[tuple[str, ...], ...],
 ) -> IntArray:
     """The tag sets projected on ``columns`` as class ids int64[K, len(columns)], sorted.
 
-    A tag set holding a class the vocabularies lack (or a special's name) is left out.
+    ``classes``: each column's vocabulary (its ``itos``). A tag set holding a class the
+    vocabularies lack (or a special's name) is left out. Kept for the last models' arguments,
+    read-only: built anew, the table took 0.7 ms of the 1.8 ms a one-sentence parse spent on
+    its columns.
     """
     positions = [TAG_SET_COLUMNS.index(c) for c in columns]
+    ids_of = [{name: i for i, name in enumerate(itos)} for itos in classes]
     found = set()
     for tags in tag_sets:
-        ids = [
-            vocabs.columns[c].stoi.get(tags[k], -1) for c, k in zip(columns, positions, strict=True)
-        ]
+        ids = [stoi.get(tags[k], -1) for stoi, k in zip(ids_of, positions, strict=True)]
         if min(ids, default=-1) >= len(SPECIALS):
             found.add(tuple(ids))
-    return np.array(sorted(found), dtype=np.int64).reshape(-1, len(columns))
+    table = np.array(sorted(found), dtype=np.int64).reshape(-1, len(columns))
+    table.flags.writeable = False
+    return table
 
 
 def joint_tags(
@@ -423,7 +431,8 @@ def joint_tags(
         choose together: the caller takes each column's best class).
     """
     columns = [c for c in TAG_SET_COLUMNS if c in tag_scores]
-    table = _tag_set_ids(tag_sets, columns, vocabs)
+    classes = tuple(tuple(vocabs.columns[c].itos) for c in columns)
+    table = _tag_set_ids(frozenset(tag_sets), tuple(columns), classes)
     if len(columns) < 2 or not len(table):
         return {}
     chosen = np.stack([_best_ids(tag_scores[c]) for c in columns], axis=1)

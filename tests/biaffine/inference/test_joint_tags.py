@@ -112,3 +112,22 @@ def test_the_independent_best_classes_give_way_to_a_set_seen_in_training() -> No
 def test_nothing_is_chosen_together_without_two_columns_or_a_fitting_set(columns, sets) -> None:
     scores = {c: np.zeros((2, len(SPECIALS) + len(CLASSES[c])), np.float32) for c in columns}
     assert joint_tags({**scores, "lemma": np.zeros((2, 9))}, VOCABS, sets) == {}
+
+
+def test_each_models_classes_read_the_same_tag_sets_apart() -> None:
+    """The sets' table is kept between calls (choices._tag_set_ids): a model whose classes are
+    in another order must not read the ids made for the first."""
+    reordered = Vocabs(
+        words=VOCABS.words,
+        chars=VOCABS.chars,
+        rels=VOCABS.rels,
+        columns={c: Vocab([*SPECIALS, *reversed(values)]) for c, values in CLASSES.items()},
+    )
+    sets = [("NOUN", "NN", "_"), ("VERB", "VB", "_")]
+    for vocabs in (VOCABS, reordered, VOCABS):
+        scores = {}
+        for column, best in (("upos", "VERB"), ("xpos", "NN")):
+            logits = np.zeros((1, len(vocabs.columns[column])), dtype=np.float32)
+            logits[0, vocabs.columns[column].stoi[best]] = 3.0 if column == "xpos" else 1.0
+            scores[column] = logits
+        assert joint_tags(scores, vocabs, sets) == {"upos": ["NOUN"], "xpos": ["NN"]}
