@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+import tiered
 from biaffine import checkpoint, distributed
 from biaffine.api import Parser
 from biaffine.cli import freeze_loaded
@@ -169,9 +170,11 @@ def predict(
         log.warning("the model embeds UPOS tags, which plain text input lacks: expect lower scores")
     how = {"max_tokens": max_tokens, "bf16": parser.bf16}
     parse_chunk = chunk_parser(parser.model, parser.vocabs, decoder, options, **how)
-    # Part of start-up, like loading the model: the timed rate is what a long input gets.
+    # Part of start-up, like loading the model, where machine code is loaded at once (the
+    # foreground mode): the timed rate is what a long input gets. Otherwise small calls run
+    # interpreted first, and a one-sentence command never loads it (tiered).
     warm_up(parser.model, {"": decoder})
-    if options != PredictOptions():
+    if options != PredictOptions() and not tiered.interpreting():
         parse_chunk([Sentence.from_forms(["warm", "up"])])  # the option's own kernels too
     if freeze:
         freeze_loaded()

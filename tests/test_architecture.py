@@ -57,7 +57,7 @@ ALLOWED = {
     "data": {"leaves", "decoding"},
     "nn": {"leaves", "data", "tiered"},
     "parsers": {"leaves", "data", "nn", "transitions"},
-    "inference": {"leaves", "data", "nn", "parsers", "decoding", "transitions"},
+    "inference": {"leaves", "data", "nn", "parsers", "decoding", "transitions", "tiered"},
     # The segmenter stands beside the parser: the leaves, data and nn, and the text front end.
     "segmenting": {"leaves", "data", "nn", "rawtext"},
 }

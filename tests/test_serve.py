@@ -33,6 +33,7 @@ pytest.importorskip("starlette", reason="the server needs the serve extra (starl
 pytest.importorskip("uvicorn", reason="the server needs the serve extra (uvicorn)")
 
 import rawtext
+import tiered
 from biaffine import models
 from biaffine.serving.batcher import Batcher
 from biaffine.serving.jobs import Answer, Limits, Worker, task_of
@@ -545,6 +546,18 @@ def test_a_request_out_of_time_or_beyond_the_queue_gets_503() -> None:
     assert (timed_out.status, overflow.status) == (503, 503)
     assert "no answer within 0.2 s" in timed_out.text
     assert "requests are waiting" in overflow.text
+
+
+def test_a_served_torch_model_has_its_machine_code_loaded_at_warm_up(
+    model_installed: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A short-lived process runs small decoder calls interpreted first (tiered); a server
+    must not make one of its requests wait for the loading instead."""
+    monkeypatch.delenv("ROOTPARSE_COMPILE", raising=False)
+    monkeypatch.setattr(tiered, "_BUDGET", tiered._Budget())
+    assert tiered.interpreting()
+    TorchServed.load(MODEL, threads=1)
+    assert not tiered.interpreting()
 
 
 def test_a_request_that_fails_in_a_shared_batch_fails_alone(model_installed: None) -> None:

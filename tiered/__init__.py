@@ -6,11 +6,17 @@ of CPU on a 2-core AMD EPYC (about four fifths of it numba's typing and lowering
 rest LLVM), so the first parse of a new install waited for the compiler. The kernels are valid
 Python (the test suite also runs them without the JIT), so a process need not wait:
 
-- the first call of a :class:`Tiered` entry point looks for its machine code in numba's cache and,
-  if it is there, loads it (tens of milliseconds) and uses it from then on;
-- otherwise that call and the next ones run the very same functions interpreted (about 1 ms for a
-  25-word sentence), while one background process compiles the machine code into the cache;
-- the first call after that process has ended loads the machine code and uses it.
+- small calls run the very same functions interpreted (about 1 ms for a 25-word sentence) while
+  the process has spent less than :data:`INTERPRETED_SECONDS` in them: the first use of numba's
+  machine code in a process costs about 0.37 s (numba readies its code generator, then loads the
+  kernels), more than a short input's whole parse takes interpreted;
+- past that, or at the first large call (:data:`SMALL_CALL`), an entry point looks for its
+  machine code in numba's cache and, if it is there, loads it and uses it from then on;
+- otherwise that call and the next ones run interpreted, while one background process compiles
+  the machine code into the cache; the first call after that process has ended loads it.
+
+A process that starts once and answers many calls (a server) calls :func:`prefer_machine_code`
+first, so none of its answers waits for the loading.
 
 The background process outlives a short-lived parent, so the next process finds the cache
 filled. Background processes take a lock one at a time, so kernels shared by several entry
@@ -38,6 +44,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -50,6 +57,17 @@ from tiered.lock import lock_folder
 # (module, name, signature): an entry point to compile, as the background process receives it.
 Request = tuple[str, str, tuple[Any, ...]]
 
+
+INTERPRETED_SECONDS = 0.1
+"""Seconds a process spends in small interpreted calls, all entry points together, before its
+entry points turn to numba's machine code. A one-sentence parse spends about 1 ms: it never
+loads the machine code (0.37 s on a 2-core AMD EPYC); a long input spends at most this much more
+than it would have before loading it."""
+
+SMALL_CALL = 1 << 14
+"""Array elements (all arguments together) a call may pass and still run interpreted while the
+budget lasts: the arc scores of a 127-word sentence, or of 25 sentences of 25 words (``mst``
+interpreted: about 30 ms). A larger call turns to the machine code at once."""
 
 COMPILE_MODES = ("background", "foreground")
 """The values of ``ROOTPARSE_COMPILE``; unset or empty is ``background``."""
@@ -203,8 +221,64 @@ def _start(request: Request) -> subprocess.Popen[bytes] | None:
     return process
 
 
+class _Budget:
+    """What is left of the process's :data:`INTERPRETED_SECONDS` of small interpreted calls."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._left = INTERPRETED_SECONDS
+
+    def is_open(self) -> bool:
+        """Whether some budget is left."""
+        return self._left > 0
+
+    def allows(self, args: tuple[Any, ...]) -> bool:
+        """Whether a call with ``args`` may run interpreted: small, and some budget left."""
+        return self.is_open() and sum(_elements(arg) for arg in args) <= SMALL_CALL
+
+    def spend(self, seconds: float) -> None:
+        """Count ``seconds`` of an interpreted call."""
+        with self._lock:
+            self._left -= seconds
+
+    def close(self) -> None:
+        """Spend what is left: from now on every entry point turns to its machine code."""
+        with self._lock:
+            self._left = 0.0
+
+
+def _elements(arg: Any) -> int:
+    """The number of elements of an array argument (numpy's ``size``), 0 for a scalar."""
+    return getattr(arg, "size", 0) if hasattr(arg, "shape") else 0
+
+
+_BUDGET = _Budget()
+
+
+def prefer_machine_code() -> None:
+    """Load machine code at each entry point's next call, with no small call interpreted first.
+
+    For a process that starts once and then answers many calls, such as a server: its start-up
+    pays for the loading (about 0.37 s), so no answer does. Calls still run interpreted while a
+    background process compiles what the cache lacks.
+    """
+    _BUDGET.close()
+
+
+def interpreting() -> bool:
+    """Whether small calls still run interpreted in this process, whatever numba's cache holds.
+
+    False in the foreground mode, after :func:`prefer_machine_code`, or once the budget is spent:
+    a warm-up call then loads the machine code.
+    """
+    return not _foreground() and _BUDGET.is_open()
+
+
 class Tiered:
-    """A numba dispatcher called as plain Python until its machine code is in numba's cache.
+    """A numba dispatcher called as plain Python until its machine code is worth loading.
+
+    Small calls run interpreted while the process's budget lasts (:data:`INTERPRETED_SECONDS`);
+    the others, and every call after it, run the machine code once it is in numba's cache.
 
     Thread-safe: threads may call it at once (the batch drivers do). Calls return exactly what
     the dispatcher returns, interpreted or compiled: both run the same code on the same types.
@@ -222,7 +296,11 @@ class Tiered:
         """``dispatcher(*args)``, compiled or interpreted."""
         if self._compiled or self._use_machine_code(args):
             return self.dispatcher(*args)
-        return self._interpreted()(*args)
+        started = time.perf_counter()
+        try:
+            return self._interpreted()(*args)
+        finally:
+            _BUDGET.spend(time.perf_counter() - started)
 
     def wait(self) -> None:
         """Block until the background compilation of this entry point, if one runs, has ended.
@@ -251,6 +329,8 @@ class Tiered:
                 if _foreground():
                     self._compiled = True
                     return True
+                if _BUDGET.allows(args):  # not worth loading the machine code yet
+                    return False
                 signature = self._signature(args)
                 if _in_cache(self.dispatcher, signature):
                     self._compiled = True

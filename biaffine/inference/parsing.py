@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+import tiered
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence
 from biaffine.data.encoding import PARSING_COLUMNS
@@ -58,9 +59,14 @@ def family_of(model: nn.Module, vocabs: Vocabs) -> Family:
 
 
 def warm_up(model: nn.Module, settings: Mapping[str, DecoderSettings]) -> None:
-    """Load the compiled kernels ``model``'s family will call, so no timed call pays for it."""
-    family = _family_class(model)
-    family.warm_up({name: family.narrow(s) for name, s in settings.items()})
+    """Load the compiled kernels ``model``'s family will call, so no timed call pays for it.
+
+    Nothing while small calls run interpreted (:func:`tiered.interpreting`): a short input then
+    never waits for the machine code, and a long one loads it at its first large call.
+    """
+    if not tiered.interpreting():
+        family = _family_class(model)
+        family.warm_up({name: family.narrow(s) for name, s in settings.items()})
 
 
 def _family_class(model: nn.Module) -> type[Family]:
@@ -115,7 +121,8 @@ def predict(
     if bf16:
         check_bf16(device)
     narrowed = {name: family.narrow(setting) for name, setting in settings.items()}
-    family.warm_up(narrowed)  # keeps kernel loading out of the decoding times
+    if not tiered.interpreting():  # keeps kernel loading out of the decoding times
+        family.warm_up(narrowed)
     model.eval()
     found: dict[str, list[SentenceResult | None]] = {n: [None] * len(sentences) for n in settings}
     seconds = dict.fromkeys(settings, 0.0)

@@ -69,9 +69,15 @@ class TorchServed:
 
     @classmethod
     def load(cls, name: str, **options: Any) -> TorchServed:
-        """The installed model ``name`` (:func:`biaffine.models.load`'s options)."""
-        from biaffine import models  # torch, loaded with the first model of this runtime
+        """The installed model ``name`` (:func:`biaffine.models.load`'s options).
 
+        The server's warm-up then loads the decoders' machine code, which a short-lived process
+        skips for small calls (:func:`tiered.prefer_machine_code`): no request waits for it.
+        """
+        import tiered  # numba, loaded with the first model of this runtime
+        from biaffine import models  # torch, likewise
+
+        tiered.prefer_machine_code()
         return cls(models.load(name, **options))
 
     def check(self, decoder: DecoderSettings, options: PredictOptions) -> None:

@@ -33,6 +33,7 @@ def outer(x):
 # Imports tiered first, as the project's kernel modules are imported (after ``from tiered ...``).
 CALL = """
 import tiered, kernel
+tiered.prefer_machine_code()  # a call this small would run interpreted
 entry = tiered.tiered(kernel.outer)
 first = entry(3)
 entry.wait()

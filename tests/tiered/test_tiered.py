@@ -29,6 +29,8 @@ import numba, numpy as np
 import decoding, transitions
 import tiered
 
+if sys.argv[2:] != ["budget"]:  # no small call interpreted first: the cache is what is probed
+    tiered.prefer_machine_code()
 rng = np.random.default_rng(0)
 matrix = rng.normal(size=(9, 9))
 scores = rng.normal(size=(120, 26, 26))  # enough work for the threaded batch driver
@@ -125,6 +127,15 @@ def _never_in_cache(dispatcher, signature):
     return False
 
 
+@pytest.fixture(autouse=True)
+def spent_budget(monkeypatch):
+    """Every call may turn to the machine code, as before small calls ran interpreted first."""
+    budget = tiered._Budget()
+    budget.close()
+    monkeypatch.setattr(tiered, "_BUDGET", budget)
+    return budget
+
+
 def test_calls_are_interpreted_until_the_background_process_ends(monkeypatch):
     # A stand-in for the background process that fails: the calling process compiles after it.
     monkeypatch.setattr(tiered, "_in_cache", _never_in_cache)
@@ -209,3 +220,61 @@ def test_a_twin_gives_what_the_machine_code_gives():
             machine, plain = np.zeros(n + 1, np.int64), np.zeros(n + 1, np.int64)
             assert entry.dispatcher(matrix, True, machine) == python(matrix, True, plain)
             np.testing.assert_array_equal(machine, plain)
+
+
+def test_small_calls_run_interpreted_until_the_process_has_spent_its_budget(monkeypatch):
+    looked_up = []
+    monkeypatch.setattr(tiered, "_in_cache", lambda d, signature: looked_up.append(signature) or 1)
+    monkeypatch.setattr(tiered, "_BUDGET", tiered._Budget())
+    monkeypatch.delenv("ROOTPARSE_COMPILE", raising=False)
+    dispatcher = numba.njit(cache=True)(_sum_of_squares.py_func)
+    entry = Tiered(dispatcher)
+    small = np.arange(5.0)
+    assert entry(small) == 30.0
+    assert entry(small) == 30.0
+    assert (looked_up, entry.is_compiled, dispatcher.signatures) == ([], False, [])
+    tiered._BUDGET.spend(tiered.INTERPRETED_SECONDS)  # as many small calls would
+    assert entry(small) == 30.0
+    assert len(looked_up) == 1
+    assert entry.is_compiled
+    assert len(dispatcher.signatures) == 1
+
+
+def test_a_large_call_or_a_server_turns_to_the_machine_code_at_once(monkeypatch):
+    monkeypatch.setattr(tiered, "_in_cache", lambda dispatcher, signature: True)
+    monkeypatch.setattr(tiered, "_BUDGET", tiered._Budget())
+    monkeypatch.delenv("ROOTPARSE_COMPILE", raising=False)
+    large = np.ones(tiered.SMALL_CALL + 1)
+    entry = Tiered(numba.njit(cache=True)(_sum_of_squares.py_func))
+    assert entry(large) == float(large.size)
+    assert entry.is_compiled
+    entry = Tiered(numba.njit(cache=True)(_sum_of_squares.py_func))
+    assert entry(large[:-1]) == float(large.size - 1)  # the largest small call
+    assert not entry.is_compiled
+    tiered.prefer_machine_code()
+    assert entry(np.ones(2)) == 2.0
+    assert entry.is_compiled
+
+
+@pytest.mark.slow
+def test_a_short_input_never_loads_the_machine_code_a_warm_cache_holds(tmp_path):
+    cache = tmp_path / "cache"
+    _probe(cache, "wait")  # fills the cache
+    short = PROBE.replace('"batch": decoding.mst(scores, lengths).tolist(),', "")
+    short = short.replace("lengths[:20]", "lengths[:1]")
+    environment = {key: value for key, value in os.environ.items() if key != "ROOTPARSE_COMPILE"}
+    done = subprocess.run(
+        [sys.executable, "-c", short, "no-wait", "budget"],
+        env={**environment, "NUMBA_CACHE_DIR": str(cache)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    first = json.loads(done.stdout.strip().splitlines()[-1])["first"]
+    assert first["machine_code"] == []  # no entry point loaded, none waits for a compiler
+    assert first["compiled_here"] == []
+    warm = _probe(cache, "no-wait")["first"]
+    assert first["single"] == warm["single"]
+    [tree] = first["greedy"]  # padded to its own length, the batch's to its longest
+    assert tree == warm["greedy"][0][: len(tree)]

@@ -6,11 +6,12 @@ import torch
 from builders import biaffine_parser
 
 import decoding
+import tiered
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocab, Vocabs
 from biaffine.inference import DecoderSettings, parse, warm_up
-from biaffine.inference.graph import choose_labels, decode_heads, root_label_id
+from biaffine.inference.graph import GraphFamily, choose_labels, decode_heads, root_label_id
 from biaffine.parsers.graph import BiaffineParser
 
 TINY = {"word_dim": 8, "char_dim": 6, "char_hidden": 5, "char_out": 7, "lstm_hidden": 10}
@@ -137,9 +138,19 @@ def test_decoder_settings_refuse_an_unknown_algorithm() -> None:
         DecoderSettings("cky")
 
 
-def test_warm_up_loads_every_decoder(vocabs) -> None:
+def test_warm_up_loads_every_decoder_unless_small_calls_run_interpreted(vocabs, monkeypatch):
+    monkeypatch.delenv("ROOTPARSE_COMPILE", raising=False)
+    budget = tiered._Budget()
+    monkeypatch.setattr(tiered, "_BUDGET", budget)
+    called, real = [], GraphFamily.warm_up
+    loading = classmethod(lambda cls, settings: called.append(set(settings)) or real(settings))
+    monkeypatch.setattr(GraphFamily, "warm_up", loading)
     menu = {f"{a}-{r}": DecoderSettings(a, r) for a in decoding.DECODERS for r in (True, False)}
     warm_up(untrained(vocabs), menu)
+    assert called == []  # a short-lived process: nothing worth loading yet
+    budget.close()  # as a server does (tiered.prefer_machine_code)
+    warm_up(untrained(vocabs), menu)
+    assert called == [set(menu)]
 
 
 def test_parse_refuses_a_model_of_no_known_family(vocabs, sentences) -> None:
