@@ -13,7 +13,8 @@ Python (the test suite also runs them without the JIT), so a process need not wa
 - past that, or at the first large call (:data:`SMALL_CALL`), an entry point looks for its
   machine code in numba's cache and, if it is there, loads it and uses it from then on;
 - otherwise that call and the next ones run interpreted, while one background process compiles
-  the machine code into the cache; the first call after that process has ended loads it.
+  the machine code into the cache; the first call after that process has ended loads it. (A
+  process whose calls are all small starts none: the first one past its budget will.)
 
 A process that starts once and answers many calls (a server) calls :func:`prefer_machine_code`
 first, so none of its answers waits for the loading.
@@ -61,13 +62,15 @@ Request = tuple[str, str, tuple[Any, ...]]
 INTERPRETED_SECONDS = 0.1
 """Seconds a process spends in small interpreted calls, all entry points together, before its
 entry points turn to numba's machine code. A one-sentence parse spends about 1 ms: it never
-loads the machine code (0.37 s on a 2-core AMD EPYC); a long input spends at most this much more
-than it would have before loading it."""
+loads the machine code (0.37 s on a 2-core AMD EPYC); a long input spends at most this, and one
+small call, more than it would have with the machine code loaded at once."""
 
-SMALL_CALL = 1 << 14
+SMALL_CALL = 1 << 12
 """Array elements (all arguments together) a call may pass and still run interpreted while the
-budget lasts: the arc scores of a 127-word sentence, or of 25 sentences of 25 words (``mst``
-interpreted: about 30 ms). A larger call turns to the machine code at once."""
+budget lasts: the arc scores of one 63-word sentence, or of six sentences of 25 words. The
+interpreted kernels take 4 ms (``mst``), 37 ms (``eisner``) and 112 ms (the tree CRF's
+matrix-tree, ``probabilities=true``) on the 63-word one; a larger call turns to the machine code
+at once."""
 
 COMPILE_MODES = ("background", "foreground")
 """The values of ``ROOTPARSE_COMPILE``; unset or empty is ``background``."""
