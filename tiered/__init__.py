@@ -66,11 +66,11 @@ loads the machine code (0.37 s on a 2-core AMD EPYC); a long input spends at mos
 small call, more than it would have with the machine code loaded at once."""
 
 SMALL_CALL = 1 << 12
-"""Array elements (all arguments together) a call may pass and still run interpreted while the
-budget lasts: the arc scores of one 63-word sentence, or of six sentences of 25 words. The
-interpreted kernels take 4 ms (``mst``), 37 ms (``eisner``) and 112 ms (the tree CRF's
-matrix-tree, ``probabilities=true``) on the 63-word one; a larger call turns to the machine code
-at once."""
+"""Array elements (all arguments together, outputs included) a call may pass and still run
+interpreted while the budget lasts: a decoder's call on one sentence of up to 62 words, or on
+five of 25. At about that length (63 words) the interpreted kernels take 4 ms (``mst``), 37 ms
+(``eisner``) and 112 ms (the tree CRF's matrix-tree, ``probabilities=true``); a larger call turns
+to the machine code at once."""
 
 COMPILE_MODES = ("background", "foreground")
 """The values of ``ROOTPARSE_COMPILE``; unset or empty is ``background``."""
