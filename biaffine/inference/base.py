@@ -52,6 +52,16 @@ class Family:
         """Why this family cannot answer ``request`` with ``settings``, or None if it can."""
         return choices.missing_taggers(request.columns, self.model.tagged_columns)
 
+    def tags_read(self, request: Request) -> list[str]:
+        """The columns whose taggers a parse for ``request`` runs: those its columns read.
+
+        None for trees alone; ``columns=upos`` runs no lemmatizer
+        (:func:`biaffine.inference.choices.scores_read`).
+        """
+        if not request.columns:
+            return []
+        return choices.scores_read(request.columns, self.vocabs, self.model.tagged_columns)
+
     @classmethod
     def warm_up(cls, settings: Mapping[str, Any]) -> None:
         """Load the compiled kernels the settings will call, so no timed call pays for it."""

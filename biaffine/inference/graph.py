@@ -175,7 +175,7 @@ class GraphFamily(Family):
         The columns are chosen for each setting's trees, whose relations weigh the UPOS, and
         do not count in its seconds.
         """
-        scores = self.model(batch, tag=bool(request.columns))
+        scores = self.model(batch, tag=self.tags_read(request))
         results = {}
         for name, decoder in settings.items():
             started = time.perf_counter()

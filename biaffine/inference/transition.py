@@ -169,7 +169,7 @@ class TransitionFamily(Family):
         """
         del fixed_heads  # refused
         model = self.model
-        encoded = model.encode(batch, tag=bool(request.columns))
+        encoded = model.encode(batch, tag=self.tags_read(request))
         lengths = [len(sentence) for sentence in sentences]
         results = {}
         for name, setting in settings.items():

@@ -28,7 +28,7 @@ from biaffine.data.vocab import Vocabs
 from biaffine.nn.transformer import SharedStates, TransformerEmbedding
 from biaffine.parsers.base import PARSERS, register
 from biaffine.parsers.graph import BiaffineParser, GraphScores
-from biaffine.parsers.heads import LabelScorer, LabelVectors
+from biaffine.parsers.heads import LabelScorer, LabelVectors, TagRequest
 
 __all__ = ["TAG_DTYPE", "EnsembleParser", "mean_log_softmax"]
 
@@ -179,7 +179,7 @@ class EnsembleParser(nn.Module):
         """``{"members": [{"kind": ..., "config": ...}, ...]}``, each member's own."""
         return {"members": [{"kind": m.kind, "config": m.config()} for m in self.members]}
 
-    def forward(self, batch: Batch, *, tag: bool = True) -> GraphScores:
+    def forward(self, batch: Batch, *, tag: TagRequest = True) -> GraphScores:
         """The members' mean distributions of a batch, as log-probabilities (float64).
 
         Returns:

@@ -19,7 +19,13 @@ from biaffine.data.batching import Batch
 from biaffine.data.vocab import Vocabs
 from biaffine.nn.treecrf import tree_log_prob
 from biaffine.parsers.base import register
-from biaffine.parsers.heads import ArcScorer, LabelScorer, LabelVectors, mean_cross_entropy
+from biaffine.parsers.heads import (
+    ArcScorer,
+    LabelScorer,
+    LabelVectors,
+    TagRequest,
+    mean_cross_entropy,
+)
 from biaffine.parsers.shared import EncoderParser, check_sizes, check_tagger_weights
 
 __all__ = ["LOSSES", "BiaffineParser", "GraphScores"]
@@ -129,28 +135,31 @@ class BiaffineParser(EncoderParser):
         self.labels = LabelScorer(n_states, rel_mlp, len(vocabs.rels), dropout=drop)
         self.taggers = self.build_taggers(vocabs)
 
-    def forward(self, batch: Batch, *, tag: bool = True) -> GraphScores:
+    def forward(self, batch: Batch, *, tag: TagRequest = True) -> GraphScores:
         """Score every arc and label of a batch.
 
         Args:
             batch: a :class:`biaffine.data.batching.Batch` (the encoder reads its inputs;
                 ``lengths`` long[B] bounds the heads).
-            tag: run the taggers too; parsing passes False unless it predicts columns (about
-                180k multiply-adds per word with all three on).
+            tag: the taggers to run (:data:`~biaffine.parsers.heads.TagRequest`); parsing
+                runs those its columns read, none for trees alone (about 300k multiply-adds a
+                word with all four of EWT's on).
 
         Returns:
             :class:`GraphScores` with arc_scores [B, N+1, N+1] (dependent-major, invalid heads
             at ``-inf``), the label MLP vectors and the scores of the taggers.
         """
-        return self.score_states(self.encoder(batch, tag=tag), batch, tag=tag)
+        return self.score_states(self.encoder(batch, tag=bool(tag)), batch, tag=tag)
 
-    def score_states(self, states: torch.Tensor, batch: Batch, *, tag: bool = True) -> GraphScores:
+    def score_states(
+        self, states: torch.Tensor, batch: Batch, *, tag: TagRequest = True
+    ) -> GraphScores:
         """:meth:`forward` from the encoder states float[B, N+1, H] of ``batch``.
 
         ``batch`` gives ``lengths`` and ``mask`` only (an export reads the states alone).
         """
         states, tag_states = self.split_states(states)
-        tag_scores = self.taggers(tag_states, batch.mask) if tag else {}
+        tag_scores = self.taggers(tag_states, batch.mask, tag) if tag else {}
         return GraphScores(self.arcs(states, batch.lengths), self.labels(states), tag_scores)
 
     def loss(

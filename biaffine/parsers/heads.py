@@ -16,7 +16,7 @@ scores, so a parser is the encoder plus the heads it composes plus its own loss.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import NamedTuple
 
 import torch
@@ -32,6 +32,7 @@ __all__ = [
     "ArcScorer",
     "LabelScorer",
     "LabelVectors",
+    "TagRequest",
     "Taggers",
     "head_vectors",
     "mean_cross_entropy",
@@ -132,6 +133,12 @@ class LabelScorer(nn.Module):
         return self.attn(vectors.dep, vectors.head)
 
 
+TagRequest = bool | Collection[str]
+"""The taggers a forward runs: every one (True), none (False or an empty collection), or those of
+the columns named. Parsing runs those whose scores its columns read
+(:func:`biaffine.inference.choices.scores_read`): ``columns=upos`` pays for no lemmatizer."""
+
+
 class Taggers(nn.ModuleDict):
     """One MLP classifier per tagged column whose loss weight is > 0, keyed by column name."""
 
@@ -165,18 +172,24 @@ class Taggers(nn.ModuleDict):
         )
         self.weights = {column: float(weights[column]) for column in self}
 
-    def forward(self, states: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    def forward(
+        self, states: torch.Tensor, mask: torch.Tensor, columns: TagRequest = True
+    ) -> dict[str, torch.Tensor]:
         """Scores by column, float[W, n_classes], for the W words of states float[B, N+1, H].
+
+        ``columns``: the taggers to run (:data:`TagRequest`); a column this has no tagger for
+        is not scored.
 
         The words are ``mask`` bool[B, N+1], row by row. Training classifies every position
         and then keeps the words, because the MLP's dropout shares one mask per sentence
         (float[B, L, D] in); parsing classifies the words alone, since ROOT and padding add
         about 40% to the cost on EWT-sized batches for scores nobody reads.
         """
+        heads = [(c, head) for c, head in self.items() if columns is True or c in columns]
         if self.training:
-            return {column: head(states)[mask] for column, head in self.items()}
+            return {column: head(states)[mask] for column, head in heads}
         words = states[mask].unsqueeze(0)  # [1, W, H]
-        return {column: head(words)[0] for column, head in self.items()}
+        return {column: head(words)[0] for column, head in heads}
 
     def add_losses(
         self, loss: torch.Tensor, scores: Mapping[str, torch.Tensor], batch: Batch

@@ -26,7 +26,13 @@ from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocab, Vocabs
 from biaffine.parsers.base import register
 from biaffine.parsers.beam_loss import beam_losses
-from biaffine.parsers.heads import ArcScorer, LabelScorer, LabelVectors, mean_cross_entropy
+from biaffine.parsers.heads import (
+    ArcScorer,
+    LabelScorer,
+    LabelVectors,
+    TagRequest,
+    mean_cross_entropy,
+)
 from biaffine.parsers.shared import EncoderParser, check_sizes, check_tagger_weights
 from transitions.projective import projectivize
 
@@ -294,14 +300,15 @@ class TransitionParser(EncoderParser):
         """Trained with the beam: a search ranks paths by raw score sums, not log-softmax."""
         return self._config["beam_loss"]["size"] > 0
 
-    def encode(self, batch: Batch, *, tag: bool = True) -> TransitionStates:
+    def encode(self, batch: Batch, *, tag: TagRequest = True) -> TransitionStates:
         """Per-slot first-layer projections of the states (and the empty vector), label vectors.
 
         Args:
             batch: the batch (the encoder reads its inputs).
-            tag: run the taggers too; parsing passes False unless it predicts columns.
+            tag: the taggers to run (:data:`~biaffine.parsers.heads.TagRequest`); parsing
+                runs those its columns read, none for trees alone.
         """
-        encoded = self.encode_states(self.encoder(batch, tag=tag), batch, tag=tag)
+        encoded = self.encode_states(self.encoder(batch, tag=bool(tag)), batch, tag=tag)
         if self.partner is None:
             return encoded
         return replace(encoded, arc_scores=self.partner(batch, tag=False).arc_scores)
@@ -323,7 +330,7 @@ class TransitionParser(EncoderParser):
         return self.graph is not None or self.partner is not None
 
     def encode_states(
-        self, states: torch.Tensor, batch: Batch, *, tag: bool = True
+        self, states: torch.Tensor, batch: Batch, *, tag: TagRequest = True
     ) -> TransitionStates:
         """:meth:`encode` from the encoder states float[B, N+1, H] of ``batch``.
 
@@ -335,7 +342,7 @@ class TransitionParser(EncoderParser):
         n_slots, n_states, hidden = self.slot_weight.shape
         weight = self.slot_weight.to(states.dtype).transpose(0, 1).reshape(n_states, -1)
         slots = (with_empty @ weight).view(*with_empty.shape[:2], n_slots, hidden)
-        tag_scores = self.taggers(tag_states, batch.mask) if tag else {}
+        tag_scores = self.taggers(tag_states, batch.mask, tag) if tag else {}
         arc_scores = None if self.graph is None else self.graph(states, batch.lengths)
         return TransitionStates(slots, self.labels(states), tag_scores, arc_scores)
 

@@ -528,3 +528,29 @@ def test_a_lemmatizer_trained_two_epochs_is_scored_by_the_evaluator(tmp_path: Pa
     )
     assert evaluate_files(str(TINY_CONLLU), str(wrong)).words.scores["Lemmas"].correct == right - 1
     assert evaluation.words.scores["UPOS"].correct == evaluation.words.scores["UPOS"].gold
+
+
+@pytest.mark.parametrize("family", ["graph", "transition"])
+@pytest.mark.parametrize(
+    ("columns", "run"),
+    [
+        ([], set()),
+        (["xpos"], {"xpos"}),  # no lexicon: nothing else is read
+        (["lemma"], {"lemma"}),
+        (["upos", "feats"], {"upos", "feats"}),
+        (["all"], {"upos", "xpos", "feats", "lemma"}),
+    ],
+)
+def test_a_parse_runs_only_the_taggers_its_columns_read(
+    columns: list[str], run: set[str], family: str, scripts_only: Vocabs, tmp_path: Path
+) -> None:
+    model = lemmatizer_only(scripts_only, family, CUT_ONE, "NOUN", xpos=True, feats=True)
+    parser = Parser.load(save_model(tmp_path / "best.pt", model, scripts_only), threads=1)
+    ran: set[str] = set()
+    for column, head in parser.model.taggers.items():
+        head.register_forward_hook(lambda *_, column=column: ran.add(column))
+    words = Sentence.from_forms(["The", "cats", "sat"])
+    [tree] = parser.parse([words], columns=columns)
+    assert ran == run
+    if "lemma" in run:
+        assert tree.sentence.lemmas == ["th", "cat", "sa"]  # CUT_ONE, no lexicon
