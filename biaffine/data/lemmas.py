@@ -41,6 +41,7 @@ mask.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -180,8 +181,12 @@ def _edit_script(casing: str, form: str, lemma: str) -> str | None:
     return f"{casing}-{start}+{prefix}{_SEPARATOR}-{suffix_cut}+{suffix}"
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def _parse(script: str) -> tuple[str, int, str, int, str]:
     """(casing, prefix cut, prefix addition, suffix cut, suffix addition) of an edit script.
+
+    Kept for the scripts seen last (a model has a few thousand): a word whose best script's
+    lemma is unknown tries its runners-up, and Szeged's unseen words parsed each script anew.
 
     Raises:
         ValueError: not an edit script.
@@ -228,6 +233,10 @@ def _lower(text: str) -> str:
     Characters whose lower case is longer ("İ") stay as they are, so that positions in the text
     and in its lower-cased copy agree.
     """
+    if "Σ" not in text:  # str.lower then maps each character alone: the same where no length
+        lowered = text.lower()  # changed, in C
+        if len(lowered) == len(text):
+            return lowered
     return "".join(c if len(lower := c.lower()) != 1 else lower for c in text)
 
 
@@ -239,6 +248,9 @@ def _cased_as(text: str, form: str) -> str:
 
 def _upper(text: str) -> str:
     """``text`` upper-cased one character at a time; "ß" (upper case "SS") and the like stay."""
+    upper = text.upper()  # each character alone, in C: the same where no length changed
+    if len(upper) == len(text):
+        return upper
     return "".join(c if len(upper := c.upper()) != 1 else upper for c in text)
 
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from biaffine.data import lemmas
 from biaffine.data.columns import classes
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemmas import (
@@ -64,6 +65,13 @@ def test_a_vocabulary_without_a_casing_gets_the_scripts_it_knows() -> None:
     old = {"T-0+|-0+", "U-0+|-0+", "L-0+|-1+"}
     expected = ["T-0+|-0+", "U-0+|-0+", "L-0+|-1+", "F-0+|-0+"]  # none known: the first
     assert classes(sentence, "lemma", old) == expected
+
+
+@given(text=WORDS | st.text(st.sampled_from("aA\u03a3\u03c3\u03c2İißẞŉǅ ."), max_size=8))
+def test_casing_keeps_every_position_as_one_character_at_a_time_does(text: str) -> None:
+    """str.lower and str.upper in C where they agree with a character-by-character mapping."""
+    assert lemmas._lower(text) == "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    assert lemmas._upper(text) == "".join(c if len(c.upper()) != 1 else c.upper() for c in text)
 
 
 @given(stem=st.text(st.characters(categories=("Ll",)), min_size=1, max_size=8), ending=WORDS)
