@@ -248,9 +248,9 @@ def _cased_as(text: str, form: str) -> str:
 
 def _upper(text: str) -> str:
     """``text`` upper-cased one character at a time; "ß" (upper case "SS") and the like stay."""
-    upper = text.upper()  # each character alone, in C: the same where no length changed
-    if len(upper) == len(text):
-        return upper
+    upper_cased = text.upper()  # each character alone, in C: the same where no length changed
+    if len(upper_cased) == len(text):
+        return upper_cased
     return "".join(c if len(upper := c.upper()) != 1 else upper for c in text)
 
 

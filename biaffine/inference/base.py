@@ -56,10 +56,8 @@ class Family:
         """The columns whose taggers a parse for ``request`` runs: those its columns read.
 
         None for trees alone; ``columns=upos`` runs no lemmatizer
-        (:func:`biaffine.inference.choices.scores_read`).
+        (:func:`biaffine.inference.choices.scores_read`, empty for no columns).
         """
-        if not request.columns:
-            return []
         return choices.scores_read(request.columns, self.vocabs, self.model.tagged_columns)
 
     @classmethod

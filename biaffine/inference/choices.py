@@ -543,15 +543,14 @@ def runners_up(
 
 
 def _unfound_runners_up(
-    scores: npt.NDArray[np.floating], vocab: Vocab, sentences: Sequence[Sentence], lexicon: Lexicon
+    scores: npt.NDArray[np.floating], vocab: Vocab, forms: Sequence[str], lexicon: Lexicon
 ) -> list[tuple[str, ...]]:
     """:func:`runners_up` of the words whose lemma ``lexicon`` cannot give, () for the others.
 
     Only those words ever try a runner-up (:func:`biaffine.data.columns.strings`): on EWT test
     about one word in twenty, and the runners-up of all 25,094 took a third of the columns'
-    Python time. ``scores``: float[W, n_classes] of the batch's W words, row by row.
+    Python time. ``scores``: float[W, n_classes] of the batch's W words ``forms``, row by row.
     """
-    forms = [form for sentence in sentences for form in sentence.forms]
     unfound = [word for word, form in enumerate(forms) if not lexicon.finds_lemma(form)]
     found: list[tuple[str, ...]] = [()] * len(forms)
     for word, classes in zip(unfound, runners_up(scores[unfound], vocab), strict=True):
@@ -642,8 +641,8 @@ def predicted_columns(
     lexicon = _lexicon_read(columns, vocabs)
     wanted = scores_read(columns, vocabs, tag_scores)
     featured = _featured(columns, lexicon)
+    forms = [form for sentence in sentences for form in sentence.forms]
     if "upos" in wanted and lexicon is not None:  # the unseen words' UPOS, before any choice
-        forms = [form for sentence in sentences for form in sentence.forms]
         upos_scores, upos = tag_scores["upos"], vocabs.columns["upos"]
         if lexicon.upos_guesser is not None:
             upos_scores = guessed_upos(upos_scores, forms, upos, lexicon, workers)
@@ -663,7 +662,7 @@ def predicted_columns(
             best[column] = best_classes(tag_scores[column], vocabs.columns[column])
     lemmas = lexicon is not None and "lemma" in columns
     others = (
-        _unfound_runners_up(tag_scores["lemma"], vocabs.columns["lemma"], sentences, lexicon)
+        _unfound_runners_up(tag_scores["lemma"], vocabs.columns["lemma"], forms, lexicon)
         if lemmas
         else None
     )

@@ -12,6 +12,7 @@ import pkgutil
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -64,9 +65,14 @@ def warm_up(model: nn.Module, settings: Mapping[str, DecoderSettings]) -> None:
     Nothing while small calls run interpreted (:func:`tiered.interpreting`): a short input then
     never waits for the machine code, and a long one loads it at its first large call.
     """
+    family = _family_class(model)
+    _load_kernels(family, {name: family.narrow(s) for name, s in settings.items()})
+
+
+def _load_kernels(family: Family | type[Family], narrowed: Mapping[str, Any]) -> None:
+    """``family.warm_up(narrowed)``, unless small calls still run interpreted (:mod:`tiered`)."""
     if not tiered.interpreting():
-        family = _family_class(model)
-        family.warm_up({name: family.narrow(s) for name, s in settings.items()})
+        family.warm_up(narrowed)
 
 
 def _family_class(model: nn.Module) -> type[Family]:
@@ -121,8 +127,7 @@ def predict(
     if bf16:
         check_bf16(device)
     narrowed = {name: family.narrow(setting) for name, setting in settings.items()}
-    if not tiered.interpreting():  # keeps kernel loading out of the decoding times
-        family.warm_up(narrowed)
+    _load_kernels(family, narrowed)  # keeps kernel loading out of the decoding times
     model.eval()
     found: dict[str, list[SentenceResult | None]] = {n: [None] * len(sentences) for n in settings}
     seconds = dict.fromkeys(settings, 0.0)

@@ -185,7 +185,8 @@ class Taggers(nn.ModuleDict):
         (float[B, L, D] in); parsing classifies the words alone, since ROOT and padding add
         about 40% to the cost on EWT-sized batches for scores nobody reads.
         """
-        heads = [(c, head) for c, head in self.items() if columns is True or c in columns]
+        wanted = self.keys() if columns is True else columns or ()
+        heads = [(column, head) for column, head in self.items() if column in wanted]
         if self.training:
             return {column: head(states)[mask] for column, head in heads}
         words = states[mask].unsqueeze(0)  # [1, W, H]
