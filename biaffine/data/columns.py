@@ -77,7 +77,7 @@ def classes(
 
 def strings(
     column: str,
-    predicted: Sequence[str],
+    predicted: Sequence[str | None],
     forms: Sequence[str],
     *,
     lexicon: Lexicon | None = None,
@@ -109,7 +109,8 @@ def strings(
 
     Args:
         column: a column of :data:`TAGGED`.
-        predicted: the class of each word, str[n].
+        predicted: the class of each word, str[n]; LEMMA: None for a word whose lemma the
+            lexicon gives (:meth:`Lexicon.finds_lemma`), which reads no script.
         forms: the words, str[n].
         lexicon: the training lemmas and tags, or None for the classes alone.
         upos: the UPOS of each word (None where unknown), or None for none at all.
@@ -180,13 +181,16 @@ def _analysis(lexicon: Lexicon, column: str, form: str, upos: str | None) -> str
 
 
 def _lemma(
-    script: str,
+    script: str | None,
     form: str,
     analysis: tuple[str | None, str | None],
     lexicon: Lexicon | None,
     alternatives: Sequence[str],
 ) -> str:
-    """The lemma of one word with its (UPOS, FEATS), as :func:`strings` says."""
+    """The lemma of one word with its (UPOS, FEATS), as :func:`strings` says.
+
+    ``script`` is None only for a word whose lemma ``lexicon`` gives, which never reads it.
+    """
     if lexicon is None:
         return _applied(script, form)
     found = lexicon.lemma(form, *analysis)

@@ -52,13 +52,20 @@ class Family:
         """Why this family cannot answer ``request`` with ``settings``, or None if it can."""
         return choices.missing_taggers(request.columns, self.model.tagged_columns)
 
-    def tags_read(self, request: Request) -> list[str]:
-        """The columns whose taggers a parse for ``request`` runs: those its columns read.
+    def tags_read(self, request: Request, sentences: Sequence[Sentence]) -> dict[str, Any]:
+        """The taggers a parse of ``sentences`` for ``request`` runs, and on which words.
 
-        None for trees alone; ``columns=upos`` runs no lemmatizer
-        (:func:`biaffine.inference.choices.scores_read`, empty for no columns).
+        Those whose scores its columns read (:func:`biaffine.inference.choices.scores_read`:
+        none for trees alone, no lemmatizer for ``columns=upos``), each on every word (None),
+        but the lemmatizer on the words of :func:`biaffine.inference.choices.lemma_words`
+        alone: a :data:`~biaffine.parsers.heads.TagRequest`.
         """
-        return choices.scores_read(request.columns, self.vocabs, self.model.tagged_columns)
+        read = choices.scores_read(request.columns, self.vocabs, self.model.tagged_columns)
+        words: dict[str, Any] = dict.fromkeys(read)
+        if "lemma" in words:
+            forms = [form for sentence in sentences for form in sentence.forms]
+            words["lemma"] = choices.lemma_words(forms, self.vocabs.lexicon)
+        return words
 
     @classmethod
     def warm_up(cls, settings: Mapping[str, Any]) -> None:
@@ -90,28 +97,29 @@ def predicted_columns(
     vocabs: Vocabs,
     sentences: Sequence[Sentence],
     trees: Sequence[Sequence[Tree]],
+    read: Mapping[str, Sequence[int] | None],
 ) -> list[dict[str, list[str]]]:
     """:func:`biaffine.inference.choices.predicted_columns` of a batch's tagger scores.
 
     Args:
         tag_scores: tagger scores by column for the batch's words, row by row,
-            float[W, n_classes] with W the sum of the sentences' lengths.
+            float[W, n_classes] with W the sum of the sentences' lengths, or of the words
+            ``read`` gives the column.
         columns: the columns to read.
         vocabs: their vocabularies.
         sentences: the sentence of each row.
         trees: the trees found for each row, best first: the best one's relations weigh the
             UPOS (:func:`biaffine.inference.choices.related_upos`).
+        read: :meth:`Family.tags_read` of the batch, which the scores answer.
 
     Returns:
         Per row, the predicted values by column, str[n] each.
     """
-    read = choices.scores_read(columns, vocabs, tag_scores)
-    arrays = {
-        name: scores.detach().float().cpu().numpy()
-        for name, scores in tag_scores.items()
-        if name in read
-    }
+    arrays = {name: tag_scores[name].detach().float().cpu().numpy() for name in read}
     # The lexicon's character models read on as many threads as torch parses with.
     workers = torch.get_num_threads()
     relations = [found[0].rels for found in trees]
-    return choices.predicted_columns(arrays, columns, vocabs, sentences, workers, relations)
+    lemma_scored = read.get("lemma")
+    return choices.predicted_columns(
+        arrays, columns, vocabs, sentences, workers, relations, lemma_scored
+    )

@@ -175,14 +175,15 @@ class GraphFamily(Family):
         The columns are chosen for each setting's trees, whose relations weigh the UPOS, and
         do not count in its seconds.
         """
-        scores = self.model(batch, tag=self.tags_read(request))
+        read = self.tags_read(request, sentences)
+        scores = self.model(batch, tag=read)
         results = {}
         for name, decoder in settings.items():
             started = time.perf_counter()
             trees = self._trees(scores, batch, sentences, request, decoder, fixed_heads)
             seconds = time.perf_counter() - started
             columns = predicted_columns(
-                scores.tag_scores, request.columns, self.vocabs, sentences, trees
+                scores.tag_scores, request.columns, self.vocabs, sentences, trees, read
             )
             found = [SentenceResult(tree, c) for tree, c in zip(trees, columns, strict=True)]
             results[name] = (found, seconds)

@@ -169,7 +169,8 @@ class TransitionFamily(Family):
         """
         del fixed_heads  # refused
         model = self.model
-        encoded = model.encode(batch, tag=self.tags_read(request))
+        read = self.tags_read(request, sentences)
+        encoded = model.encode(batch, tag=read)
         lengths = [len(sentence) for sentence in sentences]
         results = {}
         for name, setting in settings.items():
@@ -177,7 +178,7 @@ class TransitionFamily(Family):
             trees = [[tree] for tree in self._trees(encoded, batch, lengths, request, setting)]
             seconds = time.perf_counter() - started
             columns = predicted_columns(
-                encoded.tag_scores, request.columns, self.vocabs, sentences, trees
+                encoded.tag_scores, request.columns, self.vocabs, sentences, trees, read
             )
             found = [SentenceResult(tree, c) for tree, c in zip(trees, columns, strict=True)]
             results[name] = (found, seconds)

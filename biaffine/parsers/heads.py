@@ -16,7 +16,7 @@ scores, so a parser is the encoder plus the heads it composes plus its own loss.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
 import torch
@@ -133,10 +133,13 @@ class LabelScorer(nn.Module):
         return self.attn(vectors.dep, vectors.head)
 
 
-TagRequest = bool | Collection[str]
-"""The taggers a forward runs: every one (True), none (False or an empty collection), or those of
-the columns named. Parsing runs those whose scores its columns read
-(:func:`biaffine.inference.choices.scores_read`): ``columns=upos`` pays for no lemmatizer."""
+TagRequest = bool | Collection[str] | Mapping[str, Sequence[int] | None]
+"""The taggers a forward runs: every one (True), none (False or an empty collection), those of
+the columns named, or, as a mapping, those of its columns, each on every word (None) or on the
+words given (indices among the batch's W words, row by row). Parsing runs those whose scores its
+columns read (:func:`biaffine.inference.choices.scores_read`): ``columns=upos`` pays for no
+lemmatizer, and the lemmatizer scores only the words whose lemma the lexicon cannot give
+(:func:`biaffine.inference.choices.lemma_words`)."""
 
 
 class Taggers(nn.ModuleDict):
@@ -178,7 +181,8 @@ class Taggers(nn.ModuleDict):
         """Scores by column, float[W, n_classes], for the W words of states float[B, N+1, H].
 
         ``columns``: the taggers to run (:data:`TagRequest`); a column this has no tagger for
-        is not scored.
+        is not scored. A column given words as a mapping's value is scored on those alone, in
+        their order: float[len(words), n_classes].
 
         The words are ``mask`` bool[B, N+1], row by row. Training classifies every position
         and then keeps the words, because the MLP's dropout shares one mask per sentence
@@ -186,11 +190,12 @@ class Taggers(nn.ModuleDict):
         about 40% to the cost on EWT-sized batches for scores nobody reads.
         """
         wanted = self.keys() if columns is True else columns or ()
-        heads = [(column, head) for column, head in self.items() if column in wanted]
+        chosen = columns if isinstance(columns, Mapping) else {}
+        heads = [(c, head, chosen.get(c)) for c, head in self.items() if c in wanted]
         if self.training:
-            return {column: head(states)[mask] for column, head in heads}
-        words = states[mask].unsqueeze(0)  # [1, W, H]
-        return {column: head(words)[0] for column, head in heads}
+            return {column: _rows(head(states)[mask], words) for column, head, words in heads}
+        states = states[mask]  # [W, H]
+        return {column: head(_rows(states, words)[None])[0] for column, head, words in heads}
 
     def add_losses(
         self, loss: torch.Tensor, scores: Mapping[str, torch.Tensor], batch: Batch
@@ -224,6 +229,13 @@ def head_vectors(
         float[W, rel_mlp] and float[W, K, rel_mlp].
     """
     return LabelVectors(vectors.dep[rows, dependents], vectors.head[rows.unsqueeze(1), heads])
+
+
+def _rows(values: torch.Tensor, words: Sequence[int] | None) -> torch.Tensor:
+    """The rows ``words`` of ``values`` float[W, ...], in that order; every row for None."""
+    if words is None:
+        return values
+    return values[torch.as_tensor(words, dtype=torch.long, device=values.device)]
 
 
 def mean_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

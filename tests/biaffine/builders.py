@@ -111,12 +111,14 @@ def row_scores(scores: torch.Tensor, batch, row: int) -> torch.Tensor:
 
 
 def expected_tags(parser: Parser, sentences: list[Sentence], column: str) -> list[list[str]]:
-    """The tagger's argmax over the non-special classes, computed here from the raw scores."""
+    """The tagger's argmax over the non-special classes, computed here from the raw scores of
+    every word (a transition parser's encoder states' scores)."""
     itos = parser.vocabs.columns[column].itos
+    scored = getattr(parser.model, "encode", parser.model)
     found = []
     with torch.inference_mode():
         for batch in batches_by_tokens(encode(sentences, parser.vocabs), 10_000, shuffle=False):
-            scores = parser.model(batch).tag_scores[column]
+            scores = scored(batch).tag_scores[column]
             for row, index in enumerate(batch.indices.tolist()):
                 assert len(sentences[index]) == batch.lengths[row]
                 best = row_scores(scores, batch, row)[:, len(SPECIALS) :].argmax(-1) + len(SPECIALS)

@@ -260,6 +260,35 @@ def test_a_runner_up_script_wins_only_where_its_lemma_is_known_and_the_best_ones
     assert tree.sentence.lemmas == lemmas
 
 
+@pytest.mark.parametrize("family", ["graph", "transition"])
+def test_the_lemmatizer_scores_only_the_words_whose_lemma_the_lexicon_cannot_give(
+    family: str, scripts_only: Vocabs, sentences: list[Sentence], tmp_path: Path
+) -> None:
+    # A random lemmatizer (each word its own best script) and a lexicon that knows every other
+    # form, with made-up lemmas no script writes: each of the others must get the script
+    # scoring every word gives it, wherever it stands in the batch.
+    forms = sorted({form for sentence in sentences for form in sentence.forms})
+    known = {form: f"{form}-made-up" for form in forms[::2]}
+    with_lexicon = dataclasses.replace(scripts_only, lexicon=Lexicon(forms=known))
+    torch.manual_seed(6)
+    model = lemmatizer_only(with_lexicon, family, CUT_ONE, "NOUN")
+    saved = save_model(tmp_path / "best.pt", randomized(model), with_lexicon)
+    parser = Parser.load(saved, threads=1)
+    scripts = expected_tags(parser, sentences, "lemma")  # every word scored
+    scored: list[int] = []
+    lemmatizer = parser.model.taggers["lemma"]
+    lemmatizer.register_forward_hook(lambda _, args, __: scored.append(args[0].shape[1]))
+    trees = parser.parse(sentences, columns=["lemma"], overwrite=True)
+    unknown = [form for sentence in sentences for form in sentence.forms if form not in known]
+    assert sum(scored) == len(unknown) < sum(map(len, sentences))
+    applied = 0
+    for tree, best, sentence in zip(trees, scripts, sentences, strict=True):
+        for lemma, script, form in zip(tree.sentence.lemmas, best, sentence.forms, strict=True):
+            assert lemma == known.get(form, apply(script, form) or form)
+            applied += form not in known and lemma != form.lower()[:-1]
+    assert applied > 0, "every unknown word took CUT_ONE: a random lemmatizer must differ"
+
+
 def test_where_no_script_gives_a_training_lemma_the_script_of_the_word_ending_does() -> None:
     """The lexicon's lemma, else the best script's if it is a training lemma, else a known
     runner-up's, else the script of the word's ending with its UPOS, else the best script's."""
