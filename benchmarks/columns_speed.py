@@ -1,7 +1,7 @@
 """What the tagged columns cost: one model parsing with and without ``columns=all``.
 
 Usage: ``python benchmarks/columns_speed.py CHECKPOINT [--input FILE] [--threads 2]
-[--rounds 5]`` (default input: EWT test under $UD_ROOT).
+[--rounds 5] [--slices 1]`` (default input: EWT test under $UD_ROOT).
 
 The same loaded model parses the same CoNLL-U text twice per round, once for HEAD and DEPREL
 alone (the tagger heads are not run) and once with every column it tags (UPOS, XPOS, FEATS,
@@ -9,7 +9,10 @@ LEMMA: the heads run, the lemma edit scripts are applied and the cells written).
 alternate the two, so both see the same machine load; the report gives the median of each in
 sentences per second, their ratio, and the median of each round's own ratio (the tree alone's
 time over the time with every column, in the same round): on a shared machine whose speed
-drifts by a tenth over a minute, the rounds' ratios vary less than the medians' ratio.
+drifts by a tenth over a minute, the rounds' ratios vary less than the medians' ratio. With
+``--slices K`` each round parses the text as K consecutive slices of its sentences, both ways
+on each slice in turn (which goes first alternating), and adds up each way's seconds: a drift
+within a parse then falls on both ways alike.
 """
 
 from __future__ import annotations
@@ -33,6 +36,29 @@ def seconds(parser: Parser, text: str, columns: list[str]) -> float:
     return time.perf_counter() - started
 
 
+def slices(text: str, count: int) -> list[str]:
+    """The sentences of CoNLL-U ``text`` (blank-line separated) in ``count`` consecutive slices."""
+    blocks = [block + "\n\n" for block in text.strip("\n").split("\n\n")]
+    size = -(-len(blocks) // count)
+    return ["".join(blocks[k : k + size]) for k in range(0, len(blocks), size)]
+
+
+def round_seconds(parser: Parser, pieces: list[str], first: int) -> tuple[float, float]:
+    """Seconds of the tree alone and with every column over ``pieces``, alternately per piece.
+
+    On piece k the tree alone goes first where ``first + k`` is even.
+    """
+    tree = every = 0.0
+    for k, piece in enumerate(pieces):
+        if (first + k) % 2 == 0:
+            tree += seconds(parser, piece, [])
+            every += seconds(parser, piece, ["all"])
+        else:
+            every += seconds(parser, piece, ["all"])
+            tree += seconds(parser, piece, [])
+    return tree, every
+
+
 def main() -> None:
     """Time both ways in alternating rounds; print medians and the ratio."""
     # Time machine code, never the plain-Python calls of a fresh numba cache (tiered).
@@ -42,17 +68,23 @@ def main() -> None:
     options.add_argument("--input", type=Path, default=None)
     options.add_argument("--threads", type=int, default=2)
     options.add_argument("--rounds", type=int, default=5)
+    options.add_argument("--slices", type=int, default=1)
     args = options.parse_args()
     source = args.input or Path(os.environ["UD_ROOT"]) / EWT_TEST
     parser = Parser.load(args.checkpoint, threads=args.threads)
     text = source.read_text(encoding="utf-8")
     n_sentences = len(parser.parse(text, columns=["all"]))  # warm-up, both paths' kernels
     freeze_loaded()  # as predict.py does: no full collection walks the model within a round
-    ways = {"tree only": [], "columns=all": []}
-    for _ in range(args.rounds):
-        ways["tree only"].append(seconds(parser, text, []))
-        ways["columns=all"].append(seconds(parser, text, ["all"]))
-    print(f"{source.name}: {n_sentences} sentences, {args.threads} threads, {args.rounds} rounds")
+    pieces = slices(text, args.slices)
+    ways: dict[str, list[float]] = {"tree only": [], "columns=all": []}
+    for number in range(args.rounds):
+        tree, every = round_seconds(parser, pieces, number)
+        ways["tree only"].append(tree)
+        ways["columns=all"].append(every)
+    print(
+        f"{source.name}: {n_sentences} sentences in {len(pieces)} slices, "
+        f"{args.threads} threads, {args.rounds} rounds"
+    )
     print(f"model tags: {', '.join(parser.model.tagged_columns) or 'nothing'}")
     rates = {way: n_sentences / statistics.median(times) for way, times in ways.items()}
     for way, rate in rates.items():

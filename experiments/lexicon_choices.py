@@ -51,9 +51,13 @@ Choose = Callable[[dict[str, np.ndarray], Sentence, slice], list[str]]
 
 
 def captured_scores(name: str, sentences: list[Sentence]) -> tuple[Captured, Parser]:
-    """The tagger scores of each batch of ``sentences`` as the model parses them."""
+    """The tagger scores of each batch of ``sentences`` as the model parses them.
+
+    Every word's LEMMA scores: parsing scores only the words whose lemma the lexicon cannot
+    give (:func:`~biaffine.inference.choices.lemma_words`), which the watch makes every word.
+    """
     batches: Captured = []
-    predict = choices.predicted_columns
+    predict, lemma_words = choices.predicted_columns, choices.lemma_words
 
     def keep(tag_scores, columns, vocabs, batch, *rest):  # the one prediction path, watched
         batches.append(({k: v.copy() for k, v in tag_scores.items()}, list(batch)))
@@ -61,10 +65,11 @@ def captured_scores(name: str, sentences: list[Sentence]) -> tuple[Captured, Par
 
     parser = models.load(name, threads=THREADS)
     choices.predicted_columns = keep
+    choices.lemma_words = lambda forms, lexicon: None  # None: every word
     try:
         parser.parse(sentences, columns=["all"], overwrite=True)
     finally:
-        choices.predicted_columns = predict
+        choices.predicted_columns, choices.lemma_words = predict, lemma_words
     return batches, parser
 
 

@@ -21,6 +21,7 @@ def test_the_scores_are_captured_as_the_model_parses() -> None:
     sentences = list(read_conllu(ROOT / "tests" / "data" / "tiny.conllu"))
     captured, parser = study.captured_scores("en_ewt_small", sentences)
     assert choices.predicted_columns.__name__ == "predicted_columns"  # put back afterwards
+    assert choices.lemma_words.__name__ == "lemma_words"
     assert sum(len(batch) for _, batch in captured) == len(sentences)
     words = sum(len(s) for s in sentences)
     for column in parser.model.tagged_columns:

@@ -52,7 +52,9 @@ class Family:
         """Why this family cannot answer ``request`` with ``settings``, or None if it can."""
         return choices.missing_taggers(request.columns, self.model.tagged_columns)
 
-    def tags_read(self, request: Request, sentences: Sequence[Sentence]) -> dict[str, Any]:
+    def tags_read(
+        self, request: Request, sentences: Sequence[Sentence]
+    ) -> dict[str, list[int] | None]:
         """The taggers a parse of ``sentences`` for ``request`` runs, and on which words.
 
         Those whose scores its columns read (:func:`biaffine.inference.choices.scores_read`:
@@ -61,7 +63,7 @@ class Family:
         alone: a :data:`~biaffine.parsers.heads.TagRequest`.
         """
         read = choices.scores_read(request.columns, self.vocabs, self.model.tagged_columns)
-        words: dict[str, Any] = dict.fromkeys(read)
+        words: dict[str, list[int] | None] = dict.fromkeys(read)
         if "lemma" in words:
             forms = [form for sentence in sentences for form in sentence.forms]
             words["lemma"] = choices.lemma_words(forms, self.vocabs.lexicon)
