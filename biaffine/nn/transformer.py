@@ -225,15 +225,24 @@ class TransformerEmbedding(nn.Module):
         where = (self._options["model"], self.sha256)
         return (*where, self.pooling, tuple(self.layers), cls_root, self.window, self.overlap)
 
-    def share(self, shared: SharedStates | None) -> None:
+    def share(self, shared: SharedStates | None, network: nn.Module | None = None) -> None:
         """Read a batch's pooled states through ``shared`` (None: compute them alone).
 
+        ``network``: the frozen transformer of a module of the same :attr:`reading`, held in
+        place of this one's, so that the group keeps one copy in memory (``en_ewt_minilm``
+        loaded: 676 MiB resident against 700); None keeps this one's.
+
         Raises:
-            ValueError: for a fine-tuned module, whose states carry its own gradients.
+            ValueError: for a fine-tuned module, whose states carry its own gradients, or a
+                network given to a module that shares no states.
         """
         if shared is not None and self.finetune:
             raise ValueError("a fine-tuned transformer's states cannot be shared")
+        if network is not None and shared is None:
+            raise ValueError("a transformer is shared only with the states it computes")
         self._shared = shared
+        if network is not None:
+            self._frozen = [network]
 
     def forward(self, forms: Sequence[Sequence[str]], positions: int) -> torch.Tensor:
         """Word features float[B, positions, H]; ROOT at 0, zeros at padding.
@@ -446,15 +455,21 @@ def _load(folder: Any, layers: Sequence[int] | None) -> tuple[Any, nn.Module, li
         )
     states = list(range(n_states)) if layers is None else [k % n_states for k in layers]
     config.num_hidden_layers = max(1, *states)  # with no layer, no states come out at all
-    # The weights of the layers left out are read and dropped; say nothing of them.
+    # The weights of the layers left out are read and dropped; say nothing of them, and draw
+    # no progress bar of the loading either (transformers 5 draws one on stderr by default,
+    # once for each member of an ensemble: noise in every predict.py run).
     verbosity = transformers.logging.get_verbosity()
+    bars = transformers.utils.logging.is_progress_bar_enabled()
     transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
     try:
         network = transformers.AutoModel.from_pretrained(
             folder, config=config, local_files_only=True
         )
     finally:
         transformers.logging.set_verbosity(verbosity)
+        if bars:
+            transformers.utils.logging.enable_progress_bar()
     return tokenizer, network, states
 
 

@@ -216,10 +216,11 @@ class EnsembleParser(nn.Module):
 
 
 def _share_frozen_transformers(members: Sequence[nn.Module]) -> list[SharedStates]:
-    """Let members that read one frozen transformer alike run it once per batch.
+    """Let members that read one frozen transformer alike run it once per batch, and hold it once.
 
     A MiniLM ensemble would otherwise run MiniLM, nearly all of its parsing time, once per
-    member on the same words. Returns the slots made, one per group of two or more.
+    member on the same words, and keep a copy of it per member. Returns the slots made, one per
+    group of two or more.
     """
     groups: dict[tuple[Any, ...], list[TransformerEmbedding]] = {}
     for member in members:
@@ -231,7 +232,7 @@ def _share_frozen_transformers(members: Sequence[nn.Module]) -> list[SharedState
         if len(group) > 1:
             slots.append(SharedStates())
             for module in group:
-                module.share(slots[-1])
+                module.share(slots[-1], group[0].network)
     return slots
 
 

@@ -54,6 +54,26 @@ def test_pooling_matches_a_hand_computation(tiny_bert: Path, pooling: str) -> No
     torch.testing.assert_close(out[1, 3:], torch.zeros(3, 8))  # padding
 
 
+def test_loading_draws_no_progress_bar_and_leaves_the_setting_as_it_was(
+    tiny_bert: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import transformers
+
+    bars = transformers.utils.logging
+    assert bars.is_progress_bar_enabled()
+    TransformerEmbedding(str(tiny_bert))
+    assert capfd.readouterr().err == ""  # transformers 5 drew "Loading weights: 100%|..."
+    assert bars.is_progress_bar_enabled()
+
+
+def test_a_network_is_shared_only_with_the_states_it_computes(tiny_bert: Path) -> None:
+    embed, other = TransformerEmbedding(str(tiny_bert)), TransformerEmbedding(str(tiny_bert))
+    with pytest.raises(ValueError, match="only with the states"):
+        embed.share(None, other.network)
+    embed.share(transformer.SharedStates(), other.network)
+    assert embed.network is other.network
+
+
 def test_layer_choice_and_learned_root(tiny_bert: Path) -> None:
     embed = TransformerEmbedding(str(tiny_bert), layers=[-1], root="learned")
     with torch.no_grad():
