@@ -580,7 +580,7 @@ def _scripts(
     """
     words = lemma_words(forms, lexicon) if scored is None else scored
     if words is None:
-        return list(best_classes(scores, vocab)), None
+        return best_classes(scores, vocab), None
     if scored is None:
         scores = scores[words]
     best: list[str | None] = [None] * len(forms)
