@@ -14,7 +14,7 @@ from collections.abc import Container, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from biaffine.data.lemmas import apply, is_address, script_of, scripts_of
+from biaffine.data.lemmas import apply, is_address, is_whole, script_of, scripts_of
 
 if TYPE_CHECKING:
     from biaffine.data.conllu import Sentence
@@ -95,7 +95,10 @@ def strings(
     has). A script whose lemma is
     no training lemma (:attr:`Lexicon.known`, case aside) gives way to the first of the word's
     ``runners_up`` whose lemma is one: Turkish "limandan" takes "liman" (cut 3) over the
-    best-scored "lim" (cut 5); where none is, the script of the word's ending with its UPOS
+    best-scored "lim" (cut 5). A whole-lemma script (:func:`~biaffine.data.lemmas.is_whole`)
+    is no such evidence, its lemma being a training lemma whatever the word: "Kindest" takes
+    "kind" over the "good" of "best", and no runner-up is taken for being one. Where no
+    runner-up gives a training lemma, the script of the word's ending with its UPOS
     (:meth:`Lexicon.guess_lemma`) is taken, if the lexicon has one. A word with a lemma
     ``written`` by the lexicon's generator (:mod:`biaffine.data.lemma_generator`) takes that
     one instead, unless the lemma found so is a training lemma and the written one is not
@@ -197,10 +200,10 @@ def _lemma(
     if found is not None:
         return found
     best = _applied(script, form)
-    if best.lower() in lexicon.known:
+    if best.lower() in lexicon.known and not is_whole(script):
         return best
     for other in alternatives:
-        lemma = apply(other, form)
+        lemma = None if is_whole(other) else apply(other, form)
         if lemma is not None and lemma.lower() in lexicon.known:
             return lemma
     guessed = lexicon.guess_lemma(form, analysis[0])

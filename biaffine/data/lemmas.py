@@ -52,6 +52,7 @@ __all__ = [
     "digit_shape",
     "is_address",
     "is_annotated",
+    "is_whole",
     "mask_of",
     "script_of",
     "scripts_of",
@@ -137,6 +138,11 @@ def _scripts(form: str, lemma: str) -> Iterator[str]:
     yield WHOLE + lemma
 
 
+def is_whole(script: str) -> bool:
+    """Whether ``script`` writes a whole lemma, whatever the form (``=be`` of "was")."""
+    return script.startswith(WHOLE)
+
+
 def apply(script: str, form: str) -> str | None:
     """The lemma that ``script`` makes of ``form``.
 
@@ -151,7 +157,7 @@ def apply(script: str, form: str) -> str | None:
     Raises:
         ValueError: ``script`` is not a script.
     """
-    if script.startswith(WHOLE):
+    if is_whole(script):
         return script[len(WHOLE) :]
     casing, prefix_cut, prefix, suffix_cut, suffix = _parse(script)
     source = form if casing == "K" else _lower(form)

@@ -310,6 +310,29 @@ def test_where_no_script_gives_a_training_lemma_the_script_of_the_word_ending_do
     assert found == lemmas
 
 
+def test_a_whole_lemma_script_is_no_evidence_that_a_word_the_lexicon_lacks_has_that_lemma() -> None:
+    """A whole-lemma script always writes a training lemma ("best" -> "good"), so for a word
+    the lexicon lacks it gives way to a runner-up edit script whose lemma is one, and is never
+    taken as a runner-up for being one; where nothing else is found it stays the best."""
+    lexicon = Lexicon(
+        tagged={("best", "ADJ"): "good", ("kind", "ADJ"): "kind", ("was", "AUX"): "be"},
+        lemma_suffixes={("liest", "ADJ"): "L-0+|-4+y"},
+    )
+    cut_est = "L-0+|-3+"
+    words = [  # form, best script, runners-up, lemma
+        ("kindest", "=good", (cut_est,), "kind"),  # the runner-up's training lemma
+        ("Kindest", "=good", ("=be", cut_est), "kind"),  # a whole-lemma runner-up skipped
+        ("friendliest", "=good", (), "friendly"),  # none: its ending's
+        ("qualifier", "=good", ("=be",), "good"),  # nothing else: the best stays
+        ("kind", cut_est, ("=good",), "kind"),  # the lexicon's, as ever
+        ("kindest", cut_est, ("=good",), "kind"),  # an edit script's training lemma
+    ]
+    forms, best, others, lemmas = (list(column) for column in zip(*words, strict=True))
+    upos = ["ADJ"] * len(forms)
+    found = strings("lemma", best, forms, lexicon=lexicon, upos=upos, runners_up=others)
+    assert found == lemmas
+
+
 def test_an_address_the_lexicon_lacks_keeps_its_form_whatever_the_script_or_generator() -> None:
     """A web or e-mail address is its own lemma; one the lexicon holds takes the lexicon's."""
     lexicon = Lexicon(forms={"Compaq.com": "compaq.com-notebook.url", "cat": "cat"})
