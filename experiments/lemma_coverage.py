@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from biaffine.data.conllu import read_conllu
-from biaffine.data.lemmas import WHOLE, script_of
+from biaffine.data.lemmas import is_whole, script_of
 
 HEADER = (
     "| treebank | train words | with lemma | scripts | whole-lemma | test words with lemma "
@@ -48,7 +48,7 @@ def row(folder: Path, train: Path) -> str:
     n_train = sum(train_scripts.values())
     unannotated = train_scripts.pop(None, 0)
     annotated = n_train - unannotated
-    whole = sum(count for script, count in train_scripts.items() if script.startswith(WHOLE))
+    whole = sum(count for script, count in train_scripts.items() if is_whole(script))
     cells = [
         folder.name.removeprefix("UD_"),
         f"{n_train:,}",
@@ -61,7 +61,7 @@ def row(folder: Path, train: Path) -> str:
         return "| " + " | ".join([*cells, "", "", "", ""]) + " |"
     test = [(form, script) for form, script in scripts(tests[0]) if script is not None]
     unseen = [(form, script) for form, script in test if script not in train_scripts]
-    whole = sum(script.startswith(WHOLE) for _, script in unseen)
+    whole = sum(is_whole(script) for _, script in unseen)
     as_form = sum(script_of(form, form) == script for form, script in unseen)
     covered = _percent(len(test) - len(unseen), len(test))
     cells += [
