@@ -18,6 +18,7 @@ from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import ConlluError, read_conllu
 from biaffine.inference import DecoderSettings
 from biaffine.metrics import is_well_formed
+from biaffine.models import card
 from biaffine.predicting import predict, quantized
 from biaffine.training import TrainResult, train
 
@@ -262,3 +263,20 @@ def test_a_refused_run_leaves_its_folder_as_it_was_and_overwrite_starts_afresh(
     assert [r["event"] for r in records] == ["epoch", "test"]
     assert "trainer.seed=2" in (run_dir / ".hydra" / "overrides.yaml").read_text()
     assert (run_dir / "train.log").read_text().count("stopped (max_epochs)") == 1
+
+
+def test_a_resumed_runs_log_shows_its_two_legs_as_the_model_builder_reads_them(
+    tmp_path: Path,
+) -> None:
+    # The builder tells a resumed run (whose overrides are its last start's) and its legs'
+    # minutes apart by what the trainer logs: a change of wording must fail here.
+    run_dir = tmp_path / "runs" / "smoke"
+    args = [str(ROOT / "train.py"), "experiment=smoke", "trainer.max_epochs=1"]
+    args += [f"hydra.run.dir={run_dir}"]
+    run(args, tmp_path)
+    assert card.resumes(run_dir) == 0
+    run([*args[:2], "trainer.max_epochs=2", "trainer.resume=true", args[3]], tmp_path)
+    log = (run_dir / "train.log").read_text(encoding="utf-8")
+    assert card.resumes(run_dir) == 1
+    assert log.count(card.LEG_START) == 2
+    assert "trainer.resume=true" in (run_dir / ".hydra" / "overrides.yaml").read_text()

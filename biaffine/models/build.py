@@ -25,6 +25,9 @@ FILE`` with ``--keep-parser`` ships the model's parser with the lemma generator 
 and with the FEATS and UPOS guessers that ``python -m biaffine.training.feats_guesser`` and
 ``python -m biaffine.training.upos_guesser`` may have added on top, and adds those runs' facts
 to the parser's; the card's float32 scores, which were of the parser without them, are dropped.
+A parser run resumed with ``trainer.resume=true`` needs ``--command "python train.py ..."``, the
+one command its legs amount to (Hydra keeps only the last start's overrides); its minutes are
+its legs', without the time between them.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from biaffine.models.card import (
     averaged_facts,
     ensemble_facts,
     render_page,
+    resumes,
     run_facts,
     treebank_facts,
     write_json,
@@ -219,8 +223,12 @@ def _training(
     the card in ``folder`` (:func:`_kept_card`).
 
     Raises:
-        ValueError: ``args.member_recipe`` given for a parser that is no ensemble, or kept.
+        ValueError: ``args.member_recipe`` given for a parser that is no ensemble, or kept;
+            ``args.command`` given for a parser whose run was never resumed, or not given for
+            one that was.
     """
+    if args.command and args.keep_parser:
+        raise ValueError("--command: for the parser of a resumed run, given with --parser")
     if args.keep_parser:
         _refuse_member_recipes(args, "--keep-parser keeps its recipes")
         parser = dict(kept["training"]["parser"])
@@ -228,6 +236,8 @@ def _training(
             parser |= _lexicon_model_facts(args)
     else:
         metadata = checkpoint.load(args.parser).metadata
+        if args.command and ("ensemble_of" in metadata or "averaged_from" in metadata):
+            raise ValueError("--command: for one resumed run's parser, not a joining of runs")
         if "ensemble_of" not in metadata:
             _refuse_member_recipes(args, f"{args.parser} is no ensemble")
         parser = {"recipe": f"python train.py experiment={args.name}"}
@@ -239,7 +249,7 @@ def _training(
             sources = [Path(s["path"]) for s in metadata["averaged_from"]]
             parser |= averaged_facts(sources, args.parser)
         else:
-            parser |= run_facts(Path(args.parser).parent, "train.py")
+            parser |= _run_facts(args, Path(args.parser).parent)
             parser["epochs"] = metadata.get("progress", {}).get("best_epoch")
     if args.keep_segmenter:
         segmenter = dict(kept["training"]["segmenter"])
@@ -299,6 +309,27 @@ def _check_same_segmenter(kept: Path, given: str) -> None:
     )
     if not same or old.model.config() != new.model.config():
         raise ValueError(f"--sentences: {given} was trained on another segmenter than {kept}")
+
+
+def _run_facts(args: argparse.Namespace, run: Path) -> dict[str, Any]:
+    """A parser run's command and minutes; a resumed run's command is ``args.command``.
+
+    Hydra keeps the overrides of a run folder's last start alone, so a run resumed
+    (``trainer.resume=true``) does not record the command its legs amount to: the builder must
+    be told it, and is refused it for a run that was never resumed.
+    """
+    facts = run_facts(run, "train.py")
+    times = resumes(run)
+    if times and not args.command:
+        raise ValueError(
+            f"{run} was resumed {times} time(s) and its overrides are its last start's: give "
+            "--command, the single command its legs amount to"
+        )
+    if args.command and not times:
+        raise ValueError(f"--command: {run} was never resumed; its overrides are its command")
+    if times:
+        facts |= {"command": args.command, "resumes": times}
+    return facts
 
 
 def _refuse_member_recipes(args: argparse.Namespace, why: str) -> None:
@@ -374,6 +405,12 @@ def main(argv: list[str] | None = None) -> None:
         action="append",
         default=[],
         help="an ensemble's: each member's recipe, in order (default: the model's for each)",
+    )
+    options.add_argument(
+        "--command",
+        default=None,
+        help="for a parser run resumed (trainer.resume=true): the one train.py command its "
+        "legs amount to, recorded as the command it ran",
     )
     options.add_argument(
         "--requires",

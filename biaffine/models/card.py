@@ -40,6 +40,7 @@ __all__ = [
     "averaged_facts",
     "ensemble_facts",
     "render_page",
+    "resumes",
     "run_facts",
     "treebank_facts",
     "write_json",
@@ -49,6 +50,10 @@ _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+\]")
 _LICENCE = re.compile(r"^License:\s*(.+?)\s*$", re.MULTILINE)
 _RELEASE = re.compile(r"\bv2\.(\d+)\b")
 _NON_COMMERCIAL = re.compile(r"(?<![A-Z])NC(?![A-Z])")  # the NC of CC BY-NC-SA
+LEG_START = "[biaffine.training.compose][INFO] - train: "
+"""What the trainer logs first on each start (the training set's size): a run's legs begin there."""
+RESUMED = "[biaffine.training.compose][INFO] - resumed after epoch "
+"""What the trainer logs on resuming a run (``trainer.resume=true``)."""
 
 
 def treebank_facts(folder: Path) -> dict[str, Any]:
@@ -218,9 +223,29 @@ def _epochs(run: Path) -> tuple[int, int]:
 
 
 def _minutes(lines: Iterable[str]) -> float:
-    """Minutes between the first and the last time-stamped line of a log."""
-    stamps = [datetime.datetime.fromisoformat(m.group(1)) for m in map(_STAMP.match, lines) if m]
-    return round((stamps[-1] - stamps[0]).total_seconds() / 60, 1) if stamps else 0.0
+    """Minutes a run's log spans: first to last time-stamped line of each of its legs, summed.
+
+    A run resumed (``trainer.resume=true``) appends a leg to the same log; the time between
+    legs, when nothing ran, is not counted. A leg begins where the trainer logs the training
+    set (:data:`LEG_START`), which it does first on every start.
+    """
+    legs: list[list[datetime.datetime]] = []
+    for line in lines:
+        found = _STAMP.match(line)
+        if found is None:
+            continue
+        if not legs or LEG_START in line:
+            legs.append([])
+        legs[-1].append(datetime.datetime.fromisoformat(found.group(1)))
+    seconds = sum((leg[-1] - leg[0]).total_seconds() for leg in legs)
+    return round(seconds / 60, 1)
+
+
+def resumes(run: Path) -> int:
+    """How many times a Hydra run folder's training was resumed, from its log."""
+    log = next(iter(sorted(run.glob("*.log"))), None)
+    text = log.read_text(encoding="utf-8") if log is not None else ""
+    return text.count(RESUMED)
 
 
 _METRICS = ("Tokens", "Sentences", "Words", "UPOS", "XPOS", "UFeats", "AllTags", "Lemmas")
@@ -287,6 +312,18 @@ def _branch_lines(run: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _run_line(part: str, run: Mapping[str, Any]) -> str:
+    """A parser's or segmenter's line: its recipe, minutes, epochs and command as run."""
+    as_run = "" if run["command"] == run["recipe"] else f"; as run: `{run['command']}`"
+    if run.get("resumes"):
+        as_run += f", in {run['resumes'] + 1} legs (trainer.resume=true)"
+    minutes = "" if "branches" in run else f"{run['minutes']} min, "
+    return (
+        f"- {part.capitalize()}: `{run['recipe']}` ({minutes}{run['epochs']} epochs)"
+        f"{as_run}{':' if minutes == '' else '.'}"
+    )
+
+
 def _section(card: Mapping[str, Any]) -> list[str]:
     tree, training, speed = card["treebank"], card["training"], card["speed"]
     non_commercial = " — **non-commercial use only**" if tree["non_commercial"] else ""
@@ -309,12 +346,7 @@ def _section(card: Mapping[str, Any]) -> list[str]:
             lines += _lexicon_model_lines(run)
         elif part in training:
             run = training[part]
-            as_run = "" if run["command"] == run["recipe"] else f"; as run: `{run['command']}`"
-            minutes = "" if "branches" in run else f"{run['minutes']} min, "
-            lines.append(
-                f"- {part.capitalize()}: `{run['recipe']}` ({minutes}{run['epochs']} epochs)"
-                f"{as_run}{':' if minutes == '' else '.'}"
-            )
+            lines.append(_run_line(part, run))
             lines += _branch_lines(run)
             lines += _lexicon_model_lines(run)
             if "sentences" in run:

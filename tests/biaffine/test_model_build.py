@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from biaffine.models.build import (
     _weights,
     main,
 )
-from biaffine.models.card import _branch_lines, _lexicon_model_lines, _member_lines
+from biaffine.models.card import _branch_lines, _lexicon_model_lines, _member_lines, _run_line
 from biaffine.segmenting import checkpoint
 from biaffine.segmenting.sentences import SentenceModel
 from biaffine.training.average import average_checkpoints
@@ -48,7 +49,7 @@ def parser_run(root: Path) -> Path:
 
 def arguments(parser: Path, **options: object) -> argparse.Namespace:
     defaults = {"name": "en_ewt", "segmenter": None, "keep_segmenter": False, "keep_parser": False}
-    defaults |= {"member_recipe": [], "sentences": None, "lemma_generator": None}
+    defaults |= {"member_recipe": [], "sentences": None, "lemma_generator": None, "command": None}
     return argparse.Namespace(parser=str(parser), machine="a CPU", note=None, **defaults | options)
 
 
@@ -63,6 +64,59 @@ def test_a_kept_segmenter_keeps_the_facts_of_the_card_it_had(tmp_path: Path) -> 
     assert training["parser"]["recipe"] == "python train.py experiment=en_ewt"
     assert training["parser"]["command"] == "python train.py experiment=en_ewt"
     assert training["parser"]["minutes"] == 30.0
+
+
+RESUMED_LOG = """\
+[2026-12-05 18:42:44,514][biaffine.training.compose][INFO] - train: 12 sentences, 204 words
+[2026-12-05 18:45:26,071][biaffine.training.loop][INFO] - epoch 1: loss 11.8473
+[2026-12-05 19:42:58,381][biaffine.training.loop][INFO] - stopped (max_minutes) after epoch 22
+[2026-12-05 19:43:05,512][biaffine.training.compose][INFO] - test (best model, epoch 21)
+[2026-12-05 20:30:55,050][biaffine.training.compose][INFO] - train: 12 sentences, 204 words
+[2026-12-05 20:30:59,365][biaffine.training.compose][INFO] - resumed after epoch 22 (step 3067)
+[2026-12-05 20:33:40,833][biaffine.training.loop][INFO] - epoch 23: loss 0.5505
+[2026-12-05 21:31:02,000][biaffine.training.loop][INFO] - stopped (max_minutes) after epoch 44
+"""
+RESUMED_COMMAND = "python train.py experiment=en_ewt trainer.max_minutes=120"
+
+
+def resumed_run(root: Path) -> Path:
+    """A parser run of two legs, the second with trainer.resume=true, 47 minutes apart."""
+    best = parser_run(root)
+    overrides = "- experiment=en_ewt\n- trainer.resume=true\n- trainer.max_minutes=60\n"
+    (best.parent / ".hydra" / "overrides.yaml").write_text(overrides)
+    (best.parent / "train.log").write_text(RESUMED_LOG)
+    return best
+
+
+def test_a_resumed_run_is_recorded_with_the_command_its_legs_amount_to(tmp_path: Path) -> None:
+    folder = tmp_path / "en_ewt"
+    args = arguments(resumed_run(tmp_path), keep_segmenter=True, command=RESUMED_COMMAND)
+    folder.mkdir()
+    (folder / SEGMENTER).write_bytes(b"weights")
+    (folder / CARD).write_text(json.dumps({"training": {"segmenter": SEGMENTER_FACTS}}))
+    parser = _training(args, folder, _kept_card(args, folder))["parser"]
+    assert (parser["command"], parser["resumes"]) == (RESUMED_COMMAND, 1)
+    assert parser["minutes"] == 120.5  # 18:42:44-19:43:05 and 20:30:55-21:31:02, not the gap
+    assert _run_line("parser", parser | {"epochs": 43}) == (
+        "- Parser: `python train.py experiment=en_ewt` (120.5 min, 43 epochs); as run: "
+        f"`{RESUMED_COMMAND}`, in 2 legs (trainer.resume=true)."
+    )
+
+
+@pytest.mark.parametrize(
+    ("resumed", "command", "problem"),
+    [
+        (True, None, "was resumed 1 time(s) and its overrides are its last start's: give "),
+        (False, RESUMED_COMMAND, "--command: {} was never resumed; its overrides are its command"),
+    ],
+)
+def test_a_resumed_run_needs_its_command_and_a_run_not_resumed_refuses_one(
+    tmp_path: Path, resumed: bool, command: str | None, problem: str
+) -> None:
+    best = resumed_run(tmp_path) if resumed else parser_run(tmp_path)
+    args = arguments(best, keep_segmenter=True, command=command)
+    with pytest.raises(ValueError, match=re.escape(problem.format(best.parent))):
+        _training(args, tmp_path, {"training": {"segmenter": SEGMENTER_FACTS}})
 
 
 def test_keeping_a_segmenter_where_there_is_none_is_one_line_and_status_2(
