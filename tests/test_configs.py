@@ -40,7 +40,7 @@ EXTRAS = {
     "en_ewt": GLOVE,  # en_ewt_glove, taggers on a level of their own
     "ewt_minilm": MINILM,
     "en_ewt_minilm": GLOVE + MINILM,
-    "en_ewt_minilm_next": GLOVE + MINILM,
+    "en_ewt_minilm_frozen": GLOVE + MINILM,
     "ewt_minilm_finetune": MINILM,
     "en_ewt_minilm_finetune": GLOVE + MINILM,
     "ewt_glove_minilm": GLOVE + MINILM,

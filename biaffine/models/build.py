@@ -128,9 +128,10 @@ def _weights(args: argparse.Namespace, kept: dict[str, Any] | None, *, models: l
         kept: the card of the model kept, where a part is.
         models: the character models in the parser's lexicon, by name (:func:`_lexicon_models`).
     """
-    weights = kept["weights"] if args.keep_parser else _WEIGHTS[args.stored_as]
-    weights = weights.split(_LEXICON_WEIGHTS)[0]
-    sentences = args.sentences or (args.keep_segmenter and weights.endswith(_SENTENCE_WEIGHTS))
+    kept_weights = kept["weights"].split(_LEXICON_WEIGHTS)[0] if kept else ""
+    weights = kept_weights if args.keep_parser else _WEIGHTS[args.stored_as]
+    # a segmenter kept keeps its sentence model, whatever parser comes with it
+    sentences = args.sentences or (args.keep_segmenter and kept_weights.endswith(_SENTENCE_WEIGHTS))
     weights = weights.removesuffix(_SENTENCE_WEIGHTS)
     weights += _SENTENCE_WEIGHTS if sentences else ""
     if models:

@@ -266,8 +266,9 @@ class TransformerEmbedding(nn.Module):
         """Read a batch's pooled states through ``shared`` (None: compute them alone).
 
         ``network``: the frozen transformer of a module of the same :attr:`reading`, held in
-        place of this one's, so that the group keeps one copy in memory (``en_ewt_minilm``
-        loaded: 676 MiB resident against 700); None keeps this one's.
+        place of this one's, so that the group keeps one copy in memory (the frozen pair that
+        ``en_ewt_minilm`` was until 2026-12-05, loaded: 676 MiB resident against 700); None keeps
+        this one's.
 
         Raises:
             ValueError: for a fine-tuned module, whose states carry its own gradients, or a

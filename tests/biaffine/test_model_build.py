@@ -16,6 +16,8 @@ from biaffine import checkpoint as parser_checkpoints
 from biaffine.data.lexicon import Lexicon
 from biaffine.installed import CARD
 from biaffine.models.build import (
+    _SENTENCE_WEIGHTS,
+    _WEIGHTS,
     PARSER,
     SEGMENTER,
     _check_same_parser,
@@ -101,6 +103,15 @@ def test_a_resumed_run_is_recorded_with_the_command_its_legs_amount_to(tmp_path:
         "- Parser: `python train.py experiment=en_ewt` (120.5 min, 43 epochs); as run: "
         f"`{RESUMED_COMMAND}`, in 2 legs (trainer.resume=true)."
     )
+
+
+def test_a_new_parser_beside_a_kept_segmenter_keeps_its_sentence_model_in_the_weights() -> None:
+    # en_ewt_minilm's card lost "its sentence model" when its parser alone was retrained.
+    kept = {"weights": _WEIGHTS["int8"] + _SENTENCE_WEIGHTS + "; the lexicon's lemma generator"}
+    args = arguments("parser.pt", keep_segmenter=True, stored_as="float16")
+    assert _weights(args, kept, models=[]) == _WEIGHTS["float16"] + _SENTENCE_WEIGHTS
+    args.keep_segmenter, args.segmenter = False, "segmenter.pt"  # a new one: no sentence model
+    assert _weights(args, kept, models=[]) == _WEIGHTS["float16"]
 
 
 @pytest.mark.parametrize(
