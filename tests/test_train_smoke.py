@@ -236,14 +236,19 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
+def smoke_run(run_dir: Path, epochs: int) -> list[str]:
+    """train.py's arguments for the smoke recipe, ``epochs`` epochs, into ``run_dir``."""
+    recipe = ["experiment=smoke", f"trainer.max_epochs={epochs}", f"hydra.run.dir={run_dir}"]
+    return [str(ROOT / "train.py"), *recipe]
+
+
 def test_a_refused_run_leaves_its_folder_as_it_was_and_overwrite_starts_afresh(
     tmp_path: Path,
 ) -> None:
     # A smoke run into runs/smoke (docs/training.md), run twice, must not replace
     # the first run, nor touch Hydra's record and log of it (.hydra/, train.log).
     run_dir = tmp_path / "runs" / "smoke"
-    args = [str(ROOT / "train.py"), "experiment=smoke", "trainer.max_epochs=1"]
-    args += [f"hydra.run.dir={run_dir}"]
+    args = smoke_run(run_dir, epochs=1)
     run(args, tmp_path)
     before = snapshot(run_dir)
     assert {".hydra/config.yaml", ".hydra/overrides.yaml", "train.log", "best.pt"} <= set(before)
@@ -271,11 +276,9 @@ def test_a_resumed_runs_log_shows_its_two_legs_as_the_model_builder_reads_them(
     # The builder tells a resumed run (whose overrides are its last start's) and its legs'
     # minutes apart by what the trainer logs: a change of wording must fail here.
     run_dir = tmp_path / "runs" / "smoke"
-    args = [str(ROOT / "train.py"), "experiment=smoke", "trainer.max_epochs=1"]
-    args += [f"hydra.run.dir={run_dir}"]
-    run(args, tmp_path)
+    run(smoke_run(run_dir, epochs=1), tmp_path)
     assert card.resumes(run_dir) == 0
-    run([*args[:2], "trainer.max_epochs=2", "trainer.resume=true", args[3]], tmp_path)
+    run([*smoke_run(run_dir, epochs=2), "trainer.resume=true"], tmp_path)
     log = (run_dir / "train.log").read_text(encoding="utf-8")
     assert card.resumes(run_dir) == 1
     assert log.count(card.LEG_START) == 2
