@@ -54,7 +54,6 @@ from biaffine.models.card import (
     averaged_facts,
     ensemble_facts,
     render_page,
-    resumes,
     run_facts,
     treebank_facts,
     write_json,
@@ -320,7 +319,7 @@ def _run_facts(args: argparse.Namespace, run: Path) -> dict[str, Any]:
     be told it, and is refused it for a run that was never resumed.
     """
     facts = run_facts(run, "train.py")
-    times = resumes(run)
+    times = facts.get("resumes", 0)
     if times and not args.command:
         raise ValueError(
             f"{run} was resumed {times} time(s) and its overrides are its last start's: give "
@@ -329,7 +328,7 @@ def _run_facts(args: argparse.Namespace, run: Path) -> dict[str, Any]:
     if args.command and not times:
         raise ValueError(f"--command: {run} was never resumed; its overrides are its command")
     if times:
-        facts |= {"command": args.command, "resumes": times}
+        facts["command"] = args.command
     return facts
 
 

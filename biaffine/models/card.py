@@ -95,7 +95,7 @@ _NOT_TRAINING = ("hydra.", "trainer.progress_bar=")
 
 
 def run_facts(run: Path, script: str) -> dict[str, Any]:
-    """The command a Hydra run ran and its wall minutes, from the run folder.
+    """The command a Hydra run ran, its wall minutes and how often it was resumed (if it was).
 
     Args:
         run: the run folder (``.hydra/overrides.yaml`` and a ``*.log`` inside).
@@ -106,7 +106,10 @@ def run_facts(run: Path, script: str) -> dict[str, Any]:
     facts: dict[str, Any] = {"command": " ".join(["python", script, *kept])}
     log = next(iter(sorted(run.glob("*.log"))), None)
     if log is not None:
-        facts["minutes"] = _minutes(log.read_text(encoding="utf-8").splitlines())
+        text = log.read_text(encoding="utf-8")
+        facts["minutes"] = _minutes(text.splitlines())
+        if RESUMED in text:
+            facts["resumes"] = text.count(RESUMED)
     return facts
 
 
@@ -243,9 +246,7 @@ def _minutes(lines: Iterable[str]) -> float:
 
 def resumes(run: Path) -> int:
     """How many times a Hydra run folder's training was resumed, from its log."""
-    log = next(iter(sorted(run.glob("*.log"))), None)
-    text = log.read_text(encoding="utf-8") if log is not None else ""
-    return text.count(RESUMED)
+    return run_facts(run, "train.py").get("resumes", 0)
 
 
 _METRICS = ("Tokens", "Sentences", "Words", "UPOS", "XPOS", "UFeats", "AllTags", "Lemmas")
