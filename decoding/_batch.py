@@ -16,7 +16,7 @@ import numpy as np
 
 from tiered import tiered
 
-from ._drive import BEST_OF_ROOTS, BLOCK, EISNER, GREEDY, MST, Where
+from ._codes import BEST_OF_ROOTS, BLOCK, EISNER, GREEDY, MST, Where
 from ._eisner import eisner_kernel
 from .baselines import best_of_roots_kernel
 from .status import NAN, NO_HEAD, NO_ROOT_ARC, OK, POSINF

@@ -17,19 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from ._codes import BLOCK, Where
 from .types import FloatArray, IntArray
-
-Where = tuple[int, int, int]  # (status, d, h), as a row of ``where``
-
-# Algorithms understood by decoding._batch._decode_one.
-MST, EISNER, GREEDY, BEST_OF_ROOTS = 0, 1, 2, 3
-ALGORITHMS = {MST: "mst", EISNER: "eisner", GREEDY: "greedy", BEST_OF_ROOTS: "best_of_roots"}
-"""Code -> the name of its entry points (``_batch._mst_blocks``, ``aot``'s ``mst_blocks``)."""
-
-# Threads claim blocks of this many consecutive sentences: whole blocks keep two threads from
-# writing the same cache line of ``where`` (3 int64 per sentence) over and over, and small ones
-# leave little work for one thread alone at the end of a batch.
-BLOCK = 16
 
 # Below this many score entries in a batch, threads cost more than they save.
 _MIN_PARALLEL_WORK = 50_000

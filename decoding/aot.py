@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._drive import ALGORITHMS, Where
+from ._codes import ALGORITHMS, Where
 from .types import BoolArray, FloatArray, IntArray
 
 __all__ = ["Compiled", "build", "ensure", "load", "path"]
@@ -58,7 +58,7 @@ Single = Callable[[FloatArray, bool, IntArray], Where]
 
 @dataclass(frozen=True, slots=True)
 class Compiled:
-    """The entry points of a build, by algorithm code (``decoding._drive.MST``...).
+    """The entry points of a build, by algorithm code (``decoding._codes.MST``...).
 
     Attributes:
         blocks: as ``decoding._batch.BLOCKS``.

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from . import _drive, status
+from . import _codes, _drive, status
 from ._inputs import as_array, check_flag, check_float, check_integer
 from .types import FloatArray, IntArray
 
@@ -131,7 +131,7 @@ def mst(
             tree. The message names the sentence.
     """
     reasons = {status.NO_TREE: _NO_TREE, status.NO_SINGLE_ROOT: _NO_SINGLE_ROOT}
-    return _run(_drive.MST, scores, lengths, root_constraint, reasons)
+    return _run(_codes.MST, scores, lengths, root_constraint, reasons)
 
 
 def eisner(
@@ -153,7 +153,7 @@ def eisner(
     """
     reason = "no projective tree" + (" with a single root" if root_constraint else "")
     return _run(
-        _drive.EISNER,
+        _codes.EISNER,
         scores,
         lengths,
         root_constraint,
@@ -178,13 +178,13 @@ def greedy(scores: npt.ArrayLike, lengths: npt.ArrayLike | None = None) -> IntAr
         ValueError: on a bad shape, dtype or lengths, NaN or +inf inside a sentence, or a word
             whose every head is ``-inf``.
     """
-    return _run(_drive.GREEDY, scores, lengths, False, {})
+    return _run(_codes.GREEDY, scores, lengths, False, {})
 
 
 def _best_of_roots(scores: npt.ArrayLike, lengths: npt.ArrayLike | None = None) -> IntArray:
     """Exact single-root MST by trying every root word (O(n^3)); for tests and benchmarks only."""
     reasons = {status.NO_TREE: _NO_TREE, status.NO_SINGLE_ROOT: _NO_SINGLE_ROOT}
-    return _run(_drive.BEST_OF_ROOTS, scores, lengths, True, reasons)
+    return _run(_codes.BEST_OF_ROOTS, scores, lengths, True, reasons)
 
 
 def _greedy_ignoring_root(

@@ -140,7 +140,7 @@ def seen_at_least(lexicon: Lexicon, counts: LexiconCounts, times: int) -> Lexico
 
 
 def min_count_rows(name: str, batches: Captured, parser: Parser, train: str) -> list[str]:
-    """One row per column of :data:`~biaffine.data.columns.ANALYSED`: accuracy by minimum count."""
+    """One row per column of :data:`~biaffine.data.lexicon.ANALYSED`: accuracy by minimum count."""
     counts = LexiconCounts()
     for sentence in read_conllu(train):
         counts.add(sentence)

@@ -15,13 +15,12 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from biaffine.data.lemmas import apply, is_address, is_whole, script_of, scripts_of
+from biaffine.data.lexicon import ANALYSED, Lexicon
 
 if TYPE_CHECKING:
     from biaffine.data.conllu import Sentence
-    from biaffine.data.lexicon import Lexicon
 
 __all__ = [
-    "ANALYSED",
     "CONLLU_NAMES",
     "LOSS_WEIGHTS",
     "TAGGED",
@@ -41,9 +40,6 @@ LOSS_WEIGHTS = {
     "lemma": "lemma_loss_weight",
 }
 """The parser option weighting each column's tagger loss (0: no tagger for that column)."""
-
-ANALYSED = ("xpos", "feats")
-"""The tagged columns the training lexicon holds by (form, UPOS) (:mod:`biaffine.data.lexicon`)."""
 
 CONLLU_NAMES = {"upos": "UPOS", "xpos": "XPOS", "feats": "FEATS", "lemma": "LEMMA"}
 """Each tagged column's name in the CoNLL-U format (and in ``predict.py columns=...``)."""

@@ -78,7 +78,6 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from biaffine.data.columns import ANALYSED
 from biaffine.data.conllu import Sentence, universal_relation
 from biaffine.data.feats_guesser import FeatsGuesser
 from biaffine.data.lemma_generator import LemmaGenerator
@@ -97,6 +96,7 @@ from biaffine.data.lemmas import (
 from biaffine.data.upos_guesser import UposGuesser
 
 __all__ = [
+    "ANALYSED",
     "CHARACTER_MODELS",
     "DOUBTED",
     "GUESSED",
@@ -113,6 +113,9 @@ __all__ = [
     "LexiconCounts",
     "build_lexicon",
 ]
+
+ANALYSED = ("xpos", "feats")
+"""The tagged columns besides UPOS that the lexicon holds by (form, UPOS): ``analyses``."""
 
 CHARACTER_MODELS = {
     "generator": ("lemma_generator", "lemma generator"),

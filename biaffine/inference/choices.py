@@ -18,9 +18,9 @@ import numpy as np
 import numpy.typing as npt
 
 import decoding
-from biaffine.data.columns import ANALYSED, strings, unseen_address
+from biaffine.data.columns import strings, unseen_address
 from biaffine.data.conllu import Sentence, universal_relation
-from biaffine.data.lexicon import Lexicon
+from biaffine.data.lexicon import ANALYSED, Lexicon
 from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.inference.request import Tree
 from biaffine.inference.settings import GraphDecoding, TransitionSearch

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from decoding import _batch, _drive, aot, status
+from decoding import _batch, _codes, aot, status
 
 ROOT = Path(__file__).parents[2]
 
@@ -66,12 +66,12 @@ def run_blocks(
     """heads int64[B, N+1] and where int64[B, 3] of one blocks entry point on the whole batch."""
     heads = np.full(scores.shape[:2], -1, dtype=np.int64)
     where = np.zeros((scores.shape[0], 3), dtype=np.int64)
-    claimed = np.zeros(-(-scores.shape[0] // _drive.BLOCK), dtype=np.bool_)
+    claimed = np.zeros(-(-scores.shape[0] // _codes.BLOCK), dtype=np.bool_)
     run(scores, lengths, root, heads, where, claimed, 0)
     return heads, where
 
 
-@pytest.mark.parametrize("algorithm", list(_drive.ALGORITHMS))
+@pytest.mark.parametrize("algorithm", list(_codes.ALGORITHMS))
 @pytest.mark.parametrize("root_constraint", [True, False])
 @pytest.mark.parametrize("seed", range(3))
 def test_the_build_decodes_batches_as_the_jit(
@@ -89,7 +89,7 @@ def test_the_build_decodes_batches_as_the_jit(
     assert (want[1][:, 0] == status.OK).sum() > len(lengths) // 2  # most sentences decoded
 
 
-@pytest.mark.parametrize("algorithm", list(_drive.ALGORITHMS))
+@pytest.mark.parametrize("algorithm", list(_codes.ALGORITHMS))
 def test_the_build_decodes_one_matrix_as_the_jit(compiled: aot.Compiled, algorithm: int) -> None:
     scores, lengths = batch(7, size=30)
     for matrix, n in zip(scores, lengths, strict=True):
@@ -113,7 +113,7 @@ def decode_in_a_process(seed: int, env: dict[str, str] | None = None) -> dict:
         check=True,
         env=env,
     )
-    want = run_blocks(_batch.BLOCKS[_drive.MST], scores, np.full(4, 6), True)[0]
+    want = run_blocks(_batch.BLOCKS[_codes.MST], scores, np.full(4, 6), True)[0]
     return json.loads(done.stdout) | {"want": want.tolist()}
 
 

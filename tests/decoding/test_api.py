@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from strategies import FEASIBLE_KINDS, padded_batches, score_matrices
 
 import decoding
-from decoding import _batch, _drive
+from decoding import _batch, _codes, _drive
 from decoding.api import _best_of_roots
 
 NO_JIT = os.environ.get("NUMBA_DISABLE_JIT") == "1"
@@ -374,15 +374,15 @@ def test_block_schedule_skips_claimed_blocks_and_wraps_around():
     # Threads share one claim flag per block of sentences: a thread starting at a later block
     # wraps around to the first, and leaves alone every block another thread has claimed.
     rng = np.random.default_rng(5)
-    size = 2 * _drive.BLOCK + 3  # three blocks, the last one partial
+    size = 2 * _codes.BLOCK + 3  # three blocks, the last one partial
     lengths = rng.integers(1, 9, size=size)
     scores = rng.normal(size=(size, 9, 9))
     heads = np.full((size, 9), -1, dtype=np.int64)
     where = np.zeros((size, 3), dtype=np.int64)
     claimed = np.array([False, True, False])
-    _batch.BLOCKS[_drive.MST](scores, lengths, True, heads, where, claimed, 2)
+    _batch.BLOCKS[_codes.MST](scores, lengths, True, heads, where, claimed, 2)
     assert claimed.all()
-    block = np.arange(size) // _drive.BLOCK
+    block = np.arange(size) // _codes.BLOCK
     expected = decoding.mst(scores, lengths)
     np.testing.assert_array_equal(heads[block != 1], expected[block != 1])
     assert (heads[block == 1] == -1).all()
@@ -394,7 +394,7 @@ SPECIALISATIONS = """
 import contextlib, json
 import numpy as np
 import decoding
-from decoding import _batch, _drive
+from decoding import _batch
 from decoding._eisner import eisner_kernel
 from decoding.trees import greedy_kernel
 

@@ -15,7 +15,7 @@ from compiled import NEEDS_JIT
 from numba.core.dispatcher import Dispatcher
 
 import tiered
-from decoding import _batch, _drive
+from decoding import _batch, _codes
 from tiered import Tiered, interpreted
 
 pytestmark = NEEDS_JIT
@@ -178,7 +178,7 @@ def test_no_background_process_or_the_foreground_setting_compiles_at_once(monkey
 def test_a_dispatcher_has_one_entry_point_and_plain_functions_stay_plain():
     assert tiered.tiered(_sum_of_squares) is tiered.tiered(_sum_of_squares)
     assert tiered.tiered(_sum_of_squares.py_func) is _sum_of_squares.py_func
-    assert _batch.SINGLE[_drive.MST] is tiered.tiered(_batch._mst_single)
+    assert _batch.SINGLE[_codes.MST] is tiered.tiered(_batch._mst_single)
 
 
 def _python_twins():
@@ -212,7 +212,7 @@ def test_twins_call_only_twins():
 
 def test_a_twin_gives_what_the_machine_code_gives():
     rng = np.random.default_rng(3)
-    for algorithm in tuple(_drive.ALGORITHMS):
+    for algorithm in tuple(_codes.ALGORITHMS):
         entry = _batch.SINGLE[algorithm]
         python = interpreted(entry.dispatcher, {})
         for n in (1, 2, 7, 30):
