@@ -27,7 +27,8 @@ and with the FEATS and UPOS guessers that ``python -m biaffine.training.feats_gu
 to the parser's; the card's float32 scores, which were of the parser without them, are dropped.
 A parser run resumed with ``trainer.resume=true`` needs ``--command "python train.py ..."``, the
 one command its legs amount to (Hydra keeps only the last start's overrides); its minutes are
-its legs', without the time between them.
+its legs', without the time between them. An ensemble with such a member takes one
+``--member-command`` per member, in order, empty for a member never resumed.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from biaffine.models.card import (
     averaged_facts,
     ensemble_facts,
     render_page,
+    resumed_command,
     run_facts,
     treebank_facts,
     write_json,
@@ -223,14 +225,15 @@ def _training(
     the card in ``folder`` (:func:`_kept_card`).
 
     Raises:
-        ValueError: ``args.member_recipe`` given for a parser that is no ensemble, or kept;
+        ValueError: ``args.member_recipe`` or ``args.member_command`` given for a parser that
+            is no ensemble, or kept; a resumed member without its command;
             ``args.command`` given for a parser whose run was never resumed, or not given for
             one that was.
     """
     if args.command and args.keep_parser:
         raise ValueError("--command: for the parser of a resumed run, given with --parser")
     if args.keep_parser:
-        _refuse_member_recipes(args, "--keep-parser keeps its recipes")
+        _refuse_member_options(args, "--keep-parser keeps its recipes")
         parser = dict(kept["training"]["parser"])
         if args.lemma_generator:
             parser |= _lexicon_model_facts(args)
@@ -239,17 +242,19 @@ def _training(
         if args.command and ("ensemble_of" in metadata or "averaged_from" in metadata):
             raise ValueError("--command: for one resumed run's parser, not a joining of runs")
         if "ensemble_of" not in metadata:
-            _refuse_member_recipes(args, f"{args.parser} is no ensemble")
+            _refuse_member_options(args, f"{args.parser} is no ensemble")
         parser = {"recipe": f"python train.py experiment={args.name}"}
         if "ensemble_of" in metadata:
             members = metadata["ensemble_of"]
             recipes = args.member_recipe or [parser["recipe"]] * len(members)
-            parser = ensemble_facts(members, args.stored_as, recipes)
+            commands = args.member_command or None
+            parser = ensemble_facts(members, args.stored_as, recipes, commands)
         elif "averaged_from" in metadata:
             sources = [Path(s["path"]) for s in metadata["averaged_from"]]
             parser |= averaged_facts(sources, args.parser)
         else:
-            parser |= _run_facts(args, Path(args.parser).parent)
+            run = Path(args.parser).parent
+            parser |= resumed_command(run_facts(run, "train.py"), args.command, run, "--command")
             parser["epochs"] = metadata.get("progress", {}).get("best_epoch")
     if args.keep_segmenter:
         segmenter = dict(kept["training"]["segmenter"])
@@ -311,31 +316,11 @@ def _check_same_segmenter(kept: Path, given: str) -> None:
         raise ValueError(f"--sentences: {given} was trained on another segmenter than {kept}")
 
 
-def _run_facts(args: argparse.Namespace, run: Path) -> dict[str, Any]:
-    """A parser run's command and minutes; a resumed run's command is ``args.command``.
-
-    Hydra keeps the overrides of a run folder's last start alone, so a run resumed
-    (``trainer.resume=true``) does not record the command its legs amount to: the builder must
-    be told it, and is refused it for a run that was never resumed.
-    """
-    facts = run_facts(run, "train.py")
-    times = facts.get("resumes", 0)
-    if times and not args.command:
-        raise ValueError(
-            f"{run} was resumed {times} time(s) and its overrides are its last start's: give "
-            "--command, the single command its legs amount to"
-        )
-    if args.command and not times:
-        raise ValueError(f"--command: {run} was never resumed; its overrides are its command")
-    if times:
-        facts["command"] = args.command
-    return facts
-
-
-def _refuse_member_recipes(args: argparse.Namespace, why: str) -> None:
-    """Refuse ``--member-recipe`` where it would be ignored, rather than drop it unsaid."""
-    if args.member_recipe:
-        raise ValueError(f"--member-recipe: {why}")
+def _refuse_member_options(args: argparse.Namespace, why: str) -> None:
+    """Refuse ``--member-recipe`` and ``--member-command`` where they would be ignored."""
+    for option, given in (("recipe", args.member_recipe), ("command", args.member_command)):
+        if given:
+            raise ValueError(f"--member-{option}: {why}")
 
 
 def _last_json(path: Path) -> dict[str, Any]:
@@ -405,6 +390,13 @@ def main(argv: list[str] | None = None) -> None:
         action="append",
         default=[],
         help="an ensemble's: each member's recipe, in order (default: the model's for each)",
+    )
+    options.add_argument(
+        "--member-command",
+        action="append",
+        default=[],
+        help="an ensemble's, where a member's run was resumed: each member's command, in order, "
+        "as --command gives a resumed run's ('' for a member never resumed)",
     )
     options.add_argument(
         "--command",

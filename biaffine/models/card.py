@@ -40,6 +40,7 @@ __all__ = [
     "averaged_facts",
     "ensemble_facts",
     "render_page",
+    "resumed_command",
     "resumes",
     "run_facts",
     "treebank_facts",
@@ -154,7 +155,10 @@ def averaged_facts(branches: Sequence[Path], averaged: str | Path) -> dict[str, 
 
 
 def ensemble_facts(
-    members: Sequence[Mapping[str, Any]], stored_as: str, recipes: Sequence[str]
+    members: Sequence[Mapping[str, Any]],
+    stored_as: str,
+    recipes: Sequence[str],
+    commands: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The facts of an ensemble of parsers (:mod:`biaffine.training.ensemble`).
 
@@ -169,6 +173,9 @@ def ensemble_facts(
         recipes: one per member, the recipe of a member trained in a run folder (the model's
             own, say ``python train.py experiment=en_ewt``, or that with the overrides its run
             had); a shipped model's parser keeps its card's.
+        commands: one per member, or None where no member's run was resumed: the one command
+            the legs of a member's resumed run amount to (:func:`resumed_command`), empty for
+            a member whose run was never resumed.
 
     Returns:
         ``recipe`` and ``command`` (the joining command, members written ``MEMBER_i``),
@@ -176,14 +183,17 @@ def ensemble_facts(
         ``recipe``, ``command``, ``minutes`` and best ``epochs``.
 
     Raises:
-        ValueError: a member that is neither in a run folder nor a shipped model's parser, or
-            not one recipe per member.
+        ValueError: a member that is neither in a run folder nor a shipped model's parser; not
+            one recipe (or command) per member; a resumed member without its command, or a
+            command for a member never resumed.
     """
-    if len(recipes) != len(members):
-        raise ValueError(f"{len(recipes)} recipes for an ensemble of {len(members)} parsers")
+    commands = [""] * len(members) if commands is None else commands
+    for count, what in ((len(recipes), "recipes"), (len(commands), "commands")):
+        if count != len(members):
+            raise ValueError(f"{count} {what} for an ensemble of {len(members)} parsers")
     facts = [
-        _member_facts(Path(m["path"]), m["metadata"], recipe)
-        for m, recipe in zip(members, recipes, strict=True)
+        _member_facts(Path(m["path"]), m["metadata"], recipe, command)
+        for m, recipe, command in zip(members, recipes, commands, strict=True)
     ]
     names = [f"MEMBER_{i}/best.pt" for i in range(1, len(facts) + 1)]
     command = " ".join(
@@ -198,17 +208,47 @@ def ensemble_facts(
     }
 
 
-def _member_facts(path: Path, metadata: Mapping[str, Any], recipe: str) -> dict[str, Any]:
-    """An ensemble member's recipe, command, minutes and best epoch (see :func:`ensemble_facts`)."""
+def _member_facts(
+    path: Path, metadata: Mapping[str, Any], recipe: str, command: str
+) -> dict[str, Any]:
+    """An ensemble member's recipe, command, minutes and best epoch (see :func:`ensemble_facts`).
+
+    ``command``: the one its resumed run's legs amount to, else empty.
+    """
     if (path.parent / ".hydra").is_dir():
         found = run_facts(path.parent, "train.py")
+        found = resumed_command(found, command, path.parent, "--member-command")
         epochs = metadata.get("progress", {}).get("best_epoch")
         return {"recipe": recipe, **found, "epochs": epochs}
     card = path.parent / "card.json"
     if card.is_file():
+        if command:
+            raise ValueError(f"--member-command: {path} is a shipped parser; its card's stands")
         run = json.loads(card.read_text(encoding="utf-8"))["training"]["parser"]
-        return {key: run[key] for key in ("recipe", "command", "minutes", "epochs")}
+        kept = ("recipe", "command", "minutes", "epochs", "resumes")
+        return {key: run[key] for key in kept if key in run}
     raise ValueError(f"{path}: neither in a training run folder nor a shipped model's parser")
+
+
+def resumed_command(facts: dict[str, Any], command: str, run: Path, option: str) -> dict[str, Any]:
+    """``facts`` of a parser ``run`` (:func:`run_facts`), its command ``command`` if it was resumed.
+
+    Hydra keeps the overrides of a run folder's last start alone, so a run resumed
+    (``trainer.resume=true``) does not record the command its legs amount to: the builder must
+    be told it (by ``option``), and is refused one for a run that was never resumed.
+
+    Raises:
+        ValueError: a resumed run without ``command``, or ``command`` for a run never resumed.
+    """
+    times = facts.get("resumes", 0)
+    if times and not command:
+        raise ValueError(
+            f"{run} was resumed {times} time(s) and its overrides are its last start's: give "
+            f"{option}, the single command its legs amount to"
+        )
+    if command and not times:
+        raise ValueError(f"{option}: {run} was never resumed; its overrides are its command")
+    return facts | ({"command": command} if times else {})
 
 
 def _init_from(run: Path) -> Path | None:
@@ -290,9 +330,7 @@ def _megabytes(size: int) -> str:
 def _member_lines(run: Mapping[str, Any]) -> list[str]:
     """The lines of an ensemble's members and joining."""
     lines = [
-        f"  - `{m['recipe']}` ({m['minutes']} min, best epoch {m['epochs']})"
-        + ("" if m["command"] == m["recipe"] else f"; as run: `{m['command']}`")
-        + ";"
+        f"  - `{m['recipe']}` ({m['minutes']} min, best epoch {m['epochs']}){_as_run(m)};"
         for m in run["members"]
     ]
     return [*lines, f"  - joined: `{run['command']}`."]
@@ -315,14 +353,19 @@ def _branch_lines(run: Mapping[str, Any]) -> list[str]:
 
 def _run_line(part: str, run: Mapping[str, Any]) -> str:
     """A parser's or segmenter's line: its recipe, minutes, epochs and command as run."""
-    as_run = "" if run["command"] == run["recipe"] else f"; as run: `{run['command']}`"
-    if run.get("resumes"):
-        as_run += f", in {run['resumes'] + 1} legs (trainer.resume=true)"
     minutes = "" if "branches" in run else f"{run['minutes']} min, "
     return (
         f"- {part.capitalize()}: `{run['recipe']}` ({minutes}{run['epochs']} epochs)"
-        f"{as_run}{':' if minutes == '' else '.'}"
+        f"{_as_run(run)}{':' if minutes == '' else '.'}"
     )
+
+
+def _as_run(run: Mapping[str, Any]) -> str:
+    """The command a run ran, where it is not its recipe, and its legs, where it was resumed."""
+    as_run = "" if run["command"] == run["recipe"] else f"; as run: `{run['command']}`"
+    if run.get("resumes"):
+        as_run += f", in {run['resumes'] + 1} legs (trainer.resume=true)"
+    return as_run
 
 
 def _section(card: Mapping[str, Any]) -> list[str]:

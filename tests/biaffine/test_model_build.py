@@ -51,7 +51,8 @@ def parser_run(root: Path) -> Path:
 
 def arguments(parser: Path, **options: object) -> argparse.Namespace:
     defaults = {"name": "en_ewt", "segmenter": None, "keep_segmenter": False, "keep_parser": False}
-    defaults |= {"member_recipe": [], "sentences": None, "lemma_generator": None, "command": None}
+    defaults |= {"member_recipe": [], "member_command": [], "command": None}
+    defaults |= {"sentences": None, "lemma_generator": None}
     return argparse.Namespace(parser=str(parser), machine="a CPU", note=None, **defaults | options)
 
 
@@ -344,6 +345,34 @@ def test_each_member_of_an_ensemble_can_have_its_own_recipe(tmp_path: Path) -> N
         _training(args, tmp_path, kept)
 
 
+def test_a_member_from_a_resumed_run_takes_the_command_its_legs_amount_to(tmp_path: Path) -> None:
+    # A member's card gave its last leg's overrides (trainer.resume=true) as the command it ran.
+    args = arguments(two_runs_joined(tmp_path), keep_segmenter=True, stored_as="int8")
+    (tmp_path / "b" / "train.log").write_text(RESUMED_LOG)
+    kept = {"training": {"segmenter": SEGMENTER_FACTS}}
+    problem = f"{tmp_path / 'b'} was resumed 1 time(s) and its overrides are its last start's: "
+    with pytest.raises(ValueError, match=re.escape(problem + "give --member-command, the single")):
+        _training(args, tmp_path, kept)
+    args.member_command = ["", RESUMED_COMMAND]
+    members = _training(args, tmp_path, kept)["parser"]["members"]
+    assert [m["command"] for m in members] == [
+        "python train.py experiment=hu_szeged",
+        RESUMED_COMMAND,
+    ]
+    assert (members[1]["resumes"], members[1]["minutes"]) == (1, 120.5)
+    assert _member_lines({"members": members, "command": "join"})[1] == (
+        "  - `python train.py experiment=en_ewt` (120.5 min, best epoch None); as run: "
+        f"`{RESUMED_COMMAND}`, in 2 legs (trainer.resume=true);"
+    )
+    args.member_command = [RESUMED_COMMAND, RESUMED_COMMAND]
+    never = f"--member-command: {tmp_path / 'a'} was never resumed; its overrides are its command"
+    with pytest.raises(ValueError, match=f"^{re.escape(never)}$"):
+        _training(args, tmp_path, kept)
+    args.member_command = [RESUMED_COMMAND]
+    with pytest.raises(ValueError, match=r"^1 commands for an ensemble of 2 parsers$"):
+        _training(args, tmp_path, kept)
+
+
 def test_member_recipes_for_a_parser_that_is_no_ensemble_are_refused(tmp_path: Path) -> None:
     parser = parser_run(tmp_path)
     kept = {"training": {"segmenter": SEGMENTER_FACTS, "parser": {"recipe": "python ..."}}}
@@ -355,6 +384,9 @@ def test_member_recipes_for_a_parser_that_is_no_ensemble_are_refused(tmp_path: P
         _training(args, tmp_path, kept)
     args.member_recipe = []
     assert _training(args, tmp_path, kept)["parser"] == {"recipe": "python ..."}
+    args = arguments(parser, keep_segmenter=True, member_command=[RESUMED_COMMAND])
+    with pytest.raises(ValueError, match=r"^--member-command: .*best\.pt is no ensemble$"):
+        _training(args, tmp_path, kept)
 
 
 def test_an_ensemble_member_without_facts_is_refused(tmp_path: Path) -> None:
