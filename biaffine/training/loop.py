@@ -62,8 +62,9 @@ class FitSettings:
         patience: stop after this many epochs without a better dev score; None = never.
         clip: max gradient L2 norm; None = no clipping.
         max_steps: stop once this many optimizer steps are done; None = no limit.
-        max_minutes: wall-clock budget: stop at the first optimizer step past it, even within
-            an epoch (that partial epoch is still scored on dev and checkpointed, and a resume
+        max_minutes: wall-clock budget of the run, across resumes (the training time of its
+            earlier legs counts): stop at the first optimizer step past it, even within an
+            epoch (that partial epoch is still scored on dev and checkpointed, and a resume
             starts the next epoch); None = no limit.
         exclude_punct: leave PUNCT out of dev scores.
         progress_bar: show a tqdm bar per epoch (on stderr).
@@ -142,7 +143,8 @@ def fit(
     here = distributed.world()
     loss_module = training_module(model, here, device, distilled)
     scored = average.module if average is not None else model
-    started = time.monotonic()
+    # Where the run's clock would have started had it never stopped: earlier legs count.
+    started = time.monotonic() - state.seconds
     minutes = settings.max_minutes
     deadline = started + 60 * minutes if minutes is not None else None
     # Rank 0's clock decides, so that all ranks run the same epochs.
@@ -155,6 +157,7 @@ def fit(
         )  # fmt: skip
         if here.is_main:
             dev_scores = _score(scored, vocabs, dev, settings)
+            state.seconds = time.monotonic() - started
             improved = state.record(dev_scores)
             if improved:
                 writer.save_best(scored, state)

@@ -22,7 +22,7 @@ import shutil
 import stat
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,9 @@ class TrainState:
         best_dev: the best dev scores so far (None before the first evaluation).
         best_epoch: the epoch that scored ``best_dev``.
         bad_epochs: epochs since ``best_epoch`` (the early-stopping counter).
+        seconds: wall seconds the run has trained, every leg of it, up to the last epoch
+            saved: ``trainer.max_minutes`` counts them (kept in ``last.pt`` beside the
+            progress, not in it, and left out of comparisons: no two runs take the same time).
     """
 
     epoch: int = 0
@@ -111,6 +114,7 @@ class TrainState:
     best_dev: AttachmentScores | None = None
     best_epoch: int = 0
     bad_epochs: int = 0
+    seconds: float = field(default=0.0, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (scores as their integer counts)."""
@@ -172,6 +176,7 @@ class RunWriter:
             "optimizer": optimizer.state_dict(),
             "scheduler": scheduler.state_dict(),
             "progress": state.to_dict(),
+            "seconds": state.seconds,
             "rng": get_rng_state(),
         }
         if average is not None:
@@ -490,7 +495,9 @@ def restore(
     optimizer.load_state_dict(training["optimizer"])
     load_schedule(scheduler, training["scheduler"])
     set_rng_state(training["rng"])
-    return TrainState.from_dict(training["progress"])
+    state = TrainState.from_dict(training["progress"])
+    state.seconds = float(training.get("seconds", 0.0))  # 0: a last.pt from before it was kept
+    return state
 
 
 def get_rng_state() -> dict[str, Any]:

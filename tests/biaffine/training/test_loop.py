@@ -247,6 +247,24 @@ def test_max_minutes_stops_at_the_first_step_past_the_budget(
     assert [r["step"] for r in epoch_records(tmp_path) if r["event"] == "epoch"] == [1]
 
 
+def test_max_minutes_counts_the_training_time_of_the_runs_earlier_legs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each start had the whole budget again, so a run cut off and resumed trained longer than
+    # one that never stopped.
+    ticks = itertools.count(step=10)  # ten seconds a clock reading
+    monkeypatch.setattr(loop, "time", SimpleNamespace(monotonic=lambda: float(next(ticks))))
+    train(tiny_config("trainer.max_epochs=1"), tmp_path)
+    spent = checkpoint.load(tmp_path / "last.pt").training_state["seconds"]
+    assert spent >= 10
+    resumed = ("trainer.resume=true", f"trainer.max_minutes={spent / 60}")  # nothing left
+    stopped = train(tiny_config(*resumed), tmp_path)
+    assert (stopped.stop_reason, stopped.epochs) == ("max_minutes", 1)
+    more = ("trainer.resume=true", f"trainer.max_minutes={spent / 60 + 60}")
+    assert train(tiny_config(*more), tmp_path).epochs == 3
+    assert checkpoint.load(tmp_path / "last.pt").training_state["seconds"] > spent
+
+
 def test_a_failed_start_removes_the_run_dir_it_left_empty(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     (run_dir / ".hydra").mkdir(parents=True)
