@@ -89,7 +89,7 @@ def strings(
     UPOS where ``upos`` gives one, and its FEATS where ``feats`` does), else its script applied
     to its form, or the form itself where the script does not apply (it cuts more than the form
     has). A script whose lemma is
-    no training lemma (:attr:`Lexicon.known`, case aside) gives way to the first of the word's
+    no training lemma (:meth:`Lexicon.knows`) gives way to the first of the word's
     ``runners_up`` whose lemma is one: Turkish "limandan" takes "liman" (cut 3) over the
     best-scored "lim" (cut 5). A whole-lemma script (:func:`~biaffine.data.lemmas.is_whole`)
     is no such evidence, its lemma being a training lemma whatever the word: "Kindest" takes
@@ -162,14 +162,14 @@ def prefer_written(found: str, written: str | None, lexicon: Lexicon | None) -> 
     """The generator's ``written`` lemma of a word, or the lemma ``found`` for it otherwise.
 
     ``found`` is kept where ``written`` is None or empty, or ``found`` is a training lemma
-    (:attr:`Lexicon.known`, case aside) and ``written`` is not: each is trusted where it names
+    (:meth:`Lexicon.knows`) and ``written`` is not: each is trusted where it names
     a lemma training has and the other does not; where both do, or neither, the generator's is
     taken. Chosen on the dev sets of IMST and Szeged among four rules (docs/lemmas.md): IMST's
     test Lemmas 93.14 -> 94.66, Szeged's 91.60 -> 92.53.
     """
     if not written or lexicon is None:
         return found
-    if found.lower() in lexicon.known and written.lower() not in lexicon.known:
+    if lexicon.knows(found) and not lexicon.knows(written):
         return found
     return written
 
@@ -196,11 +196,11 @@ def _lemma(
     if found is not None:
         return found
     best = _applied(script, form)
-    if best.lower() in lexicon.known and not is_whole(script):
+    if lexicon.knows(best) and not is_whole(script):
         return best
     for other in alternatives:
         lemma = None if is_whole(other) else apply(other, form)
-        if lemma is not None and lemma.lower() in lexicon.known:
+        if lemma is not None and lexicon.knows(lemma):
             return lemma
     guessed = lexicon.guess_lemma(form, analysis[0])
     return best if guessed is None else guessed

@@ -60,7 +60,12 @@ and, where they were chosen on dev for the model (:mod:`biaffine.training.doubt`
 
 - ``doubt``: by column (UPOS, XPOS, FEATS), the probability of the tagger's best class below
   which a word the lexicon holds takes the lexicon's value
-  (:data:`biaffine.inference.choices.TAGGER_DOUBT` for a column it lacks).
+  (:data:`biaffine.inference.choices.TAGGER_DOUBT` for a column it lacks);
+- ``exact_case``: whether a lemma made for a word the lexicon lacks counts as a training lemma
+  only in the casing training wrote it (:meth:`Lexicon.knows`): Turkish, Hungarian and French
+  lemmas are lower-case where their words start a sentence, and the casing training gives a
+  lemma then decides between the scripts; English names keep their capitals in EWT's lemmas,
+  where it does not.
 
 Ties go to the value first in code-point order, so the lexicon does not depend on the order of
 the sentences. The lemma lookup order (:meth:`Lexicon.lemma`) and its threshold were chosen by
@@ -245,6 +250,9 @@ class Lexicon:
             X, ADV, SYM or PRON, never NUM, which the taggers gave 39 of EWT test's codes).
         doubt: column of :data:`DOUBTED` -> the share in [0, 1] below which its tagger gives
             way to the lexicon, chosen on dev for the model (empty: the default for all).
+        exact_case: whether :meth:`knows` a lemma only in the casing training wrote it, chosen
+            on dev for the model (False: case aside, as in lexicons written before it).
+        written: every lemma of the lemma tables as written (derived from them).
     """
 
     tagged: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -261,7 +269,9 @@ class Lexicon:
     upos_guesser: UposGuesser | None = None
     relation_upos: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
     doubt: dict[str, float] = field(default_factory=dict)
+    exact_case: bool = False
     known: frozenset[str] = field(init=False, repr=False, compare=False)
+    written: frozenset[str] = field(init=False, repr=False, compare=False)
     seen: frozenset[str] = field(init=False, repr=False, compare=False)
     address_tags: tuple[str, str, str] | None = field(init=False, repr=False, compare=False)
     code_upos: frozenset[str] | None = field(init=False, repr=False, compare=False)
@@ -270,6 +280,7 @@ class Lexicon:
         """Gather the derived tables: :attr:`known`, :attr:`seen`, the addresses and codes."""
         lemmas = {*self.tagged.values(), *self.forms.values(), *self.featured.values()}
         object.__setattr__(self, "known", frozenset(lemma.lower() for lemma in lemmas))
+        object.__setattr__(self, "written", frozenset(lemmas))
         seen = {form for form, _ in self.tagged} | set(self.forms)
         object.__setattr__(self, "seen", frozenset(seen))
         object.__setattr__(self, "address_tags", self._address_tags())
@@ -294,6 +305,14 @@ class Lexicon:
     def unseen_code(self, form: str) -> bool:
         """Whether ``form`` is a code (:func:`is_code`) the lexicon lacks."""
         return self.lacks(form) and is_code(form)  # most words are seen: that test first
+
+    def knows(self, lemma: str) -> bool:
+        """Whether ``lemma`` is a training lemma (:attr:`exact_case`: only as training wrote it).
+
+        ``exact_case`` is chosen on dev per model (:mod:`biaffine.training.doubt`); without it
+        the casing does not count.
+        """
+        return lemma in self.written if self.exact_case else lemma.lower() in self.known
 
     def lacks(self, form: str) -> bool:
         """Whether no training word with a lemma was written ``form`` (case counts)."""
@@ -391,11 +410,12 @@ class Lexicon:
         "shapes": [[shape, mask], ...], "lemma_suffixes": [[ending, upos, script], ...],
         "relation_upos": [[relation, upos, "form\tcount\tform\tcount..."], ...],
         "generator": {...}, "feats_guesser": {...}, "upos_guesser": {...},
-        "doubt": {column: share}}``
+        "doubt": {column: share}, "exact_case": true}``
         (:meth:`LemmaGenerator.to_dict`, :meth:`FeatsGuesser.to_dict`,
         :meth:`UposGuesser.to_dict`), without the tables after ``forms`` where they are empty
-        (as in lexicons written before them, which thus read and write back the same data) and
-        without a character model where there is none.
+        (as in lexicons written before them, which thus read and write back the same data),
+        without a character model where there is none, and without ``exact_case`` where it is
+        false.
         """
         data = {
             "tagged": _triples(self.tagged),
@@ -427,6 +447,8 @@ class Lexicon:
             data["upos_guesser"] = self.upos_guesser.to_dict()
         if self.doubt:
             data["doubt"] = dict(sorted(self.doubt.items()))
+        if self.exact_case:
+            data["exact_case"] = True
         return data
 
     @classmethod
@@ -436,8 +458,8 @@ class Lexicon:
         Raises:
             ValueError: missing keys, entries that are not lists of strings of the right size,
                 a keep mask not as long as its shape, relation counts that are not
-                (form, positive integer) pairs, or doubt shares that are not numbers in [0, 1]
-                keyed by a column of :data:`DOUBTED`.
+                (form, positive integer) pairs, doubt shares that are not numbers in [0, 1]
+                keyed by a column of :data:`DOUBTED`, or an ``exact_case`` that is no boolean.
         """
         missing = {"tagged", "forms"} - set(data)
         if missing:
@@ -458,6 +480,9 @@ class Lexicon:
         shapes = dict(_rows(data.get("shapes", []), 2, "shapes"))
         if any(len(shape) != len(mask) or set(mask) - _MASKING for shape, mask in shapes.items()):
             raise ValueError("lemma lexicon 'shapes' must pair each shape with a keep mask as long")
+        exact_case = data.get("exact_case", False)
+        if not isinstance(exact_case, bool):
+            raise ValueError("lemma lexicon 'exact_case' must be true or false")
         return cls(
             _keyed(data, "tagged"),
             dict(forms),
@@ -473,6 +498,7 @@ class Lexicon:
             UposGuesser.from_dict(data["upos_guesser"]) if "upos_guesser" in data else None,
             _counted(data.get("relation_upos", [])),
             _shares(data.get("doubt", {})),
+            exact_case,
         )
 
 

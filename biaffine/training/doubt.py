@@ -1,4 +1,4 @@
-"""Choose, on dev, below which probability each of a model's taggers gives way to its lexicon.
+"""Choose, on dev, when a model's taggers give way to its lexicon, and how it knows lemmas.
 
 Where its tagger is unsure of a word the training lexicon holds, the UPOS, XPOS or FEATS written
 is the lexicon's (:data:`biaffine.inference.choices.TAGGER_DOUBT`, 0.9, chosen when every model
@@ -6,9 +6,13 @@ was one network). How unsure is unsure depends on the model: an ensemble's proba
 mean of its members', lower where they disagree, so more of its words fall below 0.9, and on EWT
 its taggers are right on more of them than the lexicon is (docs/tags.md). This scores the dev
 file once, then chooses each column's share in turn (UPOS first: the lexicon keys XPOS and FEATS
-by it) by that column's own accuracy, and writes a copy of the checkpoint with the shares in its
-lexicon (:attr:`biaffine.data.lexicon.Lexicon.doubt`); weights, config and metadata are copied
-as they are, atomically.
+by it) by that column's own accuracy. Then, with those shares, whether a lemma made for a word
+the lexicon lacks counts as a training lemma only in the casing training wrote it, by dev
+Lemmas (:attr:`biaffine.data.lexicon.Lexicon.exact_case`: Turkish, Hungarian and French lemmas
+are lower-case where their words start a sentence, English names keep their capitals). It
+writes a copy of the checkpoint with both in its lexicon
+(:attr:`biaffine.data.lexicon.Lexicon.doubt`); weights, config and metadata are copied as they
+are, atomically.
 
 Usage::
 
@@ -46,9 +50,11 @@ __all__ = [
     "METRICS",
     "MIN_GAIN",
     "SHARES",
+    "DevChoices",
     "DevScores",
     "best_share",
     "choose_doubt",
+    "choose_exact_case",
     "dev_scores",
     "main",
     "write_doubt",
@@ -58,15 +64,22 @@ SHARES = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 """The shares tried for each column (0: the tagger always; 0.99: the lexicon nearly always)."""
 
 MIN_GAIN = 0.05
-"""The least gain in dev F1 for which a column's share leaves the default. Dev gains below it
+"""The least gain in dev F1 for which a column's share (or the lemmas' casing) leaves the
+default. Dev gains below it
 did not hold on test (``en_ewt_small`` and ``en_ewt_glove``, EWT dev +0.01 to +0.04, test -0.04
 to -0.06 on UPOS and XPOS: docs/tags.md); 0.05 is 13 of EWT dev's 25,148 words."""
 
-METRICS = {"upos": "UPOS", "xpos": "XPOS", "feats": "UFeats"}
-"""The CoNLL 2018 score each column's share is chosen by."""
+METRICS = {"upos": "UPOS", "xpos": "XPOS", "feats": "UFeats", "lemma": "Lemmas"}
+"""The CoNLL 2018 score each column's choice is made by."""
+
+_GOLD = {"upos": "upos", "xpos": "xpos", "feats": "feats", "lemma": "lemmas"}
+"""Each column's gold values among a :class:`Sentence`'s attributes."""
 
 MAX_TOKENS = 5000
 """Words per batch when scoring the dev file."""
+
+_CASING = {False: "any case", True: "as written"}
+"""How the command line names each lemma casing (:attr:`DevChoices.exact_case`)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -93,10 +106,16 @@ class DevScores:
         tagged = self.batches[0][1]
         return [c for c in DOUBTED if c in tagged and annotated(self.sentences, c)]
 
+    @property
+    def lemmatized(self) -> bool:
+        """Whether the model tags LEMMA and dev annotates it (else no casing is chosen)."""
+        return "lemma" in self.batches[0][1] and annotated(self.sentences, "lemma")
+
 
 def annotated(sentences: Sequence[Sentence], column: str) -> bool:
     """Whether some word of ``sentences`` has a ``column`` value other than ``_``."""
-    return any(value != "_" for sentence in sentences for value in getattr(sentence, column))
+    cells = (getattr(sentence, _GOLD[column]) for sentence in sentences)
+    return any(value != "_" for values in cells for value in values)
 
 
 @torch.inference_mode()
@@ -114,9 +133,9 @@ def dev_scores(
         raise ValueError("tagger doubt is chosen for graph parsers and their ensembles only")
     tagged = set(METRICS) & set(parser.model.tagged_columns)
     if parser.vocabs.lexicon is None or not tagged:
-        raise ValueError("the model has no lexicon or tags none of UPOS, XPOS and FEATS")
+        raise ValueError("the model has no lexicon or tags none of UPOS, XPOS, FEATS and LEMMA")
     if not any(annotated(sentences, column) for column in tagged):
-        names = ", ".join(METRICS[column] for column in DOUBTED if column in tagged)
+        names = ", ".join(METRICS[column] for column in METRICS if column in tagged)
         raise ValueError(f"{source} gives no gold {names} to choose the shares by")
     relations = [tree.deprels for tree in parser.parse(sentences)]
     members = [(parser.model, parser.vocabs)]
@@ -132,16 +151,16 @@ def accuracy(scored: DevScores, vocabs: Vocabs, column: str) -> float:
     """``column``'s CoNLL 2018 F1 (:data:`METRICS`, in percent) on dev with ``vocabs``'s lexicon.
 
     The columns are chosen as in parsing (:func:`biaffine.inference.choices.predicted_columns`),
-    from the scores and relations already found.
+    from the scores and relations already found: the doubted ones, and LEMMA where it is the
+    ``column`` scored.
     """
+    wanted = [*scored.doubted, *(["lemma"] if column == "lemma" else [])]
     found: list[Sentence] = list(scored.sentences)
     workers = torch.get_num_threads()
     for rows, tag_scores in scored.batches:
         chosen = [scored.sentences[i] for i in rows]
         relations = [scored.relations[i] for i in rows]
-        values = choices.predicted_columns(
-            tag_scores, scored.doubted, vocabs, chosen, workers, relations
-        )
+        values = choices.predicted_columns(tag_scores, wanted, vocabs, chosen, workers, relations)
         for i, sentence, columns in zip(rows, chosen, values, strict=True):
             found[i] = sentence.with_columns(columns)
     return evaluate_corpus(scored.sentences, found).words.scores[METRICS[column]].f1
@@ -164,7 +183,7 @@ def choose_doubt(
     tried: dict[str, dict[float, float]] = {}
     for column in scored.doubted:
         tried[column] = {
-            share: accuracy(scored, _with_doubt(vocabs, {**chosen, column: share}), column)
+            share: accuracy(scored, _with_lexicon(vocabs, doubt={**chosen, column: share}), column)
             for share in shares
         }
         chosen[column] = best_share(tried[column])
@@ -178,20 +197,55 @@ def best_share(scores: Mapping[float, float]) -> float:
     return best if scores[best] >= scores[default] + MIN_GAIN else default
 
 
-def _with_doubt(vocabs: Vocabs, doubt: Mapping[str, float]) -> Vocabs:
-    """``vocabs`` with its lexicon's shares replaced by ``doubt``."""
+def choose_exact_case(scored: DevScores, vocabs: Vocabs) -> tuple[bool, dict[bool, float]]:
+    """Whether ``vocabs``'s lexicon should know lemmas only as training wrote them, by dev Lemmas.
+
+    True only for a gain of at least :data:`MIN_GAIN` over casing aside (the default); no
+    choice where the model has no lemmatizer or dev no lemmas.
+
+    Returns:
+        The choice, and the dev Lemmas F1 with each (empty where none was made).
+    """
+    if not scored.lemmatized:
+        return False, {}
+    tried = {
+        case: accuracy(scored, _with_lexicon(vocabs, exact_case=case), "lemma")
+        for case in (False, True)
+    }
+    return tried[True] >= tried[False] + MIN_GAIN, tried
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DevChoices:
+    """What :func:`write_doubt` chose, with the dev scores it chose by.
+
+    Attributes:
+        doubt: the share by column (:func:`choose_doubt`).
+        tried: every share's dev F1 by column.
+        exact_case: the lemmas' casing (:func:`choose_exact_case`).
+        cases: the dev Lemmas F1 with each casing (empty where none was chosen).
+    """
+
+    doubt: dict[str, float]
+    tried: dict[str, dict[float, float]]
+    exact_case: bool
+    cases: dict[bool, float]
+
+
+def _with_lexicon(vocabs: Vocabs, **changes: object) -> Vocabs:
+    """``vocabs`` with its lexicon's ``doubt`` or ``exact_case`` replaced by ``changes``."""
     lexicon: Lexicon | None = vocabs.lexicon
     assert lexicon is not None
-    return dataclasses.replace(vocabs, lexicon=dataclasses.replace(lexicon, doubt=dict(doubt)))
+    return dataclasses.replace(vocabs, lexicon=dataclasses.replace(lexicon, **changes))
 
 
 def write_doubt(
     source: Path, dev: Path, out: Path, *, stored_as: str | None = None, threads: int = 1
-) -> tuple[dict[str, float], dict[str, dict[float, float]]]:
-    """Choose the shares of ``source`` on ``dev`` and write the checkpoint with them to ``out``.
+) -> DevChoices:
+    """Choose the shares and casing of ``source`` on ``dev``; write the checkpoint so to ``out``.
 
     Returns:
-        What :func:`choose_doubt` returns.
+        What was chosen, and by what.
 
     Raises:
         CheckpointError: ``source`` is no readable checkpoint.
@@ -205,12 +259,14 @@ def write_doubt(
     parser = Parser(checkpoint.build_model(loaded), loaded.vocabs, device=torch.device("cpu"))
     scored = dev_scores(parser, list(read_conllu(dev)), str(dev))
     chosen, tried = choose_doubt(scored, parser.vocabs)
-    checkpoint.rewrite(loaded, out, vocabs=_with_doubt(loaded.vocabs, chosen), stored_as=stored_as)
-    return chosen, tried
+    exact_case, cases = choose_exact_case(scored, _with_lexicon(parser.vocabs, doubt=chosen))
+    vocabs = _with_lexicon(loaded.vocabs, doubt=chosen, exact_case=exact_case)
+    checkpoint.rewrite(loaded, out, vocabs=vocabs, stored_as=stored_as)
+    return DevChoices(chosen, tried, exact_case, cases)
 
 
 def main() -> None:
-    """The command line: CHECKPOINT DEV_CONLLU OUT; prints every share's dev F1."""
+    """The command line: CHECKPOINT DEV_CONLLU OUT; prints every choice's dev F1."""
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("checkpoint", type=Path)
     options.add_argument("dev", type=Path, help="the model's dev file (CoNLL-U, gold columns)")
@@ -220,15 +276,18 @@ def main() -> None:
     )
     options.add_argument("--threads", type=int, default=1)
     args = options.parse_args()
-    chosen, tried = report_user_errors(
+    chosen = report_user_errors(
         lambda: write_doubt(
             args.checkpoint, args.dev, args.out, stored_as=args.stored_as, threads=args.threads
         )
     )
-    for column, scores in tried.items():
+    for column, scores in chosen.tried.items():
         cells = "  ".join(f"{share:g}: {f1:.2f}" for share, f1 in scores.items())
-        print(f"{METRICS[column]:>6} by share  {cells}  -> {chosen[column]:g}")
-    print(f"{args.out}: tagger doubt {chosen}")
+        print(f"{METRICS[column]:>6} by share  {cells}  -> {chosen.doubt[column]:g}")
+    if chosen.cases:
+        cells = "  ".join(f"{_CASING[case]}: {f1:.2f}" for case, f1 in chosen.cases.items())
+        print(f"Lemmas by casing  {cells}  -> {_CASING[chosen.exact_case]}")
+    print(f"{args.out}: tagger doubt {chosen.doubt}, exact_case {chosen.exact_case}")
 
 
 if __name__ == "__main__":

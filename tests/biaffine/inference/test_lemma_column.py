@@ -333,6 +333,31 @@ def test_a_whole_lemma_script_is_no_evidence_that_a_word_the_lexicon_lacks_has_t
     assert found == lemmas
 
 
+def test_with_exact_case_a_lemma_is_a_training_lemma_only_as_training_wrote_it() -> None:
+    """Case aside (the default), a script that keeps a sentence's capital ("Ömür") passes for
+    the training lemma "ömür", and so does "Mi" for the acronym "MI"; with ``exact_case`` each
+    gives way to a runner-up or generator lemma in training's own casing."""
+    lexicon = Lexicon(
+        tagged={("ömrü", "NOUN"): "ömür", ("MI", "PROPN"): "MI", ("ev", "NOUN"): "ev"},
+        lemma_suffixes={("red", "VERB"): "L-0+|-1+"},
+    )
+    keep, lower, cut_3 = "F-0+|-0+", "L-0+|-0+", "L-0+|-3+"
+    words = [  # form, UPOS, best script, runners-up, generator's lemma, lemma: case aside, exact
+        ("Ömür", "NOUN", keep, (lower,), None, "Ömür", "ömür"),
+        ("mired", "VERB", cut_3, (), None, "mi", "mire"),  # "mi" passed for "MI"; the ending's
+        ("Evler", "NOUN", cut_3, (), "Ev", "Ev", "ev"),  # the generator's "Ev" is no longer one
+    ]
+    forms, upos, best, others, written, aside, exact = (list(c) for c in zip(*words, strict=True))
+    for case, lemmas in ((False, aside), (True, exact)):
+        chosen = dataclasses.replace(lexicon, exact_case=case)
+        found = strings(
+            "lemma", best, forms, lexicon=chosen, upos=upos, runners_up=others, written=written
+        )
+        assert found == lemmas, case
+    assert Lexicon.from_dict(dataclasses.replace(lexicon, exact_case=True).to_dict()).exact_case
+    assert "exact_case" not in lexicon.to_dict()  # lexicons without it read and write the same
+
+
 def test_an_address_the_lexicon_lacks_keeps_its_form_whatever_the_script_or_generator() -> None:
     """A web or e-mail address is its own lemma; one the lexicon holds takes the lexicon's."""
     lexicon = Lexicon(forms={"Compaq.com": "compaq.com-notebook.url", "cat": "cat"})

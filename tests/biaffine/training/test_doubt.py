@@ -29,6 +29,7 @@ from biaffine.training.doubt import (
     accuracy,
     best_share,
     choose_doubt,
+    choose_exact_case,
     write_doubt,
 )
 
@@ -151,6 +152,36 @@ def test_the_columns_read_the_models_own_share() -> None:
     assert accuracy(scored, vocabs, "upos") == 50.0  # VERB, VERB: both "bank"s are wrong
 
 
+@pytest.mark.parametrize(("form", "exact_case"), [("Ömür", True), ("ömür", False)])
+def test_lemmas_are_known_as_training_wrote_them_where_that_gains_on_dev(
+    form: str, exact_case: bool
+) -> None:
+    """A lemmatizer 0.7 sure of the script that keeps the form's casing, 0.3 of the one that
+    lower-cases it; training's lemma is "ömür". Casing aside, "Ömür" passes for it and is
+    written; known as written, "Ömür" is not, the runner-up's "ömür" is. Where both write
+    the same ("ömür"), nothing gains and casing stays aside."""
+    keep, lower = "F-0+|-0+", "L-0+|-0+"
+    scripts = Vocab([*SPECIALS, keep, lower])
+    rows = [f"1\t{form}\tömür\tNOUN\t_\t_\t0\troot\t_\t_"]
+    rows += [f"{k}\t{form}\tömür\tNOUN\t_\t_\t1\tdep\t_\t_" for k in range(2, 5)]
+    [sentence] = read_conllu(io.StringIO("\n".join(rows) + "\n\n"))
+    vocabs = Vocabs(
+        words=Vocab([*SPECIALS, "w"]),
+        chars=Vocab([*SPECIALS, "c"]),
+        rels=Vocab(["root", "dep"], specials=False),
+        columns={"upos": UPOS, "lemma": scripts},
+        lexicon=Lexicon(tagged={("ömrü", "NOUN"): "ömür"}),
+    )
+    lemma_scores = np.full((4, len(scripts)), -30.0, dtype=np.float32)
+    lemma_scores[:, scripts.stoi[keep]], lemma_scores[:, scripts.stoi[lower]] = np.log([0.7, 0.3])
+    scored = DevScores(
+        [sentence], [([0], {"lemma": lemma_scores})], [["root", "dep", "dep", "dep"]]
+    )
+    chosen, tried = choose_exact_case(scored, vocabs)
+    assert chosen is exact_case
+    assert tried == ({False: 0.0, True: 100.0} if exact_case else {False: 100.0, True: 100.0})
+
+
 @pytest.fixture(scope="module")
 def tagging_checkpoint(tmp_path_factory: pytest.TempPathFactory, vocabs: Vocabs, sentences):
     """A tiny biaffine parser with random taggers, and a lexicon that holds a wrong UPOS for
@@ -171,7 +202,9 @@ def test_the_checkpoint_written_has_the_shares_and_everything_else_as_it_was(
     tmp_path, tagging_checkpoint, sentences
 ) -> None:
     out = tmp_path / "tuned.pt"
-    chosen, tried = write_doubt(tagging_checkpoint, TINY_CONLLU, out)
+    choices = write_doubt(tagging_checkpoint, TINY_CONLLU, out)
+    chosen, tried = choices.doubt, choices.tried
+    assert (choices.exact_case, choices.cases) == (False, {})  # the model has no lemmatizer
     before, after = checkpoint.load(tagging_checkpoint), checkpoint.load(out)
     assert after.vocabs.lexicon.doubt == chosen
     assert set(chosen) == {"upos", "xpos", "feats"} & set(tried)
