@@ -61,6 +61,9 @@ and, where they were chosen on dev for the model (:mod:`biaffine.training.doubt`
 - ``doubt``: by column (UPOS, XPOS, FEATS), the probability of the tagger's best class below
   which a word the lexicon holds takes the lexicon's value
   (:data:`biaffine.inference.choices.TAGGER_DOUBT` for a column it lacks);
+- ``runner_up``: the share of the best lemma script's probability a runner-up script needs to
+  be tried where the best one's lemma is no training lemma
+  (:data:`biaffine.inference.choices.LEMMA_RUNNER_UP` where it is None);
 - ``exact_case``: whether a lemma made for a word the lexicon lacks counts as a training lemma
   only in the casing training wrote it (:meth:`Lexicon.knows`): Turkish, Hungarian and French
   lemmas are lower-case where their words start a sentence, and the casing training gives a
@@ -252,6 +255,8 @@ class Lexicon:
             way to the lexicon, chosen on dev for the model (empty: the default for all).
         exact_case: whether :meth:`knows` a lemma only in the casing training wrote it, chosen
             on dev for the model (False: case aside, as in lexicons written before it).
+        runner_up: the share in (0, 1] of the best lemma script's probability a runner-up
+            script needs to be tried, chosen on dev for the model (None: the default).
         written: every lemma of the lemma tables as written (derived from them).
     """
 
@@ -270,6 +275,7 @@ class Lexicon:
     relation_upos: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
     doubt: dict[str, float] = field(default_factory=dict)
     exact_case: bool = False
+    runner_up: float | None = None
     known: frozenset[str] = field(init=False, repr=False, compare=False)
     written: frozenset[str] = field(init=False, repr=False, compare=False)
     seen: frozenset[str] = field(init=False, repr=False, compare=False)
@@ -410,12 +416,12 @@ class Lexicon:
         "shapes": [[shape, mask], ...], "lemma_suffixes": [[ending, upos, script], ...],
         "relation_upos": [[relation, upos, "form\tcount\tform\tcount..."], ...],
         "generator": {...}, "feats_guesser": {...}, "upos_guesser": {...},
-        "doubt": {column: share}, "exact_case": true}``
+        "doubt": {column: share}, "exact_case": true, "runner_up": share}``
         (:meth:`LemmaGenerator.to_dict`, :meth:`FeatsGuesser.to_dict`,
         :meth:`UposGuesser.to_dict`), without the tables after ``forms`` where they are empty
         (as in lexicons written before them, which thus read and write back the same data),
-        without a character model where there is none, and without ``exact_case`` where it is
-        false.
+        without a character model where there is none, without ``exact_case`` where it is
+        false and without ``runner_up`` where it is None.
         """
         data = {
             "tagged": _triples(self.tagged),
@@ -449,6 +455,8 @@ class Lexicon:
             data["doubt"] = dict(sorted(self.doubt.items()))
         if self.exact_case:
             data["exact_case"] = True
+        if self.runner_up is not None:
+            data["runner_up"] = self.runner_up
         return data
 
     @classmethod
@@ -459,7 +467,8 @@ class Lexicon:
             ValueError: missing keys, entries that are not lists of strings of the right size,
                 a keep mask not as long as its shape, relation counts that are not
                 (form, positive integer) pairs, doubt shares that are not numbers in [0, 1]
-                keyed by a column of :data:`DOUBTED`, or an ``exact_case`` that is no boolean.
+                keyed by a column of :data:`DOUBTED`, an ``exact_case`` that is no boolean, or
+                a ``runner_up`` that is no number in (0, 1].
         """
         missing = {"tagged", "forms"} - set(data)
         if missing:
@@ -483,6 +492,9 @@ class Lexicon:
         exact_case = data.get("exact_case", False)
         if not isinstance(exact_case, bool):
             raise ValueError("lemma lexicon 'exact_case' must be true or false")
+        runner_up = data.get("runner_up")
+        if runner_up is not None and not (type(runner_up) in (int, float) and 0 < runner_up <= 1):
+            raise ValueError("lemma lexicon 'runner_up' must be a number in (0, 1]")
         return cls(
             _keyed(data, "tagged"),
             dict(forms),
@@ -499,6 +511,7 @@ class Lexicon:
             _counted(data.get("relation_upos", [])),
             _shares(data.get("doubt", {})),
             exact_case,
+            None if runner_up is None else float(runner_up),
         )
 
 

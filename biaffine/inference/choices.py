@@ -469,10 +469,12 @@ def _best_sets(log_probs: Sequence[npt.NDArray[np.float64]], table: IntArray) ->
 
 LEMMA_RUNNER_UP = 0.05
 """A lemma script whose probability is at least this share of the best script's is tried when
-the best one's lemma is no training lemma (:func:`biaffine.data.columns.strings`). Chosen on the
-dev sets of EWT, Sequoia and IMST (``experiments/lexicon_choices.py``, docs/lemmas.md): the one
-share of those tried that gained on all three (IMST 85.15 -> 91.37); 0.01 gained more on
-Sequoia and IMST but lost on EWT, and 0.5 gave back half of IMST's gain."""
+the best one's lemma is no training lemma (:func:`biaffine.data.columns.strings`), unless the
+model's lexicon has a share of its own (:attr:`~biaffine.data.lexicon.Lexicon.runner_up`,
+chosen on dev by :mod:`biaffine.training.doubt`). Chosen on the dev sets of EWT, Sequoia and
+IMST (``experiments/lexicon_choices.py``, docs/lemmas.md): the one share of those tried that
+gained on all three (IMST 85.15 -> 91.37); 0.01 gained more on Sequoia and IMST but lost on
+EWT, and 0.5 gave back half of IMST's gain."""
 
 
 TAGGER_DOUBT = 0.9
@@ -585,7 +587,9 @@ def _scripts(
         scores = scores[words]
     best: list[str | None] = [None] * len(forms)
     others: list[tuple[str, ...]] = [()] * len(forms)
-    found = zip(words, best_classes(scores, vocab), runners_up(scores, vocab), strict=True)
+    own = None if lexicon is None else lexicon.runner_up
+    share = LEMMA_RUNNER_UP if own is None else own
+    found = zip(words, best_classes(scores, vocab), runners_up(scores, vocab, share), strict=True)
     for word, script, tried in found:
         best[word], others[word] = script, tried
     return best, others

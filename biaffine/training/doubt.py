@@ -1,4 +1,4 @@
-"""Choose, on dev, when a model's taggers give way to its lexicon, and how it knows lemmas.
+"""Choose, on dev, when a model's taggers give way to its lexicon, and how it checks lemmas.
 
 Where its tagger is unsure of a word the training lexicon holds, the UPOS, XPOS or FEATS written
 is the lexicon's (:data:`biaffine.inference.choices.TAGGER_DOUBT`, 0.9, chosen when every model
@@ -6,13 +6,14 @@ was one network). How unsure is unsure depends on the model: an ensemble's proba
 mean of its members', lower where they disagree, so more of its words fall below 0.9, and on EWT
 its taggers are right on more of them than the lexicon is (docs/tags.md). This scores the dev
 file once, then chooses each column's share in turn (UPOS first: the lexicon keys XPOS and FEATS
-by it) by that column's own accuracy. Then, with those shares, whether a lemma made for a word
-the lexicon lacks counts as a training lemma only in the casing training wrote it, by dev
-Lemmas (:attr:`biaffine.data.lexicon.Lexicon.exact_case`: Turkish, Hungarian and French lemmas
-are lower-case where their words start a sentence, English names keep their capitals). It
-writes a copy of the checkpoint with both in its lexicon
-(:attr:`biaffine.data.lexicon.Lexicon.doubt`); weights, config and metadata are copied as they
-are, atomically.
+by it) by that column's own accuracy. Then, with those shares and by dev Lemmas, how a lemma
+made for a word the lexicon lacks is checked against the training lemmas: how likely a
+runner-up script must be to be tried (:attr:`biaffine.data.lexicon.Lexicon.runner_up`), and
+whether a lemma counts as a training lemma only in the casing training wrote it
+(:attr:`biaffine.data.lexicon.Lexicon.exact_case`: Turkish, Hungarian and French lemmas are
+lower-case where their words start a sentence, English names keep their capitals). It writes a
+copy of the checkpoint with all three in its lexicon (:attr:`biaffine.data.lexicon.Lexicon.doubt`
+too); weights, config and metadata are copied as they are, atomically.
 
 Usage::
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -49,12 +51,13 @@ from biaffine.training.distill import scored_by_each
 __all__ = [
     "METRICS",
     "MIN_GAIN",
+    "RUNNER_UP_SHARES",
     "SHARES",
     "DevChoices",
     "DevScores",
     "best_share",
     "choose_doubt",
-    "choose_exact_case",
+    "choose_lemmas",
     "dev_scores",
     "main",
     "write_doubt",
@@ -75,11 +78,17 @@ METRICS = {"upos": "UPOS", "xpos": "XPOS", "feats": "UFeats", "lemma": "Lemmas"}
 _GOLD = {"upos": "upos", "xpos": "xpos", "feats": "feats", "lemma": "lemmas"}
 """Each column's gold values among a :class:`Sentence`'s attributes."""
 
+RUNNER_UP_SHARES = (0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
+"""The runner-up shares tried for the lemmas (1: ties alone), the default among them."""
+
 MAX_TOKENS = 5000
 """Words per batch when scoring the dev file."""
 
 _CASING = {False: "any case", True: "as written"}
 """How the command line names each lemma casing (:attr:`DevChoices.exact_case`)."""
+
+Rules = tuple[float, bool]
+"""A runner-up share and a casing (:attr:`Lexicon.exact_case`) for the lemmas."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -197,22 +206,34 @@ def best_share(scores: Mapping[float, float]) -> float:
     return best if scores[best] >= scores[default] + MIN_GAIN else default
 
 
-def choose_exact_case(scored: DevScores, vocabs: Vocabs) -> tuple[bool, dict[bool, float]]:
-    """Whether ``vocabs``'s lexicon should know lemmas only as training wrote them, by dev Lemmas.
+def choose_lemmas(scored: DevScores, vocabs: Vocabs) -> tuple[Rules, dict[Rules, float]]:
+    """The runner-up share and casing of ``vocabs``'s lexicon's lemma checks, by dev Lemmas.
 
-    True only for a gain of at least :data:`MIN_GAIN` over casing aside (the default); no
-    choice where the model has no lemmatizer or dev no lemmas.
+    Every pair of :data:`RUNNER_UP_SHARES` and casing is tried; the default
+    (:data:`~biaffine.inference.choices.LEMMA_RUNNER_UP`, casing aside) stays unless another
+    pair gains at least :data:`MIN_GAIN` over it; among equal scores casing aside goes first,
+    then the share nearest the default (by ratio).
 
     Returns:
-        The choice, and the dev Lemmas F1 with each (empty where none was made).
+        The pair chosen, and every pair's dev Lemmas F1 (empty, and the default, where the
+        model has no lemmatizer or dev no lemmas).
     """
+    default = (choices.LEMMA_RUNNER_UP, False)
     if not scored.lemmatized:
-        return False, {}
+        return default, {}
     tried = {
-        case: accuracy(scored, _with_lexicon(vocabs, exact_case=case), "lemma")
+        (share, case): accuracy(
+            scored, _with_lexicon(vocabs, runner_up=share, exact_case=case), "lemma"
+        )
+        for share in RUNNER_UP_SHARES
         for case in (False, True)
     }
-    return tried[True] >= tried[False] + MIN_GAIN, tried
+
+    def rank(pair: Rules) -> tuple[float, bool, float]:
+        return tried[pair], not pair[1], -abs(math.log(pair[0] / default[0]))
+
+    best = max(tried, key=rank)
+    return (best if tried[best] >= tried[default] + MIN_GAIN else default), tried
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -222,18 +243,20 @@ class DevChoices:
     Attributes:
         doubt: the share by column (:func:`choose_doubt`).
         tried: every share's dev F1 by column.
-        exact_case: the lemmas' casing (:func:`choose_exact_case`).
-        cases: the dev Lemmas F1 with each casing (empty where none was chosen).
+        runner_up: the lemmas' runner-up share (:func:`choose_lemmas`).
+        exact_case: the lemmas' casing (:func:`choose_lemmas`).
+        lemmas: the dev Lemmas F1 of each (share, casing) pair (empty where none was chosen).
     """
 
     doubt: dict[str, float]
     tried: dict[str, dict[float, float]]
+    runner_up: float
     exact_case: bool
-    cases: dict[bool, float]
+    lemmas: dict[Rules, float]
 
 
 def _with_lexicon(vocabs: Vocabs, **changes: object) -> Vocabs:
-    """``vocabs`` with its lexicon's ``doubt`` or ``exact_case`` replaced by ``changes``."""
+    """``vocabs`` with its lexicon's ``doubt``, ``runner_up`` or ``exact_case`` replaced."""
     lexicon: Lexicon | None = vocabs.lexicon
     assert lexicon is not None
     return dataclasses.replace(vocabs, lexicon=dataclasses.replace(lexicon, **changes))
@@ -242,7 +265,7 @@ def _with_lexicon(vocabs: Vocabs, **changes: object) -> Vocabs:
 def write_doubt(
     source: Path, dev: Path, out: Path, *, stored_as: str | None = None, threads: int = 1
 ) -> DevChoices:
-    """Choose the shares and casing of ``source`` on ``dev``; write the checkpoint so to ``out``.
+    """Choose the shares and lemma checks of ``source`` on ``dev``; write the checkpoint so.
 
     Returns:
         What was chosen, and by what.
@@ -259,10 +282,11 @@ def write_doubt(
     parser = Parser(checkpoint.build_model(loaded), loaded.vocabs, device=torch.device("cpu"))
     scored = dev_scores(parser, list(read_conllu(dev)), str(dev))
     chosen, tried = choose_doubt(scored, parser.vocabs)
-    exact_case, cases = choose_exact_case(scored, _with_lexicon(parser.vocabs, doubt=chosen))
-    vocabs = _with_lexicon(loaded.vocabs, doubt=chosen, exact_case=exact_case)
+    (share, case), lemmas = choose_lemmas(scored, _with_lexicon(parser.vocabs, doubt=chosen))
+    own = None if share == choices.LEMMA_RUNNER_UP else share  # the default: none of its own
+    vocabs = _with_lexicon(loaded.vocabs, doubt=chosen, runner_up=own, exact_case=case)
     checkpoint.rewrite(loaded, out, vocabs=vocabs, stored_as=stored_as)
-    return DevChoices(chosen, tried, exact_case, cases)
+    return DevChoices(chosen, tried, share, case, lemmas)
 
 
 def main() -> None:
@@ -284,10 +308,12 @@ def main() -> None:
     for column, scores in chosen.tried.items():
         cells = "  ".join(f"{share:g}: {f1:.2f}" for share, f1 in scores.items())
         print(f"{METRICS[column]:>6} by share  {cells}  -> {chosen.doubt[column]:g}")
-    if chosen.cases:
-        cells = "  ".join(f"{_CASING[case]}: {f1:.2f}" for case, f1 in chosen.cases.items())
-        print(f"Lemmas by casing  {cells}  -> {_CASING[chosen.exact_case]}")
-    print(f"{args.out}: tagger doubt {chosen.doubt}, exact_case {chosen.exact_case}")
+    for case in (False, True) if chosen.lemmas else ():
+        scores = {share: f1 for (share, c), f1 in chosen.lemmas.items() if c == case}
+        cells = "  ".join(f"{share:g}: {f1:.2f}" for share, f1 in scores.items())
+        print(f"Lemmas by runner-up share, {_CASING[case]}  {cells}")
+    lemmas = f"runner-up {chosen.runner_up:g}, {_CASING[chosen.exact_case]}"
+    print(f"{args.out}: tagger doubt {chosen.doubt}; lemmas: {lemmas}")
 
 
 if __name__ == "__main__":

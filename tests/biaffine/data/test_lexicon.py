@@ -632,3 +632,30 @@ def test_doubt_shares_round_trip_through_json_and_older_lexicons_have_none() -> 
 def test_doubt_shares_must_be_numbers_in_the_unit_interval_by_a_doubted_column(doubt) -> None:
     with pytest.raises(ValueError, match="'doubt' must map some of upos, xpos, feats"):
         Lexicon.from_dict({**LEXICON.to_dict(), "doubt": doubt})
+
+
+def test_the_lemma_checks_round_trip_through_json_and_older_lexicons_have_the_defaults() -> None:
+    checked = Lexicon(exact_case=True, runner_up=0.2)
+    data = json.loads(json.dumps(checked.to_dict()))
+    assert (data["exact_case"], data["runner_up"]) == (True, 0.2)
+    found = Lexicon.from_dict(data)
+    assert (found.exact_case, found.runner_up) == (True, 0.2)
+    assert {"exact_case", "runner_up"}.isdisjoint(LEXICON.to_dict())  # the defaults: not written
+    found = Lexicon.from_dict(LEXICON.to_dict())
+    assert (found.exact_case, found.runner_up) == (False, None)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "problem"),
+    [
+        ("exact_case", 1, "'exact_case' must be true or false"),
+        ("exact_case", "true", "'exact_case' must be true or false"),
+        ("runner_up", 0, r"'runner_up' must be a number in \(0, 1\]"),
+        ("runner_up", 1.5, r"'runner_up' must be a number in \(0, 1\]"),
+        ("runner_up", True, r"'runner_up' must be a number in \(0, 1\]"),
+        ("runner_up", float("nan"), r"'runner_up' must be a number in \(0, 1\]"),
+    ],
+)
+def test_the_lemma_checks_must_be_a_boolean_and_a_share(key: str, value, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        Lexicon.from_dict({**LEXICON.to_dict(), key: value})

@@ -24,12 +24,13 @@ from biaffine.nn import Encoder
 from biaffine.parsers import TransitionParser
 from biaffine.training.doubt import (
     MIN_GAIN,
+    RUNNER_UP_SHARES,
     SHARES,
     DevScores,
     accuracy,
     best_share,
     choose_doubt,
-    choose_exact_case,
+    choose_lemmas,
     write_doubt,
 )
 
@@ -152,34 +153,45 @@ def test_the_columns_read_the_models_own_share() -> None:
     assert accuracy(scored, vocabs, "upos") == 50.0  # VERB, VERB: both "bank"s are wrong
 
 
-@pytest.mark.parametrize(("form", "exact_case"), [("Ömür", True), ("ömür", False)])
-def test_lemmas_are_known_as_training_wrote_them_where_that_gains_on_dev(
-    form: str, exact_case: bool
+KEEP, LOWER, CUT_3 = "F-0+|-0+", "L-0+|-0+", "L-0+|-3+"
+
+
+@pytest.mark.parametrize(
+    ("form", "lemmatizer", "chosen"),
+    [
+        # Casing aside "Ömür" passes for training's "ömür"; as written it does not, and the
+        # runner-up's "ömür" is taken at every share it is tried at (0.3 / 0.7 of the best).
+        ("Ömür", {KEEP: 0.7, LOWER: 0.3}, (0.05, True)),
+        ("ömür", {KEEP: 0.7, LOWER: 0.3}, (0.05, False)),  # both the same: the default stays
+        # "evler" is no training lemma; the runner-up's "ev" is 0.03 as likely: tried at 0.01.
+        ("evler", {LOWER: 0.97, CUT_3: 0.03}, (0.01, False)),
+    ],
+)
+def test_the_lemma_checks_leave_the_default_where_another_gains_on_dev(
+    form: str, lemmatizer: dict[str, float], chosen: tuple[float, bool]
 ) -> None:
-    """A lemmatizer 0.7 sure of the script that keeps the form's casing, 0.3 of the one that
-    lower-cases it; training's lemma is "ömür". Casing aside, "Ömür" passes for it and is
-    written; known as written, "Ömür" is not, the runner-up's "ömür" is. Where both write
-    the same ("ömür"), nothing gains and casing stays aside."""
-    keep, lower = "F-0+|-0+", "L-0+|-0+"
-    scripts = Vocab([*SPECIALS, keep, lower])
-    rows = [f"1\t{form}\tömür\tNOUN\t_\t_\t0\troot\t_\t_"]
-    rows += [f"{k}\t{form}\tömür\tNOUN\t_\t_\t1\tdep\t_\t_" for k in range(2, 5)]
+    gold = "ev" if form == "evler" else "ömür"
+    scripts = Vocab([*SPECIALS, KEEP, LOWER, CUT_3])
+    rows = [f"1\t{form}\t{gold}\tNOUN\t_\t_\t0\troot\t_\t_"]
+    rows += [f"{k}\t{form}\t{gold}\tNOUN\t_\t_\t1\tdep\t_\t_" for k in range(2, 5)]
     [sentence] = read_conllu(io.StringIO("\n".join(rows) + "\n\n"))
     vocabs = Vocabs(
         words=Vocab([*SPECIALS, "w"]),
         chars=Vocab([*SPECIALS, "c"]),
         rels=Vocab(["root", "dep"], specials=False),
         columns={"upos": UPOS, "lemma": scripts},
-        lexicon=Lexicon(tagged={("ömrü", "NOUN"): "ömür"}),
+        lexicon=Lexicon(tagged={("ömrü", "NOUN"): "ömür", ("evi", "NOUN"): "ev"}),
     )
     lemma_scores = np.full((4, len(scripts)), -30.0, dtype=np.float32)
-    lemma_scores[:, scripts.stoi[keep]], lemma_scores[:, scripts.stoi[lower]] = np.log([0.7, 0.3])
+    for script, p in lemmatizer.items():
+        lemma_scores[:, scripts.stoi[script]] = np.log(p)
     scored = DevScores(
         [sentence], [([0], {"lemma": lemma_scores})], [["root", "dep", "dep", "dep"]]
     )
-    chosen, tried = choose_exact_case(scored, vocabs)
-    assert chosen is exact_case
-    assert tried == ({False: 0.0, True: 100.0} if exact_case else {False: 100.0, True: 100.0})
+    best, tried = choose_lemmas(scored, vocabs)
+    assert best == chosen
+    assert len(tried) == 2 * len(RUNNER_UP_SHARES)
+    assert tried[best] == 100.0
 
 
 @pytest.fixture(scope="module")
@@ -204,7 +216,7 @@ def test_the_checkpoint_written_has_the_shares_and_everything_else_as_it_was(
     out = tmp_path / "tuned.pt"
     choices = write_doubt(tagging_checkpoint, TINY_CONLLU, out)
     chosen, tried = choices.doubt, choices.tried
-    assert (choices.exact_case, choices.cases) == (False, {})  # the model has no lemmatizer
+    assert (choices.runner_up, choices.exact_case, choices.lemmas) == (0.05, False, {})  # no LEMMA
     before, after = checkpoint.load(tagging_checkpoint), checkpoint.load(out)
     assert after.vocabs.lexicon.doubt == chosen
     assert set(chosen) == {"upos", "xpos", "feats"} & set(tried)
