@@ -257,7 +257,7 @@ class Lexicon:
             on dev for the model (False: case aside, as in lexicons written before it).
         runner_up: the share in (0, 1] of the best lemma script's probability a runner-up
             script needs to be tried, chosen on dev for the model (None: the default).
-        written: every lemma of the lemma tables as written (derived from them).
+        known_cased: every lemma of the lemma tables in training's casing (derived from them).
     """
 
     tagged: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -277,7 +277,7 @@ class Lexicon:
     exact_case: bool = False
     runner_up: float | None = None
     known: frozenset[str] = field(init=False, repr=False, compare=False)
-    written: frozenset[str] = field(init=False, repr=False, compare=False)
+    known_cased: frozenset[str] = field(init=False, repr=False, compare=False)
     seen: frozenset[str] = field(init=False, repr=False, compare=False)
     address_tags: tuple[str, str, str] | None = field(init=False, repr=False, compare=False)
     code_upos: frozenset[str] | None = field(init=False, repr=False, compare=False)
@@ -286,7 +286,7 @@ class Lexicon:
         """Gather the derived tables: :attr:`known`, :attr:`seen`, the addresses and codes."""
         lemmas = {*self.tagged.values(), *self.forms.values(), *self.featured.values()}
         object.__setattr__(self, "known", frozenset(lemma.lower() for lemma in lemmas))
-        object.__setattr__(self, "written", frozenset(lemmas))
+        object.__setattr__(self, "known_cased", frozenset(lemmas))
         seen = {form for form, _ in self.tagged} | set(self.forms)
         object.__setattr__(self, "seen", frozenset(seen))
         object.__setattr__(self, "address_tags", self._address_tags())
@@ -318,7 +318,7 @@ class Lexicon:
         ``exact_case`` is chosen on dev per model (:mod:`biaffine.training.doubt`); without it
         the casing does not count.
         """
-        return lemma in self.written if self.exact_case else lemma.lower() in self.known
+        return lemma in self.known_cased if self.exact_case else lemma.lower() in self.known
 
     def lacks(self, form: str) -> bool:
         """Whether no training word with a lemma was written ``form`` (case counts)."""

@@ -67,10 +67,10 @@ SHARES = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 """The shares tried for each column (0: the tagger always; 0.99: the lexicon nearly always)."""
 
 MIN_GAIN = 0.05
-"""The least gain in dev F1 for which a column's share (or the lemmas' casing) leaves the
-default. Dev gains below it
-did not hold on test (``en_ewt_small`` and ``en_ewt_glove``, EWT dev +0.01 to +0.04, test -0.04
-to -0.06 on UPOS and XPOS: docs/tags.md); 0.05 is 13 of EWT dev's 25,148 words."""
+"""The least gain in dev F1 for which a column's share (or the lemmas' checks) leaves the
+default. Dev gains below it did not hold on test (``en_ewt_small`` and ``en_ewt_glove``, EWT dev
++0.01 to +0.04, test -0.04 to -0.06 on UPOS and XPOS: docs/tags.md); 0.05 is 13 of EWT dev's
+25,148 words."""
 
 METRICS = {"upos": "UPOS", "xpos": "XPOS", "feats": "UFeats", "lemma": "Lemmas"}
 """The CoNLL 2018 score each column's choice is made by."""
@@ -117,7 +117,7 @@ class DevScores:
 
     @property
     def lemmatized(self) -> bool:
-        """Whether the model tags LEMMA and dev annotates it (else no casing is chosen)."""
+        """Whether the model tags LEMMA and dev annotates it (else its checks keep the defaults)."""
         return "lemma" in self.batches[0][1] and annotated(self.sentences, "lemma")
 
 
