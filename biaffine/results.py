@@ -56,12 +56,8 @@ def with_tree(
 
 
 def _kept(sentence: Sentence, column: str, predicted: list[str]) -> list[str]:
-    given = getattr(sentence, _ATTRIBUTES.get(column, column))
+    given = sentence.column(column)
     return [value if value != "_" else guess for value, guess in zip(given, predicted, strict=True)]
-
-
-_ATTRIBUTES = {"lemma": "lemmas"}
-"""Sentence attributes whose name is not the column's."""
 
 
 def with_result(sentence: Sentence, result: SentenceResult, request: Request) -> list[Sentence]:

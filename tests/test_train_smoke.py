@@ -277,9 +277,9 @@ def test_a_resumed_runs_log_shows_its_two_legs_as_the_model_builder_reads_them(
     # minutes apart by what the trainer logs: a change of wording must fail here.
     run_dir = tmp_path / "runs" / "smoke"
     run(smoke_run(run_dir, epochs=1), tmp_path)
-    assert card.resumes(run_dir) == 0
+    assert card.run_facts(run_dir, "train.py").get("resumes", 0) == 0
     run([*smoke_run(run_dir, epochs=2), "trainer.resume=true"], tmp_path)
     log = (run_dir / "train.log").read_text(encoding="utf-8")
-    assert card.resumes(run_dir) == 1
+    assert card.run_facts(run_dir, "train.py").get("resumes", 0) == 1
     assert log.count(card.LEG_START) == 2
     assert "trainer.resume=true" in (run_dir / ".hydra" / "overrides.yaml").read_text()

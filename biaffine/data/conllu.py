@@ -249,6 +249,14 @@ class Sentence:
         tree.heads = new_heads
         return tree
 
+    def column(self, name: str) -> list:
+        """The values of one column, one per word.
+
+        ``name`` as :meth:`with_columns` names it: ``lemma``, ``upos``, ``xpos``, ``feats``,
+        ``deprel``.
+        """
+        return getattr(self, _ATTRIBUTES.get(name, name))
+
     def with_columns(self, columns: Mapping[str, Sequence[str]]) -> Sentence:
         """A copy with whole columns replaced in every word line; every other byte is unchanged.
 

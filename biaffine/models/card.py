@@ -41,7 +41,6 @@ __all__ = [
     "ensemble_facts",
     "render_page",
     "resumed_command",
-    "resumes",
     "run_facts",
     "treebank_facts",
     "write_json",
@@ -282,11 +281,6 @@ def _minutes(lines: Iterable[str]) -> float:
         legs[-1].append(datetime.datetime.fromisoformat(found.group(1)))
     seconds = sum((leg[-1] - leg[0]).total_seconds() for leg in legs)
     return round(seconds / 60, 1)
-
-
-def resumes(run: Path) -> int:
-    """How many times a Hydra run folder's training was resumed, from its log."""
-    return run_facts(run, "train.py").get("resumes", 0)
 
 
 _METRICS = ("Tokens", "Sentences", "Words", "UPOS", "XPOS", "UFeats", "AllTags", "Lemmas")

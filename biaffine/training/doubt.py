@@ -75,9 +75,6 @@ default. Dev gains below it did not hold on test (``en_ewt_small`` and ``en_ewt_
 METRICS = {"upos": "UPOS", "xpos": "XPOS", "feats": "UFeats", "lemma": "Lemmas"}
 """The CoNLL 2018 score each column's choice is made by."""
 
-_GOLD = {"upos": "upos", "xpos": "xpos", "feats": "feats", "lemma": "lemmas"}
-"""Each column's gold values among a :class:`Sentence`'s attributes."""
-
 RUNNER_UP_SHARES = (0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
 """The runner-up shares tried for the lemmas (1: ties alone), the default among them."""
 
@@ -123,8 +120,7 @@ class DevScores:
 
 def annotated(sentences: Sequence[Sentence], column: str) -> bool:
     """Whether some word of ``sentences`` has a ``column`` value other than ``_``."""
-    cells = (getattr(sentence, _GOLD[column]) for sentence in sentences)
-    return any(value != "_" for values in cells for value in values)
+    return any(value != "_" for sentence in sentences for value in sentence.column(column))
 
 
 @torch.inference_mode()
