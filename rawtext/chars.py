@@ -9,6 +9,7 @@ paragraph break is two or more of them with only whitespace between.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +23,7 @@ UNWRITABLE = "\t\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029"
 """What a CoNLL-U line cannot hold inside a field or comment: TAB, and every character that
 :meth:`str.splitlines` breaks a line at (all of them whitespace)."""
 _UNWRITABLE = re.compile(f"[{UNWRITABLE}]")
+_CR = re.compile(r"\r\n?")
 _UNWRITABLE_CODES = np.array([ord(c) for c in UNWRITABLE], dtype=np.uint32)
 
 
@@ -48,6 +50,28 @@ def paragraph_spans(text: str) -> list[tuple[int, int]]:
         start = found.end()
     spans.append((start, len(text)))
     return spans
+
+
+def as_line_feeds(
+    text: str, classify: Callable[[str], npt.NDArray[np.uint8]]
+) -> npt.NDArray[np.uint8]:
+    """uint8[len(text)]: ``classify``'s classes of ``text`` read with every line break a LF.
+
+    Segmenters learn from UD's text, whose line breaks are LFs; a CR would be a character
+    they never saw, and a CRLF two breaks. So ``classify`` reads ``text`` with each CRLF and
+    each lone CR as one LF, and each character of ``text`` gets the class of the character it
+    became: a CRLF's LF the LF's, its CR none (:data:`rawtext.labels.NONE`, 0). Text
+    without a CR is classified as it is.
+    """
+    if "\r" not in text:
+        return classify(text)
+    codes = _codes(text)
+    kept = ~((codes[:-1] == ord("\r")) & (codes[1:] == ord("\n")))  # [len - 1]: not a CRLF's CR
+    kept = np.append(kept, True)
+    classes = classify(_CR.sub("\n", text))
+    out = np.zeros(len(text), dtype=classes.dtype)
+    out[kept] = classes
+    return out
 
 
 def writable(text: str) -> str:

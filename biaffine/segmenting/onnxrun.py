@@ -19,6 +19,7 @@ import numpy.typing as npt
 import onnxruntime
 
 from biaffine.segmenting.features import CharVocab, window_bounds
+from rawtext.chars import as_line_feeds
 from rawtext.document import Document
 from rawtext.labels import MWT_SENTENCE_END, N_CLASSES, SENTENCE_END
 from rawtext.mwt import MwtExpander, segment_with
@@ -69,7 +70,14 @@ class OnnxSegmenter:
         return out
 
     def classes(self, text: str) -> npt.NDArray[np.uint8]:
-        """uint8[len(text)]: the class of each character, as ``SegmenterModel.decide`` picks."""
+        """uint8[len(text)]: the class of each character, as ``SegmenterModel.decide`` picks.
+
+        A CRLF or a lone CR is read as a LF, as the torch segmenter reads it.
+        """
+        return as_line_feeds(text, self._classes)
+
+    def _classes(self, text: str) -> npt.NDArray[np.uint8]:
+        """uint8[len(text)]: :meth:`classes` of a text as the network reads it."""
         return (self.log_probs(text) + self.bias).argmax(-1).astype(np.uint8)
 
     def segment(self, text: str) -> Document:

@@ -10,6 +10,7 @@ import numpy.typing as npt
 from biaffine.runtime import one_thread
 from biaffine.segmenting import checkpoint
 from biaffine.segmenting.windows import DEFAULT_CONTEXT, DEFAULT_WINDOW, log_probs
+from rawtext.chars import as_line_feeds
 from rawtext.document import Document
 from rawtext.mwt import segment_with
 
@@ -51,6 +52,14 @@ class Segmenter:
 
     def classes(self, text: str) -> npt.NDArray[np.uint8]:
         """uint8[len(text)]: the class of ``rawtext.labels`` of each character (deterministic).
+
+        A CRLF or a lone CR is read as a LF, the only line break of the training text
+        (:func:`rawtext.chars.as_line_feeds`).
+        """
+        return as_line_feeds(text, self._classes)
+
+    def _classes(self, text: str) -> npt.NDArray[np.uint8]:
+        """uint8[len(text)]: :meth:`classes` of a text as the network reads it.
 
         Each operation runs on one CPU thread, since the network's matrices are too small to
         share (EWT test on the 2-core AMD EPYC: 361,000 characters/s on one thread, 152,000

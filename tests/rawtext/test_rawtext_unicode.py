@@ -9,10 +9,12 @@ import unicodedata
 import conllu
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from rawtext_cases import labelled
 
 from rawtext import SENTENCE_END, TOKEN_END, segment, to_conllu
-from rawtext.chars import SPACE_CODES, space_mask
+from rawtext.chars import SPACE_CODES, as_line_feeds, space_mask
 
 
 def forms(document) -> list[str]:
@@ -143,3 +145,33 @@ def test_the_biaffine_reader_reads_every_edge_case_back() -> None:
         [family, "\u05e9\u05dc\u05d5\u05dd"],
     ]
     assert sentences[0].metadata["text"] == "cafe\u0301 a\u200bb\u00a0c d"
+
+
+def positions(text: str) -> np.ndarray:
+    """A stand-in segmenter's classes: each character's position, so every move shows."""
+    return np.arange(len(text), dtype=np.uint8)
+
+
+def test_a_segmenter_reads_each_crlf_and_lone_cr_as_one_line_feed() -> None:
+    seen = []
+
+    def classify(text: str) -> np.ndarray:
+        seen.append(text)
+        return positions(text) + 1
+
+    text = "a.\r\nb\rc\n\r\n\rd\r"
+    classes = as_line_feeds(text, classify)
+    assert seen == ["a.\nb\nc\n\n\nd\n"]
+    # Each character takes the class of the one it became; a CRLF's CR takes none (0).
+    assert classes.tolist() == [1, 2, 0, 3, 4, 5, 6, 7, 0, 8, 9, 10, 11]
+    assert as_line_feeds("no carriage return\n", positions).tolist() == list(range(19))
+
+
+@given(st.text(alphabet="ab \r\n", max_size=30))
+def test_line_feeds_leave_every_other_character_its_own_class(text: str) -> None:
+    plain = text.replace("\r\n", "\n").replace("\r", "\n")
+    classes = as_line_feeds(text, positions)
+    crlf_cr = [i for i in range(len(text)) if text[i : i + 2] == "\r\n"]
+    assert len(classes) == len(text)
+    assert classes[crlf_cr].tolist() == [0] * len(crlf_cr)
+    assert np.delete(classes, crlf_cr).tolist() == positions(plain).tolist()

@@ -211,6 +211,24 @@ def test_the_shipped_segmenter_ends_sentences_at_every_kind_of_line_break(
     assert [s.forms[-2:] for s in sentences] == [["mat", "."], ["day", "."], ["here", "."]]
 
 
+@pytest.mark.parametrize("newline", ["\r\n", "\r"], ids=["crlf", "cr"])
+def test_the_shipped_segmenter_splits_text_alike_whatever_its_line_breaks(
+    shipped_segmenter: Segmenter, ewt_dir: Path, newline: str
+) -> None:
+    # EWT test's first 100 sentences, a line each: a CR was a character the segmenter never
+    # saw in training and a CRLF two line breaks, which split them into 95 (CRLF) and 90 (CR)
+    # sentences where LF gave 100.
+    with open(ewt_dir / "en_ewt-ud-test.conllu", encoding="utf-8") as file:
+        lines = [
+            line[len("# text = ") :].rstrip("\n") for line in file if line.startswith("# text = ")
+        ]
+    text = "\n".join(lines[:100]) + "\n"
+    by_lf = segmented(shipped_segmenter, text)
+    by_other = segmented(shipped_segmenter, text.replace("\n", newline))
+    assert len(by_lf) == 100
+    assert [s.forms for s in by_other] == [s.forms for s in by_lf]
+
+
 @pytest.mark.parametrize("separator", [*"\t\v\f\x1c\x1d\x1e\x85\u2028\u2029"])
 def test_a_form_never_holds_a_tab_or_a_line_break(
     shipped_segmenter: Segmenter, separator: str
