@@ -133,6 +133,10 @@ CANDIDATE_HEADS = 2
 likeliest. Any number gives the same trees; more label arcs no tree takes, fewer decode
 again more often (EWT test, ``en_ewt``: see docs/speed.md)."""
 
+ARCS_PER_CALL = 65536
+"""Arcs labelled in one call of the label scorer at most: bounds its memory where a long
+sentence has every arc labelled (:meth:`_ArcLabels.label_more`)."""
+
 
 def decode_with_labels(
     arc_scores: npt.NDArray[np.floating],
@@ -149,7 +153,8 @@ def decode_with_labels(
     other arc is given its labels' upper bound, a log-probability of 0, and the trees are
     decoded. A tree whose arcs are all labelled scores no less than any other tree under the
     bounds, and so under the labels: it is the best. A tree that takes an unlabelled arc has
-    it labelled, and its sentence is decoded again, until none does.
+    it labelled, with more arcs that may tie with it (:meth:`_ArcLabels.label_more`), and its
+    sentence is decoded again, until none does: some ten times at most for 1,000 words.
 
     Args:
         arc_scores: float[B, N+1, N+1], ``arc_scores[b, d, h]`` scores the arc h -> d.
@@ -169,24 +174,24 @@ def decode_with_labels(
     """
     scores = head_log_probs(arc_scores)
     lengths = np.asarray(lengths, dtype=np.int64)
-    arcs = _ArcLabels(scores.shape, head_labels)
-    rows, dependents = np.nonzero(np.arange(scores.shape[1]) <= lengths[:, None])
-    words = dependents > 0
-    rows, dependents = rows[words], dependents[words]
+    arcs = _ArcLabels(scores, lengths, head_labels)
+    rows, dependents = arcs.words(np.arange(scores.shape[0]))
     arcs.label((rows, dependents), _likeliest(scores[rows, dependents]))
     heads = np.full(scores.shape[:2], -1, dtype=np.int64)
     pending = np.arange(scores.shape[0])
-    while pending.size:
+    for again in itertools.count(1):
         found = _decoded(scores[pending] + arcs.bounds[pending], lengths[pending], decoder)
         heads[pending] = found
         rows, dependents = np.nonzero(found >= 0)
         rows = pending[rows]
         chosen = heads[rows, dependents]
         unlabelled = arcs.ids[rows, dependents, chosen] < 0
+        if not unlabelled.any():
+            return heads, arc_label_ids(arcs.ids, heads)
         rows, dependents = rows[unlabelled], dependents[unlabelled]
-        arcs.label((rows, dependents), chosen[unlabelled][:, None])
+        arcs.label_more(rows, dependents, chosen[unlabelled], again)
         pending = np.unique(rows)
-    return heads, arc_label_ids(arcs.ids, heads)
+    raise AssertionError("unreachable: itertools.count never ends")
 
 
 def find_with_labels(
@@ -217,24 +222,30 @@ def find_with_labels(
         int64[n+1, n+1] (``[d, h]``; -1 where the arc was not labelled).
     """
     n = head_scores.shape[0] - 1
-    arcs = _ArcLabels(head_scores.shape, head_labels)
-    arcs.label((np.arange(1, n + 1),), _likeliest(head_scores[1:]))
-    while True:
-        found = search(head_scores + arcs.bounds)
+    arcs = _ArcLabels(
+        head_scores[None],
+        np.array([n]),
+        lambda _, dependents, heads: head_labels(dependents, heads),
+    )
+    words = np.arange(1, n + 1)
+    arcs.label((np.zeros_like(words), words), _likeliest(head_scores[1:]))
+    for again in itertools.count(1):
+        found = search(head_scores + arcs.bounds[0])
         unlabelled = {
             (dependent, int(tree[dependent]))
             for tree in trees_of(found)
             for dependent in range(1, n + 1)
-            if arcs.ids[dependent, tree[dependent]] < 0
+            if arcs.ids[0, dependent, tree[dependent]] < 0
         }
         if not unlabelled:
-            return found, arcs.ids
+            return found, arcs.ids[0]
         dependents, heads = np.array(sorted(unlabelled), dtype=np.int64).T
-        arcs.label((dependents,), heads[:, None])
+        arcs.label_more(np.zeros_like(dependents), dependents, heads, again)
+    raise AssertionError("unreachable: itertools.count never ends")
 
 
 class _ArcLabels:
-    """The arcs labelled so far, of a batch or of one sentence (float64/int64[..., N+1, N+1]).
+    """The arcs of a batch labelled so far (float64/int64[B, N+1, N+1]), and what to label next.
 
     Attributes:
         bounds: each arc's best label's log-probability where it is labelled, else 0, the most
@@ -244,35 +255,83 @@ class _ArcLabels:
 
     def __init__(
         self,
-        shape: tuple[int, ...],
-        head_labels: Callable[..., tuple[np.ndarray, IntArray]],
+        scores: npt.NDArray[np.float64],
+        lengths: IntArray,
+        head_labels: Callable[[IntArray, IntArray, IntArray], tuple[np.ndarray, IntArray]],
     ) -> None:
-        """No arc labelled; ``head_labels(*where, heads)`` labels arcs (:meth:`label`)."""
-        self.bounds = np.zeros(shape)
-        self.ids = np.full(shape, -1, dtype=np.int64)
+        """No arc labelled.
+
+        Args:
+            scores: float64[B, N+1, N+1], the head log-probabilities (``[b, d, h]``).
+            lengths: int64[B], words per sentence.
+            head_labels: ``(rows, dependents, heads)``, int64[W] twice and int64[W, K], to
+                each arc's best label's log-probability and the label, float64/int64[W, K].
+        """
+        self.bounds = np.zeros(scores.shape)
+        self.ids = np.full(scores.shape, -1, dtype=np.int64)
+        self._scores, self._lengths = scores, lengths
         self._head_labels = head_labels
 
-    def label(self, where: tuple[IntArray, ...], heads: IntArray) -> None:
-        """Label the arcs ``heads[w, k] -> w`` of W words, int64[W, K].
+    def words(self, rows: IntArray) -> tuple[IntArray, IntArray]:
+        """(rows, dependents), int64[W] each: every word of the sentences ``rows``."""
+        at, dependents = np.nonzero(
+            np.arange(self._scores.shape[1]) <= self._lengths[rows][:, None]
+        )
+        words = dependents > 0
+        return rows[at[words]], dependents[words]
 
-        ``where`` places the words: (rows, dependents) in a batch, (dependents,) in a
-        sentence, int64[W] each.
+    def label(self, where: tuple[IntArray, IntArray], heads: IntArray) -> None:
+        """Label the arcs ``heads[w, k] -> dependents[w]`` of W words, int64[W, K].
+
+        ``where`` is (rows, dependents), int64[W] each. At most :data:`ARCS_PER_CALL` arcs
+        go to the label scorer at once.
         """
-        if not heads.size:
-            return
-        log_probs, found = self._head_labels(*where, heads)
-        index = (*(positions[:, None] for positions in where), heads)
-        self.bounds[index] = log_probs
-        self.ids[index] = found
+        step = max(1, ARCS_PER_CALL // max(1, heads.shape[-1]))
+        for start in range(0, heads.shape[0], step):
+            rows, dependents = (positions[start : start + step] for positions in where)
+            part = heads[start : start + step]
+            log_probs, found = self._head_labels(rows, dependents, part)
+            self.bounds[rows[:, None], dependents[:, None], part] = log_probs
+            self.ids[rows[:, None], dependents[:, None], part] = found
+
+    def label_more(
+        self, rows: IntArray, dependents: IntArray, chosen: IntArray, again: int
+    ) -> None:
+        """Label the unlabelled arcs ``chosen[w] -> dependents[w]`` trees took, and more.
+
+        Where arcs tie (a sentence of 900 copies of one word), each new tree would take
+        other unlabelled arcs, and labelling only those decoded such a sentence once per word
+        (8 s for 900). So each word also gets its ``CANDIDATE_HEADS * 2**again`` likeliest
+        heads labelled, and where that is as many as its sentence's words, every arc of the
+        sentence, whose next decoding is then its last; and an arc from ROOT, which one word
+        of a single-rooted tree takes after another, has every word of its sentence labelled
+        from ROOT.
+
+        Args:
+            rows: int64[W], the sentences of the words whose tree took an unlabelled arc.
+            dependents: int64[W], those words.
+            chosen: int64[W], the head of that arc.
+            again: 1 the first time their sentences are decoded again, 2 the next, ...
+        """
+        more = CANDIDATE_HEADS << min(again, 30)
+        whole = more >= self._lengths[rows]
+        every = self.words(np.unique(rows[whole]))
+        width = self._scores.shape[-1]
+        self.label(every, np.minimum(np.arange(width), self._lengths[every[0]][:, None]))
+        rows, dependents, chosen = rows[~whole], dependents[~whole], chosen[~whole]
+        likeliest = _likeliest(self._scores[rows, dependents], more)
+        self.label((rows, dependents), np.concatenate([chosen[:, None], likeliest], axis=1))
+        from_root = self.words(np.unique(rows[chosen == 0]))
+        self.label(from_root, np.zeros((from_root[0].size, 1), dtype=np.int64))
 
 
-def _likeliest(scores: npt.NDArray[np.float64]) -> IntArray:
-    """Each word's :data:`CANDIDATE_HEADS` likeliest heads, int64[W, k].
+def _likeliest(scores: npt.NDArray[np.float64], k: int | None = None) -> IntArray:
+    """Each word's ``k`` likeliest heads (:data:`CANDIDATE_HEADS` when None), int64[W, <= k].
 
     From head log-probabilities float64[W, N+1]; fewer where a word has fewer heads (N: it
     cannot head itself).
     """
-    k = min(CANDIDATE_HEADS, scores.shape[-1] - 1)
+    k = min(CANDIDATE_HEADS if k is None else k, scores.shape[-1] - 1)
     return np.argpartition(-scores, k - 1, axis=-1)[:, :k]
 
 

@@ -91,6 +91,7 @@ def labeller(labels: np.ndarray, root_label: int | None, asked: list[int]):
     candidates=st.integers(1, 4),
     root_label=st.sampled_from([None, 0, 2]),
     decoder=st.sampled_from(DECODERS),
+    arcs_per_call=st.sampled_from([1, 3, choices.ARCS_PER_CALL]),
 )
 def test_the_same_labelled_trees_as_labelling_every_arc(
     seed: int,
@@ -98,6 +99,7 @@ def test_the_same_labelled_trees_as_labelling_every_arc(
     candidates: int,
     root_label: int | None,
     decoder: GraphDecoding,
+    arcs_per_call: int,
 ) -> None:
     arcs, labels = random_batch(seed, 5, sizes)
     lengths = np.array(sizes)
@@ -106,6 +108,7 @@ def test_the_same_labelled_trees_as_labelling_every_arc(
     expected_rels = arc_label_ids(ids, expected_heads)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(choices, "CANDIDATE_HEADS", candidates)
+        patch.setattr(choices, "ARCS_PER_CALL", arcs_per_call)
         heads, rels = decode_with_labels(arcs, lengths, decoder, labeller(labels, root_label, []))
     np.testing.assert_array_equal(heads, expected_heads)
     np.testing.assert_array_equal(rels, expected_rels)
@@ -130,6 +133,76 @@ def test_a_tree_that_needs_an_unlikely_arc_gets_it_labelled_and_decoded_again() 
     assert rels[0, 2] == 0
     assert rels[0, 1] != 0
     assert len(asked) >= 2  # the first tree took an unlabelled arc
+
+
+def tied_sentence(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """n words whose every head is as likely as any other (n copies of one word), labels not."""
+    arcs = np.zeros((1, n + 1, n + 1))
+    arcs[0, 0] = -np.inf  # ROOT heads, never depends
+    np.fill_diagonal(arcs[0], -np.inf)
+    labels = np.random.default_rng(seed).normal(size=(1, n + 1, n + 1, 3))
+    return arcs, labels
+
+
+def tree_score(heads: np.ndarray, scores: np.ndarray) -> float:
+    """The sum of a tree's arcs' scores float[n+1, n+1] (``[d, h]``), heads int[n+1]."""
+    return float(sum(scores[d, heads[d]] for d in range(1, len(heads))))
+
+
+@pytest.mark.parametrize("decoder", [GraphDecoding(), GraphDecoding("eisner")], ids=str)
+def test_a_sentence_whose_heads_tie_is_decoded_a_few_times_not_once_per_word(
+    decoder: GraphDecoding,
+) -> None:
+    # Every word took ROOT's arc in turn, unlabelled and so scored above the labelled ones:
+    # 900 copies of one word were decoded 902 times (8 s) before the best tree came out.
+    n = 200
+    arcs, labels = tied_sentence(n)
+    log_probs, _ = every_label(labels, 0)
+    decodings = []
+    with pytest.MonkeyPatch.context() as patch:
+        decode = choices._decoded
+        patch.setattr(choices, "_decoded", lambda *args: decodings.append(1) or decode(*args))
+        heads, _ = decode_with_labels(arcs, np.array([n]), decoder, labeller(labels, 0, []))
+    best = every_arc_labelled(arcs, np.array([n]), decoder, log_probs)
+    joint = choices.head_log_probs(arcs)[0] + log_probs[0]
+    assert tree_score(heads[0], joint) == pytest.approx(tree_score(best[0], joint), abs=1e-9)
+    assert len(decodings) <= 1 + int(np.log2(n))
+
+
+def test_k_best_trees_of_tied_heads_are_found_in_a_few_searches() -> None:
+    n = 60
+    arcs, labels = tied_sentence(n, seed=1)
+    log_probs, _ = every_label(labels[0], 0)
+    head_scores = choices.head_log_probs(arcs[0])
+    searches = []
+
+    def search(scores):
+        searches.append(1)
+        return decoding.kbest(scores, 3)
+
+    def row_labels(dependents, heads):
+        return best_head_labels(labels[0][dependents[:, None], heads], heads, root_label=0)
+
+    found, _ = find_with_labels(head_scores, search, lambda best: best.heads, row_labels)
+    expected = decoding.kbest(head_scores + log_probs, 3)
+    np.testing.assert_allclose(found.scores, expected.scores, rtol=0, atol=1e-9)
+    assert len(searches) <= 1 + int(np.log2(n))
+
+
+def test_once_a_word_would_take_every_head_its_whole_sentence_is_labelled() -> None:
+    arcs, labels = random_batch(5, 3, [6, 4])
+    scores = choices.head_log_probs(arcs)
+    labelled = choices._ArcLabels(scores, np.array([6, 4]), labeller(labels, 0, []))
+    labelled.label_more(np.array([1]), np.array([2]), np.array([0]), again=1)
+    # 4 likeliest heads where a word of sentence 1 has 4: every arc of it, none of sentence 0
+    assert (labelled.ids[1, 1:5, :5] >= 0).all()
+    assert (labelled.ids[0] < 0).all()
+    labelled.label_more(np.array([0]), np.array([3]), np.array([0]), again=1)
+    # 4 of 6 in sentence 0: word 3's chosen head and 4 likeliest, and every word's from ROOT
+    assert (labelled.ids[0, 1:7, 0] >= 0).all()
+    likeliest = set(np.argsort(-scores[0, 3])[:4].tolist()) | {0}
+    assert set(np.flatnonzero(labelled.ids[0, 3] >= 0).tolist()) == likeliest
+    assert (labelled.ids[0, [1, 2, 4, 5, 6], 1:] < 0).all()
 
 
 @pytest.mark.parametrize("root_label", [None, 1])
