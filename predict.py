@@ -24,9 +24,12 @@ from biaffine import installed
 from biaffine.cli import (
     check_types,
     config_options,
+    exit_on_termination,
     refuse_missing,
     refuse_unknown_options,
+    refuse_unknown_settings,
     report_user_errors,
+    settings_of,
 )
 from biaffine.inference.settings import DecoderSettings
 from biaffine.predict_options import PredictOptions, bracketed_lists, parse_columns
@@ -54,6 +57,7 @@ def main(cfg: DictConfig) -> None:
 
     A user error prints one line on stderr and exits with status 2 (see :mod:`biaffine.cli`).
     """
+    exit_on_termination()
     report_user_errors(lambda: _predict(cfg))
 
 
@@ -188,4 +192,6 @@ def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
 if __name__ == "__main__":
     sys.argv[1:] = bracketed_lists(sys.argv[1:])  # columns=upos,lemma: a list, not a sweep
     report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], PREDICT_CONF, GROUPS))
+    known = settings_of(PREDICT_CONF, "predict", GROUPS)
+    report_user_errors(lambda: refuse_unknown_settings(sys.argv[1:], known))
     main()

@@ -9,7 +9,9 @@ the traceback of user errors too.
 Settings are checked before the work starts (:func:`refuse_missing`, :func:`check_types`), so a
 forgotten ``checkpoint=`` or a ``trainer.max_epochs=abc`` is a user error, not a ``TypeError``
 deep inside; so is a config group option without a file (:func:`refuse_unknown_options`:
-``decoder=foo``), before Hydra composes the config and reports it in a dozen lines.
+``decoder=foo``), before Hydra composes the config and reports it in a dozen lines, and, for
+the commands whose settings are a fixed list (:func:`refuse_unknown_settings`), a misspelt
+setting or one Hydra cannot read (``probabilites=true``, ``input=a,b.conllu``).
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ __all__ = [
     "check_types",
     "config_options",
     "describe",
+    "exit_on_termination",
     "refuse_missing",
     "refuse_unknown_options",
+    "refuse_unknown_settings",
     "report_user_errors",
+    "settings_of",
     "silence_closed_stdout",
 ]
 
@@ -45,6 +50,12 @@ USER_ERRORS = (ValueError, OSError)
 USER_ERROR_STATUS = 2
 # A group option as a plain name; anything else (a sweep a,b, an interpolation) is Hydra's to read.
 _OPTION_NAME = re.compile(r"[\w-]+")
+# Hydra's flags followed by a value (--cfg job), and the values --info may take.
+_HYDRA_FLAGS_WITH_VALUES = {
+    *("-c", "--cfg", "-p", "--package", "-cp", "--config-path", "-cn", "--config-name"),
+    *("-cd", "--config-dir", "--experimental-rerun"),
+}
+_INFO = {"all", "config", "defaults", "defaults-tree", "plugins", "searchpath"}
 
 
 def freeze_loaded() -> None:
@@ -76,12 +87,32 @@ def report_user_errors(task: Callable[[], T], *, on_error: Callable[[], None] | 
         if on_error is not None:
             on_error()
         sys.exit(silence_closed_stdout())
+    except KeyboardInterrupt:  # Ctrl-C: the user knows; a traceback would say nothing more
+        if on_error is not None:
+            on_error()
+        sys.exit(128 + int(signal.SIGINT))
     except USER_ERRORS as error:
         if on_error is not None:
             on_error()
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
             raise
         _exit(error)
+
+
+def exit_on_termination() -> None:
+    """End the process on SIGTERM or SIGHUP as on Ctrl-C: by an exception, which cleans up.
+
+    Python's default for them ends the process at once, so that an output being written
+    atomically left its temporary file behind (``kill`` of a long ``predict.py``);
+    ``SystemExit`` with status 128 + the signal runs every ``finally`` and ``except
+    BaseException`` on the way out, as ``KeyboardInterrupt`` does.
+    """
+
+    def leave(number: int, _frame: object) -> None:
+        sys.exit(128 + number)
+
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, leave)
 
 
 def silence_closed_stdout() -> int:
@@ -202,6 +233,88 @@ def refuse_unknown_options(
         known = _options(conf, group)
         if option not in known:
             raise ValueError(f"{group}={option}: unknown {group}; choose one of {', '.join(known)}")
+
+
+def settings_of(conf: Path, config: str, groups: Sequence[str] = ()) -> set[str]:
+    """The settings a command line may give: ``config``'s keys, each group's as ``group.key``.
+
+    Keys inside a mapping count with their path (``limits`` and ``limits.max_words``).
+
+    Args:
+        conf: the folder of the config (``conf/predict``).
+        config: its file's name without ``.yaml`` (``predict``).
+        groups: config groups under ``conf`` whose files' keys count too (``decoder``).
+    """
+    from omegaconf import OmegaConf
+
+    def paths(values: Mapping[str, Any], prefix: str = "") -> set[str]:
+        found = set()
+        for key, value in values.items():
+            if key not in ("defaults", "hydra"):
+                found.add(prefix + key)
+                if isinstance(value, Mapping):
+                    found |= paths(value, f"{prefix}{key}.")
+        return found
+
+    keys = paths(OmegaConf.to_container(OmegaConf.load(conf / f"{config}.yaml")))
+    for group in groups:
+        keys.add(group)
+        for option in (conf / group).glob("*.yaml"):
+            keys |= paths(OmegaConf.to_container(OmegaConf.load(option)), f"{group}.")
+    return keys
+
+
+def refuse_unknown_settings(overrides: Sequence[str], known: Iterable[str]) -> None:
+    """Refuse what Hydra cannot read, or would add unread, before it composes the config.
+
+    Hydra reports an override it cannot parse, a misspelt key or a comma in a value (a sweep)
+    in several lines and exits with status 1, and adds ``+key=value`` silently; a command whose
+    settings are all known (predict.py, serve.py) refuses them in one line instead. Hydra's own
+    settings (``hydra.*``) and flags (``--help``, ``--cfg job``) pass; ``-m``/``--multirun``
+    does not: such a command runs once.
+
+    Args:
+        overrides: the command line's arguments (``sys.argv[1:]``).
+        known: the settings it may give (:func:`settings_of`).
+
+    Raises:
+        ValueError: naming the argument and the problem.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import OverrideType
+    from hydra.errors import OverrideParseException
+
+    known = set(known)
+    parser = OverridesParser.create()
+    flag = None
+    for text in overrides:
+        if text in ("-m", "--multirun"):
+            raise ValueError(f"{text}: this command runs once; give each setting one value")
+        if flag in _HYDRA_FLAGS_WITH_VALUES or (flag in ("-i", "--info") and text in _INFO):
+            flag = None
+            continue
+        flag = text
+        if text.startswith("-"):
+            continue
+        try:
+            (override,) = parser.parse_overrides([text])
+        except OverrideParseException:
+            raise ValueError(
+                f"{text}: not a setting KEY=VALUE that Hydra can read; a value holding "
+                "any of , = [ ] ( ) { } ' \" needs quotes that reach Hydra: \"KEY='VALUE'\""
+            ) from None
+        key = override.key_or_group
+        if key == "hydra" or key.startswith("hydra."):
+            continue
+        if override.type != OverrideType.CHANGE:
+            raise ValueError(f"{text}: give settings as KEY=VALUE (+ and ~ add or delete keys)")
+        if key not in known:
+            raise ValueError(f"{text}: unknown setting {key}; see --help for the settings")
+        if override.is_sweep_override():
+            raise ValueError(
+                f"{text}: one value per setting; a value holding a comma needs quotes that "
+                f"reach Hydra: \"{key}='{text.partition('=')[2]}'\""
+            )
 
 
 def config_options(conf: Path, group: str, width: int = 100) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -30,10 +31,34 @@ __all__ = [
     "open_output",
     "refuse_input_as_output",
     "special_kind",
+    "standard_input",
+    "standard_output",
     "umask_mode",
 ]
 
 _MAX_LINKS = 40  # as the kernel's limit on symbolic links in one lookup
+
+
+def standard_input() -> IO[bytes]:
+    """The bytes of standard input (``input=-``).
+
+    Raises:
+        ValueError: the process has none (``<&-``: Python's ``sys.stdin`` is then None).
+    """
+    if sys.stdin is None:
+        raise ValueError("input=-: standard input is closed; give input=FILE")
+    return sys.stdin.buffer
+
+
+def standard_output() -> IO[str]:
+    """Standard output (``output=-``).
+
+    Raises:
+        ValueError: the process has none (``>&-``: Python's ``sys.stdout`` is then None).
+    """
+    if sys.stdout is None:
+        raise ValueError("output=-: standard output is closed; give output=FILE")
+    return sys.stdout
 
 
 def umask_mode() -> int:

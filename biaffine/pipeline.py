@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 from pathlib import Path
 from typing import Protocol
 
 import rawtext
 from biaffine.data.conllu import Sentence, read_conllu, read_text
+from biaffine.files import standard_input
 
 __all__ = [
     "INPUT_FORMATS",
@@ -76,7 +76,7 @@ def read_raw(source: str | os.PathLike[str], segmenter: TextSegmenter) -> list[S
         ValueError: the file is not UTF-8 (one line naming the file, the line and the byte).
     """
     name = "<stdin>" if str(source) == "-" else str(source)
-    data = sys.stdin.buffer.read() if name == "<stdin>" else Path(source).read_bytes()
+    data = standard_input().read() if name == "<stdin>" else Path(source).read_bytes()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import errno
 import os
-import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from biaffine.data.columns import CONLLU_NAMES, TAGGED
 from biaffine.data.conllu import ConlluError, Sentence, read_conllu, read_text, write_conllu
-from biaffine.files import open_output, refuse_input_as_output
+from biaffine.files import open_output, refuse_input_as_output, standard_input, standard_output
 from biaffine.inference.request import ALL_COLUMNS, Request
 from biaffine.inference.settings import DecoderSettings
 from biaffine.pipeline import MAX_SENTENCE_WORDS
@@ -40,6 +39,9 @@ __all__ = [
 
 STDIO = "-"
 """The input or output path that means standard input or output."""
+
+_NO_SPACE = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+"""A write's errors that are the output's: a full device or disk, a file over a limit."""
 
 ChunkParser = Callable[[list[Sentence]], list[list[Sentence]]]
 """Sentences -> per sentence, the sentences to write (the first one is the tree scored by eval)."""
@@ -199,7 +201,10 @@ def check_arguments(
     check_options(options, decoder, fmt)
     if str(source) != STDIO:
         check_source(source)
+    else:
+        standard_input()
     if str(dest) == STDIO:
+        standard_output()
         return
     if not Path(dest).parent.is_dir():
         raise FileNotFoundError(f"output {dest}: the folder {Path(dest).parent} does not exist")
@@ -231,7 +236,7 @@ def read_sentences(source: str | os.PathLike[str], fmt: str) -> Iterator[Sentenc
         biaffine.data.conllu.ConlluError: while iterating, malformed input or a sentence of
             more than :data:`~biaffine.pipeline.MAX_SENTENCE_WORDS` words.
     """
-    stream = sys.stdin.buffer if str(source) == STDIO else source
+    stream = standard_input() if str(source) == STDIO else source
     return _refuse_long(read_text(stream) if fmt == "text" else read_conllu(stream))
 
 
@@ -251,9 +256,18 @@ def write_sentences(dest: str | os.PathLike[str], sentences: Iterable[Sentence])
 
     A file is written atomically, special files (pipes, devices) in place
     (:func:`biaffine.files.open_output`).
+
+    Raises:
+        OSError: a write failed for want of space, naming ``dest`` (Python's does not).
     """
-    if str(dest) == STDIO:
-        write_conllu(sys.stdout, sentences)
-        return
-    with open_output(dest, "w", encoding="utf-8", newline="") as out:
-        write_conllu(out, sentences)
+    try:
+        if str(dest) == STDIO:
+            write_conllu(standard_output(), sentences)
+            return
+        with open_output(dest, "w", encoding="utf-8", newline="") as out:
+            write_conllu(out, sentences)
+    except OSError as error:
+        if error.filename is not None or error.errno not in _NO_SPACE:
+            raise
+        name = "<stdout>" if str(dest) == STDIO else os.fspath(dest)
+        raise OSError(error.errno, error.strerror, name) from None

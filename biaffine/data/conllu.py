@@ -616,6 +616,8 @@ def _read_sentences(name: str, lines: Iterator[str], require_trees: bool) -> Ite
     closed = False  # a blank line followed the current sentence
     lineno = 0
     for lineno, text in enumerate(lines, 1):
+        if not text:  # a byte order mark alone, without a line end: nothing is left of it
+            continue
         if text.isspace():
             raw.append(text)
             closed = start > 0

@@ -20,6 +20,8 @@ from biaffine.cli import (
     describe,
     refuse_missing,
     refuse_unknown_options,
+    refuse_unknown_settings,
+    settings_of,
 )
 from biaffine.runtime import set_threads
 
@@ -167,6 +169,19 @@ def test_known_group_options_and_what_only_hydra_reads_pass() -> None:
         refuse_unknown_options(["experiment=null"], CONF, ("experiment",))
 
 
+def test_every_setting_of_the_predict_and_serve_configs_passes_and_hydras_own() -> None:
+    known = settings_of(PREDICT_CONF, "predict", ("decoder", "search"))
+    assert {"input", "kbest", "decoder.joint_labels", "search.beam_size"} <= known
+    args = [f"{key}=1" for key in sorted(known)]
+    refuse_unknown_settings([*args, "hydra.verbose=true", "--help", "--cfg", "job"], known)
+    refuse_unknown_settings(["input='a,b.conllu'", "columns=[upos,lemma]", "kbest=null"], known)
+    serve = settings_of(CONF, "serve")
+    assert {"models", "limits", "limits.max_words"} <= serve
+    refuse_unknown_settings(["models=[en_ewt,fr_sequoia]", "limits.timeout_s=5"], serve)
+    with pytest.raises(ValueError, match=r"^limits\.max_wordz=3: unknown setting "):
+        refuse_unknown_settings(["limits.max_wordz=3"], serve)
+
+
 @pytest.mark.parametrize("script", ["train_segmenter.py", "train_sentences.py"])
 def test_the_segmenters_trainers_refuse_unknown_data_in_one_line(script: str) -> None:
     done = run(script, "data=ud_nowhere")
@@ -240,6 +255,14 @@ def test_every_experiment_passes_the_settings_check() -> None:
         (["checkpoint=/nonexistent/best.pt", f"input={ROOT}"], rf"{ROOT}: Is a directory"),
         # Before Hydra composes the config, which would print a dozen lines.
         ([f"input={TINY}", "decoder=foo"], r"decoder=foo: unknown decoder; choose one of .*"),
+        # Each of these Hydra reported in several lines with exit status 1, or took silently.
+        ([f"input={TINY}", "probabilites=true"], r"probabilites=true: unknown setting .*"),
+        ([f"input={TINY}", "decoder.foo=1"], r"decoder\.foo=1: unknown setting decoder\.foo.*"),
+        ([f"input={TINY}", "+foo=1"], r"\+foo=1: give settings as KEY=VALUE .*"),
+        ([f"input={TINY}", "columns=[upos"], r"columns=\[upos: not a setting KEY=VALUE .*"),
+        ([f"input={TINY}", "kbest"], r"kbest: not a setting KEY=VALUE .*"),
+        (["input=/tmp/a,b.conllu"], r"input=/tmp/a,b\.conllu: one value per setting; .*"),
+        ([f"input={TINY}", "-m"], r"-m: this command runs once; .*"),
         # A non-empty string, so it used to turn int8 on.
         ([f"checkpoint={CHECKPOINT}", f"input={TINY}", "int8=no"], r"int8='no': expected .*"),
         # Silently unread without a score to change.

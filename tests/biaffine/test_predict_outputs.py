@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import runpy
+import signal
 import stat
 import subprocess
 import sys
@@ -140,3 +141,69 @@ def test_an_output_that_is_a_folder_is_refused_before_the_model_loads(
     err = capsys.readouterr().err
     assert err == f"error: output {tmp_path} is a folder: give the path of a file to write\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def predict_py(checkpoint: Path, *settings: str) -> list[str]:
+    return [sys.executable, str(ROOT / "predict.py"), f"checkpoint={checkpoint}", *settings]
+
+
+@pytest.mark.parametrize(
+    ("closed", "setting", "message"),
+    [
+        (0, "input=-", "error: input=-: standard input is closed; give input=FILE\n"),
+        (
+            1,
+            f"input={TINY_CONLLU}",
+            "error: output=-: standard output is closed; give output=FILE\n",
+        ),
+    ],
+    ids=["stdin", "stdout"],
+)
+def test_a_closed_standard_stream_is_one_line_before_the_model_loads(
+    graph_checkpoint: Path, closed: int, setting: str, message: str
+) -> None:
+    # Python sets sys.stdin or sys.stdout to None: an AttributeError traceback, after the
+    # whole parse for standard output.
+    done = subprocess.run(
+        predict_py(graph_checkpoint, setting),
+        preexec_fn=lambda: os.close(closed),  # in the child, before predict.py starts
+        stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (2, message)
+
+
+def test_a_full_device_is_named_in_the_error(graph_checkpoint: Path) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    command = predict_py(graph_checkpoint, f"input={TINY_CONLLU}", "output=/dev/full")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert (done.returncode, done.stderr[-42:]) == (
+        2,
+        "error: /dev/full: No space left on device\n",
+    )
+
+
+@pytest.mark.parametrize(("stop", "status"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_parse_stopped_by_a_signal_keeps_the_old_output_and_no_temporary_file(
+    graph_checkpoint: Path, tmp_path: Path, stop: str, status: int
+) -> None:
+    # SIGTERM ended the process at once, leaving the atomic write's temporary file behind;
+    # SIGINT printed a traceback. The input is a named pipe held open, so the parse waits
+    # for more sentences after writing its first chunk into the temporary file.
+    source, output = tmp_path / "in.fifo", tmp_path / "out.conllu"
+    os.mkfifo(source)
+    output.write_text("mine\n")
+    command = predict_py(graph_checkpoint, f"input={source}", f"output={output}")
+    process = subprocess.Popen([*command, "chunk_sentences=1"], stderr=subprocess.PIPE, text=True)
+    with open(source, "w", encoding="utf-8") as feed:
+        feed.write(TINY_CONLLU.read_text(encoding="utf-8"))
+        feed.flush()
+        while not any(p.name.startswith(".out.conllu") for p in tmp_path.iterdir()):
+            assert process.poll() is None, process.communicate()[1]
+            threading.Event().wait(0.05)
+        process.send_signal(getattr(signal, stop))
+        _, err = process.communicate(timeout=120)
+    assert process.returncode == status
+    assert "Traceback" not in err
+    assert output.read_text() == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fifo", "out.conllu"]

@@ -349,13 +349,19 @@ def test_missing_file_raises_at_call_time(tmp_path: Path) -> None:
         read_conllu(tmp_path)
 
 
-@pytest.mark.parametrize("text", ["", "\n\n  \n"], ids=["empty", "blank-lines"])
+@pytest.mark.parametrize(
+    "text", ["", "\n\n  \n", "\ufeff"], ids=["empty", "blank-lines", "byte-order-mark"]
+)
 def test_file_without_sentences_raises(tmp_path: Path, text: str) -> None:
+    # A byte order mark alone left an empty line, which the reader took for a sentence's
+    # first and indexed (IndexError, a traceback).
     path = write_bytes(tmp_path / "empty.conllu", text)
     with pytest.raises(ConlluError, match=rf"^{path}:0: no sentences found"):
         list(read_conllu(path))
     with pytest.raises(ConlluError, match=rf"^{path}:0: no sentences found"):
         list(read_text(path))
+    with pytest.raises(ConlluError, match=r"^<stdin>:0: no sentences found"):
+        list(read_conllu(io.StringIO(text)))
 
 
 def test_invalid_utf8_names_line_and_byte_offset(tmp_path: Path) -> None:
