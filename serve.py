@@ -19,7 +19,13 @@ from omegaconf import DictConfig, OmegaConf
 
 import decoding
 from biaffine import installed
-from biaffine.cli import freeze_loaded, refuse_missing, report_user_errors
+from biaffine.cli import (
+    freeze_loaded,
+    refuse_missing,
+    refuse_unknown_settings,
+    report_user_errors,
+    settings_of,
+)
 
 RUNTIMES = ("torch", "onnx")
 
@@ -59,6 +65,9 @@ def _serve(cfg: DictConfig) -> None:
         port=cfg.port,
         timeout_graceful_shutdown=cfg.graceful_shutdown_s,
         log_level="info",
+        # A GET query as long as a body may be, refused by the app (414) above that, not by a
+        # reset connection above h11's 16 KiB default.
+        h11_max_incomplete_event_size=cfg.limits.max_body_bytes + 65536,
     )
 
 
@@ -104,4 +113,6 @@ def _bracket_models(argv: list[str]) -> list[str]:
 
 if __name__ == "__main__":
     sys.argv = _bracket_models(sys.argv)
+    known = settings_of(Path(__file__).parent / "conf", "serve")
+    report_user_errors(lambda: refuse_unknown_settings(sys.argv[1:], known))
     main()

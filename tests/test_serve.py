@@ -473,6 +473,66 @@ def test_unknown_paths_and_methods_get_json_errors(server: str) -> None:
     assert call(server, path="/parse", method="GET")[0] == 404
     status, answer = call(server, path="/process", method="DELETE")
     assert (status, list(answer)) == (405, ["error"])
+    # RFC 9110 15.5.6: a 405 names the methods allowed (the JSON answer dropped the header).
+    request = urllib.request.Request(server + "/process", method="PUT")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=120)
+    assert sorted(refused.value.headers["Allow"].split(", ")) == ["GET", "HEAD", "POST"]
+    # Not a 307 to /process on the site the Host header names.
+    request = urllib.request.Request(server + "/process/", headers={"Host": "elsewhere.example"})
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(request, timeout=120)
+    assert (missing.value.code, list(json.loads(missing.value.read()))) == (404, ["error"])
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"data": "x", "kbest": "2"}, "kbest= is about trees: give parser= (or tagger=) too"),
+        ({"data": "x", "decoder": "eisner"}, "decoder= is about trees"),
+        ({"data": "x", "parser": "", "kbest": "\u0662"}, "kbest='\u0662' must be an integer"),
+        ({"data": "x", "parser": "", "kbest": "1_0"}, "kbest='1_0' must be an integer"),
+    ],
+    ids=["kbest-without-parser", "decoder-without-parser", "arabic-indic-digit", "underscore"],
+)
+def test_options_that_would_be_ignored_or_misread_are_refused(
+    server: str, fields: dict[str, str], words: str
+) -> None:
+    status, answer = call(server, fields)
+    assert (status, list(answer)) == (400, ["error"])
+    assert words in answer["error"]
+
+
+def test_an_error_does_not_echo_a_huge_value_whole(server: str) -> None:
+    status, answer = call(server, {"data": "x", "model": "m" * 19_000})  # a body under 20000
+    assert status == 400
+    assert answer["error"].startswith("unknown model 'mmm")
+    assert len(answer["error"]) == 500
+
+
+def test_a_query_over_the_body_limit_is_a_json_414_not_a_reset_connection(server: str) -> None:
+    # 24 KB: above h11's 16 KiB, which reset the connection, and the limit of 20000 here.
+    query = urllib.parse.urlencode({"data": "a " * 12_000, "input": "horizontal"})
+    status, answer = call(server, path="/process?" + query, method="GET")
+    assert (status, list(answer)) == (414, ["error"])
+    assert "at most 20000; POST it" in answer["error"]
+
+
+def test_a_client_gone_before_its_body_is_a_request_error_not_an_internal_one() -> None:
+    # Logged as an internal error with two tracebacks, which any client could fill a log with.
+    from starlette.requests import ClientDisconnect
+
+    from biaffine.serving import app
+    from biaffine.serving.jobs import RequestError
+
+    async def stream():
+        yield b"data=The"
+        raise ClientDisconnect
+
+    request = SimpleNamespace(headers={"content-length": "100"}, stream=stream)
+    with pytest.raises(RequestError) as refused:
+        asyncio.run(app._body(request, 1000))
+    assert refused.value.status == 400
 
 
 def test_the_server_still_answers_after_the_errors(server: str) -> None:

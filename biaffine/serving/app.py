@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
@@ -115,16 +115,27 @@ def create_app(
         Route("/health", health, methods=["GET"]),
     ]
     handlers = {HTTPException: _http_error, Exception: _internal_error}
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
+    # Starlette answers /process/ with a redirect to the Host header's site: a 404 instead.
+    app.router.redirect_slashes = False
+    return app
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": " ".join(message.split())}, status_code=status)
+MAX_ERROR = 500
+"""Characters of an error's message at most: a client's 900 KB model name is not echoed."""
+
+
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    message = " ".join(message.split())
+    if len(message) > MAX_ERROR:
+        message = message[: MAX_ERROR - 1] + "\u2026"
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
 async def _http_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, HTTPException)  # the key it is registered under
-    return _error(error.status_code, f"{request.method} {request.url.path}: {error.detail}")
+    message = f"{request.method} {request.url.path}: {error.detail}"
+    return _error(error.status_code, message, error.headers)  # a 405's Allow
 
 
 async def _internal_error(request: Request, error: Exception) -> JSONResponse:
@@ -139,7 +150,10 @@ async def _fields(request: Request, max_bytes: int) -> dict[str, str]:
         RequestError: 413 for a body over ``max_bytes``, 415 for another content type, 400
             for a body or query that does not parse or is not UTF-8.
     """
-    fields = _pairs(request.scope["query_string"], "query string")
+    query = request.scope["query_string"]
+    if len(query) > max_bytes:
+        raise RequestError(414, f"a query of {len(query)} bytes: at most {max_bytes}; POST it")
+    fields = _pairs(query, "query string")
     if request.method != "POST":
         return fields
     body = await _body(request, max_bytes)
@@ -167,11 +181,14 @@ async def _body(request: Request, max_bytes: int) -> bytes:
     if declared.isdigit() and int(declared) > max_bytes:
         raise RequestError(413, f"a body of {declared} bytes: at most {max_bytes}")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise RequestError(413, f"a body of more than {max_bytes} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                raise RequestError(413, f"a body of more than {max_bytes} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:  # nobody to answer, and nothing wrong with the server
+        raise RequestError(400, "the client went away before its body arrived") from None
     return b"".join(chunks)
 
 

@@ -175,6 +175,9 @@ def task_of(
             served.check(decoder, options)
     except ValueError as error:
         raise RequestError(400, _as_fields(error)) from None
+    asked = [field for field in EXTRA_FIELDS if field in fields]  # each about the trees
+    if asked and not parse:
+        raise RequestError(400, f"{asked[0]}= is about trees: give parser= (or tagger=) too")
     data = _LINE_END.sub("\n", fields["data"])
     return Task(name, data, input_format, parse, decoder, options)
 
@@ -239,6 +242,8 @@ def _number(fields: Mapping[str, str], name: str, kind: type, default: object) -
     if name not in fields:
         return default
     try:
+        if not fields[name].isascii() or "_" in fields[name]:  # int() reads "\u0662" and "1_0"
+            raise ValueError(fields[name])
         return kind(fields[name])
     except ValueError:
         what = "an integer" if kind is int else "a number"
