@@ -33,6 +33,7 @@ from biaffine.metrics import (
     Score,
     ScoredWord,
     annotated_columns,
+    check_gold_tree,
     scored_words,
 )
 
@@ -112,7 +113,8 @@ def segmentation(sentences: Iterable[Sentence], name: str) -> Segmentation:
         The spans of every token, word and sentence, and the words as the metrics see them.
 
     Raises:
-        EvaluationError: if a sentence has no HEAD annotation, or a FORM is only spaces.
+        EvaluationError: if a sentence has no HEAD annotation, or a FORM is only spaces, or a
+            gold sentence is not a single-rooted tree (:func:`check_gold_tree`).
         ConlluError: if a multiword range is out of place (see :attr:`Sentence.tokens`).
     """
     pieces: list[str] = []
@@ -124,6 +126,8 @@ def segmentation(sentences: Iterable[Sentence], name: str) -> Segmentation:
                 f"{sentence.source}:{sentence.line}: sentence {number}: "
                 f"the {name} sentence has no HEAD annotation ('_')"
             )
+        if name == "gold":
+            check_gold_tree(sentence, number)
         found.source = sentence.source
         offset, start = len(found.scored), position
         found.scored += [_numbered(word, offset) for word in scored_words(sentence)]

@@ -41,6 +41,7 @@ __all__ = [
     "Score",
     "ScoredWord",
     "annotated_columns",
+    "check_gold_tree",
     "dependency_accuracy_of",
     "evaluate_corpus",
     "follows_root_rule",
@@ -701,3 +702,21 @@ def _check_aligned(
                 f"{sentence.source}:{sentence.line}: sentence {number}: "
                 f"the {name} sentence has no HEAD annotation ('_')"
             )
+    check_gold_tree(gold, number)
+
+
+def check_gold_tree(gold: Sentence, number: int) -> None:
+    """Refuse a gold sentence whose heads are not a tree with one word on ROOT.
+
+    A prediction may be malformed (it is counted so); the gold standard may not, as the CoNLL
+    2018 shared task's scorer refuses it ("There is a cycle in a sentence", "There are
+    multiple roots in a sentence"): it would score against no tree at all.
+
+    Raises:
+        EvaluationError: naming the sentence's file, line and number.
+    """
+    if gold.heads is not None and not is_well_formed(gold.heads):
+        raise EvaluationError(
+            f"{gold.source}:{gold.line}: sentence {number}: the gold heads are not a tree "
+            "with one word on ROOT (a cycle, or no or several words on ROOT)"
+        )

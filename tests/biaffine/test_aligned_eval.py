@@ -229,9 +229,10 @@ SCORER_EXAMPLES = [
 def test_the_scorers_alignment_examples(
     tmp_path: Path, gold: list[str], system: list[str], aligned: int
 ) -> None:
-    # One sentence each; every word on the first (the heads do not matter here).
+    # One sentence each; every word on the first (the heads do not matter here, but a gold
+    # sentence must be a tree): a multiword token's words default to that already.
     flat = [" ".join(t if "=" in t else f"{t}/1" for t in tokens) for tokens in (gold, system)]
-    g_text, s_text = (text.replace("/1", "/0", 1) for text in flat)
+    g_text, s_text = (t if "=" in t.split()[0] else t.replace("/1", "/0", 1) for t in flat)
     scores = _scores(tmp_path, [g_text], [s_text])
     n_words = [sum(max(1, t.count("+") + 1) for t in tokens) for tokens in (gold, system)]
     assert scores.words == Score(aligned, *n_words)
@@ -245,13 +246,25 @@ TEXT = "abcdefghij"
 
 
 @st.composite
-def segmented(draw: st.DrawFn) -> list[list[tuple[str, int]]]:
-    """Sentences of (form, head) over TEXT: random token and sentence boundaries and heads."""
+def segmented(draw: st.DrawFn, *, trees: bool = False) -> list[list[tuple[str, int]]]:
+    """Sentences of (form, head) over TEXT: random token and sentence boundaries and heads.
+
+    With ``trees``, each sentence's heads are a random tree with one word on ROOT, as gold
+    sentences must be; without, any heads, as a prediction may have.
+    """
     cuts = sorted(draw(st.sets(st.integers(1, len(TEXT) - 1))))
     forms = [TEXT[a:b] for a, b in zip([0, *cuts], [*cuts, len(TEXT)], strict=True)]
     ends = sorted(draw(st.sets(st.integers(1, len(forms)))) | {len(forms)})
     sentences = [forms[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
-    return [[(form, draw(st.integers(0, len(words)))) for form in words] for words in sentences]
+    if not trees:
+        return [[(form, draw(st.integers(0, len(words)))) for form in words] for words in sentences]
+    found = []
+    for words in sentences:
+        order = draw(st.permutations(range(1, len(words) + 1)))
+        heads = {order[0]: 0}  # each word after the first hangs on one before it
+        heads |= {word: order[draw(st.integers(0, k - 1))] for k, word in enumerate(order) if k}
+        found.append([(form, heads[n]) for n, form in enumerate(words, start=1)])
+    return found
 
 
 def _spans(sentences: list[list[tuple[str, int]]]) -> tuple[list, list, list]:
@@ -274,7 +287,7 @@ def _text(sentences: list[list[tuple[str, int]]]) -> str:
     )
 
 
-@given(segmented(), segmented())
+@given(segmented(trees=True), segmented())
 def test_agrees_with_span_sets_on_random_segmentations(gold: list, system: list) -> None:
     scores = evaluate_end_to_end(
         read_conllu(io.StringIO(_text(gold))), read_conllu(io.StringIO(_text(system)))

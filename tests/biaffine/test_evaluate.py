@@ -207,6 +207,29 @@ def test_unparsed_prediction_is_refused(tmp_path: Path, capsys: pytest.CaptureFi
     assert "no HEAD annotation" in _expect_error(capsys, gold, pred)
 
 
+@pytest.mark.parametrize(
+    ("change", "tokenized"),
+    [
+        (("2\tcat\tcat\tNOUN\t_\t_\t0", "2\tcat\tcat\tNOUN\t_\t_\t1"), "alike"),
+        (("1\tMy\tmy\tPRON\t_\t_\t2", "1\tMy\tmy\tPRON\t_\t_\t0"), "alike"),
+        (("2\tcat\tcat\tNOUN\t_\t_\t0", "2\tcat\tcat\tNOUN\t_\t_\t1"), "apart"),
+    ],
+    ids=["cycle", "two-roots", "cycle-raw-text"],
+)
+def test_a_gold_sentence_that_is_no_tree_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: tuple[str, str], tokenized: str
+) -> None:
+    # Scored as any other (a cycle gave UAS 50), where the shared task's scorer refuses it.
+    gold = _write(tmp_path, "gold.conllu", GOLD.replace(*change))
+    pred = (
+        PRED
+        if tokenized == "alike"
+        else PRED.replace("1\tMy\tmy", "1\tM\tm").replace("2\tcat\tcat", "2\tycat\tycat")
+    )
+    err = _expect_error(capsys, gold, _write(tmp_path, "pred.conllu", pred))
+    assert f"{gold}:8: sentence 2: the gold heads are not a tree with one word on ROOT" in err
+
+
 def test_module_entry_point_reports_misalignment_without_traceback(tmp_path: Path) -> None:
     gold = _write(tmp_path, "gold.conllu", GOLD)
     pred = _write(tmp_path, "pred.conllu", PRED.replace("\tcat\tcat", "\tdog\tdog"))
