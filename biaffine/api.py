@@ -361,7 +361,9 @@ class Parser:
         return [parsed_trees(s, r, request)[0] for s, r in zip(sentences, found, strict=True)]
 
     def _sentences_of(self, inputs: Inputs | None, text: str | None) -> list[Sentence]:
-        if (inputs is None) == (text is None):
+        if inputs is None and text is None:
+            raise ValueError("nothing to parse: give inputs (sentences) or text= (plain text)")
+        if inputs is not None and text is not None:
             raise ValueError("give either inputs (sentences) or text= (plain text), not both")
         if text is None:
             return list(input_sentences(inputs, PLAIN_TEXT_HINT))
