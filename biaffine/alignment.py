@@ -115,7 +115,6 @@ def segmentation(sentences: Iterable[Sentence], name: str) -> Segmentation:
     Raises:
         EvaluationError: if a sentence has no HEAD annotation, or a FORM is only spaces, or a
             gold sentence is not a single-rooted tree (:func:`check_gold_tree`).
-        ConlluError: if a multiword range is out of place (see :attr:`Sentence.tokens`).
     """
     pieces: list[str] = []
     found = Segmentation(source="<empty>")

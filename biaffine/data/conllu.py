@@ -126,12 +126,8 @@ class Sentence:
     def tokens(self) -> list[Token]:
         """The surface tokens in order: multiword range lines, and the words outside them.
 
-        Empty nodes are not tokens. A range must cover words of this sentence, not overlapping
-        another range; the reader checks only where a range starts.
-
-        Raises:
-            ConlluError: naming the line of a range that ends before it starts, past the last
-                word, or inside the previous range.
+        Empty nodes are not tokens. The reader has checked each range: it starts at the next
+        word, inside no other range, and ends at a word of the sentence.
         """
         first = _first_filled(self.lines)
         tokens: list[Token] = []
@@ -142,7 +138,7 @@ class Sentence:
             line = self.line + k - first
             low, dash, high = cols[0].partition("-")
             if dash:
-                tokens.append(self._range_token(cols[1], int(low), int(high), covered, line))
+                tokens.append(Token(cols[1], int(low), int(high), True, line))
                 covered = int(high)
             elif int(low) > covered:
                 tokens.append(Token(cols[1], int(low), int(low), False, line))
@@ -151,15 +147,6 @@ class Sentence:
     def word_line(self, i: int) -> int:
         """The line of word ``i`` (1..n) in :attr:`source`, for an error message about it."""
         return self.line + self.word_lines[i - 1] - _first_filled(self.lines)
-
-    def _range_token(self, form: str, low: int, high: int, covered: int, line: int) -> Token:
-        if not covered < low <= high <= len(self):
-            last = f"the last word, {len(self)}"
-            problem = (
-                f"multiword range {low}-{high} overlaps the range before it or ends past {last}"
-            )
-            raise ConlluError(self.source, line, problem)
-        return Token(form, low, high, True, line)
 
     @property
     def metadata(self) -> dict[str, str | None]:
@@ -647,6 +634,7 @@ def _parse_block(raw: list[str], start: int, name: str, require_trees: bool) -> 
     first = _first_filled(raw)
     words: list[list[str]] = []
     word_lines: list[int] = []
+    last_range: tuple[int, int, int] | None = None  # (low, high, line) of the last range read
     for k in range(first, len(raw)):
         text = raw[k]
         if text[0] == "#":
@@ -657,8 +645,14 @@ def _parse_block(raw: list[str], start: int, name: str, require_trees: bool) -> 
         if _is_word(cols[0], len(words), name, start + k - first):
             words.append(cols)
             word_lines.append(k)
+        elif "-" in cols[0]:
+            last_range = _check_range(cols[0], last_range, name, start + k - first)
     if not words:
         raise ConlluError(name, start, "sentence has no words (no line with an integer ID)")
+    if last_range is not None and last_range[1] > len(words):
+        low, high, line = last_range
+        problem = f"multiword range {low}-{high} ends past the last word, {len(words)}"
+        raise ConlluError(name, line, problem)
     line_of = [start + k - first for k in word_lines]
     heads = _parse_heads(words, line_of, name, require_trees)
     # Interning shares the many repeated tag, label and form strings: about 2/5 less memory.
@@ -702,6 +696,21 @@ def _is_word(field: str, n_before: int, name: str, lineno: int) -> bool:
     if kind == "." and low != n_before:
         raise ConlluError(name, lineno, f"empty node {field} must follow word {n_before}")
     return False
+
+
+def _check_range(
+    field: str, previous: tuple[int, int, int] | None, name: str, lineno: int
+) -> tuple[int, int, int]:
+    """(low, high, line) of the multiword range ``field``, refused inside the ``previous`` one.
+
+    :func:`_is_word` has checked that it starts at the next word; its end is checked against
+    the sentence's last word once that is read.
+    """
+    low, high = (int(bound) for bound in field.split("-"))
+    if previous is not None and low <= previous[1]:
+        problem = f"multiword range {field} starts inside the range {previous[0]}-{previous[1]}"
+        raise ConlluError(name, lineno, problem)
+    return low, high, lineno
 
 
 def _parse_heads(

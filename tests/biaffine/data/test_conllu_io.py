@@ -300,6 +300,18 @@ MALFORMED = {
         "multiword range 1-2 must start at the next word ID 2",
     ),
     "range-backwards": (f"2-1\tab\t_\t_\t_\t_\t_\t_\t_\t_\n{word_line(1)}\n\n", 1, "invalid ID"),
+    # Both were read; only Sentence.tokens (the evaluator) refused them, predict.py never.
+    "range-past-the-end": (
+        f"1-5\tab\t_\t_\t_\t_\t_\t_\t_\t_\n{word_line(1)}\n{word_line(2)}\n\n",
+        1,
+        "multiword range 1-5 ends past the last word, 2",
+    ),
+    "range-inside-a-range": (
+        f"1-3\tabc\t_\t_\t_\t_\t_\t_\t_\t_\n{word_line(1)}\n"
+        f"2-3\tbc\t_\t_\t_\t_\t_\t_\t_\t_\n{word_line(2)}\n{word_line(3)}\n\n",
+        3,
+        "multiword range 2-3 starts inside the range 1-3",
+    ),
     "empty-node-misplaced": (
         f"{word_line(1)}\n2.1\tx\t_\t_\t_\t_\t_\t_\t_\t_\n\n",
         2,
