@@ -9,6 +9,7 @@ paragraph break is two or more of them with only whitespace between.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 
 import numpy as np
@@ -29,15 +30,16 @@ _UNWRITABLE_CODES = np.array([ord(c) for c in UNWRITABLE], dtype=np.uint32)
 
 def space_mask(text: str) -> npt.NDArray[np.bool_]:
     """bool[len(text)]: True where ``text[i].isspace()``."""
-    return np.isin(_codes(text), SPACE_CODES)
+    return np.isin(codes(text), SPACE_CODES)
 
 
 def unwritable_mask(text: str) -> npt.NDArray[np.bool_]:
     """bool[len(text)]: True at each character of :data:`UNWRITABLE` (TAB, line breaks)."""
-    return np.isin(_codes(text), _UNWRITABLE_CODES)
+    return np.isin(codes(text), _UNWRITABLE_CODES)
 
 
-def _codes(text: str) -> npt.NDArray[np.uint32]:
+def codes(text: str) -> npt.NDArray[np.uint32]:
+    """uint32[len(text)]: each character's code point (a lone surrogate keeps its own)."""
     # surrogatepass: a lone surrogate is one character of the str, so it keeps one code unit.
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
@@ -65,13 +67,47 @@ def as_line_feeds(
     """
     if "\r" not in text:
         return classify(text)
-    codes = _codes(text)
-    kept = ~((codes[:-1] == ord("\r")) & (codes[1:] == ord("\n")))  # [len - 1]: not a CRLF's CR
+    points = codes(text)
+    kept = ~((points[:-1] == ord("\r")) & (points[1:] == ord("\n")))  # [len - 1]: no CRLF's CR
     kept = np.append(kept, True)
     classes = classify(_CR.sub("\n", text))
     out = np.zeros(len(text), dtype=classes.dtype)
     out[kept] = classes
     return out
+
+
+_ZWJ = "\u200d"
+_MARKS = ("Mn", "Mc", "Me")  # combining marks: an accent of NFD text, a vowel sign
+_EXTENDERS = (  # code point ranges that extend the character before them
+    (0x200C, 0x200D),  # zero-width non-joiner and joiner
+    (0xFE00, 0xFE0F),  # variation selectors (VS16: emoji presentation)
+    (0x1F3FB, 0x1F3FF),  # emoji skin tone modifiers
+    (0xE0020, 0xE007F),  # tag characters (subdivision flags)
+    (0xE0100, 0xE01EF),  # variation selectors supplement
+)
+_REGIONAL = (0x1F1E6, 0x1F1FF)  # regional indicator letters: a flag is two of them
+FIRST_EXTENDER = 0x300
+"""The lowest code point that may extend the character before it (U+0300, combining grave)."""
+
+
+def joins(before: str, after: str) -> bool:
+    """Whether ``after`` belongs to the same user-perceived character as ``before``.
+
+    An approximation of Unicode's extended grapheme clusters (UAX 29) that the standard
+    library can tell: a combining mark (NFD's ``e`` + U+0301), a zero-width joiner and what
+    follows it (the family emoji), a variation selector, a skin tone, a tag character, and the
+    second regional indicator of a flag. A token never ends between two such code points.
+    """
+    if after.isspace():
+        return False
+    if before == _ZWJ:
+        return True
+    code = ord(after)
+    if any(low <= code <= high for low, high in _EXTENDERS):
+        return True
+    if _REGIONAL[0] <= code <= _REGIONAL[1] and _REGIONAL[0] <= ord(before) <= _REGIONAL[1]:
+        return True
+    return code >= FIRST_EXTENDER and unicodedata.category(after) in _MARKS
 
 
 def writable(text: str) -> str:

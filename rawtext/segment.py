@@ -8,7 +8,10 @@ The rules, in order:
    non-whitespace character before it (a model may put the sentence end on the CR of a CRLF
    rather than on the full stop): that character ends a sentence if either class says so, and
    a multi-word token if its own class says so (if it has none, if the moved class does). A
-   class on whitespace before a paragraph's first non-whitespace character is ignored.
+   class on whitespace before a paragraph's first non-whitespace character is ignored. A class
+   inside a character of several code points (a combining mark after its letter, an emoji
+   joined by U+200D) moves to the character's last code point (:func:`rawtext.chars.joins`),
+   merged in the same way.
 3. A token starts at the first non-whitespace character after the previous token's end (or
    the paragraph's start) and ends at the next character whose class is not NONE. Whitespace
    never starts or ends a token, but a token may hold spaces: the model, not the spaces,
@@ -30,7 +33,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import numpy.typing as npt
 
-from .chars import paragraph_spans, space_mask, unwritable_mask
+from .chars import FIRST_EXTENDER, codes, joins, paragraph_spans, space_mask, unwritable_mask
 from .document import Document, Paragraph, Sentence, Token
 from .labels import (
     MWT_END,
@@ -76,6 +79,7 @@ def segment(
     bounds = paragraph_spans(text)
     starts = np.array([start for start, _ in bounds])  # [n_paragraphs]
     classes = _off_whitespace(_checked(text, labels), spaces, unwritable_mask(text), starts)
+    classes = _whole_characters(text, classes)
     ends = np.flatnonzero((classes != NONE) & ~spaces)  # [n_labelled], inclusive ends
     paragraphs = []
     for start, end in bounds:
@@ -124,6 +128,41 @@ def _off_whitespace(
     ends_sentence = np.isin(own, _SENTENCE_ENDS) | sentence_end[target]
     classes[target] = np.where(is_mwt, MWT_END, TOKEN_END) + ends_sentence
     return classes
+
+
+def _whole_characters(text: str, classes: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """Rule 2b: a class inside a character of several code points moves to its last one.
+
+    A segmenter reads code points: it may end a token on the ``e`` of an NFD ``e`` + U+0301,
+    or inside an emoji joined by U+200D (the family emoji came out as two tokens). Such a
+    class moves forward to the character's last code point (:func:`rawtext.chars.joins`),
+    merged with any class there as rule 2 merges.
+    """
+    if len(text) < 2:
+        return classes
+    points = codes(text)
+    labelled = np.flatnonzero(classes[:-1] != NONE)  # [n_labelled]
+    # Only a code point from U+0300 up extends another, and a joiner joins what follows it.
+    maybe = (points[labelled + 1] >= FIRST_EXTENDER) | (points[labelled] == 0x200D)
+    candidates = labelled[maybe]
+    if not candidates.size:
+        return classes
+    classes = classes.copy()
+    for i in candidates.tolist():
+        last = i
+        while last + 1 < len(text) and joins(text[last], text[last + 1]):
+            last += 1
+        if last != i and classes[i] != NONE:
+            classes[last] = _merged(int(classes[last]), int(classes[i]))
+            classes[i] = NONE
+    return classes
+
+
+def _merged(own: int, moved: int) -> int:
+    """The class of a character that has its own (perhaps NONE) and one moved onto it."""
+    mwt = is_mwt_class(own) if own != NONE else is_mwt_class(moved)
+    ends_sentence = is_sentence_end_class(own) or is_sentence_end_class(moved)
+    return (MWT_END if mwt else TOKEN_END) + int(ends_sentence)
 
 
 def _token_spans(

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from rawtext_cases import labelled
 
 from rawtext import SENTENCE_END, TOKEN_END, segment, to_conllu
-from rawtext.chars import SPACE_CODES, as_line_feeds, space_mask
+from rawtext.chars import SPACE_CODES, as_line_feeds, joins, space_mask
 
 
 def forms(document) -> list[str]:
@@ -175,3 +175,45 @@ def test_line_feeds_leave_every_other_character_its_own_class(text: str) -> None
     assert len(classes) == len(text)
     assert classes[crlf_cr].tolist() == [0] * len(crlf_cr)
     assert np.delete(classes, crlf_cr).tolist() == positions(plain).tolist()
+
+
+FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # man ZWJ woman ZWJ girl: one emoji
+FLAG = "\U0001f1eb\U0001f1f7"  # regional indicators F and R
+
+
+@pytest.mark.parametrize(
+    ("marked", "expected"),
+    [
+        # The shipped EWT segmenter ended a token after the woman: "man ZWJ woman", "ZWJ girl".
+        ("Hi| \U0001f468\u200d\U0001f469|\u200d\U0001f467 there#", ["Hi", FAMILY, "there"]),
+        ("cafe|\u0301 noir#", ["cafe\u0301", "noir"]),  # NFD: the accent is the e's
+        ("cafe#\u0301 noir#", ["cafe\u0301", "noir"]),  # with the class it had
+        (f"Go| {FLAG[0]}|{FLAG[1]} now#", ["Go", FLAG, "now"]),
+        ("ok\u200d| x#", ["ok\u200d", "x"]),  # a joiner before a space joins nothing
+    ],
+    ids=["family-emoji", "combining-accent", "sentence-end-moves", "flag", "joiner-at-the-end"],
+)
+def test_a_token_never_ends_inside_a_character_of_several_code_points(
+    marked: str, expected: list[str]
+) -> None:
+    text, labels = labelled(marked)
+    document = segment(text, labels)
+    assert forms(document) == expected
+    assert len(document.paragraphs[0].sentences) == (2 if "#\u0301" in marked else 1)
+
+
+JOINING = st.sampled_from(["a", "e", " ", "\u0301", "\u200d", "\U0001f469", "\ufe0f", *FLAG])
+
+
+@given(st.data())
+def test_no_token_ends_between_code_points_that_join(data: st.DataObject) -> None:
+    text = data.draw(st.text(JOINING, max_size=30))
+    labels = np.array(
+        data.draw(st.lists(st.integers(0, 4), min_size=len(text), max_size=len(text))),
+        dtype=np.uint8,
+    )
+    document = segment(text, labels)
+    tokens = list(document.tokens())
+    assert "".join("".join(token.form.split()) for token in tokens) == "".join(text.split())
+    for token in tokens:
+        assert token.end == len(text) or not joins(text[token.end - 1], text[token.end])
