@@ -16,6 +16,7 @@ setting or one Hydra cannot read (``probabilites=true``, ``input=a,b.conllu``).
 
 from __future__ import annotations
 
+import argparse
 import gc
 import os
 import re
@@ -30,6 +31,7 @@ __all__ = [
     "DEBUG_ENV",
     "USER_ERRORS",
     "USER_ERROR_STATUS",
+    "ArgumentParser",
     "check_threads",
     "check_types",
     "config_options",
@@ -56,6 +58,19 @@ _HYDRA_FLAGS_WITH_VALUES = {
     *("-cd", "--config-dir", "--experimental-rerun"),
 }
 _INFO = {"all", "config", "defaults", "defaults-tree", "plugins", "searchpath"}
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are one line ``error: ...`` and status 2.
+
+    argparse prints the whole usage and then ``PROG: error: ...``: three lines or more for a
+    missing argument, where every other user error of the toolkit is one line.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``error: PROG: message (see --help)`` and exit with status 2."""
+        print(f"error: {self.prog}: {message} (see --help)", file=sys.stderr)
+        sys.exit(USER_ERROR_STATUS)
 
 
 def freeze_loaded() -> None:

@@ -16,14 +16,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from biaffine import cli
 from biaffine.alignment import EndToEndScores, evaluate_end_to_end
 from biaffine.cli import silence_closed_stdout
-from biaffine.data.conllu import ConlluError, Sentence, read_conllu
+from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.files import standard_input, standard_output
 from biaffine.metrics import (
     GOLD_COLUMNS,
     AttachmentScores,
     Conll18Scores,
-    EvaluationError,
     Score,
     evaluate_corpus,
 )
@@ -73,7 +74,7 @@ class FileEvaluation:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line interface of ``python -m biaffine.evaluate``."""
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog="python -m biaffine.evaluate",
         description="Score a predicted CoNLL-U file against a gold one, as the CoNLL 2018 "
         "scorer does: words aligned by characters where the tokenization differs. Attachment "
@@ -112,7 +113,8 @@ def evaluate_files(gold: str, pred: str, *, exclude_punct: bool = False) -> File
     """
     gold_sentences = list(read_conllu(gold, require_trees=True))
     # Bytes: read_conllu decodes a binary stream strictly (a text one would take any bytes).
-    pred_sentences = list(read_conllu(sys.stdin.buffer if pred == "-" else pred))
+    closed = "the predicted file -: standard input is closed; give the file's path"
+    pred_sentences = list(read_conllu(standard_input(closed) if pred == "-" else pred))
     end_to_end = evaluate_end_to_end(gold_sentences, pred_sentences)
     if not _same_words(gold_sentences, pred_sentences) or not _each_word_aligned(end_to_end):
         return FileEvaluation(end_to_end)
@@ -202,8 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     try:
+        standard_output(_NO_OUTPUT)  # before the work: >&- gave a traceback after it
         evaluation = evaluate_files(args.gold, args.pred, exclude_punct=args.exclude_punct)
-    except (OSError, ConlluError, EvaluationError, UnicodeDecodeError) as error:
+    except (OSError, ValueError) as error:  # ConlluError, EvaluationError, UnicodeDecodeError
         print(f"error: {_describe(error)}", file=sys.stderr)
         return 2
     if args.json:
@@ -213,6 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             evaluation, gold=args.gold, pred=args.pred, exclude_punct=args.exclude_punct
         )
     return _print_report(report)
+
+
+_NO_OUTPUT = "standard output is closed: nowhere to print the scores"
 
 
 def _print_report(report: str) -> int:

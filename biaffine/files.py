@@ -17,6 +17,7 @@ which refuses them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import sys
@@ -39,25 +40,29 @@ __all__ = [
 _MAX_LINKS = 40  # as the kernel's limit on symbolic links in one lookup
 
 
-def standard_input() -> IO[bytes]:
+def standard_input(
+    refusal: str = "input=-: standard input is closed; give input=FILE",
+) -> IO[bytes]:
     """The bytes of standard input (``input=-``).
 
     Raises:
-        ValueError: the process has none (``<&-``: Python's ``sys.stdin`` is then None).
+        ValueError: ``refusal``, where the process has none (``<&-``: ``sys.stdin`` is None).
     """
     if sys.stdin is None:
-        raise ValueError("input=-: standard input is closed; give input=FILE")
+        raise ValueError(refusal)
     return sys.stdin.buffer
 
 
-def standard_output() -> IO[str]:
+def standard_output(
+    refusal: str = "output=-: standard output is closed; give output=FILE",
+) -> IO[str]:
     """Standard output (``output=-``).
 
     Raises:
-        ValueError: the process has none (``>&-``: Python's ``sys.stdout`` is then None).
+        ValueError: ``refusal``, where the process has none (``>&-``: ``sys.stdout`` is None).
     """
     if sys.stdout is None:
-        raise ValueError("output=-: standard output is closed; give output=FILE")
+        raise ValueError(refusal)
     return sys.stdout
 
 
@@ -154,10 +159,26 @@ def open_output(path: str | os.PathLike[str], mode: str = "w", **options: Any) -
 
     Raises:
         FileNotFoundError: if the destination folder does not exist.
-        OSError: the special file cannot be opened for writing (a socket, a closed descriptor);
-            the error names ``path``.
+        OSError: the special file cannot be opened for writing (a socket, a closed descriptor),
+            or a write failed for want of space; the error names ``path``.
         ValueError: ``path`` is a block device.
     """
+    try:
+        with _opened_output(path, mode, **options) as handle:
+            yield handle
+    except OSError as error:
+        # Python's write errors name no file: "No space left on device" alone.
+        if error.filename is not None or error.errno not in NO_SPACE:
+            raise
+        raise OSError(error.errno, error.strerror, os.fspath(path)) from None
+
+
+NO_SPACE = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+"""A write's errors that are its output's: a full device or disk, a file over a size limit."""
+
+
+@contextlib.contextmanager
+def _opened_output(path: str | os.PathLike[str], mode: str, **options: Any) -> Iterator[IO]:
     kind = special_kind(path)
     if kind is None:
         with atomic_open(path, mode, **options) as handle:

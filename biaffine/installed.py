@@ -150,6 +150,8 @@ def _read_card(path: Path) -> dict[str, Any]:
         card = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"{path}: not a model card ({error})") from None
+    except RecursionError:  # json nests one Python call per level
+        raise ValueError(f"{path}: not a model card (nested too deeply)") from None
     files = card.get("files") if isinstance(card, dict) else None
     if not isinstance(files, dict) or "parser" not in files:
         raise ValueError(f"{path}: not a model card (no files.parser)")

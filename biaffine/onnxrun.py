@@ -22,7 +22,7 @@ import itertools
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -236,20 +236,28 @@ class OnnxParser:
         if family not in ("graph", "transition"):
             raise ValueError(f"onnx={folder}: an export of a {family} parser; {SUPPORTED}")
         graphs = manifest["graphs"]
-        sessions = {
-            name: _session(path / graph["file"], threads)
-            for name, graph in graphs.items()
-            if name in ("chars", "scores", "tags", "labels", "head_labels")
-        }
-        tagged = tuple(o.removesuffix("_scores") for o in graphs.get("tags", {}).get("outputs", ()))
-        vocabs = Vocabs.from_dict(manifest["vocabs"])
-        searcher = Searcher.of(manifest) if family == "transition" else None
-        segmenter = None
-        if "segmenter" in manifest:
-            session = _session(path / graphs["segmenter"]["file"], threads)
-            segmenter = OnnxSegmenter(session, manifest["segmenter"])
-        upos_input = "upos" in graphs["scores"]["inputs"]
-        vectors = _vector_index(manifest) if "vector_rows" in graphs["scores"]["inputs"] else None
+        try:  # the manifest's contents: a damaged one is the file's fault, named
+            sessions = {
+                name: _session(path, graph, threads)
+                for name, graph in graphs.items()
+                if name in ("chars", "scores", "tags", "labels", "head_labels")
+            }
+            outputs = graphs.get("tags", {}).get("outputs", ())
+            tagged = tuple(o.removesuffix("_scores") for o in outputs)
+            vocabs = Vocabs.from_dict(manifest["vocabs"])
+            searcher = Searcher.of(manifest) if family == "transition" else None
+            segmenter = None
+            if "segmenter" in manifest:
+                session = _session(path, graphs["segmenter"], threads)
+                segmenter = OnnxSegmenter(session, manifest["segmenter"])
+            upos_input = "upos" in graphs["scores"]["inputs"]
+            reads_vectors = "vector_rows" in graphs["scores"]["inputs"]
+            vectors = _vector_index(manifest) if reads_vectors else None
+        except (KeyError, TypeError, AttributeError, IndexError, ValueError) as error:
+            if isinstance(error, ValueError) and str(path) in str(error):
+                raise  # a graph file's problem, named already
+            problem = f"damaged ({type(error).__name__}: {error})"
+            raise ValueError(f"{path / MANIFEST}: {problem}: {_EXPORT_AGAIN}") from None
         char_vectors = CharVectors(sessions["chars"], vocabs.chars)
         workers = threads or os.cpu_count() or 1  # onnxruntime's default: one per core
         return cls(
@@ -469,6 +477,9 @@ def _manifest(folder: Path) -> dict[str, Any]:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"{path}: not an export's manifest ({error}): {_EXPORT_AGAIN}") from None
+    except RecursionError:  # json nests one Python call per level
+        problem = f"not an export's manifest (nested too deeply): {_EXPORT_AGAIN}"
+        raise ValueError(f"{path}: {problem}") from None
     if not isinstance(manifest, dict):
         raise ValueError(f"{path}: not an export's manifest (not a JSON object): {_EXPORT_AGAIN}")
     if manifest.get("format") != FORMAT:
@@ -501,6 +512,9 @@ def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
     graphs = manifest.get("graphs")
     if not missing and isinstance(graphs, dict):
         missing = [f"graphs.{name}" for name in ("chars", "scores") if name not in graphs]
+        missing += (
+            ["graphs.segmenter"] if "segmenter" in manifest and "segmenter" not in graphs else []
+        )
         missing += [
             f"graphs.{name}.{key}"
             for name, graph in graphs.items()
@@ -511,6 +525,12 @@ def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
         missing = ["graphs (an object)"]
     if missing:
         raise ValueError(f"{path}: no {', '.join(missing)} in the manifest: {_EXPORT_AGAIN}")
+    for name, graph in graphs.items():
+        file = graph["file"]
+        # A graph lies in the export's folder, under the name the exporter gave it.
+        if not (isinstance(file, str) and file.endswith(".onnx") and file == Path(file).name):
+            problem = f"graphs.{name}.file={file!r} is not a graph file's name in its folder"
+            raise ValueError(f"{path}: {problem}: {_EXPORT_AGAIN}")
 
 
 def _vector_index(manifest: dict[str, Any]) -> VectorIndex:
@@ -525,7 +545,16 @@ def _vector_index(manifest: dict[str, Any]) -> VectorIndex:
     return VectorIndex.of(pretrained["vocabulary"], lowercase=pretrained["lowercase"])
 
 
-def _session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
+def _session(
+    folder: Path, graph: Mapping[str, Any], threads: int | None
+) -> onnxruntime.InferenceSession:
+    """The graph the manifest's entry ``graph`` names in ``folder``, loaded.
+
+    Raises:
+        ValueError: naming the file: it is not there, not ONNX, or not the graph named (its
+            inputs or outputs are another's: a graph file copied over another).
+    """
+    path = folder / graph["file"]
     options = onnxruntime.SessionOptions()
     if threads is not None:
         options.intra_op_num_threads = threads
@@ -536,11 +565,19 @@ def _session(path: Path, threads: int | None) -> onnxruntime.InferenceSession:
     if not path.is_file():
         raise ValueError(f"{path}: no such graph file: {_EXPORT_AGAIN}")
     try:
-        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(
+            str(path), options, providers=["CPUExecutionProvider"]
+        )
     except _LOAD_ERRORS as error:
         # onnxruntime's own exceptions (a traceback, exit 1) for a damaged file: a user error.
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ValueError(f"{path}: not a loadable ONNX graph ({reason}): {_EXPORT_AGAIN}") from None
+    inputs = [node.name for node in session.get_inputs()]
+    outputs = [node.name for node in session.get_outputs()]
+    if (inputs, outputs) != (list(graph["inputs"]), list(graph["outputs"])):
+        problem = f"not the graph the manifest names (inputs {inputs}, expected {graph['inputs']})"
+        raise ValueError(f"{path}: {problem}: {_EXPORT_AGAIN}")
+    return session
 
 
 _LOAD_ERRORS = tuple(
@@ -611,7 +648,10 @@ def predict_file(
     """
     decoder = decoder if decoder is not None else DecoderSettings()
     options = options if options is not None else PredictOptions()
-    check_arguments(source, dest, input_format, chunk_sentences, decoder, options, FORMATS)
+    exported = [path for path in Path(folder).glob("*") if path.is_file()]
+    check_arguments(
+        source, dest, input_format, chunk_sentences, decoder, options, FORMATS, exported
+    )
     check_threads(threads, default="onnxruntime's")
     check_supported(request_of(options, []), decoder)
     parser = OnnxParser.load(folder, threads=threads)

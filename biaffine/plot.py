@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from biaffine import cli
 from biaffine.files import atomic_open
 
 __all__ = ["CURVES", "Curves", "main", "plot_run", "read_curves"]
@@ -218,7 +219,7 @@ def _draw_loss(axes: Any, curves: Curves) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line interface of ``python -m biaffine.plot``."""
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog="python -m biaffine.plot",
         description=f"Draw {CURVES} (dev UAS/LAS and train loss per epoch) in each run "
         f"directory from its {METRICS}.",

@@ -17,7 +17,13 @@ from pathlib import Path
 
 from biaffine.data.columns import CONLLU_NAMES, TAGGED
 from biaffine.data.conllu import ConlluError, Sentence, read_conllu, read_text, write_conllu
-from biaffine.files import open_output, refuse_input_as_output, standard_input, standard_output
+from biaffine.files import (
+    NO_SPACE,
+    open_output,
+    refuse_input_as_output,
+    standard_input,
+    standard_output,
+)
 from biaffine.inference.request import ALL_COLUMNS, Request
 from biaffine.inference.settings import DecoderSettings
 from biaffine.pipeline import MAX_SENTENCE_WORDS
@@ -40,8 +46,6 @@ __all__ = [
 STDIO = "-"
 """The input or output path that means standard input or output."""
 
-_NO_SPACE = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
-"""A write's errors that are the output's: a full device or disk, a file over a limit."""
 
 ChunkParser = Callable[[list[Sentence]], list[list[Sentence]]]
 """Sentences -> per sentence, the sentences to write (the first one is the tree scored by eval)."""
@@ -181,13 +185,15 @@ def check_arguments(
     decoder: DecoderSettings,
     options: PredictOptions,
     formats: Collection[str],
+    model_files: Iterable[str | os.PathLike[str]] = (),
 ) -> None:
     """Refuse the arguments of a parse of ``source`` into ``dest`` that cannot work.
 
     A format not in ``formats``, a chunk size below 1, options that do not combine
     (:func:`check_options`), an input that is not there or is a folder, an output folder that
-    does not exist, an output that is a folder or the input. Called before a model loads
-    (seconds), so a mistyped path costs none of them.
+    does not exist, an output that is a folder, the input or one of ``model_files`` (the
+    checkpoint, the segmenter, an export's files: ``output=parser.pt`` wrote the parse over
+    the model). Called before a model loads (seconds), so a mistyped path costs none of them.
 
     Raises:
         ValueError: one line naming the setting.
@@ -210,8 +216,8 @@ def check_arguments(
         raise FileNotFoundError(f"output {dest}: the folder {Path(dest).parent} does not exist")
     if Path(dest).is_dir():
         raise IsADirectoryError(f"output {dest} is a folder: give the path of a file to write")
-    if str(source) != STDIO:
-        refuse_input_as_output(dest, [source])
+    inputs = [source] if str(source) != STDIO else []
+    refuse_input_as_output(dest, [*inputs, *model_files])
 
 
 def check_source(source: str | os.PathLike[str]) -> None:
@@ -260,14 +266,13 @@ def write_sentences(dest: str | os.PathLike[str], sentences: Iterable[Sentence])
     Raises:
         OSError: a write failed for want of space, naming ``dest`` (Python's does not).
     """
-    try:
-        if str(dest) == STDIO:
-            write_conllu(standard_output(), sentences)
-            return
+    if str(dest) != STDIO:
         with open_output(dest, "w", encoding="utf-8", newline="") as out:
             write_conllu(out, sentences)
+        return
+    try:
+        write_conllu(standard_output(), sentences)
     except OSError as error:
-        if error.filename is not None or error.errno not in _NO_SPACE:
+        if error.filename is not None or error.errno not in NO_SPACE:
             raise
-        name = "<stdout>" if str(dest) == STDIO else os.fspath(dest)
-        raise OSError(error.errno, error.strerror, name) from None
+        raise OSError(error.errno, error.strerror, "<stdout>") from None

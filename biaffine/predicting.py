@@ -153,7 +153,8 @@ def predict(
     here = distributed.world()
     decoder = decoder if decoder is not None else DecoderSettings()
     options = options if options is not None else PredictOptions()
-    check_arguments(source, dest, input_format, chunk_sentences, decoder, options, FORMATS)
+    models = [path for path in (checkpoint_path, segmenter, partner) if path is not None]
+    check_arguments(source, dest, input_format, chunk_sentences, decoder, options, FORMATS, models)
     if here.size > 1 and str(source) == STDIO:
         raise ValueError(f"input '-' (stdin) with {here.size} processes: give the input file")
     set_threads(threads)

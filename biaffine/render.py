@@ -29,6 +29,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from biaffine import cli
+from biaffine.cli import silence_closed_stdout
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.files import open_output, refuse_input_as_output, special_kind
 
@@ -793,13 +795,13 @@ def _ranges_text(ranges: Sequence[tuple[int, int]] | None) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line interface of ``python -m biaffine.render``."""
-    parser = argparse.ArgumentParser(
+    parser = cli.ArgumentParser(
         prog="python -m biaffine.render",
         description="Draw the dependency trees of a CoNLL-U file as a self-contained HTML page "
         "(inline SVG). With --gold, errors are coloured: wrong head, or right head wrong label.",
     )
     parser.add_argument("input", help="CoNLL-U file to draw (the predictions, with --gold)")
-    parser.add_argument("-o", "--output", required=True, help="HTML file to write")
+    parser.add_argument("-o", "--output", required=True, help="HTML file to write (- for stdout)")
     parser.add_argument("--gold", help="gold CoNLL-U file of the same sentences")
     parser.add_argument(
         "--sentences", help="1-based sentence numbers to draw, e.g. 1-20 or 3,7-9 (default: all)"
@@ -810,14 +812,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the renderer; returns the exit status (0 ok, 2 on bad input or an unwritable output)."""
     args = build_parser().parse_args(argv)
+    output = "/dev/stdout" if args.output == "-" else args.output  # not a file named "-"
     try:
         ranges = parse_selection(args.sentences) if args.sentences else None
-        count = render_file(args.input, args.output, gold=args.gold, ranges=ranges)
+        count = render_file(args.input, output, gold=args.gold, ranges=ranges)
+    except BrokenPipeError:  # the reader went away (| head): nothing to tell it
+        return silence_closed_stdout()
     except (OSError, ValueError) as error:  # ConlluError is a ValueError
         print(f"error: {_describe(error)}", file=sys.stderr)
         return 2
     # Not into the page when the page goes to standard output (-o /dev/stdout).
-    report = sys.stderr if special_kind(args.output) else sys.stdout
+    report = sys.stderr if special_kind(output) else sys.stdout
     print(f"{args.output}: {count} sentence(s)", file=report)
     return 0
 

@@ -7,12 +7,13 @@ A broken card or models path is one line on stderr and exit status 2 (:mod:`biaf
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Any
 
+from biaffine import cli
 from biaffine.cli import report_user_errors
+from biaffine.files import standard_output
 from biaffine.installed import InstalledModel, installed, search_path
 from biaffine.models.scoring import GOLD, RAW
 
@@ -26,30 +27,33 @@ def main(argv: list[str] | None = None) -> int:
         SystemExit: status 2 after a user error (a broken card, a models path that is no
             folder), printed in one line; 141 when the reader closed standard output (``| head``).
     """
-    options = argparse.ArgumentParser(prog="python -m biaffine.models", description=__doc__)
+    options = cli.ArgumentParser(prog="python -m biaffine.models", description=__doc__)
     options.add_argument("--json", action="store_true", help="print the cards as JSON")
     args = options.parse_args(argv)
     return report_user_errors(lambda: _print(args.json))
 
 
 def _print(as_json: bool) -> int:
-    """Print the table, or the cards as JSON; returns the exit status (1: no model at all)."""
+    """Print the table, or the cards as JSON; returns the exit status.
+
+    Raises:
+        ValueError: no model at all, or standard output closed (``>&-``).
+    """
+    out = standard_output("standard output is closed: nowhere to print the models")
     models = installed()
     if as_json:
-        print(json.dumps({name: m.card for name, m in models.items()}, indent=1))
-        sys.stdout.flush()  # a closed pipe raises here, inside report_user_errors
+        print(json.dumps({name: m.card for name, m in models.items()}, indent=1), file=out)
+        out.flush()  # a closed pipe raises here, inside report_user_errors
         return 0
     if not models:
         where = ", ".join(str(p) for p in search_path())
-        print(f"no models installed (looked in {where})", file=sys.stderr)
-        return 1
+        raise ValueError(f"no models installed (looked in {where})")
     rows = [_HEADER] + [_row(m) for m in models.values()]
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
     for row in rows:
-        print(
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        )
-    sys.stdout.flush()  # a closed pipe raises here, inside report_user_errors
+        line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        print(line.rstrip(), file=out)
+    out.flush()  # a closed pipe raises here, inside report_user_errors
     return 0
 
 

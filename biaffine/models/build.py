@@ -44,7 +44,7 @@ from typing import Any
 import torch
 
 import biaffine
-from biaffine import checkpoint
+from biaffine import checkpoint, cli
 from biaffine.api import Parser
 from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
@@ -358,7 +358,7 @@ def write_docs(folder: Path, page: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """The command line (see the module's docstring)."""
-    options = argparse.ArgumentParser(prog="python -m biaffine.models.build", description=__doc__)
+    options = cli.ArgumentParser(prog="python -m biaffine.models.build", description=__doc__)
     options.add_argument("name", help="the model's name, e.g. en_ewt (its recipe's name too)")
     for part, other in (("parser", "segmenter"), ("segmenter", "parser")):
         given = options.add_mutually_exclusive_group(required=True)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import biaffine
-from biaffine import installed, models
+from biaffine import cli, installed, models
 from biaffine.api import Parser
 from biaffine.cli import report_user_errors
 from biaffine.files import atomic_open
@@ -93,7 +93,7 @@ def changes(name: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     """The command line (see the module's docstring)."""
-    options = argparse.ArgumentParser(prog="python -m biaffine.models.rescore", description=__doc__)
+    options = cli.ArgumentParser(prog="python -m biaffine.models.rescore", description=__doc__)
     options.add_argument("names", nargs="+", help="installed models, e.g. en_ewt")
     options.add_argument("--root", default=os.environ.get("UD_ROOT"), help="default $UD_ROOT")
     options.add_argument(

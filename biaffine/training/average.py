@@ -17,13 +17,12 @@ with ``averaged_from`` added (each input's path and :func:`~biaffine.checkpoint.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
-from biaffine import checkpoint
+from biaffine import checkpoint, cli
 from biaffine.cli import report_user_errors
 
 __all__ = ["average_checkpoints", "main"]
@@ -95,9 +94,7 @@ def _mean(name: str, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The command line: exit status 2 with one line naming the problem on bad input."""
-    options = argparse.ArgumentParser(
-        prog="python -m biaffine.training.average", description=__doc__
-    )
+    options = cli.ArgumentParser(prog="python -m biaffine.training.average", description=__doc__)
     options.add_argument("out", help="the averaged checkpoint to write")
     options.add_argument("inputs", nargs="+", help="two or more checkpoints (branches of one run)")
     args = options.parse_args(argv)

@@ -26,7 +26,6 @@ never the test file: the shares are fitted to the file given.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
@@ -35,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from biaffine import checkpoint
+from biaffine import checkpoint, cli
 from biaffine.api import Parser
 from biaffine.cli import report_user_errors
 from biaffine.data.batching import plan_batches
@@ -287,7 +286,7 @@ def write_doubt(
 
 def main() -> None:
     """The command line: CHECKPOINT DEV_CONLLU OUT; prints every choice's dev F1."""
-    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    options = cli.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("checkpoint", type=Path)
     options.add_argument("dev", type=Path, help="the model's dev file (CoNLL-U, gold columns)")
     options.add_argument("out", type=Path)

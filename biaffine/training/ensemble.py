@@ -18,11 +18,10 @@ the first input's, with ``ensemble_of`` added: each input's path,
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from biaffine import checkpoint
+from biaffine import checkpoint, cli
 from biaffine.cli import report_user_errors
 from biaffine.files import refuse_input_as_output
 from biaffine.parsers.ensemble import EnsembleParser
@@ -83,9 +82,7 @@ def ensemble_checkpoints(
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The command line: exit status 2 with one line naming the problem on bad input."""
-    options = argparse.ArgumentParser(
-        prog="python -m biaffine.training.ensemble", description=__doc__
-    )
+    options = cli.ArgumentParser(prog="python -m biaffine.training.ensemble", description=__doc__)
     options.add_argument("out", help="the ensemble checkpoint to write")
     options.add_argument("inputs", nargs="+", help="two or more graph parsers' checkpoints")
     options.add_argument(

@@ -24,7 +24,6 @@ the generator only writes the lemmas of words the lexicon lacks.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import random
@@ -37,7 +36,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from biaffine import checkpoint
+from biaffine import checkpoint, cli
 from biaffine.cli import report_user_errors
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemma_generator import BOS, PAD, SPECIAL_SYMBOLS, LemmaGenerator
@@ -455,7 +454,7 @@ def command_line(
         minutes: the default ``--minutes``.
         hidden: the default ``--hidden``.
     """
-    options = argparse.ArgumentParser(description=description)
+    options = cli.ArgumentParser(description=description)
     options.add_argument("checkpoint", type=Path)
     options.add_argument("train", type=Path, help="the model's training file (CoNLL-U)")
     options.add_argument("dev", type=Path, help="its dev file: the epoch is chosen on it")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -324,3 +325,44 @@ def test_a_refused_training_keeps_a_folder_that_held_files(tmp_path: Path) -> No
     done = run("train.py", *TRAIN, f"hydra.run.dir={run_dir}", "trainer.threads=-1")
     assert_one_line_refusal(done, r"trainer\.threads=-1: .*")
     assert (run_dir / "notes.txt").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize(
+    ("module", "args", "message"),
+    [
+        ("biaffine.evaluate", ["gold.conllu"], "the following arguments are required: pred"),
+        ("biaffine.render", ["in.conllu"], "the following arguments are required: -o/--output"),
+        ("biaffine.models", ["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_a_tools_usage_error_is_one_line_and_status_2(
+    module: str, args: list[str], message: str
+) -> None:
+    # argparse printed its usage first: three lines or more.
+    command = [sys.executable, "-m", module, *args]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"error: python -m {module}: {message} (see --help)\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["biaffine.models"], "standard output is closed: nowhere to print the models"),
+        (
+            ["biaffine.evaluate", str(DATA / "tiny.conllu"), str(DATA / "tiny.conllu")],
+            "standard output is closed: nowhere to print the scores",
+        ),
+    ],
+)
+def test_a_tool_whose_standard_output_is_closed_says_so_in_one_line(
+    args: list[str], message: str
+) -> None:
+    # sys.stdout is None there: an AttributeError traceback, status 1.
+    done = subprocess.run(
+        [sys.executable, "-m", *args], cwd=ROOT, preexec_fn=lambda: os.close(1),
+        stderr=subprocess.PIPE, text=True, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (2, f"error: {message}\n")

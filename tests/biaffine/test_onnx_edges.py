@@ -7,6 +7,7 @@ EWT segmenter for raw text), compared with the torch path on the same input in t
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -200,6 +201,85 @@ def test_an_output_inside_a_file_is_refused_before_any_work(tmp_path: Path) -> N
     with pytest.raises(ValueError, match=r"^output=.*file/export: .*file is not a folder"):
         run({"checkpoint": "no/such/checkpoint.pt", "output": str(tmp_path / "file" / "export")})
     assert (tmp_path / "file").read_text() == "mine"
+
+
+def test_an_output_that_is_a_file_of_the_export_is_refused(exported: Path, tmp_path: Path) -> None:
+    # output=FOLDER/export.json wrote the parse over the manifest, and exited 0.
+    from biaffine.onnxrun import predict_file
+
+    manifest = exported / "export.json"
+    before = manifest.read_bytes()
+    source = tmp_path / "in.conllu"
+    source.write_text(ODD_CONLLU, encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^output {manifest} is the input file {manifest}"):
+        predict_file(exported, source, manifest)
+    assert manifest.read_bytes() == before
+
+
+def _set(manifest: dict, path: str, value: object) -> dict:
+    *parents, last = path.split(".")
+    node = manifest
+    for key in parents:
+        node = node[key]
+    if value is None:
+        del node[last]
+    else:
+        node[last] = value
+    return manifest
+
+
+DAMAGED = {  # what a manifest edit or a file copy does -> the file named, the problem
+    "inputs not a list": (
+        lambda f, m: _set(m, "graphs.scores.inputs", 5),
+        "export.json",
+        "damaged (TypeError",
+    ),
+    "vocabularies empty": (lambda f, m: _set(m, "vocabs", {}), "export.json", "damaged"),
+    "segmenter without its graph": (
+        lambda f, m: _set(m, "graphs.segmenter", None),
+        "export.json",
+        "no graphs.segmenter",
+    ),
+    "segmenter not an object": (lambda f, m: _set(m, "segmenter", "x"), "export.json", "damaged"),
+    "graph outside the folder": (
+        lambda f, m: _set(m, "graphs.scores.file", "../scores.onnx"),
+        "export.json",
+        "graphs.scores.file='../scores.onnx' is not a graph file's name in its folder",
+    ),
+    "nested too deeply": (lambda f, m: "[" * 5000 + "]" * 5000, "export.json", "too deeply"),
+    "graph copied over another": (
+        lambda f, m: _copied(f / "labels.onnx", f / "scores.onnx", m),
+        "scores.onnx",
+        "not the graph the manifest names",
+    ),
+}
+
+
+def _copied(source: Path, target: Path, manifest: dict) -> dict:
+    target.write_bytes(source.read_bytes())
+    return manifest
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED))
+def test_a_damaged_manifest_or_graph_is_one_error_naming_the_file(
+    exported: Path, tmp_path: Path, damage: str
+) -> None:
+    # Each was a KeyError, TypeError, AttributeError or RecursionError traceback (exit 1),
+    # a graph read from outside the folder, or onnxruntime's error naming no file.
+    import json
+    import shutil
+
+    from biaffine.onnxrun import OnnxParser
+
+    folder = tmp_path / "export"
+    shutil.copytree(exported, folder)
+    edit, named, problem = DAMAGED[damage]
+    manifest = edit(folder, json.loads((folder / "export.json").read_text(encoding="utf-8")))
+    text = manifest if isinstance(manifest, str) else json.dumps(manifest)
+    (folder / "export.json").write_text(text, encoding="utf-8")
+    expected = rf"^{re.escape(str(folder / named))}: .*{re.escape(problem)}"
+    with pytest.raises(ValueError, match=expected):
+        OnnxParser.load(folder)
 
 
 def test_conllu_text_parses_as_the_torch_api_parses_it(onnx_parser) -> None:

@@ -207,3 +207,18 @@ def test_a_parse_stopped_by_a_signal_keeps_the_old_output_and_no_temporary_file(
     assert "Traceback" not in err
     assert output.read_text() == "mine\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fifo", "out.conllu"]
+
+
+def test_an_output_that_is_the_model_is_refused_before_the_model_loads(
+    graph_checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # output=best.pt wrote the parse over the checkpoint, and exited 0.
+    model = tmp_path / "best.pt"
+    model.write_bytes(graph_checkpoint.read_bytes())
+    with pytest.raises(SystemExit) as stopped:
+        report_user_errors(lambda: predict(model, TINY_CONLLU, model, threads=1))
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == f"error: output {model} is the input file {model}: " + (
+        "choose another output path\n"
+    )
+    assert model.read_bytes() == graph_checkpoint.read_bytes()

@@ -9,6 +9,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -597,3 +598,35 @@ def test_cli_to_dev_stdout_writes_only_the_page_there(
     assert out.count("<svg") == 7
     assert err == f"{stdout}: 7 sentence(s)\n"
     assert stdout.is_symlink()
+
+
+def render_command(source: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    """``python -m biaffine.render SOURCE ARGS | head -c 15`` in bash with pipefail."""
+    command = [sys.executable, "-m", "biaffine.render", str(source), *args]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    return subprocess.run(
+        ["bash", "-c", 'set -o pipefail; "$@" | head -c 15', "bash", *command],
+        cwd=cwd, env=env, capture_output=True, check=False,
+    )  # fmt: skip
+
+
+def test_dash_writes_the_page_to_standard_output_and_a_closed_pipe_ends_quietly(
+    tmp_path: Path,
+) -> None:
+    # "-o -" wrote a file named "-"; a reader closing the pipe was "error: [Errno 32] ...".
+    big = tmp_path / "big.conllu"  # a page longer than the pipe holds
+    big.write_text(TINY_CONLLU.read_text(encoding="utf-8") * 200, encoding="utf-8")
+    (tmp_path / "run").mkdir()
+    done = render_command(big, "-o", "-", cwd=tmp_path / "run")
+    assert (done.returncode, done.stdout, done.stderr) == (141, b"<!DOCTYPE html>", b"")
+    assert list((tmp_path / "run").iterdir()) == []
+    done = render_command(TINY_CONLLU, "-o", "-", cwd=tmp_path / "run")
+    assert (done.returncode, done.stderr) == (0, b"-: 7 sentence(s)\n")
+    assert list((tmp_path / "run").iterdir()) == []
+
+
+def test_a_full_device_is_named(tmp_path: Path) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    done = render_command(TINY_CONLLU, "-o", "/dev/full", cwd=tmp_path)
+    assert done.stderr.decode() == "error: /dev/full: No space left on device\n"

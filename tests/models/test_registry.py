@@ -97,7 +97,11 @@ def test_folders_under_the_environment_variable_come_first(tmp_path, monkeypatch
 
 @pytest.mark.parametrize(
     ("text", "problem"),
-    [("{not json", r"\(Expecting"), ('{"files": {}}', r"\(no files\.parser\)")],
+    [
+        ("{not json", r"\(Expecting"),
+        ('{"files": {}}', r"\(no files\.parser\)"),
+        ("[" * 5000 + "]" * 5000, r"\(nested too deeply\)"),  # a RecursionError traceback
+    ],
 )
 def test_a_broken_card_is_named_in_one_line(tmp_path, monkeypatch, text, problem) -> None:
     (tmp_path / "xx_broken").mkdir()
