@@ -37,6 +37,7 @@ import argparse
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ from biaffine.api import Parser
 from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import CHARACTER_MODELS
-from biaffine.files import atomic_open
+from biaffine.files import atomic_open, fsync_dir
 from biaffine.installed import CARD, SHIPPED, installed
 from biaffine.models.card import (
     averaged_facts,
@@ -72,25 +73,60 @@ PARSER, SEGMENTER = "parser.pt", "segmenter.pt"
 
 
 def build(args: argparse.Namespace) -> dict[str, Any]:
-    """Write the model's folder and card; returns the card."""
+    """Write the model's folder and card; returns the card.
+
+    The parts are put together and scored in a folder of their own beside the model's, which
+    replaces the model's files only once all is done: a refused build (a segmenter given as the
+    parser, a parser without taggers) leaves the model as it was, where it used to have
+    replaced its files already.
+    """
     treebank = Path(args.root) / args.treebank
     gold = ud_test_file(treebank)
     folder = Path(args.out) / args.name
     kept = _kept_card(args, folder)  # before it is replaced
     training = _training(args, folder, kept)
-    folder.mkdir(parents=True, exist_ok=True)
+    if args.docs is not None and not Path(args.docs).parent.is_dir():
+        raise FileNotFoundError(
+            f"--docs {args.docs}: the folder {Path(args.docs).parent} is missing"
+        )
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{args.name}.", dir=folder.parent))
+    try:
+        card = _packaged(args, folder, staging, gold, treebank, training, kept)
+        folder.mkdir(exist_ok=True)
+        for name in (PARSER, SEGMENTER, CARD):
+            os.replace(staging / name, folder / name)
+        fsync_dir(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return card
+
+
+def _packaged(
+    args: argparse.Namespace,
+    folder: Path,
+    staging: Path,
+    gold: Path,
+    treebank: Path,
+    training: dict[str, Any],
+    kept: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The model's files in ``staging`` from ``args`` and the parts kept in ``folder``; the card."""
+    for name in (PARSER, SEGMENTER):  # a part kept, or the one a new part must match
+        if (folder / name).is_file():
+            shutil.copyfile(folder / name, staging / name)
     if not args.keep_parser:
-        checkpoint.compact(args.parser, folder / PARSER, stored_as=args.stored_as)
+        checkpoint.compact(args.parser, staging / PARSER, stored_as=args.stored_as)
     if args.lemma_generator:
-        _check_same_parser(folder / PARSER, args.lemma_generator)
-        with atomic_open(folder / PARSER, "wb") as out, open(args.lemma_generator, "rb") as source:
-            shutil.copyfileobj(source, out)
+        _check_same_parser(staging / PARSER, args.lemma_generator)
+        shutil.copyfile(args.lemma_generator, staging / PARSER)
     if args.sentences:
-        _check_same_segmenter(folder / SEGMENTER, args.sentences)
+        _check_same_segmenter(staging / SEGMENTER, args.sentences)
     source_segmenter = args.sentences or (None if args.keep_segmenter else args.segmenter)
     if source_segmenter:
-        with atomic_open(folder / SEGMENTER, "wb") as out, open(source_segmenter, "rb") as source:
-            shutil.copyfileobj(source, out)
+        segmenter_checkpoints.load(source_segmenter)  # refused by its own name: not a segmenter
+        shutil.copyfile(source_segmenter, staging / SEGMENTER)
+    folder = staging  # the model as it will be
     parser = Parser.load(folder / PARSER, threads=THREADS, segmenter=folder / SEGMENTER)
     if args.keep_parser:  # its float32 run checkpoint may be gone: the scores it had stay,
         # but for a generator's: they were the lemmas of the parser without it
@@ -421,7 +457,7 @@ def main(argv: list[str] | None = None) -> None:
     options.add_argument("--docs", default=str(DOCS), help="the page rewritten from the cards")
     args = options.parse_args(argv)
     card = report_user_errors(lambda: build(args))
-    write_docs(Path(args.out), Path(args.docs))
+    report_user_errors(lambda: write_docs(Path(args.out), Path(args.docs)))
     print(write_json(card), end="")
 
 

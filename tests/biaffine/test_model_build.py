@@ -563,3 +563,49 @@ def test_the_lexicons_models_get_a_line_each_under_the_parser() -> None:
         "right; dev FEATS by its weight beside the tagger: alone: 88.1, 0.5: 88.4)."
     )
     assert _lexicon_model_lines({"recipe": "python train.py"}) == []
+
+
+def segmenter_run(root: Path) -> Path:
+    """A segmenter run folder as Hydra leaves it, with a random segmenter's best checkpoint."""
+    run = root / "segmenter_run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text("- data=ud_english_ewt\n")
+    (run / "train_segmenter.log").write_text(
+        "[2026-11-29 10:00:00,000][x][INFO] - start\n[2026-11-29 10:05:00,000][x][INFO] - end\n"
+    )
+    vocab = small_vocab()
+    checkpoint.save(run / "best.pt", random_model(vocab, rnn_hidden=6), vocab, treebank="UD_X")
+    return run / "best.pt"
+
+
+@pytest.mark.parametrize("wrong", ["segmenter is a parser", "parser without taggers"])
+def test_a_refused_build_leaves_the_model_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], wrong: str
+) -> None:
+    # The parts were written into the model's folder before the checks: a parser given as the
+    # segmenter replaced the model's segmenter.pt, and the error named that file.
+    parser, segmenter = parser_run(tmp_path), segmenter_run(tmp_path)
+    if wrong == "segmenter is a parser":
+        segmenter = parser
+    treebank = tmp_path / "UD_English-EWT"
+    treebank.mkdir()
+    (treebank / "en_ewt-ud-test.conllu").write_text("1\ta\t_\t_\t_\t_\t0\troot\t_\t_\n\n")
+    model = tmp_path / "models" / "en_ewt"
+    model.mkdir(parents=True)
+    for name in ("parser.pt", "segmenter.pt", CARD):
+        (model / name).write_text(f"the model's own {name}")
+    argv = ["en_ewt", "--parser", str(parser), "--segmenter", str(segmenter)]
+    argv += ["--treebank", "UD_English-EWT", "--root", str(tmp_path), "--out", str(model.parent)]
+    argv += ["--docs", str(tmp_path / "models.md"), "--speed-threads", "1"]
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    if wrong == "segmenter is a parser":
+        assert error.startswith(f"error: {parser}: ")
+    else:
+        assert "has no tagger" in error
+    assert {p.name: p.read_text() for p in model.iterdir()} == {
+        name: f"the model's own {name}" for name in ("parser.pt", "segmenter.pt", CARD)
+    }
+    assert sorted(p.name for p in model.parent.iterdir()) == ["en_ewt"]  # no staging left
