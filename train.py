@@ -22,6 +22,7 @@ from biaffine.cli import (
     check_threads,
     check_types,
     config_options,
+    exit_on_termination,
     refuse_missing,
     refuse_unknown_options,
     report_user_errors,
@@ -163,4 +164,5 @@ GROUPS = ("data", "model", "optimizer", "trainer", "decoder", "search", "experim
 if __name__ == "__main__":
     report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], CONF, GROUPS, ("experiment",)))
     sys.argv += _quiet_worker_args()
+    exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()

@@ -11,7 +11,13 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from biaffine.cli import check_threads, refuse_missing, refuse_unknown_options, report_user_errors
+from biaffine.cli import (
+    check_threads,
+    exit_on_termination,
+    refuse_missing,
+    refuse_unknown_options,
+    report_user_errors,
+)
 from biaffine.segmenting import training
 
 
@@ -44,4 +50,5 @@ def _train(cfg: DictConfig, run_dir: Path) -> float:
 if __name__ == "__main__":
     conf = Path(__file__).parent / "conf"
     report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], conf, ("data",)))
+    exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()

@@ -240,14 +240,17 @@ def refuse_unknown_options(
         ValueError: naming the option and the group's options (:func:`config_options`).
     """
     for override in overrides:
-        group, _, option = override.lstrip("+").partition("=")
-        if group not in groups or not _OPTION_NAME.fullmatch(option):
+        group, _, given = override.lstrip("+").partition("=")
+        options = given.split(",")  # a sweep's, -m decoder=mst,foo: each of them
+        if group not in groups or not all(map(_OPTION_NAME.fullmatch, options)):
             continue
-        if option == "null" and group in optional:
-            continue
-        known = _options(conf, group)
-        if option not in known:
-            raise ValueError(f"{group}={option}: unknown {group}; choose one of {', '.join(known)}")
+        for option in options:
+            if option == "null" and group in optional:
+                continue
+            known = _options(conf, group)
+            if option not in known:
+                choose = f"choose one of {', '.join(known)}"
+                raise ValueError(f"{group}={option}: unknown {group}; {choose}")
 
 
 def settings_of(conf: Path, config: str, groups: Sequence[str] = ()) -> set[str]:

@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import IO, Any
 
 __all__ = [
+    "NO_SPACE",
     "atomic_open",
+    "check_output",
     "fsync_dir",
     "open_output",
     "refuse_input_as_output",
@@ -72,6 +74,20 @@ def umask_mode() -> int:
     umask = os.umask(0o022)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def check_output(path: str | os.PathLike[str]) -> None:
+    """Refuse an output path that cannot be written, before any work.
+
+    Raises:
+        FileNotFoundError: its folder does not exist.
+        IsADirectoryError: it is a folder.
+    """
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise FileNotFoundError(f"output {path}: the folder {folder} does not exist")
+    if Path(path).is_dir():
+        raise IsADirectoryError(f"output {path} is a folder: give the path of a file to write")
 
 
 def refuse_input_as_output(

@@ -19,6 +19,7 @@ from biaffine.data.columns import CONLLU_NAMES, TAGGED
 from biaffine.data.conllu import ConlluError, Sentence, read_conllu, read_text, write_conllu
 from biaffine.files import (
     NO_SPACE,
+    check_output,
     open_output,
     refuse_input_as_output,
     standard_input,
@@ -212,10 +213,7 @@ def check_arguments(
     if str(dest) == STDIO:
         standard_output()
         return
-    if not Path(dest).parent.is_dir():
-        raise FileNotFoundError(f"output {dest}: the folder {Path(dest).parent} does not exist")
-    if Path(dest).is_dir():
-        raise IsADirectoryError(f"output {dest} is a folder: give the path of a file to write")
+    check_output(dest)
     inputs = [source] if str(source) != STDIO else []
     refuse_input_as_output(dest, [*inputs, *model_files])
 

@@ -37,12 +37,12 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from biaffine import checkpoint, cli
-from biaffine.cli import report_user_errors
+from biaffine.cli import check_threads, report_user_errors
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemma_generator import BOS, PAD, SPECIAL_SYMBOLS, LemmaGenerator
 from biaffine.data.lemmas import is_annotated
 from biaffine.data.lexicon import CHARACTER_MODELS
-from biaffine.files import refuse_input_as_output
+from biaffine.files import check_output, refuse_input_as_output
 
 __all__ = [
     "Seq2Seq",
@@ -401,6 +401,7 @@ def adder(
         stored_as: str | None = None,
         report: Callable[[str], None] = print,
     ) -> Trained:
+        check_output(out)  # before the training: minutes lost to a mistyped folder
         refuse_input_as_output(out, (source, train, dev))
         _check_budget(minutes, max_epochs)
         options = {"minutes": minutes, "seed": seed, "max_epochs": max_epochs}
@@ -467,6 +468,7 @@ def command_line(
     options.add_argument("--hidden", type=int, default=hidden, help="encoder units per direction")
     options.add_argument("--stored-as", choices=checkpoint.STORAGES, default=None)
     args = options.parse_args(argv)
+    report_user_errors(lambda: check_threads(args.threads, "--threads"))
     torch.set_num_threads(args.threads)
     trained = report_user_errors(
         lambda: add(

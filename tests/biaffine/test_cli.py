@@ -168,6 +168,9 @@ def test_known_group_options_and_what_only_hydra_reads_pass() -> None:
     refuse_unknown_options(train_args, CONF, ("experiment",), optional=("experiment",))
     with pytest.raises(ValueError, match=r"^experiment=null: unknown experiment"):
         refuse_unknown_options(["experiment=null"], CONF, ("experiment",))
+    # A sweep's options each: Hydra reported one without a file in 13 lines, exit 1.
+    with pytest.raises(ValueError, match=r"^decoder=foo: unknown decoder; choose one of"):
+        refuse_unknown_options(["decoder=mst,foo"], PREDICT_CONF, ("decoder",))
 
 
 def test_every_setting_of_the_predict_and_serve_configs_passes_and_hydras_own() -> None:

@@ -51,6 +51,15 @@ def test_a_checkpoint_averaged_with_itself_keeps_its_weights_exactly(tmp_path: P
     assert all(torch.equal(averaged.state_dict[k], w) for k, w in original.items())
 
 
+def test_an_output_that_is_an_input_is_refused(tmp_path: Path) -> None:
+    # The average was written over the input, and the command exited 0.
+    first, second = tiny(tmp_path / "a.pt", 4), tiny(tmp_path / "b.pt", 5)
+    before = first.read_bytes()
+    with pytest.raises(ValueError, match=r"^output .*a\.pt is the input file"):
+        average_checkpoints([first, second], first)
+    assert first.read_bytes() == before
+
+
 @pytest.mark.parametrize(
     ("options", "vocabs", "problem"),
     [

@@ -239,3 +239,14 @@ def test_the_tiny_triples_are_distinct_sorted_and_annotated(sentences) -> None:
     assert set(data) <= every
     assert len(data) > 10
     assert np.all([lemma != "_" or form == "_" for form, _, lemma in data])
+
+
+@pytest.mark.parametrize("out", ["missing/x.pt", "."], ids=["missing-folder", "a-folder"])
+def test_an_output_that_cannot_be_written_is_refused_before_training(
+    tmp_path: Path, out: str
+) -> None:
+    # Refused when the trained model was written: minutes of training lost. The checkpoint
+    # and the treebank are never read here (they do not exist): the output comes first.
+    missing = tmp_path / "none.conllu"
+    with pytest.raises(OSError, match=rf"^output {re.escape(str(tmp_path / out))}"):
+        lemma_generator.add_generator(missing, missing, missing, tmp_path / out, minutes=1.0)
