@@ -10,7 +10,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import hydra
@@ -33,6 +33,7 @@ from biaffine.training import train
 from biaffine.training.run_state import HYDRA_RECORD, RunLog, remove_unused_run_dir, writing
 
 TRAINER_DEFAULTS = Path(__file__).parent / "conf" / "trainer" / "default.yaml"
+OPTIMIZERS = sorted((Path(__file__).parent / "conf" / "optimizer").glob("*.yaml"))
 # The trainer settings whose default is null, so that their type cannot be read off it.
 NULL_DEFAULT_TYPES = {"max_steps": int, "max_minutes": float, "ema_decay": float, "threads": int}
 NULL_DEFAULT_TYPES |= {"init_from": str}
@@ -136,14 +137,27 @@ def check_settings(cfg: DictConfig) -> None:
     """
     refuse_missing(OmegaConf.missing_keys(cfg))
     check_types(cfg.trainer, trainer_types(), "trainer")
+    check_types(cfg.optimizer, setting_types(OPTIMIZERS), "optimizer")  # lr=abc: a TypeError
     check_threads(cfg.trainer.threads, "trainer.threads")
+    distill_from = cfg.trainer.get("distill_from")
+    if distill_from is not None and not OmegaConf.is_list(distill_from):
+        # a string was read as a list of one-letter paths: "a: no such checkpoint file"
+        raise ValueError(f"trainer.distill_from={distill_from!r}: give a list, [A.pt,B.pt]")
 
 
 def trainer_types() -> dict[str, type]:
     """The type of each boolean or numeric trainer setting, read off its default."""
-    defaults = OmegaConf.to_container(OmegaConf.load(TRAINER_DEFAULTS))
+    return setting_types([TRAINER_DEFAULTS]) | NULL_DEFAULT_TYPES
+
+
+def setting_types(files: Iterable[Path]) -> dict[str, type]:
+    """The type of each boolean or numeric setting of the config ``files``, read off its default."""
     numbers = (bool, int, float)
-    return {k: type(v) for k, v in defaults.items() if isinstance(v, numbers)} | NULL_DEFAULT_TYPES
+    types: dict[str, type] = {}
+    for path in files:
+        defaults = OmegaConf.to_container(OmegaConf.load(path))
+        types |= {k: type(v) for k, v in defaults.items() if isinstance(v, numbers)}
+    return types
 
 
 def _quiet_worker_args() -> list[str]:

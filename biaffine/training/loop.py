@@ -89,9 +89,12 @@ class FitSettings:
     bf16: bool = False
 
     def __post_init__(self) -> None:
-        """Refuse an accumulation below one batch."""
+        """Refuse an accumulation below one batch, and a clipping norm that is not positive."""
         if self.accumulate < 1:
             raise ValueError(f"trainer.accumulate={self.accumulate} must be >= 1")
+        # clip_grad_norm_ scales the gradients by max_norm / norm: a negative one ascends
+        if self.clip is not None and not self.clip > 0:
+            raise ValueError(f"trainer.clip={self.clip}: give a positive norm, or null for none")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -310,6 +310,10 @@ def test_predict_blames_a_bad_checkpoint_in_one_line(change: str, pattern: str, 
         # Before Hydra composes the config, which would print a dozen lines.
         ("experiment=foo", r"experiment=foo: unknown experiment; choose one of .*smoke.*"),
         ("data=ud_english", r"data=ud_english: unknown data; choose one of .*ud_english_ewt.*"),
+        # A TypeError traceback, gradient ascent, and "a: no such checkpoint file" before.
+        ("optimizer.lr=abc", r"optimizer\.lr='abc': expected a number"),
+        ("trainer.clip=-1", r"trainer\.clip=-1: give a positive norm, or null for none"),
+        ("trainer.distill_from=abc", r"trainer\.distill_from='abc': give a list, .*"),
     ],
 )
 def test_train_refuses_bad_settings_in_one_line_and_leaves_no_run_folder(
