@@ -127,7 +127,7 @@ def test_right_to_left_and_override_characters_are_isolated_in_the_caption(
 def test_a_multiword_range_past_the_last_word_is_one_line_of_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The reader checks only where a range starts; drawing it used to index past the words.
+    # Drawing it indexed past the words; the reader now refuses it, naming its line.
     source = tmp_path / "in.conllu"
     source.write_text(
         word_line(1, "a", 0, rel="root")
@@ -137,9 +137,8 @@ def test_a_multiword_range_past_the_last_word_is_one_line_of_error(
         + "\n",
         encoding="utf-8",
     )
-    [sentence] = read_conllu(source)
-    with pytest.raises(ConlluError, match=r"in\.conllu:2: multiword range 2-9"):
-        sentence_svg(sentence)
+    with pytest.raises(ConlluError, match=r"in\.conllu:2: multiword range 2-9 ends past"):
+        list(read_conllu(source))
     assert main([str(source), "-o", str(tmp_path / "out.html")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ")
