@@ -37,14 +37,18 @@ from biaffine.training.ensemble import ensemble_checkpoints
 SEGMENTER_FACTS = {"recipe": "python train_segmenter.py x=1", "command": "python ...", "epochs": 3}
 
 
+def run_folder(run: Path, overrides: list[str], log: str, minutes: int) -> Path:
+    """A run folder as Hydra leaves it: its overrides, and a log ``minutes`` long."""
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    stamps = [f"[2026-11-29 10:{m:02d}:00,000][x][INFO] - log\n" for m in (0, minutes)]
+    (run / log).write_text("".join(stamps))
+    return run
+
+
 def parser_run(root: Path) -> Path:
     """A parser run folder as Hydra leaves it: overrides, a log, the best checkpoint."""
-    run = root / "run"
-    (run / ".hydra").mkdir(parents=True)
-    (run / ".hydra" / "overrides.yaml").write_text("- experiment=en_ewt\n- hydra.run.dir=x\n")
-    (run / "train.log").write_text(
-        "[2026-11-29 10:00:00,000][x][INFO] - start\n[2026-11-29 10:30:00,000][x][INFO] - end\n"
-    )
+    run = run_folder(root / "run", ["experiment=en_ewt", "hydra.run.dir=x"], "train.log", 30)
     vocabs = sized_vocabs(words=5, chars=5, upos=4, rels=3)
     return save_model(run / "best.pt", biaffine_parser(vocabs, **TINY_PARSER), vocabs)
 
@@ -150,10 +154,7 @@ def test_keeping_a_segmenter_where_there_is_none_is_one_line_and_status_2(
 
 def hydra_run(run: Path, overrides: list[str], minutes: int, epochs: list[int]) -> Path:
     """A parser run folder: overrides, a log ``minutes`` long, one epoch event per best epoch."""
-    (run / ".hydra").mkdir(parents=True)
-    (run / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
-    stamps = [f"[2026-11-29 10:{m:02d}:00,000][x][INFO] - log\n" for m in (0, minutes)]
-    (run / "train.log").write_text("".join(stamps))
+    run_folder(run, overrides, "train.log", minutes)
     events = [{"event": "epoch", "epoch": i, "best_epoch": b} for i, b in enumerate(epochs, 1)]
     events.append({"event": "test", "epoch": epochs[-1]})
     (run / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
@@ -567,12 +568,7 @@ def test_the_lexicons_models_get_a_line_each_under_the_parser() -> None:
 
 def segmenter_run(root: Path) -> Path:
     """A segmenter run folder as Hydra leaves it, with a random segmenter's best checkpoint."""
-    run = root / "segmenter_run"
-    (run / ".hydra").mkdir(parents=True)
-    (run / ".hydra" / "overrides.yaml").write_text("- data=ud_english_ewt\n")
-    (run / "train_segmenter.log").write_text(
-        "[2026-11-29 10:00:00,000][x][INFO] - start\n[2026-11-29 10:05:00,000][x][INFO] - end\n"
-    )
+    run = run_folder(root / "segmenter_run", ["data=ud_english_ewt"], "train_segmenter.log", 5)
     vocab = small_vocab()
     checkpoint.save(run / "best.pt", random_model(vocab, rnn_hidden=6), vocab, treebank="UD_X")
     return run / "best.pt"
