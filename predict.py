@@ -24,6 +24,7 @@ from biaffine import installed
 from biaffine.cli import (
     check_types,
     config_options,
+    default_types,
     exit_on_termination,
     refuse_missing,
     refuse_unknown_options,
@@ -98,9 +99,7 @@ def check_settings(cfg: DictConfig) -> None:
 
 def setting_types(defaults: Path) -> dict[str, type]:
     """The type of each boolean or numeric setting of a config file, read off its default."""
-    values = OmegaConf.to_container(OmegaConf.load(defaults))
-    numbers = (bool, int, float)
-    return {k: type(v) for k, v in values.items() if isinstance(v, numbers)}
+    return default_types(OmegaConf.to_container(OmegaConf.load(defaults)))
 
 
 def _options(cfg: DictConfig) -> PredictOptions:

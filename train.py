@@ -22,6 +22,7 @@ from biaffine.cli import (
     check_threads,
     check_types,
     config_options,
+    default_types,
     exit_on_termination,
     refuse_missing,
     refuse_unknown_options,
@@ -152,11 +153,9 @@ def trainer_types() -> dict[str, type]:
 
 def setting_types(files: Iterable[Path]) -> dict[str, type]:
     """The type of each boolean or numeric setting of the config ``files``, read off its default."""
-    numbers = (bool, int, float)
     types: dict[str, type] = {}
     for path in files:
-        defaults = OmegaConf.to_container(OmegaConf.load(path))
-        types |= {k: type(v) for k, v in defaults.items() if isinstance(v, numbers)}
+        types |= default_types(OmegaConf.to_container(OmegaConf.load(path)))
     return types
 
 

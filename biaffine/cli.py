@@ -35,6 +35,7 @@ __all__ = [
     "check_threads",
     "check_types",
     "config_options",
+    "default_types",
     "describe",
     "exit_on_termination",
     "refuse_missing",
@@ -196,6 +197,15 @@ def check_threads(threads: object, setting: str = "threads", default: str = "tor
             f"{setting}={threads!r}: give a positive number of CPU threads, or null for "
             f"{default} default"
         )
+
+
+def default_types(defaults: Mapping[str, Any]) -> dict[str, type]:
+    """The type of each boolean or numeric setting of a config's ``defaults``, read off its value.
+
+    A setting whose default is null has no type to read: its command names it (``threads``).
+    """
+    numbers = (bool, int, float)
+    return {key: type(value) for key, value in defaults.items() if isinstance(value, numbers)}
 
 
 def check_types(settings: Mapping[str, Any], types: Mapping[str, type], where: str) -> None:

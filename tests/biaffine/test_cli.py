@@ -192,6 +192,24 @@ def test_the_segmenters_trainers_refuse_unknown_data_in_one_line(script: str) ->
     assert_one_line_refusal(done, r"data=ud_nowhere: unknown data; choose one of .*")
 
 
+@pytest.mark.parametrize("script", ["train_segmenter.py", "train_sentences.py"])
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("trainer.max_epochs=abc", r"trainer\.max_epochs='abc': expected an integer"),
+        ("trainer.lr=fast", r"trainer\.lr='fast': expected a number"),
+        ("trainer.max_minutes=abc", r"trainer\.max_minutes='abc': expected a number"),
+    ],
+)
+def test_the_segmenters_trainers_refuse_settings_of_another_type_in_one_line(
+    script: str, override: str, message: str, tmp_path: Path
+) -> None:
+    # A TypeError traceback from inside the training, exit 1.
+    given = ["segmenter=missing.pt"] if script == "train_sentences.py" else []  # read later
+    done = run(script, "data=tiny", *given, override, f"hydra.run.dir={tmp_path / 'run'}")
+    assert_one_line_refusal(done, message)
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
