@@ -403,6 +403,9 @@ def find_resume_checkpoint(
 
     Raises:
         FileNotFoundError: resuming, but the checkpoint does not exist.
+        ValueError: the checkpoint has no training state (a ``best.pt``): refused before
+            anything is copied into ``run_dir`` (its best.pt and metrics were, which then kept
+            the folder from a new run).
     """
     if not resume:
         return None
@@ -413,7 +416,10 @@ def find_resume_checkpoint(
             "the run to continue, or trainer.resume_from to its last.pt"
         )
     log.info("resuming from %s", path)
-    return checkpoint.load(path)
+    found = checkpoint.load(path)
+    if found.training_state is None:
+        raise ValueError(f"{path}: this checkpoint has no training state: only last.pt resumes")
+    return found
 
 
 def carry_history(resume_from: str | None, run_dir: Path) -> None:
@@ -477,12 +483,11 @@ def restore(
         average: receives the weight average, when the run keeps one.
 
     Raises:
-        ValueError: if the checkpoint has no training state (a ``best.pt``), or the run kept a
-            weight average and ``average`` is None, or the other way round.
+        ValueError: the run kept a weight average and ``average`` is None, or the other way
+            round.
     """
     training = saved.training_state
-    if training is None:
-        raise ValueError("this checkpoint has no training state: only last.pt files can resume")
+    assert training is not None  # find_resume_checkpoint refuses a checkpoint without it
     if ("average" in training) != (average is not None):
         kept = "kept" if "average" in training else "did not keep"
         raise ValueError(

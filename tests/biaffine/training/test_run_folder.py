@@ -94,6 +94,18 @@ def test_overwrite_starts_afresh_and_keeps_the_other_files(finished: Path, tmp_p
     assert sorted(p.name for p in (run_dir / ".hydra").iterdir()) == ["mine.txt"]
 
 
+def test_a_resume_from_a_best_pt_is_refused_before_anything_is_copied(
+    finished: Path, tmp_path: Path
+) -> None:
+    # Its best.pt and metrics.jsonl were copied in first, and the folder they were left in
+    # refused every new run after ("holds a run already").
+    run_dir = tmp_path / "run"
+    best = f"trainer.resume_from={finished / 'best.pt'}"
+    with pytest.raises(ValueError, match=r"best\.pt: this checkpoint has no training state"):
+        train(tiny_config("trainer.resume=true", best), run_dir)
+    assert set(snapshot(run_dir)) <= {".lock"}  # train.py removes the folder itself
+
+
 def test_overwrite_and_resume_of_the_same_run_contradict(finished: Path, tmp_path: Path):
     run_dir = copy_run(finished, tmp_path / "run")
     before = snapshot(run_dir)
