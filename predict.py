@@ -24,12 +24,12 @@ from biaffine import installed
 from biaffine.cli import (
     check_types,
     config_options,
-    default_types,
     exit_on_termination,
     refuse_missing,
     refuse_unknown_options,
     refuse_unknown_settings,
     report_user_errors,
+    setting_types,
     settings_of,
 )
 from biaffine.inference.settings import DecoderSettings
@@ -95,11 +95,6 @@ def check_settings(cfg: DictConfig) -> None:
         for option in sorted((PREDICT_CONF / group).glob("*.yaml")):
             types |= setting_types(option)
         check_types(cfg.get(group) or {}, types, group)
-
-
-def setting_types(defaults: Path) -> dict[str, type]:
-    """The type of each boolean or numeric setting of a config file, read off its default."""
-    return default_types(OmegaConf.to_container(OmegaConf.load(defaults)))
 
 
 def _options(cfg: DictConfig) -> PredictOptions:

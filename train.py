@@ -10,7 +10,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 import hydra
@@ -22,11 +22,11 @@ from biaffine.cli import (
     check_threads,
     check_types,
     config_options,
-    default_types,
     exit_on_termination,
     refuse_missing,
     refuse_unknown_options,
     report_user_errors,
+    setting_types,
 )
 from biaffine.files import atomic_open
 from biaffine.runtime import select_device
@@ -138,7 +138,7 @@ def check_settings(cfg: DictConfig) -> None:
     """
     refuse_missing(OmegaConf.missing_keys(cfg))
     check_types(cfg.trainer, trainer_types(), "trainer")
-    check_types(cfg.optimizer, setting_types(OPTIMIZERS), "optimizer")  # lr=abc: a TypeError
+    check_types(cfg.optimizer, setting_types(*OPTIMIZERS), "optimizer")  # lr=abc: a TypeError
     check_threads(cfg.trainer.threads, "trainer.threads")
     distill_from = cfg.trainer.get("distill_from")
     if distill_from is not None and not OmegaConf.is_list(distill_from):
@@ -148,15 +148,7 @@ def check_settings(cfg: DictConfig) -> None:
 
 def trainer_types() -> dict[str, type]:
     """The type of each boolean or numeric trainer setting, read off its default."""
-    return setting_types([TRAINER_DEFAULTS]) | NULL_DEFAULT_TYPES
-
-
-def setting_types(files: Iterable[Path]) -> dict[str, type]:
-    """The type of each boolean or numeric setting of the config ``files``, read off its default."""
-    types: dict[str, type] = {}
-    for path in files:
-        types |= default_types(OmegaConf.to_container(OmegaConf.load(path)))
-    return types
+    return setting_types(TRAINER_DEFAULTS) | NULL_DEFAULT_TYPES
 
 
 def _quiet_worker_args() -> list[str]:

@@ -14,17 +14,15 @@ from omegaconf import DictConfig, OmegaConf
 from biaffine.cli import (
     check_threads,
     check_types,
-    default_types,
     exit_on_termination,
     refuse_missing,
     refuse_unknown_options,
     report_user_errors,
+    setting_types,
 )
 from biaffine.segmenting import sentence_training, training
 
-TRAINER_DEFAULTS = OmegaConf.to_container(
-    OmegaConf.load(Path(__file__).parent / "conf" / "sentences.yaml")
-)["trainer"]
+CONFIG = Path(__file__).parent / "conf" / "sentences.yaml"
 NULLABLE = {"max_minutes": float, "patience": int, "threads": int}
 """The trainer settings whose default is null, so that their type cannot be read off it."""
 
@@ -43,7 +41,7 @@ def _train(cfg: DictConfig, run_dir: Path) -> float:
     refuse_missing(OmegaConf.missing_keys(cfg))
     trainer = OmegaConf.to_container(cfg.trainer)
     # trainer.max_epochs=abc was a TypeError traceback from inside the training
-    check_types(trainer, default_types(TRAINER_DEFAULTS) | NULLABLE, "trainer")
+    check_types(trainer, setting_types(CONFIG, section="trainer") | NULLABLE, "trainer")
     overwrite = trainer.pop("overwrite", False)  # the run folder's, not the training's
     settings = sentence_training.SentenceSettings.from_mapping(trainer)
     check_threads(settings.threads, "trainer.threads")

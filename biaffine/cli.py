@@ -35,13 +35,13 @@ __all__ = [
     "check_threads",
     "check_types",
     "config_options",
-    "default_types",
     "describe",
     "exit_on_termination",
     "refuse_missing",
     "refuse_unknown_options",
     "refuse_unknown_settings",
     "report_user_errors",
+    "setting_types",
     "settings_of",
     "silence_closed_stdout",
 ]
@@ -199,13 +199,25 @@ def check_threads(threads: object, setting: str = "threads", default: str = "tor
         )
 
 
-def default_types(defaults: Mapping[str, Any]) -> dict[str, type]:
-    """The type of each boolean or numeric setting of a config's ``defaults``, read off its value.
+def setting_types(*files: Path, section: str | None = None) -> dict[str, type]:
+    """The type of each boolean or numeric setting of config ``files``, read off its default.
+
+    Args:
+        files: YAML config files; a later one's setting wins.
+        section: the mapping in each file that holds the settings (``trainer``); None: the
+            file's top level.
 
     A setting whose default is null has no type to read: its command names it (``threads``).
     """
+    from omegaconf import OmegaConf
+
     numbers = (bool, int, float)
-    return {key: type(value) for key, value in defaults.items() if isinstance(value, numbers)}
+    types: dict[str, type] = {}
+    for path in files:
+        defaults = OmegaConf.to_container(OmegaConf.load(path))
+        defaults = defaults if section is None else defaults[section]
+        types |= {key: type(value) for key, value in defaults.items() if isinstance(value, numbers)}
+    return types
 
 
 def check_types(settings: Mapping[str, Any], types: Mapping[str, type], where: str) -> None:

@@ -31,6 +31,7 @@ __all__ = [
     "atomic_open",
     "check_output",
     "fsync_dir",
+    "named_when_full",
     "open_output",
     "refuse_input_as_output",
     "special_kind",
@@ -179,14 +180,25 @@ def open_output(path: str | os.PathLike[str], mode: str = "w", **options: Any) -
             or a write failed for want of space; the error names ``path``.
         ValueError: ``path`` is a block device.
     """
+    with named_when_full(os.fspath(path)), _opened_output(path, mode, **options) as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def named_when_full(name: str) -> Iterator[None]:
+    """Give a write's want of space inside the block the output's ``name``.
+
+    Python's write errors name no file: "No space left on device" alone.
+
+    Raises:
+        OSError: one of :data:`NO_SPACE` without a file name, as raised, with ``name``.
+    """
     try:
-        with _opened_output(path, mode, **options) as handle:
-            yield handle
+        yield
     except OSError as error:
-        # Python's write errors name no file: "No space left on device" alone.
         if error.filename is not None or error.errno not in NO_SPACE:
             raise
-        raise OSError(error.errno, error.strerror, os.fspath(path)) from None
+        raise OSError(error.errno, error.strerror, name) from None
 
 
 NO_SPACE = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)

@@ -18,8 +18,8 @@ from pathlib import Path
 from biaffine.data.columns import CONLLU_NAMES, TAGGED
 from biaffine.data.conllu import ConlluError, Sentence, read_conllu, read_text, write_conllu
 from biaffine.files import (
-    NO_SPACE,
     check_output,
+    named_when_full,
     open_output,
     refuse_input_as_output,
     standard_input,
@@ -268,9 +268,5 @@ def write_sentences(dest: str | os.PathLike[str], sentences: Iterable[Sentence])
         with open_output(dest, "w", encoding="utf-8", newline="") as out:
             write_conllu(out, sentences)
         return
-    try:
+    with named_when_full("<stdout>"):
         write_conllu(standard_output(), sentences)
-    except OSError as error:
-        if error.filename is not None or error.errno not in NO_SPACE:
-            raise
-        raise OSError(error.errno, error.strerror, "<stdout>") from None
