@@ -22,6 +22,7 @@ from biaffine.cli import (
     check_threads,
     check_types,
     config_options,
+    describe,
     exit_on_termination,
     refuse_missing,
     refuse_unknown_options,
@@ -139,11 +140,36 @@ def check_settings(cfg: DictConfig) -> None:
     refuse_missing(OmegaConf.missing_keys(cfg))
     check_types(cfg.trainer, trainer_types(), "trainer")
     check_types(cfg.optimizer, setting_types(*OPTIMIZERS), "optimizer")  # lr=abc: a TypeError
+    check_optimizer(cfg.optimizer)
     check_threads(cfg.trainer.threads, "trainer.threads")
     distill_from = cfg.trainer.get("distill_from")
     if distill_from is not None and not OmegaConf.is_list(distill_from):
         # a string was read as a list of one-letter paths: "a: no such checkpoint file"
         raise ValueError(f"trainer.distill_from={distill_from!r}: give a list, [A.pt,B.pt]")
+
+
+def check_optimizer(settings: DictConfig) -> None:
+    """Refuse optimizer settings its class refuses, by building it for one parameter first.
+
+    ``optimizer.betas=[0.9]`` was an IndexError traceback from inside torch once the data was
+    read and the model built; torch's own ValueErrors (``lr=-1``) came as late.
+
+    Raises:
+        ValueError: naming the optimizer, the settings and what it said.
+    """
+    import torch
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    try:
+        instantiate(settings, _convert_="all")([torch.nn.Parameter(torch.zeros(1))])
+    except (InstantiationException, TypeError, ValueError, IndexError, KeyError) as error:
+        given = OmegaConf.to_container(settings)
+        target = given.pop("_target_", "?")
+        given.pop("_partial_", None)
+        shown = ", ".join(f"{key}={value!r}" for key, value in given.items())
+        cause = error.__cause__ or error  # Hydra wraps the optimizer's own error
+        raise ValueError(f"optimizer: {target}({shown}) refused: {describe(cause)}") from None
 
 
 def trainer_types() -> dict[str, type]:

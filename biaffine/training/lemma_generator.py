@@ -43,6 +43,7 @@ from biaffine.data.lemma_generator import BOS, PAD, SPECIAL_SYMBOLS, LemmaGenera
 from biaffine.data.lemmas import is_annotated
 from biaffine.data.lexicon import CHARACTER_MODELS
 from biaffine.files import check_output, refuse_input_as_output
+from biaffine.inference.choices import missing_taggers
 
 __all__ = [
     "Seq2Seq",
@@ -321,6 +322,7 @@ def add_to_lexicon(
     options: dict[str, Any],
     stored_as: str | None = None,
     then: Then | None = None,
+    needs: str | None = None,
 ) -> Trained:
     """Write ``source`` to ``out`` with a character model trained on ``train`` in its lexicon.
 
@@ -337,14 +339,21 @@ def add_to_lexicon(
         stored_as: how the weights are stored (:func:`biaffine.checkpoint.rewrite`).
         then: what becomes of the trained model before it is written, given the checkpoint
             as it was and the dev sentences (:func:`biaffine.training.upos_guesser.weigh`).
+        needs: the column the model must have a tagger for (a guesser is weighed beside its
+            tagger), checked before the minutes of training.
 
     Raises:
-        ValueError: the checkpoint has no lexicon, or the files give nothing to learn from.
+        ValueError: the checkpoint has no lexicon or lacks the tagger ``needs``, or the files
+            give nothing to learn from.
     """
     loaded = checkpoint.load(source)
     lexicon = loaded.vocabs.lexicon
     if lexicon is None:
         raise ValueError(f"{source}: the model has no lexicon (train it again to get one)")
+    if needs is not None:
+        tagged = checkpoint.build_model(loaded).tagged_columns
+        if needs not in tagged:
+            raise ValueError(f"{source}: {missing_taggers([needs], tagged)}")
     train_sentences, dev_sentences = list(read_conllu(train)), list(read_conllu(dev))
     seen = {form for sentence in train_sentences for form in sentence.forms}
     if not any(form not in seen for form, _, _ in data_of(dev_sentences)):
@@ -372,6 +381,7 @@ def adder(
     data_of: Callable[[Sequence[Sentence]], list[Triple]],
     *,
     then: Callable[..., Trained] | None = None,
+    needs: str | None = None,
 ) -> Callable[..., Trained]:
     """The command's work for one kind of character model (:func:`add_to_lexicon`).
 
@@ -380,6 +390,7 @@ def adder(
         trainer: :func:`train_generator` or its like.
         data_of: the triples it learns from in some sentences.
         then: :func:`add_to_lexicon`'s, called with ``report=`` too.
+        needs: :func:`add_to_lexicon`'s.
 
     Returns:
         ``add(source, train, dev, out, *, minutes, seed=1, max_epochs=None, dim, hidden,
@@ -419,6 +430,7 @@ def adder(
             options=options | sizes,
             stored_as=stored_as,
             then=None if then is None else functools.partial(then, report=report),
+            needs=needs,
         )
 
     return add

@@ -102,4 +102,4 @@ def weighed_adder(
 ) -> Callable[..., Trained]:
     """The command's work for a guesser weighed on dev (``adder`` with :func:`weigh`)."""
     weighing = functools.partial(weigh, kind=kind, column=column, weights=weights)
-    return adder(kind, trainer, data_of, then=weighing)
+    return adder(kind, trainer, data_of, then=weighing, needs=column)

@@ -332,6 +332,12 @@ def test_predict_blames_a_bad_checkpoint_in_one_line(change: str, pattern: str, 
         ("optimizer.lr=abc", r"optimizer\.lr='abc': expected a number"),
         ("trainer.clip=-1", r"trainer\.clip=-1: give a positive norm, or null for none"),
         ("trainer.distill_from=abc", r"trainer\.distill_from='abc': give a list, .*"),
+        # An IndexError from inside torch once the model was built.
+        (
+            "optimizer.betas=[0.9]",
+            r"optimizer: torch\.optim\.Adam\(.*betas=\[0\.9\].*\) refused: .*",
+        ),
+        ("optimizer.lr=-1", r"optimizer: torch\.optim\.Adam\(lr=-1, .*\) refused: .*-1"),
     ],
 )
 def test_train_refuses_bad_settings_in_one_line_and_leaves_no_run_folder(

@@ -150,3 +150,20 @@ def test_a_dev_file_without_unseen_words_is_refused_in_one_line(
     assert done.stderr.count("\n") == 1
     assert str(TINY_CONLLU) in done.stderr
     assert not (tmp_path / "out.pt").exists()
+
+
+def test_a_model_without_a_feats_tagger_is_refused_before_the_training(
+    vocabs: Vocabs, dev_file: Path, tmp_path: Path
+) -> None:
+    # It was refused after the minutes of training, by the weighing beside the tagger.
+    weights = {"tag_loss_weight": 1.0, "lemma_loss_weight": 1.0}  # UPOS and lemmas, no FEATS
+    model = builders.biaffine_parser(vocabs, **builders.TINY_PARSER, **weights)
+    source = builders.save_model(tmp_path / "no_feats.pt", model, vocabs)
+    done = run_command(source, TINY_CONLLU, dev_file, tmp_path / "out.pt", "--minutes", "0.1")
+    assert done.returncode == 2
+    assert (
+        done.stderr == f"error: {source}: columns=feats: this model has no tagger for feats "
+        "(train with the column's loss weight > 0)\n"
+    )
+    assert "epoch" not in done.stdout  # not one epoch trained
+    assert not (tmp_path / "out.pt").exists()
