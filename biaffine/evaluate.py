@@ -204,7 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = build_parser().parse_args(argv)
     try:
-        standard_output(_NO_OUTPUT)  # before the work: >&- gave a traceback after it
+        # Before the work: >&- gave a traceback after it; >> PRED appended the scores to it.
+        standard_output(_NO_OUTPUT, inputs=[args.gold, args.pred])
         evaluation = evaluate_files(args.gold, args.pred, exclude_punct=args.exclude_punct)
     except (OSError, ValueError) as error:  # ConlluError, EvaluationError, UnicodeDecodeError
         print(f"error: {_describe(error)}", file=sys.stderr)

@@ -58,15 +58,48 @@ def standard_input(
 
 def standard_output(
     refusal: str = "output=-: standard output is closed; give output=FILE",
+    inputs: Iterable[str | os.PathLike[str]] = (),
 ) -> IO[str]:
-    """Standard output (``output=-``).
+    """Standard output (``output=-``), checked against the command's input files.
+
+    Args:
+        refusal: the message where the process has no standard output.
+        inputs: the files the command reads (``-``: standard input), which standard output
+            must not be: ``predict.py input=a.conllu >> a.conllu`` appended the parse to the
+            user's file (``> a.conllu`` had emptied it before the command started).
 
     Raises:
-        ValueError: ``refusal``, where the process has none (``>&-``: ``sys.stdout`` is None).
+        ValueError: ``refusal``, where the process has none (``>&-``: ``sys.stdout`` is None);
+            naming the input where standard output is a regular file that is one of them.
     """
     if sys.stdout is None:
         raise ValueError(refusal)
+    written = _file_identity(sys.stdout)
+    if written is not None:
+        for source in inputs:
+            read = _file_identity(sys.stdin) if str(source) == "-" else _path_identity(source)
+            if read == written:
+                name = "standard input" if str(source) == "-" else f"the input file {source}"
+                raise ValueError(f"standard output is {name}: redirect it to another file")
     return sys.stdout
+
+
+def _file_identity(stream: IO[Any] | None) -> tuple[int, int] | None:
+    """(device, inode) of the regular file ``stream`` is open on; None for anything else."""
+    try:
+        found = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # None, closed, or no descriptor (pytest)
+        return None
+    return (found.st_dev, found.st_ino) if stat.S_ISREG(found.st_mode) else None
+
+
+def _path_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """(device, inode) of the file at ``path``, links followed; None where there is none."""
+    try:
+        found = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return found.st_dev, found.st_ino
 
 
 def umask_mode() -> int:

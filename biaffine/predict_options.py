@@ -211,7 +211,7 @@ def check_arguments(
     else:
         standard_input()
     if str(dest) == STDIO:
-        standard_output()
+        standard_output(inputs=[source, *model_files])
         return
     check_output(dest)
     inputs = [source] if str(source) != STDIO else []

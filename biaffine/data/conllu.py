@@ -728,7 +728,8 @@ def _parse_heads(
         if head is not None and not 0 <= head <= n:
             raise ConlluError(name, line_of[i - 1], f"HEAD {head} of word {i} not in 0..{n}")
         if require_trees and (head is None or cols[_DEPREL] == "_"):
-            problem = "HEAD and DEPREL must be annotated (training data needs gold trees)"
+            # Training and the evaluator's gold file read their trees as gold.
+            problem = f"word {i} has no HEAD or DEPREL ('_'): this file's trees are read as gold"
             raise ConlluError(name, line_of[i - 1], problem)
         heads.append(head)
     return None if None in heads else cast("list[int]", heads)

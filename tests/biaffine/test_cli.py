@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -397,3 +398,33 @@ def test_a_tool_whose_standard_output_is_closed_says_so_in_one_line(
         stderr=subprocess.PIPE, text=True, check=False,
     )  # fmt: skip
     assert (done.returncode, done.stderr) == (2, f"error: {message}\n")
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (["predict.py", f"checkpoint={CHECKPOINT}", "input=INPUT"], "the input file INPUT"),
+        (["predict.py", f"checkpoint={CHECKPOINT}", "input=-"], "standard input"),
+        (["-m", "biaffine.evaluate", str(TINY), "INPUT"], "the input file INPUT"),
+    ],
+    ids=["predict", "predict-stdin", "evaluate"],
+)
+def test_standard_output_appending_to_an_input_is_refused(
+    command: list[str], message: str, tmp_path: Path
+) -> None:
+    # `predict.py input=a.conllu >> a.conllu` appended the parse to the user's file.
+    given = tmp_path / "a.conllu"
+    shutil.copyfile(TINY, given)
+    before = given.read_bytes()
+    arguments = [part.replace("INPUT", str(given)) for part in command]
+    with given.open("rb") as stdin, given.open("ab") as stdout:
+        done = subprocess.run(
+            [sys.executable, *arguments], cwd=ROOT, stdin=stdin, stdout=stdout,
+            stderr=subprocess.PIPE, text=True, check=False,
+        )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"error: standard output is {message.replace('INPUT', str(given))}: "
+        "redirect it to another file\n"
+    )
+    assert given.read_bytes() == before

@@ -546,3 +546,14 @@ def test_one_wrong_upos_costs_upos_alltags_and_the_mlas_words_that_read_it(
     assert scores["MLAS"] == Score(sum(content) - len(readers), sum(content), sum(content))
     for name in ("XPOS", "UFeats", "Lemmas", "CLAS", "BLEX"):
         assert scores[name].correct == scores[name].gold, name
+
+
+@pytest.mark.parametrize(("correct", "total", "printed"), [(23, 160, "14.37"), (1, 8, "12.50")])
+def test_percentages_round_as_the_conll_2018_scorer_prints_them(
+    correct: int, total: int, printed: str
+) -> None:
+    # 100 * (23 / 160) is 14.374999...: the scorer prints 14.37; 100 * 23 / 160 printed 14.38.
+    score = Score(correct, total, total)
+    assert {f"{value:.2f}" for value in (score.precision, score.recall, score.f1)} == {printed}
+    attachment = AttachmentScores(n_words=total, n_correct_heads=correct)
+    assert f"{attachment.uas:.2f}" == printed
