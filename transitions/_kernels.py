@@ -203,11 +203,18 @@ def arcs_batch(system, table, actions, stack, ssize, buf, bsize, out):
 
 
 @numba.njit(cache=True)
-def arcs_of_all_batch(system, table, legal, stack, ssize, buf, bsize, out):
-    """``out[c, a]`` = (head, dependent) that legal action ``a`` creates in ``c``, else -1s."""
+def arcs_of_all_batch(system, table, legal, state, out):
+    """``out[c, a]`` = (head, dependent) that action ``a`` creates in ``c``, else -1s.
+
+    Only for the actions that ``legal[c, a]`` keeps and the configuration allows: a mask of the
+    caller's that is stale would have the arc read from outside the stack or buffer.
+    """
+    stack, ssize, buf, bsize, heads, _labels, ended = state
     for c in range(ssize.shape[0]):
         for a in range(table.shape[0]):
-            if legal[c, a]:
+            if legal[c, a] and is_legal(
+                system, table[a], c, stack, ssize, buf, bsize, heads, ended
+            ):
                 out[c, a, 0], out[c, a, 1] = arc_of(system, table[a], c, stack, ssize, buf, bsize)
             else:
                 out[c, a, 0], out[c, a, 1] = -1, -1
@@ -230,14 +237,28 @@ def observe_rows(system, table, n_stack, rows, state, legal, positions):
 
 
 @numba.njit(cache=True)
-def advance_rows(system, table, rows, actions, state, steps, live):
-    """Applies legal action ``actions[i]`` (no label) to ``rows[i]``; ``live[i]``: not terminal."""
+def advance_rows(system, table, rows, actions, state, steps, live, seen):
+    """Applies action ``actions[i]`` (no label) to ``rows[i]``; ``live[i]``: not terminal.
+
+    Checks first, changing nothing unless every row passes: returns ``i`` for the first action
+    illegal in its configuration, ``R + i`` for the first row given twice (``seen``: bool[C],
+    all False), else -1. An illegal action would write outside the stack or buffer.
+    """
     stack, ssize, buf, bsize, heads, labels, ended = state
-    for i in range(rows.shape[0]):
+    n_rows = rows.shape[0]
+    for i in range(n_rows):
+        c = rows[i]
+        if seen[c]:
+            return n_rows + i
+        seen[c] = True
+        if not is_legal(system, table[actions[i]], c, stack, ssize, buf, bsize, heads, ended):
+            return i
+    for i in range(n_rows):
         c = rows[i]
         apply_one(system, table[actions[i]], -1, c, stack, ssize, buf, bsize, heads, labels, ended)
         steps[c] += 1
         live[i] = not is_terminal(system, c, ssize, bsize, ended)
+    return -1
 
 
 @numba.njit(cache=True)
@@ -283,7 +304,8 @@ def greedy_slots(system, table, n_stack, layers, state, steps, log_probs, start,
     reads row ``c`` of ``slots``. Each step scores the legal actions alone,
     takes the first best one (as ``argmax`` does) and adds its log-softmax over the legal ones,
     in float64 from the float32 scores, to ``log_probs[c]``. Returns the first configuration
-    with a NaN score for a legal action, or none legal (left where it stood), or -1.
+    with a NaN or +inf score for a legal action, or none legal, or none finite (left where it
+    stood), or -1.
     """
     stack, ssize, buf, bsize, heads, labels, ended = state
     slots, bias, weight, out_bias, leak = layers
@@ -302,11 +324,11 @@ def greedy_slots(system, table, n_stack, layers, state, steps, log_probs, start,
                 legal[a] = is_legal(system, table[a], c, stack, ssize, buf, bsize, heads, ended)
                 if legal[a]:
                     scores[a] = slot_output(weight, out_bias, hidden, a)
-                    if np.isnan(scores[a]):
+                    if not scores[a] < np.inf:  # NaN or +inf (a float32 overflow)
                         return c
                     if best < 0 or scores[a] > scores[best]:
                         best = a
-            if best < 0:  # no legal action: the system's rules forbid it
+            if best < 0 or scores[best] == -np.inf:  # no legal action, or none finite
                 return c
             total = 0.0
             for a in range(n_actions):

@@ -117,8 +117,16 @@ def greedy_configs(
         legal, positions = system.observe(configs, rows, n_stack, n_buffer)
         legal_scores = _legal_log_softmax(score(rows, positions), legal)
         actions = legal_scores.argmax(1)
-        log_probs[rows] += legal_scores[np.arange(rows.size), actions]
-        rows = rows[system.advance(configs, rows, actions, legal)]
+        chosen = legal_scores[np.arange(rows.size), actions]
+        stuck = np.flatnonzero(chosen == -np.inf)
+        if stuck.size:  # argmax took action 0, legal or not
+            c = int(rows[stuck[0]])
+            raise ValueError(
+                f"configuration {c}: every legal transition scored -inf (forbidden) in "
+                f"{configs.describe(c)}: the greedy search cannot go on"
+            )
+        log_probs[rows] += chosen
+        rows = rows[system.advance(configs, rows, actions)]
     return configs, log_probs
 
 
@@ -344,6 +352,8 @@ def _float64(raw: npt.ArrayLike) -> FloatArray:
 def _legal_log_softmax(raw: npt.ArrayLike, legal: BoolArray) -> FloatArray:
     """float64[C, A]: log-softmax over the legal entries of each row, -inf elsewhere.
 
+    A row whose legal entries are all -inf is all -inf.
+
     Raises:
         ValueError: ``raw`` is not shaped like ``legal`` (it would broadcast: one row of
             scores shared by every configuration, with no error), or holds NaN or +inf at a
@@ -365,8 +375,12 @@ def _legal_log_softmax(raw: npt.ArrayLike, legal: BoolArray) -> FloatArray:
         )
     scores = np.where(legal, values, -np.inf)
     top = scores.max(1, keepdims=True)
-    shifted = scores - top
-    return shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+    # A row without a finite legal score stays all -inf (-inf - -inf would be NaN).
+    finite = top > -np.inf
+    shifted = scores - np.where(finite, top, 0.0)
+    with np.errstate(divide="ignore"):
+        norm = np.log(np.exp(shifted).sum(1, keepdims=True))
+    return shifted - np.where(finite, norm, 0.0)
 
 
 def _check_arc_scores(arc_scores: npt.ArrayLike | None, lengths: IntArray) -> FloatArray | None:

@@ -97,9 +97,23 @@ class SlotScorer:
         """
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         positions = np.ascontiguousarray(positions, dtype=np.int64)
+        self._check_reads(rows, positions)
         out = np.empty((rows.shape[0], self.weight.shape[0]), dtype=np.float32)
         tiered(k.slot_scores_rows)(*self._layers(), rows, positions, out)
         return out
+
+    def _check_reads(self, rows: IntArray, positions: IntArray) -> None:
+        """Refuse rows and positions outside :attr:`slots`: the kernel reads them unchecked."""
+        sentences, width = self.slots.shape[:2]
+        if rows.ndim != 1 or positions.shape != (rows.shape[0], self.n_slots):
+            raise ValueError(
+                f"rows int[C] and positions int[C, K={self.n_slots}], got {rows.shape} and "
+                f"{positions.shape}"
+            )
+        if rows.size and not (rows.min() >= 0 and rows.max() < sentences):
+            raise ValueError(f"rows must be sentences 0..{sentences - 1} of the slots")
+        if positions.size and not (positions.min() >= -1 and positions.max() <= width - 2):
+            raise ValueError(f"positions must lie in -1..{width - 2} (N of the slots)")
 
     def greedy(self, system: TransitionSystem, configs: Configs, n_stack: int) -> FloatArray:
         """Run configuration ``c`` (on sentence ``c``) greedily to the end, in place.
@@ -108,12 +122,21 @@ class SlotScorer:
             float64[C], the log-probability of each configuration's transition path.
 
         Raises:
-            ValueError: NaN scores, naming the configuration.
+            ValueError: slots not made for ``configs`` (a sentence per configuration, rows for
+                its longest and the empty slot), scores that are NaN or +inf, or -inf for every
+                legal transition, naming the configuration.
         """
         if len(configs) != self.slots.shape[0] or self.weight.shape[0] != len(system.table):
             raise ValueError(
                 f"{len(configs)} configurations and {len(system.table)} actions for slots of "
                 f"{self.slots.shape[0]} sentences and {self.weight.shape[0]} actions"
+            )
+        if self.slots.shape[1] < configs.max_words + 2:
+            # Too few rows: the kernel read past them, or one short took the last word's row
+            # for the empty slot's.
+            raise ValueError(
+                f"slots of {self.slots.shape[1]} rows for sentences of up to "
+                f"{configs.max_words} words: give N+2 rows (ROOT, the words, the empty slot)"
             )
         log_probs = np.zeros(len(configs))
         state = configs.kernel_state()
@@ -128,7 +151,8 @@ class SlotScorer:
             failed = search(*args, log_probs, start, stop)
             if failed >= 0:
                 raise ValueError(
-                    f"configuration {failed}: NaN transition scores in {configs.describe(failed)}"
+                    f"configuration {failed}: a NaN or +inf transition score, or -inf for every "
+                    f"legal transition, in {configs.describe(failed)}"
                 )
         return log_probs
 

@@ -199,53 +199,52 @@ class TransitionSystem:
         observe(self.code, self.table, n_stack, rows, configs.kernel_state(), legal, positions)
         return legal, positions
 
-    def advance(
-        self, configs: Configs, rows: IntArray, actions: IntArray, legal: BoolArray
-    ) -> BoolArray:
+    def advance(self, configs: Configs, rows: IntArray, actions: IntArray) -> BoolArray:
         """Applies ``actions[i]`` to configuration ``rows[i]`` in place, without labels.
 
-        The search's :meth:`apply`: the legality check reads the mask :meth:`observe` gave
-        instead of computing it again.
+        The search's :meth:`apply`, for the live rows alone: each action's legality is
+        checked in the kernel that applies it, for its one action (a mask the caller kept
+        from before an earlier step was trusted, and let the kernel write outside the stack).
 
         Args:
             configs: C configurations.
             rows: int64[R], distinct rows, none terminal.
             actions: int64[R], ids into :attr:`transitions`.
-            legal: bool[R, T], :meth:`observe` of ``rows``.
 
         Returns:
             bool[R], which of ``rows`` are not terminal afterwards.
 
         Raises:
-            ValueError: a row outside the batch, ``actions`` or ``legal`` not shaped like
+            ValueError: a row outside the batch or given twice, ``actions`` not shaped like
                 ``rows``, an action id the system lacks, or an action that is illegal in its
-                configuration (NaN scores pick one).
+                configuration (NaN scores pick one); nothing is changed then.
         """
         rows = _check_rows(configs, rows)
-        actions = self._check_step(rows, actions, legal)
-        bad = np.flatnonzero(~legal[np.arange(rows.shape[0]), actions])
-        if bad.size:
-            c = int(rows[bad[0]])
+        actions = self._check_actions(rows, actions)
+        live = np.empty(rows.shape[0], dtype=np.bool_)
+        seen = np.zeros(len(configs), dtype=np.bool_)
+        state = configs.kernel_state()
+        advance = tiered(k.advance_rows)
+        failed = advance(self.code, self.table, rows, actions, state, configs.steps, live, seen)
+        if failed >= rows.shape[0]:
+            i = failed - rows.shape[0]
+            raise ValueError(f"rows[{i}]={rows[i]}: a configuration given twice in one step")
+        if failed >= 0:
+            c = int(rows[failed])
             raise ValueError(
-                f"configuration {c}: {self.transitions[actions[bad[0]]]} is illegal in "
+                f"configuration {c}: {self.transitions[actions[failed]]} is illegal in "
                 f"{configs.describe(c)} ({self.name})"
             )
-        live = np.empty(rows.shape[0], dtype=np.bool_)
-        state = configs.kernel_state()
-        tiered(k.advance_rows)(self.code, self.table, rows, actions, state, configs.steps, live)
         return live
 
-    def _check_step(self, rows: IntArray, actions: npt.ArrayLike, legal: BoolArray) -> IntArray:
-        """``actions`` as int64[R], checked against ``rows`` [R] and ``legal`` bool[R, T]."""
-        array, mask = np.asarray(actions), np.asarray(legal)
+    def _check_actions(self, rows: IntArray, actions: npt.ArrayLike) -> IntArray:
+        """``actions`` as int64[R], checked against ``rows`` [R] and the system's action ids."""
+        array = np.asarray(actions)
         n_actions = self.table.shape[0]
         if array.shape != rows.shape or not np.issubdtype(array.dtype, np.integer):
             raise ValueError(
                 f"actions must be int[{rows.shape[0]}], got {array.dtype} {array.shape}"
             )
-        if mask.shape != (rows.shape[0], n_actions) or mask.dtype != np.bool_:
-            expected = f"bool[{rows.shape[0]}, {n_actions}]"
-            raise ValueError(f"legal must be {expected}, got {mask.dtype} {mask.shape}")
         # The kernel indexes the action table with them unchecked (a negative id wraps around).
         unknown = np.flatnonzero((array < 0) | (array >= n_actions))
         if unknown.size:
@@ -281,20 +280,26 @@ class TransitionSystem:
         return out
 
     def candidate_arcs(self, configs: Configs, legal: BoolArray | None = None) -> IntArray:
-        """int64[C, T, 2]: the (head, dependent) each action would create, else (-1, -1).
+        """int64[C, T, 2]: the (head, dependent) each legal action would create, else (-1, -1).
 
         One call for every action of every configuration (a beam scores all expansions).
 
         Args:
             configs: C configurations.
-            legal: :meth:`legal` of ``configs`` when the caller has it; illegal actions get -1s.
+            legal: bool[C, T], the actions to consider (a beam's live expansions); those it
+                leaves out, and actions the configuration does not allow, get -1s. None: all.
+
+        Raises:
+            ValueError: ``legal`` not bool[C, T].
         """
-        legal = self.legal(configs) if legal is None else legal
-        out = np.empty((len(configs), self.table.shape[0], 2), dtype=np.int64)
-        c = configs
-        tiered(k.arcs_of_all_batch)(
-            self.code, self.table, legal, c.stack, c.stack_size, c.buffer, c.buffer_size, out
-        )
+        shape = (len(configs), self.table.shape[0])
+        if legal is None:
+            legal = np.ones(shape, dtype=np.bool_)
+        elif np.shape(legal) != shape or np.asarray(legal).dtype != np.bool_:
+            given = np.asarray(legal)
+            raise ValueError(f"legal must be bool{list(shape)}, got {given.dtype} {given.shape}")
+        out = np.empty((*shape, 2), dtype=np.int64)
+        tiered(k.arcs_of_all_batch)(self.code, self.table, legal, configs.kernel_state(), out)
         return out
 
     def apply(

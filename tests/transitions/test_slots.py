@@ -91,12 +91,21 @@ def test_ties_go_to_the_first_legal_action_as_argmax_gives() -> None:
     assert np.all(found.path_log_probs < 0)
 
 
-def test_nan_scores_are_refused_with_the_configuration() -> None:
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "all-minus-inf"])
+def test_scores_that_choose_nothing_are_refused_with_the_configuration(bad: float) -> None:
+    # +inf (a float32 overflow) and -inf for every legal action gave NaN path log-probabilities.
     parser = transitions.get_system("arc_hybrid")
     weight = np.zeros((3, 4))
-    weight[1, 0] = np.nan
-    scorer = SlotScorer.of(np.ones((2, 5, 5, 4)), np.zeros(4), weight, np.zeros(3), 0.1)
-    with pytest.raises(ValueError, match=r"configuration 0: NaN transition scores in stack"):
+    out_bias = np.zeros(3)
+    if bad == -np.inf:
+        out_bias[:] = bad
+    else:
+        weight[1, 0] = bad
+    scorer = SlotScorer.of(np.ones((2, 5, 5, 4)), np.zeros(4), weight, out_bias, 0.1)
+    with pytest.raises(
+        ValueError,
+        match=r"configuration 0: a NaN or \+inf transition score, or -inf for .* in stack",
+    ):
         transitions.greedy_search(parser, [3, 3], scorer)
 
 
@@ -116,3 +125,33 @@ def test_shapes_that_disagree_are_refused() -> None:
         transitions.greedy_search(parser, [3, 3, 3], scorer)
     with pytest.raises(ValueError, match="and 4 actions for slots of 2 sentences and 3 actions"):
         transitions.greedy_search(transitions.get_system("swap"), [3, 3], scorer)
+
+
+def test_slots_too_short_for_the_sentences_are_refused() -> None:
+    # The compiled search read past the rows (garbage scores); one row short, it read the last
+    # word's row as the empty slot's.
+    parser = transitions.get_system("arc_standard")
+    for rows in (3, 7):  # a sentence of 6 words needs 8
+        scorer = random_scorer(0, [rows - 2], 3)
+        with pytest.raises(ValueError, match=f"slots of {rows} rows for sentences of up to 6"):
+            transitions.greedy_search(parser, [6], scorer)
+    wider = random_scorer(0, [8], 3)  # more rows than the sentence needs: the last is empty's
+    assert transitions.greedy_search(parser, [6], wider).heads.shape == (1, 7)
+
+
+@pytest.mark.parametrize(
+    ("rows", "positions", "message"),
+    [
+        ([1], [[0, 1, -1, 2, 3]], r"rows must be sentences 0\.\.0"),
+        ([-1], [[0, 1, -1, 2, 3]], r"rows must be sentences 0\.\.0"),
+        ([0], [[0, 1, -1, 2, 7]], r"positions must lie in -1\.\.6"),
+        ([0], [[0, 1, -2, 2, 3]], r"positions must lie in -1\.\.6"),
+        ([0], [[0, 1, 2]], r"positions int\[C, K=5\]"),
+    ],
+)
+def test_scores_of_rows_or_positions_outside_the_slots_are_refused(
+    rows: list, positions: list, message: str
+) -> None:
+    scorer = random_scorer(0, [6], 3)
+    with pytest.raises(ValueError, match=message):
+        scorer(np.array(rows), np.array(positions))

@@ -14,6 +14,7 @@ from transitions import (
     get_system,
     greedy_search,
 )
+from transitions import _kernels as kernels
 from transitions.projective import projectivize
 
 
@@ -54,18 +55,51 @@ def test_advance_refuses_bad_rows_and_actions_and_changes_nothing(
     system = transitions.get_system("arc_standard")
     configs = system.initial([3, 2])
     before = _state(configs)
-    legal = np.ones((len(rows), len(system.transitions)), dtype=np.bool_)
     with pytest.raises(ValueError, match=message):
-        system.advance(configs, np.array(rows), np.array(actions), legal)
+        system.advance(configs, np.array(rows), np.array(actions))
     for old, new in zip(before, _state(configs), strict=True):
         np.testing.assert_array_equal(old, new)
 
 
-def test_advance_refuses_a_legal_mask_of_the_wrong_shape() -> None:
-    system = transitions.get_system("arc_hybrid")
-    configs = system.initial([3])
-    with pytest.raises(ValueError, match="legal must be bool\\[1, 3\\]"):
-        system.advance(configs, np.array([0]), np.array([0]), np.ones((1, 2), dtype=np.bool_))
+def test_advance_checks_each_action_against_its_configuration() -> None:
+    # A legal mask kept from an earlier step was trusted: SHIFT on an empty buffer wrote the
+    # next configuration's ROOT over (compiled) or raised an IndexError (Python).
+    system = transitions.get_system("arc_standard")
+    configs = system.initial([1, 1])
+    rows = np.array([0])
+    system.advance(configs, rows, np.array([0]))  # SHIFT
+    before = _state(configs)
+    with pytest.raises(ValueError, match=r"configuration 0: SHIFT is illegal in stack"):
+        system.advance(configs, rows, np.array([0]))
+    # Twice in one step: each action legal where the configuration stood.
+    with pytest.raises(ValueError, match=r"rows\[1\]=1: a configuration given twice"):
+        system.advance(configs, np.array([1, 1]), np.array([0, 0]))
+    # The compiled kernel itself (the public call may run it as Python): the row it refuses.
+    live, seen = np.empty(1, dtype=np.bool_), np.zeros(2, dtype=np.bool_)
+    failed = kernels.advance_rows(
+        system.code, system.table, rows, np.array([0]), configs.kernel_state(), configs.steps,
+        live, seen,
+    )  # fmt: skip
+    assert failed == 0
+    for old, new in zip(before, _state(configs), strict=True):
+        np.testing.assert_array_equal(old, new)
+
+
+def test_candidate_arcs_are_those_of_legal_actions_in_the_callers_mask() -> None:
+    system = transitions.get_system("arc_standard")  # SHIFT, LEFT-ARC, RIGHT-ARC
+    configs = system.initial([2, 3])
+    everything = np.ones((2, 3), dtype=np.bool_)
+    # Only SHIFT is legal at the start, and it makes no arc: the arcs were read off the stack.
+    assert (system.candidate_arcs(configs, everything) == -1).all()
+    with pytest.raises(ValueError, match=r"legal must be bool\[2, 3\], got bool \(1, 1\)"):
+        system.candidate_arcs(configs, np.ones((1, 1), dtype=np.bool_))
+    system.apply(configs, [0, 0])
+    system.apply(configs, [0, 0])
+    arcs = system.candidate_arcs(configs, everything)
+    assert arcs[0].tolist() == [[-1, -1], [2, 1], [1, 2]]  # SHIFT illegal: the buffer is empty
+    assert (system.candidate_arcs(configs) == arcs).all()
+    mask = np.array([[True, False, True], [True, True, True]])
+    assert system.candidate_arcs(configs, mask)[0].tolist() == [[-1, -1], [-1, -1], [1, 2]]
 
 
 @pytest.mark.parametrize("name", ["arc_eager", "arc_hybrid"])
@@ -137,3 +171,18 @@ def test_labels_given_as_one_string_are_refused() -> None:
     # "abc" passed as three labels, one letter per word.
     with pytest.raises(ValueError, match=r"deprels must be a sequence of str, one per word"):
         projectivize(np.array([-1, 2, 0, 2]), "abc")
+
+
+def test_greedy_search_refuses_a_configuration_whose_legal_scores_are_all_minus_inf() -> None:
+    # NaN path log-probabilities and an arbitrary tree, or "SHIFT is illegal": argmax of a NaN
+    # row took action 0.
+    system = get_system("arc_standard")
+
+    def score(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        scores = np.zeros((rows.size, 3))
+        scores[:, 0] = -np.inf  # SHIFT forbidden: once the buffer is empty, nothing is legal
+        scores[:, 1] = -np.inf
+        return scores
+
+    with pytest.raises(ValueError, match=r"configuration 0: every legal transition scored -inf"):
+        greedy_search(system, [3], score)
