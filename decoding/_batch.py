@@ -19,7 +19,7 @@ from tiered import tiered
 from ._codes import BEST_OF_ROOTS, BLOCK, EISNER, GREEDY, MST, Where
 from ._eisner import eisner_kernel
 from .baselines import best_of_roots_kernel
-from .status import NAN, NO_HEAD, NO_ROOT_ARC, OK, POSINF
+from .status import HUGE, MAX_SCORE, NAN, NO_HEAD, NO_ROOT_ARC, OK, POSINF
 from .tarjan import mst_kernel
 from .trees import greedy_kernel
 from .types import BoolArray, FloatArray, IntArray
@@ -47,11 +47,12 @@ def _check(
 
     Copies nothing if ``copy`` is empty.
 
-    Sets ``where = (status, d, h)`` for the first NaN, else the first +inf, else the first word
-    without a finite head, else (if ``need_root``) a ROOT column without any finite arc; leaves
-    ``where[0] = OK`` otherwise. Row 0 and the diagonal are neither checked nor copied.
+    Sets ``where = (status, d, h)`` for the first NaN, else the first +inf, else the first
+    finite score beyond :data:`MAX_SCORE`, else the first word without a finite head, else (if
+    ``need_root``) a ROOT column without any finite arc; leaves ``where[0] = OK`` otherwise.
+    Row 0 and the diagonal are neither checked nor copied.
     """
-    clean = True  # no NaN or +inf so far
+    clean = True  # no NaN, +inf or huge score so far
     no_head = -1
     root_arcs = 0
     for d in range(1, n + 1):
@@ -63,7 +64,7 @@ def _check(
             no_head = d
         root_arcs += sentence[d, 0] > -np.inf
     where[0] = OK
-    if not clean:  # rare: find the first NaN, else the first +inf, in a second pass
+    if not clean:  # rare: find the first NaN, else the first +inf, ..., in a second pass
         _locate_invalid(sentence, n, where)
     elif no_head >= 0:
         where[0], where[1], where[2] = NO_HEAD, no_head, 0
@@ -75,7 +76,7 @@ def _check(
 def _copy_span(
     sentence: FloatArray, d: int, lo: int, hi: int, matrix: FloatArray
 ) -> tuple[bool, float]:
-    """Whether ``sentence[d, lo:hi]`` is free of NaN and +inf, and its maximum.
+    """Whether ``sentence[d, lo:hi]`` is free of NaN, +inf and huge scores, and its maximum.
 
     Copies the span into ``matrix`` unless that is empty.
     """
@@ -86,21 +87,33 @@ def _copy_span(
         value = sentence[d, h]
         if copy:
             matrix[d, h] = value
-        clean = clean & (value < np.inf)  # one test rules out both NaN and +inf
+        # The first test rules out NaN and +inf too; -inf passes (a mask), -1e308 does not.
+        clean = clean & (value <= MAX_SCORE) & ((value >= -MAX_SCORE) | (value == -np.inf))
         best = max(best, value)
     return clean, best
 
 
 @numba.njit(cache=True, nogil=True)
 def _locate_invalid(sentence: FloatArray, n: int, where: IntArray) -> None:
-    """``where = (NAN, d, h)`` for the first NaN off the diagonal, else the first +inf."""
-    for status in (NAN, POSINF):
+    """``where = (status, d, h)`` of the first NaN off the diagonal, else of the first +inf.
+
+    Else of the first finite score beyond :data:`MAX_SCORE` (``HUGE``).
+    """
+    for status in (NAN, POSINF, HUGE):
         for d in range(1, n + 1):
             for h in range(n + 1):
-                value = sentence[d, h]
-                if h != d and (np.isnan(value) if status == NAN else value == np.inf):
+                if h != d and _is_invalid(status, sentence[d, h]):
                     where[0], where[1], where[2] = status, d, h
                     return
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _is_invalid(status: int, value: float) -> bool:
+    if status == NAN:
+        return np.isnan(value)
+    if status == POSINF:
+        return value == np.inf
+    return abs(value) > MAX_SCORE and value != -np.inf
 
 
 # The drivers below are inlined (at numba's level) into one pair of entry points per algorithm,

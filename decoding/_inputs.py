@@ -64,3 +64,15 @@ def check_flag(value: object, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return bool(value)
+
+
+def check_count(value: object, name: str, minimum: int = 0) -> int:
+    """``value`` as an int; ValueError unless it is an integer (not a bool) >= ``minimum``.
+
+    ``2.5`` and ``True`` were TypeErrors from inside numpy, or read as 1.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name}={value} must be >= {minimum}")
+    return int(value)

@@ -256,6 +256,9 @@ def kbest(
     """
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
+    # The Eisner kernel takes an int64 (2**63 overflowed it once compiled); no sentence has
+    # that many trees to return anyway.
+    k = min(int(k), np.iinfo(np.int64).max)
     if algorithm not in _ALGORITHMS:
         raise ValueError(f"algorithm must be one of {list(_ALGORITHMS)}, got {algorithm!r}")
     root_constraint = check_flag(root_constraint, "root_constraint")
@@ -263,12 +266,12 @@ def kbest(
     if array.ndim == 2:
         if lengths is not None:
             raise ValueError("lengths is only for batched scores float[B, N+1, N+1]")
-        heads, weights = _sentence(check_sentence(array), int(k), algorithm, root_constraint)
+        heads, weights = _sentence(check_sentence(array), k, algorithm, root_constraint)
         if not weights.size:
             raise _no_tree(0, algorithm, root_constraint)
         return KBest(heads, weights)
     sizes = _lengths(lengths, array.shape[0], array.shape[1] - 1)
-    return _batch_kbest(array, sizes, int(k), algorithm, root_constraint)
+    return _batch_kbest(array, sizes, k, algorithm, root_constraint)
 
 
 def _batch_kbest(

@@ -69,6 +69,10 @@ def _error(
     messages = {
         status.NAN: f"NaN at scores{index} (arc {h} -> {d})",
         status.POSINF: f"+inf at scores{index} (arc {h} -> {d})",
+        status.HUGE: (
+            f"scores{index} (arc {h} -> {d}) is finite but beyond +-{status.MAX_SCORE:g}: sums "
+            "of a tree's scores would overflow (forbid an arc with -inf)"
+        ),
         status.NO_HEAD: f"word {d} has no finite head score: every arc into it is -inf",
         status.NO_ROOT_ARC: "no word can attach to ROOT: column 0 is all -inf",
         **reasons,
@@ -228,5 +232,5 @@ def decode(
 
 def check_algorithm(algorithm: str) -> None:
     """Raise a ValueError naming the menu if ``algorithm`` is not a key of :data:`DECODERS`."""
-    if algorithm not in DECODERS:
+    if not isinstance(algorithm, str) or algorithm not in DECODERS:  # ["mst"]: unhashable
         raise ValueError(f"algorithm={algorithm!r}; expected one of {', '.join(DECODERS)}")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import numpy.typing as npt
 
+from decoding._inputs import check_count
 from decoding.types import BoolArray, IntArray
 from tiered import tiered
 
@@ -106,8 +107,7 @@ class Configs:
         Returns:
             int64[C, n_stack + n_buffer]: word positions (0 is ROOT), -1 for an empty slot.
         """
-        if n_stack < 0 or n_buffer < 0:
-            raise ValueError(f"n_stack={n_stack} and n_buffer={n_buffer} must be >= 0")
+        n_stack, n_buffer = check_count(n_stack, "n_stack"), check_count(n_buffer, "n_buffer")
         out = np.empty((len(self), n_stack + n_buffer), dtype=np.int64)
         tiered(_kernels.positions_batch)(
             n_stack, self.stack, self.stack_size, self.buffer, self.buffer_size, out

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from decoding._inputs import check_count, check_flag
 from decoding.types import BoolArray, FloatArray, IntArray
 
 from .configs import Configs
@@ -227,8 +228,8 @@ class Beam:
         Raises:
             ValueError: ``beam_size`` < 1, or bad ``arc_scores`` (see :func:`beam_search`).
         """
-        if beam_size < 1:
-            raise ValueError(f"beam_size={beam_size} must be >= 1")
+        beam_size = check_count(beam_size, "beam_size", 1)
+        normalized = check_flag(normalized, "normalized")  # "no" was read as True
         lengths = as_lengths(lengths)
         n, k = lengths.shape[0], beam_size
         self.system, self.k = system, k  # k: items kept per sentence

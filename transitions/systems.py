@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from decoding._inputs import check_count
 from tiered import tiered
 
 from . import _kernels as k
@@ -190,8 +191,7 @@ class TransitionSystem:
         Returns:
             bool[R, T] and int64[R, n_stack + n_buffer], row i for configuration ``rows[i]``.
         """
-        if n_stack < 0 or n_buffer < 0:
-            raise ValueError(f"n_stack={n_stack} and n_buffer={n_buffer} must be >= 0")
+        n_stack, n_buffer = check_count(n_stack, "n_stack"), check_count(n_buffer, "n_buffer")
         rows = _check_rows(configs, rows)
         legal = np.empty((rows.shape[0], self.table.shape[0]), dtype=np.bool_)
         positions = np.empty((rows.shape[0], n_stack + n_buffer), dtype=np.int64)

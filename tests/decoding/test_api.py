@@ -237,6 +237,9 @@ def _only_non_projective(matrix):
     [
         (_set((2, 1), np.nan), list(DECODERS), r"sentence 3: NaN at scores\[3, 2, 1\]"),
         (_set((4, 0), np.inf), list(DECODERS), r"sentence 3: \+inf at scores\[3, 4, 0\]"),
+        # MST said "no tree under the -inf masks" and Eisner gave a worse tree: sums overflowed.
+        (_set((4, 0), -1.79e308), list(DECODERS), r"sentence 3: scores\[3, 4, 0\] .* beyond"),
+        (_set((4, 1), 1e301), list(DECODERS), r"sentence 3: scores\[3, 4, 1\] .* beyond"),
         (_set((2, slice(None)), -np.inf), list(DECODERS), "sentence 3: word 2 has no finite head"),
         (_set((slice(None), 0), -np.inf), TREE_DECODERS, "sentence 3: no word can attach to ROOT"),
         (
@@ -274,9 +277,20 @@ def test_a_nan_is_named_before_an_earlier_inf_and_both_before_a_missing_head():
     scores[4, 2] = 0.0
     with pytest.raises(ValueError, match=r"\+inf at scores\[1, 2\]"):
         decoding.mst(scores)
-    scores[1, 2] = 0.0
+    scores[1, 2] = -1e301
+    with pytest.raises(ValueError, match=r"scores\[1, 2\] \(arc 2 -> 1\) is finite but beyond"):
+        decoding.mst(scores)
+    scores[1, 2] = -1e300  # the largest magnitude a finite score may have
     with pytest.raises(ValueError, match="word 3 has no finite head"):
         decoding.mst(scores)
+
+
+@pytest.mark.parametrize("name", sorted(DECODERS))
+def test_scores_as_large_as_allowed_decode_the_best_tree(name: str) -> None:
+    # Word 1 must take ROOT, word 2 word 1: every other arc is -1e300, and no sum overflows.
+    scores = np.full((3, 3), -1e300)
+    scores[1, 0], scores[2, 1] = 1e300, 1e300
+    assert DECODERS[name](scores).tolist() == [-1, 0, 1]
 
 
 def test_nan_and_inf_outside_sentences_are_ignored():
@@ -458,3 +472,10 @@ def test_a_process_compiles_only_the_decoder_it_calls():
         timeout=600,
     )
     assert result.stdout.strip() == "[1, 0, 0, 0]"
+
+
+@pytest.mark.parametrize("algorithm", ["foo", ["mst"], None])
+def test_check_algorithm_names_the_menu_for_anything_not_a_decoder(algorithm) -> None:
+    # A list was "unhashable type: 'list'".
+    with pytest.raises(ValueError, match=r"algorithm=.*; expected one of mst, eisner"):
+        decoding.check_algorithm(algorithm)

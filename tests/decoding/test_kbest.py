@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import all_trees
 import numpy as np
 import oracle
@@ -82,6 +86,21 @@ def test_kbest_with_a_huge_k_returns_the_few_trees_that_exist(algorithm):
     # The Eisner chart sizes its lists by the number of trees, not by k.
     result = decoding.kbest(np.zeros((4, 4)), 10**12, algorithm=algorithm)
     assert len(result.scores) == (7 if algorithm == "eisner" else 9)
+
+
+def test_kbest_eisner_with_k_beyond_int64_runs_compiled_as_interpreted() -> None:
+    # k = 2**63 overflowed the compiled kernel's int64 (OverflowError) once a small k had
+    # compiled it; interpreted, it ran.
+    code = (
+        "import numpy as np, decoding;"
+        "print([len(decoding.kbest(np.zeros((4, 4)), k, algorithm='eisner').scores)"
+        " for k in (3, 2**63, 2**100)])"
+    )
+    environment = {**os.environ, "ROOTPARSE_COMPILE": "foreground"}  # numba's JIT, no tiers
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout) == (0, "[3, 7, 7]\n"), done.stderr
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)

@@ -186,3 +186,21 @@ def test_greedy_search_refuses_a_configuration_whose_legal_scores_are_all_minus_
 
     with pytest.raises(ValueError, match=r"configuration 0: every legal transition scored -inf"):
         greedy_search(system, [3], score)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"normalized": "no"}, r"normalized must be True or False, got 'no'"),  # read as True
+        ({"beam_size": 2.5}, r"beam_size must be an integer, got 2\.5"),  # numpy's TypeError
+        ({"beam_size": True}, r"beam_size must be an integer, got True"),
+        ({"beam_size": 0}, r"beam_size=0 must be >= 1"),
+        ({"n_stack": 2.0}, r"n_stack must be an integer, got 2\.0"),
+        ({"n_buffer": -1}, r"n_buffer=-1 must be >= 0"),
+    ],
+)
+def test_beam_search_refuses_options_of_the_wrong_kind(options: dict, message: str) -> None:
+    system = get_system("arc_hybrid")
+    settings = {"beam_size": 2} | options
+    with pytest.raises(ValueError, match=message):
+        beam_search(system, [3], _uniform(len(system.transitions)), **settings)

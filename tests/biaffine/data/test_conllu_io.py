@@ -347,7 +347,9 @@ def test_require_trees_refuses_unannotated_words(tmp_path: Path, head: object, r
     bad = word_line(2, head).replace("\tdep\t", f"\t{rel}\t")
     path = write_bytes(tmp_path / "u.conllu", f"{word_line(1)}\n{bad}\n\n")
     assert len(list(read_conllu(path))) == 1  # fine for prediction input
-    pattern = rf"^{path}:2: word 2 has no HEAD or DEPREL \('_'\): this file's trees are read as gold$"
+    pattern = (
+        rf"^{path}:2: word 2 has no HEAD or DEPREL \('_'\): this file's trees are read as gold$"
+    )
     with pytest.raises(ConlluError, match=pattern):
         list(read_conllu(path, require_trees=True))
 
