@@ -7,7 +7,6 @@ folder and its log, the other ranks log to stderr only.
 """
 
 import contextlib
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -29,10 +28,9 @@ from biaffine.cli import (
     report_user_errors,
     setting_types,
 )
-from biaffine.files import atomic_open
 from biaffine.runtime import select_device
 from biaffine.training import train
-from biaffine.training.run_state import HYDRA_RECORD, RunLog, remove_unused_run_dir, writing
+from biaffine.training.compose import HeldRunFolder
 
 TRAINER_DEFAULTS = Path(__file__).parent / "conf" / "trainer" / "default.yaml"
 OPTIMIZERS = sorted((Path(__file__).parent / "conf" / "optimizer").glob("*.yaml"))
@@ -55,31 +53,11 @@ def main(cfg: DictConfig) -> float:
     A user error prints one line on stderr and exits with status 2 (see :mod:`biaffine.cli`);
     the run folder is removed if Hydra made it for this run and the run wrote nothing into it.
     """
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
-    made_here = _made_for_this_run(run_dir)
-    logs = _hold_log_files(run_dir)
+    held = HeldRunFolder(Path(HydraConfig.get().runtime.output_dir))
     return report_user_errors(
-        lambda: _train(cfg, run_dir, lambda shared: _start_record(cfg, shared, logs)),
-        on_error=lambda: _clean_up(run_dir, made_here),
+        lambda: _train(cfg, held.run_dir, lambda shared: held.start(cfg, shared)),
+        on_error=held.clean_up,
     )
-
-
-def _made_for_this_run(run_dir: Path) -> bool:
-    """Whether ``run_dir`` holds only the empty log Hydra just opened: made for this run.
-
-    Called first thing. A folder that held anything before (a user's ``config.yaml``, an
-    earlier run's log) was not, and a refused run leaves it alone, whatever its files are named.
-    """
-    try:
-        return all(p.suffix == ".log" and p.stat().st_size == 0 for p in run_dir.iterdir())
-    except OSError:
-        return False
-
-
-def _clean_up(run_dir: Path, made_here: bool) -> None:
-    """After a user error: remove the run folder if this run made it and wrote nothing there."""
-    if made_here:
-        remove_unused_run_dir(run_dir)
 
 
 def _train(cfg: DictConfig, run_dir: Path, on_start: Callable[[Path], None]) -> float:
@@ -91,43 +69,6 @@ def _train(cfg: DictConfig, run_dir: Path, on_start: Callable[[Path], None]) -> 
             with contextlib.suppress(OSError):
                 run_dir.rmdir()  # empty: the other ranks write nothing
         return train(cfg, run_dir=shared, on_start=on_start).best_dev.las
-
-
-def _hold_log_files(run_dir: Path) -> list[logging.FileHandler]:
-    """Close the log files Hydra opened in the run folder (train.log) until the run owns it.
-
-    A refused run (the folder is locked, holds a run, or a resume changes settings) then
-    leaves the folder as it was; Hydra writes no ``.hydra/`` there either (conf/train.yaml).
-    """
-    root = logging.getLogger()
-    held = [
-        handler
-        for handler in root.handlers
-        if isinstance(handler, logging.FileHandler)
-        and Path(handler.baseFilename).parent == run_dir.absolute()
-    ]
-    for handler in held:
-        root.removeHandler(handler)
-        handler.close()
-    return held
-
-
-def _start_record(cfg: DictConfig, run_dir: Path, logs: list[logging.FileHandler]) -> None:
-    """Write Hydra's record of the run into ``run_dir/.hydra`` and open its log files again."""
-    hydra_cfg = HydraConfig.instance().cfg
-    record = run_dir / HYDRA_RECORD
-    files = {"config.yaml": cfg, "hydra.yaml": hydra_cfg}
-    files["overrides.yaml"] = hydra_cfg.hydra.overrides.task
-    with writing(record, run_dir):
-        record.mkdir(exist_ok=True)
-        for name, node in files.items():
-            with atomic_open(record / name, "w", encoding="utf-8") as out:
-                OmegaConf.save(node, out)
-    for held in logs:
-        handler = RunLog(held.baseFilename, encoding=held.encoding)
-        handler.setFormatter(held.formatter)
-        handler.setLevel(held.level)
-        logging.getLogger().addHandler(handler)
 
 
 def check_settings(cfg: DictConfig) -> None:

@@ -21,6 +21,7 @@ from biaffine.cli import (
     setting_types,
 )
 from biaffine.segmenting import sentence_training, training
+from biaffine.training.compose import HeldRunFolder
 
 CONFIG = Path(__file__).parent / "conf" / "sentences.yaml"
 NULLABLE = {"max_minutes": float, "patience": int, "threads": int}
@@ -31,13 +32,15 @@ NULLABLE = {"max_minutes": float, "patience": int, "threads": int}
 def main(cfg: DictConfig) -> float:
     """Train into Hydra's run directory; returns the best dev Sentences F1.
 
-    A user error prints one line on stderr and exits with status 2 (see :mod:`biaffine.cli`).
+    A user error prints one line on stderr and exits with status 2 (see :mod:`biaffine.cli`);
+    the run folder is removed if Hydra made it for this run and the run wrote nothing into it.
     """
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
-    return report_user_errors(lambda: _train(cfg, run_dir))
+    held = HeldRunFolder(Path(HydraConfig.get().runtime.output_dir))
+    return report_user_errors(lambda: _train(cfg, held), on_error=held.clean_up)
 
 
-def _train(cfg: DictConfig, run_dir: Path) -> float:
+def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
+    run_dir = held.run_dir
     refuse_missing(OmegaConf.missing_keys(cfg))
     trainer = OmegaConf.to_container(cfg.trainer)
     # trainer.max_epochs=abc was a TypeError traceback from inside the training
@@ -51,6 +54,7 @@ def _train(cfg: DictConfig, run_dir: Path) -> float:
     training.refuse_overwriting_inputs(run_dir, inputs)
     data = training.load_documents(d)
     run_dir.mkdir(parents=True, exist_ok=True)
+    held.start(cfg)  # its .hydra/ record and log, once nothing refuses the run
     model = OmegaConf.to_container(cfg.model)
     result = sentence_training.train(data, cfg.segmenter, model, settings, run_dir)
     return result["dev"]["sentences_f1"]

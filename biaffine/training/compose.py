@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
@@ -39,12 +40,15 @@ from biaffine.training.optim import lr_decay_scheduler, parameter_groups
 from biaffine.training.run_state import (
     BEST,
     CONFIG,
+    HYDRA_RECORD,
     RunFolderError,
+    RunLog,
     RunWriter,
     TrainState,
     carry_history,
     find_resume_checkpoint,
     locked_run_dir,
+    remove_unused_run_dir,
     restore,
     resumes_in,
     run_files,
@@ -54,6 +58,7 @@ from biaffine.training.run_state import (
 
 __all__ = [
     "RESUMABLE_CHANGES",
+    "HeldRunFolder",
     "TrainResult",
     "build_model",
     "check_resume_config",
@@ -535,3 +540,75 @@ def _test_best(
     writer.append_metrics({"event": "test", "epoch": epoch, "test": scores.to_dict()})
     log.info("test (best model, epoch %d): UAS %.2f LAS %.2f", epoch, scores.uas, scores.las)
     return scores
+
+
+class HeldRunFolder:
+    """Hydra's run folder, left as it was until the run starts in it.
+
+    For an entry point whose config sets ``hydra.output_subdir: null``: Hydra writes no
+    ``.hydra/`` record before the run, and the log files it opened there are closed until
+    :meth:`start`. A refused run (the folder holds a run, is locked, a resume changes settings)
+    so leaves the folder as it found it: another run's ``.hydra/`` was rewritten by a refused
+    segmenter run given the same ``hydra.run.dir``. Built first thing in the entry point.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        """Hold ``run_dir``: note whether Hydra made it for this run, close its log files."""
+        self.run_dir = run_dir
+        self.made_here = _made_for_this_run(run_dir)
+        self.logs = _hold_log_files(run_dir)
+
+    def start(self, cfg: DictConfig, run_dir: Path | None = None) -> None:
+        """Write Hydra's record of the run into ``.hydra/`` and open the log files again.
+
+        Args:
+            cfg: the run's config.
+            run_dir: where the run goes, if not the folder held (rank 0's under DDP).
+        """
+        run_dir = self.run_dir if run_dir is None else run_dir
+        hydra_cfg = HydraConfig.instance().cfg
+        record = run_dir / HYDRA_RECORD
+        files = {"config.yaml": cfg, "hydra.yaml": hydra_cfg}
+        files["overrides.yaml"] = hydra_cfg.hydra.overrides.task
+        with writing(record, run_dir):
+            record.mkdir(exist_ok=True)
+            for name, node in files.items():
+                with atomic_open(record / name, "w", encoding="utf-8") as out:
+                    OmegaConf.save(node, out)
+        for held in self.logs:
+            handler = RunLog(held.baseFilename, encoding=held.encoding)
+            handler.setFormatter(held.formatter)
+            handler.setLevel(held.level)
+            logging.getLogger().addHandler(handler)
+
+    def clean_up(self) -> None:
+        """After a refused run: remove the folder if Hydra made it for this run and it is unused."""
+        if self.made_here:
+            remove_unused_run_dir(self.run_dir)
+
+
+def _made_for_this_run(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds only the empty logs Hydra just opened: made for this run.
+
+    A folder that held anything before (a user's ``config.yaml``, an earlier run's log) was
+    not, and a refused run leaves it alone, whatever its files are named.
+    """
+    try:
+        return all(p.suffix == ".log" and p.stat().st_size == 0 for p in run_dir.iterdir())
+    except OSError:
+        return False
+
+
+def _hold_log_files(run_dir: Path) -> list[logging.FileHandler]:
+    """Close the log files Hydra opened in ``run_dir`` (``train.log``), and return them."""
+    root = logging.getLogger()
+    held = [
+        handler
+        for handler in root.handlers
+        if isinstance(handler, logging.FileHandler)
+        and Path(handler.baseFilename).parent == run_dir.absolute()
+    ]
+    for handler in held:
+        root.removeHandler(handler)
+        handler.close()
+    return held

@@ -457,7 +457,8 @@ def remove_unused_run_dir(run_dir: Path) -> bool:
         return False
     try:
         with locked_run_dir(run_dir):
-            if any(p.name not in _STARTUP_FILES for p in run_dir.iterdir()):
+            # Hydra's log is named after the command (train.log, train_segmenter.log).
+            if any(p.name not in _STARTUP_FILES and p.suffix != ".log" for p in run_dir.iterdir()):
                 return False
             shutil.rmtree(run_dir)
     except RunFolderError:

@@ -209,6 +209,7 @@ def test_the_segmenters_trainers_refuse_settings_of_another_type_in_one_line(
     given = ["segmenter=missing.pt"] if script == "train_sentences.py" else []  # read later
     done = run(script, "data=tiny", *given, override, f"hydra.run.dir={tmp_path / 'run'}")
     assert_one_line_refusal(done, message)
+    assert list(tmp_path.iterdir()) == []  # the run folder Hydra made, with its .hydra/ record
 
 
 @pytest.mark.parametrize(

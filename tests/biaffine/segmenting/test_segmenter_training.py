@@ -99,8 +99,23 @@ def run_entry_point(tmp_path: Path, *overrides: str) -> subprocess.CompletedProc
 def test_the_entry_point_writes_a_run_folder(tmp_path: Path) -> None:
     done = run_entry_point(tmp_path, "data=tiny", "trainer.max_epochs=1", "trainer.threads=1")
     assert done.returncode == 0, done.stderr
-    assert {BEST, METRICS, "train_segmenter.log"} <= {p.name for p in tmp_path.iterdir()}
+    names = {BEST, METRICS, "train_segmenter.log", ".hydra"}
+    assert names == {p.name for p in tmp_path.iterdir()}
+    assert "trainer.max_epochs=1" in (tmp_path / ".hydra" / "overrides.yaml").read_text()
+    assert "epoch 1" in (tmp_path / "train_segmenter.log").read_text()
     assert Segmenter.load(tmp_path / BEST).treebank == "tests/data"
+    # A second run refused there leaves the first one's record and log as they were.
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    again = run_entry_point(tmp_path, "data=tiny", "trainer.max_epochs=2", "trainer.threads=1")
+    assert again.returncode == 2
+    assert f"{tmp_path} holds a run already" in again.stderr
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_a_refused_run_leaves_no_folder_it_made(tmp_path: Path) -> None:
+    done = run_entry_point(tmp_path / "run", "data=tiny", "trainer.lr=fast")
+    assert done.returncode == 2
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_entry_point_reports_a_missing_treebank_in_one_line(tmp_path: Path) -> None:
