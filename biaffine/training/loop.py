@@ -164,10 +164,13 @@ def fit(
             improved = state.record(dev_scores)
             if improved:
                 writer.save_best(scored, state)
-            writer.save_last(model, optimizer, scheduler, state, average)
             lr = scheduler.get_last_lr()[0]
             seconds = round(time.monotonic() - epoch_started, 3)
+            # The epoch's line before last.pt: a run stopped between them resumes from the epoch
+            # before, whose resume drops the line (truncate_metrics) and trains the epoch again;
+            # the other way round, the epoch's line was lost for good.
             _report_epoch(writer, state, loss=loss, lr=lr, dev=dev_scores, seconds=seconds)
+            writer.save_last(model, optimizer, scheduler, state, average)
         # The other ranks wait here while rank 0 scores dev; they take its best and patience.
         state = distributed.broadcast(state, here)
     best = state.best_dev.las if state.best_dev is not None else float("nan")

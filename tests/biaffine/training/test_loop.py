@@ -149,6 +149,27 @@ def test_resume_after_interruption_equals_uninterrupted_run(
             assert torch.equal(tensor, reference["optimizer"]["state"][key][name])
 
 
+def test_a_run_stopped_while_writing_last_pt_resumes_with_every_epoch_line_once(
+    tmp_path: Path, uninterrupted: TrainResult, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # last.pt was written before the epoch's metrics line: a stop between them lost the line.
+    save_last = RunWriter.save_last
+
+    def stopped_at_epoch_2(self, model, optimizer, scheduler, state, average=None) -> None:
+        if state.epoch == 2:
+            raise KeyboardInterrupt
+        save_last(self, model, optimizer, scheduler, state, average)
+
+    monkeypatch.setattr(RunWriter, "save_last", stopped_at_epoch_2)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny_config(), tmp_path)
+    monkeypatch.setattr(RunWriter, "save_last", save_last)
+    assert [record["epoch"] for record in epoch_records(tmp_path)] == [1, 2]
+    resumed = train(tiny_config("trainer.resume=true"), tmp_path)
+    assert resumed.best_dev == uninterrupted.best_dev
+    assert epoch_records(tmp_path) == epoch_records(uninterrupted.run_dir)
+
+
 def test_same_seed_gives_the_same_first_epoch_and_another_seed_does_not(
     tmp_path: Path, uninterrupted: TrainResult
 ) -> None:
