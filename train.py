@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from biaffine import distributed
 from biaffine.cli import (
+    check_composition,
     check_threads,
     check_types,
     config_options,
@@ -135,6 +136,7 @@ GROUPS = ("data", "model", "optimizer", "trainer", "decoder", "search", "experim
 
 if __name__ == "__main__":
     report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], CONF, GROUPS, ("experiment",)))
+    report_user_errors(lambda: check_composition(CONF, "train", sys.argv[1:]))  # trainer.foo=1
     sys.argv += _quiet_worker_args()
     exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()

@@ -12,6 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from biaffine.cli import (
+    check_composition,
     check_threads,
     check_types,
     exit_on_termination,
@@ -62,5 +63,6 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
 if __name__ == "__main__":
     conf = Path(__file__).parent / "conf"
     report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], conf, ("data",)))
+    report_user_errors(lambda: check_composition(conf, "segmenter", sys.argv[1:]))  # trainer.foo=1
     exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()

@@ -11,7 +11,9 @@ forgotten ``checkpoint=`` or a ``trainer.max_epochs=abc`` is a user error, not a
 deep inside; so is a config group option without a file (:func:`refuse_unknown_options`:
 ``decoder=foo``), before Hydra composes the config and reports it in a dozen lines, and, for
 the commands whose settings are a fixed list (:func:`refuse_unknown_settings`), a misspelt
-setting or one Hydra cannot read (``probabilites=true``, ``input=a,b.conllu``).
+setting or one Hydra cannot read (``probabilites=true``, ``input=a,b.conllu``); for the
+training commands, whose settings depend on the groups chosen, the config composed as Hydra
+will compose it (:func:`check_composition`: ``trainer.foo=1``).
 """
 
 from __future__ import annotations
@@ -25,13 +27,17 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+if TYPE_CHECKING:
+    from hydra.core.override_parser.types import Override
 
 __all__ = [
     "DEBUG_ENV",
     "USER_ERRORS",
     "USER_ERROR_STATUS",
     "ArgumentParser",
+    "check_composition",
     "check_threads",
     "check_types",
     "config_options",
@@ -320,29 +326,14 @@ def refuse_unknown_settings(overrides: Sequence[str], known: Iterable[str]) -> N
     Raises:
         ValueError: naming the argument and the problem.
     """
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import OverrideType
-    from hydra.errors import OverrideParseException
 
     known = set(known)
-    parser = OverridesParser.create()
-    flag = None
     for text in overrides:
         if text in ("-m", "--multirun"):
             raise ValueError(f"{text}: this command runs once; give each setting one value")
-        if flag in _HYDRA_FLAGS_WITH_VALUES or (flag in ("-i", "--info") and text in _INFO):
-            flag = None
-            continue
-        flag = text
-        if text.startswith("-"):
-            continue
-        try:
-            (override,) = parser.parse_overrides([text])
-        except OverrideParseException:
-            raise ValueError(
-                f"{text}: not a setting KEY=VALUE that Hydra can read; a value holding "
-                "any of , = [ ] ( ) { } ' \" needs quotes that reach Hydra: \"KEY='VALUE'\""
-            ) from None
+    for text in _settings_given(overrides):
+        override = _parsed(text)
         key = override.key_or_group
         if key == "hydra" or key.startswith("hydra."):
             continue
@@ -355,6 +346,89 @@ def refuse_unknown_settings(overrides: Sequence[str], known: Iterable[str]) -> N
                 f"{text}: one value per setting; a value holding a comma needs quotes that "
                 f"reach Hydra: \"{key}='{text.partition('=')[2]}'\""
             )
+
+
+def check_composition(conf: Path, config: str, overrides: Sequence[str]) -> None:
+    """Compose ``config`` with the command line's settings as Hydra will, and refuse its errors.
+
+    For a command whose settings depend on the groups chosen (train.py: ``trainer.foo=1``,
+    ``+model.x=1`` into a group's struct, a value of the wrong type for a typed node): Hydra
+    reports them in six lines and exits with status 1; they are one line and status 2 here. A
+    sweep (``-m trainer.lr=1e-3,2e-3``) is composed with each setting's first value; Hydra's own
+    settings (``hydra.*``), its flags and the sweeps it cannot enumerate here (``interval``,
+    ``glob``) are left to Hydra.
+
+    Args:
+        conf: the folder of the config (``conf``).
+        config: its file's name without ``.yaml`` (``train``).
+        overrides: the command line's arguments (``sys.argv[1:]``).
+
+    Raises:
+        ValueError: naming the setting and Hydra's reason.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    settings = [_first_value(text) for text in _settings_given(overrides)]
+    with initialize_config_dir(config_dir=str(conf.absolute()), version_base="1.3"):
+        try:
+            compose(config, overrides=[text for text in settings if text is not None])
+        except HydraException as error:
+            # Hydra's first line and its cause's ("Key 'foo' is not in struct"), without the
+            # advice to append +KEY=VALUE: a key nothing reads is no fix.
+            cause = error.__cause__ if error.__cause__ is not None else error
+            what, reason = (str(e).strip().splitlines()[0] for e in (error, cause))
+            problem = what.rstrip(".") if reason == what else f"{what.rstrip('.')}: {reason}"
+            raise ValueError(f"{problem}; see --help for the settings") from None
+
+
+def _settings_given(overrides: Sequence[str]) -> list[str]:
+    """The ``KEY=VALUE`` arguments of a command line, without Hydra's flags and their values."""
+    settings, flag = [], None
+    for text in overrides:
+        if flag in _HYDRA_FLAGS_WITH_VALUES or (flag in ("-i", "--info") and text in _INFO):
+            flag = None
+            continue
+        flag = text
+        if not text.startswith("-"):
+            settings.append(text)
+    return settings
+
+
+def _first_value(text: str) -> str | None:
+    """``text`` with a sweep's first value (``a=1,2``: ``a=1``); None for Hydra's to read."""
+    from hydra.errors import HydraException
+
+    override = _parsed(text)
+    key = override.key_or_group
+    if key == "hydra" or key.startswith("hydra."):
+        return None
+    if not override.is_sweep_override():
+        return text
+    try:
+        first = next(iter(override.sweep_string_iterator()))
+    except (HydraException, StopIteration):  # interval(), glob(): Hydra's to read
+        return None
+    return f"{override.get_key_element()}={first}"
+
+
+def _parsed(text: str) -> Override:
+    """``text`` read by Hydra's override grammar.
+
+    Raises:
+        ValueError: where Hydra cannot read it, with the quoting a value may need.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    try:
+        (override,) = OverridesParser.create().parse_overrides([text])
+    except OverrideParseException:
+        raise ValueError(
+            f"{text}: not a setting KEY=VALUE that Hydra can read; a value holding "
+            "any of , = [ ] ( ) { } ' \" needs quotes that reach Hydra: \"KEY='VALUE'\""
+        ) from None
+    return override
 
 
 def config_options(conf: Path, group: str, width: int = 100) -> str:

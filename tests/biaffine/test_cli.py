@@ -193,6 +193,17 @@ def test_the_segmenters_trainers_refuse_unknown_data_in_one_line(script: str) ->
     assert_one_line_refusal(done, r"data=ud_nowhere: unknown data; choose one of .*")
 
 
+@pytest.mark.parametrize("script", ["train.py", "train_segmenter.py", "train_sentences.py"])
+def test_an_unknown_setting_in_a_sweep_is_one_line(script: str, tmp_path: Path) -> None:
+    # Hydra printed six lines and exited with status 1, for the first job of the sweep.
+    sweep = ["-m", f"hydra.sweep.dir={tmp_path / 'sweep'}", "trainer.max_epochz=1,2"]
+    given = ["segmenter=x.pt"] if script == "train_sentences.py" else []
+    done = run(script, "data=tiny", *given, *sweep)
+    pattern = r"Could not override 'trainer\.max_epochz': Key 'max_epochz' is not in struct; .*"
+    assert_one_line_refusal(done, pattern)
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("script", ["train_segmenter.py", "train_sentences.py"])
 @pytest.mark.parametrize(
     ("override", "message"),
@@ -334,6 +345,9 @@ def test_predict_blames_a_bad_checkpoint_in_one_line(change: str, pattern: str, 
         ("optimizer.lr=abc", r"optimizer\.lr='abc': expected a number"),
         ("trainer.clip=-1", r"trainer\.clip=-1: give a positive norm, or null for none"),
         ("trainer.distill_from=abc", r"trainer\.distill_from='abc': give a list, .*"),
+        # Hydra's six lines and status 1.
+        ("trainer.foo=1", r"Could not override 'trainer\.foo': Key 'foo' is not in struct; .*"),
+        ("model.encoder.lstm_hidden=[1", r"model\.encoder\.lstm_hidden=\[1: not a setting .*"),
         # An IndexError from inside torch once the model was built.
         (
             "optimizer.betas=[0.9]",
