@@ -78,7 +78,7 @@ from biaffine import checkpoint as checkpoints
 from biaffine import installed
 from biaffine.cli import refuse_missing, report_user_errors
 from biaffine.data.batching import Batch
-from biaffine.files import fsync_dir, umask_mode
+from biaffine.files import fsync_dir, is_plain_name, umask_mode
 from biaffine.nn import Encoder
 from biaffine.parsers.ensemble import TAG_DTYPE, EnsembleParser, mean_log_softmax
 from biaffine.parsers.heads import LabelScorer, LabelVectors
@@ -762,8 +762,7 @@ def _graph_files(manifest: Any) -> set[str] | None:
     if not isinstance(graphs, dict):
         return None
     files = {graph.get("file") if isinstance(graph, dict) else None for graph in graphs.values()}
-    plain = all(isinstance(f, str) and f.endswith(".onnx") and f == Path(f).name for f in files)
-    return files if plain else None
+    return files if all(is_plain_name(f, ".onnx") for f in files) else None
 
 
 def _replace(staging: Path, folder: Path) -> None:

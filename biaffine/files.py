@@ -31,6 +31,7 @@ __all__ = [
     "atomic_open",
     "check_output",
     "fsync_dir",
+    "is_plain_name",
     "named_when_full",
     "open_output",
     "refuse_input_as_output",
@@ -100,6 +101,15 @@ def _path_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
     except (OSError, ValueError):
         return None
     return found.st_dev, found.st_ino
+
+
+def is_plain_name(value: object, suffix: str) -> bool:
+    """Whether ``value`` is a file name ending in ``suffix``, with no folder in it.
+
+    For a file a manifest names inside its own folder (an ONNX export's graphs): ``../x.onnx``
+    or ``/tmp/x.onnx`` would be read from outside it.
+    """
+    return isinstance(value, str) and value.endswith(suffix) and value == Path(value).name
 
 
 def umask_mode() -> int:

@@ -41,6 +41,7 @@ from biaffine.data.encoding import (
     plan_batches,
 )
 from biaffine.data.vocab import Vocabs
+from biaffine.files import is_plain_name
 from biaffine.inference.choices import (
     MST,
     best_head_labels,
@@ -528,7 +529,7 @@ def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
     for name, graph in graphs.items():
         file = graph["file"]
         # A graph lies in the export's folder, under the name the exporter gave it.
-        if not (isinstance(file, str) and file.endswith(".onnx") and file == Path(file).name):
+        if not is_plain_name(file, ".onnx"):
             problem = f"graphs.{name}.file={file!r} is not a graph file's name in its folder"
             raise ValueError(f"{path}: {problem}: {_EXPORT_AGAIN}")
 

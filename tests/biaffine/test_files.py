@@ -16,6 +16,7 @@ import pytest
 
 from biaffine.files import (
     atomic_open,
+    is_plain_name,
     open_output,
     refuse_input_as_output,
     special_kind,
@@ -318,3 +319,20 @@ def test_an_output_that_is_an_input_is_refused_whatever_it_is_called(tmp_path: P
     refuse_input_as_output(tmp_path / "new.pt", [source])  # not there yet
     refuse_input_as_output(source, [tmp_path / "missing.conllu"])  # an input not there
     assert source.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize(
+    ("value", "plain"),
+    [
+        ("scores.onnx", True),
+        ("../scores.onnx", False),
+        ("/tmp/scores.onnx", False),
+        ("sub/scores.onnx", False),
+        ("scores.onnx.bak", False),
+        (".onnx", True),
+        (3, False),
+        (None, False),
+    ],
+)
+def test_a_plain_name_has_the_suffix_and_no_folder(value: object, plain: bool) -> None:
+    assert is_plain_name(value, ".onnx") is plain
