@@ -31,7 +31,7 @@ from biaffine.cli import (
 )
 from biaffine.runtime import select_device
 from biaffine.training import train
-from biaffine.training.compose import HeldRunFolder
+from biaffine.training.compose import HeldRunFolder, fit_settings
 
 TRAINER_DEFAULTS = Path(__file__).parent / "conf" / "trainer" / "default.yaml"
 OPTIMIZERS = sorted((Path(__file__).parent / "conf" / "optimizer").glob("*.yaml"))
@@ -83,6 +83,7 @@ def check_settings(cfg: DictConfig) -> None:
     check_types(cfg.trainer, trainer_types(), "trainer")
     check_types(cfg.optimizer, setting_types(*OPTIMIZERS), "optimizer")  # lr=abc: a TypeError
     check_optimizer(cfg.optimizer)
+    fit_settings(cfg)  # limits that train nothing: trainer.max_steps=0
     check_threads(cfg.trainer.threads, "trainer.threads")
     distill_from = cfg.trainer.get("distill_from")
     if distill_from is not None and not OmegaConf.is_list(distill_from):

@@ -89,9 +89,19 @@ class FitSettings:
     bf16: bool = False
 
     def __post_init__(self) -> None:
-        """Refuse an accumulation below one batch, and a clipping norm that is not positive."""
-        if self.accumulate < 1:
-            raise ValueError(f"trainer.accumulate={self.accumulate} must be >= 1")
+        """Refuse limits that train nothing, and a clipping norm that is not positive.
+
+        Checked before the data is read (train.py): ``trainer.max_steps=0`` trained no epoch
+        and was then blamed on ``max_epochs``.
+        """
+        counts = {"max_epochs": self.max_epochs, "max_tokens": self.max_tokens}
+        counts |= {"eval_max_tokens": self.eval_max_tokens, "accumulate": self.accumulate}
+        counts |= {"max_steps": self.max_steps, "patience": self.patience}
+        for name, value in counts.items():
+            if value is not None and value < 1:
+                raise ValueError(f"trainer.{name}={value} must be >= 1")
+        if self.max_minutes is not None and not self.max_minutes > 0:
+            raise ValueError(f"trainer.max_minutes={self.max_minutes}: give a positive budget")
         # clip_grad_norm_ scales the gradients by max_norm / norm: a negative one ascends
         if self.clip is not None and not self.clip > 0:
             raise ValueError(f"trainer.clip={self.clip}: give a positive norm, or null for none")

@@ -345,6 +345,9 @@ def test_predict_blames_a_bad_checkpoint_in_one_line(change: str, pattern: str, 
         ("optimizer.lr=abc", r"optimizer\.lr='abc': expected a number"),
         ("trainer.clip=-1", r"trainer\.clip=-1: give a positive norm, or null for none"),
         ("trainer.distill_from=abc", r"trainer\.distill_from='abc': give a list, .*"),
+        # Trained no epoch after reading the data, and blamed max_epochs.
+        ("trainer.max_steps=0", r"trainer\.max_steps=0 must be >= 1"),
+        ("trainer.max_minutes=-5", r"trainer\.max_minutes=-5: give a positive budget"),
         # Hydra's six lines and status 1.
         ("trainer.foo=1", r"Could not override 'trainer\.foo': Key 'foo' is not in struct; .*"),
         ("model.encoder.lstm_hidden=[1", r"model\.encoder\.lstm_hidden=\[1: not a setting .*"),

@@ -95,7 +95,7 @@ def test_stop_reasons() -> None:
     assert _stop_reason(TrainState(epoch=5), settings, started=1e18) == "max_epochs"
     assert _stop_reason(TrainState(epoch=1, bad_epochs=2), settings, started=1e18) == "patience"
     assert _stop_reason(TrainState(epoch=1, step=100), settings, started=1e18) == "max_steps"
-    timed = FitSettings(max_epochs=5, max_tokens=10, max_minutes=0.0)
+    timed = FitSettings(max_epochs=5, max_tokens=10, max_minutes=1e-9)
     assert _stop_reason(TrainState(epoch=1), timed, started=0.0) == "max_minutes"
 
 
