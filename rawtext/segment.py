@@ -148,10 +148,14 @@ def _whole_characters(text: str, classes: npt.NDArray[np.uint8]) -> npt.NDArray[
     if not candidates.size:
         return classes
     classes = classes.copy()
+    last = -1  # the end of the joined run the previous candidate walked
     for i in candidates.tolist():
-        last = i
-        while last + 1 < len(text) and joins(text[last], text[last + 1]):
-            last += 1
+        # A candidate inside that run ends where it ends: each run is walked once (walking it
+        # from every labelled code point of a chain of joiners took time quadratic in it).
+        if i > last:
+            last = i
+            while last + 1 < len(text) and joins(text[last], text[last + 1]):
+                last += 1
         if last != i and classes[i] != NONE:
             classes[last] = _merged(int(classes[last]), int(classes[i]))
             classes[i] = NONE
