@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 import rawtext
-from biaffine.data.conllu import Sentence, read_conllu, read_text
+from biaffine.data.conllu import Sentence, conllu_of_lines, read_conllu, read_text
 from biaffine.files import standard_input
 
 __all__ = [
@@ -64,9 +64,9 @@ def segmented(segmenter: TextSegmenter, text: str, *, doc_id: str | None = None)
     """
     found = segmenter.segment(text.removeprefix("\ufeff"))  # a byte order mark is no text
     document = rawtext.split_long(found, MAX_SENTENCE_WORDS)
-    lines = "".join(rawtext.to_conllu(document, doc_id=doc_id))
+    lines = list(rawtext.to_conllu(document, doc_id=doc_id))
     # The CoNLL-U reader refuses a file without sentences, which here is a valid empty text.
-    return list(read_conllu(io.StringIO(lines))) if lines else []
+    return list(conllu_of_lines(lines, "<segmented text>")) if lines else []
 
 
 def read_raw(source: str | os.PathLike[str], segmenter: TextSegmenter) -> list[Sentence]:
@@ -78,9 +78,12 @@ def read_raw(source: str | os.PathLike[str], segmenter: TextSegmenter) -> list[S
     name = "<stdin>" if str(source) == "-" else str(source)
     data = standard_input().read() if name == "<stdin>" else Path(source).read_bytes()
     try:
-        text = data.decode("utf-8-sig")
+        # Not utf-8-sig: segmented() drops the one byte order mark, and a second one is text.
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
+        before = data[: error.start]
+        # Lines end at CRLF, CR or LF, as the segmenter reads them (rawtext.chars.as_line_feeds).
+        line = before.count(b"\n") + before.count(b"\r") - before.count(b"\r\n") + 1
         problem = f"not UTF-8 text (byte {error.start}: {error.reason})"
         raise ValueError(f"{name}:{line}: {problem}") from None
     return segmented(segmenter, text)

@@ -467,6 +467,20 @@ def read_conllu(
     return _read_sentences(name, lines, require_trees)
 
 
+def conllu_of_lines(lines: Iterable[str], name: str) -> Iterator[Sentence]:
+    """The sentences of CoNLL-U lines a program made in memory (``rawtext.to_conllu``'s).
+
+    As :func:`read_conllu` reads a file, without its bound on a line's length, which guards a
+    reader against a file that is no text: a token of the segmenter's may hold more than a
+    MiB of characters (a long run without spaces), and was refused as line 4 of ``<stdin>``.
+
+    Args:
+        lines: the lines, each ending in a line feed.
+        name: where they came from, for error messages.
+    """
+    return _read_sentences(name, iter(lines), False)
+
+
 def read_text(source: str | Path | TextIO | BinaryIO) -> Iterator[Sentence]:
     r"""Streams pre-tokenized plain text: one sentence per line, tokens separated by whitespace.
 

@@ -12,16 +12,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from builders import TINY_PARSER, biaffine_parser, randomized, save_model
 from segmenter_builders import random_model, small_vocab
 
+import rawtext
 from biaffine import pipeline
 from biaffine.api import Parser
-from biaffine.data.conllu import read_conllu
+from biaffine.data.conllu import MAX_LINE, conllu_of_lines, read_conllu
 from biaffine.pipeline import segmented
 from biaffine.segmenting import Segmenter, checkpoint
+from rawtext import SENTENCE_END, TOKEN_END
 from rawtext.mwt import MwtExpander
 
 REPO = Path(__file__).parents[3]
@@ -184,11 +187,48 @@ def test_predict_py_writes_nothing_for_an_empty_text(segmenter_path, tagged_pars
     assert out.read_bytes() == b""
 
 
-def test_a_byte_order_mark_is_no_text(segmenter_path) -> None:
-    # predict.py decodes a file as utf-8-sig; the API and the server get text with the mark.
+@pytest.mark.parametrize(
+    ("data", "line", "byte"),
+    [
+        (b"\xef\xbb\xbfab\ncd\nef\xff\n", 3, 11),  # byte 8 of line 2: counted after the mark
+        (b"one\rtwo\rthree \xff end\r", 3, 14),  # line 1: lone CRs were not line ends
+        (b"one\r\ntwo\r\n\xff\r\n", 3, 10),
+    ],
+    ids=["byte-order-mark", "lone-cr", "crlf"],
+)
+def test_text_that_is_not_utf8_is_named_by_its_line_and_byte(
+    segmenter_path: Path, tmp_path: Path, data: bytes, line: int, byte: int
+) -> None:
+    source = tmp_path / "doc.txt"
+    source.write_bytes(data)
+    with pytest.raises(ValueError, match=rf"^{source}:{line}: not UTF-8 text \(byte {byte}: "):
+        pipeline.read_raw(source, Segmenter.load(segmenter_path))
+
+
+def test_a_byte_order_mark_is_no_text(segmenter_path: Path, tmp_path: Path) -> None:
+    # The API and the server get text with the mark; a file's is read the same way.
     segmenter = Segmenter.load(segmenter_path)
     with_mark = segmented(segmenter, "\ufeff" + TEXT)
     assert [s.lines for s in with_mark] == [s.lines for s in segmented(segmenter, TEXT)]
+    source = tmp_path / "marked.txt"
+    source.write_bytes(b"\xef\xbb\xbf" + TEXT.encode())
+    assert [s.lines for s in pipeline.read_raw(source, segmenter)] == [s.lines for s in with_mark]
+    # A second mark is text (U+FEFF, a zero-width no-break space): it was dropped too.
+    source.write_bytes(b"\xef\xbb\xbf" * 2 + TEXT.encode())
+    first = pipeline.read_raw(source, segmenter)[0]
+    assert first.metadata["text"].startswith("\ufeff")
+    assert first.forms[0].startswith("\ufeff")
+
+
+def test_a_token_longer_than_a_line_of_a_file_is_read_back_whole() -> None:
+    # Refused as "<stdin>:4: line longer than 1048576 characters": the reader's bound on a
+    # file's lines was applied to the CoNLL-U made in memory.
+    text = "b" * (MAX_LINE + 10) + "."
+    labels = np.zeros(len(text), dtype=np.uint8)
+    labels[-2], labels[-1] = TOKEN_END, SENTENCE_END
+    lines = list(rawtext.to_conllu(rawtext.segment(text, labels)))
+    (sentence,) = conllu_of_lines(lines, "<segmented text>")
+    assert sentence.forms == [text[:-1], "."]
 
 
 # --- the shipped en_ewt_small segmenter ------------------------------------------------------
