@@ -11,7 +11,8 @@ least ``min_precision`` of the training MWTs ending in the suffix, and ``min_cou
 the longest kept suffix of an unseen token wins.
 
 Lookups are case-insensitive and give the words the token's casing (French ``Du`` → ``De le``,
-``DU`` → ``DE LE``; English ``BBC's`` → ``BBC 's``).
+``DU`` → ``DE LE``; English ``BBC's`` → ``BBC 's``; Turkish ``İMKB'deki`` → ``İMKB'de ki``):
+tokens are lower-cased code point by code point (:func:`lowered`), Turkish ``İ`` to ``i``.
 
 The expander also knows which training tokens are multi-word tokens nearly every time they
 occur (:data:`ALWAYS_SHARE`), so that :func:`rawtext.segment.segment` splits them even where
@@ -74,7 +75,7 @@ class MwtExpander:
         """
         every = [token for sentence in read_sentences(source) for token in sentence.tokens]
         tokens = Counter(
-            (token.form.lower(), tuple(word.lower() for word in token.words))
+            (lowered(token.form), tuple(lowered(word) for word in token.words))
             for token in every
             if token.is_mwt
         )
@@ -91,16 +92,16 @@ class MwtExpander:
 
     def is_always(self, form: str) -> bool:
         """Whether ``form`` (any casing) is one of the tokens that training always split."""
-        return form.lower() in self.always
+        return lowered(form) in self.always
 
     def lookup(self, form: str) -> list[str] | None:
         """The dictionary's expansion of ``form`` (cased like it), or None if it is unseen."""
-        words = self.dictionary.get(form.lower())
+        words = self.dictionary.get(lowered(form))
         return None if words is None else _cased(form, words)
 
     def fallback(self, form: str) -> list[str] | None:
         """The expansion by the longest matching suffix rule, or None if no rule matches."""
-        lower = form.lower()
+        lower = lowered(form)
         for start in range(1, len(lower)):
             rule = self.rules.get(lower[start:])
             if rule is not None:
@@ -132,7 +133,7 @@ class MwtExpander:
         if not isinstance(always, list) or not all(isinstance(form, str) for form in always):
             raise ValueError(f"{FORMAT} data: 'always' must be a list of strings")
         dictionary, rules = _expansions(data, "dictionary"), _expansions(data, "rules")
-        return cls(dictionary, rules, frozenset(always))
+        return cls(dictionary, rules, frozenset(_as_lowered(form) for form in always))
 
 
 def split_shares(source: str | Path | TextIO) -> dict[str, float]:
@@ -146,7 +147,7 @@ def split_shares(source: str | Path | TextIO) -> dict[str, float]:
 def _split_shares(tokens: Iterable[TreebankToken]) -> dict[str, float]:
     split, seen = Counter[str](), Counter[str]()
     for token in tokens:
-        form = token.form.lower()
+        form = lowered(token.form)
         seen[form] += 1
         split[form] += token.is_mwt
     return {form: split[form] / count for form, count in seen.items()}
@@ -209,7 +210,7 @@ def _cased(form: str, words: Iterable[str]) -> list[str]:
     for word in words:
         chars = []
         for char in word:
-            if position < len(form) and form[position].lower() == char:
+            if position < len(form) and lowered(form[position]) == char:
                 chars.append(form[position])
                 position += 1
                 continue
@@ -227,4 +228,26 @@ def _expansions(data: Mapping[str, Any], key: str) -> dict[str, tuple[str, ...]]
     for form, words in table.items():
         if not isinstance(words, list) or not all(isinstance(word, str) for word in words):
             raise ValueError(f"{FORMAT} data: {key}[{form!r}] must be a list of strings")
-    return {form: tuple(words) for form, words in table.items()}
+    return {
+        _as_lowered(form): tuple(_as_lowered(word) for word in words)
+        for form, words in table.items()
+    }
+
+
+def lowered(text: str) -> str:
+    """``text`` lower-cased code point by code point: as long as it, position by position.
+
+    ``str.lower`` turns Turkish ``İ`` (U+0130) into two code points, ``i`` and a combining dot
+    above: ``İçindeydi`` then missed the training's ``içindeydi``, and the casing copied back
+    from the form slipped by one (``İMKB'deki`` came out as ``I\u0307mkb'de ki``). A code point
+    whose lower case is several takes the first of them (``İ`` → ``i``).
+    """
+    lower = text.lower()
+    if len(lower) == len(text):
+        return lower
+    return "".join(char.lower()[0] for char in text)
+
+
+def _as_lowered(stored: str) -> str:
+    """A token or word of data that ``str.lower`` lower-cased, as :func:`lowered` gives it."""
+    return stored.replace("i\u0307", "i")

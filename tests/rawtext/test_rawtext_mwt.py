@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rawtext import MwtExpander
+from rawtext.mwt import lowered
 
 
 def conllu(*tokens: tuple[str, ...]) -> io.StringIO:
@@ -51,6 +52,29 @@ def test_casing_is_copied_while_the_words_spell_the_token() -> None:
     assert expander("McDonalds") == ["McDonald", "s"]
     assert expander("DONt") == ["DONt"]  # unseen, no rule: one word
     assert expander("Au") == ["À", "le"]
+
+
+TURKISH = [("içindeydi", "içinde", "ydi"), ("evdeki", "evde", "ki"), ("okuldaki", "okulda", "ki")]
+
+
+def test_turkish_dotted_capital_i_keeps_its_letters_and_finds_its_lower_case() -> None:
+    # "İ".lower() is two code points: İçindeydi missed içindeydi, and İMKB'deki came out as
+    # "I\u0307mkb'de", the casing slipping by the combining dot.
+    expander = MwtExpander.from_conllu(conllu(*TURKISH))
+    assert expander.lookup("İçindeydi") == ["İçinde", "ydi"]
+    assert expander("İMKB'deki") == ["İMKB'de", "ki"]  # by the rule "ki": ("", "ki")
+    assert expander("İSTANBULDAKİ") == ["İSTANBULDA", "Kİ"]
+    assert expander.is_always("İçindeydi")
+    assert lowered("İMKB") == "imkb"
+
+
+def test_data_that_str_lower_wrote_reads_as_lowered_writes_it() -> None:
+    # Expanders trained before kept "İ" as "i" and a combining dot above.
+    expander = MwtExpander.from_conllu(conllu(*TURKISH))
+    data = expander.to_data()
+    data["dictionary"]["i\u0307çindeydi"] = data["dictionary"].pop("içindeydi")
+    data["always"] = ["i\u0307çindeydi" if f == "içindeydi" else f for f in data["always"]]
+    assert MwtExpander.from_data(data) == expander
 
 
 def test_suffix_rules_expand_unseen_spanish_clitics() -> None:
