@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from biaffine import distributed
@@ -31,7 +30,7 @@ from biaffine.cli import (
 )
 from biaffine.runtime import select_device
 from biaffine.training import train
-from biaffine.training.compose import HeldRunFolder, fit_settings
+from biaffine.training.compose import fit_settings, in_held_run_folder
 
 TRAINER_DEFAULTS = Path(__file__).parent / "conf" / "trainer" / "default.yaml"
 OPTIMIZERS = sorted((Path(__file__).parent / "conf" / "optimizer").glob("*.yaml"))
@@ -54,10 +53,8 @@ def main(cfg: DictConfig) -> float:
     A user error prints one line on stderr and exits with status 2 (see :mod:`biaffine.cli`);
     the run folder is removed if Hydra made it for this run and the run wrote nothing into it.
     """
-    held = HeldRunFolder(Path(HydraConfig.get().runtime.output_dir))
-    return report_user_errors(
-        lambda: _train(cfg, held.run_dir, lambda shared: held.start(cfg, shared)),
-        on_error=held.clean_up,
+    return in_held_run_folder(
+        lambda held: _train(cfg, held.run_dir, lambda shared: held.start(cfg, shared))
     )
 
 

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from biaffine.cli import (
@@ -22,7 +21,7 @@ from biaffine.cli import (
     setting_types,
 )
 from biaffine.segmenting import sentence_training, training
-from biaffine.training.compose import HeldRunFolder
+from biaffine.training.compose import HeldRunFolder, in_held_run_folder
 
 CONFIG = Path(__file__).parent / "conf" / "sentences.yaml"
 NULLABLE = {"max_minutes": float, "patience": int, "threads": int}
@@ -36,8 +35,7 @@ def main(cfg: DictConfig) -> float:
     A user error prints one line on stderr and exits with status 2 (see :mod:`biaffine.cli`);
     the run folder is removed if Hydra made it for this run and the run wrote nothing into it.
     """
-    held = HeldRunFolder(Path(HydraConfig.get().runtime.output_dir))
-    return report_user_errors(lambda: _train(cfg, held), on_error=held.clean_up)
+    return in_held_run_folder(lambda held: _train(cfg, held))
 
 
 def _train(cfg: DictConfig, held: HeldRunFolder) -> float:

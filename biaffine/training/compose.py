@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from hydra.core.hydra_config import HydraConfig
@@ -22,6 +22,7 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel
 
 from biaffine import checkpoint, distributed
+from biaffine.cli import report_user_errors
 from biaffine.data import treebanks
 from biaffine.data.batching import encode
 from biaffine.data.conllu import Sentence
@@ -63,12 +64,14 @@ __all__ = [
     "build_model",
     "check_resume_config",
     "fit_settings",
+    "in_held_run_folder",
     "init_weights",
     "load_splits",
     "train",
 ]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -540,6 +543,16 @@ def _test_best(
     writer.append_metrics({"event": "test", "epoch": epoch, "test": scores.to_dict()})
     log.info("test (best model, epoch %d): UAS %.2f LAS %.2f", epoch, scores.uas, scores.las)
     return scores
+
+
+def in_held_run_folder(task: Callable[[HeldRunFolder], T]) -> T:
+    """Run ``task`` in Hydra's run folder, held until the run starts (:class:`HeldRunFolder`).
+
+    A user error is one line and exit status 2 (:func:`biaffine.cli.report_user_errors`), and
+    the folder goes if Hydra made it for this run and the run wrote nothing there.
+    """
+    held = HeldRunFolder(Path(HydraConfig.get().runtime.output_dir))
+    return report_user_errors(lambda: task(held), on_error=held.clean_up)
 
 
 class HeldRunFolder:
