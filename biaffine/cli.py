@@ -65,6 +65,8 @@ _HYDRA_FLAGS_WITH_VALUES = {
     *("-cd", "--config-dir", "--experimental-rerun"),
 }
 _INFO = {"all", "config", "defaults", "defaults-tree", "plugins", "searchpath"}
+# Flags that compose another config, or from other folders, than the command's own.
+_CONFIG_FLAGS = {"-cp", "--config-path", "-cn", "--config-name", "-cd", "--config-dir"}
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -335,7 +337,7 @@ def refuse_unknown_settings(overrides: Sequence[str], known: Iterable[str]) -> N
     for text in _settings_given(overrides):
         override = _parsed(text)
         key = override.key_or_group
-        if key == "hydra" or key.startswith("hydra."):
+        if _is_hydras(key):
             continue
         if override.type != OverrideType.CHANGE:
             raise ValueError(f"{text}: give settings as KEY=VALUE (+ and ~ add or delete keys)")
@@ -369,6 +371,8 @@ def check_composition(conf: Path, config: str, overrides: Sequence[str]) -> None
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
+    if _CONFIG_FLAGS & set(overrides):  # another config or search path: Hydra's to compose
+        return
     settings = [_first_value(text) for text in _settings_given(overrides)]
     with initialize_config_dir(config_dir=str(conf.absolute()), version_base="1.3"):
         try:
@@ -400,8 +404,7 @@ def _first_value(text: str) -> str | None:
     from hydra.errors import HydraException
 
     override = _parsed(text)
-    key = override.key_or_group
-    if key == "hydra" or key.startswith("hydra."):
+    if _is_hydras(override.key_or_group):
         return None
     if not override.is_sweep_override():
         return text
@@ -410,6 +413,11 @@ def _first_value(text: str) -> str | None:
     except (HydraException, StopIteration):  # interval(), glob(): Hydra's to read
         return None
     return f"{override.get_key_element()}={first}"
+
+
+def _is_hydras(key: str) -> bool:
+    """Whether a setting is Hydra's own (``hydra.run.dir``, ``hydra/launcher``)."""
+    return key == "hydra" or key.startswith(("hydra.", "hydra/"))
 
 
 def _parsed(text: str) -> Override:

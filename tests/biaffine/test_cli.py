@@ -16,6 +16,7 @@ import torch
 from hydra import compose, initialize
 
 from biaffine.cli import (
+    check_composition,
     check_threads,
     check_types,
     config_options,
@@ -185,6 +186,22 @@ def test_every_setting_of_the_predict_and_serve_configs_passes_and_hydras_own() 
     refuse_unknown_settings(["models=[en_ewt,fr_sequoia]", "limits.timeout_s=5"], serve)
     with pytest.raises(ValueError, match=r"^limits\.max_wordz=3: unknown setting "):
         refuse_unknown_settings(["limits.max_wordz=3"], serve)
+
+
+def test_the_composition_check_passes_what_hydra_composes_and_leaves_it_its_own() -> None:
+    passes = [
+        ["experiment=smoke", "trainer.max_epochs=1,2", "trainer.seed=range(1,3)"],  # sweeps
+        ["-m", "experiment=smoke", "hydra.sweep.dir=x", "hydra/job_logging=disabled"],
+        ["--cfg", "job", "experiment=smoke", "+model.note=x", "~trainer.clip"],
+        ["trainer.lr=interval(0,1)"],  # a sweep only a sweeper plugin reads: Hydra's
+        ["-cn", "mine", "trainer.foo=1"],  # another config: its keys are not train.yaml's
+    ]
+    for overrides in passes:
+        check_composition(CONF, "train", overrides)
+    with pytest.raises(ValueError, match=r"^Could not override 'model\.foo': Key 'foo' is not"):
+        check_composition(CONF, "train", ["model=biaffine", "-m", "model.foo=3,4"])
+    with pytest.raises(ValueError, match=r"^trainer\.x=\[1: not a setting KEY=VALUE"):
+        check_composition(CONF, "segmenter", ["trainer.x=[1"])
 
 
 @pytest.mark.parametrize("script", ["train_segmenter.py", "train_sentences.py"])
