@@ -258,7 +258,7 @@ def test_a_refused_run_leaves_its_folder_as_it_was_and_overwrite_starts_afresh(
     assert again.stderr == (
         f"error: {run_dir} holds a run already (last.pt, best.pt, metrics.jsonl): continue it "
         "with trainer.resume=true, replace it with trainer.overwrite=true, or choose another "
-        "hydra.run.dir\n"
+        "run folder (hydra.run.dir; hydra.sweep.dir in a sweep)\n"
     )
     assert snapshot(run_dir) == before
     conflicting = run([*args, "trainer.resume=true", "trainer.seed=3"], tmp_path, status=2)

@@ -193,7 +193,8 @@ def refuse_earlier_run(run_dir: Path, overwrite: object) -> None:
     if found and not overwrite:
         raise ValueError(
             f"{run_dir} holds a run already ({', '.join(found)}): replace it with "
-            "trainer.overwrite=true, or choose another hydra.run.dir"
+            "trainer.overwrite=true, or choose another run folder (hydra.run.dir; hydra.sweep.dir "
+            "in a sweep)"
         )
 
 

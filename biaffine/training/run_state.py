@@ -348,7 +348,8 @@ def locked_run_dir(run_dir: Path) -> Iterator[None]:
         except BlockingIOError:
             raise RunFolderError(
                 f"{run_dir}: another run is writing to this folder (it holds {LOCK}); wait for "
-                "it to end, or choose another hydra.run.dir"
+                "it to end, or choose another run folder (hydra.run.dir; hydra.sweep.dir in a "
+                "sweep)"
             ) from None
         yield
     finally:
@@ -371,7 +372,7 @@ def start_afresh(run_dir: Path, *, overwrite: bool) -> None:
         raise RunFolderError(
             f"{run_dir} holds a run already ({', '.join(results)}): continue it with "
             "trainer.resume=true, replace it with trainer.overwrite=true, or choose another "
-            "hydra.run.dir"
+            "run folder (hydra.run.dir; hydra.sweep.dir in a sweep)"
         )
     for name in _RUN_FILES:
         (run_dir / name).unlink(missing_ok=True)

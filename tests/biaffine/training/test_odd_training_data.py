@@ -201,7 +201,8 @@ def test_a_segmenter_run_folder_holding_a_run_is_refused_unless_overwrite(
     assert done.returncode == 2
     assert done.stderr.endswith(
         f"error: {run_dir} holds a run already (best.pt): replace it with "
-        "trainer.overwrite=true, or choose another hydra.run.dir\n"
+        "trainer.overwrite=true, or choose another run folder (hydra.run.dir; hydra.sweep.dir "
+        "in a sweep)\n"
     )
     assert earlier.read_bytes() == b"the first run's segmenter"
     refuse_earlier_run(run_dir, overwrite=True)  # asked for: the run may replace it
