@@ -96,7 +96,7 @@ def train(
         cfg: the composed ``conf/train.yaml`` (groups data, model, optimizer, trainer, decoder).
         run_dir: folder for checkpoints, ``metrics.jsonl`` and ``config.yaml``; locked for the
             whole run (see :func:`~biaffine.training.run_state.locked_run_dir`).
-        on_start: called with ``run_dir`` once the folder is locked and ready, before the
+        on_start: called with ``run_dir`` once the folder is locked and ready, after the
             data is read (``train.py`` writes Hydra's record there and opens ``train.log``).
 
     Under ``torchrun`` (an open process group, see :mod:`biaffine.distributed`) every rank
@@ -117,11 +117,23 @@ def train(
     """
     run_dir = Path(run_dir)
     here = distributed.world()
-    if cfg.trainer.bf16:  # refused before the run folder is touched
+    t = cfg.trainer
+    if t.bf16:  # refused before the run folder is touched
         check_bf16(select_device(cfg.trainer.device), setting="trainer.bf16")
     treebanks.refuse_written_inputs(_inputs(cfg), run_files(run_dir))
+    # Read before the run folder is touched: a treebank or init_from that cannot be read
+    # refused the run after trainer.overwrite=true had removed the earlier one.
+    inputs = _Inputs(load_splits(cfg.data), None if t.resume else _initial(t.get("init_from")))
     with _opened_run_dir(cfg, run_dir, here, on_start) as resumed:
-        return _train_in(cfg, run_dir, here, resumed)
+        return _train_in(cfg, run_dir, here, resumed, inputs)
+
+
+@dataclass(frozen=True, slots=True)
+class _Inputs:
+    """What a run reads besides the folder it resumes: the treebank, the start's checkpoint."""
+
+    splits: treebanks.Splits
+    initial: checkpoint.Checkpoint | None  # trainer.init_from's, for a run that resumes none
 
 
 def _inputs(cfg: DictConfig) -> dict[str, str | Path | None]:
@@ -211,6 +223,7 @@ def _train_in(
     run_dir: Path,
     here: distributed.World,
     resumed: checkpoint.Checkpoint | None,
+    inputs: _Inputs,
 ) -> TrainResult:
     """Train into the ready ``run_dir``, from ``resumed`` if given; then score test."""
     t = cfg.trainer
@@ -220,8 +233,9 @@ def _train_in(
     if here.size > 1:
         log.info("training on %d processes (%s)", here.size, device.type)
     # A resume has its own weights; a run from init_from starts from that checkpoint's.
-    initial = _initial(t.get("init_from")) if resumed is None else None
-    splits, train_sentences, vocabs = _training_data(cfg, resumed or initial)
+    initial = inputs.initial if resumed is None else None
+    splits = inputs.splits
+    train_sentences, vocabs = _training_data(cfg, splits, resumed or initial)
     trainee = _trainee(cfg, vocabs, device, initial)
     writer = _run_writer(cfg, run_dir, trainee.model, vocabs)
     state = _restore(resumed, trainee, writer, here)
@@ -248,14 +262,13 @@ def _train_in(
 
 
 def _training_data(
-    cfg: DictConfig, source: checkpoint.Checkpoint | None
-) -> tuple[treebanks.Splits, list[Sentence], Vocabs]:
-    """The splits, the training sentences as the parser learns from them, the vocabularies.
+    cfg: DictConfig, splits: treebanks.Splits, source: checkpoint.Checkpoint | None
+) -> tuple[list[Sentence], Vocabs]:
+    """The training sentences as the parser learns from them, and the vocabularies.
 
     A run that starts from a checkpoint (``source``: resumed, or ``trainer.init_from``) keeps
     its vocabularies, which its weights index.
     """
-    splits = load_splits(cfg.data)
     train_sentences = prepare_training(cfg.model, splits.train)
     if source is not None:
         vocabs = source.vocabs
@@ -264,7 +277,7 @@ def _training_data(
             splits.train, train_sentences, min_word_count=cfg.trainer.min_word_count
         )
     _log_data(splits, vocabs)
-    return splits, train_sentences, vocabs
+    return train_sentences, vocabs
 
 
 def _trainee(

@@ -61,6 +61,25 @@ def copy_run(source: Path, dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.parametrize(
+    "override",
+    ["data.train=NOT_CONLLU", "trainer.init_from=NOT_CONLLU"],
+    ids=["treebank", "init-from"],
+)
+def test_an_overwrite_refused_for_its_inputs_leaves_the_earlier_run(
+    finished: Path, tmp_path: Path, override: str
+) -> None:
+    # The earlier run's checkpoints and metrics were removed first, then the input refused.
+    run_dir = copy_run(finished, tmp_path / "run")
+    before = snapshot(run_dir)
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("not CoNLL-U\n")
+    cfg = tiny_config("trainer.overwrite=true", override.replace("NOT_CONLLU", str(bad)))
+    with pytest.raises(ValueError, match=str(bad)):
+        train(cfg, run_dir)
+    assert snapshot(run_dir) == before
+
+
 def test_a_new_run_into_a_finished_run_folder_is_refused_and_changes_nothing(
     finished: Path, tmp_path: Path
 ) -> None:
