@@ -22,6 +22,7 @@ from biaffine.cli import (
 )
 from biaffine.segmenting import training
 from biaffine.training.compose import HeldRunFolder, in_held_run_folder
+from biaffine.training.run_state import locked_run_dir
 
 CONFIG = Path(__file__).parent / "conf" / "segmenter.yaml"
 NULLABLE = {"max_minutes": float, "patience": int, "threads": int, "ema_decay": float}
@@ -48,14 +49,15 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
     settings = training.settings_from(trainer)
     check_threads(settings.threads, "trainer.threads")
     d = OmegaConf.to_container(cfg.data, resolve=True)
-    training.refuse_earlier_run(run_dir, overwrite)
-    training.refuse_overwriting_inputs(run_dir, training.input_files(d))
-    data = training.load_documents(d)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    held.start(cfg)  # its .hydra/ record and log, once nothing refuses the run
-    model = OmegaConf.to_container(cfg.model)
-    result = training.train(data, model, settings, run_dir)
-    return sum(result.best_dev.values())
+    # Held for the whole run: two runs given one folder mixed their logs and checkpoints.
+    with locked_run_dir(run_dir):
+        training.refuse_earlier_run(run_dir, overwrite)
+        training.refuse_overwriting_inputs(run_dir, training.input_files(d))
+        data = training.load_documents(d)
+        held.start(cfg)  # its .hydra/ record and log, once nothing refuses the run
+        model = OmegaConf.to_container(cfg.model)
+        result = training.train(data, model, settings, run_dir)
+        return sum(result.best_dev.values())
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ __all__ = [
     "USER_ERROR_STATUS",
     "ArgumentParser",
     "check_composition",
+    "check_positive",
     "check_threads",
     "check_types",
     "config_options",
@@ -226,6 +227,20 @@ def setting_types(*files: Path, section: str | None = None) -> dict[str, type]:
         defaults = defaults if section is None else defaults[section]
         types |= {key: type(value) for key, value in defaults.items() if isinstance(value, numbers)}
     return types
+
+
+def check_positive(values: Mapping[str, float | None], section: str) -> None:
+    """Refuse a count or budget that is zero or negative (None, no limit, passes).
+
+    A training with ``max_epochs=0``, ``max_steps=0`` or ``max_minutes=0`` trains nothing, and
+    was refused once the data was read, or blamed on another setting.
+
+    Raises:
+        ValueError: naming the first such setting, as ``section.key``.
+    """
+    for key, value in values.items():
+        if value is not None and not value > 0:
+            raise ValueError(f"{section}.{key}={value} must be above 0")
 
 
 def check_types(settings: Mapping[str, Any], types: Mapping[str, type], where: str) -> None:

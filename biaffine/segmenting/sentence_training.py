@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from biaffine.cli import check_positive
 from biaffine.runtime import seed_everything, set_threads
 from biaffine.segmenting import checkpoint
 from biaffine.segmenting.sentences import SentenceModel, paragraph_tokens, token_flags
@@ -76,6 +77,11 @@ class SentenceSettings:
     clip: float | None = 5.0
     threads: int | None = None
     seed: int = 1
+
+    def __post_init__(self) -> None:
+        """Refuse limits that train nothing (``max_epochs=0``)."""
+        names = ("max_epochs", "max_minutes", "patience", "batch_pieces", "piece")
+        check_positive({name: getattr(self, name) for name in names}, "trainer")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> SentenceSettings:

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from biaffine.cli import check_positive
 from biaffine.data import treebanks
 from biaffine.data.conllu import ConlluError
 from biaffine.files import atomic_open
@@ -93,6 +94,11 @@ class TrainSettings:
     ema_decay: float | None = None
     spaced_words: bool = False
     cased_words: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse limits that train nothing (``max_epochs=0`` failed once training ended)."""
+        names = ("max_epochs", "max_minutes", "patience", "window", "batch_windows")
+        check_positive({name: getattr(self, name) for name in names}, "trainer")
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,4 +105,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    cli.exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()

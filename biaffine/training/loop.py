@@ -25,6 +25,7 @@ from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 
 from biaffine import distributed
+from biaffine.cli import check_positive
 from biaffine.data.batching import Batch, Encoded, collate, plan_batches
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
@@ -94,14 +95,9 @@ class FitSettings:
         Checked before the data is read (train.py): ``trainer.max_steps=0`` trained no epoch
         and was then blamed on ``max_epochs``.
         """
-        counts = {"max_epochs": self.max_epochs, "max_tokens": self.max_tokens}
-        counts |= {"eval_max_tokens": self.eval_max_tokens, "accumulate": self.accumulate}
-        counts |= {"max_steps": self.max_steps, "patience": self.patience}
-        for name, value in counts.items():
-            if value is not None and value < 1:
-                raise ValueError(f"trainer.{name}={value} must be >= 1")
-        if self.max_minutes is not None and not self.max_minutes > 0:
-            raise ValueError(f"trainer.max_minutes={self.max_minutes}: give a positive budget")
+        names = ("max_epochs", "max_tokens", "eval_max_tokens", "accumulate", "max_steps")
+        names += ("patience", "max_minutes")
+        check_positive({name: getattr(self, name) for name in names}, "trainer")
         # clip_grad_norm_ scales the gradients by max_norm / norm: a negative one ascends
         if self.clip is not None and not self.clip > 0:
             raise ValueError(f"trainer.clip={self.clip}: give a positive norm, or null for none")

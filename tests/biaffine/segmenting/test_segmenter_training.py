@@ -27,6 +27,7 @@ from biaffine.segmenting.training import (
     spaced_tokens,
     train,
 )
+from biaffine.training.run_state import locked_run_dir
 from rawtext.labels import SENTENCE_END, TOKEN_END, LabelledText
 
 ROOT = Path(__file__).parents[3]
@@ -99,7 +100,7 @@ def run_entry_point(tmp_path: Path, *overrides: str) -> subprocess.CompletedProc
 def test_the_entry_point_writes_a_run_folder(tmp_path: Path) -> None:
     done = run_entry_point(tmp_path, "data=tiny", "trainer.max_epochs=1", "trainer.threads=1")
     assert done.returncode == 0, done.stderr
-    names = {BEST, METRICS, "train_segmenter.log", ".hydra"}
+    names = {BEST, METRICS, "train_segmenter.log", ".hydra", ".lock"}
     assert names == {p.name for p in tmp_path.iterdir()}
     assert "trainer.max_epochs=1" in (tmp_path / ".hydra" / "overrides.yaml").read_text()
     assert "epoch 1" in (tmp_path / "train_segmenter.log").read_text()
@@ -110,6 +111,15 @@ def test_the_entry_point_writes_a_run_folder(tmp_path: Path) -> None:
     assert again.returncode == 2
     assert f"{tmp_path} holds a run already" in again.stderr
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_a_run_into_a_folder_another_run_writes_is_refused(tmp_path: Path) -> None:
+    # Two runs given one folder both trained, their logs interleaved, one's best.pt kept.
+    with locked_run_dir(tmp_path):
+        done = run_entry_point(tmp_path, "data=tiny", "trainer.max_epochs=1")
+    assert done.returncode == 2
+    assert f"{tmp_path}: another run is writing to this folder" in done.stderr
+    assert {p.name for p in tmp_path.iterdir()} <= {".lock", "train_segmenter.log"}
 
 
 def test_a_refused_run_leaves_no_folder_it_made(tmp_path: Path) -> None:

@@ -107,3 +107,27 @@ def test_the_command_line_names_a_bad_input_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [f"error: {missing}: no such checkpoint file"]
     assert not (tmp_path / "o.pt").exists()
+
+
+@pytest.mark.parametrize("module", ["biaffine.training.average", "biaffine.training.ensemble"])
+def test_a_kill_while_the_output_is_written_leaves_no_temporary_file(
+    module: str, tmp_path: Path
+) -> None:
+    # SIGTERM ended the process at once: the atomic output's temporary file was left behind.
+    inputs = [str(tiny(tmp_path / f"{seed}.pt", seed)) for seed in (1, 2)]
+    out = tmp_path / "out" / "mean.pt"
+    out.parent.mkdir()
+    code = (
+        "import os, runpy, signal, sys, torch\n"
+        "save = torch.save\n"
+        "def killed(*args, **kwargs):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    save(*args, **kwargs)\n"
+        "torch.save = killed\n"
+        f"sys.argv = ['{module}', *sys.argv[1:]]\n"
+        f"runpy.run_module('{module}', run_name='__main__')\n"
+    )
+    command = [sys.executable, "-c", code, str(out), *inputs]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert done.returncode == 143, done.stderr
+    assert list(out.parent.iterdir()) == []
