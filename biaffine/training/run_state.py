@@ -369,10 +369,12 @@ def start_afresh(run_dir: Path, *, overwrite: bool) -> None:
     """
     results = [name for name in _RESULTS if os.path.lexists(run_dir / name)]
     if results and not overwrite:
+        # Without last.pt (a run stopped in its first epoch) there is nothing to continue.
+        go_on = "continue it with trainer.resume=true, " if LAST in results else ""
         raise RunFolderError(
-            f"{run_dir} holds a run already ({', '.join(results)}): continue it with "
-            "trainer.resume=true, replace it with trainer.overwrite=true, or choose another "
-            "run folder (hydra.run.dir; hydra.sweep.dir in a sweep)"
+            f"{run_dir} holds a run already ({', '.join(results)}): {go_on}replace it with "
+            "trainer.overwrite=true, or choose another run folder (hydra.run.dir; "
+            "hydra.sweep.dir in a sweep)"
         )
     for name in _RUN_FILES:
         (run_dir / name).unlink(missing_ok=True)
@@ -411,6 +413,12 @@ def find_resume_checkpoint(
     if not resume:
         return None
     path = Path(resume_from) if resume_from else run_dir / LAST
+    if not path.is_file() and resume_from is None and (run_dir / BEST).is_file():
+        raise FileNotFoundError(
+            f"trainer.resume=true but the run in {run_dir} stopped before it wrote last.pt "
+            "(in its first epoch): nothing to resume; start it again with "
+            "trainer.overwrite=true"
+        )
     if not path.is_file():
         raise FileNotFoundError(
             f"trainer.resume=true but {path} does not exist: set hydra.run.dir to the folder of "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,6 +21,7 @@ from biaffine.training import FitSettings, TrainResult, loop, train
 from biaffine.training.loop import _stop_reason
 from biaffine.training.optim import lr_decay_scheduler
 from biaffine.training.run_state import (
+    RunFolderError,
     RunWriter,
     TrainState,
     get_rng_state,
@@ -185,6 +187,20 @@ def test_same_seed_gives_the_same_first_epoch_and_another_seed_does_not(
 def test_resume_without_last_checkpoint_names_the_fix(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"last\.pt does not exist.*hydra\.run\.dir"):
         train(tiny_config("trainer.resume=true"), tmp_path)
+
+
+def test_a_run_stopped_before_its_first_last_pt_is_told_to_start_again(
+    tmp_path: Path, uninterrupted: TrainResult
+) -> None:
+    # Killed in its first epoch after best.pt: resume said "last.pt does not exist", a new run
+    # "holds a run already ... continue it with trainer.resume=true": each sent to the other.
+    for name in ("best.pt", "metrics.jsonl"):
+        shutil.copyfile(uninterrupted.run_dir / name, tmp_path / name)
+    with pytest.raises(FileNotFoundError, match=r"stopped before it wrote last\.pt .*overwrite"):
+        train(tiny_config("trainer.resume=true"), tmp_path)
+    with pytest.raises(RunFolderError, match=r"\(best\.pt, metrics\.jsonl\): replace it with"):
+        train(tiny_config(), tmp_path)
+    assert train(tiny_config("trainer.overwrite=true"), tmp_path).epochs == 3
 
 
 def test_resume_from_another_run_dir_carries_best_and_metrics(
