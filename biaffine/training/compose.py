@@ -63,6 +63,7 @@ __all__ = [
     "TrainResult",
     "build_model",
     "check_resume_config",
+    "check_resume_processes",
     "fit_settings",
     "in_held_run_folder",
     "init_weights",
@@ -191,6 +192,7 @@ def _ready_run_dir(
     resumed = find_resume_checkpoint(t.resume, t.resume_from, run_dir)
     if resumed is not None:
         check_resume_config(resumed.metadata.get("config"), cfg)
+        check_resume_processes(resumed.metadata.get("processes"), distributed.world().size)
     if resumed is not None and resumes_in(t.resume_from, run_dir):
         if t.overwrite:
             raise RunFolderError(
@@ -359,6 +361,7 @@ def init_weights(model: nn.Module, saved: checkpoint.Checkpoint, where: str) -> 
 def _run_writer(cfg: DictConfig, run_dir: Path, model: nn.Module, vocabs: Vocabs) -> RunWriter:
     """The writer of this run's checkpoints (carrying the resolved config) and metrics."""
     metadata = {"config": OmegaConf.to_container(cfg, resolve=True), "treebank": cfg.data.treebank}
+    metadata["processes"] = distributed.world().size  # a resume must train on as many
     return RunWriter(
         run_dir, parser=model.kind, model_config=model.config(), vocabs=vocabs, metadata=metadata
     )
@@ -418,6 +421,27 @@ def check_resume_config(saved: Mapping[str, Any] | None, cfg: DictConfig) -> Non
         raise ValueError(
             f"cannot resume with settings the interrupted run did not have: {changes}; "
             "drop those overrides, or start a new run"
+        )
+
+
+def check_resume_processes(saved: int | None, processes: int) -> None:
+    """Refuse to resume on another number of processes than the interrupted run trained on.
+
+    A step takes a batch from each process (:func:`biaffine.training.loop.train_epoch`): on
+    another number the steps, their batches and so the weights are another run's, as with
+    another ``trainer.accumulate``, which the config check refuses.
+
+    Args:
+        saved: the interrupted run's (None in checkpoints written before it was kept).
+        processes: this run's.
+
+    Raises:
+        ValueError: naming both numbers.
+    """
+    if saved is not None and saved != processes:
+        raise ValueError(
+            f"cannot resume on {processes} process(es) a run trained on {saved}: its steps "
+            f"would take other batches (torchrun --nproc_per_node={saved}), or start a new run"
         )
 
 

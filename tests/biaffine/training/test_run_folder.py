@@ -80,6 +80,21 @@ def test_an_overwrite_refused_for_its_inputs_leaves_the_earlier_run(
     assert snapshot(run_dir) == before
 
 
+def test_a_resume_on_another_number_of_processes_is_refused_and_changes_nothing(
+    finished: Path, tmp_path: Path
+) -> None:
+    # Two processes resumed as one trained other steps (5 a epoch for 3) without a word.
+    assert checkpoint.load(finished / "last.pt").metadata["processes"] == 1
+    run_dir = copy_run(finished, tmp_path / "run")
+    last = checkpoint.load(run_dir / "last.pt")  # as torchrun --nproc_per_node=2 writes it
+    checkpoint.rewrite(last, run_dir / "last.pt", vocabs=last.vocabs, metadata={"processes": 2})
+    before = snapshot(run_dir)
+    message = r"cannot resume on 1 process\(es\) a run trained on 2: .*nproc_per_node=2"
+    with pytest.raises(ValueError, match=message):
+        train(tiny_config("trainer.resume=true", "trainer.max_epochs=2"), run_dir)
+    assert snapshot(run_dir) == before
+
+
 def test_a_new_run_into_a_finished_run_folder_is_refused_and_changes_nothing(
     finished: Path, tmp_path: Path
 ) -> None:
