@@ -49,6 +49,7 @@ from biaffine.training.run_state import (
     carry_history,
     find_resume_checkpoint,
     locked_run_dir,
+    remove_stale_temporaries,
     remove_unused_run_dir,
     restore,
     resumes_in,
@@ -202,6 +203,8 @@ def _ready_run_dir(
     else:
         start_afresh(run_dir, overwrite=t.overwrite)
         carry_history(t.resume_from if resumed is not None else None, run_dir)
+    for name in remove_stale_temporaries(run_dir):  # once nothing refuses the run
+        log.info("removed %s, which a killed run left in %s", name, run_dir)
     config = run_dir / CONFIG
     with writing(config, run_dir), atomic_open(config, "w", encoding="utf-8") as out:
         OmegaConf.save(cfg, out, resolve=True)

@@ -56,6 +56,7 @@ __all__ = [
     "get_rng_state",
     "locked_run_dir",
     "read_metrics",
+    "remove_stale_temporaries",
     "remove_unused_run_dir",
     "restore",
     "resumes_in",
@@ -354,6 +355,24 @@ def locked_run_dir(run_dir: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def remove_stale_temporaries(run_dir: Path) -> list[str]:
+    """Remove the temporary files a killed run left beside its own files; their names.
+
+    An atomic write (:func:`biaffine.files.atomic_open`) goes to ``.NAME.XXXX.tmp`` first: a
+    SIGKILL leaves it behind, and they piled up run after run (and kept an unused folder from
+    being removed). Only those of the run's own files (``last.pt``, ``curves.png``, ...) go, and
+    only under :func:`locked_run_dir`, where no other run writes.
+    """
+    stale = [
+        entry
+        for entry in run_dir.glob(".*.tmp")
+        if entry.is_file() and any(entry.name.startswith(f".{name}.") for name in _RUN_FILES)
+    ]
+    for entry in stale:
+        entry.unlink(missing_ok=True)
+    return sorted(entry.name for entry in stale)
 
 
 def start_afresh(run_dir: Path, *, overwrite: bool) -> None:

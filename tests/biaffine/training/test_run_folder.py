@@ -95,6 +95,24 @@ def test_a_resume_on_another_number_of_processes_is_refused_and_changes_nothing(
     assert snapshot(run_dir) == before
 
 
+def test_a_resume_removes_the_temporary_files_a_killed_run_left(
+    finished: Path, tmp_path: Path
+) -> None:
+    # A SIGKILL while last.pt or curves.png was written left .last.pt.XXXX.tmp: they piled up.
+    run_dir = copy_run(finished, tmp_path / "run")
+    stale = [".last.pt.k2j9x.tmp", ".curves.png.a8b7c.tmp", ".metrics.jsonl.q1w2e.tmp"]
+    mine = [".notes.txt.z9z9z.tmp", "x.tmp"]  # not the run's own files: kept
+    for name in stale + mine:
+        (run_dir / name).write_bytes(b"half")
+    refused = tiny_config("trainer.resume=true", "trainer.seed=5")  # changes a fixed setting
+    with pytest.raises(ValueError, match="cannot resume with settings"):
+        train(refused, run_dir)
+    assert all((run_dir / name).exists() for name in stale + mine)  # a refused run changes none
+    train(tiny_config("trainer.resume=true", "trainer.max_epochs=2"), run_dir)
+    assert not any((run_dir / name).exists() for name in stale)
+    assert all((run_dir / name).exists() for name in mine)
+
+
 def test_a_new_run_into_a_finished_run_folder_is_refused_and_changes_nothing(
     finished: Path, tmp_path: Path
 ) -> None:
