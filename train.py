@@ -130,11 +130,15 @@ def _quiet_worker_args() -> list[str]:
 
 GROUPS = ("data", "model", "optimizer", "trainer", "decoder", "search", "experiment")
 """The config groups of ``conf/train.yaml`` whose options are files."""
+CLOSED = ("", "data", "trainer", "decoder", "search")
+"""The sections whose every setting is in a config file: the model and optimizer take more."""
 
 
 if __name__ == "__main__":
     report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], CONF, GROUPS, ("experiment",)))
-    report_user_errors(lambda: check_composition(CONF, "train", sys.argv[1:]))  # trainer.foo=1
+    report_user_errors(  # trainer.foo=1; +trainer.max_epoch=1 (the model's keys are its own)
+        lambda: check_composition(CONF, "train", sys.argv[1:], groups=GROUPS, closed=CLOSED)
+    )
     sys.argv += _quiet_worker_args()
     exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()

@@ -64,6 +64,9 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
 if __name__ == "__main__":
     conf = Path(__file__).parent / "conf"
     report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], conf, ("data",)))
-    report_user_errors(lambda: check_composition(conf, "sentences", sys.argv[1:]))  # trainer.foo=1
+    closed = ("", "data", "trainer")  # +trainer.max_epoch=1: a key nothing reads
+    report_user_errors(
+        lambda: check_composition(conf, "sentences", sys.argv[1:], groups=("data",), closed=closed)
+    )
     exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()

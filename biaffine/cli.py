@@ -310,20 +310,11 @@ def settings_of(conf: Path, config: str, groups: Sequence[str] = ()) -> set[str]
     """
     from omegaconf import OmegaConf
 
-    def paths(values: Mapping[str, Any], prefix: str = "") -> set[str]:
-        found = set()
-        for key, value in values.items():
-            if key not in ("defaults", "hydra"):
-                found.add(prefix + key)
-                if isinstance(value, Mapping):
-                    found |= paths(value, f"{prefix}{key}.")
-        return found
-
-    keys = paths(OmegaConf.to_container(OmegaConf.load(conf / f"{config}.yaml")))
+    keys = set(_setting_paths(OmegaConf.to_container(OmegaConf.load(conf / f"{config}.yaml"))))
     for group in groups:
         keys.add(group)
         for option in (conf / group).glob("*.yaml"):
-            keys |= paths(OmegaConf.to_container(OmegaConf.load(option)), f"{group}.")
+            keys |= set(_setting_paths(OmegaConf.to_container(OmegaConf.load(option)), f"{group}."))
     return keys
 
 
@@ -365,7 +356,14 @@ def refuse_unknown_settings(overrides: Sequence[str], known: Iterable[str]) -> N
             )
 
 
-def check_composition(conf: Path, config: str, overrides: Sequence[str]) -> None:
+def check_composition(
+    conf: Path,
+    config: str,
+    overrides: Sequence[str],
+    *,
+    groups: Sequence[str] = (),
+    closed: Sequence[str] = (),
+) -> None:
     """Compose ``config`` with the command line's settings as Hydra will, and refuse its errors.
 
     For a command whose settings depend on the groups chosen (train.py: ``trainer.foo=1``,
@@ -379,19 +377,24 @@ def check_composition(conf: Path, config: str, overrides: Sequence[str]) -> None
         conf: the folder of the config (``conf``).
         config: its file's name without ``.yaml`` (``train``).
         overrides: the command line's arguments (``sys.argv[1:]``).
+        groups: the config groups whose files' keys are settings (:func:`settings_of`).
+        closed: the sections whose settings are all in ``config``'s and ``groups``' files
+            (``trainer``; ``""`` for the top level): a key added there (``+trainer.max_epoch=1``)
+            is refused, since nothing reads it.
 
     Raises:
-        ValueError: naming the setting and Hydra's reason.
+        ValueError: naming the setting and Hydra's reason, or the added key.
     """
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
+    from omegaconf import OmegaConf
 
     if _CONFIG_FLAGS & set(overrides):  # another config or search path: Hydra's to compose
         return
     settings = [_first_value(text) for text in _settings_given(overrides)]
     with initialize_config_dir(config_dir=str(conf.absolute()), version_base="1.3"):
         try:
-            compose(config, overrides=[text for text in settings if text is not None])
+            composed = compose(config, overrides=[text for text in settings if text is not None])
         except HydraException as error:
             # Hydra's first line and its cause's ("Key 'foo' is not in struct"), without the
             # advice to append +KEY=VALUE: a key nothing reads is no fix.
@@ -399,6 +402,54 @@ def check_composition(conf: Path, config: str, overrides: Sequence[str]) -> None
             what, reason = (str(e).strip().splitlines()[0] for e in (error, cause))
             problem = what.rstrip(".") if reason == what else f"{what.rstrip('.')}: {reason}"
             raise ValueError(f"{problem}; see --help for the settings") from None
+    if closed:
+        plain = OmegaConf.to_container(composed)  # unresolved: ${now:...} needs Hydra's run
+        refuse_added_settings(plain, settings_of(conf, config, groups), closed)
+
+
+def refuse_added_settings(
+    composed: Mapping[str, Any], known: Iterable[str], closed: Sequence[str]
+) -> None:
+    """Refuse a key of a closed section that no config file has (``+trainer.max_epoch=1``).
+
+    Hydra adds such a key silently, and the training ran with ``max_epochs`` as it was.
+
+    Args:
+        composed: the composed config.
+        known: the settings of the config's files (:func:`settings_of`).
+        closed: the sections to check, mappings inside them too (``""``: the top level's keys
+            alone, each section's own keys being another's to check).
+
+    Raises:
+        ValueError: naming the first unknown setting, and the known one it is closest to.
+    """
+    import difflib
+
+    known = set(known)
+    for section in closed:
+        values = composed.get(section) if section else {key: None for key in composed}
+        prefix = f"{section}." if section else ""
+        for name in _setting_paths(values, prefix) if isinstance(values, Mapping) else ():
+            if name not in known:
+                parent, _, leaf = name.rpartition(".")
+                siblings = [key for key in known if key.rpartition(".")[0] == parent]
+                leaves = {key.rpartition(".")[2]: key for key in siblings}
+                close = difflib.get_close_matches(leaf, sorted(leaves), n=1)
+                meant = f" (did you mean {leaves[close[0]]}?)" if close else ""
+                raise ValueError(
+                    f"{name}: unknown setting{meant}; nothing would read it, see --help"
+                )
+
+
+def _setting_paths(values: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Every key of ``values`` with its path (``limits`` and ``limits.max_words``)."""
+    found = []
+    for key, value in values.items():
+        if key not in ("defaults", "hydra"):
+            found.append(prefix + key)
+            if isinstance(value, Mapping):
+                found += _setting_paths(value, f"{prefix}{key}.")
+    return found
 
 
 def _settings_given(overrides: Sequence[str]) -> list[str]:

@@ -204,6 +204,37 @@ def test_the_composition_check_passes_what_hydra_composes_and_leaves_it_its_own(
         check_composition(CONF, "segmenter", ["trainer.x=[1"])
 
 
+def test_a_key_added_to_a_closed_section_is_refused_with_the_one_meant() -> None:
+    # Hydra added +trainer.max_epoch=1 and train.py trained its 30 epochs.
+    closed = ("", "data", "trainer", "decoder", "search")
+    groups = ("data", "model", "optimizer", "trainer", "decoder", "search")
+    for overrides, message in [
+        (["+trainer.max_epoch=1"], r"trainer\.max_epoch: unknown setting \(did you mean "),
+        (["-m", "+data.tree_bank=a,b"], r"data\.tree_bank: unknown setting \(did you mean data\."),
+        (["+decoder.algoritm=mst"], r"decoder\.algoritm: .*decoder\.algorithm\?\)"),
+        (["+fo=1"], r"fo: unknown setting; nothing would read it"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{message}"):
+            check_composition(CONF, "train", overrides, groups=groups, closed=closed)
+    # The model and the optimizer take keys no file has; Hydra's and a deletion pass.
+    for overrides in (["+model.note=x"], ["~trainer.clip"], ["+hydra.job.env_set.A=1"]):
+        check_composition(CONF, "train", overrides, groups=groups, closed=closed)
+    check_composition(CONF, "train", ["+trainer.max_epoch=1"])  # nothing closed: Hydra's rule
+    with pytest.raises(ValueError, match=r"^model\.dilation: .*model\.dilations\?\)"):
+        check_composition(
+            CONF, "segmenter", ["+model.dilation=[1]"], groups=("data",), closed=("model",)
+        )
+
+
+@pytest.mark.parametrize("script", ["train.py", "train_segmenter.py", "train_sentences.py"])
+def test_the_trainers_refuse_an_added_trainer_key_in_one_line(script: str, tmp_path: Path) -> None:
+    given = ["segmenter=x.pt"] if script == "train_sentences.py" else []
+    run_dir = tmp_path / "run"
+    done = run(script, "data=tiny", *given, "+trainer.max_epoch=1", f"hydra.run.dir={run_dir}")
+    assert_one_line_refusal(done, r"trainer\.max_epoch: unknown setting \(did you mean .*")
+    assert not run_dir.exists()
+
+
 @pytest.mark.parametrize("script", ["train_segmenter.py", "train_sentences.py"])
 def test_the_segmenters_trainers_refuse_unknown_data_in_one_line(script: str) -> None:
     done = run(script, "data=ud_nowhere")
