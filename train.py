@@ -30,7 +30,7 @@ from biaffine.cli import (
 )
 from biaffine.runtime import select_device
 from biaffine.training import train
-from biaffine.training.compose import fit_settings, in_held_run_folder
+from biaffine.training.compose import exit_if_jobs_refused, fit_settings, in_held_run_folder
 
 TRAINER_DEFAULTS = Path(__file__).parent / "conf" / "trainer" / "default.yaml"
 OPTIMIZERS = sorted((Path(__file__).parent / "conf" / "optimizer").glob("*.yaml"))
@@ -142,3 +142,4 @@ if __name__ == "__main__":
     sys.argv += _quiet_worker_args()
     exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()
+    exit_if_jobs_refused()  # a sweep whose jobs were refused ends with status 2

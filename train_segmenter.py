@@ -21,7 +21,7 @@ from biaffine.cli import (
     setting_types,
 )
 from biaffine.segmenting import training
-from biaffine.training.compose import HeldRunFolder, in_held_run_folder
+from biaffine.training.compose import HeldRunFolder, exit_if_jobs_refused, in_held_run_folder
 from biaffine.training.run_state import locked_run_dir
 
 CONFIG = Path(__file__).parent / "conf" / "segmenter.yaml"
@@ -69,3 +69,4 @@ if __name__ == "__main__":
     )
     exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()
+    exit_if_jobs_refused()  # a sweep whose jobs were refused ends with status 2

@@ -95,12 +95,15 @@ def freeze_loaded() -> None:
     gc.freeze()
 
 
-def report_user_errors(task: Callable[[], T], *, on_error: Callable[[], None] | None = None) -> T:
+def report_user_errors(
+    task: Callable[[], T], *, on_error: Callable[[], None] | None = None, where: str = ""
+) -> T:
     """Run ``task``; on a user error, call ``on_error``, print one line and exit with status 2.
 
     Args:
         task: the entry point's work.
         on_error: clean-up after a user error (e.g. removing an empty run folder).
+        where: what the line names before the error (``job 1`` of a sweep), if anything.
 
     Raises:
         SystemExit: with status 2 after a user error (unless ``ROOTPARSE_DEBUG`` is set, which
@@ -121,7 +124,7 @@ def report_user_errors(task: Callable[[], T], *, on_error: Callable[[], None] | 
             on_error()
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
             raise
-        _exit(error)
+        _exit(error, where)
 
 
 def exit_on_termination() -> None:
@@ -153,8 +156,8 @@ def silence_closed_stdout() -> int:
     return 128 + int(signal.SIGPIPE)
 
 
-def _exit(error: BaseException) -> NoReturn:
-    print(f"error: {describe(error)}", file=sys.stderr)
+def _exit(error: BaseException, where: str = "") -> NoReturn:
+    print(f"error: {where}{': ' if where else ''}{describe(error)}", file=sys.stderr)
     sys.exit(USER_ERROR_STATUS)
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,13 +18,14 @@ from typing import Any, TypeVar
 
 import torch
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 from torch.optim.swa_utils import AveragedModel
 
 from biaffine import checkpoint, distributed
-from biaffine.cli import report_user_errors
+from biaffine.cli import USER_ERROR_STATUS, report_user_errors
 from biaffine.data import treebanks
 from biaffine.data.batching import encode
 from biaffine.data.conllu import Sentence
@@ -585,14 +588,38 @@ def _test_best(
     return scores
 
 
-def in_held_run_folder(task: Callable[[HeldRunFolder], T]) -> T:
+_REFUSED_JOBS: list[int] = []
+"""The jobs of this process's sweep (``-m``) refused for a user error, by number."""
+
+
+def in_held_run_folder(task: Callable[[HeldRunFolder], T]) -> T | float:
     """Run ``task`` in Hydra's run folder, held until the run starts (:class:`HeldRunFolder`).
 
     A user error is one line and exit status 2 (:func:`biaffine.cli.report_user_errors`), and
-    the folder goes if Hydra made it for this run and the run wrote nothing there.
+    the folder goes if Hydra made it for this run and the run wrote nothing there. In a sweep
+    the line names the job, which returns NaN, and the sweep goes on with its other jobs
+    (:func:`exit_if_jobs_refused` ends it): ``trainer.max_epochs=2,0,3`` ran no job after 0.
     """
-    held = HeldRunFolder(Path(HydraConfig.get().runtime.output_dir))
-    return report_user_errors(lambda: task(held), on_error=held.clean_up)
+    hydra = HydraConfig.get()
+    held = HeldRunFolder(Path(hydra.runtime.output_dir))
+    if hydra.mode != RunMode.MULTIRUN:
+        return report_user_errors(lambda: task(held), on_error=held.clean_up)
+    try:
+        where = f"job {hydra.job.num}"
+        return report_user_errors(lambda: task(held), on_error=held.clean_up, where=where)
+    except SystemExit as stop:
+        if stop.code != USER_ERROR_STATUS:
+            raise  # Ctrl-C, SIGTERM: the whole sweep stops
+        _REFUSED_JOBS.append(hydra.job.num)
+        return math.nan
+
+
+def exit_if_jobs_refused() -> None:
+    """After a sweep: exit with status 2, naming its jobs refused for a user error, if any."""
+    if _REFUSED_JOBS:
+        jobs = ", ".join(map(str, _REFUSED_JOBS))
+        print(f"error: the sweep's job(s) {jobs} refused (above); the others ran", file=sys.stderr)
+        sys.exit(USER_ERROR_STATUS)
 
 
 class HeldRunFolder:

@@ -235,6 +235,24 @@ def test_the_trainers_refuse_an_added_trainer_key_in_one_line(script: str, tmp_p
     assert not run_dir.exists()
 
 
+@pytest.mark.parametrize("script", ["train.py", "train_segmenter.py"])
+def test_a_job_of_a_sweep_refused_for_a_user_error_leaves_the_others_to_run(
+    script: str, tmp_path: Path
+) -> None:
+    # The refusal's SystemExit went through Hydra's launcher: job 2 never ran.
+    small = ["experiment=smoke"] if script == "train.py" else ["data=tiny"]
+    sweep = [f"hydra.sweep.dir={tmp_path}", "trainer.max_epochs=1,0,1"]
+    done = run(script, "-m", *small, *sweep)
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: job 1: trainer.max_epochs=0 must be above 0",
+        "error: the sweep's job(s) 1 refused (above); the others ran",
+    ]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["0_tiny", "2_tiny", "multirun.yaml"]
+    assert (tmp_path / "2_tiny" / "best.pt").is_file()
+
+
 @pytest.mark.parametrize("script", ["train_segmenter.py", "train_sentences.py"])
 def test_the_segmenters_trainers_refuse_unknown_data_in_one_line(script: str) -> None:
     done = run(script, "data=ud_nowhere")
