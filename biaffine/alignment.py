@@ -34,6 +34,7 @@ from biaffine.metrics import (
     ScoredWord,
     annotated_columns,
     check_gold_tree,
+    refuse_unannotated,
     scored_words,
 )
 
@@ -120,11 +121,7 @@ def segmentation(sentences: Iterable[Sentence], name: str) -> Segmentation:
     found = Segmentation(source="<empty>")
     position = 0
     for number, sentence in enumerate(sentences, start=1):
-        if sentence.heads is None:
-            raise EvaluationError(
-                f"{sentence.source}:{sentence.line}: sentence {number}: "
-                f"the {name} sentence has no HEAD annotation ('_')"
-            )
+        refuse_unannotated(sentence, number, name)
         if name == "gold":
             check_gold_tree(sentence, number)
         found.source = sentence.source

@@ -699,12 +699,28 @@ def _check_aligned(
                 f"({gold.source}:{gold.line}) has {gold_form!r}"
             )
     for name, sentence in (("gold", gold), ("predicted", pred)):
-        if sentence.heads is None:
-            raise EvaluationError(
-                f"{sentence.source}:{sentence.line}: sentence {number}: "
-                f"the {name} sentence has no HEAD annotation ('_')"
-            )
+        refuse_unannotated(sentence, number, name)
     check_gold_tree(gold, number)
+
+
+def refuse_unannotated(sentence: Sentence, number: int, name: str) -> None:
+    """Refuse a sentence with a HEAD ``_``, naming its first such word's line.
+
+    Args:
+        sentence: a gold or predicted sentence.
+        number: its number in its file (1, 2, ...), for the message.
+        name: ``"gold"`` or ``"predicted"``.
+
+    Raises:
+        EvaluationError: where a word has no HEAD (the sentence's first line was named).
+    """
+    if sentence.heads is not None:
+        return
+    word = sentence.given_heads().index(None) + 1
+    raise EvaluationError(
+        f"{sentence.source}:{sentence.word_line(word)}: sentence {number}: word {word} of the "
+        f"{name} sentence has no HEAD ('_')"
+    )
 
 
 def check_gold_tree(gold: Sentence, number: int) -> None:

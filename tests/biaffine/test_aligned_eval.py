@@ -199,7 +199,8 @@ def test_an_unparsed_prediction_is_refused(tmp_path: Path) -> None:
     gold = _read(tmp_path / "gold.conllu", "a/0 b")
     system = tmp_path / "system.conllu"
     system.write_text(_sentence("a/0 b").replace("\t1\tdep", "\t_\tdep"), "utf-8")
-    with pytest.raises(EvaluationError, match=r"system\.conllu:1: sentence 1: the predicted"):
+    message = r"system\.conllu:2: sentence 1: word 2 of the predicted"  # the word's line
+    with pytest.raises(EvaluationError, match=message):
         evaluate_end_to_end(gold, read_conllu(system))
 
 

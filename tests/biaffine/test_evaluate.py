@@ -204,7 +204,8 @@ def test_malformed_conllu_is_a_clear_error(
 def test_unparsed_prediction_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     gold = _write(tmp_path, "gold.conllu", GOLD)
     pred = _write(tmp_path, "pred.conllu", PRED.replace("\t0\troot\t", "\t_\troot\t"))
-    assert "no HEAD annotation" in _expect_error(capsys, gold, pred)
+    message = f"{pred}:5: sentence 1: word 3 of the predicted sentence has no HEAD ('_')"
+    assert message in _expect_error(capsys, gold, pred)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from biaffine.data.conllu import Sentence
+from biaffine.data.conllu import Sentence, conllu_of_lines
 from biaffine.metrics import (
     CONTENT_RELATIONS,
     FUNCTIONAL_RELATIONS,
@@ -340,9 +340,13 @@ def test_score_corpus_names_a_sentence_count_mismatch() -> None:
         score_corpus(gold, [*gold, _sentence("c", [0], line=7)])
 
 
-def test_score_corpus_refuses_unannotated_predictions() -> None:
-    with pytest.raises(EvaluationError, match="no HEAD annotation"):
-        score_corpus([_sentence("a", [0])], [_sentence("a", None)])
+def test_score_corpus_refuses_unannotated_predictions_naming_the_word() -> None:
+    # The sentence's first line was named, not the word's.
+    rows = ["1\ta\t_\t_\t_\t_\t0\troot\t_\t_\n", "2\tb\t_\t_\t_\t_\t_\t_\t_\t_\n"]
+    (pred,) = conllu_of_lines(["# sent_id = 1\n", *rows, "\n"], "pred.conllu")
+    message = r"^pred\.conllu:3: sentence 1: word 2 of the predicted sentence has no HEAD"
+    with pytest.raises(EvaluationError, match=message):
+        score_corpus([_sentence("a b", [0, 1])], [pred])
 
 
 # The CoNLL 2018 scores (conll18_ud_eval.py's definitions), on hand-built sentences.
