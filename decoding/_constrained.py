@@ -25,8 +25,8 @@ from tiered import tiered
 
 from . import _batch, status
 from ._eisner import eisner_kernel
-from ._inputs import check_flag
 from .api import _as_scores, _error
+from .checks import check_flag
 from .tarjan import mst_kernel
 from .types import BoolArray, FloatArray, IntArray
 

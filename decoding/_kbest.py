@@ -28,8 +28,8 @@ from tiered import tiered
 
 from . import _batch, status
 from ._constrained import check_sentence
-from ._inputs import check_flag
 from .api import _as_scores, _error, _lengths
+from .checks import check_flag
 from .kbest_eisner import kbest_eisner_kernel
 from .tarjan import mst_kernel
 from .trees import tree_score_kernel

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _codes, _drive, status
-from ._inputs import as_array, check_flag, check_float, check_integer
+from .checks import as_array, check_flag, check_float, check_integer
 from .types import FloatArray, IntArray
 
 __all__ = [

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from tiered import tiered
 
-from ._inputs import as_array, check_flag, check_float, check_integer
+from .checks import as_array, check_flag, check_float, check_integer
 from .types import BoolArray, FloatArray, IntArray
 
 # What tree_problem_kernel finds first, checked in this order.

@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import numpy.typing as npt
 
-from decoding._inputs import check_count
+from decoding.checks import check_count
 from decoding.types import BoolArray, IntArray
 from tiered import tiered
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from decoding._inputs import check_count, check_flag
+from decoding.checks import check_count, check_flag
 from decoding.types import BoolArray, FloatArray, IntArray
 
 from .configs import Configs

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from decoding._inputs import check_count
+from decoding.checks import check_count
 from tiered import tiered
 
 from . import _kernels as k

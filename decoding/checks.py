@@ -1,5 +1,7 @@
 """Reading user inputs (numpy arrays, array-likes, CPU tensors) as numpy arrays, or a ValueError.
 
+The argument checks of the torch-free packages: ``decoding`` and ``transitions`` share them.
+
 Tensors are recognised by duck typing (``requires_grad``, ``detach``, ``device``, ``dtype``), so
 the package never imports a deep-learning framework, yet a tensor that numpy cannot read gets a
 one-line message that says what to pass instead, not the framework's own error.
