@@ -92,7 +92,9 @@ def check_optimizer(settings: DictConfig) -> None:
     """Refuse optimizer settings its class refuses, by building it for one parameter first.
 
     ``optimizer.betas=[0.9]`` was an IndexError traceback from inside torch once the data was
-    read and the model built; torch's own ValueErrors (``lr=-1``) came as late.
+    read and the model built; torch's own ValueErrors (``lr=-1``) came as late, and so did a
+    first step that overflows (``lr=1e38``: Adam's step size is beyond float32), which is
+    taken here too.
 
     Raises:
         ValueError: naming the optimizer, the settings and what it said.
@@ -101,9 +103,18 @@ def check_optimizer(settings: DictConfig) -> None:
     from hydra.errors import InstantiationException
     from hydra.utils import instantiate
 
+    parameter = torch.nn.Parameter(torch.zeros(1))
+    parameter.grad = torch.ones(1)
     try:
-        instantiate(settings, _convert_="all")([torch.nn.Parameter(torch.zeros(1))])
-    except (InstantiationException, TypeError, ValueError, IndexError, KeyError) as error:
+        instantiate(settings, _convert_="all")([parameter]).step()
+    except (
+        InstantiationException,
+        TypeError,
+        ValueError,
+        IndexError,
+        KeyError,
+        RuntimeError,
+    ) as error:
         given = OmegaConf.to_container(settings)
         target = given.pop("_target_", "?")
         given.pop("_partial_", None)

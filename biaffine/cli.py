@@ -394,6 +394,7 @@ def check_composition(
 
     if _CONFIG_FLAGS & set(overrides):  # another config or search path: Hydra's to compose
         return
+    refuse_run_dir_files(overrides)
     settings = [_first_value(text) for text in _settings_given(overrides)]
     with initialize_config_dir(config_dir=str(conf.absolute()), version_base="1.3"):
         try:
@@ -408,6 +409,25 @@ def check_composition(
     if closed:
         plain = OmegaConf.to_container(composed)  # unresolved: ${now:...} needs Hydra's run
         refuse_added_settings(plain, settings_of(conf, config, groups), closed)
+
+
+def refuse_run_dir_files(overrides: Sequence[str]) -> None:
+    """Refuse ``hydra.run.dir`` or ``hydra.sweep.dir`` naming a file that is no folder.
+
+    Hydra's ``mkdir`` of it failed in a traceback before the command's code ran.
+
+    Raises:
+        ValueError: naming the setting.
+    """
+    for text in _settings_given(overrides):
+        override = _parsed(text)
+        value = override.value()
+        if override.key_or_group not in ("hydra.run.dir", "hydra.sweep.dir"):
+            continue
+        if isinstance(value, str) and "${" not in value:
+            path = Path(value)
+            if path.exists() and not path.is_dir():
+                raise ValueError(f"{text}: {value} is a file; give a folder for the run")
 
 
 def refuse_added_settings(

@@ -425,6 +425,8 @@ def test_predict_blames_a_bad_checkpoint_in_one_line(change: str, pattern: str, 
             r"optimizer: torch\.optim\.Adam\(.*betas=\[0\.9\].*\) refused: .*",
         ),
         ("optimizer.lr=-1", r"optimizer: torch\.optim\.Adam\(lr=-1, .*\) refused: .*-1"),
+        # A RuntimeError traceback from Adam's first step, its step size beyond float32.
+        ("optimizer.lr=1e38", r"optimizer: torch\.optim\.Adam\(lr=1e\+38, .*overflow"),
     ],
 )
 def test_train_refuses_bad_settings_in_one_line_and_leaves_no_run_folder(
@@ -434,6 +436,21 @@ def test_train_refuses_bad_settings_in_one_line_and_leaves_no_run_folder(
     done = run("train.py", *TRAIN, f"hydra.run.dir={run_dir}", override)
     assert_one_line_refusal(done, pattern)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("script", ["train.py", "train_segmenter.py", "train_sentences.py"])
+@pytest.mark.parametrize("setting", ["hydra.run.dir", "hydra.sweep.dir"])
+def test_a_run_folder_that_is_a_file_is_refused_in_one_line(
+    script: str, setting: str, tmp_path: Path
+) -> None:
+    # Hydra's mkdir failed in a FileExistsError traceback.
+    given = ["segmenter=x.pt"] if script == "train_sentences.py" else []
+    afile = tmp_path / "notes.txt"
+    afile.write_text("mine", "utf-8")
+    sweep = ["-m"] if setting == "hydra.sweep.dir" else []
+    done = run(script, *sweep, "data=tiny", *given, f"{setting}={afile}")
+    assert_one_line_refusal(done, re.escape(f"{setting}={afile}: {afile} is a file") + ".*")
+    assert afile.read_text("utf-8") == "mine"
 
 
 def test_a_refused_training_keeps_a_folder_that_held_files(tmp_path: Path) -> None:
