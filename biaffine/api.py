@@ -95,8 +95,8 @@ class Parser:
 
         Args:
             path: a model name (``en_ewt``; see :meth:`named`), or a checkpoint file
-                (``best.pt`` or ``last.pt``). A string spelled like a name is a name unless a
-                file of that name exists.
+                (``best.pt`` or ``last.pt``). A string with no folder and no suffix is a name
+                unless a file of that name exists.
             device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
             threads: torch CPU threads (None = torch's default).
             bf16: run the network in bfloat16 (``torch.autocast``; decoders and probabilities
@@ -113,8 +113,11 @@ class Parser:
             ValueError: ``bf16`` on a CPU without native bfloat16; a ``partner`` that
                 :meth:`pair` refuses.
         """
+        if not isinstance(path, (str, os.PathLike)):
+            kind = type(path).__name__
+            raise TypeError(f"path is a {kind}: give a model name or a checkpoint file")
         options = {"device": device, "threads": threads, "bf16": bf16, "segmenter": segmenter}
-        if installed.is_name(path) and not os.path.exists(path):
+        if _meant_as_name(path) and not os.path.exists(path):
             parser = cls.named(str(path), **options)
         else:
             parser = cls._load(path, **options)
@@ -404,3 +407,14 @@ def _check_head_range(
                     f"{sentence.source}:{sentence.line}: word {i}: fixed head {head} "
                     f"is not in 0..{n}"
                 )
+
+
+def _meant_as_name(path: object) -> bool:
+    """Whether ``path`` names a model: spelled as one, or a str with no folder or suffix.
+
+    ``"EN_EWT"`` or ``"en_ewt "`` was looked for as a file, and refused as "no such
+    checkpoint file" without the installed models' names.
+    """
+    if installed.is_name(path):
+        return True
+    return isinstance(path, str) and not any(mark in path for mark in ("/", os.sep, "."))

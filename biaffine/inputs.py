@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 
-from biaffine.data.conllu import Sentence, read_conllu
+from biaffine.data.conllu import Sentence, read_conllu, refuse_surrogates
 
 __all__ = ["Inputs", "asked_columns", "check_flags", "head_lists", "input_sentences"]
 
@@ -41,6 +41,11 @@ def input_sentences(inputs: Inputs, hint: str = "") -> Iterator[Sentence]:
                 "lines: pass pre-tokenized sentences as lists of words, e.g. "
                 f"[['The', 'cat', 'sat', '.']]{hint}"
             )
+        try:
+            inputs.encode("utf-8")
+        except UnicodeEncodeError as error:  # a lone surrogate: named by its line
+            line = inputs.count("\n", 0, error.start) + 1
+            refuse_surrogates(inputs.split("\n")[line - 1], "<input>", line, "the line")
         text = io.StringIO(inputs)
         text.name = "<input>"  # what errors name, as for lists of words (not "<stdin>")
         yield from read_conllu(text)

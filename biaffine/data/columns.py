@@ -161,13 +161,13 @@ def unseen_address(form: str, lexicon: Lexicon | None) -> bool:
 def prefer_written(found: str, written: str | None, lexicon: Lexicon | None) -> str:
     """The generator's ``written`` lemma of a word, or the lemma ``found`` for it otherwise.
 
-    ``found`` is kept where ``written`` is None or empty, or ``found`` is a training lemma
+    ``found`` is kept where ``written`` is None or blank, or ``found`` is a training lemma
     (:meth:`Lexicon.knows`) and ``written`` is not: each is trusted where it names
     a lemma training has and the other does not; where both do, or neither, the generator's is
     taken. Chosen on the dev sets of IMST and Szeged among four rules (docs/lemmas.md): IMST's
     test Lemmas 93.14 -> 94.66, Szeged's 91.60 -> 92.53.
     """
-    if not written or lexicon is None:
+    if written is None or not written.strip() or lexicon is None:
         return found
     if lexicon.knows(found) and not lexicon.knows(written):
         return found

@@ -176,7 +176,11 @@ class Sentence:
             raise TypeError(
                 f"forms is a string ({forms!r}): pass a list of words, e.g. ['The', 'cat']"
             )
-        return cls(list(forms), source=source, line=line)
+        forms = list(forms)
+        for k, form in enumerate(forms, start=1):
+            if isinstance(form, str):
+                refuse_surrogates(form, source, line, f"word {k}")
+        return cls(forms, source=source, line=line)
 
     def _build_lines(self) -> None:
         n = len(self.forms)
@@ -367,6 +371,22 @@ class Sentence:
         if len(values) == n + 1:
             return values[1:]
         raise ConlluError(self.source, self.line, f"{name} has {len(values)} entries for {n} words")
+
+
+def refuse_surrogates(text: str, source: str, line: int, what: str) -> None:
+    r"""Refuse a str from Python holding a lone surrogate, which no UTF-8 file can hold.
+
+    A file is decoded strictly; a str built in Python (``"caf\udc80"``, ``surrogateescape``)
+    was parsed, and writing its CoNLL-U failed with a ``UnicodeEncodeError``.
+
+    Raises:
+        ConlluError: naming ``what`` (``word 2``) and the code point.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        found = f"U+{ord(text[error.start]):04X}"
+        raise ConlluError(source, line, f"{what} holds a lone surrogate ({found})") from None
 
 
 def _is_field(value: object) -> bool:

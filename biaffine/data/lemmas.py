@@ -152,7 +152,8 @@ def apply(script: str, form: str) -> str | None:
 
     Returns:
         The lemma; None when the script cuts more characters than the form has (it was made
-        for longer words; an edit script always keeps at least one character of the form).
+        for longer words; an edit script always keeps at least one character of the form), or
+        leaves only whitespace, which no CoNLL-U column holds (" s" cut by one: " ").
 
     Raises:
         ValueError: ``script`` is not a script.
@@ -164,6 +165,8 @@ def apply(script: str, form: str) -> str | None:
     if prefix_cut + suffix_cut >= len(source):
         return None
     result = prefix + source[prefix_cut : len(source) - suffix_cut] + suffix
+    if not result.strip():
+        return None
     if casing == "T":
         return _upper(result[:1]) + result[1:]
     if casing == "F":

@@ -251,3 +251,38 @@ def test_plain_text_through_a_tree_only_parser_gives_trees(graph_checkpoint, tmp
     assert (tmp_path / "out.conllu").read_text(encoding="utf-8").count("# text = ") == 2
     with pytest.raises(Refused, match=r"^columns=all: this model has no tagger"):
         parser.parse(text="The cat sat.", columns=["all"])  # asked for: still refused
+
+
+@pytest.mark.parametrize("form", [" s", "\u00a0s", "\u3000s"])
+def test_a_lemma_is_never_whitespace_alone(shipped, form) -> None:
+    # A script cutting "s" left " ", and writing it failed: "invalid LEMMA ' ' for word 3".
+    (tree,) = shipped.parse([["The", "two", form]], columns=["lemma"])
+    assert all(lemma.strip() for lemma in tree.sentence.lemmas)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ([["a", "caf\udc80"]], r"<input>:1: word 2 holds a lone surrogate \(U\+DC80\)"),
+        ("1\ta\t_\t_\t_\t_\t_\t_\t_\t_\n\n1\tb\ud800\t_\t_\t_\t_\t_\t_\t_\t_\n", r"<input>:3: "),
+    ],
+)
+def test_a_lone_surrogate_is_refused_as_raw_text_refuses_it(parser, inputs, message) -> None:
+    # Parsed, and writing the CoNLL-U failed with a UnicodeEncodeError.
+    with pytest.raises(ConlluError, match=message):
+        parser.parse(inputs)
+
+
+@pytest.mark.parametrize("name", ["EN_EWT", "en_ewt ", "En_Ewt"])
+def test_a_misspelt_model_name_is_refused_with_the_installed_names(name) -> None:
+    # Looked for as a file: "EN_EWT: no such checkpoint file", naming no model.
+    from biaffine.installed import UnknownModelError
+
+    with pytest.raises(UnknownModelError, match=r"installed: .*en_ewt_small"):
+        Parser.load(name)
+
+
+@pytest.mark.parametrize("path", [None, 5])
+def test_a_model_that_is_no_name_or_path_is_refused_naming_its_type(path) -> None:
+    with pytest.raises(TypeError, match=r"^path is a (NoneType|int): give a model name or a"):
+        Parser.load(path)

@@ -109,6 +109,18 @@ def test_a_script_for_longer_words_does_not_apply_and_garbage_is_refused() -> No
             apply(garbage, "cats")
 
 
+@given(
+    form=st.text(st.sampled_from(" \u00a0\u3000\x0bsS"), min_size=1, max_size=5),
+    script=st.sampled_from(["L-0+|-1+", "K-1+|-0+", "F-0+|-2+", "T-1+|-1+", "U-0+|-1+"]),
+)
+def test_a_script_leaves_a_lemma_with_something_but_whitespace_or_none(
+    form: str, script: str
+) -> None:
+    # " s" cut by one was " ", which no CoNLL-U column holds: the parse failed on its LEMMA.
+    lemma = apply(script, form)
+    assert lemma is None or lemma.strip()
+
+
 def test_the_script_of_every_training_pair_of_every_ud_treebank_rebuilds_its_lemma(
     ud_root: Path,
 ) -> None:
