@@ -141,15 +141,20 @@ def refuse_input_as_output(
 
     Writing it would replace what the user gave (a checkpoint, a treebank) with the command's
     result. Device and inode are compared, not names: a hard or symbolic link to an input is
-    that input. An output that does not exist yet, or an input that does not, is no clash.
+    that input, and so is the file standard input reads (``-``: ``input=- output=F < F``
+    replaced the user's F with its parse). An output that does not exist yet, or an input
+    that does not, is no clash.
 
     Raises:
         ValueError: naming both paths.
     """
-    if not os.path.exists(output):
+    written = _path_identity(output)
+    if written is None:
         return
     for source in inputs:
-        if os.path.exists(source) and os.path.samefile(source, output):
+        if str(source) == "-" and _file_identity(sys.stdin) == written:
+            raise ValueError(f"output {output} is the file standard input reads: choose another")
+        if str(source) != "-" and _path_identity(source) == written:
             problem = f"output {output} is the input file {source}"
             raise ValueError(f"{problem}: choose another output path")
 

@@ -214,8 +214,7 @@ def check_arguments(
         standard_output(inputs=[source, *model_files])
         return
     check_output(dest)
-    inputs = [source] if str(source) != STDIO else []
-    refuse_input_as_output(dest, [*inputs, *model_files])
+    refuse_input_as_output(dest, [source, *model_files])
 
 
 def check_source(source: str | os.PathLike[str]) -> None:

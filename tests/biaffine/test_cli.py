@@ -531,3 +531,20 @@ def test_standard_output_appending_to_an_input_is_refused(
         "redirect it to another file\n"
     )
     assert given.read_bytes() == before
+
+
+def test_an_output_file_that_standard_input_reads_is_refused(tmp_path: Path) -> None:
+    # `predict.py input=- output=a.conllu < a.conllu` replaced the user's file with its parse.
+    given = tmp_path / "a.conllu"
+    shutil.copyfile(TINY, given)
+    before = given.read_bytes()
+    with given.open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "predict.py", f"checkpoint={CHECKPOINT}", "input=-",
+             f"output={given}"],
+            cwd=ROOT, stdin=stdin, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    assert (done.returncode, done.stderr) == (
+        2, f"error: output {given} is the file standard input reads: choose another\n"
+    )  # fmt: skip
+    assert given.read_bytes() == before
