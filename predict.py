@@ -25,6 +25,7 @@ from biaffine.cli import (
     check_types,
     config_options,
     exit_on_termination,
+    null_settings,
     refuse_missing,
     refuse_unknown_options,
     refuse_unknown_settings,
@@ -45,6 +46,7 @@ GROUPS = ("decoder", "search")
 # The settings whose default is null, so that their type cannot be read off it (kbest and
 # threads have their own checks: check_options, set_threads).
 NULL_DEFAULT_TYPES = {"max_tokens": int}
+NULL_DEFAULT_TYPES |= dict.fromkeys(("model", "checkpoint", "onnx", "partner", "segmenter"), str)
 # --help lists each config group's files (${config_options:experiment}), so that a new recipe is
 # listed once its file exists.
 OmegaConf.register_new_resolver(  # replace: the other script may have registered it in-process
@@ -86,15 +88,17 @@ def check_settings(cfg: DictConfig) -> None:
 
     Raises:
         ValueError: naming the setting (without it, ``chunk_sentences=abc`` ended in a
-            ``TypeError`` traceback, and ``int8=no``, a non-empty string, turned int8 on).
+            ``TypeError`` traceback, and ``int8=no``, a non-empty string, turned int8 on); null
+            where the default is not (``decoder.root_constraint=null`` was read as false).
     """
     refuse_missing(OmegaConf.missing_keys(cfg))  # input=
-    check_types(cfg, setting_types(PREDICT_CONF / "predict.yaml") | NULL_DEFAULT_TYPES, "")
+    top = PREDICT_CONF / "predict.yaml"
+    types = setting_types(top) | NULL_DEFAULT_TYPES
+    check_types(cfg, types, "", nullable=null_settings(top))  # output=null, input=123
     for group in GROUPS:
-        types: dict[str, type] = {}
-        for option in sorted((PREDICT_CONF / group).glob("*.yaml")):
-            types |= setting_types(option)
-        check_types(cfg.get(group) or {}, types, group)
+        options = sorted((PREDICT_CONF / group).glob("*.yaml"))
+        nullable = null_settings(*options)
+        check_types(cfg.get(group) or {}, setting_types(*options), group, nullable=nullable)
 
 
 def _options(cfg: DictConfig) -> PredictOptions:

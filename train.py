@@ -23,6 +23,7 @@ from biaffine.cli import (
     config_options,
     describe,
     exit_on_termination,
+    null_settings,
     refuse_missing,
     refuse_unknown_options,
     report_user_errors,
@@ -37,6 +38,8 @@ OPTIMIZERS = sorted((Path(__file__).parent / "conf" / "optimizer").glob("*.yaml"
 # The trainer settings whose default is null, so that their type cannot be read off it.
 NULL_DEFAULT_TYPES = {"max_steps": int, "max_minutes": float, "ema_decay": float, "threads": int}
 NULL_DEFAULT_TYPES |= {"init_from": str}
+NULL_MEANS_NONE = {"patience", "clip"}
+"""Trainer settings with a default that may be null all the same (no early stop, no clipping)."""
 
 CONF = Path(__file__).parent / "conf"
 # --help lists each config group's files (${config_options:experiment}), so that a new recipe is
@@ -77,7 +80,8 @@ def check_settings(cfg: DictConfig) -> None:
             ``TypeError`` traceback after the data was read).
     """
     refuse_missing(OmegaConf.missing_keys(cfg))
-    check_types(cfg.trainer, trainer_types(), "trainer")
+    nullable = null_settings(TRAINER_DEFAULTS) | NULL_MEANS_NONE
+    check_types(cfg.trainer, trainer_types(), "trainer", nullable=nullable)
     check_types(cfg.optimizer, setting_types(*OPTIMIZERS), "optimizer")  # lr=abc: a TypeError
     check_optimizer(cfg.optimizer)
     fit_settings(cfg)  # limits that train nothing: trainer.max_steps=0

@@ -15,6 +15,7 @@ from biaffine.cli import (
     check_threads,
     check_types,
     exit_on_termination,
+    null_settings,
     refuse_missing,
     refuse_unknown_options,
     report_user_errors,
@@ -44,7 +45,9 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
     refuse_missing(OmegaConf.missing_keys(cfg))
     trainer = OmegaConf.to_container(cfg.trainer)
     # trainer.max_epochs=abc was a TypeError traceback from inside the training
-    check_types(trainer, setting_types(CONFIG, section="trainer") | NULLABLE, "trainer")
+    nullable = null_settings(CONFIG, section="trainer") | {"patience", "clip"}  # null: none
+    types = setting_types(CONFIG, section="trainer") | NULLABLE
+    check_types(trainer, types, "trainer", nullable=nullable)
     overwrite = trainer.pop("overwrite", False)  # the run folder's, not the training's
     settings = training.settings_from(trainer)
     check_threads(settings.threads, "trainer.threads")

@@ -25,7 +25,7 @@ import re
 import signal
 import sys
 import textwrap
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -212,7 +212,7 @@ def check_threads(threads: object, setting: str = "threads", default: str = "tor
 
 
 def setting_types(*files: Path, section: str | None = None) -> dict[str, type]:
-    """The type of each boolean or numeric setting of config ``files``, read off its default.
+    """The type of each boolean, numeric or string setting of config ``files``, off its default.
 
     Args:
         files: YAML config files; a later one's setting wins.
@@ -221,15 +221,27 @@ def setting_types(*files: Path, section: str | None = None) -> dict[str, type]:
 
     A setting whose default is null has no type to read: its command names it (``threads``).
     """
+    types: dict[str, type] = {}
+    for defaults in _sections(files, section):
+        scalars = (bool, int, float, str)
+        types |= {key: type(value) for key, value in defaults.items() if isinstance(value, scalars)}
+    return types
+
+
+def null_settings(*files: Path, section: str | None = None) -> set[str]:
+    """The settings of config ``files`` whose default is null (:func:`setting_types`' args)."""
+    return {
+        key for defaults in _sections(files, section) for key, v in defaults.items() if v is None
+    }
+
+
+def _sections(files: Sequence[Path], section: str | None) -> Iterator[Mapping[str, Any]]:
+    """The mapping of settings in each of ``files`` (``section`` of it, or its top level)."""
     from omegaconf import OmegaConf
 
-    numbers = (bool, int, float)
-    types: dict[str, type] = {}
     for path in files:
         defaults = OmegaConf.to_container(OmegaConf.load(path))
-        defaults = defaults if section is None else defaults[section]
-        types |= {key: type(value) for key, value in defaults.items() if isinstance(value, numbers)}
-    return types
+        yield defaults if section is None else defaults[section]
 
 
 def check_positive(values: Mapping[str, float | None], section: str) -> None:
@@ -246,8 +258,14 @@ def check_positive(values: Mapping[str, float | None], section: str) -> None:
             raise ValueError(f"{section}.{key}={value} must be above 0")
 
 
-def check_types(settings: Mapping[str, Any], types: Mapping[str, type], where: str) -> None:
-    """Refuse a setting whose value is not of its type (null is left to the code that reads it).
+def check_types(
+    settings: Mapping[str, Any],
+    types: Mapping[str, type],
+    where: str,
+    *,
+    nullable: Collection[str] | None = None,
+) -> None:
+    """Refuse a setting whose value is not of its type.
 
     An int is a float here, and a bool is no number (YAML reads ``true`` as a bool).
 
@@ -256,19 +274,29 @@ def check_types(settings: Mapping[str, Any], types: Mapping[str, type], where: s
         types: the type of each setting to check; settings not named are not checked.
         where: the section's name, for the message (``trainer``; empty for the settings at
             the config's top level).
+        nullable: the settings that may be null; None: any (null is then left to the code
+            that reads it). ``decoder.root_constraint=null`` was read as false, and
+            ``output=null`` or ``chunk_sentences=null`` ended in a TypeError traceback.
 
     Raises:
         ValueError: naming the first setting of another type, its value and the type expected.
     """
     for key, kind in types.items():
         value = settings.get(key)
+        name = f"{where}.{key}" if where else key
         if value is None:
+            if nullable is not None and key not in nullable:
+                raise ValueError(f"{name}=null: expected {_EXPECTED.get(kind, kind.__name__)}")
             continue
         accepted = (int, float) if kind is float else (kind,)
         if not isinstance(value, accepted) or (kind is not bool and isinstance(value, bool)):
-            expected = {bool: "true or false", int: "an integer", float: "a number"}
-            name = f"{where}.{key}" if where else key
-            raise ValueError(f"{name}={value!r}: expected {expected.get(kind, kind.__name__)}")
+            expected = _EXPECTED.get(kind, kind.__name__)
+            if kind is str:  # input=123: Hydra read a file name as a number
+                expected += f"; quote one Hydra reads otherwise: {name}=\"'{value}'\""
+            raise ValueError(f"{name}={value!r}: expected {expected}")
+
+
+_EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
 
 def refuse_unknown_options(

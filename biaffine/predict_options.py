@@ -123,7 +123,9 @@ def parse_columns(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """
     if value is None:
         return ()
-    given = value.split(",") if isinstance(value, str) else [str(name) for name in value]
+    if not isinstance(value, (str, Sequence)) or any(not isinstance(v, str) for v in value):
+        raise ValueError(f"columns={value!r}: give column names, [upos,lemma], or all")
+    given = value.split(",") if isinstance(value, str) else list(value)
     names = [name.strip().lower() for name in given if name.strip()]
     if names == ["all"]:
         return ALL_COLUMNS

@@ -456,6 +456,22 @@ NESTED = PART.replace(
             "a part's headers of 2543 bytes: at most 2000",
             id="long part headers",
         ),
+        # An RFC 2231 parameter cut short: an IndexError in the standard library, a 500.
+        pytest.param(PART, MULTIPART + "; a*1*", 400, "Content-Type header does not", id="2231"),
+        pytest.param(
+            PART.replace(b'"data"', b"data; x*1*"),
+            MULTIPART,
+            400,
+            "a part's headers do not parse",
+            id="2231 in a part",
+        ),
+        pytest.param(
+            PART.replace(b"\r\n\r\n", b"\r\nContent-Type: text/plain; x*1*\r\n\r\n", 1),
+            MULTIPART,
+            400,
+            "a part's headers do not parse",
+            id="2231 in a part's type",
+        ),
         pytest.param(
             NESTED, MULTIPART, 400, "the field 'data' is multipart/mixed", id="nested multipart"
         ),
@@ -492,8 +508,26 @@ def test_unknown_paths_and_methods_get_json_errors(server: str) -> None:
         ({"data": "x", "decoder": "eisner"}, "decoder= is about trees"),
         ({"data": "x", "parser": "", "kbest": "\u0662"}, "kbest='\u0662' must be an integer"),
         ({"data": "x", "parser": "", "kbest": "1_0"}, "kbest='1_0' must be an integer"),
+        # int() and float() read these: the docs say ASCII digits.
+        ({"data": "x", "parser": "", "kbest": " 2"}, "kbest=' 2' must be an integer"),
+        ({"data": "x", "parser": "", "kbest": "+1"}, "kbest='+1' must be an integer"),
+        ({"data": "x", "parser": "", "graph_weight": "1 "}, "graph_weight='1 ' must be a"),
+        # The server has no decoder=mst_multiroot, which the message offered.
+        (
+            {"data": "x", "parser": "", "kbest": "2", "decoder": "greedy"},
+            "kbest=2 needs decoder=mst or eisner, not greedy",
+        ),
     ],
-    ids=["kbest-without-parser", "decoder-without-parser", "arabic-indic-digit", "underscore"],
+    ids=[
+        "kbest-without-parser",
+        "decoder-without-parser",
+        "arabic-indic-digit",
+        "underscore",
+        "space",
+        "sign",
+        "float-space",
+        "no-multiroot",
+    ],
 )
 def test_options_that_would_be_ignored_or_misread_are_refused(
     server: str, fields: dict[str, str], words: str

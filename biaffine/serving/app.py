@@ -12,7 +12,7 @@ overloaded or out of time).
 from __future__ import annotations
 
 import contextlib
-import email.message
+import email.errors
 import email.parser
 import email.policy
 import logging
@@ -211,25 +211,51 @@ def _multipart(content_type: str, body: bytes) -> dict[str, str]:
     """
     fields = {}
     for raw in _parts(body, _boundary(content_type)):
-        part = _part(raw)
-        name = part.get_param("name", header="content-disposition")
+        name, kind, payload = _read_part(raw)
         if not name:
             continue
-        if part.get_content_maintype() == "multipart":
-            kind = part.get_content_type()
+        if kind.startswith("multipart/"):
             raise RequestError(400, f"the field {name!r} is {kind}: send it as one text")
         try:
-            fields[str(name)] = part.get_payload(decode=True).decode("utf-8")
+            fields[name] = payload.decode("utf-8")
         except UnicodeDecodeError:
             raise RequestError(400, f"the field {name!r} is not UTF-8") from None
     return fields
 
 
+# What the standard library's header parser raises on a malformed header besides its own
+# errors: an RFC 2231 parameter cut short ("x*1*") was an IndexError, answered with a 500.
+_HEADER_ERRORS = (email.errors.MessageError, IndexError, KeyError, TypeError, ValueError)
+
+
+def _read_part(raw: bytes) -> tuple[str | None, str, bytes]:
+    """A part's field name (None for none), content type and decoded content.
+
+    Its headers are checked (:func:`_check_header`), then parsed; its content is kept as sent.
+
+    Raises:
+        RequestError: 400 for headers the standard library cannot read.
+    """
+    blank = _BLANK_LINE.search(raw)
+    _check_header(raw[: blank.start()] if blank else raw, "a part's headers")
+    parser = email.parser.BytesParser(policy=email.policy.HTTP)
+    try:
+        part = parser.parsebytes(raw, headersonly=True)
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)  # its Content-Transfer-Encoding undone
+        return None if not name else str(name), part.get_content_type(), payload
+    except _HEADER_ERRORS:
+        raise RequestError(400, "a part's headers do not parse") from None
+
+
 def _boundary(content_type: str) -> bytes:
     """The boundary that a multipart/form-data Content-Type names."""
     _check_header(content_type.encode("latin-1"), "the Content-Type header")  # Starlette's decoding
-    header = email.policy.HTTP.header_factory("content-type", content_type)
-    boundary = str(header.params.get("boundary", ""))
+    try:
+        header = email.policy.HTTP.header_factory("content-type", content_type)
+        boundary = str(header.params.get("boundary", ""))
+    except _HEADER_ERRORS:
+        raise RequestError(400, "the Content-Type header does not parse") from None
     if not boundary or not boundary.isascii():
         raise RequestError(400, "multipart/form-data needs a boundary= of ASCII characters")
     return boundary.encode("ascii")
@@ -259,14 +285,6 @@ def _parts(body: bytes, boundary: bytes) -> list[bytes]:
             )
         start = found.end()
     raise RequestError(400, "the multipart/form-data body does not parse (no closing boundary)")
-
-
-def _part(raw: bytes) -> email.message.Message:
-    """One part: its headers parsed once checked, its content kept as sent."""
-    blank = _BLANK_LINE.search(raw)
-    _check_header(raw[: blank.start()] if blank else raw, "a part's headers")
-    parser = email.parser.BytesParser(policy=email.policy.HTTP)
-    return parser.parsebytes(raw, headersonly=True)
 
 
 def _check_header(header: bytes, what: str) -> None:

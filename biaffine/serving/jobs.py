@@ -57,6 +57,7 @@ _LINE_END = re.compile(r"\r\n?")
 # the fields of a request that mean the same.
 _AS_FIELDS = (
     ("algorithm=", "decoder="),
+    ("decoder=mst, mst_multiroot or eisner", "decoder=mst or eisner"),  # root_constraint here
     ("pass format=text", "send input=horizontal"),
     ("pass format=conllu", "send input=conllu"),
     ("format=text lacks", "input=horizontal lacks"),
@@ -239,15 +240,21 @@ def _boolean(fields: Mapping[str, str], name: str, default: bool) -> bool:
 
 
 def _number(fields: Mapping[str, str], name: str, kind: type, default: object) -> object:
+    """Field ``name`` as an int or a float, written in ASCII digits; ``default`` without it.
+
+    ``int()`` reads ``"\u0662"``, ``"1_0"``, ``" 2"`` and ``"+1"``; none is a number here.
+    """
     if name not in fields:
         return default
-    try:
-        if not fields[name].isascii() or "_" in fields[name]:  # int() reads "\u0662" and "1_0"
-            raise ValueError(fields[name])
-        return kind(fields[name])
-    except ValueError:
+    value = fields[name]
+    if not (_INTEGER if kind is int else _DECIMAL).fullmatch(value):
         what = "an integer" if kind is int else "a number"
-        raise RequestError(400, f"{name}={fields[name]!r} must be {what}") from None
+        raise RequestError(400, f"{name}={value!r} must be {what} (ASCII digits)")
+    return kind(value)
+
+
+_INTEGER = re.compile(r"[0-9]+")
+_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
 class Worker:

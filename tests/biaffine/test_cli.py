@@ -277,6 +277,7 @@ def test_an_unknown_setting_in_a_sweep_is_one_line(script: str, tmp_path: Path) 
         ("trainer.max_epochs=abc", r"trainer\.max_epochs='abc': expected an integer"),
         ("trainer.lr=fast", r"trainer\.lr='fast': expected a number"),
         ("trainer.max_minutes=abc", r"trainer\.max_minutes='abc': expected a number"),
+        ("trainer.max_epochs=null", r"trainer\.max_epochs=null: expected an integer"),
         # Trained nothing, then failed reading a best.pt no epoch wrote.
         ("trainer.max_epochs=0", r"trainer\.max_epochs=0 must be above 0"),
     ],
@@ -289,6 +290,11 @@ def test_the_segmenters_trainers_refuse_settings_of_another_type_in_one_line(
     done = run(script, "data=tiny", *given, override, f"hydra.run.dir={tmp_path / 'run'}")
     assert_one_line_refusal(done, message)
     assert list(tmp_path.iterdir()) == []  # the run folder Hydra made, with its .hydra/ record
+
+
+QUOTE_HINT = (
+    "{key}={value}: expected a string; quote one Hydra reads otherwise: " + """{key}="'{value}'\""""
+)
 
 
 @pytest.mark.parametrize(
@@ -306,6 +312,13 @@ def test_the_segmenters_trainers_refuse_settings_of_another_type_in_one_line(
         ("decoder.joint_labels=0", "decoder.joint_labels=0: expected true or false"),
         ("search.beam_size=abc", "search.beam_size='abc': expected an integer"),
         ("search.graph_weight=abc", "search.graph_weight='abc': expected a number"),
+        # A TypeError traceback (exit 1), or a boolean read as false: null is no setting here.
+        ("input=123", QUOTE_HINT.format(key="input", value="123")),
+        ("output=null", "output=null: expected a string"),
+        ("checkpoint=5", QUOTE_HINT.format(key="checkpoint", value="5")),
+        ("chunk_sentences=null", "chunk_sentences=null: expected an integer"),
+        ("decoder.root_constraint=null", "decoder.root_constraint=null: expected true or false"),
+        ("eval=null", "eval=null: expected true or false"),
     ],
 )
 def test_predict_settings_of_another_type_are_refused(override: str, message: str) -> None:
@@ -404,6 +417,9 @@ def test_predict_blames_a_bad_checkpoint_in_one_line(change: str, pattern: str, 
     ("override", "pattern"),
     [
         ("trainer.max_epochs=abc", r"trainer\.max_epochs='abc': expected an integer"),
+        # A TypeError traceback once the data was read; patience=null and clip=null are settings.
+        ("trainer.max_epochs=null", r"trainer\.max_epochs=null: expected an integer"),
+        ("trainer.device=null", r"trainer\.device=null: expected a string"),
         ("trainer.threads=0", r"trainer\.threads=0: give a positive number .*"),
         ("data=ud", r"missing setting data\.treebank \(give data\.treebank=\.\.\.\)"),
         # Before Hydra composes the config, which would print a dozen lines.
