@@ -56,7 +56,7 @@ class KBest:
     scores: FloatArray
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _solve(
     matrix: FloatArray,
     root_constraint: bool,
@@ -83,7 +83,7 @@ def _solve(
     return tree_score_kernel(matrix, heads, n)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _bounds(matrix: FloatArray, tree: IntArray, fixed: IntArray, banned: IntArray) -> FloatArray:
     """An upper bound on the best tree of each child of a subproblem.
 
@@ -126,7 +126,7 @@ def _bounds(matrix: FloatArray, tree: IntArray, fixed: IntArray, banned: IntArra
 Subproblem = tuple[IntArray, IntArray, IntArray]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _solve_child(
     matrix: FloatArray,
     root_constraint: bool,

@@ -19,7 +19,7 @@ from .types import FloatArray, IntArray
 _COMPLETE_LEFT, _COMPLETE_RIGHT, _INCOMPLETE_LEFT, _INCOMPLETE_RIGHT = range(4)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _before(keys: FloatArray, items: IntArray, a: int, b: int) -> bool:
     """Whether heap entry a comes first: higher sum, then lower (q, i, j), as tuples compare."""
     if keys[a] != keys[b]:
@@ -30,14 +30,14 @@ def _before(keys: FloatArray, items: IntArray, a: int, b: int) -> bool:
     return False
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _swap(keys: FloatArray, items: IntArray, a: int, b: int) -> None:
     keys[a], keys[b] = keys[b], keys[a]
     for c in range(3):
         items[a, c], items[b, c] = items[b, c], items[a, c]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _sift_down(keys: FloatArray, items: IntArray, pos: int, size: int) -> None:
     while True:
         first = pos
@@ -50,7 +50,7 @@ def _sift_down(keys: FloatArray, items: IntArray, pos: int, size: int) -> None:
         pos = first
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _push(keys: FloatArray, items: IntArray, size: int, key: float, q: int, i: int, j: int) -> int:
     """Add (key, q, i, j) to the heap of ``size`` entries; returns the new size."""
     keys[size], items[size, 0], items[size, 1], items[size, 2] = key, q, i, j
@@ -61,7 +61,7 @@ def _push(keys: FloatArray, items: IntArray, size: int, key: float, q: int, i: i
     return size + 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _merge(
     left: FloatArray,
     right: FloatArray,
@@ -106,7 +106,7 @@ def _merge(
             size = _push(keys, items, size, left[q, i + 1] + right[q, 0] + offset[q], q, i + 1, 0)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _fill_span(
     scores: FloatArray,
     chart: FloatArray,
@@ -157,7 +157,7 @@ def _fill_span(
     )
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _chart(scores: FloatArray, k: int) -> tuple[FloatArray, IntArray]:
     """The k best items of every span, float[4, m, m, k], and back pointers int[4, m, m, k, 3]."""
     m = scores.shape[0]
@@ -172,13 +172,13 @@ def _chart(scores: FloatArray, k: int) -> tuple[FloatArray, IntArray]:
     return chart, back
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _frontier(m: int, k: int) -> tuple[FloatArray, IntArray]:
     """Scratch space for :func:`_merge` over at most m split points: keys and items."""
     return np.empty(m + k), np.empty((m + k, 3), dtype=np.int64)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _count(scores: FloatArray, root_constraint: bool, cap: int) -> int:
     """How many projective trees use only finite arcs, or ``cap`` if more.
 
@@ -213,7 +213,7 @@ def _count(scores: FloatArray, root_constraint: bool, cap: int) -> int:
     return int(min(cap, total))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _backtrack(back: IntArray, stack: IntArray, top: int, heads: IntArray) -> None:
     """Pop items (kind, s, t, rank) from ``stack`` until it is empty, writing heads."""
     while top > 0:
@@ -238,7 +238,7 @@ def _backtrack(back: IntArray, stack: IntArray, top: int, heads: IntArray) -> No
         top += 2
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def kbest_eisner_kernel(
     scores: FloatArray, k: int, root_constraint: bool
 ) -> tuple[IntArray, FloatArray]:

@@ -91,6 +91,7 @@ SAME_AS_PREDICT = {
     "kbest": ({"data": CONLLU, "parser": "", "kbest": "3"}, ["kbest=3"]),
 }
 LIMITS = ["limits.max_body_bytes=20000", "limits.max_words=300", "limits.max_sentence_words=60"]
+LIMITS += ["limits.max_kbest_cells=2000"]  # kbest=4 on 20 words with eisner, not 5
 
 
 def free_port() -> int:
@@ -388,6 +389,13 @@ ERRORS = {
     "conllu given as text": ({"data": CONLLU, "input": "horizontal"}, 400, "send input=conllu"),
     "words per request": ({"data": TOO_MANY_WORDS, "input": "horizontal"}, 413, "400 words"),
     "sentence length": ({"data": TOO_LONG, "input": "horizontal"}, 413, "61 words"),
+    # 4.1 GB and minutes of the worker for kbest=32 on 1000 words.
+    "k-best eisner chart": (
+        {"data": "w " * 20, "input": "horizontal", "parser": "", "kbest": "5", "decoder": "eisner"},
+        413,
+        "kbest=5 with decoder=eisner on a sentence of 20 words: a chart of 2205 cells, at most "
+        "2000; give kbest=4 or fewer",
+    ),
     "raw words per request": (
         {"data": TOO_MANY_WORDS, "tokenizer": ""},
         413,

@@ -86,6 +86,10 @@ class Limits:
             that many words hold (:meth:`Worker._check_pieces`).
         max_sentence_words: words of one sentence (413 above; UDPipe 2 refuses above 1000).
         max_kbest: largest ``kbest``.
+        max_kbest_cells: ``kbest=K`` with ``decoder=eisner`` keeps K items per span of a
+            sentence of n words: refused where ``(n + 1) ** 2 * K`` is above this (about 128
+            bytes each: 2 ** 21 cells, 256 MiB; kbest=32 on 1000 words took 4.1 GB and held
+            the server for minutes).
         max_beam_size: largest ``beam_size``.
         timeout_s: seconds a request may wait and be parsed (503 after).
         max_queued: requests waiting for the parser (503 above: the server is overloaded).
@@ -95,6 +99,7 @@ class Limits:
     max_words: int = 20_000
     max_sentence_words: int = 1000
     max_kbest: int = 32
+    max_kbest_cells: int = 2**21
     max_beam_size: int = 64
     timeout_s: float = 60.0
     max_queued: int = 256
@@ -319,7 +324,23 @@ class Worker:
         words = sum(len(s) for s in sentences)
         if words > self.limits.max_words:
             raise RequestError(413, f"{words} words: at most {self.limits.max_words} per request")
+        self._check_kbest_chart(task, longest)
         return sentences
+
+    def _check_kbest_chart(self, task: Task, longest: int) -> None:
+        """Refuse k-best Eisner charts over ``max_kbest_cells`` (:class:`Limits`)."""
+        k = task.options.kbest
+        if k is None or task.decoder.algorithm != "eisner":
+            return
+        cells = (longest + 1) ** 2 * k
+        if cells > self.limits.max_kbest_cells:
+            most = self.limits.max_kbest_cells // (longest + 1) ** 2
+            fits = f"kbest={most} or fewer" if most else "decoder=mst"
+            raise RequestError(
+                413,
+                f"kbest={k} with decoder=eisner on a sentence of {longest} words: a chart of "
+                f"{cells} cells, at most {self.limits.max_kbest_cells}; give {fits}",
+            )
 
     def _check_pieces(self, text: str, pieces_per_word: int) -> None:
         """Refuse, before segmenting, raw text that ``max_words`` words cannot hold.
