@@ -698,6 +698,16 @@ def test_raw_text_over_the_word_limit_is_refused_before_it_is_segmented() -> Non
     assert "11 whitespace-separated pieces" in answers[1].text
     assert answers[2] == Answer(200, "")
     assert segmented == [fields["data"]]  # by the second model only
+    # Few pieces, many words: "(a)" 330,000 times took 27 s to segment into 990,000 words.
+    served = {"m": SimpleNamespace(segmenter=Segmenter(), pieces_per_word=1)}
+    found = []
+    for text in ("(a)" * 54, "(a)" * 53):  # 162 and 159 characters: 160 for 10 words
+        task = task_of({"data": text, "tokenizer": ""}, served, "m", limits)
+        found += Worker(served, limits, max_tokens=1000).run([task])
+    assert found[0].status == 413
+    assert "raw text of 162 characters besides spaces: at most 160" in found[0].text
+    assert found[1] == Answer(200, "")
+    assert segmented == [fields["data"], "(a)" * 53]
 
 
 def test_serve_py_refuses_an_unknown_model_in_one_line(model_installed: None) -> None:
