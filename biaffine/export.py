@@ -61,6 +61,7 @@ import contextlib
 import importlib
 import json
 import logging
+import os
 import shutil
 import sys
 import tempfile
@@ -76,9 +77,9 @@ from torch import nn
 
 from biaffine import checkpoint as checkpoints
 from biaffine import installed
-from biaffine.cli import refuse_missing, report_user_errors
+from biaffine.cli import exit_on_termination, refuse_missing, report_user_errors
 from biaffine.data.batching import Batch
-from biaffine.files import fsync_dir, is_plain_name, umask_mode
+from biaffine.files import file_digest, fsync_dir, is_plain_name, umask_mode
 from biaffine.nn import Encoder
 from biaffine.parsers.ensemble import TAG_DTYPE, EnsembleParser, mean_log_softmax
 from biaffine.parsers.heads import LabelScorer, LabelVectors
@@ -626,6 +627,8 @@ def _write(
             _export_graph(graph, staging / f"{graph.name}.onnx")
         for name in manifest["int8"]:
             _quantize(staging / f"{name}.onnx")
+        for name, graph in manifest["graphs"].items():  # ties the manifest to these very graphs
+            graph["sha256"] = file_digest(staging / f"{name}.onnx")
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         _replace(staging, folder)
     finally:
@@ -813,7 +816,10 @@ def run(settings: Mapping[str, str]) -> dict[str, Any]:
     Raises:
         biaffine.installed.UnknownModelError: ``model=`` names no installed model.
     """
-    _check_destination(Path(settings["output"]))  # before the checkpoints are read
+    folder = Path(os.path.abspath(settings["output"]))  # "." has no name, and no parent
+    if Path.cwd() == folder or folder in Path.cwd().parents:
+        raise ValueError(f"output={settings['output']}: it holds this command's working folder")
+    _check_destination(folder)  # before the checkpoints are read
     checkpoint, segmenter = settings.get("checkpoint"), settings.get("segmenter")
     if "model" in settings:
         installed_model = installed.require(settings["model"])
@@ -828,7 +834,6 @@ def run(settings: Mapping[str, str]) -> dict[str, Any]:
     }
     stored = None if segmenter is None else segmenter_checkpoints.load(segmenter)
     int8 = settings.get("int8") == "true"
-    folder = Path(settings["output"])
     return export(model, folder, about=about, segmenter=stored, int8=int8)
 
 
@@ -839,6 +844,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(USAGE)
         return
     settings = report_user_errors(lambda: parse_settings(argv))
+    exit_on_termination()  # a kill ends as Ctrl-C does: the staging folder is removed
     manifest = report_user_errors(lambda: run(settings))
     files = ", ".join(graph["file"] for graph in manifest["graphs"].values())
     print(f"wrote {settings['output']}: {files}, {MANIFEST} (opset {OPSET})")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import stat
 import sys
@@ -30,6 +31,7 @@ __all__ = [
     "NO_SPACE",
     "atomic_open",
     "check_output",
+    "file_digest",
     "fsync_dir",
     "is_plain_name",
     "named_when_full",
@@ -101,6 +103,15 @@ def _path_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
     except (OSError, ValueError):
         return None
     return found.st_dev, found.st_ino
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a file's bytes, in hex, read in blocks (graphs are tens of MB)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def is_plain_name(value: object, suffix: str) -> bool:

@@ -41,7 +41,7 @@ from biaffine.data.encoding import (
     plan_batches,
 )
 from biaffine.data.vocab import Vocabs
-from biaffine.files import is_plain_name
+from biaffine.files import file_digest, is_plain_name
 from biaffine.inference.choices import (
     MST,
     best_head_labels,
@@ -565,6 +565,7 @@ def _session(
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if not path.is_file():
         raise ValueError(f"{path}: no such graph file: {_EXPORT_AGAIN}")
+    _check_digest(path, graph)
     try:
         session = onnxruntime.InferenceSession(
             str(path), options, providers=["CPUExecutionProvider"]
@@ -573,12 +574,27 @@ def _session(
         # onnxruntime's own exceptions (a traceback, exit 1) for a damaged file: a user error.
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ValueError(f"{path}: not a loadable ONNX graph ({reason}): {_EXPORT_AGAIN}") from None
-    inputs = [node.name for node in session.get_inputs()]
-    outputs = [node.name for node in session.get_outputs()]
-    if (inputs, outputs) != (list(graph["inputs"]), list(graph["outputs"])):
-        problem = f"not the graph the manifest names (inputs {inputs}, expected {graph['inputs']})"
-        raise ValueError(f"{path}: {problem}: {_EXPORT_AGAIN}")
+    for side, nodes in (("inputs", session.get_inputs()), ("outputs", session.get_outputs())):
+        names = [node.name for node in nodes]
+        if names != list(graph[side]):
+            problem = f"not the graph the manifest names ({side} {names}, expected {graph[side]})"
+            raise ValueError(f"{path}: {problem}: {_EXPORT_AGAIN}")
     return session
+
+
+def _check_digest(path: Path, graph: Mapping[str, Any]) -> None:
+    """Refuse a graph file other than the one its manifest was written with.
+
+    An ``export.json`` copied from another model's export, or another export's graph copied
+    in, has the same names: it parsed without a word into another model's tags and trees, or
+    failed in a traceback. Exports written before the digests were kept are not checked.
+
+    Raises:
+        ValueError: naming the file.
+    """
+    if "sha256" in graph and file_digest(path) != graph["sha256"]:
+        problem = "not the graph export.json was written with (its SHA-256 differs)"
+        raise ValueError(f"{path}: {problem}: {_EXPORT_AGAIN}")
 
 
 _LOAD_ERRORS = tuple(
@@ -610,7 +626,8 @@ def check_supported(request: Request, decoder: DecoderSettings, family: str | No
         asked |= {
             f"decoder={decoder.algorithm}": decoder.algorithm != MST.algorithm,
             "decoder.root_constraint=false": not decoder.root_constraint,
-            f"search={decoder.search}": decoder.asks_search,
+            f"search={decoder.search}": decoder.asks_search and decoder.search != "greedy",
+            f"search.graph_weight={decoder.graph_weight}": decoder.graph_weight != 0,
         }
     if family == "transition":
         asked["search=graph"] = decoder.search == "graph"

@@ -472,7 +472,8 @@ def test_an_ensemble_exports_as_one_parser_scoring_its_members_mean(
     graphs = export(model, folder, about={})["graphs"]
     one = json.loads((single / MANIFEST).read_text())["graphs"]
     for name in ("chars", "scores", "labels", "head_labels"):  # a runtime reads it as one parser
-        assert graphs[name] == one[name]
+        assert graphs[name].keys() == one[name].keys()
+        assert {**graphs[name], "sha256": ""} == {**one[name], "sha256": ""}  # other weights
     assert graphs["tags"]["outputs"] == ["upos_scores", "xpos_scores", "feats_scores"]
     members = model.members
     for batch in mixed_batches(ewt_test, vocabs):

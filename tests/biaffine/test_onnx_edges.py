@@ -250,9 +250,33 @@ DAMAGED = {  # what a manifest edit or a file copy does -> the file named, the p
     "graph copied over another": (
         lambda f, m: _copied(f / "labels.onnx", f / "scores.onnx", m),
         "scores.onnx",
-        "not the graph the manifest names",
+        "not the graph export.json was written with (its SHA-256 differs)",
+    ),
+    # An export.json copied from another model's export parsed into that model's tags and
+    # trees without a word: its digests are not these graphs'.
+    "another export's manifest": (
+        lambda f, m: _set(m, "graphs.tags.sha256", "0" * 64),
+        "tags.onnx",
+        "not the graph export.json was written with",
+    ),
+    # Exports written before the digests: the graphs' names are still checked, both sides.
+    "graph copied over another, no digests": (
+        lambda f, m: _copied(f / "labels.onnx", f / "scores.onnx", _without_digests(m)),
+        "scores.onnx",
+        "not the graph the manifest names (inputs",
+    ),
+    "outputs renamed, no digests": (
+        lambda f, m: _set(_without_digests(m), "graphs.tags.outputs", ["upos_scores"]),
+        "tags.onnx",
+        "(outputs ['upos_scores', 'xpos_scores', 'feats_scores'], expected ['upos_scores'])",
     ),
 }
+
+
+def _without_digests(manifest: dict) -> dict:
+    for graph in manifest["graphs"].values():
+        del graph["sha256"]
+    return manifest
 
 
 def _copied(source: Path, target: Path, manifest: dict) -> dict:
@@ -307,3 +331,37 @@ def test_raw_text_through_a_tree_only_export_gives_the_torch_paths_trees(
     predict(graph_checkpoint, source, tmp_path / "torch", segmenter=SEGMENTER, **how)
     predict_file(folder, source, tmp_path / "onnx", **how)
     assert (tmp_path / "onnx").read_bytes() == (tmp_path / "torch").read_bytes()
+
+
+def test_an_export_without_digests_still_loads(exported: Path, tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from biaffine.onnxrun import OnnxParser
+
+    folder = tmp_path / "export"
+    shutil.copytree(exported, folder)
+    manifest = json.loads((folder / "export.json").read_text(encoding="utf-8"))
+    (folder / "export.json").write_text(json.dumps(_without_digests(manifest)), encoding="utf-8")
+    OnnxParser.load(folder)
+
+
+def test_an_export_into_the_folder_it_runs_in_is_refused(
+    exported: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # output=. was exported in full, then failed to rename ".", leaving ..old.XXXX inside.
+    from biaffine.export import run
+
+    before = sorted(path.name for path in exported.iterdir())
+    monkeypatch.chdir(exported)
+    with pytest.raises(ValueError, match=r"^output=\.: it holds this command's working folder"):
+        run({"checkpoint": str(GRAPH), "output": "."})
+    assert sorted(path.name for path in exported.iterdir()) == before
+
+
+def test_a_graph_weight_is_refused_by_its_own_name(onnx_parser) -> None:
+    # Refused as "search=greedy", which the message itself says is supported.
+    from biaffine.inference import Refused
+
+    with pytest.raises(Refused, match=r"^search\.graph_weight=0\.5: runtime=onnx supports"):
+        onnx_parser.parse([["The", "cat"]], graph_weight=0.5)
