@@ -771,11 +771,13 @@ def _parse_heads(
 
 def _read_text_sentences(name: str, lines: Iterator[str]) -> Iterator[Sentence]:
     count = 0
+    leading = True  # in the lines that start with '#' before the first other one
     for lineno, text in enumerate(_broken_at_cr(lines), 1):
         forms = text.split()
         if forms:
-            if not count:
+            if leading:  # "# generator = UDPipe 2" first: the CoNLL-U was parsed as text
                 _refuse_conllu(text, name, lineno)
+                leading = text.startswith("#")
             count += 1
             yield Sentence.from_forms(forms, source=name, line=lineno)
     if not count:
@@ -789,7 +791,12 @@ def _broken_at_cr(lines: Iterator[str]) -> Iterator[str]:
 
 
 def _refuse_conllu(text: str, name: str, lineno: int) -> None:
-    """Raises if the first line of a plain text input is CoNLL-U (the format was mistaken)."""
+    """Raises if a first line of a plain text input is CoNLL-U (the format was mistaken).
+
+    The first lines are those starting with ``#`` up to the first other one, which is checked
+    too: a file's own comments (``# generator = ...``, ``# global.columns = ...``) may come
+    before the sentences' ``# sent_id``.
+    """
     cols = text.rstrip("\r\n").split("\t")
     if _CONLLU_COMMENT.match(text):
         found = "a CoNLL-U sentence comment"

@@ -567,6 +567,14 @@ def test_conllu_given_as_plain_text_hints_at_format_conllu(tmp_path: Path) -> No
         list(read_text(words))
     with pytest.raises(ConlluError, match=r"<stdin>:1: a CoNLL-U sentence comment"):
         list(read_text(io.StringIO("# sent_id = 1\nThe dog barks .\n")))
+    # A file's own comment first: every line after it was parsed as a sentence of text.
+    for first in ("# generator = UDPipe 2\n", "# global.columns = ID FORM LEMMA\n"):
+        with pytest.raises(ConlluError, match=r"<stdin>:3: a CoNLL-U sentence comment"):
+            list(read_text(io.StringIO(first + "\n# sent_id = 1\n" + word_line(1) + "\n")))
+        with pytest.raises(ConlluError, match=r"<stdin>:2: a CoNLL-U word line"):
+            list(read_text(io.StringIO(first + word_line(1) + "\n")))
+    # Comments of text's own are sentences, after the first line or before it.
+    assert len(list(read_text(io.StringIO("# my notes\nThe cat .\n# sent_id = 1\n")))) == 3
 
 
 @pytest.mark.parametrize(
