@@ -669,6 +669,7 @@ def _parse_block(raw: list[str], start: int, name: str, require_trees: bool) -> 
     words: list[list[str]] = []
     word_lines: list[int] = []
     last_range: tuple[int, int, int] | None = None  # (low, high, line) of the last range read
+    last_empty = (0, 0)  # (word, k) of the last empty node read, k.1 for none
     for k in range(first, len(raw)):
         text = raw[k]
         if text[0] == "#":
@@ -681,6 +682,8 @@ def _parse_block(raw: list[str], start: int, name: str, require_trees: bool) -> 
             word_lines.append(k)
         elif "-" in cols[0]:
             last_range = _check_range(cols[0], last_range, name, start + k - first)
+        else:
+            last_empty = _check_empty(cols[0], last_empty, len(words), name, start + k - first)
     if not words:
         raise ConlluError(name, start, "sentence has no words (no line with an integer ID)")
     if last_range is not None and last_range[1] > len(words):
@@ -741,10 +744,28 @@ def _check_range(
     the sentence's last word once that is read.
     """
     low, high = (int(bound) for bound in field.split("-"))
+    if high <= low:
+        raise ConlluError(name, lineno, f"multiword range {field} must span two words or more")
     if previous is not None and low <= previous[1]:
         problem = f"multiword range {field} starts inside the range {previous[0]}-{previous[1]}"
         raise ConlluError(name, lineno, problem)
     return low, high, lineno
+
+
+def _check_empty(
+    field: str, previous: tuple[int, int], n_before: int, name: str, lineno: int
+) -> tuple[int, int]:
+    """(word, k) of the empty node ``field``, refused unless it is the next after word n_before.
+
+    :func:`_is_word` has checked that it follows word ``n_before``; the nodes after one word
+    are numbered 1, 2, ... in order (a second 1.1, or 1.2 before 1.1, was read silently).
+    """
+    number = int(field.partition(".")[2])
+    expected = previous[1] + 1 if previous[0] == n_before else 1
+    if number != expected:
+        problem = f"empty node {field} out of order: expected {n_before}.{expected}"
+        raise ConlluError(name, lineno, problem)
+    return n_before, number
 
 
 def _parse_heads(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import pickle
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -640,3 +641,22 @@ def test_from_forms_refuses_one_string_for_a_list_of_words() -> None:
     with pytest.raises(TypeError, match=r"^forms is a string \('abc'\): pass a list of words"):
         Sentence.from_forms("abc")
     assert Sentence.from_forms(("a", "bc")).forms == ["a", "bc"]
+
+
+@pytest.mark.parametrize(
+    ("ids", "line", "problem"),
+    [
+        (["1", "1.1", "1.1"], 3, "empty node 1.1 out of order: expected 1.2"),
+        (["1", "1.2", "1.1"], 2, "empty node 1.2 out of order: expected 1.1"),
+        (["1", "1.2"], 2, "empty node 1.2 out of order: expected 1.1"),
+        (["1-1", "1"], 1, "multiword range 1-1 must span two words or more"),
+    ],
+)
+def test_empty_nodes_out_of_order_and_one_word_ranges_are_refused(
+    tmp_path: Path, ids: list[str], line: int, problem: str
+) -> None:
+    # Each was read without a word, and written back as given.
+    rows = [word_line(1) if i == "1" else i + "\tx" + "\t_" * 8 for i in ids]
+    path = write_bytes(tmp_path / "odd.conllu", "\n".join(rows) + "\n\n")
+    with pytest.raises(ConlluError, match=rf"^{re.escape(f'{path}:{line}: {problem}')}$"):
+        list(read_conllu(path))
