@@ -302,6 +302,10 @@ class GraphFamily(Family):
                 raise ValueError(
                     f"{sentence.source}:{sentence.line}: {len(given)} fixed heads for {n} words"
                 )
+            for word, head in enumerate(given, start=1):
+                if head == word:  # the decoders' message names their own argument
+                    where = f"{sentence.source}:{sentence.line}: word {word}"
+                    raise ValueError(f"{where}: fixed head {head} is the word itself")
             fixed = np.array([-1, *(-1 if h is None else h for h in given)], dtype=np.int64)
 
             def search(row_scores: np.ndarray, fixed: IntArray = fixed) -> IntArray:

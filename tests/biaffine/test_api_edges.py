@@ -42,6 +42,12 @@ def test_a_fixed_head_outside_the_sentence_is_refused_naming_the_word(parser, he
         parser.parse_constrained(WORDS, [[None, head, None, None]])
 
 
+def test_a_word_fixed_as_its_own_head_is_refused_naming_the_word(parser) -> None:
+    # Named the decoders' argument: "fixed_heads[2]=2: a word cannot head itself".
+    with pytest.raises(ValueError, match=r"^<input>:1: word 2: fixed head 2 is the word itself$"):
+        parser.parse_constrained(WORDS, [[None, 2, None, None]])
+
+
 @pytest.mark.parametrize("heads", [None, "2 0", 3])
 def test_fixed_heads_of_a_sentence_that_are_no_list_are_refused(parser, heads) -> None:
     with pytest.raises(TypeError, match=r"fixed_heads\[0\] is a"):

@@ -326,7 +326,7 @@ def with_heads(tmp_path: Path, sent_id: str, heads: dict[int, str]) -> tuple[Pat
 GIVEN_HEAD_ERRORS = {
     "cycle": ({1: "2", 2: "1", 3: "_", 4: "_"}, "fixed heads form the cycle"),
     "two-roots": ({1: "0", 2: "_", 3: "0", 4: "_"}, "words 1 and 3 are fixed on ROOT"),
-    "own-head": ({1: "_", 2: "2", 3: "_", 4: "_"}, "fixed_heads[2]=2: a word cannot head itself"),
+    "own-head": ({1: "_", 2: "2", 3: "_", 4: "_"}, "word 2: fixed head 2 is the word itself"),
 }
 
 
