@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 if TYPE_CHECKING:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import Override
 
 __all__ = [
@@ -546,14 +547,30 @@ def _parsed(text: str) -> Override:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import OverrideParseException
 
+    parser = OverridesParser.create()
     try:
-        (override,) = OverridesParser.create().parse_overrides([text])
+        (override,) = parser.parse_overrides([text])
     except OverrideParseException:
+        at = _first_unread(parser, text)
         raise ValueError(
-            f"{text}: not a setting KEY=VALUE that Hydra can read; a value holding "
-            "any of , = [ ] ( ) { } ' \" needs quotes that reach Hydra: \"KEY='VALUE'\""
+            f"{text}: not a setting KEY=VALUE that Hydra can read{at}; a value holding "
+            "any of , = [ ] ( ) { } ' \" # ~ or a letter beyond ASCII needs quotes that reach "
+            "Hydra: \"KEY='VALUE'\""
         ) from None
     return override
+
+
+def _first_unread(parser: OverridesParser, text: str) -> str:
+    """`` (at 'é')``: the character where the shortest unreadable start of ``text`` ends."""
+    from hydra.errors import OverrideParseException
+
+    key, equals, value = text.partition("=")
+    for end in range(1, len(value) + 1) if equals else ():
+        try:
+            parser.parse_overrides([f"{key}={value[:end]}"])
+        except OverrideParseException:
+            return f" (at {value[end - 1]!r})"
+    return ""
 
 
 def config_options(conf: Path, group: str, width: int = 100) -> str:
