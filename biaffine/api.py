@@ -28,6 +28,7 @@ What the probabilities mean is said where they are computed: :mod:`biaffine.infe
 from __future__ import annotations
 
 import io
+import numbers
 import os
 from collections.abc import Sequence
 
@@ -266,7 +267,21 @@ class Parser:
         return [parsed_trees(s, r, request)[0] for s, r in zip(sentences, found, strict=True)]
 
     def to_conllu(self, trees: Sequence[ParsedTree]) -> str:
-        """The parsed sentences as CoNLL-U text."""
+        """The parsed sentences as CoNLL-U text.
+
+        Raises:
+            TypeError: ``trees`` is not a sequence of :class:`ParsedTree` (one tree, or
+                :meth:`kbest`'s list per sentence: pass one of its lists, or flatten them).
+        """
+        if isinstance(trees, ParsedTree):
+            raise TypeError("to_conllu takes a list of ParsedTree, not one: pass [tree]")
+        trees = list(trees)
+        wrong = next((tree for tree in trees if not isinstance(tree, ParsedTree)), None)
+        if wrong is not None:
+            raise TypeError(
+                f"to_conllu takes a list of ParsedTree, and this one holds a "
+                f"{type(wrong).__name__}: pass parse()'s list, or one of kbest()'s lists"
+            )
         out = io.StringIO()
         write_conllu(out, [tree.sentence for tree in trees])
         return out.getvalue()
@@ -311,8 +326,10 @@ class Parser:
                 a yes/no option that is not a bool.
         """
         # Checked here, not by Request: there kbest=None means "one tree", which k must not.
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        # A numpy integer is one (numbers.Integral), as fixed heads accept it.
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
             raise ValueError(f"k={k!r} must be an integer >= 1")
+        k = int(k)
         check_flags(root_constraint=root_constraint, joint_labels=joint_labels, overwrite=overwrite)
         settings = DecoderSettings(decoder, root_constraint, joint_labels=joint_labels)
         sentences = list(input_sentences(inputs, PLAIN_TEXT_HINT))

@@ -36,7 +36,8 @@ PATH_LOG_PROB = "transition_path_log_prob"
 KBEST_RANK = "kbest_rank"
 """Comment key: 1 for the best tree of a sentence, 2 for the next, ..."""
 KBEST_SCORE = "kbest_score"
-"""Comment key: the tree's score, the sum of its words' head log-probabilities."""
+"""Comment key: the tree's score, the sum of its words' head log-probabilities (and of their
+labels' with ``joint_labels``, the default)."""
 
 _BOUNDARIES = ("newdoc", "newpar")
 """Comments only the best of k trees keeps: the others are not new documents or paragraphs."""
@@ -111,7 +112,8 @@ class ParsedTree:
         head_probs: float[n], the marginal probability of the arc to each word's chosen head.
         label_probs: float[n], the probability of each word's chosen label at that arc.
         log_prob: log-probability of the whole unlabeled tree (graph parsers), or its score
-            (k-best: the sum of its words' head log-probabilities).
+            (k-best: the sum of its words' head log-probabilities, and of their labels' with
+            ``joint_labels``).
         path_log_prob: transition parsers: log of the product of the probabilities of the
             transitions the search took (each a softmax over the legal ones).
     """

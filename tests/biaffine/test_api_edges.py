@@ -292,3 +292,20 @@ def test_a_misspelt_model_name_is_refused_with_the_installed_names(name) -> None
 def test_a_model_that_is_no_name_or_path_is_refused_naming_its_type(path) -> None:
     with pytest.raises(TypeError, match=r"^path is a (NoneType|int): give a model name or a"):
         Parser.load(path)
+
+
+def test_kbest_takes_a_numpy_integer_as_fixed_heads_do(parser) -> None:
+    import numpy as np
+
+    # "k=np.int64(2) must be an integer >= 1".
+    assert parser.kbest(WORDS, np.int64(2)) == parser.kbest(WORDS, 2)
+
+
+@pytest.mark.parametrize("given", ["kbest", "one tree"])
+def test_to_conllu_refuses_what_is_no_list_of_trees_naming_it(parser, given) -> None:
+    # kbest's lists per sentence were an AttributeError: 'list' object has no attribute.
+    trees = parser.kbest(WORDS, 2) if given == "kbest" else parser.parse(WORDS)[0]
+    with pytest.raises(TypeError, match=r"^to_conllu takes a list of ParsedTree"):
+        parser.to_conllu(trees)
+    (trees,) = parser.kbest(WORDS, 2)
+    assert parser.to_conllu(trees).count("\n\n") == len(trees) == 2  # one of its lists
