@@ -134,14 +134,44 @@ def exit_on_termination() -> None:
     Python's default for them ends the process at once, so that an output being written
     atomically left its temporary file behind (``kill`` of a long ``predict.py``);
     ``SystemExit`` with status 128 + the signal runs every ``finally`` and ``except
-    BaseException`` on the way out, as ``KeyboardInterrupt`` does.
+    BaseException`` on the way out, as ``KeyboardInterrupt`` does. Each signal is noted too,
+    for :func:`stop_if_terminated`.
     """
 
     def leave(number: int, _frame: object) -> None:
+        _SIGNALLED.append(number)
         sys.exit(128 + number)
+
+    def interrupt(number: int, _frame: object) -> None:
+        _SIGNALLED.append(number)
+        raise KeyboardInterrupt
 
     for number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, leave)
+    signal.signal(signal.SIGINT, interrupt)
+
+
+_SIGNALLED: list[int] = []
+"""The signals :func:`exit_on_termination`'s handlers have raised for, first first."""
+
+
+def stop_if_terminated() -> None:
+    """Raise again for a signal whose exception never left the code it was raised in.
+
+    Python runs a signal's handler wherever the process is, and an exception raised inside a
+    weak reference's callback or a ``__del__`` is printed as "Exception ignored" and dropped:
+    a training given SIGTERM in one went on for good, and so did a parse given Ctrl-C. Long
+    loops call this between their steps.
+
+    Raises:
+        KeyboardInterrupt: after SIGINT.
+        SystemExit: 128 + the signal, after SIGTERM or SIGHUP.
+    """
+    if not _SIGNALLED:
+        return
+    if _SIGNALLED[0] == signal.SIGINT:
+        raise KeyboardInterrupt
+    sys.exit(128 + _SIGNALLED[0])
 
 
 def silence_closed_stdout() -> int:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnxruntime
 
-from biaffine.cli import check_threads
+from biaffine.cli import check_threads, stop_if_terminated
 from biaffine.data.conllu import Sentence
 from biaffine.data.encoding import (
     PARSING_COLUMNS,
@@ -697,7 +697,11 @@ def predict_file(
 
 def _chunks(sentences: Iterable[Sentence], size: int) -> Iterator[list[Sentence]]:
     iterator = iter(sentences)
-    while chunk := list(itertools.islice(iterator, size)):
+    while True:
+        stop_if_terminated()  # before a read that may wait on a pipe for good
+        chunk = list(itertools.islice(iterator, size))
+        if not chunk:
+            return
         yield chunk
 
 

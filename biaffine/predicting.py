@@ -21,7 +21,7 @@ from torch import nn
 import tiered
 from biaffine import checkpoint, distributed
 from biaffine.api import Parser
-from biaffine.cli import freeze_loaded
+from biaffine.cli import freeze_loaded, stop_if_terminated
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, family_of, warm_up
@@ -278,6 +278,7 @@ def _parse_chunks(
 
 def _next_round(iterator: Iterator[Sentence], size: int, n: int) -> list[list[Sentence]]:
     """Up to ``n`` non-empty chunks of ``size`` sentences from ``iterator``."""
+    stop_if_terminated()  # before a read that may wait on a pipe for good
     chunks = (list(itertools.islice(iterator, size)) for _ in range(n))
     return list(itertools.takewhile(bool, chunks))
 

@@ -744,8 +744,6 @@ def _check_range(
     the sentence's last word once that is read.
     """
     low, high = (int(bound) for bound in field.split("-"))
-    if high <= low:
-        raise ConlluError(name, lineno, f"multiword range {field} must span two words or more")
     if previous is not None and low <= previous[1]:
         problem = f"multiword range {field} starts inside the range {previous[0]}-{previous[1]}"
         raise ConlluError(name, lineno, problem)

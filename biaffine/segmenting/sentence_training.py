@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from biaffine.cli import check_positive
+from biaffine.cli import check_positive, stop_if_terminated
 from biaffine.runtime import seed_everything, set_threads
 from biaffine.segmenting import checkpoint
 from biaffine.segmenting.sentences import SentenceModel, paragraph_tokens, token_flags
@@ -163,6 +163,7 @@ def train(
         model.train()
         losses = []
         for batch in _batches(pieces, settings.batch_pieces, rng):
+            stop_if_terminated()  # a kill whose exception a weakref callback swallowed
             if time.monotonic() > deadline:
                 stop = "max_minutes"
                 break

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from biaffine.cli import check_positive
+from biaffine.cli import check_positive, stop_if_terminated
 from biaffine.data import treebanks
 from biaffine.data.conllu import ConlluError
 from biaffine.files import atomic_open
@@ -334,6 +334,7 @@ def train(
         model.train()
         losses = []
         for batch in _batches(len(text), settings.window, settings.batch_windows, rng):
+            stop_if_terminated()  # a kill whose exception a weakref callback swallowed
             if time.monotonic() > deadline:
                 stop_reason = "max_minutes"
                 break

@@ -25,7 +25,7 @@ from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 
 from biaffine import distributed
-from biaffine.cli import check_positive
+from biaffine.cli import check_positive, stop_if_terminated
 from biaffine.data.batching import Batch, Encoded, collate, plan_batches
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
@@ -288,6 +288,7 @@ def train_epoch(
         dynamic_ncols=True,
     )
     for first in bar:
+        stop_if_terminated()  # a kill whose exception a weakref callback swallowed
         step = _GlobalBatch(plan, train_data, first, per_step, state.epoch)
         loss, n = _train_step(loss_module, optimizer, step, here, settings, device)
         late = deadline is not None and here.is_main and time.monotonic() >= deadline

@@ -567,3 +567,35 @@ def test_an_output_file_that_standard_input_reads_is_refused(tmp_path: Path) -> 
         2, f"error: output {given} is the file standard input reads: choose another\n"
     )  # fmt: skip
     assert given.read_bytes() == before
+
+
+SWALLOWED = """
+import os, signal, sys, weakref
+from biaffine.cli import exit_on_termination, stop_if_terminated
+exit_on_termination()
+class Held: pass
+held = Held()
+def callback(_):  # the handler runs in here, and Python drops its exception
+    os.kill(os.getpid(), signal.{name})
+    for _ in range(10000): pass
+reference = weakref.ref(held, callback)
+del held
+print("went on", flush=True)
+stop_if_terminated()
+print("not reached", flush=True)
+"""
+
+
+@pytest.mark.parametrize(("name", "status"), [("SIGTERM", 143), ("SIGHUP", 129), ("SIGINT", -2)])
+def test_a_signal_whose_exception_a_callback_dropped_stops_the_next_step(
+    name: str, status: int
+) -> None:
+    # A training given SIGTERM inside a WeakSet callback went on for good ("Exception ignored").
+    script = SWALLOWED.replace("{name}", name)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.stdout == "went on\n"
+    assert "Exception ignored" in done.stderr
+    assert done.returncode == status  # SIGINT: Python ends an uncaught KeyboardInterrupt so
+    assert done.stderr.rstrip().endswith("KeyboardInterrupt") == (name == "SIGINT")

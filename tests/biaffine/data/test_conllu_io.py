@@ -649,10 +649,9 @@ def test_from_forms_refuses_one_string_for_a_list_of_words() -> None:
         (["1", "1.1", "1.1"], 3, "empty node 1.1 out of order: expected 1.2"),
         (["1", "1.2", "1.1"], 2, "empty node 1.2 out of order: expected 1.1"),
         (["1", "1.2"], 2, "empty node 1.2 out of order: expected 1.1"),
-        (["1-1", "1"], 1, "multiword range 1-1 must span two words or more"),
     ],
 )
-def test_empty_nodes_out_of_order_and_one_word_ranges_are_refused(
+def test_empty_nodes_out_of_order_are_refused(
     tmp_path: Path, ids: list[str], line: int, problem: str
 ) -> None:
     # Each was read without a word, and written back as given.
