@@ -138,11 +138,23 @@ def installed() -> dict[str, InstalledModel]:
                 f"{ENVIRONMENT} names {root}, which is not a folder: give existing folders "
                 f"of models, separated by {os.pathsep!r}"
             )
-        for folder in sorted(root.iterdir()):
-            card = folder / CARD
-            if folder.name not in found and is_name(folder.name) and card.is_file():
-                found[folder.name] = InstalledModel(folder.name, folder, _read_card(card))
+        for name, model in models_in(root).items():
+            found.setdefault(name, model)
     return dict(sorted(found.items()))
+
+
+def models_in(root: Path) -> dict[str, InstalledModel]:
+    """The models of one folder of models (its folders with a card), by name, sorted.
+
+    Raises:
+        ValueError: a model folder whose ``card.json`` is not a model card.
+    """
+    found = {}
+    for folder in sorted(root.iterdir()):
+        card = folder / CARD
+        if is_name(folder.name) and card.is_file():
+            found[folder.name] = InstalledModel(folder.name, folder, _read_card(card))
+    return found
 
 
 def _read_card(path: Path) -> dict[str, Any]:

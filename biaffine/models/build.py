@@ -51,7 +51,7 @@ from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import CHARACTER_MODELS
 from biaffine.files import atomic_open, fsync_dir
-from biaffine.installed import CARD, SHIPPED, installed
+from biaffine.installed import CARD, SHIPPED, models_in
 from biaffine.models.card import (
     averaged_facts,
     ensemble_facts,
@@ -386,8 +386,12 @@ def card_speed(parser: Parser, gold: Path, threads: int) -> dict[str, Any]:
 
 
 def write_docs(folder: Path, page: Path) -> None:
-    """Rewrite ``page`` from the cards of the models under ``folder``."""
-    cards = [m.card for m in installed().values() if m.folder.parent == folder.resolve()]
+    """Rewrite ``page`` from the cards of the models under ``folder``, every one of them.
+
+    Not those :func:`~biaffine.installed.installed` finds there: a model of ``ROOTPARSE_MODELS``
+    shadows the shipped one of its name, which the page then lacked.
+    """
+    cards = [model.card for model in models_in(folder).values()]
     with atomic_open(page, "w", encoding="utf-8") as out:
         out.write(render_page(cards))
 
@@ -454,10 +458,18 @@ def main(argv: list[str] | None = None) -> None:
     )
     options.add_argument("--machine", default=f"{cpu_description()}, one thread per run")
     options.add_argument("--speed-threads", type=int, default=2)
-    options.add_argument("--docs", default=str(DOCS), help="the page rewritten from the cards")
+    options.add_argument(
+        "--docs",
+        default=None,
+        help="the page rewritten from the cards of --out's models (default: docs/models.md "
+        "for the repository's models/, none for another folder)",
+    )
     args = options.parse_args(argv)
+    shipped = Path(args.out).resolve() == SHIPPED.resolve()
+    docs = args.docs if args.docs is not None else (str(DOCS) if shipped else None)
     card = report_user_errors(lambda: build(args))
-    report_user_errors(lambda: write_docs(Path(args.out), Path(args.docs)))
+    if docs is not None:  # another folder's models are not the repository's page
+        report_user_errors(lambda: write_docs(Path(args.out), Path(docs)))
     print(write_json(card), end="")
 
 

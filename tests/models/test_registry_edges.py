@@ -153,3 +153,21 @@ def test_a_copied_model_loads_by_its_folders_name(registry: Path) -> None:
     shutil.copy(SMALL / "parser.pt", folder / "parser.pt")
     shutil.copy(SMALL / "segmenter.pt", folder / "segmenter.pt")
     assert Parser.named("xx_small", threads=1).name == "xx_small"
+
+
+def test_the_docs_page_keeps_a_shipped_model_another_folder_shadows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # write_docs listed the models installed() found in models/: a model of ROOTPARSE_MODELS
+    # shadowed en_ewt's, and the rewritten page lacked en_ewt.
+    from biaffine.models.build import write_docs
+
+    mine = tmp_path / "mine" / "en_ewt"
+    mine.mkdir(parents=True)
+    shutil.copyfile(installed.SHIPPED / "en_ewt" / "card.json", mine / "card.json")
+    monkeypatch.setenv("ROOTPARSE_MODELS", str(tmp_path / "mine"))
+    assert installed.find("en_ewt").folder == mine
+    page = tmp_path / "models.md"
+    write_docs(installed.SHIPPED, page)
+    shipped_page = installed.SHIPPED.parent / "docs" / "models.md"
+    assert page.read_text(encoding="utf-8") == shipped_page.read_text(encoding="utf-8")
