@@ -34,15 +34,14 @@ from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import Lexicon, build_lexicon
 from biaffine.files import refuse_input_as_output
 
-TABLES = tuple(
-    f.name
-    for f in dataclasses.fields(Lexicon)
-    if f.init and f.name not in ("generator", "feats_guesser", "doubt")
-)
+_KEPT = ("generator", "feats_guesser", "upos_guesser", "doubt", "exact_case", "runner_up")
+TABLES = tuple(f.name for f in dataclasses.fields(Lexicon) if f.init and f.name not in _KEPT)
 """The lexicon's tables, by field name (``--only``); its character models are trained, not
-counted (:mod:`biaffine.training.lemma_generator`, :mod:`biaffine.training.feats_guesser`), and
-its doubt shares chosen on dev (:mod:`biaffine.training.doubt`): ``--only`` keeps them, a whole
-new lexicon has none (they were chosen for the old one)."""
+counted (:mod:`biaffine.training.lemma_generator`, :mod:`biaffine.training.feats_guesser`,
+:mod:`biaffine.training.upos_guesser`), and its doubt shares and lemma checks chosen on dev
+(:mod:`biaffine.training.doubt`): ``--only`` keeps them (``upos_guesser`` was offered, and
+replaced a trained guesser with none), a whole new lexicon has none (they were chosen for the
+old one)."""
 
 
 def add_lexicon(
@@ -67,10 +66,9 @@ def add_lexicon(
     refuse_input_as_output(out, (source, train))
     loaded = checkpoint.load(source)
     lexicon = build_lexicon(read_conllu(train))
-    if only:
-        lexicon = dataclasses.replace(
-            loaded.vocabs.lexicon, **{table: getattr(lexicon, table) for table in only}
-        )
+    if only:  # a checkpoint from before lexicons gets the tables named alone
+        kept = loaded.vocabs.lexicon if loaded.vocabs.lexicon is not None else Lexicon()
+        lexicon = dataclasses.replace(kept, **{table: getattr(lexicon, table) for table in only})
     vocabs = dataclasses.replace(loaded.vocabs, lexicon=lexicon)
     checkpoint.rewrite(loaded, out, vocabs=vocabs, stored_as=stored_as)
     return len(lexicon)

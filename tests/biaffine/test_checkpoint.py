@@ -619,6 +619,37 @@ def test_add_lexicon_only_adds_the_tables_named(tmp_path, parser, vocabs) -> Non
     assert load(new).vocabs.lexicon == expected
 
 
+def test_add_lexicon_only_offers_no_trained_model_or_setting_chosen_on_dev() -> None:
+    # --only upos_guesser replaced a trained guesser with an untrained lexicon's none.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("add_lexicon", ADD_LEXICON)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kept = {"generator", "feats_guesser", "upos_guesser", "doubt", "exact_case", "runner_up"}
+    assert not kept & set(module.TABLES)
+    assert {"tag_sets", "featured", "relation_upos"} <= set(module.TABLES)
+
+
+def test_add_lexicon_only_on_a_checkpoint_without_a_lexicon_adds_the_tables(
+    tmp_path, parser, vocabs
+) -> None:
+    # dataclasses.replace(None, ...): a TypeError traceback, for the checkpoints it is for.
+    old = tmp_path / "old.pt"
+    data = vocabs.to_dict()
+    del data["lemma_lexicon"]
+    model = dict(parser=parser.kind, model_config=parser.config(), metadata={})
+    save(old, **model, vocabs=data, state_dict=parser.state_dict())
+    new = tmp_path / "new.pt"
+    command = [sys.executable, str(ADD_LEXICON), str(old), str(DATA / "tiny.conllu"), str(new)]
+    done = subprocess.run(
+        [*command, "--only", "tag_sets"], capture_output=True, text=True, env=_with_repo_path()
+    )
+    assert done.returncode == 0, done.stderr
+    assert load(new).vocabs.lexicon.tag_sets == vocabs.lexicon.tag_sets
+    assert not load(new).vocabs.lexicon.tagged
+
+
 @pytest.mark.parametrize("stored_as", ["float16", "int8"])
 def test_add_lexicon_keeps_a_shipped_models_compact_weights_bit_for_bit(
     tmp_path, parser, vocabs, stored_as: str
