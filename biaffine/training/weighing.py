@@ -74,6 +74,8 @@ def weigh(
     gold = [value for sentence in dev for value in getattr(sentence, column)]
     upos = [tag for sentence in dev for tag in sentence.upos]
     counted = [k for k, tag in enumerate(upos) if tag != _NO_UPOS]
+    if not counted:
+        raise ValueError(f"no dev word has a UPOS: nothing to weigh the {kind} on")
     tried = []
     for weight in weights:
         guesser = dataclasses.replace(trained.model, weight=weight)

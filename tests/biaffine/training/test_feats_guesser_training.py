@@ -167,3 +167,17 @@ def test_a_model_without_a_feats_tagger_is_refused_before_the_training(
     )
     assert "epoch" not in done.stdout  # not one epoch trained
     assert not (tmp_path / "out.pt").exists()
+
+
+def test_a_dev_file_without_upos_is_refused_before_the_training(
+    tagging_model: Path, tmp_path: Path
+) -> None:
+    # It trained the whole budget, then weighed on no word: a ZeroDivisionError traceback.
+    bare = [Sentence(s.forms, lemmas=s.lemmas, feats=s.feats) for s in DEV]  # UPOS "_"
+    dev = conllu_file(tmp_path, bare)
+    done = run_command(tagging_model, TINY_CONLLU, dev, tmp_path / "out.pt", "--max-epochs", "1")
+    assert done.returncode == 2, done.stderr
+    assert "unseen dev words with their UPOS" in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert "epoch" not in done.stdout
+    assert not (tmp_path / "out.pt").exists()
