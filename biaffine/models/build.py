@@ -47,7 +47,7 @@ import torch
 import biaffine
 from biaffine import checkpoint, cli
 from biaffine.api import Parser
-from biaffine.cli import report_user_errors
+from biaffine.cli import exit_on_termination, report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import CHARACTER_MODELS
 from biaffine.files import atomic_open, fsync_dir
@@ -474,4 +474,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()

@@ -27,8 +27,8 @@ from typing import Any
 import biaffine
 from biaffine import cli, installed, models
 from biaffine.api import Parser
-from biaffine.cli import report_user_errors
-from biaffine.files import atomic_open
+from biaffine.cli import exit_on_termination, report_user_errors
+from biaffine.files import atomic_open, check_output
 from biaffine.models.build import DOCS, card_speed, size_bytes, write_docs
 from biaffine.models.card import write_json
 from biaffine.models.scoring import GOLD, THREADS, card_scores, ud_test_file
@@ -55,7 +55,10 @@ def rescore(
         speed_threads: measure the card's ``speed`` again on so many threads, or None to keep it.
     """
     model = installed.find(name)
-    gold = ud_test_file(root / model.card["treebank"]["name"])
+    treebank = model.card.get("treebank")
+    if not isinstance(treebank, dict) or not isinstance(treebank.get("name"), str):
+        raise ValueError(f"{model.folder / installed.CARD}: names no treebank.name to score on")
+    gold = ud_test_file(root / treebank["name"])
     card = dict(model.card)
     parser = models.load(name, threads=THREADS)
     card["scores"] = card_scores(parser, gold)
@@ -116,6 +119,9 @@ def main(argv: list[str] | None = None) -> None:
     args = options.parse_args(argv)
     if args.root is None:
         options.error("set UD_ROOT or pass --root")
+    for item in args.float32:
+        if "=" not in item:  # dict() of it was a traceback
+            options.error(f"--float32 {item}: give NAME=PATH")
     float32 = dict(item.split("=", 1) for item in args.float32)
     if set(float32) - set(args.names):
         options.error(
@@ -128,6 +134,8 @@ def _rescore_all(args: argparse.Namespace, float32: dict[str, str]) -> None:
     """Each named model's card scored again and written (unless ``--dry-run``), then the page."""
     for name in args.names:
         installed.find(name)  # an unknown name stops the run before any model is scored
+    if not args.dry_run:
+        check_output(Path(args.docs))  # refused once the cards were written, before
     for name in args.names:
         old, new = rescore(
             name,
@@ -147,4 +155,5 @@ def _rescore_all(args: argparse.Namespace, float32: dict[str, str]) -> None:
 
 
 if __name__ == "__main__":
+    exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()

@@ -36,7 +36,7 @@ import torch
 
 from biaffine import checkpoint, cli
 from biaffine.api import Parser
-from biaffine.cli import report_user_errors
+from biaffine.cli import exit_on_termination, report_user_errors
 from biaffine.data.batching import plan_batches
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lexicon import DOUBTED, Lexicon
@@ -312,4 +312,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()

@@ -29,6 +29,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from biaffine.cli import exit_on_termination
 from biaffine.data.character_model import PAD, SPECIAL_SYMBOLS
 from biaffine.data.conllu import Sentence
 from biaffine.data.feats_guesser import FeatsGuesser
@@ -256,4 +257,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()

@@ -37,7 +37,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from biaffine import checkpoint, cli
-from biaffine.cli import check_threads, report_user_errors
+from biaffine.cli import check_threads, exit_on_termination, report_user_errors
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemma_generator import BOS, PAD, SPECIAL_SYMBOLS, LemmaGenerator
 from biaffine.data.lemmas import is_annotated
@@ -516,4 +516,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from biaffine.cli import exit_on_termination
 from biaffine.data.character_model import SPECIAL_SYMBOLS
 from biaffine.data.conllu import Sentence
 from biaffine.data.upos_guesser import UposGuesser
@@ -128,4 +129,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
     main()

@@ -50,3 +50,33 @@ def test_an_unknown_model_is_refused_in_one_line(capsys) -> None:
     err = capsys.readouterr().err
     assert err.startswith("error: no model named 'NOT_A_MODEL'")
     assert err.count("\n") == 1
+
+
+def test_a_float32_setting_without_a_path_is_refused(capsys) -> None:
+    # dict() of "en_ewt" was a ValueError traceback.
+    with pytest.raises(SystemExit) as stopped:
+        main(["en_ewt", "--root", ".", "--float32", "en_ewt"])
+    assert stopped.value.code == 2
+    assert "--float32 en_ewt: give NAME=PATH" in capsys.readouterr().err
+
+
+def test_docs_into_a_missing_folder_are_refused_before_any_card_is_written(capsys) -> None:
+    # Refused once every card had been scored and written.
+    with pytest.raises(SystemExit) as stopped:
+        main(["en_ewt", "--root", ".", "--docs", "/nonexistent/folder/models.md"])
+    assert stopped.value.code == 2
+    assert "the folder /nonexistent/folder does not exist" in capsys.readouterr().err
+
+
+def test_a_card_without_a_treebank_is_refused_naming_it(tmp_path, monkeypatch, capsys) -> None:
+    # A KeyError traceback: the listing reads such a card.
+    import json
+
+    folder = tmp_path / "xx_bare"
+    folder.mkdir()
+    (folder / "card.json").write_text(json.dumps({"files": {"parser": "parser.pt"}}))
+    monkeypatch.setenv("ROOTPARSE_MODELS", str(tmp_path))
+    with pytest.raises(SystemExit) as stopped:
+        main(["xx_bare", "--root", ".", "--dry-run"])
+    assert stopped.value.code == 2
+    assert "card.json: names no treebank.name to score on" in capsys.readouterr().err
