@@ -11,7 +11,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,8 +78,8 @@ def read_curves(path: str | Path) -> Curves:
         raise ValueError(f"{path}: no such file (is this a training run directory?)")
     epochs: dict[int, dict[str, Any]] = {}
     test: dict[str, Any] | None = None
-    with path.open(encoding="utf-8") as lines:
-        for lineno, text in enumerate(lines, 1):
+    with path.open("rb") as lines:
+        for lineno, text in enumerate(_decoded(lines, path), 1):
             if not text.strip():
                 continue
             record = _record(text, path, lineno)
@@ -87,7 +87,7 @@ def read_curves(path: str | Path) -> Curves:
                 epoch = _epoch_number(record, path, lineno)
                 epochs[epoch] = _epoch_values(record, path, lineno)
             elif record.get("event") == "test":
-                test = record.get("test")
+                test = _test_scores(record, path, lineno)
     if not epochs:
         raise ValueError(f"{path}: no epoch records (event 'epoch') to plot")
     order = sorted(epochs)
@@ -103,11 +103,22 @@ def read_curves(path: str | Path) -> Curves:
     )
 
 
+def _decoded(lines: Iterable[bytes], path: Path) -> Iterator[str]:
+    """The file's lines decoded one by one, so that a byte that is not UTF-8 names its line."""
+    for lineno, raw in enumerate(lines, 1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{path}:{lineno}: not UTF-8 ({error.reason})") from None
+
+
 def _record(text: str, path: Path, lineno: int) -> dict[str, Any]:
     try:
         record = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}:{lineno}: not JSON ({error.msg})") from None
+    except RecursionError:  # json nests one Python call per level
+        raise ValueError(f"{path}:{lineno}: not JSON this plot reads (nested too deeply)") from None
     if not isinstance(record, dict):
         raise ValueError(f"{path}:{lineno}: expected a JSON object, found {type(record).__name__}")
     return record
@@ -131,9 +142,24 @@ def _epoch_values(record: dict[str, Any], path: Path, lineno: int) -> dict[str, 
             "best_epoch": int(record.get("best_epoch", 0)),
             "seconds": float(record.get("seconds", math.nan)),
         }
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):  # int(1e400): OverflowError
         problem = "epoch record needs 'train_loss' and 'dev' with 'uas' and 'las'"
         raise ValueError(f"{path}:{lineno}: {problem}") from None
+
+
+def _test_scores(record: dict[str, Any], path: Path, lineno: int) -> dict[str, Any]:
+    """The test record's scores, with the ``uas`` and ``las`` the plot reads as numbers.
+
+    ``{"test": {"uas": 1}}`` was a KeyError traceback when the plot drew it.
+    """
+    test = record.get("test")
+    try:
+        float(test["uas"]), float(test["las"])
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(
+            f"{path}:{lineno}: test record needs 'test' with 'uas' and 'las'"
+        ) from None
+    return test
 
 
 def plot_run(run_dir: str | Path) -> Path:

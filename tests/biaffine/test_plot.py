@@ -73,6 +73,9 @@ def test_plot_run_writes_a_readable_png(tmp_path: Path):
     assert sorted(p.name for p in run.iterdir()) == [CURVES, "metrics.jsonl"]  # no temp file
 
 
+EPOCH = '{"event": "epoch", "epoch": 1, "train_loss": 1.0, "dev": {"uas": 1, "las": 1}}\n'
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -80,13 +83,20 @@ def test_plot_run_writes_a_readable_png(tmp_path: Path):
         ("[1, 2]\n", r"metrics.jsonl:1: expected a JSON object, found list"),
         ('\n{"event": "epoch", "epoch": 1, "train_loss": 1.0}\n', r"metrics.jsonl:2: epoch record"),
         ('{"event": "epoch", "epoch": "1"}\n', r"metrics.jsonl:1: .* integer 'epoch'"),
-        ('{"event": "test", "test": {}}\n', r"metrics.jsonl: no epoch records"),
+        ("\n", r"metrics.jsonl: no epoch records"),
+        # Each was a traceback (KeyError, TypeError, OverflowError, RecursionError), or named
+        # the wrong line (the first, decoding a block of lines at once).
+        ('{"event": "test", "test": {"uas": 1}}\n', r"metrics.jsonl:1: test record needs"),
+        ('{"event": "test", "test": 5}\n', r"metrics.jsonl:1: test record needs"),
+        (EPOCH + EPOCH.replace('"epoch": 1,', '"epoch": 2, "best_epoch": 1e400,'), r":2: epoch"),
+        ("[" * 100_000 + "\n", r"metrics.jsonl:1: not JSON this plot reads \(nested too deeply"),
+        (EPOCH + EPOCH + "\udcff\n", r"metrics.jsonl:3: not UTF-8"),
     ],
 )
 def test_bad_metrics_are_reported_with_file_and_line(tmp_path: Path, text: str, message: str):
     run = tmp_path / "run"
     run.mkdir()
-    (run / "metrics.jsonl").write_text(text, encoding="utf-8")
+    (run / "metrics.jsonl").write_bytes(text.encode("utf-8", "surrogateescape"))
     with pytest.raises(ValueError, match=message):
         plot_run(run)
     assert not (run / CURVES).exists()
