@@ -51,7 +51,7 @@ from biaffine.cli import exit_on_termination, report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import CHARACTER_MODELS
 from biaffine.files import atomic_open, fsync_dir
-from biaffine.installed import CARD, SHIPPED, models_in
+from biaffine.installed import CARD, SHIPPED, is_name, models_in
 from biaffine.models.card import (
     averaged_facts,
     ensemble_facts,
@@ -80,6 +80,11 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     parser, a parser without taggers) leaves the model as it was, where it used to have
     replaced its files already.
     """
+    if not is_name(args.name):  # "Tiny" was built, then neither listed nor loaded by name
+        raise ValueError(
+            f"{args.name!r} is no model name: a language code, '_' and lower-case letters or "
+            "digits (en_ewt), as the models listing and model= read them"
+        )
     treebank = Path(args.root) / args.treebank
     gold = ud_test_file(treebank)
     folder = Path(args.out) / args.name

@@ -605,3 +605,17 @@ def test_a_refused_build_leaves_the_model_as_it_was(
         name: f"the model's own {name}" for name in ("parser.pt", "segmenter.pt", CARD)
     }
     assert sorted(p.name for p in model.parent.iterdir()) == ["en_ewt"]  # no staging left
+
+
+@pytest.mark.parametrize("name", ["Tiny", "../evil", "en-ewt"])
+def test_a_name_no_listing_reads_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    # "Tiny" was built, then missing from python -m biaffine.models and refused by model=Tiny.
+    argv = [name, "--parser", "p.pt", "--segmenter", "s.pt", "--treebank", "UD_X"]
+    argv += ["--root", str(tmp_path), "--out", str(tmp_path / "models")]
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.startswith(f"error: {name!r} is no model name: ")
+    assert not (tmp_path / "models").exists()
