@@ -146,9 +146,13 @@ def exit_on_termination() -> None:
         _SIGNALLED.append(number)
         raise KeyboardInterrupt
 
-    for number in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, leave)
-    signal.signal(signal.SIGINT, interrupt)
+    handlers = {signal.SIGTERM: leave, signal.SIGHUP: leave, signal.SIGINT: interrupt}
+    for number, handler in handlers.items():
+        # A signal the process was started to ignore stays ignored: nohup's SIGHUP ended a
+        # training whose terminal closed, and a background job of a script is given SIGINT
+        # ignored so that the script's Ctrl-C leaves it running.
+        if signal.getsignal(number) is not signal.SIG_IGN:
+            signal.signal(number, handler)
 
 
 _SIGNALLED: list[int] = []

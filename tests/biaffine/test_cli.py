@@ -599,3 +599,19 @@ def test_a_signal_whose_exception_a_callback_dropped_stops_the_next_step(
     assert "Exception ignored" in done.stderr
     assert done.returncode == status  # SIGINT: Python ends an uncaught KeyboardInterrupt so
     assert done.stderr.rstrip().endswith("KeyboardInterrupt") == (name == "SIGINT")
+
+
+def test_a_signal_the_process_was_started_to_ignore_stays_ignored() -> None:
+    # nohup's SIGHUP was handled, so a nohup'd training ended when its terminal closed.
+    script = (
+        "import os, signal\n"
+        "from biaffine.cli import exit_on_termination\n"
+        "exit_on_termination()\n"
+        "os.kill(os.getpid(), signal.SIGHUP)\n"
+        "print(signal.getsignal(signal.SIGHUP) is signal.SIG_IGN, flush=True)\n"
+    )
+    done = subprocess.run(
+        ["nohup", sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+        check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "True\n"), done.stderr
