@@ -91,10 +91,16 @@ class DecoderSettings:
         decoding.check_algorithm(self.algorithm)
         if self.search not in SEARCHES:
             raise ValueError(f"search={self.search!r} is not one of {', '.join(SEARCHES)}")
-        if self.beam_size < 1 or (self.search == "greedy" and self.beam_size != 1):
+        # search=graph took a beam size and a graph weight and read neither.
+        if self.beam_size < 1 or (self.search != "beam" and self.beam_size != 1):
             raise ValueError(f"beam_size={self.beam_size}: must be >= 1, and 1 unless search=beam")
         if not (math.isfinite(self.graph_weight) and self.graph_weight >= 0):
             raise ValueError(f"graph_weight={self.graph_weight} must be finite and >= 0")
+        if self.search == "graph" and self.graph_weight != 0:
+            raise ValueError(
+                f"graph_weight={self.graph_weight} with search=graph, which decodes the graph "
+                "head alone: the weight is for search=greedy or beam"
+            )
 
     @classmethod
     def from_config(

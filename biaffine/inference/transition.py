@@ -128,7 +128,7 @@ class TransitionFamily(Family):
                 "parser"
             )
         if request.probabilities and settings.search == "graph":
-            return "probabilities=True with search=graph: use a transition search"
+            return "probabilities=true with search=graph: use a transition search"
         needs_graph = settings.search == "graph" or settings.graph_weight > 0
         if needs_graph and not self.model.has_arc_scores:
             return _no_graph_head(settings)

@@ -72,3 +72,17 @@ def test_the_refusal_of_greedy_names_only_decoders_both_the_api_and_predict_acce
     why = graph.refusal(Request(fixed_heads=[[0]]), DecoderSettings("greedy"))
     assert why.startswith("fixed heads needs decoder=mst or eisner, not greedy")
     assert "mst_multiroot" not in why
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"beam_size": 4}, r"^beam_size=4: must be >= 1, and 1 unless search=beam$"),
+        ({"graph_weight": 2.0}, r"^graph_weight=2\.0 with search=graph, which decodes the graph "),
+    ],
+)
+def test_search_graph_refuses_what_it_would_not_read(options, message) -> None:
+    # Both were taken and ignored, where search=greedy refused a beam size.
+    with pytest.raises(ValueError, match=message):
+        DecoderSettings(search="graph", **options)
+    DecoderSettings(search="graph")
