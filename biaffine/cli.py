@@ -135,7 +135,8 @@ def exit_on_termination() -> None:
     atomically left its temporary file behind (``kill`` of a long ``predict.py``);
     ``SystemExit`` with status 128 + the signal runs every ``finally`` and ``except
     BaseException`` on the way out, as ``KeyboardInterrupt`` does. Each signal is noted too,
-    for :func:`stop_if_terminated`.
+    for :func:`stop_if_terminated`, which raises again an exception that Python dropped (and
+    does not print: "Exception ignored in ..." with a traceback).
     """
 
     def leave(number: int, _frame: object) -> None:
@@ -146,6 +147,14 @@ def exit_on_termination() -> None:
         _SIGNALLED.append(number)
         raise KeyboardInterrupt
 
+    previous = sys.unraisablehook
+
+    def unraisable(found: Any) -> None:
+        # The exception a callback dropped is raised again at the next step: no traceback.
+        if not (_SIGNALLED and found.exc_type in (SystemExit, KeyboardInterrupt)):
+            previous(found)
+
+    sys.unraisablehook = unraisable
     handlers = {signal.SIGTERM: leave, signal.SIGHUP: leave, signal.SIGINT: interrupt}
     for number, handler in handlers.items():
         # A signal the process was started to ignore stays ignored: nohup's SIGHUP ended a

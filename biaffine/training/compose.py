@@ -280,12 +280,34 @@ def _training_data(
     train_sentences = prepare_training(cfg.model, splits.train)
     if source is not None:
         vocabs = source.vocabs
+        _refuse_unknown_relations(train_sentences, vocabs, cfg.trainer.get("init_from"))
     else:
         vocabs = training_vocabs(
             splits.train, train_sentences, min_word_count=cfg.trainer.min_word_count
         )
     _log_data(splits, vocabs)
     return train_sentences, vocabs
+
+
+def _refuse_unknown_relations(
+    sentences: list[Sentence], vocabs: Vocabs, init_from: str | None
+) -> None:
+    """Refuse training data with relations the vocabularies kept from a checkpoint lack.
+
+    ``trainer.init_from`` a run of another treebank trained on, its labels the checkpoint's:
+    the relations it lacks were never learnt (their targets ignored), without a word.
+
+    Raises:
+        ValueError: naming a few of the relations.
+    """
+    missing = sorted({r for s in sentences for r in s.deprels} - set(vocabs.rels.stoi))
+    if missing:
+        where = f"trainer.init_from={init_from}" if init_from else "the checkpoint resumed"
+        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise ValueError(
+            f"{where} knows no relation {shown} of the training data: its vocabularies, kept, "
+            "are another treebank's; start from a run on this one"
+        )
 
 
 def _trainee(

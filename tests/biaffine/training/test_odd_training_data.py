@@ -209,3 +209,16 @@ def test_a_segmenter_run_folder_holding_a_run_is_refused_unless_overwrite(
     refuse_earlier_run(tmp_path / "fresh", overwrite=False)
     with pytest.raises(ValueError, match=r"^trainer.overwrite='yes': expected true or false"):
         refuse_earlier_run(run_dir, overwrite="yes")
+
+
+def test_init_from_a_run_of_other_labels_is_refused_naming_them(vocabs) -> None:
+    # Its vocabularies were kept: the relations they lack were never learnt, without a word.
+    from biaffine.data.conllu import Sentence
+    from biaffine.training.compose import _refuse_unknown_relations
+
+    known = vocabs.rels.itos[3]
+    sentences = [Sentence(["a", "b"], heads=[0, 1], deprels=["root", "zz:new"])]
+    with pytest.raises(ValueError, match=r"^trainer\.init_from=x\.pt knows no relation zz:new "):
+        _refuse_unknown_relations(sentences, vocabs, "x.pt")
+    same = [Sentence(["a", "b"], heads=[0, 1], deprels=["root", known])]
+    _refuse_unknown_relations(same, vocabs, "x.pt")
