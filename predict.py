@@ -47,6 +47,8 @@ GROUPS = ("decoder", "search")
 # threads have their own checks: check_options, set_threads).
 NULL_DEFAULT_TYPES = {"max_tokens": int}
 NULL_DEFAULT_TYPES |= dict.fromkeys(("model", "checkpoint", "onnx", "partner", "segmenter"), str)
+PATHS = ("input", "output", "checkpoint", "onnx", "partner", "segmenter")
+"""The settings that name a file or folder (``model`` names an installed model)."""
 # --help lists each config group's files (${config_options:experiment}), so that a new recipe is
 # listed once its file exists.
 OmegaConf.register_new_resolver(  # replace: the other script may have registered it in-process
@@ -95,6 +97,10 @@ def check_settings(cfg: DictConfig) -> None:
     top = PREDICT_CONF / "predict.yaml"
     types = setting_types(top) | NULL_DEFAULT_TYPES
     check_types(cfg, types, "", nullable=null_settings(top))  # output=null, input=123
+    for key in PATHS:
+        if cfg.get(key) == "":  # partner= was read as "." and named so: "is not a file"
+            instead = "" if key == "input" else f", or leave {key}= out"
+            raise ValueError(f"{key}= is empty: give a path{instead}")
     for group in GROUPS:
         options = sorted((PREDICT_CONF / group).glob("*.yaml"))
         nullable = null_settings(*options)

@@ -319,6 +319,9 @@ QUOTE_HINT = (
         ("chunk_sentences=null", "chunk_sentences=null: expected an integer"),
         ("decoder.root_constraint=null", "decoder.root_constraint=null: expected true or false"),
         ("eval=null", "eval=null: expected true or false"),
+        # Read as ".": "error: .: is not a file, so not a checkpoint".
+        ("partner=", "partner= is empty: give a path, or leave partner= out"),
+        ("input=", "input= is empty: give a path"),
     ],
 )
 def test_predict_settings_of_another_type_are_refused(override: str, message: str) -> None:
