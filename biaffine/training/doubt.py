@@ -286,7 +286,9 @@ def write_doubt(
 
 def main() -> None:
     """The command line: CHECKPOINT DEV_CONLLU OUT; prints every choice's dev F1."""
-    options = cli.ArgumentParser(description=__doc__.splitlines()[0])
+    options = cli.ArgumentParser(
+        prog="python -m biaffine.training.doubt", description=__doc__.splitlines()[0]
+    )
     options.add_argument("checkpoint", type=Path)
     options.add_argument("dev", type=Path, help="the model's dev file (CoNLL-U, gold columns)")
     options.add_argument("out", type=Path)

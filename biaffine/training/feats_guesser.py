@@ -248,6 +248,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """The command line: CHECKPOINT TRAIN DEV OUT."""
     command_line(
         argv,
+        module="biaffine.training.feats_guesser",
         description=__doc__.splitlines()[0],
         add=add_guesser,
         what="FEATS guesser",

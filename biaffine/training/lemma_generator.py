@@ -451,6 +451,7 @@ add_generator = adder("generator", train_generator, triples)
 def command_line(
     argv: Sequence[str] | None,
     *,
+    module: str,
     description: str,
     add: Callable[..., Trained],
     what: str,
@@ -462,12 +463,13 @@ def command_line(
     Args:
         argv: the arguments (None: the process's).
         description: the command's help line.
+        module: the command's module, as its usage names it (``python -m MODULE``).
         add: :func:`add_generator` or its like, called with the files and the options.
         what: the model's name in the closing line.
         minutes: the default ``--minutes``.
         hidden: the default ``--hidden``.
     """
-    options = cli.ArgumentParser(description=description)
+    options = cli.ArgumentParser(prog=f"python -m {module}", description=description)
     options.add_argument("checkpoint", type=Path)
     options.add_argument("train", type=Path, help="the model's training file (CoNLL-U)")
     options.add_argument("dev", type=Path, help="its dev file: the epoch is chosen on it")
@@ -507,6 +509,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """The command line: CHECKPOINT TRAIN DEV OUT."""
     command_line(
         argv,
+        module="biaffine.training.lemma_generator",
         description=__doc__.splitlines()[0],
         add=add_generator,
         what="lemma generator",

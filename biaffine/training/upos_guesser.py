@@ -120,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """The command line: CHECKPOINT TRAIN DEV OUT."""
     command_line(
         argv,
+        module="biaffine.training.upos_guesser",
         description=__doc__.splitlines()[0],
         add=add_upos_guesser,
         what="UPOS guesser",
