@@ -619,3 +619,21 @@ def test_a_signal_the_process_was_started_to_ignore_stays_ignored() -> None:
         check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert (done.returncode, done.stdout) == (0, "True\n"), done.stderr
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "biaffine.training.doubt",
+        "biaffine.training.lemma_generator",
+        "biaffine.training.feats_guesser",
+        "biaffine.training.upos_guesser",
+    ],
+)
+def test_a_tools_usage_error_names_its_command(module: str) -> None:
+    # "doubt.py: the following arguments are required": no file of that name is run.
+    done = subprocess.run(
+        [sys.executable, "-m", module], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: python -m {module}: the following arguments")
