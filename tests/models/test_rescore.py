@@ -36,36 +36,29 @@ def test_changes_name_each_speed_figure_measured_again() -> None:
     assert changes("hu_szeged", old, old) == []
 
 
-def test_a_float32_checkpoint_for_a_model_not_rescored_is_refused(capsys) -> None:
+def refusal(argv: list[str], capsys) -> str:
+    """The one line ``main(argv)`` prints before it exits with status 2."""
     with pytest.raises(SystemExit) as stopped:
-        main(["en_ewt", "--root", ".", "--float32", "tr_imst=best.pt"])
-    assert stopped.value.code == 2
-    assert "--float32 names a model not rescored: ['tr_imst']" in capsys.readouterr().err
-
-
-def test_an_unknown_model_is_refused_in_one_line(capsys) -> None:
-    with pytest.raises(SystemExit) as stopped:
-        main(["en_ewt", "NOT_A_MODEL", "--root", "."])
+        main(argv)
     assert stopped.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: no model named 'NOT_A_MODEL'")
-    assert err.count("\n") == 1
+    assert err.count("\n") == 1, err
+    return err
 
 
-def test_a_float32_setting_without_a_path_is_refused(capsys) -> None:
-    # dict() of "en_ewt" was a ValueError traceback.
-    with pytest.raises(SystemExit) as stopped:
-        main(["en_ewt", "--root", ".", "--float32", "en_ewt"])
-    assert stopped.value.code == 2
-    assert "--float32 en_ewt: give NAME=PATH" in capsys.readouterr().err
-
-
-def test_docs_into_a_missing_folder_are_refused_before_any_card_is_written(capsys) -> None:
-    # Refused once every card had been scored and written.
-    with pytest.raises(SystemExit) as stopped:
-        main(["en_ewt", "--root", ".", "--docs", "/nonexistent/folder/models.md"])
-    assert stopped.value.code == 2
-    assert "the folder /nonexistent/folder does not exist" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["en_ewt", "--float32", "tr_imst=best.pt"], "--float32 names a model not rescored"),
+        (["en_ewt", "NOT_A_MODEL"], "error: no model named 'NOT_A_MODEL'"),
+        # A ValueError traceback, from dict() of "en_ewt".
+        (["en_ewt", "--float32", "en_ewt"], "--float32 en_ewt: give NAME=PATH"),
+        # Refused once every card had been scored and written.
+        (["en_ewt", "--docs", "/nonexistent/x/models.md"], "the folder /nonexistent/x does not"),
+    ],
+)
+def test_bad_arguments_are_refused_in_one_line_before_any_work(argv, words, capsys) -> None:
+    assert words in refusal([*argv, "--root", "."], capsys)
 
 
 def test_a_card_without_a_treebank_is_refused_naming_it(tmp_path, monkeypatch, capsys) -> None:
@@ -76,7 +69,5 @@ def test_a_card_without_a_treebank_is_refused_naming_it(tmp_path, monkeypatch, c
     folder.mkdir()
     (folder / "card.json").write_text(json.dumps({"files": {"parser": "parser.pt"}}))
     monkeypatch.setenv("ROOTPARSE_MODELS", str(tmp_path))
-    with pytest.raises(SystemExit) as stopped:
-        main(["xx_bare", "--root", ".", "--dry-run"])
-    assert stopped.value.code == 2
-    assert "card.json: names no treebank.name to score on" in capsys.readouterr().err
+    err = refusal(["xx_bare", "--root", ".", "--dry-run"], capsys)
+    assert "card.json: names no treebank.name to score on" in err
