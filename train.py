@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from biaffine import distributed
 from biaffine.cli import (
+    NULL_MEANS_NONE,
     check_composition,
     check_threads,
     check_types,
@@ -38,8 +39,6 @@ OPTIMIZERS = sorted((Path(__file__).parent / "conf" / "optimizer").glob("*.yaml"
 # The trainer settings whose default is null, so that their type cannot be read off it.
 NULL_DEFAULT_TYPES = {"max_steps": int, "max_minutes": float, "ema_decay": float, "threads": int}
 NULL_DEFAULT_TYPES |= {"init_from": str}
-NULL_MEANS_NONE = {"patience", "clip"}
-"""Trainer settings with a default that may be null all the same (no early stop, no clipping)."""
 
 CONF = Path(__file__).parent / "conf"
 # --help lists each config group's files (${config_options:experiment}), so that a new recipe is

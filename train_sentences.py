@@ -11,6 +11,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from biaffine.cli import (
+    NULL_MEANS_NONE,
     check_composition,
     check_threads,
     check_types,
@@ -45,7 +46,7 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
     refuse_missing(OmegaConf.missing_keys(cfg))
     trainer = OmegaConf.to_container(cfg.trainer)
     # trainer.max_epochs=abc was a TypeError traceback from inside the training
-    nullable = null_settings(CONFIG, section="trainer") | {"patience", "clip"}  # null: none
+    nullable = null_settings(CONFIG, section="trainer") | NULL_MEANS_NONE
     types = setting_types(CONFIG, section="trainer") | NULLABLE
     check_types(trainer, types, "trainer", nullable=nullable)
     overwrite = trainer.pop("overwrite", False)  # the run folder's, not the training's

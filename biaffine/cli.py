@@ -342,6 +342,10 @@ def check_types(
 
 _EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
+NULL_MEANS_NONE = frozenset({"patience", "clip"})
+"""Trainer settings whose default is a number but whose null is a setting too: no early stop,
+no clipping (every training command's)."""
+
 
 def refuse_unknown_options(
     overrides: Sequence[str], conf: Path, groups: Sequence[str], optional: Sequence[str] = ()
