@@ -650,6 +650,38 @@ def test_a_request_out_of_time_or_beyond_the_queue_gets_503() -> None:
     assert "requests are waiting" in overflow.text
 
 
+def test_requests_that_ran_out_of_time_while_waiting_no_longer_count_as_queued() -> None:
+    """They stay in the queue until the worker skips them; /health and max_queued must not
+    count them (both did: a burst of timeouts refused every request after it for as long)."""
+    release = threading.Event()
+
+    def run(tasks: list) -> list[Answer]:
+        release.wait(timeout=60)
+        return [Answer(200, str(task)) for task in tasks]
+
+    async def main() -> tuple[list[int], Answer, Answer]:
+        batcher = Batcher(run, wait_s=0.0, max_tasks=1, max_queued=2)
+        batcher.start()
+        holding = asyncio.ensure_future(batcher.submit("held", 10))
+        await asyncio.sleep(0.05)  # the worker holds it
+        counts = [batcher.queued]
+        timed_out = await asyncio.gather(*(batcher.submit(k, 0.1) for k in range(2)))
+        counts.append(batcher.queued)
+        waiting = asyncio.ensure_future(batcher.submit("after", 10))
+        await asyncio.sleep(0.05)
+        counts.append(batcher.queued)
+        release.set()
+        answers = await asyncio.gather(holding, waiting)
+        counts.append(batcher.queued)
+        await batcher.stop()
+        assert [answer.status for answer in timed_out] == [503, 503]
+        return counts, *answers
+
+    counts, held, after = asyncio.run(main())
+    assert counts == [0, 0, 1, 0]
+    assert (held, after) == (Answer(200, "held"), Answer(200, "after"))
+
+
 def test_a_served_torch_model_has_its_machine_code_loaded_at_warm_up(
     model_installed: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

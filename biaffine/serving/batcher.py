@@ -50,6 +50,9 @@ class Batcher:
         self._queue: asyncio.Queue[tuple[Task, asyncio.Future[Answer]]] | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._serving: asyncio.Task[None] | None = None
+        self._waiting: set[asyncio.Future[Answer]] = set()
+        """The futures of the tasks in the queue that still wait for an answer: one that timed
+        out stays in the queue until the worker skips it, but no longer counts as waiting."""
         self.in_flight = 0
         """Tasks submitted and not yet answered (waiting or being parsed)."""
         self.batches = 0
@@ -73,8 +76,8 @@ class Batcher:
 
     @property
     def queued(self) -> int:
-        """Tasks waiting for the worker."""
-        return self._queue.qsize() if self._queue is not None else 0
+        """Tasks waiting for the worker (not those that ran out of time while waiting)."""
+        return len(self._waiting)
 
     async def call(self, function: Callable[[], T]) -> T:
         """Run ``function`` on the worker thread (between batches) and return its result."""
@@ -84,22 +87,25 @@ class Batcher:
         """The answer to ``task``, or a 503 answer when the queue is full or time runs out."""
         if self._queue is None:
             return Answer(503, "the server is starting or stopping: try again")
-        if self._queue.qsize() >= self._max_queued:
+        if len(self._waiting) >= self._max_queued:
             return Answer(503, f"{self._max_queued} requests are waiting: try again later")
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self.in_flight += 1
+        self._waiting.add(future)
         try:
             self._queue.put_nowait((task, future))
             return await asyncio.wait_for(future, timeout_s)
         except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11
             return Answer(503, f"no answer within {timeout_s:g} s: the server is busy, try again")
         finally:
+            self._waiting.discard(future)
             self.in_flight -= 1
 
     async def _serve(self) -> None:
         assert self._queue is not None  # start() set it
         while True:
             batch = await self._batch(self._queue)
+            self._waiting.difference_update(future for _, future in batch)
             live = [(task, future) for task, future in batch if not future.done()]
             if not live:
                 continue  # every one timed out while waiting
