@@ -1,10 +1,11 @@
 """Output files: regular files written atomically, special files (pipes, devices) in place.
 
 A regular file is written to a temporary file beside it and renamed at the end
-(:func:`atomic_open`): a reader, a crash or a second writer never sees half a file; the
-destination holds its old content until the new one is complete, then the new one whole. Two
-runs writing the same path each rename a complete file of their own, so the last one to finish
-wins and nothing is mixed.
+(:func:`atomic_open`; on Linux the temporary file has no name until then, so a process killed
+while writing leaves nothing behind): a reader, a crash or a second writer never sees half a
+file; the destination holds its old content until the new one is complete, then the new one
+whole. Two runs writing the same path each rename a complete file of their own, so the last one
+to finish wins and nothing is mixed.
 
 A name for something that is not a regular file cannot be renamed over without breaking it: a
 character device (``/dev/null``), a named pipe or socket, and ``/dev/stdout`` or ``/dev/fd/N``,
@@ -20,6 +21,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import secrets
 import stat
 import sys
 import tempfile
@@ -44,6 +46,7 @@ __all__ = [
 ]
 
 _MAX_LINKS = 40  # as the kernel's limit on symbolic links in one lookup
+_PROC_FDS = "/proc/self/fd"
 
 
 def standard_input(
@@ -287,6 +290,8 @@ def _opened_output(path: str | os.PathLike[str], mode: str, **options: Any) -> I
 def atomic_open(path: str | os.PathLike[str], mode: str = "w", **options: Any) -> Iterator[IO]:
     """Open a temporary file in ``path``'s folder; on success, flush, fsync and rename it there.
 
+    The temporary file is unnamed until then where the system allows (:func:`_unnamed_file`).
+
     On an exception in the ``with`` block the temporary file is removed and ``path`` is left as
     it was. The file gets the mode a plain ``open()`` would give it (the umask applies;
     ``tempfile.mkstemp`` alone would make it 0600). A symbolic link at ``path`` is followed: its
@@ -308,25 +313,81 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **options: Any) -
     if kind is not None:
         raise ValueError(f"{path} is a {kind}, not a regular file: give a file path")
     target = Path(os.path.realpath(path))
+    temp_name = None
     with _naming(path, None):
-        fd, temp_name = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-        )
+        fd = _unnamed_file(target.parent)
+        if fd is None:
+            fd, temp_name = tempfile.mkstemp(
+                prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+            )
     try:
         with _naming(path, temp_name):
-            os.fchmod(fd, umask_mode())
+            if temp_name is not None:
+                os.fchmod(fd, umask_mode())
         with open(fd, mode, **options) as handle:
             yield handle
             with _naming(path, temp_name):
                 handle.flush()
                 os.fsync(handle.fileno())
-        with _naming(path, temp_name):
-            os.replace(temp_name, target)
+            if temp_name is None:
+                with _naming(path, None):
+                    _name_unnamed(handle.fileno(), target)
+        if temp_name is not None:
+            with _naming(path, temp_name):
+                os.replace(temp_name, target)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp_name)
+        if temp_name is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp_name)
         raise
     fsync_dir(target.parent)
+
+
+def _unnamed_file(folder: Path) -> int | None:
+    """A new file in ``folder`` that has no name until :func:`_name_unnamed` gives it one.
+
+    Linux's ``O_TMPFILE``: a process killed while writing (``kill -9``, the OOM killer) leaves
+    nothing behind, where a named temporary file would stay beside the output. None where the
+    system or the folder's file system has no such files, or ``/proc`` is not mounted (naming
+    one goes through it): the caller falls back on a named temporary file.
+    """
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None or not os.path.isdir(_PROC_FDS):
+        return None
+    try:
+        # 0o666 and the umask: the mode a plain open() gives a new file.
+        return os.open(folder, flag | os.O_WRONLY | os.O_CLOEXEC, 0o666)
+    except OSError as error:
+        if error.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            return None  # a kernel or file system without O_TMPFILE
+        raise
+
+
+def _name_unnamed(fd: int, target: Path) -> None:
+    """Give the unnamed file ``fd`` the name ``target``, replacing what was there at once.
+
+    A link cannot replace a file, so the file is linked under a fresh hidden name and renamed
+    over ``target``: the hidden name exists only between those two calls.
+    """
+    folder = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        while True:
+            temp_name = f".{target.name}.{secrets.token_hex(4)}.tmp"
+            try:
+                # A folder's descriptor makes os.link call linkat(), which follows the /proc
+                # link to the file (AT_SYMLINK_FOLLOW); link() would link the link itself.
+                os.link(f"{_PROC_FDS}/{fd}", temp_name, dst_dir_fd=folder, follow_symlinks=True)
+                break
+            except FileExistsError:
+                continue
+        try:
+            os.replace(temp_name, target.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp_name, dir_fd=folder)
+            raise
+    finally:
+        os.close(folder)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -90,6 +91,34 @@ def test_a_symbolic_link_is_followed(tmp_path: Path) -> None:
         out.write("new\n")
     assert link.is_symlink()
     assert target.read_text() == "new\n"
+
+
+def test_a_writer_killed_by_sigkill_leaves_the_old_file_and_nothing_beside_it(
+    tmp_path: Path,
+) -> None:
+    """``kill -9`` (or the OOM killer) runs no cleanup: a named temporary file stayed behind."""
+    try:
+        os.close(os.open(tmp_path, os.O_TMPFILE | os.O_WRONLY))
+    except (AttributeError, OSError) as error:
+        pytest.skip(f"no O_TMPFILE in {tmp_path} ({error}): a killed writer leaves its temporary")
+    path = tmp_path / "out.txt"
+    path.write_text("old")
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_WRITER, str(path)], capture_output=True, text=True
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+    assert path.read_text() == "old"
+
+
+_KILLED_WRITER = """
+import os, signal, sys
+from biaffine import files
+with files.atomic_open(sys.argv[1], "w") as out:
+    out.write("new, half written")
+    out.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
 
 
 def test_a_missing_folder_is_a_file_not_found_error(tmp_path: Path) -> None:

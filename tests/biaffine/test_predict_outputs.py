@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import runpy
@@ -189,7 +190,8 @@ def test_a_parse_stopped_by_a_signal_keeps_the_old_output_and_no_temporary_file(
 ) -> None:
     # SIGTERM ended the process at once, leaving the atomic write's temporary file behind;
     # SIGINT printed a traceback. The input is a named pipe held open, so the parse waits
-    # for more sentences after writing its first chunk into the temporary file.
+    # for more sentences after writing its first chunk into the temporary file (unnamed,
+    # where the system has O_TMPFILE).
     source, output = tmp_path / "in.fifo", tmp_path / "out.conllu"
     os.mkfifo(source)
     output.write_text("mine\n")
@@ -198,7 +200,7 @@ def test_a_parse_stopped_by_a_signal_keeps_the_old_output_and_no_temporary_file(
     with open(source, "w", encoding="utf-8") as feed:
         feed.write(TINY_CONLLU.read_text(encoding="utf-8"))
         feed.flush()
-        while not any(p.name.startswith(".out.conllu") for p in tmp_path.iterdir()):
+        while not _writes_a_file_in(process.pid, tmp_path, besides=source):
             assert process.poll() is None, process.communicate()[1]
             threading.Event().wait(0.05)
         process.send_signal(getattr(signal, stop))
@@ -207,6 +209,15 @@ def test_a_parse_stopped_by_a_signal_keeps_the_old_output_and_no_temporary_file(
     assert "Traceback" not in err
     assert output.read_text() == "mine\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.fifo", "out.conllu"]
+
+
+def _writes_a_file_in(pid: int, folder: Path, besides: Path) -> bool:
+    """Whether process ``pid`` holds a file of ``folder`` open, other than ``besides``."""
+    held = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):  # closed since it was listed
+            held.add(os.readlink(fd))
+    return any(Path(name).parent == folder and name != str(besides) for name in held)
 
 
 def test_an_output_that_is_the_model_is_refused_before_the_model_loads(
