@@ -223,7 +223,7 @@ _NO_OUTPUT = "standard output is closed: nowhere to print the scores"
 
 
 def _print_report(report: str) -> int:
-    """Print ``report``; 0, or 128 + SIGPIPE, quietly, when the reader closed the pipe.
+    """Print ``report``; 0, 128 + SIGPIPE when the reader closed the pipe, or 2 on a full disk.
 
     ``evaluate ... | head -3`` closes the pipe early: Unix tools end then without a word, and
     so does this one, not with a BrokenPipeError traceback.
@@ -233,6 +233,9 @@ def _print_report(report: str) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         return silence_closed_stdout()
+    except OSError as error:  # > /dev/full, a full disk: the scores did not reach the output
+        print(f"error: standard output: {error.strerror}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -149,6 +149,22 @@ def test_a_reader_closing_the_pipe_early_ends_it_quietly(tmp_path: Path) -> None
     assert done.returncode == 141
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_scores_that_cannot_be_written_are_one_line_and_status_2(tmp_path: Path) -> None:
+    # evaluate ... > /dev/full (a full disk) ended in an OSError traceback, exit status 1.
+    gold = _write(tmp_path, "gold.conllu", GOLD)
+    for options in ([], ["--json"]):
+        command = [sys.executable, "-m", "biaffine.evaluate", gold, gold, *options]
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(
+                command, stdout=full, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT
+            )
+        assert (done.returncode, done.stderr) == (
+            2,
+            "error: standard output: No space left on device\n",
+        )
+
+
 def _expect_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     assert main(list(args)) == 2
     captured = capsys.readouterr()
