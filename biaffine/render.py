@@ -726,11 +726,13 @@ def _selected(
 ) -> Iterator[tuple[int, Sentence]]:
     """(1-based number, sentence) of the chosen sentences; stops reading after the last one."""
     last = max((high for _, high in ranges), default=0) if ranges is not None else None
+    if last == 0:
+        return
     for number, sentence in enumerate(sentences, 1):
-        if last is not None and number > last:
-            return
         if ranges is None or any(low <= number <= high for low, high in ranges):
             yield number, sentence
+        if number == last:
+            return  # before reading the next sentence, which may not even be valid
 
 
 def render_file(

@@ -20,7 +20,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import decoding
-from biaffine.data.conllu import Sentence, read_conllu, write_conllu
+from biaffine.data.conllu import ConlluError, Sentence, read_conllu, write_conllu
 from biaffine.render import (
     COLOURS,
     Arc,
@@ -402,6 +402,18 @@ def test_words_only_when_heads_are_missing():
     root = ET.fromstring(sentence_svg(sentence))
     assert not [g for g in root.iter(f"{SVG}g")]
     assert [t.text for t in root.iter(f"{SVG}text")] == ["Just", "words"]
+
+
+def test_a_selection_does_not_read_the_sentence_after_its_last(tmp_path: Path) -> None:
+    # A bad sentence after the last one chosen refused the page (its HEAD out of range).
+    bad = "1\ta\t_\tX\t_\t_\t7\troot\t_\t_\n\n"
+    source = tmp_path / "in.conllu"
+    source.write_text(TINY_CONLLU.read_text(encoding="utf-8") + bad, encoding="utf-8")
+    out = tmp_path / "trees.html"
+    count = len(list(read_conllu(TINY_CONLLU)))
+    assert main([str(source), "-o", str(out), "--sentences", f"2,{count}"]) == 0
+    with pytest.raises(ConlluError, match="HEAD 7"):
+        render_file(source, out, ranges=[(count + 1, count + 1)])
 
 
 def test_parse_selection():
