@@ -42,6 +42,7 @@ __all__ = [
     "arc_levels",
     "compare_arcs",
     "crossing_pairs",
+    "has_crossing",
     "is_right_to_left",
     "layout_sentence",
     "main",
@@ -52,6 +53,7 @@ __all__ = [
     "sentence_arcs",
     "sentence_svg",
     "text_width",
+    "tree_problem",
 ]
 
 # Status of an arc -> stroke colour (Okabe-Ito vermillion and blue: distinct for colour-blind
@@ -166,11 +168,49 @@ def text_width(text: str, size: float) -> float:
 
 
 def sentence_arcs(sentence: Sentence) -> list[Arc]:
-    """The arcs of a sentence's tree (none when HEAD is not annotated), labelled by DEPREL."""
-    if sentence.heads is None:
-        return []
-    pairs = zip(sentence.heads, sentence.deprels, strict=True)
-    return [Arc(head, i, _label(rel)) for i, (head, rel) in enumerate(pairs, 1)]
+    """The arcs of the words whose HEAD is annotated, labelled by DEPREL."""
+    pairs = zip(sentence.given_heads(), sentence.deprels, strict=True)
+    return [Arc(head, i, _label(rel)) for i, (head, rel) in enumerate(pairs, 1) if head is not None]
+
+
+def tree_problem(heads: Sequence[int | None]) -> str | None:
+    """What keeps an annotated HEAD column from being a tree with one word on ROOT, or None.
+
+    Args:
+        heads: HEAD of words 1..n as :meth:`Sentence.given_heads` gives them (None for ``_``),
+            each in 0..n. A sentence without any HEAD (words only) has no problem.
+
+    Returns:
+        e.g. ``"HEAD of 1 word not given"``, ``"2 words on ROOT"``, ``"a cycle through word
+        1"``; None for a tree (or no HEAD at all).
+    """
+    missing = heads.count(None)
+    if missing == len(heads):
+        return None
+    if missing:
+        return f"HEAD of {_words(missing)} not given"
+    roots = heads.count(0)
+    if roots != 1:
+        return f"{_words(roots) if roots else 'no word'} on ROOT"
+    state = [_REACHES_ROOT] + [_UNSEEN] * len(heads)
+    for start in range(1, len(heads) + 1):
+        path, node = [], start
+        while state[node] == _UNSEEN:
+            state[node] = _ON_PATH
+            path.append(node)
+            node = heads[node - 1]
+        if state[node] == _ON_PATH:
+            return f"a cycle through word {node}"
+        for word in path:
+            state[word] = _REACHES_ROOT
+    return None
+
+
+_UNSEEN, _ON_PATH, _REACHES_ROOT = range(3)
+
+
+def _words(count: int) -> str:
+    return f"{count} word" if count == 1 else f"{count} words"
 
 
 def compare_arcs(pred: Sentence, gold: Sentence) -> tuple[list[Arc], list[Arc]]:
@@ -244,6 +284,23 @@ def crossing_pairs(arcs: Sequence[Arc]) -> list[tuple[int, int]]:
         for j in range(i + 1, len(arcs))
         if arcs[i].crosses(arcs[j])
     ]
+
+
+def has_crossing(arcs: Sequence[Arc]) -> bool:
+    """Whether two of ``arcs`` cross (:func:`crossing_pairs` is not empty), in O(n log n).
+
+    Spans sorted by left end (the longer first on a tie) nest or follow one another unless two
+    cross: the spans still open form a stack, each inside the one below it, and a span crosses
+    one of them exactly when it ends after the innermost one still open ends.
+    """
+    open_ends: list[int] = []
+    for start, end in sorted((arc.span for arc in arcs), key=lambda span: (span[0], -span[1])):
+        while open_ends and open_ends[-1] <= start:
+            open_ends.pop()
+        if open_ends and open_ends[-1] < end:
+            return True
+        open_ends.append(end)
+    return False
 
 
 def arc_levels(arcs: Sequence[Arc]) -> list[int]:
@@ -687,8 +744,10 @@ def _figure(number: int, sentence: Sentence, gold: Sentence | None) -> str:
     sent_id = metadata.get("sent_id") or f"#{number}"
     text = metadata.get("text") or " ".join(sentence.forms)
     notes = [f"{sentence.source}:{sentence.line}"]
-    arcs = sentence_arcs(sentence)
-    if crossing_pairs(arcs):
+    problem = tree_problem(sentence.given_heads())
+    if problem is not None:
+        notes.append(f"not a tree: {problem}")
+    if has_crossing(sentence_arcs(sentence)):
         notes.append("non-projective")
     if gold is not None:
         statuses = [arc.status for arc in compare_arcs(sentence, gold)[0]]

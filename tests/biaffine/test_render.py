@@ -21,12 +21,14 @@ from hypothesis import strategies as st
 
 import decoding
 from biaffine.data.conllu import ConlluError, Sentence, read_conllu, write_conllu
+from biaffine.metrics import is_well_formed
 from biaffine.render import (
     COLOURS,
     Arc,
     arc_levels,
     compare_arcs,
     crossing_pairs,
+    has_crossing,
     is_right_to_left,
     layout_sentence,
     main,
@@ -36,6 +38,7 @@ from biaffine.render import (
     render_page,
     sentence_arcs,
     sentence_svg,
+    tree_problem,
 )
 
 TINY_CONLLU = Path(__file__).parents[1] / "data" / "tiny.conllu"
@@ -284,6 +287,56 @@ def test_crossing_pairs_exactly_when_not_projective(heads):
     arcs = [Arc(h, d, "") for d, h in enumerate(heads[1:], 1)]
     projective = decoding.is_projective(np.array(heads, dtype=np.int64))
     assert (not crossing_pairs(arcs)) is projective
+
+
+@given(st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7)), max_size=12))
+def test_has_crossing_exactly_when_crossing_pairs_finds_a_pair(pairs):
+    # Any arcs, not only trees': ties, repeats, self-loops, several ROOT arcs.
+    arcs = [Arc(head, dependent, "") for head, dependent in pairs]
+    assert has_crossing(arcs) is bool(crossing_pairs(arcs))
+
+
+@given(st.integers(1, 6).flatmap(lambda n: st.lists(st.integers(0, n), min_size=n, max_size=n)))
+def test_tree_problem_exactly_when_not_a_tree(heads):
+    assert (tree_problem(heads) is None) is is_well_formed(heads)
+
+
+def test_a_page_names_what_keeps_a_sentence_from_being_a_tree(tmp_path: Path) -> None:
+    # A cycle, a word headed by itself, two roots and a partial HEAD column were drawn with
+    # nothing to say so, and the partial column lost every arc, its annotated ones too.
+    rows = {
+        "cycle": ("2", "1", "1"),
+        "rooted cycle": ("0", "3", "2"),
+        "self": ("1", "0", "2"),
+        "roots": ("0", "0", "2"),
+        "partial": ("_", "1", "1"),
+        "tree": ("0", "1", "1"),
+        "words": ("_", "_", "_"),
+    }
+    text = "".join(
+        f"# sent_id = {name}\n"
+        + "".join(
+            f"{i}\t{form}\t_\tX\t_\t_\t{head}\tdep\t_\t_\n"
+            for i, form, head in zip((1, 2, 3), "abc", heads, strict=True)
+        )
+        + "\n"
+        for name, heads in rows.items()
+    )
+    sentences = read_conllu_text(text)
+    page = render_page([(sentence, None) for sentence in sentences], title="t")
+    notes = re.findall(r'<span class="id">([^<]*)</span>.*?<span class="note">\(([^<]*)\)', page)
+    problems = {name: note.partition("; ")[2] for name, note in notes}
+    assert problems == {
+        "cycle": "not a tree: no word on ROOT",
+        "self": "not a tree: a cycle through word 1",
+        "rooted cycle": "not a tree: a cycle through word 2",
+        "roots": "not a tree: 2 words on ROOT",
+        "partial": "not a tree: HEAD of 1 word not given",
+        "tree": "",
+        "words": "",
+    }
+    [partial] = [s for s in sentences if s.metadata["sent_id"] == "partial"]
+    assert [(arc.head, arc.dependent) for arc in sentence_arcs(partial)] == [(1, 2), (1, 3)]
 
 
 def test_crossing_pairs_of_the_nonprojective_tiny_sentence():
