@@ -104,9 +104,10 @@ def set_num_threads(threads: int) -> None:
     """
     global _threads
     # bool is an int, but True is no thread count (it is refused as one everywhere else).
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+    integer = isinstance(threads, (int, np.integer)) and not isinstance(threads, (bool, np.bool_))
+    if not integer or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
-    _threads = threads
+    _threads = int(threads)
 
 
 def get_num_threads() -> int:

@@ -194,7 +194,7 @@ def _best_of_roots(scores: npt.ArrayLike, lengths: npt.ArrayLike | None = None) 
 def _greedy_ignoring_root(
     scores: npt.ArrayLike, lengths: npt.ArrayLike | None = None, *, root_constraint: bool = True
 ) -> IntArray:
-    del root_constraint  # an argmax per word cannot enforce one root
+    check_flag(root_constraint, "root_constraint")  # read by no argmax, but "no" is no flag
     return greedy(scores, lengths)
 
 

@@ -252,10 +252,18 @@ def is_projective(heads: npt.ArrayLike) -> bool:
 
 
 def count_roots(heads: npt.ArrayLike) -> int:
-    """Number of words attached to ROOT in one head vector ``int[n+1]``."""
+    """Number of words attached to ROOT in one head vector ``int[n+1]``.
+
+    Raises:
+        ValueError: on a shape other than ``int[n+1]`` or a head outside 0..n.
+    """
     if np.ndim(heads) != 1:
         raise ValueError(f"heads must be int[n+1], got shape {np.shape(heads)}")
     batch, sizes = _as_heads(heads, None)
+    words = batch[0, 1 : sizes[0] + 1]
+    if (bad := np.flatnonzero((words < 0) | (words > sizes[0]))).size:  # [-1, 5, 0] counted 1
+        d = bad[0] + 1
+        raise ValueError(f"heads[{d}]={words[d - 1]} is not a head in 0..{sizes[0]}")
     return int(tiered(count_roots_kernel)(batch[0], sizes[0]))
 
 
@@ -277,8 +285,8 @@ def tree_score(
 
     Raises:
         ValueError: on mismatched shapes, a dtype other than these, a tensor numpy cannot read
-            (one that requires grad, lives off the CPU or holds bfloat16), or a head outside 0..n
-            (or pointing at its own word).
+            (one that requires grad, lives off the CPU or holds bfloat16), a head outside 0..n
+            (or pointing at its own word), or NaN on an arc of ``heads``.
     """
     matrix = as_array(scores, "scores")
     check_float(matrix, "scores")
@@ -295,4 +303,6 @@ def tree_score(
                 f"sentence {b}: heads[{d}]={row[d]} is not a head in 0..{n} other than {d}"
             )
         totals[b] = score(matrix[b], row, n)
+        if np.isnan(totals[b]):  # NaN is refused, as the decoders refuse it
+            raise ValueError(f"sentence {b}: scores hold NaN on an arc of heads")
     return float(totals[0]) if np.ndim(heads) == 1 else totals

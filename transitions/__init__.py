@@ -7,6 +7,7 @@ torch side provides, or reads a slot MLP's arrays (:class:`SlotScorer`, which an
 fill).
 """
 
+from . import projective
 from .configs import Configs
 from .oracles import OracleSequences, costs, oracle_sequences, zero_cost
 from .search import Beam, Scorer, SearchResult, beam_search, greedy_configs, greedy_search
@@ -28,5 +29,6 @@ __all__ = [
     "greedy_configs",
     "greedy_search",
     "oracle_sequences",
+    "projective",
     "zero_cost",
 ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from decoding.checks import check_count
 from tiered import tiered
 
 from . import _oracles
@@ -70,8 +71,12 @@ def oracle_sequences(
             or is not projective for a projective system (projectivize it first); names the
             sentence.
     """
-    if n_stack < 0 or n_buffer < 0:
-        raise ValueError(f"n_stack={n_stack} and n_buffer={n_buffer} must be >= 0")
+    check_count(n_stack, "n_stack")  # 2.5 and "3" were numpy's TypeErrors, True was 1
+    check_count(n_buffer, "n_buffer")
+    if not isinstance(system, TransitionSystem):  # "arc_hybrid": an AttributeError of str
+        raise TypeError(
+            f"system must be a TransitionSystem (transitions.get_system(name)), got {system!r}"
+        )
     heads, lengths = pad_trees(trees)
     single, projective = system.single_root, system.projective
     check_trees(heads, lengths, single_root=single, projective=projective, system=system.name)

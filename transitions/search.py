@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from decoding.checks import check_count, check_flag
+from decoding.checks import as_array, check_count, check_flag
 from decoding.types import BoolArray, FloatArray, IntArray
 
 from .configs import Configs
@@ -100,9 +100,13 @@ def greedy_configs(
     log-probability of each one's transition path.
 
     A :class:`SlotScorer` is not called back: the whole search runs in one compiled loop on its
-    arrays (the same choices; its scores summed in its own order).
+    arrays (the same choices, but where the legal scores differ by less than the rounding of
+    their log-softmax, which ties them for the callback: it takes the best raw score; its scores
+    summed in its own order).
     """
     configs = system.initial(lengths)
+    check_count(n_stack, "n_stack")  # the compiled loop of a SlotScorer reads no other check
+    check_count(n_buffer, "n_buffer")
     if isinstance(score, SlotScorer):
         if score.n_slots != n_stack + n_buffer:
             raise ValueError(
@@ -146,7 +150,9 @@ def beam_search(
 
     Each sentence keeps its ``beam_size`` best live items. A step expands every live item by
     every legal transition and keeps, per sentence, the best ``beam_size`` expansions (ties go
-    to the earlier item, then the lower action id, so ``beam_size=1`` is :func:`greedy_search`).
+    to the earlier item, then the lower action id, so ``beam_size=1`` is :func:`greedy_search`,
+    but for transitions whose log-probabilities differ by less than the rounding of their sum
+    with the item's score: the sum ties them, and the lower id is taken).
     Live items of a sentence have therefore always taken the same number of transitions.
 
     Systems whose paths differ in length (arc-eager, Unshift, swap; arc-standard and arc-hybrid
@@ -346,8 +352,9 @@ def _check_found(best_scores: FloatArray, lengths: IntArray, beam_size: int) -> 
         )
 
 
-def _float64(raw: npt.ArrayLike) -> FloatArray:
-    return np.asarray(raw, dtype=np.float64)
+def _float64(raw: npt.ArrayLike, name: str = "the scorer's output") -> FloatArray:
+    # as_array: a tensor that requires grad is one line naming it, not torch's RuntimeError.
+    return np.asarray(as_array(raw, name), dtype=np.float64)
 
 
 def _legal_log_softmax(raw: npt.ArrayLike, legal: BoolArray) -> FloatArray:
@@ -387,7 +394,7 @@ def _legal_log_softmax(raw: npt.ArrayLike, legal: BoolArray) -> FloatArray:
 def _check_arc_scores(arc_scores: npt.ArrayLike | None, lengths: IntArray) -> FloatArray | None:
     if arc_scores is None:
         return None
-    array = np.asarray(arc_scores, dtype=np.float64)
+    array = _float64(arc_scores, "arc_scores")
     width = int(lengths.max(initial=1)) + 1
     expected = (lengths.shape[0], width, width)
     if array.ndim != 3 or array.shape[0] != expected[0] or min(array.shape[1:]) < width:

@@ -161,6 +161,7 @@ class TransitionSystem:
         """
         lengths = as_lengths(lengths)
         width = int(lengths.max(initial=1)) if max_words is None else max_words
+        check_count(width, "max_words", 1)  # 3.5 was a TypeError, -1 an empty batch of width 0
         bad = np.flatnonzero((lengths < 1) | (lengths > width))
         if bad.size:
             raise ValueError(f"sentence {bad[0]}: length {lengths[bad[0]]} outside [1, {width}]")

@@ -479,3 +479,29 @@ def test_check_algorithm_names_the_menu_for_anything_not_a_decoder(algorithm) ->
     # A list was "unhashable type: 'list'".
     with pytest.raises(ValueError, match=r"algorithm=.*; expected one of mst, eisner"):
         decoding.check_algorithm(algorithm)
+
+
+def test_set_num_threads_takes_a_numpy_integer_as_kbest_does():
+    before = decoding.get_num_threads()
+    try:
+        decoding.set_num_threads(np.int64(2))
+        assert decoding.get_num_threads() == 2
+        assert type(decoding.get_num_threads()) is int
+    finally:
+        decoding.set_num_threads(before)
+
+
+def test_greedy_refuses_a_root_constraint_that_is_no_flag_as_the_others_do():
+    for algorithm in decoding.DECODERS:
+        with pytest.raises(ValueError, match="root_constraint must be True or False, got 'no'"):
+            decoding.decode(np.zeros((3, 3)), algorithm=algorithm, root_constraint="no")
+
+
+def test_tree_score_refuses_nan_on_an_arc_and_count_roots_a_head_out_of_range():
+    scores = np.zeros((3, 3))
+    scores[2, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        decoding.tree_score(scores, [-1, 0, 1])
+    assert decoding.tree_score(scores, [-1, 0, 0]) == 0.0  # NaN off the tree's arcs is no matter
+    with pytest.raises(ValueError, match=r"heads\[1\]=5 is not a head in 0..2"):
+        decoding.count_roots([-1, 5, 0])

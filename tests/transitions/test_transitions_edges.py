@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 import transitions
 from transitions import (
     Configs,
+    SlotScorer,
     TransitionSystem,
     beam_search,
     costs,
@@ -204,3 +208,51 @@ def test_beam_search_refuses_options_of_the_wrong_kind(options: dict, message: s
     settings = {"beam_size": 2} | options
     with pytest.raises(ValueError, match=message):
         beam_search(system, [3], _uniform(len(system.transitions)), **settings)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: transitions.oracle_sequences(s, [[-1, 0]], n_stack=2.5), "n_stack must be an"),
+        (lambda s: transitions.oracle_sequences(s, [[-1, 0]], n_buffer="3"), "n_buffer must be"),
+        (lambda s: transitions.oracle_sequences(s, [[-1, 0]], n_stack=True), "n_stack must be"),
+        (lambda s: s.initial([3], max_words=3.5), "max_words must be an integer, got 3.5"),
+        (lambda s: s.initial([], max_words=-1), "max_words=-1 must be >= 1"),
+        (
+            lambda s: greedy_search(
+                s, [2], SlotScorer.of(np.zeros((1, 4, 5, 3)), *_zero_mlp(3)), n_stack=-1, n_buffer=6
+            ),
+            "n_stack=-1 must be >= 0",  # the compiled loop read shifted features instead
+        ),
+    ],
+)
+def test_counts_of_the_wrong_kind_are_refused_by_name(call, message: str) -> None:
+    # numpy's TypeErrors and UFuncTypeErrors, True read as 1, a batch of width 0.
+    with pytest.raises(ValueError, match=message):
+        call(get_system("arc_hybrid"))
+
+
+def _zero_mlp(hidden: int) -> tuple:
+    n_actions = len(get_system("arc_hybrid").transitions)
+    return np.zeros(hidden), np.zeros((n_actions, hidden)), np.zeros(n_actions), 0.1
+
+
+def test_a_system_given_by_name_to_the_oracle_is_named() -> None:
+    with pytest.raises(TypeError, match=r"transitions\.get_system"):
+        transitions.oracle_sequences("arc_hybrid", [[-1, 0]])
+
+
+def test_arc_scores_that_require_grad_are_one_value_error() -> None:
+    torch = pytest.importorskip("torch")
+    arc_scores = torch.zeros((1, 3, 3), requires_grad=True)
+    system = get_system("arc_hybrid")
+    with pytest.raises(ValueError, match=r"arc_scores is a tensor that requires grad"):
+        beam_search(
+            system, [2], _uniform(len(system.transitions)), beam_size=2, arc_scores=arc_scores
+        )
+
+
+def test_the_projective_module_is_an_attribute_of_the_package() -> None:
+    code = "import transitions; print(transitions.projective.projectivize.__name__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout == "projectivize\n", done.stderr
