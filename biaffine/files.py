@@ -140,12 +140,31 @@ def check_output(path: str | os.PathLike[str]) -> None:
     Raises:
         FileNotFoundError: its folder does not exist.
         IsADirectoryError: it is a folder.
+        NotADirectoryError: it ends in a slash, and names no folder.
+        ValueError: it is empty.
     """
+    _refuse_folder_syntax(path)
     folder = Path(path).parent
     if not folder.is_dir():
         raise FileNotFoundError(f"output {path}: the folder {folder} does not exist")
     if Path(path).is_dir():
         raise IsADirectoryError(f"output {path} is a folder: give the path of a file to write")
+
+
+def _refuse_folder_syntax(path: str | os.PathLike[str]) -> None:
+    """Raise for a path that cannot name a file to write: empty, or ending in a slash.
+
+    ``Path`` and ``realpath`` drop a final slash: ``-o out.html/`` wrote (or replaced)
+    ``out.html``, where a shell's ``> out.html/`` says "Not a directory"; an empty path was read
+    as the current folder.
+    """
+    text = os.fsdecode(os.fspath(path))
+    if not text:
+        raise ValueError("the output path is empty: give a file path")
+    if text.endswith(os.sep) or (os.altsep is not None and text.endswith(os.altsep)):
+        if os.path.isdir(text):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), text)
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), text)
 
 
 def refuse_input_as_output(
@@ -242,6 +261,7 @@ def open_output(path: str | os.PathLike[str], mode: str = "w", **options: Any) -
             or a write failed for want of space; the error names ``path``.
         ValueError: ``path`` is a block device.
     """
+    _refuse_folder_syntax(path)
     with named_when_full(os.fspath(path)), _opened_output(path, mode, **options) as handle:
         yield handle
 
@@ -309,6 +329,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **options: Any) -
         ValueError: ``path`` names a special file (:func:`special_kind`), which a rename would
             replace with a regular file.
     """
+    _refuse_folder_syntax(path)
     kind = special_kind(path)
     if kind is not None:
         raise ValueError(f"{path} is a {kind}, not a regular file: give a file path")

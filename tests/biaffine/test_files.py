@@ -17,6 +17,7 @@ import pytest
 
 from biaffine.files import (
     atomic_open,
+    check_output,
     is_plain_name,
     open_output,
     refuse_input_as_output,
@@ -365,3 +366,28 @@ def test_an_output_that_is_an_input_is_refused_whatever_it_is_called(tmp_path: P
 )
 def test_a_plain_name_has_the_suffix_and_no_folder(value: object, plain: bool) -> None:
     assert is_plain_name(value, ".onnx") is plain
+
+
+@pytest.mark.parametrize("write", [atomic_open, open_output, check_output])
+def test_a_path_ending_in_a_slash_or_empty_names_no_file(tmp_path: Path, write) -> None:
+    # "out.html/" wrote, or replaced, out.html; "" was read as the current folder.
+    existing = tmp_path / "out.html"
+    existing.write_text("mine")
+
+    def opened(path: str) -> None:
+        if write is check_output:
+            write(path)
+        else:
+            with write(path, "w") as out:
+                out.write("new")
+
+    for path, error in [
+        (f"{existing}/", NotADirectoryError),
+        (f"{tmp_path}/new.html/", NotADirectoryError),
+        (f"{tmp_path}/", IsADirectoryError),
+        ("", ValueError),
+    ]:
+        with pytest.raises(error):
+            opened(path)
+    assert existing.read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.html"]
