@@ -103,6 +103,8 @@ class MwtExpander:
         """The expansion by the longest matching suffix rule, or None if no rule matches."""
         lower = lowered(form)
         for start in range(1, len(lower)):
+            if lower[start - 1].isspace() or lower[start].isspace():
+                continue  # "John\u00a0's": a word may not begin or end with a space
             rule = self.rules.get(lower[start:])
             if rule is not None:
                 return _cased(form, (lower[:start] + rule[0], *rule[1:]))

@@ -77,16 +77,40 @@ def segment(
     spaces = space_mask(text)
     nonspace = np.flatnonzero(~spaces)  # [n_nonspace]
     bounds = paragraph_spans(text)
-    starts = np.array([start for start, _ in bounds])  # [n_paragraphs]
-    classes = _off_whitespace(_checked(text, labels), spaces, unwritable_mask(text), starts)
-    classes = _whole_characters(text, classes)
-    ends = np.flatnonzero((classes != NONE) & ~spaces)  # [n_labelled], inclusive ends
+    classes = _normalized(text, labels, spaces, bounds)
+    ends = np.flatnonzero(classes != NONE)  # [n_labelled], inclusive ends
     paragraphs = []
     for start, end in bounds:
         spans = _token_spans(classes, ends, nonspace, start, end)
         if spans is not None:
             paragraphs.append(Paragraph(_sentences(text, *spans, expand, always)))
     return Document(text, tuple(paragraphs))
+
+
+def normalized(text: str, labels: npt.ArrayLike) -> npt.NDArray[np.uint8]:
+    """The classes :func:`segment` reads ``labels`` as: rule 2 applied, none on whitespace.
+
+    Every class on whitespace has moved to the character before it (or been dropped before a
+    paragraph's first one), and every class inside a character of several code points to its
+    last one; a TAB or line break has ended a token. ``segment(text, normalized(text, labels))``
+    is ``segment(text, labels)``: a caller that changes classes (a sentence model choosing the
+    sentence ends again) changes these, and none is left where it was moved from.
+
+    Raises:
+        ValueError: as :func:`segment`, for labels that are not one class per character.
+    """
+    return _normalized(text, labels, space_mask(text), paragraph_spans(text))
+
+
+def _normalized(
+    text: str,
+    labels: npt.ArrayLike,
+    spaces: npt.NDArray[np.bool_],
+    bounds: list[tuple[int, int]],
+) -> npt.NDArray[np.uint8]:
+    starts = np.array([start for start, _ in bounds])  # [n_paragraphs]
+    classes = _off_whitespace(_checked(text, labels), spaces, unwritable_mask(text), starts)
+    return _whole_characters(text, classes)
 
 
 def _checked(text: str, labels: npt.ArrayLike) -> npt.NDArray[np.uint8]:
@@ -107,7 +131,11 @@ def _off_whitespace(
     unwritable: npt.NDArray[np.bool_],
     starts: npt.NDArray[np.intp],
 ) -> npt.NDArray[np.uint8]:
-    """Rule 2: the classes with those on whitespace merged into the character before them."""
+    """Rule 2: the classes with those on whitespace merged into the character before them.
+
+    None is left on whitespace: one left there was moved forward again by
+    :func:`_whole_characters` onto a combining mark after a line break.
+    """
     classes = np.where(unwritable & (classes == NONE), TOKEN_END, classes).astype(np.uint8)
     nonspace = np.flatnonzero(~spaces)  # [n_nonspace]
     moved = np.flatnonzero(spaces & (classes != NONE))  # [n_moved]
@@ -115,13 +143,14 @@ def _off_whitespace(
     paragraph = starts[np.searchsorted(starts, moved, side="right") - 1]  # [n_moved]
     target = nonspace[np.maximum(before, 0)] if nonspace.size else before  # [n_moved]
     inside = (before >= 0) & (target >= paragraph)
-    moved, target = moved[inside], target[inside]
-    if not moved.size:
+    moved_classes, target = classes[moved[inside]], target[inside]
+    classes[moved] = NONE
+    if not target.size:
         return classes
     sentence_end = np.zeros(classes.size, dtype=bool)
-    np.logical_or.at(sentence_end, target, np.isin(classes[moved], _SENTENCE_ENDS))
+    np.logical_or.at(sentence_end, target, np.isin(moved_classes, _SENTENCE_ENDS))
     mwt = np.zeros(classes.size, dtype=bool)
-    np.logical_or.at(mwt, target, classes[moved] >= MWT_END)
+    np.logical_or.at(mwt, target, moved_classes >= MWT_END)
     target = np.unique(target)
     own = classes[target]  # [n_targets]
     is_mwt = np.where(own != NONE, own >= MWT_END, mwt[target])
@@ -242,18 +271,40 @@ def split_long(document: Document, max_words: int) -> Document:
 
 
 def _pieces(sentence: Sentence, max_words: int) -> Iterator[Sentence]:
-    words = sum(len(token.words) for token in sentence.tokens)
-    n_pieces = -(-words // max_words)  # 1 for a sentence short enough
+    """The sentence in the fewest pieces of at most ``max_words`` words, each near an equal share.
+
+    A piece ends before a token where the rest still fits in the pieces left (``needed``), and
+    adding the token would take the piece further from an equal share of the words left than
+    it is; or where the token would not fit.
+    """
+    sizes = [len(token.words) for token in sentence.tokens]
+    needed = _pieces_needed(sizes, max_words)  # [n_tokens + 1]
+    left, words_left = needed[0], sum(sizes)  # pieces and words from the current piece on
     piece: list[Token] = []
-    count = seen = 0  # words in the piece; words before the token
-    k = 1  # the piece being filled ends near k / n_pieces of the sentence's words
-    for token in sentence.tokens:
-        size = len(token.words)
-        past = (seen + size) * n_pieces > k * words or count + size > max_words
-        if piece and past:
+    count = 0  # words in the piece
+    for j, (token, size) in enumerate(zip(sentence.tokens, sizes, strict=True)):
+        nearer_without = 2 * count * left + size * left >= 2 * words_left  # share: words / left
+        if piece and (count + size > max_words or (needed[j] < left and nearer_without)):
             yield Sentence(tuple(piece))
-            piece, count, k = [], 0, k + 1
+            piece, words_left, left = [], words_left - count, left - 1
+            count = 0
         piece.append(token)
         count += size
-        seen += size
     yield Sentence(tuple(piece))
+
+
+def _pieces_needed(sizes: list[int], max_words: int) -> list[int]:
+    """int[n + 1]: the fewest pieces of at most ``max_words`` words the tokens from j on need.
+
+    Filled from the last token back: packing each piece as full as it goes from the end needs
+    the fewest pieces, and the pieces it packs for the tokens from j on are those it packs for
+    the whole sentence, cut at j. A token over the limit is a piece of its own.
+    """
+    needed = [0] * (len(sizes) + 1)
+    pieces = fill = 0
+    for j in range(len(sizes) - 1, -1, -1):
+        if pieces == 0 or fill + sizes[j] > max_words:
+            pieces, fill = pieces + 1, 0
+        fill += sizes[j]
+        needed[j] = pieces
+    return needed

@@ -36,7 +36,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from biaffine.nn.transformer import TransformerEmbedding, chunk_windows
 from rawtext.document import Token
 from rawtext.labels import MWT_END, MWT_SENTENCE_END, SENTENCE_END, TOKEN_END, end_class
-from rawtext.segment import segment
+from rawtext.segment import normalized, segment
 
 __all__ = [
     "TOKEN_FLAGS",
@@ -217,6 +217,9 @@ class SentenceModel(nn.Module):
             uint8[len(text)]: the same tokens and multi-word tokens, the sentence ends of
             :meth:`decide`.
         """
+        # Where segment() reads them: a class moved off whitespace (or to the last code point
+        # of an emoji) would otherwise stay where it was and overrule the decision.
+        classes = normalized(text, classes)
         paragraphs = [tokens for tokens in paragraph_tokens(text, classes) if len(tokens) > 1]
         ends = self.decide(self.read_logits(text, paragraphs, log_probs), paragraphs, log_probs)
         return self.relabel(classes, paragraphs, ends)

@@ -88,6 +88,16 @@ def test_suffix_rules_expand_unseen_spanish_clitics() -> None:
     assert expander("xyz") == ["xyz"]
 
 
+@pytest.mark.parametrize("space", ["\u00a0", "\u202f", " "])
+def test_a_rule_never_leaves_a_word_that_begins_or_ends_with_a_space(space: str) -> None:
+    # "John\u00a0's" (one token, a no-break space inside) gave the word "John\u00a0", whose
+    # FORM and LEMMA ended in the space: not CoNLL-U.
+    expander = MwtExpander.from_conllu(conllu(*SPANISH))
+    assert expander.fallback(f"cóme{space}lo") is None
+    assert expander(f"cóme{space}lo") == [f"cóme{space}lo"]
+    assert expander(f"x{space}cómelo") == [f"x{space}cóme", "lo"]
+
+
 def test_the_longest_reliable_suffix_wins() -> None:
     expander = MwtExpander.from_conllu(conllu(*SPANISH), min_count=1)
     # dámelo → da me lo: the accent changes, so its rule keeps "d" and rewrites the rest.

@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rawtext_cases import labelled, texts_and_labels
 
-from rawtext import segment, split_long
-from rawtext.chars import UNWRITABLE, paragraph_spans
+from rawtext import SENTENCE_END, TOKEN_END, Sentence, segment, split_long
+from rawtext.chars import UNWRITABLE, paragraph_spans, space_mask
+from rawtext.segment import normalized
 
 
 def shape(document) -> list[list[list[str]]]:
@@ -234,3 +235,37 @@ def test_pieces_keep_every_token_in_order_and_hold_at_most_the_limit(case, max_w
     for sentence in document.sentences():  # a token is never cut, even one over the limit
         words = sum(len(token.words) for token in sentence.tokens)
         assert words <= max_words or len(sentence.tokens) == 1
+    for paragraph, before in zip(document.paragraphs, whole.paragraphs, strict=True):
+        fewest = sum(_fewest_pieces(s, max_words) for s in before.sentences)
+        assert len(paragraph.sentences) == fewest
+
+
+def _fewest_pieces(sentence: Sentence, max_words: int) -> int:
+    """Pieces of at most ``max_words`` words, filled in order as full as they go (the fewest)."""
+    pieces = fill = 0
+    for token in sentence.tokens:
+        if pieces == 0 or fill + len(token.words) > max_words:
+            pieces, fill = pieces + 1, 0
+        fill += len(token.words)
+    return pieces
+
+
+@pytest.mark.parametrize("after", ["\n", "\t", " "])
+@pytest.mark.parametrize("joined", ["\u0301def.", "\u200d\U0001f600x."])
+def test_a_class_on_whitespace_never_moves_forward(after: str, joined: str) -> None:
+    # A line break or TAB kept its token end after moving it back, and rule 2b then carried
+    # it forward onto a combining mark or joiner after it: "abc", "\u0301", "def.".
+    text = f"abc{after}{joined}"
+    labels = np.zeros(len(text), np.uint8)
+    labels[2], labels[-1] = TOKEN_END, SENTENCE_END
+    assert [token.form for token in segment(text, labels).tokens()] == ["abc", joined]
+    assert not normalized(text, labels)[space_mask(text)].any()
+
+
+def test_a_sentence_is_cut_into_the_fewest_pieces() -> None:
+    # [1, 1, 3] words under a limit of 2 came out as 3 pieces: the equal share forced a cut.
+    text, labels = labelled("a| b| c+")
+    sizes = {"a": 1, "b": 1, "c": 3}
+    whole = segment(text, labels, expand=lambda form: [form] * sizes[form])
+    pieces = split_long(whole, 2).sentences()
+    assert [[token.form for token in sentence.tokens] for sentence in pieces] == [["a", "b"], ["c"]]

@@ -54,6 +54,7 @@ from rawtext.labels import (
     TOKEN_END,
     labelled_documents,
 )
+from rawtext.segment import segment
 
 # "Hi THERE , don't go" "Bye !" in one paragraph, "Next" in another; "don't" a multi-word token.
 TEXT = "Hi THERE, don't go\nBye!\n\nNext\n"
@@ -149,6 +150,27 @@ def test_decide_adds_the_weighted_odds_and_the_bias(model: SentenceModel) -> Non
     assert ends == [True, False, False, False, False, False, False]
     model.odds_weight = 1.0
     assert model.decide(logits, paragraphs, probs)[0].tolist()[4] is True
+
+
+def test_resplit_decides_on_the_classes_where_segment_reads_them(
+    model: SentenceModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A class on whitespace (or inside an emoji) moves where segment() reads it; relabelling
+    # the token's last character left it in place, to overrule "no sentence end" there and
+    # to turn a multi-word token into a plain one.
+    text = "don't\nstop \U0001f44d\U0001f3fd see you"
+    classes = np.zeros(len(text), np.uint8)
+    classes[5] = MWT_SENTENCE_END  # on the line break after "don't"
+    classes[text.index("\U0001f44d")] = SENTENCE_END  # before the emoji's skin tone
+    classes[[text.index("stop") + 3, text.index("see") + 2, len(text) - 1]] = TOKEN_END
+    never = [torch.zeros(n, dtype=torch.bool) for n in (5,)]
+    monkeypatch.setattr(model, "read_logits", lambda *_: [torch.zeros(5)])
+    monkeypatch.setattr(model, "decide", lambda *_: never)
+    found = model.resplit(text, classes, torch.zeros(len(text), N_CLASSES))
+    document = segment(text, found, lambda form: ["do", "n't"] if form == "don't" else [form])
+    assert [[token.words for token in s.tokens] for s in document.sentences()] == [
+        [("do", "n't"), ("stop",), ("\U0001f44d\U0001f3fd",), ("see",), ("you",)]
+    ]
 
 
 def test_logits_of_a_paragraph_do_not_depend_on_its_batch(model: SentenceModel) -> None:
