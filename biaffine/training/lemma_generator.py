@@ -415,6 +415,7 @@ def adder(
         check_output(out)  # before the training: minutes lost to a mistyped folder
         refuse_input_as_output(out, (source, train, dev))
         _check_budget(minutes, max_epochs)
+        _check_sizes(dim=dim, hidden=hidden, seed=seed)
         options = {"minutes": minutes, "seed": seed, "max_epochs": max_epochs}
         sizes = {"dim": dim, "hidden": hidden}
         return add_to_lexicon(
@@ -434,6 +435,18 @@ def adder(
         )
 
     return add
+
+
+def _check_sizes(*, dim: int, hidden: int, seed: int) -> None:
+    """Refuse a network of no width and a seed torch cannot take, before any training.
+
+    ``--dim 0`` and ``--seed 10**23`` were torch's messages from inside the training.
+    """
+    for name, value in (("--dim", dim), ("--hidden", hidden)):
+        if value < 1:
+            raise ValueError(f"{name} {value}: give a positive size")
+    if not 0 <= seed < 2**63:
+        raise ValueError(f"--seed {seed}: give a seed in 0..2**63-1")
 
 
 def _check_budget(minutes: float, max_epochs: int | None) -> None:

@@ -207,9 +207,12 @@ def test_an_output_that_is_an_input_is_refused_before_training(
     [
         (["--max-epochs", "0"], "--max-epochs 0: give a positive"),
         (["--minutes", "-1"], "--minutes"),
+        (["--dim", "0"], "--dim 0: give a positive size"),  # torch's message from training
+        (["--hidden", "-2"], "--hidden -2: give a positive size"),
+        (["--seed", str(10**23)], f"--seed {10**23}: give a seed in 0..2**63-1"),
     ],
 )
-def test_a_budget_that_trains_no_epoch_is_refused_in_one_line(
+def test_a_budget_or_size_that_trains_nothing_is_refused_in_one_line(
     lemma_model: Path, dev_file: Path, tmp_path: Path, option: list[str], message: str
 ) -> None:
     done = run_command(lemma_model, TINY_CONLLU, dev_file, tmp_path / "out.pt", *option)
