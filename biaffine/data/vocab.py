@@ -175,6 +175,15 @@ class Vocabs:
             data[_LEXICON] = self.lexicon.to_dict()
         return data
 
+    def difference(self, other: Vocabs) -> str | None:
+        """Where ``other`` differs from these vocabularies, e.g. ``"lemma_lexicon.runner_up"``.
+
+        None where they are the same. A part of the lexicon is named by its key: two members
+        whose lexicons differ only in the settings ``doubt`` chose are named so, not as
+        vocabularies built from other data.
+        """
+        return _first_difference(self.to_dict(), other.to_dict())
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, Any]]) -> Vocabs:
         """Inverse of :meth:`to_dict`.
@@ -242,3 +251,16 @@ def build_vocabs(
         columns={name: Vocab.build(counts) for name, counts in columns.items()},
         lexicon=lemmas.lexicon(),
     )
+
+
+def _first_difference(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> str | None:
+    """The dotted key of the first entry the two differ in (a vocabulary, a lexicon table)."""
+    for key in sorted(set(mine) | set(theirs)):
+        if mine.get(key) == theirs.get(key):
+            continue
+        inner = (mine.get(key), theirs.get(key))
+        if key == _LEXICON and all(isinstance(part, Mapping) for part in inner):
+            deeper = _first_difference(*inner)
+            return key if deeper is None else f"{key}.{deeper}"
+        return key
+    return None

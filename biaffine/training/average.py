@@ -74,8 +74,8 @@ def _check_same_network(first: checkpoint.Checkpoint, other: checkpoint.Checkpoi
         raise ValueError(f"{where}: parser kind {other.parser!r} is not {first.parser!r}")
     if other.model_config != first.model_config:
         raise ValueError(f"{where}: the model configs differ")
-    if other.vocabs.to_dict() != first.vocabs.to_dict():
-        raise ValueError(f"{where}: the vocabularies differ (not branches of one run)")
+    if (differ := first.vocabs.difference(other.vocabs)) is not None:
+        raise ValueError(f"{where}: the vocabularies differ in {differ} (not branches of one run)")
     if other.state_dict.keys() != first.state_dict.keys():
         raise ValueError(f"{where}: the weight names differ")
     for name, tensor in first.state_dict.items():

@@ -54,10 +54,11 @@ def ensemble_checkpoints(
     loaded = [checkpoint.load(path) for path in paths]
     first = loaded[0]
     for other in loaded[1:]:
-        if other.vocabs.to_dict() != first.vocabs.to_dict():
+        if (differ := first.vocabs.difference(other.vocabs)) is not None:
             raise ValueError(
-                f"{other.path} against {first.path}: the vocabularies differ (members must be "
-                "trained on one training file with the same vocabulary options)"
+                f"{other.path} against {first.path}: the vocabularies differ in {differ} "
+                "(members must be trained on one training file with the same vocabulary "
+                "options, and their lexicons given the same settings)"
             )
     model = EnsembleParser([checkpoint.build_model(c) for c in loaded])
     members = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 from collections import Counter
 from pathlib import Path
@@ -122,3 +124,19 @@ def test_sizes_name_every_vocabulary_and_column() -> None:
     assert list(sizes) == ["words", "chars", "rels", "upos", "xpos", "feats", "lemma"]
     assert sizes["upos"] == len(vocabs.columns["upos"])
     assert sizes["rels"] == len(vocabs.rels)
+
+
+def test_a_difference_is_named_by_its_vocabulary_or_lexicon_entry() -> None:
+    # average and ensemble said "the vocabularies differ" for members whose lexicons differed
+    # only in the settings doubt chose for each.
+    [sentence] = read_conllu(io.StringIO("1\tDogs\tdog\tNOUN\tNNS\tNumber=Plur\t0\troot\t_\t_\n\n"))
+    vocabs = build_vocabs([sentence])
+    assert vocabs.difference(build_vocabs([sentence])) is None
+    other = build_vocabs([sentence])
+    other.lexicon = dataclasses.replace(vocabs.lexicon, runner_up=0.5)
+    assert vocabs.difference(other) == "lemma_lexicon.runner_up"
+    other.lexicon = None
+    assert vocabs.difference(other) == "lemma_lexicon"
+    other = build_vocabs([sentence])
+    other.rels = Vocab(["root", "dep"], specials=False)
+    assert vocabs.difference(other) == "rels"
