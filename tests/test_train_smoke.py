@@ -265,6 +265,15 @@ def test_a_refused_run_leaves_its_folder_as_it_was_and_overwrite_starts_afresh(
     assert conflicting.stderr.startswith("error: cannot resume with settings")
     assert conflicting.stderr.count("\n") == 1
     assert snapshot(run_dir) == before
+    # A key added to a section that takes new keys was recorded and never read: the saved
+    # optimizer state kept its own amsgrad.
+    added = run([*args, "trainer.resume=true", "+optimizer.amsgrad=true"], tmp_path, status=2)
+    assert added.stderr == (
+        "error: cannot resume with settings the interrupted run did not have: "
+        "optimizer.amsgrad=True (the interrupted run had no such setting); drop those "
+        "overrides, or start a new run\n"
+    )
+    assert snapshot(run_dir) == before
     run([*args, "trainer.overwrite=true", "trainer.seed=2"], tmp_path)
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["event"] for r in records] == ["epoch", "test"]

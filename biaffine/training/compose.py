@@ -11,7 +11,7 @@ import contextlib
 import logging
 import math
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -69,6 +69,7 @@ __all__ = [
     "check_resume_config",
     "check_resume_processes",
     "fit_settings",
+    "given_settings",
     "in_held_run_folder",
     "init_weights",
     "load_splits",
@@ -195,7 +196,7 @@ def _ready_run_dir(
     t = cfg.trainer
     resumed = find_resume_checkpoint(t.resume, t.resume_from, run_dir)
     if resumed is not None:
-        check_resume_config(resumed.metadata.get("config"), cfg)
+        check_resume_config(resumed.metadata.get("config"), cfg, given_settings())
         check_resume_processes(resumed.metadata.get("processes"), distributed.world().size)
     if resumed is not None and resumes_in(t.resume_from, run_dir):
         if t.overwrite:
@@ -424,32 +425,59 @@ RESUMABLE_CHANGES = frozenset(
 ``trainer.init_from``, which a resumed run does not read: it continues from its own weights)."""
 
 
-def check_resume_config(saved: Mapping[str, Any] | None, cfg: DictConfig) -> None:
+def check_resume_config(
+    saved: Mapping[str, Any] | None, cfg: DictConfig, given: Iterable[str] = ()
+) -> None:
     """Refuse to resume with settings that differ from the interrupted run's.
 
     Args:
         saved: the resolved config stored in the resumed checkpoint (None in files that lack it:
             nothing to compare).
         cfg: the config of this run.
+        given: the settings this run's command line names (:func:`given_settings`).
 
     Raises:
         ValueError: naming each key both configs hold, outside :data:`RESUMABLE_CHANGES`, whose
-            values differ, with both values.
+            values differ, with both values, and each key the command line adds or removes.
     """
     if saved is None:
         return
     old = _flatten(saved)
     new = _flatten(OmegaConf.to_container(cfg, resolve=True))
-    # Keys only one side has are left alone: a newer release may add settings, whose defaults
-    # the interrupted run cannot contradict.
     shared = (old.keys() & new.keys()) - RESUMABLE_CHANGES
-    differing = sorted(key for key in shared if old[key] != new[key])
-    if differing:
-        changes = ", ".join(f"{key}={new[key]!r} (was {old[key]!r})" for key in differing)
+    changes = [
+        f"{key}={new[key]!r} (was {old[key]!r})" for key in sorted(shared) if old[key] != new[key]
+    ]
+    # Other keys only one side has are left alone: a newer release may add settings, whose
+    # defaults the interrupted run cannot contradict. One the command line adds was not read:
+    # the saved optimizer state kept its amsgrad, the saved weights lacked a projection.
+    given = tuple(given)
+    named = [key for key in sorted(old.keys() ^ new.keys()) if _under_any(key, given)]
+    changes += [
+        f"{key}={new[key]!r} (the interrupted run had no such setting)"
+        if key in new
+        else f"{key} removed (was {old[key]!r})"
+        for key in named
+    ]
+    if changes:
+        changes_text = ", ".join(changes)
         raise ValueError(
-            f"cannot resume with settings the interrupted run did not have: {changes}; "
+            f"cannot resume with settings the interrupted run did not have: {changes_text}; "
             "drop those overrides, or start a new run"
         )
+
+
+def given_settings() -> frozenset[str]:
+    """The keys the command line sets, adds (``+``) or removes (``~``); none outside Hydra."""
+    if not HydraConfig.initialized():
+        return frozenset()
+    task = HydraConfig.get().overrides.task
+    return frozenset(item.split("=", 1)[0].lstrip("+~") for item in task)
+
+
+def _under_any(key: str, sections: Iterable[str]) -> bool:
+    """Whether ``key`` is one of ``sections`` or inside one (``model.encoder`` holds its keys)."""
+    return any(key == section or key.startswith(f"{section}.") for section in sections)
 
 
 def check_resume_processes(saved: int | None, processes: int) -> None:

@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 from hydra import compose, initialize
+from omegaconf import OmegaConf
 
 from biaffine import checkpoint, distributed
 from biaffine.cli import report_user_errors
 from biaffine.training import compose as training_compose
 from biaffine.training import train
+from biaffine.training.compose import check_resume_config
 from biaffine.training.run_state import (
     DiskFullError,
     RunFolderError,
@@ -324,3 +326,18 @@ def test_a_full_disk_under_the_log_file_is_one_error_naming_it(tmp_path: Path) -
             logger.warning("epoch 2: ...")
     finally:
         logger.removeHandler(handler)
+
+
+def test_a_resume_refuses_keys_its_command_line_adds_or_removes_but_not_new_defaults() -> None:
+    saved = {"model": {"encoder": {"hidden": 8}}, "optimizer": {"lr": 0.1}}
+    now = OmegaConf.create(
+        {"model": {"encoder": {"hidden": 8, "pretrained": {"path": "v.txt"}, "new": 1}}}
+    )
+    with pytest.raises(ValueError, match="cannot resume") as refused:
+        check_resume_config(saved, now, given=["model.encoder.pretrained", "optimizer"])
+    assert str(refused.value) == (
+        "cannot resume with settings the interrupted run did not have: "
+        "model.encoder.pretrained.path='v.txt' (the interrupted run had no such setting), "
+        "optimizer.lr removed (was 0.1); drop those overrides, or start a new run"
+    )
+    check_resume_config(saved | {"optimizer": {}}, now, given=["trainer.max_epochs"])
