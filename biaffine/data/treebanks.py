@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar, cast
 
+from biaffine.cli import check_types
 from biaffine.data.conllu import ConlluError, Sentence, read_conllu
 from biaffine.files import atomic_open
 
@@ -100,11 +101,34 @@ def configured_names(
     Raises:
         FileNotFoundError, ValueError: see :func:`discover_files`.
     """
+    check_data_settings(d)
     names = {split: d[split] for split in SPLITS}
     folder = resolve_root(root if root is not None else d["root"])
     if d.get("discover", False):
         names = discover_files(folder / d["treebank"], names)
     return folder, names
+
+
+DATA_TYPES = {
+    **dict.fromkeys(("root", "treebank", "train", "dev", "test", "base_url"), str),
+    **dict.fromkeys(("download", "discover"), bool),
+    "dev_fraction": float,
+    "split_seed": int,
+}
+"""The type of each setting of a ``data`` config (``conf/data/_ud.yaml`` and its treebanks)."""
+
+
+def check_data_settings(d: Mapping[str, Any]) -> None:
+    """Refuse ``data`` settings of the wrong type, before any file is looked for.
+
+    ``data.dev_fraction=abc`` and ``data.train=123`` were TypeError tracebacks, and
+    ``data.discover=abc`` was read as true. A setting the config lacks is not checked.
+
+    Raises:
+        ValueError: naming the setting, its value and the type expected.
+    """
+    types = {key: kind for key, kind in DATA_TYPES.items() if key in d}
+    check_types(d, types, "data", nullable={"root", "train", "dev", "test"})
 
 
 def configured_paths(d: Mapping[str, Any]) -> dict[str, Path | None]:

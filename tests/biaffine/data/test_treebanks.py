@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,3 +172,20 @@ def test_load_splits_rejects_test_only_treebank(tmp_path: Path) -> None:
     names = write_treebank(tmp_path, "xx-ud-test.conllu")
     with pytest.raises(ValueError, match="no train split"):
         data.load_splits(tmp_path, REPO, names)
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"dev_fraction": "abc"}, "data.dev_fraction='abc': expected a number"),
+        ({"train": 123}, "data.train=123: expected a string"),  # a file named 123, as an int
+        ({"discover": "abc"}, "data.discover='abc': expected true or false"),  # read as true
+        ({"split_seed": "abc"}, "data.split_seed='abc': expected an integer"),
+        ({"download": None}, "data.download=null: expected true or false"),
+    ],
+)
+def test_data_settings_of_the_wrong_type_are_refused_by_name(setting, message) -> None:
+    given = {"root": "ud", "treebank": "UD_X", "train": "t.conllu", "dev": None, "test": None}
+    given |= {"download": False, "discover": False, "dev_fraction": 0.1, "split_seed": 1}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        data.configured_names(given | setting)
