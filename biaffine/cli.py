@@ -488,9 +488,11 @@ def check_composition(
 
 
 def refuse_run_dir_files(overrides: Sequence[str]) -> None:
-    """Refuse ``hydra.run.dir`` or ``hydra.sweep.dir`` naming a file that is no folder.
+    """Refuse ``hydra.run.dir`` or ``hydra.sweep.dir`` where no run folder can be written.
 
-    Hydra's ``mkdir`` of it failed in a traceback before the command's code ran.
+    Hydra's ``mkdir`` of it, or its opening of ``train.log`` there, failed in a traceback
+    before the command's code ran: a file in its place or above it, a folder this user may not
+    write in, a read-only file system.
 
     Raises:
         ValueError: naming the setting.
@@ -501,9 +503,24 @@ def refuse_run_dir_files(overrides: Sequence[str]) -> None:
         if override.key_or_group not in ("hydra.run.dir", "hydra.sweep.dir"):
             continue
         if isinstance(value, str) and "${" not in value:
-            path = Path(value)
-            if path.exists() and not path.is_dir():
-                raise ValueError(f"{text}: {value} is a file; give a folder for the run")
+            problem = _unwritable_folder(Path(value))
+            if problem is not None:
+                raise ValueError(f"{text}: {problem}")
+
+
+def _unwritable_folder(path: Path) -> str | None:
+    """Why a run cannot write in folder ``path`` (made if missing), or None if it can."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file; give a folder for the run"
+    if os.access(existing, os.W_OK | os.X_OK):
+        return None
+    read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+    return f"cannot write in {existing}: " + (
+        "a read-only file system" if read_only else "permission denied"
+    )
 
 
 def refuse_added_settings(

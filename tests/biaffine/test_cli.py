@@ -22,6 +22,7 @@ from biaffine.cli import (
     config_options,
     describe,
     refuse_missing,
+    refuse_run_dir_files,
     refuse_unknown_options,
     refuse_unknown_settings,
     settings_of,
@@ -470,9 +471,24 @@ def test_a_run_folder_that_is_a_file_is_refused_in_one_line(
     afile = tmp_path / "notes.txt"
     afile.write_text("mine", "utf-8")
     sweep = ["-m"] if setting == "hydra.sweep.dir" else []
-    done = run(script, *sweep, "data=tiny", *given, f"{setting}={afile}")
-    assert_one_line_refusal(done, re.escape(f"{setting}={afile}: {afile} is a file") + ".*")
+    for folder in (afile, afile / "run"):  # the run's folder under a file: NotADirectoryError
+        done = run(script, *sweep, "data=tiny", *given, f"{setting}={folder}")
+        assert_one_line_refusal(done, re.escape(f"{setting}={folder}: {afile} is a file") + ".*")
     assert afile.read_text("utf-8") == "mine"
+
+
+def test_a_run_folder_where_this_user_may_not_write_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Hydra's mkdir, or its opening of train.log, was an OSError traceback (a read-only file
+    # system; EACCES for a user other than root, whom permissions do not stop).
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)
+    with pytest.raises(ValueError, match="cannot write") as refused:
+        refuse_run_dir_files([f"hydra.run.dir={tmp_path}/new/run"])
+    assert str(refused.value) == (
+        f"hydra.run.dir={tmp_path}/new/run: cannot write in {tmp_path}: permission denied"
+    )
+    refuse_run_dir_files([f"hydra.run.dir={tmp_path.parent}/run"])
 
 
 def test_a_refused_training_keeps_a_folder_that_held_files(tmp_path: Path) -> None:
