@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -121,8 +121,9 @@ def _existing(path: str | Path) -> Path:
 def _read_text(path: Path, max_words: int | None) -> Vectors:
     words: list[str] = []
     rows: list[npt.NDArray[np.float32]] = []
-    with open(path, encoding="utf-8") as handle:
-        first = handle.readline()
+    with open(path, "rb") as raw:
+        handle = _utf8_lines(raw, path)
+        first = next(handle, "")
         header = _header(first)
         dim = header[1] if header else len(first.rstrip().split(" ")) - 1
         if dim < 1:
@@ -160,8 +161,26 @@ def _chain(first: str, rest: Any) -> Any:
     yield from rest
 
 
+def _utf8_lines(raw: BinaryIO, path: Path) -> Iterator[str]:
+    """The lines of a file opened in binary, each decoded alone: an error names its line."""
+    for number, line in enumerate(raw, start=1):
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            bad = line[error.start : error.start + 1].hex()
+            message = f"not valid UTF-8: byte 0x{bad} at byte {error.start} of the line"
+            raise ValueError(f"{path}:{number}: {message}") from None
+
+
 def _read_npy(path: Path, words_path: Path, max_words: int | None) -> Vectors:
-    matrix = np.load(path, mmap_mode="r")  # only the kept rows are read into memory
+    try:
+        matrix = np.load(path, mmap_mode="r")  # only the kept rows are read into memory
+    except ValueError as error:
+        # Not numpy's message about pickles: it advises allow_pickle=True, which runs the file.
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if "pickle" in message or "Python objects" in message:
+            message = "it holds Python objects, or is no .npy file"
+        raise ValueError(f"{path}: not a .npy matrix of numbers: {message}") from None
     if matrix.ndim != 2:
         raise ValueError(f"{path}: expected a matrix [words, dim], got shape {matrix.shape}")
     words = _read_word_list(words_path)
@@ -178,8 +197,8 @@ def _read_word_list(path: Path) -> list[str]:
         except ModuleNotFoundError as error:
             raise ValueError(f"{path}: reading a .parquet word list needs pyarrow") from error
         return [str(word) for word in pq.read_table(path).column(0).to_pylist()]
-    with open(path, encoding="utf-8") as handle:
-        return [line.rstrip("\n") for line in handle]
+    with open(path, "rb") as raw:
+        return [line.rstrip("\n") for line in _utf8_lines(raw, path)]
 
 
 class PretrainedEmbedding(nn.Module):

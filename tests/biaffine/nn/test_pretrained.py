@@ -95,6 +95,30 @@ def test_malformed_text_files_fail_in_one_line(tmp_path: Path, text: str, messag
         read_vectors(path)
 
 
+def test_bytes_that_are_not_utf8_are_named_by_file_and_line(tmp_path: Path) -> None:
+    # "'utf-8' codec can't decode byte 0xe9 in position 252": neither file nor line.
+    vectors = tmp_path / "v.txt"
+    vectors.write_bytes(b"a 1 2\ncaf\xe9 3 4\n")
+    with pytest.raises(ValueError, match=r"v.txt:2: not valid UTF-8: byte 0xe9 at byte 3"):
+        read_vectors(vectors)
+    matrix, _ = write_npy(tmp_path)
+    words = tmp_path / "words.txt"
+    words.write_bytes(b"the\n\xff\n")
+    with pytest.raises(ValueError, match=r"words.txt:2: not valid UTF-8: byte 0xff"):
+        read_vectors(matrix, words=words)
+
+
+def test_a_npy_file_of_objects_is_refused_without_advice_to_unpickle_it(tmp_path: Path) -> None:
+    _, words = write_npy(tmp_path)
+    objects = tmp_path / "objects.npy"
+    np.save(objects, np.array([{"a": 1}] * 5, dtype=object), allow_pickle=True)
+    for path in (objects, words):  # a text file given as the matrix: numpy tried a pickle
+        with pytest.raises(ValueError, match=r"not a \.npy matrix") as refused:
+            read_vectors(path, words=words, format="npy")
+        assert str(refused.value).startswith(f"{path}: not a .npy matrix of numbers: ")
+        assert "allow_pickle" not in str(refused.value)
+
+
 def test_missing_files_and_bad_options_are_named(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"nowhere.txt: no such file"):
         read_vectors(tmp_path / "nowhere.txt")
