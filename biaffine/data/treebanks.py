@@ -194,7 +194,8 @@ def locate_treebank(
     for path in paths.values():
         if path is not None and path.is_dir():  # not missing: no download may replace it
             raise ConlluError(str(path), 0, "is a directory, not a file")
-    missing = [path for path in paths.values() if path is not None and not path.is_file()]
+    # A pipe or device is read like a file (data.train=<(zcat train.conllu.gz)), not "missing".
+    missing = [path for path in paths.values() if path is not None and not path.exists()]
     if missing and not download:
         listed = ", ".join(str(path) for path in missing)
         raise FileNotFoundError(

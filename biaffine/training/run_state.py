@@ -438,6 +438,10 @@ def find_resume_checkpoint(
             "(in its first epoch): nothing to resume; start it again with "
             "trainer.overwrite=true"
         )
+    if path.is_dir():  # "does not exist" said the folder was not there
+        raise FileNotFoundError(f"trainer.resume_from={path} is a folder: give {path / LAST}")
+    if path.exists() and not path.is_file():
+        raise FileNotFoundError(f"trainer.resume_from={path} is not a file, so not a last.pt")
     if not path.is_file():
         raise FileNotFoundError(
             f"trainer.resume=true but {path} does not exist: set hydra.run.dir to the folder of "

@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 
 from biaffine import checkpoint, distributed
 from biaffine.cli import report_user_errors
+from biaffine.data.treebanks import locate_treebank
 from biaffine.training import compose as training_compose
 from biaffine.training import train
 from biaffine.training.compose import check_resume_config
@@ -24,6 +25,7 @@ from biaffine.training.run_state import (
     DiskFullError,
     RunFolderError,
     RunLog,
+    find_resume_checkpoint,
     read_metrics,
     remove_unused_run_dir,
     writing,
@@ -158,6 +160,23 @@ def test_a_resume_from_a_best_pt_is_refused_before_anything_is_copied(
     with pytest.raises(ValueError, match=r"best\.pt: this checkpoint has no training state"):
         train(tiny_config("trainer.resume=true", best), run_dir)
     assert set(snapshot(run_dir)) <= {".lock"}  # train.py removes the folder itself
+
+
+@pytest.mark.parametrize("kind", ["folder", "device"])
+def test_a_resume_from_what_is_no_file_says_what_it_is(tmp_path: Path, kind: str) -> None:
+    # A folder or /dev/null "does not exist", said the message.
+    given = tmp_path if kind == "folder" else Path("/dev/null")
+    expected = f"is a folder: give {tmp_path / 'last.pt'}" if kind == "folder" else "is not a file"
+    with pytest.raises(FileNotFoundError, match=re.escape(f"resume_from={given} {expected}")):
+        find_resume_checkpoint(True, str(given), tmp_path / "run")
+
+
+def test_a_treebank_split_read_from_a_pipe_is_not_missing(tmp_path: Path) -> None:
+    # data.train=<(zcat train.conllu.gz) was "treebank file(s) not found".
+    fifo = tmp_path / "train.conllu"
+    os.mkfifo(fifo)
+    files = locate_treebank(tmp_path.parent, tmp_path.name, {"train": fifo.name})
+    assert files.train == fifo
 
 
 def test_overwrite_and_resume_of_the_same_run_contradict(finished: Path, tmp_path: Path):
