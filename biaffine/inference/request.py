@@ -74,10 +74,12 @@ class Request:
 
 
 def _check_heads(heads: Sequence[int | None], sentence: int) -> None:
-    for word, head in enumerate(heads, 1):
+    # Named by the argument's indices: "sentence 0, word 1" read as a sentence numbered from
+    # 0 beside the other errors' <input>:LINE, numbered from 1.
+    for index, head in enumerate(heads):
         if head is not None and (isinstance(head, bool) or not isinstance(head, Integral)):
             raise ValueError(
-                f"sentence {sentence}, word {word}: fixed head {head!r} is a "
+                f"fixed_heads[{sentence}][{index}]={head!r} (word {index + 1}) is a "
                 f"{type(head).__name__}; a head is an int (0 = ROOT) or None"
             )
 

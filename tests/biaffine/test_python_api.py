@@ -249,7 +249,9 @@ def test_only_ints_and_none_are_fixed_heads(graph_checkpoint, sentences, head) -
     parser = Parser.load(graph_checkpoint, threads=1)
     fixed = [[None] * len(s) for s in sentences]
     fixed[0][1] = head
-    with pytest.raises(ValueError, match=r"^sentence 0, word 2: fixed head .* is a \w+; a head is"):
+    with pytest.raises(
+        ValueError, match=r"^fixed_heads\[0\]\[1\]=.* \(word 2\) is a \w+; a head is"
+    ):
         parser.parse_constrained(sentences, fixed)
 
 
