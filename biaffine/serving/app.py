@@ -11,6 +11,7 @@ overloaded or out of time).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import email.errors
 import email.parser
@@ -23,6 +24,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -96,7 +99,11 @@ def create_app(
             task = task_of(fields, models, default, limits)
         except RequestError as error:
             return _error(error.status, str(error))
-        answer = await batcher.submit(task, limits.timeout_s)
+        try:
+            answer = await batcher.submit(task, limits.timeout_s)
+        except asyncio.CancelledError:  # uvicorn's graceful_shutdown_s ran out: its answer was
+            # a text/plain 500 and a traceback logged per request
+            return _error(503, "the server is stopping: try again")
         if answer.status != 200:
             return _error(answer.status, answer.text)
         credits = list((acknowledgements or {}).get(task.model, []))
@@ -110,16 +117,23 @@ def create_app(
         return JSONResponse({"status": "ok", "models": list(models), **state})
 
     routes = [
-        Route("/models", list_models, methods=["GET"]),
+        Route("/models", list_models, methods=["GET", "POST"]),  # UDPipe 2 answers both
         Route("/process", process, methods=["GET", "POST"]),
         Route("/health", health, methods=["GET"]),
     ]
     handlers = {HTTPException: _http_error, Exception: _internal_error}
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
+    # As UDPipe 2: a page on another site may call the API (its script reads the answers).
+    cors = Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST"])
+    app = Starlette(
+        routes=routes, middleware=[cors], lifespan=lifespan, exception_handlers=handlers
+    )
     # Starlette answers /process/ with a redirect to the Host header's site: a 404 instead.
     app.router.redirect_slashes = False
     return app
 
+
+MAX_FIELDS = 64
+"""Fields of a query string or form-encoded body at most (a request has 16 to give)."""
 
 MAX_ERROR = 500
 """Characters of an error's message at most: a client's 900 KB model name is not echoed."""
@@ -193,6 +207,9 @@ async def _body(request: Request, max_bytes: int) -> bytes:
 
 
 def _pairs(raw: bytes, where: str) -> dict[str, str]:
+    fields = raw.count(b"&") + 1
+    if fields > MAX_FIELDS:  # 140,000 pairs took the event loop 1.3 s to parse
+        raise RequestError(400, f"the {where} holds {fields} fields: at most {MAX_FIELDS}")
     try:
         text = raw.decode("utf-8")  # percent-encoded, or UTF-8 sent as is
         pairs = urllib.parse.parse_qsl(text, keep_blank_values=True, errors="strict")
