@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from biaffine.cli import (
     NULL_MEANS_NONE,
     check_composition,
+    check_ranges,
     check_threads,
     check_types,
     exit_on_termination,
@@ -52,6 +53,12 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
     overwrite = trainer.pop("overwrite", False)  # the run folder's, not the training's
     settings = training.settings_from(trainer)
     check_threads(settings.threads, "trainer.threads")
+    # model.embed_dim=abc was torch's TypeError traceback, model.dilations=abc its message
+    model = OmegaConf.to_container(cfg.model)
+    check_types(model, setting_types(CONFIG, section="model"), "model", nullable=())
+    sizes = ("embed_dim", "channels", "kernel")
+    check_ranges(model, "model", sizes=sizes, counts=["rnn_hidden"], fractions=["dropout"])
+    check_ranges(model, "model", size_lists=["dilations"])
     d = OmegaConf.to_container(cfg.data, resolve=True)
     # Held for the whole run: two runs given one folder mixed their logs and checkpoints.
     with locked_run_dir(run_dir):
@@ -59,7 +66,6 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
         training.refuse_overwriting_inputs(run_dir, training.input_files(d))
         data = training.load_documents(d)
         held.start(cfg)  # its .hydra/ record and log, once nothing refuses the run
-        model = OmegaConf.to_container(cfg.model)
         result = training.train(data, model, settings, run_dir)
         return sum(result.best_dev.values())
 

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from biaffine.cli import (
     NULL_MEANS_NONE,
     check_composition,
+    check_ranges,
     check_threads,
     check_types,
     exit_on_termination,
@@ -52,6 +53,9 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
     overwrite = trainer.pop("overwrite", False)  # the run folder's, not the training's
     settings = sentence_training.SentenceSettings.from_mapping(trainer)
     check_threads(settings.threads, "trainer.threads")
+    model = OmegaConf.to_container(cfg.model)  # model.hidden=abc was torch's TypeError
+    check_types(model, setting_types(CONFIG, section="model"), "model", nullable=())
+    check_ranges(model, "model", sizes=["hidden"], fractions=["dropout"])
     d = OmegaConf.to_container(cfg.data, resolve=True)
     inputs = training.input_files(d) | {"segmenter": cfg.segmenter}
     # Held for the whole run: two runs given one folder mixed their logs and checkpoints.
@@ -60,7 +64,6 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
         training.refuse_overwriting_inputs(run_dir, inputs)
         data = training.load_documents(d)
         held.start(cfg)  # its .hydra/ record and log, once nothing refuses the run
-        model = OmegaConf.to_container(cfg.model)
         result = sentence_training.train(data, cfg.segmenter, model, settings, run_dir)
         return result["dev"]["sentences_f1"]
 
@@ -68,7 +71,7 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
 if __name__ == "__main__":
     conf = Path(__file__).parent / "conf"
     report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], conf, ("data",)))
-    closed = ("", "data", "trainer")  # +trainer.max_epoch=1: a key nothing reads
+    closed = ("", "data", "model", "trainer")  # +trainer.max_epoch=1: a key nothing reads
     report_user_errors(
         lambda: check_composition(conf, "sentences", sys.argv[1:], groups=("data",), closed=closed)
     )

@@ -340,6 +340,44 @@ def check_types(
             raise ValueError(f"{name}={value!r}: expected {expected}")
 
 
+def check_ranges(
+    settings: Mapping[str, Any],
+    where: str,
+    *,
+    sizes: Iterable[str] = (),
+    counts: Iterable[str] = (),
+    fractions: Iterable[str] = (),
+    size_lists: Iterable[str] = (),
+) -> None:
+    """Refuse network settings that build no network, naming them (torch's messages did not).
+
+    Args:
+        settings: the section's values, their types checked (:func:`check_types`).
+        where: the section's name (``model``).
+        sizes: settings that must be at least 1.
+        counts: settings that must be at least 0.
+        fractions: settings in [0, 1) (a dropout).
+        size_lists: settings that must be lists of sizes (``model.dilations``).
+
+    Raises:
+        ValueError: naming the first setting out of range.
+    """
+    for key in sizes:
+        if settings[key] < 1:
+            raise ValueError(f"{where}.{key}={settings[key]}: give a positive integer")
+    for key in counts:
+        if settings[key] < 0:
+            raise ValueError(f"{where}.{key}={settings[key]}: give 0 or more")
+    for key in fractions:
+        if not 0 <= settings[key] < 1:
+            raise ValueError(f"{where}.{key}={settings[key]}: give a number in [0, 1)")
+    for key in size_lists:
+        values = settings[key]
+        whole = isinstance(values, list) and values
+        if not whole or not all(type(v) is int and v >= 1 for v in values):
+            raise ValueError(f"{where}.{key}={values!r}: give a list of positive integers")
+
+
 _EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
 NULL_MEANS_NONE = frozenset({"patience", "clip"})

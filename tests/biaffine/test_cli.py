@@ -653,3 +653,32 @@ def test_a_tools_usage_error_names_its_command(module: str) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.startswith(f"error: python -m {module}: the following arguments")
+
+
+@pytest.mark.parametrize(
+    ("script", "setting", "message"),
+    [
+        ("train_segmenter.py", "model.embed_dim=abc", "model.embed_dim='abc': expected an integer"),
+        (
+            "train_segmenter.py",
+            "model.dilations=[1,0]",
+            r"model.dilations=\[1, 0\]: give a list of",
+        ),
+        (
+            "train_segmenter.py",
+            "model.dropout=1.5",
+            r"model.dropout=1.5: give a number in \[0, 1\)",
+        ),
+        ("train_sentences.py", "model.hidden=0", "model.hidden=0: give a positive integer"),
+        ("train_sentences.py", "+model.transformer.foo=1", "model.transformer.foo: unknown .*"),
+    ],
+)
+def test_model_settings_that_build_no_network_are_refused_by_name(
+    script: str, setting: str, message: str, tmp_path: Path
+) -> None:
+    # Torch's TypeError tracebacks (model.embed_dim=abc), or its messages naming no setting
+    # (model.dilations=abc: "Invalid padding string 'a'"), after the data was read.
+    given = ["segmenter=models/en_ewt/segmenter.pt"] if script == "train_sentences.py" else []
+    done = run(script, "data=tiny", *given, setting, f"hydra.run.dir={tmp_path / 'run'}")
+    assert_one_line_refusal(done, message + ".*")
+    assert list(tmp_path.iterdir()) == []
