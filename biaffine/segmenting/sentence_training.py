@@ -33,6 +33,7 @@ from biaffine.segmenting.training import SegmenterData, write_metrics
 from biaffine.segmenting.windows import log_probs
 from rawtext.document import Token
 from rawtext.labels import LabelledText, is_sentence_end_class
+from rawtext.segment import normalized
 
 __all__ = [
     "BEST",
@@ -272,7 +273,9 @@ def _gold_paragraphs(document: LabelledText) -> list[_Gold]:
 
 def _system(stored: checkpoint.Stored, document: LabelledText) -> _System:
     scores = log_probs(stored.model, stored.vocab, document.text)
-    classes = stored.model.decide(scores).numpy()
+    # Where segment() reads them, as SentenceModel.resplit does when it parses: chosen on the
+    # classes as decided, the weight, bias and margin fitted another decoding than inference's.
+    classes = normalized(document.text, stored.model.decide(scores).numpy())
     paragraphs = [p for p in paragraph_tokens(document.text, classes) if len(p) > 1]
     tokens, sentences = segment_spans(document.text, document.labels)
     return _System(document, classes, scores, paragraphs, frozenset(tokens), frozenset(sentences))

@@ -52,6 +52,7 @@ from rawtext.labels import (
     NONE,
     SENTENCE_END,
     TOKEN_END,
+    LabelledText,
     labelled_documents,
 )
 from rawtext.segment import segment
@@ -360,3 +361,20 @@ def test_the_context_chosen_is_the_smallest_within_the_tolerance(
     assert model.context == 4  # restored
     f1.update({8: 80.0, 16: 80.0, 32: 80.0, 64: 80.0})
     assert choose_context(model, [document]) is None
+
+
+def test_sentence_training_scores_the_classes_where_inference_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A class on whitespace moves before resplit relabels it (SentenceModel.resplit); training
+    # chose its weight, bias and margin on the classes as decided, left on the whitespace.
+    stored = checkpoint.load(Path(__file__).parents[3] / "models" / "en_ewt" / "segmenter.pt")
+    text = "Hi there.\nBye now."
+    decided = np.zeros(len(text), np.uint8)
+    decided[[1, 8, 13]] = TOKEN_END
+    decided[9] = SENTENCE_END  # on the line break, not on the full stop
+    decided[-1] = SENTENCE_END
+    monkeypatch.setattr(stored.model, "decide", lambda scores: torch.from_numpy(decided))
+    gold = np.zeros(len(text), np.uint8)
+    found = sentence_training._system(stored, LabelledText(text, gold)).classes
+    assert (found[8], found[9]) == (SENTENCE_END, NONE)
