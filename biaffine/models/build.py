@@ -50,7 +50,7 @@ from biaffine.api import Parser
 from biaffine.cli import exit_on_termination, report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import CHARACTER_MODELS
-from biaffine.files import atomic_open, fsync_dir
+from biaffine.files import atomic_open, check_output, fsync_dir
 from biaffine.installed import CARD, SHIPPED, is_name, models_in
 from biaffine.models.card import (
     averaged_facts,
@@ -85,15 +85,13 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
             f"{args.name!r} is no model name: a language code, '_' and lower-case letters or "
             "digits (en_ewt), as the models listing and model= read them"
         )
+    if args.docs is not None:  # a folder given was refused once the model was replaced
+        check_output(Path(args.docs))
     treebank = Path(args.root) / args.treebank
     gold = ud_test_file(treebank)
     folder = Path(args.out) / args.name
     kept = _kept_card(args, folder)  # before it is replaced
     training = _training(args, folder, kept)
-    if args.docs is not None and not Path(args.docs).parent.is_dir():
-        raise FileNotFoundError(
-            f"--docs {args.docs}: the folder {Path(args.docs).parent} is missing"
-        )
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{args.name}.", dir=folder.parent))
     try:
@@ -213,9 +211,12 @@ def _check_same_parser(kept: Path, given: str) -> None:
         raise ValueError(f"--lemma-generator: {given} holds another network than {kept}")
 
 
-def size_bytes(folder: Path, files: Iterable[str]) -> int:
-    """The bytes of a model's ``files`` in ``folder`` (its card's ``size_bytes``)."""
-    return sum((folder / name).stat().st_size for name in files)
+def size_bytes(folder: Path, files: Iterable[str | None]) -> int:
+    """The bytes of a model's ``files`` in ``folder`` (its card's ``size_bytes``).
+
+    None stands for a part the model lacks (a card's ``"segmenter": null``).
+    """
+    return sum((folder / name).stat().st_size for name in files if name is not None)
 
 
 _WEIGHTS = {

@@ -69,7 +69,8 @@ def rescore(
         card["float32_scores"] = {GOLD: scores[GOLD]}
     elif drop_float32:
         card.pop("float32_scores", None)
-    card["size_bytes"] = size_bytes(model.folder, card["files"].values())
+    parts = (card["files"].get(part) for part in ("parser", "segmenter"))  # not a note's file
+    card["size_bytes"] = size_bytes(model.folder, parts)
     card["package_version"] = biaffine.__version__
     return model.card, card
 

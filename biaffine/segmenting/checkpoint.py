@@ -117,7 +117,8 @@ def load(path: str | os.PathLike[str]) -> Stored:
             f"{path}: its sentence model reads a transformer, which needs the optional extra "
             f"(pip install 'rootparse[transformer]'): {error}"
         ) from None
-    except (TypeError, ValueError, RuntimeError, AttributeError) as error:
+    except (TypeError, ValueError, RuntimeError, AttributeError, KeyError) as error:
+        # KeyError: an entry missing from the payload (a sentences entry without its config)
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise SegmenterCheckpointError(f"{path}: invalid segmenter checkpoint ({first})") from None
     return Stored(model.eval(), vocab, str(payload["treebank"]), mwt, sentences)

@@ -27,6 +27,7 @@ from biaffine.models.build import (
     _training,
     _weights,
     main,
+    size_bytes,
 )
 from biaffine.models.card import _branch_lines, _lexicon_model_lines, _member_lines, _run_line
 from biaffine.segmenting import checkpoint
@@ -605,6 +606,31 @@ def test_a_refused_build_leaves_the_model_as_it_was(
         name: f"the model's own {name}" for name in ("parser.pt", "segmenter.pt", CARD)
     }
     assert sorted(p.name for p in model.parent.iterdir()) == ["en_ewt"]  # no staging left
+
+
+def test_docs_that_name_a_folder_are_refused_before_the_model_is_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "--docs DIR" was refused after the model's card and segmenter were replaced: a command
+    # that failed had changed the model.
+    model = tmp_path / "models" / "en_ewt"
+    model.mkdir(parents=True)
+    (model / CARD).write_text("the model's own card")
+    argv = ["en_ewt", "--parser", "p.pt", "--segmenter", "s.pt", "--treebank", "UD_X"]
+    argv += ["--root", str(tmp_path), "--out", str(model.parent), "--docs", str(tmp_path)]
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == (
+        f"error: output {tmp_path} is a folder: give the path of a file to write\n"
+    )
+    assert [p.name for p in model.iterdir()] == [CARD]
+
+
+def test_the_size_of_a_model_without_a_segmenter_counts_its_parser(tmp_path: Path) -> None:
+    # rescore summed every entry of a card's files: "segmenter": null was a TypeError.
+    (tmp_path / "parser.pt").write_bytes(b"12345")
+    assert size_bytes(tmp_path, ["parser.pt", None]) == 5
 
 
 @pytest.mark.parametrize("name", ["Tiny", "../evil", "en-ewt"])

@@ -124,3 +124,15 @@ def test_classes_run_on_one_thread_and_restore_the_count(saved: Path) -> None:
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_sentences_entry_without_its_config_is_refused_in_one_line(
+    saved: Path, tmp_path: Path
+) -> None:
+    # A KeyError traceback: the except clause named every other error.
+    payload = torch.load(saved, weights_only=True)
+    payload["sentences"] = {}
+    damaged = tmp_path / "damaged.pt"
+    torch.save(payload, damaged)
+    with pytest.raises(SegmenterCheckpointError, match="invalid segmenter checkpoint"):
+        Segmenter.load(damaged)
