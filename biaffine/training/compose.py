@@ -12,7 +12,7 @@ import logging
 import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,7 +38,7 @@ from biaffine.nn.transformer import TransformerEmbedding
 from biaffine.parsers import PARSERS, build_parser
 from biaffine.parsers.ensemble import EnsembleParser
 from biaffine.runtime import check_bf16, seed_everything, select_device, set_threads
-from biaffine.training.distill import distillation
+from biaffine.training.distill import distillation, load_teachers
 from biaffine.training.loop import FitSettings, Scheduler, fit, score_parser
 from biaffine.training.optim import lr_decay_scheduler, parameter_groups
 from biaffine.training.run_state import (
@@ -130,6 +130,8 @@ def train(
     # Read before the run folder is touched: a treebank or init_from that cannot be read
     # refused the run after trainer.overwrite=true had removed the earlier one.
     inputs = _Inputs(load_splits(cfg.data), None if t.resume else _initial(t.get("init_from")))
+    if not t.resume:
+        inputs = _checked_start(cfg, inputs)
     with _opened_run_dir(cfg, run_dir, here, on_start) as resumed:
         return _train_in(cfg, run_dir, here, resumed, inputs)
 
@@ -140,6 +142,33 @@ class _Inputs:
 
     splits: treebanks.Splits
     initial: checkpoint.Checkpoint | None  # trainer.init_from's, for a run that resumes none
+    prepared: tuple[list[Sentence], Vocabs] | None = None  # a new run's, by _checked_start
+
+
+def _checked_start(cfg: DictConfig, inputs: _Inputs) -> _Inputs:
+    """``inputs`` with a new run's training data, once what it starts from is checked.
+
+    Before the run folder is touched: ``trainer.overwrite=true`` removed the earlier run's
+    best.pt, last.pt and metrics, then ``trainer.init_from`` (relations it lacks, another kind
+    of parser or config) or ``trainer.distill_from`` (a teacher missing or of another kind, a
+    negative weight) refused the run.
+
+    Raises:
+        ValueError: naming the setting (one line).
+    """
+    t = cfg.trainer
+    train_sentences, vocabs = _training_data(cfg, inputs.splits, inputs.initial)
+    if inputs.initial is not None:  # the model is built again, seeded, to train
+        init_weights(
+            build_model(cfg.model, vocabs), inputs.initial, f"trainer.init_from={t.init_from}"
+        )
+    teachers = t.get("distill_from") or []
+    if teachers:
+        weight = t.get("distill_weight", 1.0)
+        if weight < 0:
+            raise ValueError(f"trainer.distill_weight={weight} must be >= 0")
+        load_teachers(teachers, vocabs)
+    return replace(inputs, prepared=(train_sentences, vocabs))
 
 
 def _inputs(cfg: DictConfig) -> dict[str, str | Path | None]:
@@ -244,7 +273,10 @@ def _train_in(
     # A resume has its own weights; a run from init_from starts from that checkpoint's.
     initial = inputs.initial if resumed is None else None
     splits = inputs.splits
-    train_sentences, vocabs = _training_data(cfg, splits, resumed or initial)
+    if resumed is None and inputs.prepared is not None:
+        train_sentences, vocabs = inputs.prepared
+    else:
+        train_sentences, vocabs = _training_data(cfg, splits, resumed or initial)
     trainee = _trainee(cfg, vocabs, device, initial)
     writer = _run_writer(cfg, run_dir, trainee.model, vocabs)
     state = _restore(resumed, trainee, writer, here)

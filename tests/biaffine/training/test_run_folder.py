@@ -84,6 +84,31 @@ def test_an_overwrite_refused_for_its_inputs_leaves_the_earlier_run(
     assert snapshot(run_dir) == before
 
 
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["trainer.init_from=SOURCE", "model.encoder.lstm_hidden=32"], "another model config"),
+        (["trainer.distill_from=[SOURCE]", "trainer.distill_weight=-1"], "distill_weight=-1"),
+        (["trainer.distill_from=[MISSING]"], "MISSING"),
+    ],
+    ids=["init-from-config", "distill-weight", "missing-teacher"],
+)
+def test_an_overwrite_refused_for_what_it_starts_from_leaves_the_earlier_run(
+    finished: Path, tmp_path: Path, overrides: list[str], message: str
+) -> None:
+    # best.pt, last.pt and metrics.jsonl were removed, then the model built or the teachers
+    # loaded, and the run refused for them.
+    run_dir = copy_run(finished, tmp_path / "run")
+    before = snapshot(run_dir)
+    given = {"SOURCE": str(finished / "best.pt"), "MISSING": str(tmp_path / "missing.pt")}
+    for key, value in given.items():
+        overrides = [o.replace(key, value) for o in overrides]
+        message = message.replace(key, value)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        train(tiny_config("trainer.overwrite=true", *overrides), run_dir)
+    assert snapshot(run_dir) == before
+
+
 def test_a_resume_on_another_number_of_processes_is_refused_and_changes_nothing(
     finished: Path, tmp_path: Path
 ) -> None:
