@@ -417,12 +417,14 @@ def test_a_parse_that_asks_for_no_tags_never_runs_the_taggers_own_level(
     with torch.no_grad():
         tree_only, tagged = own(batch, tag=False), own(batch, tag=True)
         states = own.encoder(batch, tag=False)
-    assert len(calls) == 1  # the tagging parse's alone
+        # In no_grad too: with autograd on, some CPUs' kernels round otherwise.
+        tagging_states = own.split_states(own.encoder(batch))[0]
+    assert len(calls) == 2  # the tagging parse's and the last call's alone
     assert tree_only.tag_scores == {}
     assert torch.equal(tree_only.arc_scores, tagged.arc_scores)
     assert torch.equal(tree_only.labels.dep, tagged.labels.dep)
     assert states.shape == (2, 6, own.encoder.n_out)
-    assert torch.equal(states, own.split_states(own.encoder(batch))[0])
+    assert torch.equal(states, tagging_states)
 
 
 def test_tag_hidden_round_trips_through_the_config_and_is_absent_when_unset() -> None:
