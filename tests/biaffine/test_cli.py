@@ -14,6 +14,7 @@ from types import ModuleType
 import pytest
 import torch
 from hydra import compose, initialize
+from signalled import default_signals
 
 from biaffine.cli import (
     check_composition,
@@ -612,8 +613,9 @@ def test_a_signal_whose_exception_a_callback_dropped_stops_the_next_step(
     # A training given SIGTERM inside a WeakSet callback went on for good ("Exception ignored").
     script = SWALLOWED.replace("{name}", name)
     done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=False
-    )
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=False,
+        preexec_fn=default_signals,
+    )  # fmt: skip
     assert done.stdout == "went on\n"
     assert "Exception ignored" not in done.stderr  # Python's traceback of the dropped exception
     assert done.returncode == status  # SIGINT: Python ends an uncaught KeyboardInterrupt so

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TINY_CONLLU
+from signalled import default_signals
 
 from biaffine import predicting
 from biaffine.cli import report_user_errors
@@ -196,7 +197,10 @@ def test_a_parse_stopped_by_a_signal_keeps_the_old_output_and_no_temporary_file(
     os.mkfifo(source)
     output.write_text("mine\n")
     command = predict_py(graph_checkpoint, f"input={source}", f"output={output}")
-    process = subprocess.Popen([*command, "chunk_sentences=1"], stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [*command, "chunk_sentences=1"], stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_signals,
+    )  # fmt: skip
     with open(source, "w", encoding="utf-8") as feed:
         feed.write(TINY_CONLLU.read_text(encoding="utf-8"))
         feed.flush()
