@@ -148,7 +148,24 @@ CLOSED = ("", "data", "trainer", "decoder", "search")
 """The sections whose every setting is in a config file: the model and optimizer take more."""
 
 
+def refuse_sweep_under_torchrun(argv: list[str]) -> None:
+    """Refuse ``-m`` in a process ``torchrun`` started.
+
+    Each job opened the process group again in the same processes: the second job's ranks
+    met the first's stale addresses, and failed in a traceback or waited for good.
+
+    Raises:
+        ValueError: naming what to do instead.
+    """
+    if distributed.launched() and ({"-m", "--multirun"} & set(argv)):
+        raise ValueError(
+            "-m under torchrun: a sweep's jobs would share its processes; run each job as "
+            "its own torchrun command"
+        )
+
+
 if __name__ == "__main__":
+    report_user_errors(lambda: refuse_sweep_under_torchrun(sys.argv[1:]))
     report_user_errors(lambda: refuse_unknown_options(sys.argv[1:], CONF, GROUPS, ("experiment",)))
     report_user_errors(  # trainer.foo=1; +trainer.max_epoch=1 (the model's keys are its own)
         lambda: check_composition(CONF, "train", sys.argv[1:], groups=GROUPS, closed=CLOSED)

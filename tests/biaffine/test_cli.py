@@ -684,3 +684,14 @@ def test_model_settings_that_build_no_network_are_refused_by_name(
     done = run(script, "data=tiny", *given, setting, f"hydra.run.dir={tmp_path / 'run'}")
     assert_one_line_refusal(done, message + ".*")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sweep_under_torchrun_is_refused_before_any_job(tmp_path: Path) -> None:
+    # Each job opened the process group again in torchrun's processes: the second failed in
+    # a gloo traceback or waited for good.
+    command = [sys.executable, str(ROOT / "train.py"), "-m", "experiment=smoke"]
+    command += ["trainer.seed=1,2", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    environment = os.environ | {"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "0"}
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=environment)
+    assert_one_line_refusal(done, "-m under torchrun: .*")
+    assert list(tmp_path.iterdir()) == []
