@@ -885,6 +885,10 @@ def test_the_onnx_runtime_refuses_what_it_cannot_do_and_never_imports_torch_or_n
     status, answer = call(base, {"data": CONLLU, "parser": "", "kbest": "3"})
     assert status == 400
     assert answer["error"].startswith("kbest=3: runtime=onnx supports")
+    # In this server's fields: format= and columns= are predict.py's options.
+    assert answer["error"].endswith(
+        "input=conllu or horizontal, tokenizer (an export with a segmenter) and tagger"
+    )
     process.send_signal(signal.SIGINT)
     process.wait(timeout=60)
     imported = json.loads(log.read_text().strip().splitlines()[-1])

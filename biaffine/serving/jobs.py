@@ -62,6 +62,10 @@ _AS_FIELDS = (
     ("pass format=conllu", "send input=conllu"),
     ("format=text lacks", "input=horizontal lacks"),
     ("format=raw lacks", "raw text (tokenizer) lacks"),
+    (  # onnxrun.SUPPORTED's end: predict.py's options, not this server's fields
+        "format=conllu, text or raw (an export with a segmenter), columns= and overwrite_columns=",
+        "input=conllu or horizontal, tokenizer (an export with a segmenter) and tagger",
+    ),
 )
 
 
