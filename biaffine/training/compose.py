@@ -277,6 +277,7 @@ def _train_in(
         train_sentences, vocabs = inputs.prepared
     else:
         train_sentences, vocabs = _training_data(cfg, splits, resumed or initial)
+    _log_data(splits, vocabs)  # here, in the run's log: its "train:" line starts a leg
     trainee = _trainee(cfg, vocabs, device, initial)
     writer = _run_writer(cfg, run_dir, trainee.model, vocabs)
     state = _restore(resumed, trainee, writer, here)
@@ -318,7 +319,6 @@ def _training_data(
         vocabs = training_vocabs(
             splits.train, train_sentences, min_word_count=cfg.trainer.min_word_count
         )
-    _log_data(splits, vocabs)
     return train_sentences, vocabs
 
 
