@@ -571,16 +571,22 @@ def _open_lines(source: str | Path | TextIO | BinaryIO) -> tuple[str, Iterator[s
         return str(source), _path_lines(path, str(source))
     name = str(getattr(source, "name", "<stdin>"))
     if isinstance(source, io.RawIOBase | io.BufferedIOBase):
-        return name, _byte_lines(cast("BinaryIO", source), name)
+        return name, utf8_lines(cast("BinaryIO", source), name)
     return name, _stream_lines(cast("TextIO", source), name)
 
 
 def _path_lines(path: Path, name: str) -> Iterator[str]:
     with open(path, "rb") as file:
-        yield from _byte_lines(file, name)
+        yield from utf8_lines(file, name)
 
 
-def _byte_lines(file: BinaryIO, name: str) -> Iterator[str]:
+def utf8_lines(file: BinaryIO, name: str) -> Iterator[str]:
+    """The lines of a file opened in binary, decoded one by one, a leading BOM dropped.
+
+    Raises:
+        ConlluError: ``NAME:LINE:`` bytes that are not UTF-8 (with their byte offset in the
+            file), or a line longer than :data:`MAX_LINE`.
+    """
     # Binary reading and per-line decoding pins an encoding error to its line and byte offset.
     offset = 0
     for lineno, raw in _bounded_lines(file.readline, name):

@@ -15,16 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
-from collections.abc import Iterator, Sequence
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import torch
 from torch import nn
 
+from biaffine.data.conllu import utf8_lines
 from biaffine.data.encoding import VectorIndex
 from biaffine.installed import install_hint
 
@@ -122,13 +124,13 @@ def _read_text(path: Path, max_words: int | None) -> Vectors:
     words: list[str] = []
     rows: list[npt.NDArray[np.float32]] = []
     with open(path, "rb") as raw:
-        handle = _utf8_lines(raw, path)
+        handle = utf8_lines(raw, str(path))
         first = next(handle, "")
         header = _header(first)
         dim = header[1] if header else len(first.rstrip().split(" ")) - 1
         if dim < 1:
             raise ValueError(f"{path}:1: expected a word and its vector, got {first[:40]!r}")
-        lines = handle if header else _chain(first, handle)
+        lines = handle if header else itertools.chain([first], handle)
         for number, line in enumerate(lines, start=2 if header else 1):
             if max_words is not None and len(words) == max_words:
                 break
@@ -154,22 +156,6 @@ def _header(line: str) -> tuple[int, int] | None:
     if len(parts) == 2 and all(p.isdigit() for p in parts):
         return int(parts[0]), int(parts[1])
     return None
-
-
-def _chain(first: str, rest: Any) -> Any:
-    yield first
-    yield from rest
-
-
-def _utf8_lines(raw: BinaryIO, path: Path) -> Iterator[str]:
-    """The lines of a file opened in binary, each decoded alone: an error names its line."""
-    for number, line in enumerate(raw, start=1):
-        try:
-            yield line.decode("utf-8")
-        except UnicodeDecodeError as error:
-            bad = line[error.start : error.start + 1].hex()
-            message = f"not valid UTF-8: byte 0x{bad} at byte {error.start} of the line"
-            raise ValueError(f"{path}:{number}: {message}") from None
 
 
 def _read_npy(path: Path, words_path: Path, max_words: int | None) -> Vectors:
@@ -198,7 +184,7 @@ def _read_word_list(path: Path) -> list[str]:
             raise ValueError(f"{path}: reading a .parquet word list needs pyarrow") from error
         return [str(word) for word in pq.read_table(path).column(0).to_pylist()]
     with open(path, "rb") as raw:
-        return [line.rstrip("\n") for line in _utf8_lines(raw, path)]
+        return [line.rstrip("\n") for line in utf8_lines(raw, str(path))]
 
 
 class PretrainedEmbedding(nn.Module):

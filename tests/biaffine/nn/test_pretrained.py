@@ -99,13 +99,24 @@ def test_bytes_that_are_not_utf8_are_named_by_file_and_line(tmp_path: Path) -> N
     # "'utf-8' codec can't decode byte 0xe9 in position 252": neither file nor line.
     vectors = tmp_path / "v.txt"
     vectors.write_bytes(b"a 1 2\ncaf\xe9 3 4\n")
-    with pytest.raises(ValueError, match=r"v.txt:2: not valid UTF-8: byte 0xe9 at byte 3"):
+    with pytest.raises(ValueError, match=r"v.txt:2: not valid UTF-8: byte 0xe9 at byte offset 9"):
         read_vectors(vectors)
     matrix, _ = write_npy(tmp_path)
     words = tmp_path / "words.txt"
     words.write_bytes(b"the\n\xff\n")
     with pytest.raises(ValueError, match=r"words.txt:2: not valid UTF-8: byte 0xff"):
         read_vectors(matrix, words=words)
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_word(tmp_path: Path) -> None:
+    # Notepad writes one; the first word was "\ufeffthe" and never looked up.
+    vectors = tmp_path / "v.txt"
+    vectors.write_bytes(b"\xef\xbb\xbfthe 1 2\ncat 3 4\n")
+    assert read_vectors(vectors).words == ["the", "cat"]
+    matrix, _ = write_npy(tmp_path)
+    words = tmp_path / "words.txt"
+    words.write_bytes(b"\xef\xbb\xbf" + "\n".join(WORDS).encode() + b"\n")
+    assert read_vectors(matrix, words=words).words == WORDS
 
 
 def test_a_npy_file_of_objects_is_refused_without_advice_to_unpickle_it(tmp_path: Path) -> None:
