@@ -56,9 +56,14 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
     # model.embed_dim=abc was torch's TypeError traceback, model.dilations=abc its message
     model = OmegaConf.to_container(cfg.model)
     check_types(model, setting_types(CONFIG, section="model"), "model", nullable=())
-    sizes = ("embed_dim", "channels", "kernel")
-    check_ranges(model, "model", sizes=sizes, counts=["rnn_hidden"], fractions=["dropout"])
-    check_ranges(model, "model", size_lists=["dilations"])
+    check_ranges(
+        model,
+        "model",
+        sizes=("embed_dim", "channels", "kernel"),
+        counts=["rnn_hidden"],
+        fractions=["dropout"],
+        size_lists=["dilations"],
+    )
     d = OmegaConf.to_container(cfg.data, resolve=True)
     # Held for the whole run: two runs given one folder mixed their logs and checkpoints.
     with locked_run_dir(run_dir):
