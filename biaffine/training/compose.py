@@ -137,12 +137,22 @@ def train(
 
 
 @dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A run's training data and what it starts from, read and checked once."""
+
+    sentences: list[Sentence]  # the training sentences as the parser learns from them
+    vocabs: Vocabs
+    model: nn.Module | None  # built with trainer.init_from's weights; None: built once seeded
+    teachers: list[tuple[nn.Module, Vocabs]]  # trainer.distill_from's models, checked
+
+
+@dataclass(frozen=True, slots=True)
 class _Inputs:
     """What a run reads besides the folder it resumes: the treebank, the start's checkpoint."""
 
     splits: treebanks.Splits
     initial: checkpoint.Checkpoint | None  # trainer.init_from's, for a run that resumes none
-    prepared: tuple[list[Sentence], Vocabs] | None = None  # a new run's, by _checked_start
+    prepared: _Prepared | None = None  # a new run's, by _checked_start
 
 
 def _checked_start(cfg: DictConfig, inputs: _Inputs) -> _Inputs:
@@ -156,19 +166,32 @@ def _checked_start(cfg: DictConfig, inputs: _Inputs) -> _Inputs:
     Raises:
         ValueError: naming the setting (one line).
     """
+    return replace(inputs, prepared=_prepare(cfg, inputs.splits, inputs.initial, inputs.initial))
+
+
+def _prepare(
+    cfg: DictConfig,
+    splits: treebanks.Splits,
+    source: checkpoint.Checkpoint | None,
+    initial: checkpoint.Checkpoint | None,
+) -> _Prepared:
+    """The training data, the model ``initial`` (``trainer.init_from``) loads, the teachers.
+
+    The vocabularies are those of ``source`` (a resumed run or ``initial``) if given.
+
+    Raises:
+        ValueError: naming the setting (one line).
+    """
     t = cfg.trainer
-    train_sentences, vocabs = _training_data(cfg, inputs.splits, inputs.initial)
-    if inputs.initial is not None:  # the model is built again, seeded, to train
-        init_weights(
-            build_model(cfg.model, vocabs), inputs.initial, f"trainer.init_from={t.init_from}"
-        )
+    sentences, vocabs = _training_data(cfg, splits, source)
+    model = None
+    if initial is not None:
+        model = build_model(cfg.model, vocabs)
+        init_weights(model, initial, f"trainer.init_from={t.init_from}")
     teachers = t.get("distill_from") or []
-    if teachers:
-        weight = t.get("distill_weight", 1.0)
-        if weight < 0:
-            raise ValueError(f"trainer.distill_weight={weight} must be >= 0")
-        load_teachers(teachers, vocabs)
-    return replace(inputs, prepared=(train_sentences, vocabs))
+    if teachers and t.get("distill_weight", 1.0) < 0:
+        raise ValueError(f"trainer.distill_weight={t.distill_weight} must be >= 0")
+    return _Prepared(sentences, vocabs, model, load_teachers(teachers, vocabs))
 
 
 def _inputs(cfg: DictConfig) -> dict[str, str | Path | None]:
@@ -270,21 +293,20 @@ def _train_in(
     device = distributed.local_device(select_device(t.device), here)
     if here.size > 1:
         log.info("training on %d processes (%s)", here.size, device.type)
-    # A resume has its own weights; a run from init_from starts from that checkpoint's.
-    initial = inputs.initial if resumed is None else None
     splits = inputs.splits
-    if resumed is None and inputs.prepared is not None:
-        train_sentences, vocabs = inputs.prepared
-    else:
-        train_sentences, vocabs = _training_data(cfg, splits, resumed or initial)
+    # A resume has its own weights; a run from init_from starts from that checkpoint's.
+    prepared = inputs.prepared if resumed is None else None
+    if prepared is None:  # resumed, or resume=true found no run: init_from is not read
+        prepared = _prepare(cfg, splits, resumed, None)
+    train_sentences, vocabs = prepared.sentences, prepared.vocabs
     _log_data(splits, vocabs)  # here, in the run's log: its "train:" line starts a leg
-    trainee = _trainee(cfg, vocabs, device, initial)
+    trainee = _trainee(cfg, vocabs, device, prepared.model)
     writer = _run_writer(cfg, run_dir, trainee.model, vocabs)
     state = _restore(resumed, trainee, writer, here)
     settings = fit_settings(cfg)
     train_data = encode(train_sentences, vocabs)
     distilled = distillation(
-        t.get("distill_from") or [], t.get("distill_weight", 1.0), train_sentences, vocabs,
+        prepared.teachers, t.get("distill_weight", 1.0), train_sentences,
         max_tokens=t.eval_max_tokens,
     )  # fmt: skip
     state, reason = fit(
@@ -344,16 +366,15 @@ def _refuse_unknown_relations(
 
 
 def _trainee(
-    cfg: DictConfig, vocabs: Vocabs, device: torch.device, initial: checkpoint.Checkpoint | None
+    cfg: DictConfig, vocabs: Vocabs, device: torch.device, model: nn.Module | None
 ) -> _Trainee:
     """The configured model on ``device``, with its optimizer, schedule and weight average.
 
-    The model starts from the weights of ``initial`` (``trainer.init_from``) if given.
+    ``model``: the one ``trainer.init_from`` loaded; None builds it (after the seed is set).
     """
     t = cfg.trainer
-    model = build_model(cfg.model, vocabs)
-    if initial is not None:
-        init_weights(model, initial, f"trainer.init_from={t.init_from}")
+    if model is None:
+        model = build_model(cfg.model, vocabs)
     model = model.to(device)
     groups = parameter_groups(model, transformer_lr=t.transformer_lr, layer_decay=t.layer_decay)
     optimizer = instantiate(cfg.optimizer, _convert_="all")(groups)

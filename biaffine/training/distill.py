@@ -100,24 +100,23 @@ class Distillation:
 
 
 def distillation(
-    paths: Sequence[str | Path],
+    teachers: Sequence[tuple[nn.Module, Vocabs]],
     weight: float,
     sentences: Sequence[Sentence],
-    vocabs: Vocabs,
     *,
     max_tokens: int = 5000,
 ) -> Distillation | None:
-    """The teachers' targets for the training ``sentences``; None when ``paths`` is empty.
+    """The ``teachers``' targets for the training ``sentences``; None when there are none.
 
-    Raises:
-        ValueError: a negative weight, or a teacher :func:`load_teachers` refuses.
+    Args:
+        teachers: models and vocabularies, as :func:`load_teachers` checked them.
+        weight: the distillation loss's weight (``trainer.distill_weight``, at least 0).
+        sentences: the training sentences as the student learns from them.
+        max_tokens: words scored at once by each teacher.
     """
-    if not paths:
+    if not teachers:
         return None
-    if weight < 0:
-        raise ValueError(f"trainer.distill_weight={weight} must be >= 0")
-    teachers = load_teachers(paths, vocabs)
-    log.info("distilling %d teachers: scoring %d training sentences", len(paths), len(sentences))
+    log.info("distilling %d teachers: scoring %d training sentences", len(teachers), len(sentences))
     started = time.perf_counter()
     targets = teacher_targets(teachers, sentences, max_tokens=max_tokens)
     held = sum(a.nbytes for a in (*targets.heads, *targets.labels))
