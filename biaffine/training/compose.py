@@ -183,6 +183,8 @@ def _prepare(
         ValueError: naming the setting (one line).
     """
     t = cfg.trainer
+    if initial is not None:  # before its relations: those of another kind of parser differ
+        refuse_other_kind(initial, cfg.model.kind, f"trainer.init_from={t.init_from}")
     sentences, vocabs = _training_data(cfg, splits, source)
     model = None
     if initial is not None:
@@ -406,6 +408,16 @@ starts from a locally trained model), and whether a transformer (BiLSTM input or
 itself) is fine-tuned: one frozen there keeps the weights of its folder, as it had them."""
 
 
+def refuse_other_kind(saved: checkpoint.Checkpoint, kind: str, where: str) -> None:
+    """Refuse a checkpoint of another kind of parser than ``kind``, naming ``where``.
+
+    Raises:
+        ValueError: one line.
+    """
+    if saved.parser != kind:
+        raise ValueError(f"{where}: holds a {saved.parser} parser, this run a {kind} one")
+
+
 def init_weights(model: nn.Module, saved: checkpoint.Checkpoint, where: str) -> None:
     """Load the weights of ``saved`` into ``model``, built on the checkpoint's vocabularies.
 
@@ -417,8 +429,7 @@ def init_weights(model: nn.Module, saved: checkpoint.Checkpoint, where: str) -> 
     Raises:
         ValueError: naming ``where`` and what differs (one line).
     """
-    if saved.parser != model.kind:
-        raise ValueError(f"{where}: holds a {saved.parser} parser, this run a {model.kind} one")
+    refuse_other_kind(saved, model.kind, where)
     old, new = _flatten(saved.model_config), _flatten(model.config())
     differing = sorted(
         key

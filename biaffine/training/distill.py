@@ -136,19 +136,24 @@ def load_teachers(paths: Sequence[str | Path], vocabs: Vocabs) -> list[tuple[nn.
     """
     teachers = []
     for path in paths:
-        saved = checkpoint.load(path)
+        try:
+            saved = checkpoint.load(path)
+        except ValueError as error:
+            raise ValueError(f"trainer.distill_from: {error}") from None
         model = checkpoint.build_model(saved).eval()
         if getattr(type(model), "family", None) != "graph":
-            raise ValueError(f"distill_from: {path} is not a graph parser; teachers must be")
+            raise ValueError(
+                f"trainer.distill_from: {path} is not a graph parser; teachers must be"
+            )
         if saved.vocabs.rels.itos != vocabs.rels.itos:
             raise ValueError(
-                f"distill_from: {path} has another relation vocabulary than this run's "
+                f"trainer.distill_from: {path} has another relation vocabulary than this run's "
                 "(teachers must be trained on the same treebank)"
             )
         for column in set(COLUMNS) & set(model.tagged_columns):
             if saved.vocabs.columns[column].itos != vocabs.columns[column].itos:
                 raise ValueError(
-                    f"distill_from: {path} has another {column} vocabulary than this run's "
+                    f"trainer.distill_from: {path} has another {column} vocabulary than this run's "
                     "(teachers must be trained on the same treebank)"
                 )
         teachers.append((model, saved.vocabs))
@@ -238,7 +243,9 @@ class DistilledLoss(nn.Module):
         """
         super().__init__()
         if getattr(type(parser), "family", None) != "graph":
-            raise ValueError("distill_from: only a graph parser (model=biaffine) can be distilled")
+            raise ValueError(
+                "trainer.distill_from: only a graph parser (model=biaffine) can be distilled"
+            )
         self.parser = parser
         self.targets = distilled.targets
         self.weight = distilled.weight

@@ -89,9 +89,11 @@ def test_an_overwrite_refused_for_its_inputs_leaves_the_earlier_run(
     [
         (["trainer.init_from=SOURCE", "model.encoder.lstm_hidden=32"], "another model config"),
         (["trainer.distill_from=[SOURCE]", "trainer.distill_weight=-1"], "distill_weight=-1"),
-        (["trainer.distill_from=[MISSING]"], "MISSING"),
+        (["trainer.distill_from=[MISSING]"], "trainer.distill_from: MISSING: no such"),
+        # Refused for the relations it lacks (those of a transition parser are other labels).
+        (["model=arc_hybrid", "trainer.init_from=SOURCE"], "holds a biaffine parser, this run a"),
     ],
-    ids=["init-from-config", "distill-weight", "missing-teacher"],
+    ids=["init-from-config", "distill-weight", "missing-teacher", "init-from-kind"],
 )
 def test_an_overwrite_refused_for_what_it_starts_from_leaves_the_earlier_run(
     finished: Path, tmp_path: Path, overrides: list[str], message: str
