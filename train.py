@@ -7,6 +7,7 @@ folder and its log, the other ranks log to stderr only.
 """
 
 import contextlib
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -82,6 +83,8 @@ def check_settings(cfg: DictConfig) -> None:
     nullable = null_settings(TRAINER_DEFAULTS) | NULL_MEANS_NONE
     check_types(cfg.trainer, trainer_types(), "trainer", nullable=nullable)
     check_types(cfg.optimizer, setting_types(*OPTIMIZERS), "optimizer")  # lr=abc: a TypeError
+    # +optimizer.amsgrad=abc was taken as true: keys no config file has, by the class's defaults
+    check_types(cfg.optimizer, optimizer_types(cfg.optimizer.get("_target_")), "optimizer")
     check_optimizer(cfg.optimizer)
     fit_settings(cfg)  # limits that train nothing: trainer.max_steps=0
     check_threads(cfg.trainer.threads, "trainer.threads")
@@ -89,6 +92,22 @@ def check_settings(cfg: DictConfig) -> None:
     if distill_from is not None and not OmegaConf.is_list(distill_from):
         # a string was read as a list of one-letter paths: "a: no such checkpoint file"
         raise ValueError(f"trainer.distill_from={distill_from!r}: give a list, [A.pt,B.pt]")
+
+
+def optimizer_types(target: str | None) -> dict[str, type]:
+    """The type of each flag (bool) or number (float) the optimizer class ``target`` takes.
+
+    Read off the defaults of its signature; {} when ``target`` names no class (instantiating
+    it then says so, in :func:`check_optimizer`).
+    """
+    from hydra.utils import get_class
+
+    try:
+        parameters = inspect.signature(get_class(str(target))).parameters.values()
+    except (ImportError, ValueError, TypeError):
+        return {}
+    kinds = {bool: bool, int: float, float: float}  # a number defaulting to 0 takes 0.9 too
+    return {p.name: kinds[type(p.default)] for p in parameters if type(p.default) in kinds}
 
 
 def check_optimizer(settings: DictConfig) -> None:

@@ -435,6 +435,8 @@ def test_predict_blames_a_bad_checkpoint_in_one_line(change: str, pattern: str, 
         ("data=ud_english", r"data=ud_english: unknown data; choose one of .*ud_english_ewt.*"),
         # A TypeError traceback, gradient ascent, and "a: no such checkpoint file" before.
         ("optimizer.lr=abc", r"optimizer\.lr='abc': expected a number"),
+        # A key no config file has was passed on unchecked: "abc" was a true amsgrad.
+        ("+optimizer.amsgrad=abc", r"optimizer\.amsgrad='abc': expected true or false"),
         ("trainer.clip=-1", r"trainer\.clip=-1: give a positive norm, or null for none"),
         ("trainer.distill_from=abc", r"trainer\.distill_from='abc': give a list, .*"),
         # Trained no epoch after reading the data, and blamed max_epochs.
