@@ -150,7 +150,7 @@ def _packaged(
         "scores": card_scores(parser, gold),
         "float32_scores": float32_scores,
         "speed": card_speed(parser, gold, args.speed_threads),
-        "limits": args.limit,
+        "limits": _limits(args, kept),
         "package_version": biaffine.__version__,
     }
     if float32_scores is None:
@@ -158,6 +158,14 @@ def _packaged(
     with atomic_open(folder / CARD, "w", encoding="utf-8") as out:
         out.write(write_json(card))
     return card
+
+
+def _limits(args: argparse.Namespace, kept: dict[str, Any] | None) -> list[str]:
+    """The card's ``limits``: those given (``--limit``), else the kept card's, where a part is.
+
+    A partial build dropped them: the model's known limits do not change with one part.
+    """
+    return args.limit or (kept or {}).get("limits", [])
 
 
 def _weights(args: argparse.Namespace, kept: dict[str, Any] | None, *, models: list[str]) -> str:
@@ -311,7 +319,8 @@ def _training(
         segmenter = {"recipe": segmenter["command"]} | segmenter
         segmenter["epochs"] = _last_json(segmenter_run / "metrics.jsonl").get("best_epoch")
     training = {"parser": parser, "segmenter": segmenter, "machine": args.machine}
-    return training | ({"note": args.note} if args.note else {})
+    note = args.note or (kept or {}).get("training", {}).get("note")  # a part kept keeps it
+    return training | ({"note": note} if note else {})
 
 
 def _lexicon_model_facts(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -429,8 +438,15 @@ def main(argv: list[str] | None = None) -> None:
     options.add_argument("--treebank", required=True, help="e.g. UD_English-EWT")
     options.add_argument("--root", default=os.environ.get("UD_ROOT"), help="default $UD_ROOT")
     options.add_argument("--out", default=str(SHIPPED), help="default: the repository's models/")
-    options.add_argument("--limit", action="append", default=[], help="a known limit, in words")
-    options.add_argument("--note", default=None, help="a note on how the runs were made")
+    options.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        help="a known limit, in words (a part kept: the card's, unless given)",
+    )
+    options.add_argument(
+        "--note", default=None, help="a note on how the runs were made (a part kept: the card's)"
+    )
     options.add_argument(
         "--member-recipe",
         action="append",

@@ -24,6 +24,7 @@ from biaffine.models.build import (
     _check_same_segmenter,
     _kept_card,
     _lexicon_models,
+    _limits,
     _training,
     _weights,
     main,
@@ -58,7 +59,8 @@ def arguments(parser: Path, **options: object) -> argparse.Namespace:
     defaults = {"name": "en_ewt", "segmenter": None, "keep_segmenter": False, "keep_parser": False}
     defaults |= {"member_recipe": [], "member_command": [], "command": None}
     defaults |= {"sentences": None, "lemma_generator": None}
-    return argparse.Namespace(parser=str(parser), machine="a CPU", note=None, **defaults | options)
+    defaults |= {"note": None, "limit": []}
+    return argparse.Namespace(parser=str(parser), machine="a CPU", **defaults | options)
 
 
 def test_a_kept_segmenter_keeps_the_facts_of_the_card_it_had(tmp_path: Path) -> None:
@@ -72,6 +74,23 @@ def test_a_kept_segmenter_keeps_the_facts_of_the_card_it_had(tmp_path: Path) -> 
     assert training["parser"]["recipe"] == "python train.py experiment=en_ewt"
     assert training["parser"]["command"] == "python train.py experiment=en_ewt"
     assert training["parser"]["minutes"] == 30.0
+
+
+def test_a_kept_part_keeps_the_cards_limits_and_note_unless_given(tmp_path: Path) -> None:
+    # A segmenter retrained beside the kept parser dropped both from the card.
+    folder = tmp_path / "en_ewt"
+    folder.mkdir()
+    (folder / SEGMENTER).write_bytes(b"weights")
+    card = {"training": {"segmenter": SEGMENTER_FACTS, "note": "two seeds"}, "limits": ["3000"]}
+    (folder / CARD).write_text(json.dumps(card))
+    args = arguments(parser_run(tmp_path), keep_segmenter=True)
+    kept = _kept_card(args, folder)
+    assert _training(args, folder, kept)["note"] == "two seeds"
+    assert _limits(args, kept) == ["3000"]
+    args = arguments(parser_run(tmp_path / "b"), keep_segmenter=True, note="new", limit=["9"])
+    assert _training(args, folder, kept)["note"] == "new"
+    assert _limits(args, kept) == ["9"]
+    assert _limits(arguments(None), None) == []  # a whole build: those given alone
 
 
 RESUMED_LOG = """\
