@@ -750,9 +750,6 @@ def _check_range(
     the sentence's last word once that is read.
     """
     low, high = (int(bound) for bound in field.split("-"))
-    if high == low:  # a token of one word has no range line (UD's validator refuses it too)
-        problem = f"multiword range {field} spans one word: a range spans at least two"
-        raise ConlluError(name, lineno, problem)
     if previous is not None and low <= previous[1]:
         problem = f"multiword range {field} starts inside the range {previous[0]}-{previous[1]}"
         raise ConlluError(name, lineno, problem)

@@ -300,12 +300,6 @@ MALFORMED = {
         2,
         "multiword range 1-2 must start at the next word ID 2",
     ),
-    # A token of one word (its FORM on the range line, its word's below) was read as a token.
-    "range-of-one-word": (
-        f"1-1\ta\t_\t_\t_\t_\t_\t_\t_\t_\n{word_line(1)}\n\n",
-        1,
-        "multiword range 1-1 spans one word",
-    ),
     "range-backwards": (f"2-1\tab\t_\t_\t_\t_\t_\t_\t_\t_\n{word_line(1)}\n\n", 1, "invalid ID"),
     # Both were read; only Sentence.tokens (the evaluator) refused them, predict.py never.
     "range-past-the-end": (
