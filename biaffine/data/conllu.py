@@ -13,6 +13,7 @@ import functools
 import io
 import operator
 import re
+import unicodedata
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -422,6 +423,21 @@ def _columns(text: str) -> list[str]:
     return text.rstrip("\r\n").split("\t")
 
 
+def _is_blank(text: str) -> bool:
+    """Whether a line is blank: a sentence's end. Spaces and tabs are tolerated on it."""
+    return not text.strip(" \t\r\n")
+
+
+def _odd_whitespace(text: str) -> str:
+    """The problem with a line of whitespace that is not :func:`_is_blank`."""
+    odd = next(c for c in text if c not in " \t\r\n")
+    name = unicodedata.name(odd, "a control character")
+    return (
+        f"a line of whitespace only, with U+{ord(odd):04X} ({name}): a blank line ends a "
+        "sentence, and may hold spaces and tabs at most"
+    )
+
+
 def _is_blank_or_comment(text: str) -> bool:
     return text.isspace() or text.startswith("#")
 
@@ -646,6 +662,8 @@ def _read_sentences(name: str, lines: Iterator[str], require_trees: bool) -> Ite
         if not text:  # a byte order mark alone, without a line end: nothing is left of it
             continue
         if text.isspace():
+            if not _is_blank(text):
+                raise ConlluError(name, lineno, _odd_whitespace(text))
             raw.append(text)
             closed = start > 0
             continue

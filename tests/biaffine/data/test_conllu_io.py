@@ -300,6 +300,13 @@ MALFORMED = {
         2,
         "multiword range 1-2 must start at the next word ID 2",
     ),
+    # Read as a sentence's end: the sentence was cut there, and refused for its heads.
+    "form-feed-line": (f"{word_line(1)}\n\f\n{word_line(2, 1)}\n\n", 2, "U\\+000C"),
+    "no-break-space-line": (
+        f"{word_line(1)}\n\u00a0\n{word_line(2, 1)}\n\n",
+        2,
+        "a line of whitespace only, with U\\+00A0 \\(NO-BREAK SPACE\\): a blank line ends",
+    ),
     "range-backwards": (f"2-1\tab\t_\t_\t_\t_\t_\t_\t_\t_\n{word_line(1)}\n\n", 1, "invalid ID"),
     # Both were read; only Sentence.tokens (the evaluator) refused them, predict.py never.
     "range-past-the-end": (
