@@ -122,6 +122,11 @@ class DecoderSettings:
         """A transition search other than greedy, or a graph weight: not for a graph parser."""
         return self.search != "greedy" or self.graph_weight > 0
 
+    @property
+    def asks_decoder(self) -> bool:
+        """A tree decoder other than single-rooted ``mst``: a transition search never reads it."""
+        return (self.algorithm, self.root_constraint) != ("mst", True)
+
     def graph_decoding(self) -> GraphDecoding:
         """The fields a graph parser reads."""
         return GraphDecoding(self.algorithm, self.root_constraint, self.joint_labels)

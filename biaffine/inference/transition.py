@@ -127,6 +127,13 @@ class TransitionFamily(Family):
                 f"{what} needs a graph parser (arc scores); this checkpoint holds a transition "
                 "parser"
             )
+        if settings.asks_decoder and settings.search != "graph":  # it was ignored
+            multiroot = not settings.root_constraint and settings.algorithm != "greedy"
+            rooted = ", root_constraint=false" if multiroot else ""
+            return (
+                f"decoder={settings.algorithm}{rooted} is for graph parsers; a transition parser "
+                f"reads it with search=graph alone (this one: search={settings.search})"
+            )
         if request.probabilities and settings.search == "graph":
             return "probabilities=true with search=graph: use a transition search"
         needs_graph = settings.search == "graph" or settings.graph_weight > 0

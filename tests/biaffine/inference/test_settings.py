@@ -57,6 +57,22 @@ def test_a_transition_parser_without_a_graph_head_refuses_what_needs_one(
     assert transition.refusal(Request(), settings).startswith(f"{what} needs a combined model")
 
 
+@pytest.mark.parametrize(
+    ("settings", "shown"),
+    [
+        (DecoderSettings("eisner"), "decoder=eisner"),
+        (DecoderSettings(root_constraint=False), "decoder=mst, root_constraint=false"),
+        (DecoderSettings("greedy", root_constraint=False), "decoder=greedy"),
+    ],
+)
+def test_a_transition_parser_refuses_a_decoder_it_would_ignore(transition, settings, shown) -> None:
+    # predict.py decoder=eisner parsed with the transition search, without a word.
+    assert transition.refusal(Request(), settings) == (
+        f"{shown} is for graph parsers; a transition parser reads it with search=graph alone "
+        "(this one: search=greedy)"
+    )
+
+
 def test_each_family_accepts_its_own_settings(graph, transition) -> None:
     assert graph.refusal(Request(kbest=2), DecoderSettings("eisner")) is None
     assert (
