@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -776,9 +777,18 @@ class HeldRunFolder:
             logging.getLogger().addHandler(handler)
 
     def clean_up(self) -> None:
-        """After a refused run: remove the folder if Hydra made it for this run and it is unused."""
+        """After a refused run: remove the folder if Hydra made it for this run and it is unused.
+
+        In a folder it did not make, the log files it opened are removed where still empty
+        (an empty ``train.log`` was left beside the user's files).
+        """
         if self.made_here:
             remove_unused_run_dir(self.run_dir)
+            return
+        for held in self.logs:
+            with contextlib.suppress(OSError):
+                if os.stat(held.baseFilename).st_size == 0:
+                    os.unlink(held.baseFilename)
 
 
 def _made_for_this_run(run_dir: Path) -> bool:

@@ -501,6 +501,7 @@ def test_a_refused_training_keeps_a_folder_that_held_files(tmp_path: Path) -> No
     done = run("train.py", *TRAIN, f"hydra.run.dir={run_dir}", "trainer.threads=-1")
     assert_one_line_refusal(done, r"trainer\.threads=-1: .*")
     assert (run_dir / "notes.txt").read_text() == "mine\n"
+    assert [p.name for p in run_dir.iterdir()] == ["notes.txt"]  # and no empty train.log
 
 
 @pytest.mark.parametrize(
