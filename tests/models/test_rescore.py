@@ -71,3 +71,15 @@ def test_a_card_without_a_treebank_is_refused_naming_it(tmp_path, monkeypatch, c
     monkeypatch.setenv("ROOTPARSE_MODELS", str(tmp_path))
     err = refusal(["xx_bare", "--root", ".", "--dry-run"], capsys)
     assert "card.json: names no treebank.name to score on" in err
+
+
+def test_a_model_outside_the_shipped_ones_leaves_their_page_alone(tmp_path, monkeypatch, capsys):
+    # It rewrote docs/models.md, or was refused for it where the package has no docs/.
+    import json
+
+    folder = tmp_path / "xx_bare"
+    folder.mkdir()
+    (folder / "card.json").write_text(json.dumps({"files": {"parser": "parser.pt"}}))
+    monkeypatch.setenv("ROOTPARSE_MODELS", str(tmp_path))
+    err = refusal(["xx_bare", "--root", ".", "--docs", "/nonexistent/x/models.md"], capsys)
+    assert "card.json: names no treebank.name to score on" in err
