@@ -494,6 +494,21 @@ def test_bad_bodies_get_a_one_line_json_error(
     assert words in answer["error"]
 
 
+def test_head_checks_the_request_and_parses_nothing(server: str) -> None:
+    # It ran the whole parse and threw the answer away.
+    before = call(server, path="/health", method="GET")[1]["batches"]
+    query = "/process?" + urllib.parse.urlencode({"data": "The cat sat .", "parser": ""})
+    request = urllib.request.Request(server + query, method="HEAD")
+    with urllib.request.urlopen(request, timeout=120) as answer:
+        assert (answer.status, answer.read()) == (200, b"")
+        assert answer.headers["Content-Type"] == "application/json"
+    refused = urllib.request.Request(server + "/process?parser=", method="HEAD")
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(refused, timeout=120)
+    assert missing.value.code == 400
+    assert call(server, path="/health", method="GET")[1]["batches"] == before
+
+
 def test_unknown_paths_and_methods_get_json_errors(server: str) -> None:
     assert call(server, path="/parse", method="GET")[0] == 404
     status, answer = call(server, path="/process", method="DELETE")

@@ -27,7 +27,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from biaffine.serving.batcher import Batcher
@@ -93,12 +93,14 @@ def create_app(
         named = {name: components(served) for name, served in models.items()}
         return JSONResponse({"models": named, "default_model": default})
 
-    async def process(request: Request) -> JSONResponse:
+    async def process(request: Request) -> Response:
         try:
             fields = await _fields(request, limits.max_body_bytes)
             task = task_of(fields, models, default, limits)
         except RequestError as error:
             return _error(error.status, str(error))
+        if request.method == "HEAD":  # the request is checked, but its body never sent:
+            return Response(media_type="application/json")  # no parse for nobody to read
         try:
             answer = await batcher.submit(task, limits.timeout_s)
         except asyncio.CancelledError:  # uvicorn's graceful_shutdown_s ran out: its answer was
