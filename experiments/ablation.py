@@ -31,6 +31,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from biaffine.cli import report_user_errors
 from biaffine.files import atomic_open
 from biaffine.plot import read_curves
 
@@ -295,4 +296,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(report_user_errors(main))

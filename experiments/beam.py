@@ -39,6 +39,7 @@ from typing import Any
 import torch
 
 from biaffine import checkpoint
+from biaffine.cli import report_user_errors
 from biaffine.data.conllu import Sentence
 from biaffine.inference import DecoderSettings, parse_with_decoders
 from biaffine.metrics import dependency_accuracy_of, score_corpus
@@ -271,4 +272,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(report_user_errors(main))

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from biaffine import checkpoint
+from biaffine.cli import report_user_errors
 from biaffine.data.conllu import Sentence
 from biaffine.inference import DecoderSettings, parse_with_decoders
 from biaffine.metrics import score_corpus
@@ -278,4 +279,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(report_user_errors(main))

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import torch
 
 from biaffine.api import Parser
+from biaffine.cli import report_user_errors
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.metrics import evaluate_corpus
 from biaffine.parsers.ensemble import EnsembleParser
@@ -100,4 +101,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

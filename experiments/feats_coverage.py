@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
 
 HEADER = (
@@ -71,4 +72,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

@@ -22,6 +22,7 @@ import torch
 
 from biaffine import installed, models
 from biaffine.api import Parser
+from biaffine.cli import report_user_errors
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.metrics import evaluate_corpus
 
@@ -74,4 +75,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

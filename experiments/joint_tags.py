@@ -23,6 +23,7 @@ from pathlib import Path
 
 from biaffine import installed, models
 from biaffine.api import Parser
+from biaffine.cli import report_user_errors
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lexicon import build_lexicon
 from biaffine.data.treebanks import discover_files
@@ -69,4 +70,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.data.lemmas import is_whole, script_of
 
@@ -92,4 +93,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

@@ -29,6 +29,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from biaffine.cli import report_user_errors
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemmas import is_annotated
 from biaffine.data.lexicon import MIN_FORM_SHARE, Lexicon, build_lexicon
@@ -231,4 +232,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from biaffine.api import Parser
+from biaffine.cli import report_user_errors
 from biaffine.data.batching import plan_batches
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.vocab import Vocab
@@ -123,4 +124,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

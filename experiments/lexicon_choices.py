@@ -36,6 +36,7 @@ import numpy as np
 
 from biaffine import models
 from biaffine.api import Parser
+from biaffine.cli import report_user_errors
 from biaffine.data.columns import strings
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lexicon import Lexicon, LexiconCounts
@@ -196,4 +197,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

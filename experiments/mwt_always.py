@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from biaffine import installed
+from biaffine.cli import report_user_errors
 from biaffine.segmenting import Segmenter
 from biaffine.segmenting.spans import segment_spans
 from rawtext import labelled_corpus
@@ -71,4 +72,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

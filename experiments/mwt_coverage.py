@@ -19,6 +19,7 @@ import argparse
 import os
 from pathlib import Path
 
+from biaffine.cli import report_user_errors
 from rawtext import MwtExpander, TreebankToken, read_sentences
 
 HEADER = (
@@ -75,4 +76,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

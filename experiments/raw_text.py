@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from biaffine.alignment import EndToEndScores, evaluate_end_to_end
 from biaffine.api import Parser
+from biaffine.cli import report_user_errors
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.pipeline import segmented
 from biaffine.runtime import best_seconds, set_threads
@@ -197,4 +198,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

@@ -27,6 +27,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from biaffine.cli import report_user_errors
+
 PUBLISHED_COLUMNS = ("Tokens", "Sentences", "Words", "UPOS", "XPOS", "UFeats", "AllTags")
 PUBLISHED_COLUMNS += ("Lemmas", "UAS", "LAS", "CLAS", "MLAS", "BLEX")
 # Treebank (UD_ folder less its prefix), then the scores in PUBLISHED_COLUMNS order.
@@ -129,4 +131,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from biaffine import checkpoint
+from biaffine.cli import report_user_errors
 from biaffine.data.treebanks import Splits
 from biaffine.inference import DecoderSettings, parse_with_decoders
 from biaffine.metrics import dependency_accuracy_of, score_corpus
@@ -289,4 +290,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    report_user_errors(main)

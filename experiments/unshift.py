@@ -50,6 +50,7 @@ import torch
 
 import transitions
 from biaffine import checkpoint
+from biaffine.cli import report_user_errors
 from biaffine.data.batching import batches_by_tokens, encode
 from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
@@ -392,4 +393,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(report_user_errors(main))
