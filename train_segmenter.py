@@ -83,5 +83,5 @@ if __name__ == "__main__":
         lambda: check_composition(conf, "segmenter", sys.argv[1:], groups=("data",), closed=closed)
     )
     exit_on_termination()  # a kill ends as Ctrl-C does: no temporary file left
-    main()
+    report_user_errors(main)  # Ctrl-C between a sweep's jobs: in Hydra's code, not a job's
     exit_if_jobs_refused()  # a sweep whose jobs were refused ends with status 2

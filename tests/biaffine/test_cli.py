@@ -626,6 +626,34 @@ def test_a_signal_whose_exception_a_callback_dropped_stops_the_next_step(
     assert done.stderr.count("Traceback") == (name == "SIGINT")  # the one raised again
 
 
+BETWEEN_JOBS = """
+import runpy, sys
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+composed = ConfigLoaderImpl.load_sweep_config
+calls = []
+def load_sweep_config(*args, **kwargs):  # Ctrl-C while Hydra composes the second job
+    calls.append(1)
+    if len(calls) == 2:
+        raise KeyboardInterrupt
+    return composed(*args, **kwargs)
+ConfigLoaderImpl.load_sweep_config = load_sweep_config
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("script", ["train.py", "train_segmenter.py", "train_sentences.py"])
+def test_ctrl_c_between_the_jobs_of_a_sweep_ends_quietly(script: str, tmp_path: Path) -> None:
+    # A traceback from Hydra's composition of the next job, the first job done.
+    given = ["segmenter=x.pt"] if script == "train_sentences.py" else []
+    sweep = [f"hydra.sweep.dir={tmp_path}", "trainer.max_epochs=1,2", *given]
+    smoke = TRAIN[:1] if script == "train.py" else ["data=tiny"]
+    command = [sys.executable, "-c", BETWEEN_JOBS, str(ROOT / script), "-m", *smoke, *sweep]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_a_signal_the_process_was_started_to_ignore_stays_ignored() -> None:
     # nohup's SIGHUP was handled, so a nohup'd training ended when its terminal closed.
     script = (
