@@ -615,7 +615,7 @@ def check_supported(request: Request, decoder: DecoderSettings, family: str | No
 
     Raises:
         Refused: probabilities, k-best trees, given heads; for graph parsers another decoder or
-            a search; for transition parsers ``search=graph``.
+            a search; for transition parsers another decoder or ``search=graph``.
     """
     asked = {
         "probabilities=true": request.probabilities,
@@ -629,7 +629,9 @@ def check_supported(request: Request, decoder: DecoderSettings, family: str | No
             f"search={decoder.search}": decoder.asks_search and decoder.search != "greedy",
             f"search.graph_weight={decoder.graph_weight}": decoder.graph_weight != 0,
         }
-    if family == "transition":
+    if family == "transition":  # a decoder= it would ignore, as the torch path refuses it
+        asked[f"decoder={decoder.algorithm}"] = decoder.algorithm != MST.algorithm
+        asked["decoder.root_constraint=false"] = not decoder.root_constraint
         asked["search=graph"] = decoder.search == "graph"
     given = [name for name, on in asked.items() if on]
     if given:

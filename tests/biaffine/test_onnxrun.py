@@ -387,6 +387,9 @@ def test_transition_parsers_search_in_onnx_runtime_as_in_torch(
     ("name", "settings", "named"),
     [
         ("arc_hybrid", ["search=graph"], "search=graph: runtime=onnx supports"),
+        # Parsed by the greedy search, decoder= ignored without a word.
+        ("arc_hybrid", ["decoder=eisner"], "decoder=eisner: runtime=onnx supports"),
+        ("arc_hybrid", ["decoder=mst_multiroot"], "root_constraint=false: runtime=onnx"),
         ("arc_hybrid", ["search=beam", "search.graph_weight=1.0"], "needs a combined model"),
         ("arc_hybrid", ["probabilities=true"], "probabilities=true: runtime=onnx supports"),
         ("arc_hybrid", ["format=raw"], "format=raw needs a segmenter in the export"),
