@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import torch
 from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
@@ -703,8 +704,14 @@ def _test_best(
     return scores
 
 
+_STARTED_JOBS: list[int] = []
+"""The jobs of this process's sweep (``-m``) started, by number."""
 _REFUSED_JOBS: list[int] = []
-"""The jobs of this process's sweep (``-m``) refused for a user error, by number."""
+"""The jobs of this process's sweep refused for a user error, by number."""
+
+
+def _every_job_refused() -> bool:
+    return bool(_STARTED_JOBS) and len(_REFUSED_JOBS) == len(_STARTED_JOBS)
 
 
 def in_held_run_folder(task: Callable[[HeldRunFolder], T]) -> T | float:
@@ -719,6 +726,7 @@ def in_held_run_folder(task: Callable[[HeldRunFolder], T]) -> T | float:
     held = HeldRunFolder(Path(hydra.runtime.output_dir))
     if hydra.mode != RunMode.MULTIRUN:
         return report_user_errors(lambda: task(held), on_error=held.clean_up)
+    _STARTED_JOBS.append(hydra.job.num)
     try:
         where = f"job {hydra.job.num}"
         return report_user_errors(lambda: task(held), on_error=held.clean_up, where=where)
@@ -729,11 +737,40 @@ def in_held_run_folder(task: Callable[[HeldRunFolder], T]) -> T | float:
         return math.nan
 
 
+class SweepRecord(Callback):
+    """Keeps the ``multirun.yaml`` of a sweep folder when a sweep into it has every job refused.
+
+    Hydra rewrites that record before the first job starts: the same sweep run again into the
+    same ``hydra.sweep.dir`` (each job refused, its folder holding a run) replaced the settings
+    of the sweep whose runs are there. Registered in the configs' ``hydra.callbacks``.
+    """
+
+    def __init__(self) -> None:
+        """Nothing held before a sweep starts."""
+        self._record: Path | None = None
+        self._earlier: bytes | None = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """Read the record an earlier sweep left in the folder, if any."""
+        self._record = Path(str(config.hydra.sweep.dir)) / "multirun.yaml"
+        try:
+            self._earlier = self._record.read_bytes()
+        except OSError:  # none: a new folder
+            self._earlier = None
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Put the earlier record back if no job of this sweep ran."""
+        if _every_job_refused() and self._record is not None and self._earlier is not None:
+            with atomic_open(self._record, "wb") as out:
+                out.write(self._earlier)
+
+
 def exit_if_jobs_refused() -> None:
     """After a sweep: exit with status 2, naming its jobs refused for a user error, if any."""
     if _REFUSED_JOBS:
         jobs = ", ".join(map(str, _REFUSED_JOBS))
-        print(f"error: the sweep's job(s) {jobs} refused (above); the others ran", file=sys.stderr)
+        others = "none ran" if _every_job_refused() else "the others ran"
+        print(f"error: the sweep's job(s) {jobs} refused (above); {others}", file=sys.stderr)
         sys.exit(USER_ERROR_STATUS)
 
 

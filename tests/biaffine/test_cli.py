@@ -255,6 +255,24 @@ def test_a_job_of_a_sweep_refused_for_a_user_error_leaves_the_others_to_run(
     assert (tmp_path / "2_tiny" / "best.pt").is_file()
 
 
+@pytest.mark.parametrize("script", ["train.py", "train_segmenter.py", "train_sentences.py"])
+def test_a_sweep_whose_every_job_is_refused_keeps_the_folders_record(
+    script: str, tmp_path: Path
+) -> None:
+    # Hydra rewrote multirun.yaml with the refused sweep's settings, not those of the runs there.
+    record = tmp_path / "multirun.yaml"
+    record.write_text("the sweep that ran here\n", encoding="utf-8")
+    given = ["segmenter=x.pt"] if script == "train_sentences.py" else []  # refused: no file
+    small = ["experiment=smoke"] if script == "train.py" else ["data=tiny"]
+    sweep = [f"hydra.sweep.dir={tmp_path}", "trainer.max_epochs=0,-1", *given]
+    done = run(script, "-m", *small, *sweep)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        "error: the sweep's job(s) 0, 1 refused (above); none ran"
+    )
+    assert record.read_text(encoding="utf-8") == "the sweep that ran here\n"
+
+
 @pytest.mark.parametrize("script", ["train_segmenter.py", "train_sentences.py"])
 def test_the_segmenters_trainers_refuse_unknown_data_in_one_line(script: str) -> None:
     done = run(script, "data=ud_nowhere")
