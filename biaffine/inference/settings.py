@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import decoding
@@ -126,6 +126,20 @@ class DecoderSettings:
     def asks_decoder(self) -> bool:
         """A tree decoder other than single-rooted ``mst``: a transition search never reads it."""
         return (self.algorithm, self.root_constraint) != ("mst", True)
+
+    def read_by(self, family: str) -> DecoderSettings:
+        """These settings with those ``family`` never reads at their defaults.
+
+        For training, which parses dev with its model's family: a sweep of several kinds of
+        parser sets both a decoder and a search (``experiment=root_study model=arc_hybrid``
+        sets ``decoder=mst_multiroot``), where a parse asked for by a user is refused
+        (:meth:`~biaffine.inference.base.Family.refusal`).
+        """
+        if family == "graph":
+            return replace(self, search="greedy", beam_size=1, graph_weight=0.0)
+        if self.search == "graph":  # a combined model's graph head, decoded
+            return self
+        return replace(self, algorithm="mst", root_constraint=True)
 
     def graph_decoding(self) -> GraphDecoding:
         """The fields a graph parser reads."""

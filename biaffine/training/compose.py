@@ -655,13 +655,13 @@ def build_model(model_cfg: DictConfig, vocabs: Vocabs) -> nn.Module:
 
 def fit_settings(cfg: DictConfig) -> FitSettings:
     """The typed :class:`FitSettings` of a composed training config."""
-    t, d = cfg.trainer, cfg.decoder
+    t = cfg.trainer
     return FitSettings(
         max_epochs=t.max_epochs,
         max_tokens=t.max_tokens,
         eval_max_tokens=t.eval_max_tokens,
         seed=t.seed,
-        decoder=DecoderSettings.from_config(d, cfg.get("search")),
+        decoder=_dev_decoder(cfg),
         patience=t.patience,
         clip=t.clip,
         max_steps=t.max_steps,
@@ -671,6 +671,13 @@ def fit_settings(cfg: DictConfig) -> FitSettings:
         accumulate=t.accumulate,
         bf16=t.bf16,
     )
+
+
+def _dev_decoder(cfg: DictConfig) -> DecoderSettings:
+    """How dev and test are parsed: the settings the model's family reads (see ``read_by``)."""
+    settings = DecoderSettings.from_config(cfg.decoder, cfg.get("search"))
+    family = getattr(PARSERS.get(cfg.model.get("kind")), "family", None)
+    return settings if family is None else settings.read_by(family)
 
 
 def _log_data(splits: treebanks.Splits, vocabs: Vocabs) -> None:

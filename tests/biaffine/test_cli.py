@@ -255,6 +255,17 @@ def test_a_job_of_a_sweep_refused_for_a_user_error_leaves_the_others_to_run(
     assert (tmp_path / "2_tiny" / "best.pt").is_file()
 
 
+def test_a_transition_run_parses_dev_with_its_search_whatever_the_decoder(tmp_path: Path) -> None:
+    # experiment=root_study model=arc_hybrid sets decoder=mst_multiroot for every kind: dev
+    # parsing refused it after the first epoch.
+    run_dir = tmp_path / "run"
+    done = run(
+        "train.py", *TRAIN, "model=arc_hybrid", "decoder=mst_multiroot", f"hydra.run.dir={run_dir}"
+    )
+    assert done.returncode == 0, done.stderr
+    assert (run_dir / "best.pt").is_file()
+
+
 @pytest.mark.parametrize("script", ["train.py", "train_segmenter.py", "train_sentences.py"])
 def test_a_sweep_whose_every_job_is_refused_keeps_the_folders_record(
     script: str, tmp_path: Path

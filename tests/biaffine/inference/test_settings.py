@@ -73,6 +73,16 @@ def test_a_transition_parser_refuses_a_decoder_it_would_ignore(transition, setti
     )
 
 
+def test_training_keeps_the_settings_its_family_reads() -> None:
+    asked = DecoderSettings("eisner", False, "beam", 4, 0.5, joint_labels=False)
+    assert asked.read_by("graph") == DecoderSettings("eisner", False, joint_labels=False)
+    assert asked.read_by("transition") == DecoderSettings(
+        search="beam", beam_size=4, graph_weight=0.5, joint_labels=False
+    )
+    head = DecoderSettings("eisner", False, search="graph")  # a combined model's graph head
+    assert head.read_by("transition") == head
+
+
 def test_each_family_accepts_its_own_settings(graph, transition) -> None:
     assert graph.refusal(Request(kbest=2), DecoderSettings("eisner")) is None
     assert (
