@@ -40,7 +40,7 @@ from biaffine.nn.transformer import TransformerEmbedding
 from biaffine.parsers import PARSERS, build_parser
 from biaffine.parsers.ensemble import EnsembleParser
 from biaffine.runtime import check_bf16, seed_everything, select_device, set_threads
-from biaffine.training.distill import distillation, load_teachers
+from biaffine.training.distill import check_teachers, distillation, load_teachers
 from biaffine.training.loop import FitSettings, Scheduler, fit, score_parser
 from biaffine.training.optim import lr_decay_scheduler, parameter_groups
 from biaffine.training.run_state import (
@@ -131,7 +131,8 @@ def train(
     treebanks.refuse_written_inputs(_inputs(cfg), run_files(run_dir))
     # Read before the run folder is touched: a treebank or init_from that cannot be read
     # refused the run after trainer.overwrite=true had removed the earlier one.
-    inputs = _Inputs(load_splits(cfg.data), None if t.resume else _initial(t.get("init_from")))
+    initial = None if t.resume else _initial(t.get("init_from"))
+    inputs = _Inputs(load_splits(cfg.data), initial, _teachers(cfg))
     if not t.resume:
         inputs = _checked_start(cfg, inputs)
     with _opened_run_dir(cfg, run_dir, here, on_start) as resumed:
@@ -145,7 +146,6 @@ class _Prepared:
     sentences: list[Sentence]  # the training sentences as the parser learns from them
     vocabs: Vocabs
     model: nn.Module | None  # built with trainer.init_from's weights; None: built once seeded
-    teachers: list[tuple[nn.Module, Vocabs]]  # trainer.distill_from's models, checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +154,7 @@ class _Inputs:
 
     splits: treebanks.Splits
     initial: checkpoint.Checkpoint | None  # trainer.init_from's, for a run that resumes none
+    teachers: list[tuple[nn.Module, Vocabs]]  # trainer.distill_from's, emptied once they taught
     prepared: _Prepared | None = None  # a new run's, by _checked_start
 
 
@@ -168,7 +169,28 @@ def _checked_start(cfg: DictConfig, inputs: _Inputs) -> _Inputs:
     Raises:
         ValueError: naming the setting (one line).
     """
-    return replace(inputs, prepared=_prepare(cfg, inputs.splits, inputs.initial, inputs.initial))
+    prepared = _prepare(cfg, inputs.splits, inputs.initial, inputs.initial, inputs.teachers)
+    return replace(inputs, prepared=prepared)
+
+
+def _teachers(cfg: DictConfig) -> list[tuple[nn.Module, Vocabs]]:
+    """The teachers ``trainer.distill_from`` names, read before the run folder is touched.
+
+    Raises:
+        ValueError: a student that is no graph parser, a negative weight, a teacher that
+            cannot be read or is no graph parser (one line each).
+    """
+    t = cfg.trainer
+    paths = t.get("distill_from") or []
+    if not paths:
+        return []
+    if getattr(PARSERS.get(cfg.model.kind), "family", None) != "graph":
+        raise ValueError(
+            "trainer.distill_from: only a graph parser (model=biaffine) can be distilled"
+        )
+    if t.get("distill_weight", 1.0) < 0:
+        raise ValueError(f"trainer.distill_weight={t.distill_weight} must be >= 0")
+    return load_teachers(paths)
 
 
 def _prepare(
@@ -176,10 +198,12 @@ def _prepare(
     splits: treebanks.Splits,
     source: checkpoint.Checkpoint | None,
     initial: checkpoint.Checkpoint | None,
+    teachers: list[tuple[nn.Module, Vocabs]],
 ) -> _Prepared:
-    """The training data, the model ``initial`` (``trainer.init_from``) loads, the teachers.
+    """The training data and the model ``initial`` (``trainer.init_from``) loads, if given.
 
-    The vocabularies are those of ``source`` (a resumed run or ``initial``) if given.
+    The vocabularies are those of ``source`` (a resumed run or ``initial``) if given; the
+    ``teachers`` are checked against them.
 
     Raises:
         ValueError: naming the setting (one line).
@@ -192,10 +216,8 @@ def _prepare(
     if initial is not None:
         model = build_model(cfg.model, vocabs)
         init_weights(model, initial, f"trainer.init_from={t.init_from}")
-    teachers = t.get("distill_from") or []
-    if teachers and t.get("distill_weight", 1.0) < 0:
-        raise ValueError(f"trainer.distill_weight={t.distill_weight} must be >= 0")
-    return _Prepared(sentences, vocabs, model, load_teachers(teachers, vocabs))
+    check_teachers(teachers, t.get("distill_from") or [], vocabs)
+    return _Prepared(sentences, vocabs, model)
 
 
 def _inputs(cfg: DictConfig) -> dict[str, str | Path | None]:
@@ -301,7 +323,7 @@ def _train_in(
     # A resume has its own weights; a run from init_from starts from that checkpoint's.
     prepared = inputs.prepared if resumed is None else None
     if prepared is None:  # resumed, or resume=true found no run: init_from is not read
-        prepared = _prepare(cfg, splits, resumed, None)
+        prepared = _prepare(cfg, splits, resumed, None, inputs.teachers)
     train_sentences, vocabs = prepared.sentences, prepared.vocabs
     _log_data(splits, vocabs)  # here, in the run's log: its "train:" line starts a leg
     trainee = _trainee(cfg, vocabs, device, prepared.model)
@@ -310,9 +332,10 @@ def _train_in(
     settings = fit_settings(cfg)
     train_data = encode(train_sentences, vocabs)
     distilled = distillation(
-        prepared.teachers, t.get("distill_weight", 1.0), train_sentences,
+        inputs.teachers, t.get("distill_weight", 1.0), train_sentences,
         max_tokens=t.eval_max_tokens,
     )  # fmt: skip
+    inputs.teachers.clear()  # their targets are all the run needs of them: hours less memory
     state, reason = fit(
         trainee.model, trainee.optimizer, trainee.scheduler, train_data, splits.dev, vocabs,
         settings=settings, writer=writer, device=device, state=state, average=trainee.average,

@@ -37,6 +37,7 @@ __all__ = [
     "Distillation",
     "DistilledLoss",
     "Targets",
+    "check_teachers",
     "distillation",
     "load_teachers",
     "mean_softmax",
@@ -109,7 +110,7 @@ def distillation(
     """The ``teachers``' targets for the training ``sentences``; None when there are none.
 
     Args:
-        teachers: models and vocabularies, as :func:`load_teachers` checked them.
+        teachers: models and vocabularies, as :func:`check_teachers` checked them.
         weight: the distillation loss's weight (``trainer.distill_weight``, at least 0).
         sentences: the training sentences as the student learns from them.
         max_tokens: words scored at once by each teacher.
@@ -127,12 +128,11 @@ def distillation(
     return Distillation(targets, weight)
 
 
-def load_teachers(paths: Sequence[str | Path], vocabs: Vocabs) -> list[tuple[nn.Module, Vocabs]]:
-    """The teachers' models (eval mode, CPU) and vocabularies, checked against the student's.
+def load_teachers(paths: Sequence[str | Path]) -> list[tuple[nn.Module, Vocabs]]:
+    """The teachers' models (eval mode, CPU) and vocabularies.
 
     Raises:
-        ValueError: a teacher that is not a graph parser, or whose relation vocabulary is not
-            the student's (label distributions are averaged and compared by id).
+        ValueError: a teacher that cannot be read, or is not a graph parser.
     """
     teachers = []
     for path in paths:
@@ -145,19 +145,32 @@ def load_teachers(paths: Sequence[str | Path], vocabs: Vocabs) -> list[tuple[nn.
             raise ValueError(
                 f"trainer.distill_from: {path} is not a graph parser; teachers must be"
             )
-        if saved.vocabs.rels.itos != vocabs.rels.itos:
+        teachers.append((model, saved.vocabs))
+    return teachers
+
+
+def check_teachers(
+    teachers: Sequence[tuple[nn.Module, Vocabs]], paths: Sequence[str | Path], vocabs: Vocabs
+) -> None:
+    """Refuse teachers (loaded from ``paths``) whose vocabularies are not the student's.
+
+    Label distributions are averaged and compared by id, and so are the tags'.
+
+    Raises:
+        ValueError: naming the teacher and the vocabulary (relations, or a tagged column's).
+    """
+    for (model, own), path in zip(teachers, paths, strict=True):
+        if own.rels.itos != vocabs.rels.itos:
             raise ValueError(
                 f"trainer.distill_from: {path} has another relation vocabulary than this run's "
                 "(teachers must be trained on the same treebank)"
             )
         for column in set(COLUMNS) & set(model.tagged_columns):
-            if saved.vocabs.columns[column].itos != vocabs.columns[column].itos:
+            if own.columns[column].itos != vocabs.columns[column].itos:
                 raise ValueError(
-                    f"trainer.distill_from: {path} has another {column} vocabulary than this run's "
-                    "(teachers must be trained on the same treebank)"
+                    f"trainer.distill_from: {path} has another {column} vocabulary than this "
+                    "run's (teachers must be trained on the same treebank)"
                 )
-        teachers.append((model, saved.vocabs))
-    return teachers
 
 
 def scored_by_each(

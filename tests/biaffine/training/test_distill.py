@@ -18,6 +18,7 @@ from biaffine.training import train
 from biaffine.training.distill import (
     Distillation,
     DistilledLoss,
+    check_teachers,
     distillation,
     load_teachers,
     teacher_targets,
@@ -159,11 +160,11 @@ def test_teachers_and_students_that_cannot_distil_are_refused(data, tmp_path: Pa
         DistilledLoss(transition, Distillation(teacher_targets([], []), 1.0))
     path = save_model(tmp_path / "transition.pt", transition, vocabs)
     with pytest.raises(ValueError, match="is not a graph parser"):
-        load_teachers([path], vocabs)
+        load_teachers([path])
     other_rels = Vocabs(vocabs.words, vocabs.chars, Vocab(["a", "b"], specials=False))
     other = save_model(tmp_path / "other.pt", biaffine_parser(other_rels, **ENCODER), other_rels)
     with pytest.raises(ValueError, match="another relation vocabulary"):
-        load_teachers([other], vocabs)
+        check_teachers(load_teachers([other]), [other], vocabs)
     assert distillation([], 1.0, sentences) is None
 
 

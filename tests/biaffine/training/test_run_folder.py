@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import gc
 import json
 import logging
 import os
 import re
+import weakref
 from pathlib import Path
 
 import pytest
@@ -92,8 +94,10 @@ def test_an_overwrite_refused_for_its_inputs_leaves_the_earlier_run(
         (["trainer.distill_from=[MISSING]"], "trainer.distill_from: MISSING: no such"),
         # Refused for the relations it lacks (those of a transition parser are other labels).
         (["model=arc_hybrid", "trainer.init_from=SOURCE"], "holds a biaffine parser, this run a"),
+        # Refused by the loss, once the folder was cleared (or for the teacher's relations).
+        (["model=arc_hybrid", "trainer.distill_from=[SOURCE]"], "only a graph parser (model="),
     ],
-    ids=["init-from-config", "distill-weight", "missing-teacher", "init-from-kind"],
+    ids=["init-from-config", "distill-weight", "missing-teacher", "init-from-kind", "student"],
 )
 def test_an_overwrite_refused_for_what_it_starts_from_leaves_the_earlier_run(
     finished: Path, tmp_path: Path, overrides: list[str], message: str
@@ -109,6 +113,46 @@ def test_an_overwrite_refused_for_what_it_starts_from_leaves_the_earlier_run(
     with pytest.raises(ValueError, match=re.escape(message)):
         train(tiny_config("trainer.overwrite=true", *overrides), run_dir)
     assert snapshot(run_dir) == before
+
+
+def test_a_resume_whose_teacher_is_gone_is_refused_and_changes_nothing(
+    finished: Path, tmp_path: Path
+) -> None:
+    # Refused once the folder was opened: its config.yaml rewritten, a copy left to block a retry.
+    teacher = tmp_path / "teacher.pt"
+    teacher.write_bytes((finished / "best.pt").read_bytes())
+    distilled = [f"trainer.distill_from=[{teacher}]"]
+    run_dir = tmp_path / "run"
+    train(tiny_config(*distilled), run_dir)
+    teacher.unlink()
+    before = snapshot(run_dir)
+    with pytest.raises(ValueError, match=rf"trainer\.distill_from: {re.escape(str(teacher))}: "):
+        train(tiny_config(*distilled, "trainer.resume=true", "trainer.max_epochs=2"), run_dir)
+    assert snapshot(run_dir) == before
+
+
+def test_the_teachers_are_let_go_once_their_targets_are_computed(
+    finished: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each teacher stayed in memory for the whole run: hundreds of MB for hours.
+    loaded: list[weakref.ref] = []
+    alive_in_fit: list[int] = []
+    load, fit = training_compose.load_teachers, training_compose.fit
+
+    def load_teachers(paths):
+        teachers = load(paths)
+        loaded.extend(weakref.ref(model) for model, _ in teachers)
+        return teachers
+
+    def counting_fit(*args, **kwargs):
+        gc.collect()
+        alive_in_fit.append(sum(ref() is not None for ref in loaded))
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(training_compose, "load_teachers", load_teachers)
+    monkeypatch.setattr(training_compose, "fit", counting_fit)
+    train(tiny_config(f"trainer.distill_from=[{finished / 'best.pt'}]"), tmp_path / "run")
+    assert (len(loaded), alive_in_fit) == (1, [0])
 
 
 def test_a_resume_on_another_number_of_processes_is_refused_and_changes_nothing(
