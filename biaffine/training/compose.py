@@ -402,6 +402,10 @@ def _trainee(
     t = cfg.trainer
     if model is None:
         model = build_model(cfg.model, vocabs)
+    else:  # here, in the run's log, where a run's start is read: it was loaded before
+        log.info("weights from %s", t.init_from)
+    log.info("model: %s parameters", f"{sum(p.numel() for p in model.parameters()):,}")
+    log.debug("%s", model)
     model = model.to(device)
     groups = parameter_groups(model, transformer_lr=t.transformer_lr, layer_decay=t.layer_decay)
     optimizer = instantiate(cfg.optimizer, _convert_="all")(groups)
@@ -473,7 +477,6 @@ def init_weights(model: nn.Module, saved: checkpoint.Checkpoint, where: str) -> 
     missing = [key for key in found.missing_keys if not key.startswith(tuned)]
     if missing or found.unexpected_keys:
         raise ValueError(f"{where}: weights do not fit: {[*missing, *found.unexpected_keys][:3]}")
-    log.info("weights from %s", where.split("=", 1)[1])
 
 
 def _run_writer(cfg: DictConfig, run_dir: Path, model: nn.Module, vocabs: Vocabs) -> RunWriter:
@@ -670,10 +673,7 @@ def build_model(model_cfg: DictConfig, vocabs: Vocabs) -> nn.Module:
             "model.kind=ensemble is not trained: train its members, then join them with "
             "python -m biaffine.training.ensemble"
         )
-    model = build_parser(kind, vocabs, options)
-    log.info("model: %s parameters", f"{sum(p.numel() for p in model.parameters()):,}")
-    log.debug("%s", model)
-    return model
+    return build_parser(kind, vocabs, options)
 
 
 def fit_settings(cfg: DictConfig) -> FitSettings:

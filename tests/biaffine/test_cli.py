@@ -255,6 +255,19 @@ def test_a_job_of_a_sweep_refused_for_a_user_error_leaves_the_others_to_run(
     assert (tmp_path / "2_tiny" / "best.pt").is_file()
 
 
+def test_the_log_of_a_run_from_init_from_says_so(tmp_path: Path) -> None:
+    # The model was loaded (and logged) before the run's log opened: train.log lacked both lines.
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert run("train.py", *TRAIN, f"hydra.run.dir={first}").returncode == 0
+    done = run(
+        "train.py", *TRAIN, f"trainer.init_from={first / 'best.pt'}", f"hydra.run.dir={second}"
+    )
+    assert done.returncode == 0, done.stderr
+    log = (second / "train.log").read_text(encoding="utf-8")
+    assert f"weights from {first / 'best.pt'}" in log
+    assert re.search(r"model: [\d,]+ parameters", log)
+
+
 def test_a_transition_run_parses_dev_with_its_search_whatever_the_decoder(tmp_path: Path) -> None:
     # experiment=root_study model=arc_hybrid sets decoder=mst_multiroot for every kind: dev
     # parsing refused it after the first epoch.
