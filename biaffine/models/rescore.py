@@ -140,7 +140,10 @@ def _rescore_all(args: argparse.Namespace, float32: dict[str, str]) -> None:
     # models: one outside them (ROOTPARSE_MODELS) rewrote it, or was refused for it where
     # the package has no docs/ (installed from a wheel).
     folders = [installed.find(name).folder for name in args.names]
-    page = Path(args.docs) if any(f.parent == installed.SHIPPED for f in folders) else None
+    shipped = any(
+        f.resolve().parent == installed.SHIPPED for f in folders
+    )  # ROOTPARSE_MODELS=models
+    page = Path(args.docs) if shipped else None
     if page is not None and not args.dry_run:
         check_output(page)  # refused once the cards were written, before
     for name in args.names:

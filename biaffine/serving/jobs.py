@@ -273,7 +273,10 @@ def _number(fields: Mapping[str, str], name: str, kind: type, default: object) -
     if not (_INTEGER if kind is int else _DECIMAL).fullmatch(value):
         what = "an integer" if kind is int else "a number"
         raise RequestError(400, f"{name}={value!r} must be {what} (ASCII digits)")
-    return kind(value)
+    try:
+        return kind(value)
+    except ValueError:  # more digits than Python converts (4,300): a 500 before
+        raise RequestError(400, f"{name}= has {len(value)} digits: far over its limit") from None
 
 
 _INTEGER = re.compile(r"[0-9]+")
