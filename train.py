@@ -7,9 +7,11 @@ folder and its log, the other ranks log to stderr only.
 """
 
 import contextlib
+import importlib
 import inspect
 import os
 import sys
+import typing
 from collections.abc import Callable
 from pathlib import Path
 
@@ -84,7 +86,9 @@ def check_settings(cfg: DictConfig) -> None:
     check_types(cfg.trainer, trainer_types(), "trainer", nullable=nullable)
     check_types(cfg.optimizer, setting_types(*OPTIMIZERS), "optimizer")  # lr=abc: a TypeError
     # +optimizer.amsgrad=abc was taken as true: keys no config file has, by the class's defaults
-    check_types(cfg.optimizer, optimizer_types(cfg.optimizer.get("_target_")), "optimizer")
+    types, nullable = optimizer_types(cfg.optimizer.get("_target_"))
+    given = {key: kind for key, kind in types.items() if key in cfg.optimizer}
+    check_types(cfg.optimizer, given, "optimizer", nullable=nullable)
     check_optimizer(cfg.optimizer)
     fit_settings(cfg)  # limits that train nothing: trainer.max_steps=0
     check_threads(cfg.trainer.threads, "trainer.threads")
@@ -94,20 +98,46 @@ def check_settings(cfg: DictConfig) -> None:
         raise ValueError(f"trainer.distill_from={distill_from!r}: give a list, [A.pt,B.pt]")
 
 
-def optimizer_types(target: str | None) -> dict[str, type]:
-    """The type of each flag (bool) or number (float) the optimizer class ``target`` takes.
+def optimizer_types(target: str | None) -> tuple[dict[str, type], set[str]]:
+    """The type of each flag (bool) or number (float) the optimizer ``target`` takes; the nullable.
 
-    Read off the defaults of its signature; {} when ``target`` names no class (instantiating
+    Read off its signature: the defaults, and the annotations of those defaulting to None
+    (``foreach: bool | None``). Nothing when ``target`` names nothing callable (instantiating
     it then says so, in :func:`check_optimizer`).
     """
-    from hydra.utils import get_class
-
+    found = _located(str(target))
     try:
-        parameters = inspect.signature(get_class(str(target))).parameters.values()
-    except (ImportError, ValueError, TypeError):
-        return {}
+        parameters = inspect.signature(found).parameters.values() if callable(found) else []
+    except (TypeError, ValueError):  # a builtin without a signature
+        return {}, set()
     kinds = {bool: bool, int: float, float: float}  # a number defaulting to 0 takes 0.9 too
-    return {p.name: kinds[type(p.default)] for p in parameters if type(p.default) in kinds}
+    types, nullable = {}, set()
+    for parameter in parameters:
+        if type(parameter.default) in kinds:
+            types[parameter.name] = kinds[type(parameter.default)]
+        elif parameter.default is None:
+            named = [a for a in typing.get_args(parameter.annotation) if a is not type(None)]
+            if len(named) == 1 and named[0] in kinds:
+                types[parameter.name] = kinds[named[0]]
+                nullable.add(parameter.name)
+    return types, nullable
+
+
+def _located(target: str) -> object:
+    """The object a dotted path names (``torch.optim.Adam``), or None; nothing is logged.
+
+    Hydra's own lookup logs an error for a function, or a path that names nothing.
+    """
+    parts = target.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            found = getattr(found, name, None)
+        return found
+    return None
 
 
 def check_optimizer(settings: DictConfig) -> None:

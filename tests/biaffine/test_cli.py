@@ -479,6 +479,8 @@ def test_predict_blames_a_bad_checkpoint_in_one_line(change: str, pattern: str, 
         ("optimizer.lr=abc", r"optimizer\.lr='abc': expected a number"),
         # A key no config file has was passed on unchecked: "abc" was a true amsgrad.
         ("+optimizer.amsgrad=abc", r"optimizer\.amsgrad='abc': expected true or false"),
+        # Defaults to None, typed bool | None: torch took "no" as true.
+        ("+optimizer.foreach=no", r"optimizer\.foreach='no': expected true or false"),
         ("trainer.clip=-1", r"trainer\.clip=-1: give a positive norm, or null for none"),
         ("trainer.distill_from=abc", r"trainer\.distill_from='abc': give a list, .*"),
         # Trained no epoch after reading the data, and blamed max_epochs.
@@ -504,6 +506,14 @@ def test_train_refuses_bad_settings_in_one_line_and_leaves_no_run_folder(
     done = run("train.py", *TRAIN, f"hydra.run.dir={run_dir}", override)
     assert_one_line_refusal(done, pattern)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_optimizer_that_names_nothing_is_one_line_and_nothing_more(tmp_path: Path) -> None:
+    # Hydra's lookup of the optimizer's options logged a three-line ERROR on stdout as well.
+    given = ["optimizer._target_=torch.optim.Nope", f"hydra.run.dir={tmp_path / 'run'}"]
+    done = run("train.py", *TRAIN, *given)
+    assert_one_line_refusal(done, r"optimizer: torch\.optim\.Nope\(.*\) refused: .*")
+    assert "ERROR" not in done.stdout
 
 
 @pytest.mark.parametrize("script", ["train.py", "train_segmenter.py", "train_sentences.py"])
