@@ -112,13 +112,23 @@ def _read_lines(name: str, lines: Iterable[str]) -> Iterator[TreebankSentence]:
         text = raw.rstrip("\r\n")
         if lineno == 1:
             text = text.removeprefix(_BOM)
-        if text.strip():
+        if text.strip(" \t"):
+            if text.isspace():  # a sentence's end for str.strip(); the parser refuses it too
+                raise TreebankError(name, lineno, _odd_whitespace(text))
             block.append((lineno, text))
         elif block:
             yield _parse_block(name, block)
             block = []
     if block:
         yield _parse_block(name, block)
+
+
+def _odd_whitespace(text: str) -> str:
+    odd = next(c for c in text if c not in " \t")
+    return (
+        f"a line of whitespace only, with U+{ord(odd):04X}: a blank line ends a sentence, "
+        "and may hold spaces and tabs at most"
+    )
 
 
 def _parse_block(name: str, block: list[tuple[int, str]]) -> TreebankSentence:

@@ -133,6 +133,18 @@ def test_a_multiword_range_without_its_words_names_its_line(lines, problem) -> N
         labelled_documents(stream)
 
 
+@pytest.mark.parametrize("odd", ["\f", "\u00a0", "\v"])
+def test_a_line_of_other_whitespace_is_refused_as_the_parser_refuses_it(odd: str) -> None:
+    # It ended the sentence here, where predict.py and train.py refuse the file at that line.
+    row = "\t".join(["1", "a", *"_" * 8])
+    stream = io.StringIO(f"# text = a\n{row}\n{odd}\n\n")
+    stream.name = "bad.conllu"
+    with pytest.raises(
+        TreebankError, match=rf"^bad\.conllu:3: a line of whitespace only, with U\+{ord(odd):04X}"
+    ):
+        labelled_documents(stream)
+
+
 def test_invalid_utf8_and_a_missing_file_name_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.conllu"
     path.write_bytes(b"# text = a\n1\ta\t_\t_\t_\t_\t_\t_\t_\t_\n\n1\t\xff" + b"\t_" * 8 + b"\n")
