@@ -98,6 +98,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     gold = list(read_conllu(args.gold))
     parser = Parser.load(args.model, threads=args.threads)
+    missing = sorted(set(COLUMNS) - set(parser.model.tagged_columns))
+    if missing:  # a KeyError or TypeError traceback before
+        raise ValueError(f"{args.model}: no tagger for {', '.join(missing)}; this needs all three")
     print("| UPOS and FEATS | UPOS | UFeats | Lemmas | wrong lemmas |")
     print("|---|--:|--:|--:|--:|")
     for name, columns in ORACLES.items():

@@ -157,16 +157,24 @@ def min_count_rows(name: str, batches: Captured, parser: Parser, train: str) -> 
     return rows
 
 
+def _named(text: str) -> tuple[str, str]:
+    """``NAME=PATH`` as (name, path)."""
+    name, equals, path = text.partition("=")
+    if not (name and equals and path):  # "not enough values to unpack" before
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=PATH")
+    return name, path
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the two tables."""
     options = argparse.ArgumentParser(description=__doc__)
-    options.add_argument("--model", action="append", required=True, help="NAME=FILE.conllu")
-    options.add_argument("--train", action="append", default=[], help="NAME=TRAIN.conllu")
+    named = ["NAME=FILE.conllu", "NAME=TRAIN.conllu"]
+    options.add_argument("--model", action="append", type=_named, required=True, help=named[0])
+    options.add_argument("--train", action="append", type=_named, default=[], help=named[1])
     args = options.parse_args(argv)
-    trains = dict(item.split("=", 1) for item in args.train)
+    trains = dict(args.train)
     rows: dict[str, list[str]] = {"lemma": [], "upos": [], "xpos": [], "feats": [], "count": []}
-    for item in args.model:
-        name, path = item.split("=", 1)
+    for name, path in args.model:
         batches, parser = captured_scores(name, list(read_conllu(path)))
         lemmas = [accuracy(batches, "lemma", lemma_rule(parser, s)) for s in (None, *SHARES)]
         tags = {

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 from biaffine.data.conllu import read_conllu
 from biaffine.inference import choices
 
@@ -26,3 +28,11 @@ def test_the_scores_are_captured_as_the_model_parses() -> None:
     words = sum(len(s) for s in sentences)
     for column in parser.model.tagged_columns:
         assert sum(scores[column].shape[0] for scores, _ in captured) == words
+
+
+def test_a_model_without_its_name_is_a_usage_error(capsys) -> None:
+    # "not enough values to unpack (expected 2, got 1)".
+    with pytest.raises(SystemExit) as stopped:
+        study.main(["--model", "dev.conllu"])
+    assert stopped.value.code == 2
+    assert "argument --model: 'dev.conllu': expected NAME=PATH" in capsys.readouterr().err
