@@ -110,13 +110,18 @@ def optimizer_types(target: str | None) -> tuple[dict[str, type], set[str]]:
         parameters = inspect.signature(found).parameters.values() if callable(found) else []
     except (TypeError, ValueError):  # a builtin without a signature
         return {}, set()
+    try:  # annotations written as strings (from __future__ import annotations) evaluated
+        hints = typing.get_type_hints(found.__init__ if isinstance(found, type) else found)
+    except Exception:  # a name the annotation uses may not resolve
+        hints = {}
     kinds = {bool: bool, int: float, float: float}  # a number defaulting to 0 takes 0.9 too
     types, nullable = {}, set()
     for parameter in parameters:
         if type(parameter.default) in kinds:
             types[parameter.name] = kinds[type(parameter.default)]
         elif parameter.default is None:
-            named = [a for a in typing.get_args(parameter.annotation) if a is not type(None)]
+            hint = hints.get(parameter.name, parameter.annotation)
+            named = [a for a in typing.get_args(hint) if a is not type(None)]
             if len(named) == 1 and named[0] in kinds:
                 types[parameter.name] = kinds[named[0]]
                 nullable.add(parameter.name)
@@ -129,10 +134,12 @@ def _located(target: str) -> object:
     Hydra's own lookup logs an error for a function, or a path that names nothing.
     """
     parts = target.split(".")
+    if "" in parts:  # relative (..Adam) or empty: instantiating it says what is wrong
+        return None
     for cut in range(len(parts) - 1, 0, -1):
         try:
             found: object = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
+        except Exception:  # a module's own import code may raise anything
             continue
         for name in parts[cut:]:
             found = getattr(found, name, None)

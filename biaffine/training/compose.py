@@ -135,7 +135,7 @@ def train(
     inputs = _Inputs(load_splits(cfg.data), initial, _teachers(cfg))
     if not t.resume:
         inputs = _checked_start(cfg, inputs)
-    with _opened_run_dir(cfg, run_dir, here, on_start) as resumed:
+    with _opened_run_dir(cfg, run_dir, here, on_start, inputs.teachers) as resumed:
         return _train_in(cfg, run_dir, here, resumed, inputs)
 
 
@@ -239,6 +239,7 @@ def _opened_run_dir(
     run_dir: Path,
     here: distributed.World,
     on_start: Callable[[Path], None] | None,
+    teachers: list[tuple[nn.Module, Vocabs]],
 ) -> Iterator[checkpoint.Checkpoint | None]:
     """Rank 0 locks and readies ``run_dir`` for the block; every rank gets the checkpoint to resume.
 
@@ -250,7 +251,7 @@ def _opened_run_dir(
         if here.is_main:
             try:
                 held.enter_context(locked_run_dir(run_dir))
-                resumed = _ready_run_dir(cfg, run_dir, on_start)
+                resumed = _ready_run_dir(cfg, run_dir, on_start, teachers)
             except Exception as error:  # raised below, on every rank
                 refusal = error
         message = distributed.broadcast(None if refusal is None else str(refusal), here)
@@ -264,9 +265,15 @@ def _opened_run_dir(
 
 
 def _ready_run_dir(
-    cfg: DictConfig, run_dir: Path, on_start: Callable[[Path], None] | None
+    cfg: DictConfig,
+    run_dir: Path,
+    on_start: Callable[[Path], None] | None,
+    teachers: list[tuple[nn.Module, Vocabs]],
 ) -> checkpoint.Checkpoint | None:
     """Check what this run may do with the locked ``run_dir``; then clear it or keep the run.
+
+    A resume's ``teachers`` are checked against its vocabularies here, before anything is
+    written (a teacher of other vocabularies refused it once its config was rewritten).
 
     Returns:
         The ``last.pt`` to resume, or None for a new run.
@@ -276,6 +283,7 @@ def _ready_run_dir(
     if resumed is not None:
         check_resume_config(resumed.metadata.get("config"), cfg, given_settings())
         check_resume_processes(resumed.metadata.get("processes"), distributed.world().size)
+        check_teachers(teachers, t.get("distill_from") or [], resumed.vocabs)
     if resumed is not None and resumes_in(t.resume_from, run_dir):
         if t.overwrite:
             raise RunFolderError(
@@ -768,7 +776,7 @@ def in_held_run_folder(task: Callable[[HeldRunFolder], T]) -> T | float:
 
 
 class SweepRecord(Callback):
-    """Keeps the ``multirun.yaml`` of a sweep folder when a sweep into it has every job refused.
+    """Leaves a sweep folder as it was when a sweep into it has every job refused.
 
     Hydra rewrites that record before the first job starts: the same sweep run again into the
     same ``hydra.sweep.dir`` (each job refused, its folder holding a run) replaced the settings
@@ -789,10 +797,16 @@ class SweepRecord(Callback):
             self._earlier = None
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Put the earlier record back if no job of this sweep ran."""
-        if _every_job_refused() and self._record is not None and self._earlier is not None:
+        """If no job of this sweep ran: the earlier record back, or the folder Hydra made gone."""
+        if not _every_job_refused() or self._record is None:
+            return
+        if self._earlier is not None:
             with atomic_open(self._record, "wb") as out:
                 out.write(self._earlier)
+            return
+        self._record.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # not empty: it holds what else was there
+            self._record.parent.rmdir()
 
 
 def exit_if_jobs_refused() -> None:

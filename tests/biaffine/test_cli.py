@@ -295,6 +295,11 @@ def test_a_sweep_whose_every_job_is_refused_keeps_the_folders_record(
         "error: the sweep's job(s) 0, 1 refused (above); none ran"
     )
     assert record.read_text(encoding="utf-8") == "the sweep that ran here\n"
+    # A new folder is not left behind, holding the refused sweep's record alone.
+    fresh = tmp_path / "fresh"
+    done = run(script, "-m", *small, f"hydra.sweep.dir={fresh}", *sweep[1:])
+    assert done.returncode == 2, done.stderr
+    assert not fresh.exists()
 
 
 @pytest.mark.parametrize("script", ["train_segmenter.py", "train_sentences.py"])
@@ -481,6 +486,8 @@ def test_predict_blames_a_bad_checkpoint_in_one_line(change: str, pattern: str, 
         ("+optimizer.amsgrad=abc", r"optimizer\.amsgrad='abc': expected true or false"),
         # Defaults to None, typed bool | None: torch took "no" as true.
         ("+optimizer.foreach=no", r"optimizer\.foreach='no': expected true or false"),
+        # A TypeError traceback from the lookup of its options (status 1, train.log left).
+        ("optimizer._target_=..Adam", r"optimizer: \.\.Adam\(.*\) refused: .*"),
         ("trainer.clip=-1", r"trainer\.clip=-1: give a positive norm, or null for none"),
         ("trainer.distill_from=abc", r"trainer\.distill_from='abc': give a list, .*"),
         # Trained no epoch after reading the data, and blamed max_epochs.
@@ -506,6 +513,31 @@ def test_train_refuses_bad_settings_in_one_line_and_leaves_no_run_folder(
     done = run("train.py", *TRAIN, f"hydra.run.dir={run_dir}", override)
     assert_one_line_refusal(done, pattern)
     assert list(tmp_path.iterdir()) == []
+
+
+POSTPONED = """
+from __future__ import annotations
+
+import torch
+
+
+class Fancy(torch.optim.SGD):
+    def __init__(self, params, lr: float = 0.1, fancy: bool | None = None) -> None:
+        super().__init__(params, lr=lr)
+"""
+
+
+def test_an_optimizer_annotated_as_strings_has_its_nullable_flags_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Postponed annotations are strings: "fancy: bool | None" went unchecked ("no" is true).
+    (tmp_path / "fancy_optim.py").write_text(POSTPONED, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = importlib.util.spec_from_file_location("train_script", ROOT / "train.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.optimizer_types("fancy_optim.Fancy") == ({"lr": float, "fancy": bool}, {"fancy"})
+    assert script.optimizer_types("..Adam") == ({}, set())
 
 
 def test_an_optimizer_that_names_nothing_is_one_line_and_nothing_more(tmp_path: Path) -> None:

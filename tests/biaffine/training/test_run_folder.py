@@ -131,6 +131,23 @@ def test_a_resume_whose_teacher_is_gone_is_refused_and_changes_nothing(
     assert snapshot(run_dir) == before
 
 
+def test_a_resume_whose_teacher_has_other_vocabularies_changes_nothing(
+    finished: Path, tmp_path: Path
+) -> None:
+    # Refused once config.yaml had been rewritten for the run it did not continue.
+    teacher = tmp_path / "teacher.pt"
+    teacher.write_bytes((finished / "best.pt").read_bytes())
+    distilled = [f"trainer.distill_from=[{teacher}]"]
+    run_dir = tmp_path / "run"
+    train(tiny_config(*distilled), run_dir)
+    shipped = Path(__file__).parents[3] / "models" / "en_ewt_small" / "parser.pt"
+    teacher.write_bytes(shipped.read_bytes())  # EWT's relations, not the tiny treebank's
+    before = snapshot(run_dir)
+    with pytest.raises(ValueError, match="has another relation vocabulary"):
+        train(tiny_config(*distilled, "trainer.resume=true", "trainer.max_epochs=2"), run_dir)
+    assert snapshot(run_dir) == before
+
+
 def test_the_teachers_are_let_go_once_their_targets_are_computed(
     finished: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
