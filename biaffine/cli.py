@@ -644,7 +644,8 @@ def _parsed(text: str) -> Override:
     """``text`` read by Hydra's override grammar.
 
     Raises:
-        ValueError: where Hydra cannot read it, with the quoting a value may need.
+        ValueError: where Hydra cannot read it, with the quoting a value may need, or it
+            reads an integer of more digits than Python converts.
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import OverrideParseException
@@ -659,6 +660,9 @@ def _parsed(text: str) -> Override:
             "any of , = [ ] ( ) { } ' \" # ~ or a letter beyond ASCII needs quotes that reach "
             "Hydra: \"KEY='VALUE'\""
         ) from None
+    except ValueError as error:  # Python's int() of more digits than it converts (4,300)
+        key = text.partition("=")[0]
+        raise ValueError(f"{key}: {error}".partition("; use sys.")[0]) from None
     return override
 
 

@@ -429,6 +429,7 @@ def test_every_experiment_passes_the_settings_check() -> None:
         ([f"input={TINY}", "+foo=1"], r"\+foo=1: give settings as KEY=VALUE .*"),
         ([f"input={TINY}", "columns=[upos"], r"columns=\[upos: not a setting KEY=VALUE .*"),
         ([f"input={TINY}", "kbest"], r"kbest: not a setting KEY=VALUE .*"),
+        ([f"input={TINY}", "kbest=" + "9" * 4301], r"kbest: Exceeds the limit \(4300 digits\) .*"),
         # The character Hydra cannot read unquoted is named: the list did not hold it.
         (["input=/tmp/\u00e9.conllu"], r"input=/tmp/\u00e9\.conllu: not a .* \(at '\u00e9'\);.*"),
         (["input=/tmp/a#b.conllu"], r"input=/tmp/a#b\.conllu: not a .* \(at '#'\); .* # ~ .*"),
