@@ -14,7 +14,9 @@ Python (the test suite also runs them without the JIT), so a process need not wa
   machine code in numba's cache and, if it is there, loads it and uses it from then on;
 - otherwise that call and the next ones run interpreted, while one background process compiles
   the machine code into the cache; the first call after that process has ended loads it. (A
-  process whose calls are all small starts none: the first one past its budget will.)
+  process whose calls are all small starts none: the first one past its budget will.) A call
+  too large to run interpreted in less time than the compiler takes (:data:`LARGE_WORK`) waits
+  for that process instead, then runs the machine code.
 
 A process that starts once and answers many calls (a server) calls :func:`prefer_machine_code`
 first, so none of its answers waits for the loading.
@@ -71,6 +73,14 @@ interpreted while the budget lasts: a decoder's call on one sentence of up to 62
 five of 25. At about that length (63 words) the interpreted kernels take 4 ms (``mst``), 37 ms
 (``eisner``) and 112 ms (the tree CRF's matrix-tree, ``probabilities=true``); a larger call turns
 to the machine code at once."""
+
+LARGE_WORK = 1 << 26
+"""Work (a call's array elements times the longest side of its arrays: n**3 for one n x n
+matrix) beyond which a call waits for the background compilation rather than run interpreted.
+The cubic kernels take that long interpreted: ``eisner`` on one 410-word sentence about 15 s
+(67 s at 600 words, about 40 minutes at 2,000), where the compiler takes 11-25 s. ``mst``, which
+is quadratic, would have run such a call interpreted in under a second; it waits the compiler's
+time instead, once, where the cache lacks its machine code."""
 
 COMPILE_MODES = ("background", "foreground")
 """The values of ``ROOTPARSE_COMPILE``; unset or empty is ``background``."""
@@ -255,6 +265,12 @@ def _elements(arg: Any) -> int:
     return getattr(arg, "size", 0) if hasattr(arg, "shape") else 0
 
 
+def _work(args: tuple[Any, ...]) -> int:
+    """A call's work as a cubic kernel's: its array elements times its arrays' longest side."""
+    longest = max((max(arg.shape, default=1) for arg in args if hasattr(arg, "shape")), default=1)
+    return sum(_elements(arg) for arg in args) * longest
+
+
 _BUDGET = _Budget()
 
 
@@ -299,6 +315,10 @@ class Tiered:
         """``dispatcher(*args)``, compiled or interpreted."""
         if self._compiled or self._use_machine_code(args):
             return self.dispatcher(*args)
+        if _work(args) > LARGE_WORK:  # slower interpreted than the compiler: wait for it
+            self.wait()
+            if self._use_machine_code(args):
+                return self.dispatcher(*args)
         started = time.perf_counter()
         try:
             return self._interpreted()(*args)

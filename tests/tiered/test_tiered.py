@@ -154,6 +154,23 @@ def test_calls_are_interpreted_until_the_background_process_ends(monkeypatch):
     assert len(dispatcher.signatures) == 1
 
 
+def test_a_call_too_large_to_interpret_waits_for_the_background_process(monkeypatch):
+    # An Eisner call on 600 words ran interpreted for 67 s, where compiling takes 11 s.
+    monkeypatch.setattr(tiered, "_in_cache", _never_in_cache)
+    slow = [sys.executable, "-c", "import time; time.sleep(0.5)"]
+    monkeypatch.setattr(tiered, "_start", lambda request: subprocess.Popen(slow))
+    monkeypatch.delenv("ROOTPARSE_COMPILE", raising=False)
+    monkeypatch.setattr(tiered, "LARGE_WORK", 10 * 10, raising=False)
+    dispatcher = numba.njit(cache=True)(_sum_of_squares.py_func)
+    entry = Tiered(dispatcher)
+    assert entry(np.arange(5.0)) == 30.0  # 5 elements x 5: interpreted while it compiles
+    assert not entry.is_compiled
+    assert dispatcher.signatures == []
+    assert entry(np.arange(11.0)) == 385.0  # 11 x 11: waits, then runs the machine code
+    assert entry.is_compiled
+    assert len(dispatcher.signatures) == 1
+
+
 def test_no_background_process_or_the_foreground_setting_compiles_at_once(monkeypatch):
     monkeypatch.setattr(tiered, "_in_cache", _never_in_cache)
     monkeypatch.setattr(tiered, "_start", lambda request: None)  # no process could start
