@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import heapq
+import os
 from dataclasses import dataclass
 
 import numba
@@ -30,7 +31,7 @@ from . import _batch, status
 from ._constrained import check_sentence
 from .api import _as_scores, _error, _lengths
 from .checks import check_flag
-from .kbest_eisner import kbest_eisner_kernel
+from .kbest_eisner import kbest_eisner_kernel, tree_count
 from .tarjan import mst_kernel
 from .trees import tree_score_kernel
 from .types import FloatArray, IntArray
@@ -195,16 +196,43 @@ def _lawler(
     return trees, weights
 
 
+_CHART_BYTES = 128
+"""Bytes per item of the k-best Eisner chart: a score (float64) and a back pointer (3 int64) in
+each of 4 span kinds, so float64[4, n+1, n+1, k] and int64[4, n+1, n+1, k, 3] in all."""
+
+
 def _sentence(
-    matrix: FloatArray, k: int, algorithm: str, root_constraint: bool
+    matrix: FloatArray, k: int, algorithm: str, root_constraint: bool, b: int = 0
 ) -> tuple[IntArray, FloatArray]:
-    """The k best trees int64[K', n+1] of one checked sentence and their scores float64[K']."""
+    """The k best trees int64[K', n+1] of sentence ``b``, checked, and their scores float64[K'].
+
+    Raises:
+        ValueError: ``eisner``'s chart of this sentence's trees, up to ``k``, would take more
+            than half of this machine's memory (a request for every tree of a long sentence).
+    """
     if algorithm == "eisner":
+        trees = tiered(tree_count)(matrix, root_constraint, k)
+        needed = _CHART_BYTES * matrix.shape[0] ** 2 * trees
+        memory = _memory_bytes()
+        if memory is not None and needed > memory // 2:
+            raise ValueError(
+                f"sentence {b}: k={k} asks for {trees} projective trees, whose chart would take "
+                f"{needed / 2**30:.1f} GiB, more than half of this machine's "
+                f"{memory / 2**30:.1f} GiB; ask for fewer trees"
+            )
         return tiered(kbest_eisner_kernel)(matrix, k, root_constraint)
     trees, weights = _lawler(matrix, k, root_constraint)
     if not trees:
         return np.empty((0, matrix.shape[0]), dtype=np.int64), np.empty(0)
     return np.stack(trees), np.array(weights)
+
+
+def _memory_bytes() -> int | None:
+    """This machine's physical memory in bytes, None where the system does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows) or no such name
+        return None
 
 
 def _no_tree(b: int, algorithm: str, root_constraint: bool) -> ValueError:
@@ -251,14 +279,17 @@ def kbest(
         scoring ``-inf``).
 
     Raises:
-        ValueError: on bad input, as :func:`decoding.mst`, a bad ``k`` or ``algorithm``, or a
-            sentence that has no tree at all. The message names the sentence.
+        ValueError: on bad input, as :func:`decoding.mst`, a bad ``k`` or ``algorithm``, a
+            sentence that has no tree at all, or ``eisner`` asked for more of a sentence's
+            trees than half of this machine's memory holds the chart of. The message names
+            the sentence.
     """
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
-    # The Eisner kernel takes an int64 (2**63 overflowed it once compiled); no sentence has
-    # that many trees to return anyway.
-    k = min(int(k), np.iinfo(np.int64).max)
+    # The Eisner kernel takes an int64 and caps its float tree counts at k: 2**62 is exact in
+    # both (2**63 - 1 rounds up to 2**63, which overflowed int64 once compiled); no sentence
+    # has that many trees to return anyway.
+    k = min(int(k), 2**62)
     if algorithm not in _ALGORITHMS:
         raise ValueError(f"algorithm must be one of {list(_ALGORITHMS)}, got {algorithm!r}")
     root_constraint = check_flag(root_constraint, "root_constraint")
@@ -285,7 +316,7 @@ def _batch_kbest(
         matrix = copy(array[b], n, True, where)
         if where[0] != status.OK:
             raise _error(b, where, False, {})
-        trees, weights = _sentence(matrix, k, algorithm, root_constraint)
+        trees, weights = _sentence(matrix, k, algorithm, root_constraint, b)
         if not weights.size:
             raise _no_tree(b, algorithm, root_constraint)
         found.append((trees, weights))

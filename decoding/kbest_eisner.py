@@ -179,7 +179,7 @@ def _frontier(m: int, k: int) -> tuple[FloatArray, IntArray]:
 
 
 @numba.njit(cache=True, nogil=True)
-def _count(scores: FloatArray, root_constraint: bool, cap: int) -> int:
+def tree_count(scores: FloatArray, root_constraint: bool, cap: int) -> int:
     """How many projective trees use only finite arcs, or ``cap`` if more.
 
     Eisner's recursion with sums of products; counts saturate at ``cap``, so they never
@@ -258,7 +258,7 @@ def kbest_eisner_kernel(
         number of projective trees with only finite arcs (0 if there is none).
     """
     n = scores.shape[0] - 1
-    k = _count(scores, root_constraint, k)  # the chart holds no more items than trees exist
+    k = tree_count(scores, root_constraint, k)  # the chart holds no more items than trees exist
     if k == 0:
         return np.empty((0, n + 1), dtype=np.int64), np.empty(0)
     chart, back = _chart(scores, k)

@@ -103,6 +103,27 @@ def test_kbest_eisner_with_k_beyond_int64_runs_compiled_as_interpreted() -> None
     assert (done.returncode, done.stdout) == (0, "[3, 7, 7]\n"), done.stderr
 
 
+@pytest.mark.parametrize("k", [2**40, 2**63 - 1, 2**100])
+def test_kbest_eisner_refuses_a_chart_beyond_the_machines_memory_by_sentence_and_k(k) -> None:
+    # 70 words have more than 2**62 projective trees: k = 2**63 - 1 rounded up to 2**63 in the
+    # float count and came back as a negative int64 ("negative dimensions not allowed"), and
+    # k = 2**40 asked numpy for a 700,000 TiB chart (MemoryError, or the OOM killer short of it).
+    batch = np.zeros((2, 71, 71))
+    with pytest.raises(ValueError, match=r"^sentence 1: k=\d+ asks for \d+ projective trees, "):
+        decoding.kbest(batch, k, algorithm="eisner", lengths=[3, 70])
+
+
+def test_kbest_eisner_charts_take_at_most_half_of_the_machines_memory(monkeypatch) -> None:
+    from decoding import _kbest
+
+    monkeypatch.setattr(_kbest, "_memory_bytes", lambda: 2 * 128 * 11 * 11 * 20)
+    scores = np.random.default_rng(0).normal(size=(11, 11))
+    assert len(decoding.kbest(scores, 20, algorithm="eisner").scores) == 20  # just fits
+    with pytest.raises(ValueError, match=r"^sentence 0: k=21 asks for 21 projective trees"):
+        decoding.kbest(scores, 21, algorithm="eisner")
+    assert len(decoding.kbest(scores, 21).scores) == 21  # Lawler's lists grow with the trees
+
+
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 @given(scores=score_matrices(max_words=8, kinds=FEASIBLE_KINDS), root_constraint=st.booleans())
 def test_kbest_first_tree_is_the_one_best_decoder_tree(algorithm, scores, root_constraint):
