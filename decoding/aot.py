@@ -108,16 +108,23 @@ def _single(blocks: Blocks) -> Single:
 
 
 def load() -> Compiled | None:
-    """This version's build, or None where it has not been built (``python -m decoding.aot``)."""
+    """This version's build, or None where it has not been built (``python -m decoding.aot``).
+
+    A file the dynamic loader refuses (truncated, or of another platform) counts as no build:
+    ``python -m decoding.aot`` replaces it.
+    """
     file = path()
     if not file.is_file():
         return None
     spec = importlib.util.spec_from_file_location(file.name.split(".")[0], file)
     if spec is None or spec.loader is None:
         return None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return _entries(module)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return _entries(module)
+    except (ImportError, OSError, AttributeError):  # dlopen's "file too short", a missing entry
+        return None
 
 
 def _entries(module: types.ModuleType) -> Compiled:
@@ -157,9 +164,8 @@ def build() -> Path:
 
 
 def ensure() -> Path:
-    """This version's build, compiled first if missing."""
-    target = path()
-    return target if target.is_file() else build()
+    """This version's build, compiled first if missing or unloadable (:func:`load`)."""
+    return path() if load() is not None else build()
 
 
 def main() -> int:

@@ -131,6 +131,20 @@ def test_without_a_build_the_jit_decodes_as_before(tmp_path: Path) -> None:
     assert found["heads"] == found["want"]
 
 
+def test_a_damaged_build_is_no_build_and_is_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A truncated file made use_compiled() raise ImportError ("file too short").
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    aot.path().parent.mkdir(parents=True, exist_ok=True)
+    aot.path().write_bytes(b"\x7fELF")
+    found = decode_in_a_process(5, {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)})
+    assert not found["compiled"]
+    assert found["heads"] == found["want"]
+    monkeypatch.setattr(aot, "build", lambda: tmp_path / "built")
+    assert aot.ensure() == tmp_path / "built"
+
+
 def test_a_changed_source_is_another_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for source in aot.PACKAGE.glob("*.py"):
         (tmp_path / source.name).write_bytes(source.read_bytes())
