@@ -26,7 +26,7 @@ from tiered import tiered
 from . import _batch, status
 from ._eisner import eisner_kernel
 from .api import _as_scores, _error
-from .checks import check_flag
+from .checks import as_array, check_flag
 from .tarjan import mst_kernel
 from .types import BoolArray, FloatArray, IntArray
 
@@ -75,7 +75,7 @@ def _fixed_heads(fixed_heads: npt.ArrayLike | None, n: int) -> IntArray:
     """The fixed heads as int64[n+1], -1 where free, each fixed head in 0..n but the word itself."""
     if fixed_heads is None:
         return np.full(n + 1, -1, dtype=np.int64)
-    array = np.asarray(fixed_heads)
+    array = as_array(fixed_heads, "fixed_heads")
     if array.shape != (n + 1,):
         raise ValueError(f"fixed_heads must have shape ({n + 1},) like scores, got {array.shape}")
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
@@ -95,7 +95,7 @@ def _forbidden(forbidden: npt.ArrayLike | None, n: int) -> BoolArray:
     """The mask of forbidden arcs as bool[n+1, n+1] (False everywhere when None)."""
     if forbidden is None:
         return np.zeros((n + 1, n + 1), dtype=np.bool_)
-    array = np.asarray(forbidden)
+    array = as_array(forbidden, "forbidden")
     if array.shape != (n + 1, n + 1):
         raise ValueError(
             f"forbidden must have shape ({n + 1}, {n + 1}) to match scores, got {array.shape}"
@@ -207,7 +207,7 @@ def constrained(
             forbidden, fixed heads that form a cycle, two words fixed on ROOT under
             ``root_constraint``, crossing fixed arcs for ``"eisner"``, or masks that leave none.
     """
-    if algorithm not in _ALGORITHMS:
+    if not isinstance(algorithm, str) or algorithm not in _ALGORITHMS:
         raise ValueError(f"algorithm must be one of {sorted(_ALGORITHMS)}, got {algorithm!r}")
     root_constraint = check_flag(root_constraint, "root_constraint")
     matrix = check_sentence(scores)

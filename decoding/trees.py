@@ -241,8 +241,9 @@ def is_projective(heads: npt.ArrayLike) -> bool:
     Raises:
         ValueError: if ``heads`` is not a tree (without the single-root condition).
     """
-    if np.ndim(heads) != 1:
-        raise ValueError(f"heads must be int[n+1], got shape {np.shape(heads)}")
+    heads = as_array(heads, "heads")
+    if heads.ndim != 1:
+        raise ValueError(f"heads must be int[n+1], got shape {heads.shape}")
     batch, sizes = _as_heads(heads, None)
     detail = np.zeros(2, dtype=np.int64)
     problem = tiered(tree_problem_kernel)(batch[0], sizes[0], False, True, detail)
@@ -286,7 +287,8 @@ def tree_score(
     Raises:
         ValueError: on mismatched shapes, a dtype other than these, a tensor numpy cannot read
             (one that requires grad, lives off the CPU or holds bfloat16), a head outside 0..n
-            (or pointing at its own word), or NaN on an arc of ``heads``.
+            (or pointing at its own word), or arcs of ``heads`` that sum to NaN (a NaN
+            among them, or both +inf and -inf).
     """
     matrix = as_array(scores, "scores")
     check_float(matrix, "scores")
@@ -304,5 +306,7 @@ def tree_score(
             )
         totals[b] = score(matrix[b], row, n)
         if np.isnan(totals[b]):  # NaN is refused, as the decoders refuse it
-            raise ValueError(f"sentence {b}: scores hold NaN on an arc of heads")
+            raise ValueError(
+                f"sentence {b}: the arcs of heads score NaN (a NaN among them, or +inf and -inf)"
+            )
     return float(totals[0]) if np.ndim(heads) == 1 else totals

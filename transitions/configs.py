@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import numpy.typing as npt
 
-from decoding.checks import check_count
+from decoding.checks import as_array, check_count
 from decoding.types import BoolArray, IntArray
 from tiered import tiered
 
@@ -80,17 +80,25 @@ class Configs:
         )
 
     def take(self, rows: npt.ArrayLike) -> Configs:
-        """A new batch holding copies of ``rows`` (int[K]), in that order (repeats allowed)."""
-        index = np.asarray(rows, dtype=np.int64)
+        """A new batch holding copies of ``rows`` (int[K]), in that order (repeats allowed).
+
+        Raises:
+            ValueError: ``rows`` is not int[K] of rows of this batch.
+        """
+        index = check_rows(self, rows)
         return Configs(*(getattr(self, f.name)[index] for f in fields(self)))
 
     def copy_rows(self, source: npt.ArrayLike, target: npt.ArrayLike) -> None:
         """Copies row ``source[k]`` into row ``target[k]`` for every k (beam re-ranking).
 
         All sources are read before any target is written, so the two may overlap.
+
+        Raises:
+            ValueError: ``source`` or ``target`` is not int[K] of rows of this batch, or their
+                shapes differ.
         """
-        src = np.asarray(source, dtype=np.int64)
-        dst = np.asarray(target, dtype=np.int64)
+        src = check_rows(self, source, "source")
+        dst = check_rows(self, target, "target")
         if src.shape != dst.shape:
             raise ValueError(f"source {src.shape} and target {dst.shape} must have one shape")
         for f in fields(self):
@@ -121,3 +129,22 @@ class Configs:
         arcs = [f"{h}->{d}" for d, h in enumerate(self.heads[row]) if h >= 0]
         flag = ", e=true" if self.ended[row] else ""
         return f"stack={stack} buffer={buffer} arcs=[{', '.join(arcs)}]{flag}"
+
+
+def check_rows(configs: Configs, rows: npt.ArrayLike, name: str = "rows") -> IntArray:
+    """``rows`` as int64[R], each a row of ``configs``: the kernels index with them unchecked.
+
+    Raises:
+        ValueError: not a one-dimensional array of integers (floats were truncated), or a row
+            outside the batch; named ``name``.
+    """
+    array = as_array(rows, name)
+    if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):
+        raise ValueError(f"{name} must be int[R], got {array.dtype} {array.shape}")
+    outside = np.flatnonzero((array < 0) | (array >= len(configs)))
+    if outside.size:
+        i = int(outside[0])
+        raise ValueError(
+            f"{name}[{i}]={array[i]} is not a row of the {len(configs)} configurations"
+        )
+    return array.astype(np.int64, copy=False)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from decoding.checks import check_count
+from decoding.checks import as_array, check_count
 from tiered import tiered
 
 from . import _oracles
@@ -207,7 +207,7 @@ def costs(system: TransitionSystem, configs: Configs, gold: npt.ArrayLike) -> In
     """
     if not system.dynamic:
         raise ValueError(f"{system.name} has no dynamic oracle (arc_eager and arc_hybrid do)")
-    gold = np.asarray(gold)
+    gold = as_array(gold, "gold")
     if gold.ndim != 2 or gold.shape[0] != len(configs) or gold.shape[1] > configs.max_words + 1:
         raise ValueError(f"gold must be int[{len(configs)}, <= {configs.max_words + 1}]")
     # A narrower gold would be cut to fewer words than the sentence has, and its costs computed

@@ -32,7 +32,7 @@ from decoding.checks import check_count
 from tiered import tiered
 
 from . import _kernels as k
-from .configs import BoolArray, Configs, IntArray
+from .configs import BoolArray, Configs, IntArray, check_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +110,7 @@ class TransitionSystem:
         self, name: str, *, attach_leftovers: bool | None = None, swap_oracle: str | None = None
     ) -> None:
         """See :func:`get_system` for the arguments."""
-        if name not in SPECS:
+        if not isinstance(name, str) or name not in SPECS:
             raise ValueError(f"unknown transition system {name!r}; known: {sorted(SPECS)}")
         if attach_leftovers is not None and name not in ("arc_eager", "arc_eager_unshift"):
             raise ValueError(
@@ -193,7 +193,7 @@ class TransitionSystem:
             bool[R, T] and int64[R, n_stack + n_buffer], row i for configuration ``rows[i]``.
         """
         n_stack, n_buffer = check_count(n_stack, "n_stack"), check_count(n_buffer, "n_buffer")
-        rows = _check_rows(configs, rows)
+        rows = check_rows(configs, rows)
         legal = np.empty((rows.shape[0], self.table.shape[0]), dtype=np.bool_)
         positions = np.empty((rows.shape[0], n_stack + n_buffer), dtype=np.int64)
         observe = tiered(k.observe_rows)
@@ -220,7 +220,7 @@ class TransitionSystem:
                 ``rows``, an action id the system lacks, or an action that is illegal in its
                 configuration (NaN scores pick one); nothing is changed then.
         """
-        rows = _check_rows(configs, rows)
+        rows = check_rows(configs, rows)
         actions = self._check_actions(rows, actions)
         live = np.empty(rows.shape[0], dtype=np.bool_)
         seen = np.zeros(len(configs), dtype=np.bool_)
@@ -407,18 +407,6 @@ def as_lengths(lengths: npt.ArrayLike) -> IntArray:
     array = np.asarray(lengths)
     if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):
         raise ValueError(f"lengths must be int[C], got {array.dtype} {array.shape}")
-    return array.astype(np.int64, copy=False)
-
-
-def _check_rows(configs: Configs, rows: npt.ArrayLike) -> IntArray:
-    """``rows`` as int64[R], each a row of ``configs``: the kernels index with them unchecked."""
-    array = np.asarray(rows)
-    if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):
-        raise ValueError(f"rows must be int[R], got {array.dtype} {array.shape}")
-    outside = np.flatnonzero((array < 0) | (array >= len(configs)))
-    if outside.size:
-        i = int(outside[0])
-        raise ValueError(f"rows[{i}]={array[i]} is not a row of the {len(configs)} configurations")
     return array.astype(np.int64, copy=False)
 
 

@@ -503,5 +503,8 @@ def test_tree_score_refuses_nan_on_an_arc_and_count_roots_a_head_out_of_range():
     with pytest.raises(ValueError, match="NaN"):
         decoding.tree_score(scores, [-1, 0, 1])
     assert decoding.tree_score(scores, [-1, 0, 0]) == 0.0  # NaN off the tree's arcs is no matter
+    infinite = np.array([[0.0, 0, 0], [np.inf, 0, 0], [-np.inf, 0, 0]])  # no NaN, a NaN sum
+    with pytest.raises(ValueError, match=r"^sentence 0: the arcs of heads score NaN .*\+inf and"):
+        decoding.tree_score(infinite, [-1, 0, 0])
     with pytest.raises(ValueError, match=r"heads\[1\]=5 is not a head in 0..2"):
         decoding.count_roots([-1, 5, 0])

@@ -39,6 +39,27 @@ def test_numpy_bools_are_flags() -> None:
     assert decoding.is_tree([-1, 0, 0], root_constraint=np.False_, projective=np.True_)
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: decoding.constrained(SCORES, algorithm=["mst"]), r"^algorithm must be one of"),
+        (
+            lambda: decoding.constrained(SCORES, fixed_heads=[[-1], [1, 2], 0]),
+            r"^fixed_heads cannot be read as a numpy array",
+        ),
+        (
+            lambda: decoding.constrained(SCORES, forbidden=[[True], [False, True], []]),
+            r"^forbidden cannot be read as a numpy array",
+        ),
+        (lambda: decoding.is_projective([[-1], [0, 1]]), r"^heads cannot be read as a numpy array"),
+    ],
+)
+def test_arguments_of_the_wrong_kind_are_one_value_error_naming_them(call, message: str) -> None:
+    # TypeError: unhashable type: 'list', and numpy's "inhomogeneous shape" naming no argument.
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
 @pytest.mark.parametrize("name", ["mst", "eisner", "greedy"])
 def test_an_empty_batch_takes_an_empty_list_of_lengths(name: str) -> None:
     # [] reads as float64 and was refused as "lengths must hold integers".

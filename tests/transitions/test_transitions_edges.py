@@ -232,6 +232,46 @@ def test_counts_of_the_wrong_kind_are_refused_by_name(call, message: str) -> Non
         call(get_system("arc_hybrid"))
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        # A float row was truncated (1.7 copied row 1); rows past the batch an IndexError.
+        (lambda c: c.copy_rows([1.7], [0]), r"^source must be int\[R\], got float64"),
+        (lambda c: c.copy_rows([0], [2]), r"^target\[0\]=2 is not a row of the 2 "),
+        (lambda c: c.take([0.0]), r"^rows must be int\[R\], got float64"),
+        (lambda c: c.take([-1]), r"^rows\[0\]=-1 is not a row of the 2 "),
+        (lambda c: c.take([[0], [1, 0]]), r"^rows cannot be read as a numpy array"),
+    ],
+)
+def test_rows_to_copy_or_take_are_checked_by_name(call, message: str) -> None:
+    configs = get_system("arc_hybrid").initial([3, 2])
+    before = _state(configs)
+    with pytest.raises(ValueError, match=message):
+        call(configs)
+    for was, now in zip(before, _state(configs), strict=True):
+        np.testing.assert_array_equal(was, now)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: get_system(["swap"]), r"^unknown transition system \['swap'\]"),
+        (
+            lambda: costs(
+                get_system("arc_hybrid"),
+                get_system("arc_hybrid").initial([1, 2]),
+                [[-1, 0], [-1, 0, 1]],
+            ),
+            r"^gold cannot be read as a numpy array",
+        ),
+    ],
+)
+def test_arguments_of_the_wrong_kind_are_one_value_error(call, message: str) -> None:
+    # TypeError: unhashable type: 'list', and numpy's "inhomogeneous shape" not naming gold.
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
 def _zero_mlp(hidden: int) -> tuple:
     n_actions = len(get_system("arc_hybrid").transitions)
     return np.zeros(hidden), np.zeros((n_actions, hidden)), np.zeros(n_actions), 0.1
