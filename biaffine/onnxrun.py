@@ -31,6 +31,7 @@ import numpy as np
 import onnxruntime
 
 from biaffine.cli import check_threads, stop_if_terminated
+from biaffine.data.columns import LOSS_WEIGHTS
 from biaffine.data.conllu import Sentence
 from biaffine.data.encoding import (
     PARSING_COLUMNS,
@@ -503,16 +504,20 @@ def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
     """Refuse a manifest without what loading reads: a damaged file, not a KeyError later.
 
     Raises:
-        ValueError: a missing key, or graphs without ``chars`` and ``scores`` or without each
+        ValueError: a missing key, or graphs without one the export writes for this model
+            (``tags`` for one with taggers: without it the columns went unsaid) or without each
             graph's file, inputs and outputs (the message names ``path``).
     """
-    if manifest.get("family") not in ("graph", "transition"):
+    family = manifest.get("family")
+    if family not in ("graph", "transition"):
         return  # another family: OnnxParser.load says what it answers
-    required = [*_REQUIRED, *(["transition_mlp"] if manifest.get("family") == "transition" else [])]
+    required = [*_REQUIRED, *(["transition_mlp"] if family == "transition" else [])]
     missing = [key for key in required if key not in manifest]
     graphs = manifest.get("graphs")
     if not missing and isinstance(graphs, dict):
-        missing = [f"graphs.{name}" for name in ("chars", "scores") if name not in graphs]
+        written = ["chars", "scores", "labels", *(["head_labels"] if family == "graph" else [])]
+        written += ["tags"] if _has_taggers(path, manifest["model_config"]) else []
+        missing = [f"graphs.{name}" for name in written if name not in graphs]
         missing += (
             ["graphs.segmenter"] if "segmenter" in manifest and "segmenter" not in graphs else []
         )
@@ -532,6 +537,21 @@ def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
         if not is_plain_name(file, ".onnx"):
             problem = f"graphs.{name}.file={file!r} is not a graph file's name in its folder"
             raise ValueError(f"{path}: {problem}: {_EXPORT_AGAIN}")
+
+
+def _has_taggers(path: Path, config: Any) -> bool:
+    """Whether the exported parser (an ensemble's first member) has a tagger: a loss weight > 0.
+
+    Raises:
+        ValueError: a config without the weights' types (the message names ``path``).
+    """
+    try:
+        if "members" in config:
+            config = config["members"][0]["config"]
+        return any(float(config.get(option) or 0) > 0 for option in LOSS_WEIGHTS.values())
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as error:
+        problem = f"damaged model_config ({type(error).__name__}: {error})"
+        raise ValueError(f"{path}: {problem}: {_EXPORT_AGAIN}") from None
 
 
 def _vector_index(manifest: dict[str, Any]) -> VectorIndex:

@@ -240,6 +240,27 @@ DAMAGED = {  # what a manifest edit or a file copy does -> the file named, the p
         "export.json",
         "no graphs.segmenter",
     ),
+    # Each was a KeyError traceback, or (tags) trees without a column, asked for or not.
+    "tags without their graph": (
+        lambda f, m: _set(m, "graphs.tags", None),
+        "export.json",
+        "no graphs.tags in the manifest",
+    ),
+    "labels without their graph": (
+        lambda f, m: _set(m, "graphs.labels", None),
+        "export.json",
+        "no graphs.labels in the manifest",
+    ),
+    "head labels without their graph": (
+        lambda f, m: _set(m, "graphs.head_labels", None),
+        "export.json",
+        "no graphs.head_labels in the manifest",
+    ),
+    "a loss weight not a number": (
+        lambda f, m: _set(m, "model_config.tag_loss_weight", "x"),
+        "export.json",
+        "damaged model_config (ValueError",
+    ),
     "segmenter not an object": (lambda f, m: _set(m, "segmenter", "x"), "export.json", "damaged"),
     "graph outside the folder": (
         lambda f, m: _set(m, "graphs.scores.file", "../scores.onnx"),

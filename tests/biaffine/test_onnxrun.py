@@ -413,7 +413,8 @@ def test_what_a_transition_export_does_not_answer_is_one_line_and_status_2(
 def _damaged_export(folder: Path, damage: str) -> Path:
     """A fake export folder (no real graphs needed) with one thing broken; the file it names."""
     graph = {"inputs": ["x"], "outputs": ["y"]}
-    graphs = {name: {"file": f"{name}.onnx", **graph} for name in ("chars", "scores", "tags")}
+    names = ("chars", "scores", "tags", "labels", "head_labels")
+    graphs = {name: {"file": f"{name}.onnx", **graph} for name in names}
     manifest = {"format": FORMAT, "family": "graph", "graphs": graphs}
     manifest |= {"vocabs": {}, "model_config": {}}
     for name in ("chars", "scores"):
