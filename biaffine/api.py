@@ -70,8 +70,10 @@ class Parser:
         ``name`` is the installed model's name where it was loaded by name, else None.
 
         Raises:
+            TypeError: ``bf16`` that is no bool (``"no"`` would have been true).
             ValueError: ``bf16`` on a CPU without native bfloat16.
         """
+        check_flags(bf16=bf16)
         if bf16:
             check_bf16(device)
         self.model = model.eval()
@@ -111,6 +113,7 @@ class Parser:
             biaffine.installed.UnknownModelError: a name that is not installed.
             biaffine.checkpoint.CheckpointError: the file is not a readable checkpoint.
             biaffine.segmenting.SegmenterCheckpointError: nor is ``segmenter``.
+            TypeError: ``bf16`` that is no bool.
             ValueError: ``bf16`` on a CPU without native bfloat16; a ``partner`` that
                 :meth:`pair` refuses.
         """
@@ -163,6 +166,7 @@ class Parser:
         segmenter: str | os.PathLike[str] | None,
         name: str | None = None,
     ) -> Parser:
+        check_flags(bf16=bf16)  # before the loading, which takes seconds
         set_threads(threads)
         where = select_device(device)
         segments = None if segmenter is None else Segmenter.load(segmenter)

@@ -294,6 +294,16 @@ def test_a_model_that_is_no_name_or_path_is_refused_naming_its_type(path) -> Non
         Parser.load(path)
 
 
+@pytest.mark.parametrize("value", ["no", 1, None])
+def test_bf16_that_is_no_bool_is_refused_before_loading(graph_checkpoint, value) -> None:
+    # "no" was true: refused for the CPU's lack of bfloat16, or run in bfloat16 where it has it.
+    with pytest.raises(TypeError, match=rf"^bf16={value!r} must be True or False$"):
+        Parser.load(graph_checkpoint, bf16=value)
+    loaded = Parser.load(graph_checkpoint)
+    with pytest.raises(TypeError, match=rf"^bf16={value!r} must be True or False$"):
+        Parser(loaded.model, loaded.vocabs, device=loaded.device, bf16=value)
+
+
 def test_kbest_takes_a_numpy_integer_as_fixed_heads_do(parser) -> None:
     import numpy as np
 
