@@ -75,12 +75,12 @@ five of 25. At about that length (63 words) the interpreted kernels take 4 ms (`
 to the machine code at once."""
 
 LARGE_WORK = 1 << 26
-"""Work (a call's array elements times the longest side of its arrays: n**3 for one n x n
-matrix) beyond which a call waits for the background compilation rather than run interpreted.
-The cubic kernels take that long interpreted: ``eisner`` on one 410-word sentence about 15 s
-(67 s at 600 words, about 40 minutes at 2,000), where the compiler takes 11-25 s. ``mst``, which
-is quadratic, would have run such a call interpreted in under a second; it waits the compiler's
-time instead, once, where the cache lacks its machine code."""
+"""Work beyond which a call waits for the background compilation rather than run interpreted:
+its array elements times the longest last axis of its matrices (n**3 for one n x n matrix,
+B * n**3 for a batch of B). The cubic kernels take that long interpreted: ``eisner`` on one
+410-word sentence about 15 s (67 s at 600 words, about 40 minutes at 2,000), where the compiler
+takes 11-25 s. ``mst``, which is quadratic, would have run such a call interpreted in under a
+second; it waits the compiler's time instead, once, where the cache lacks its machine code."""
 
 COMPILE_MODES = ("background", "foreground")
 """The values of ``ROOTPARSE_COMPILE``; unset or empty is ``background``."""
@@ -266,9 +266,12 @@ def _elements(arg: Any) -> int:
 
 
 def _work(args: tuple[Any, ...]) -> int:
-    """A call's work as a cubic kernel's: its array elements times its arrays' longest side."""
-    longest = max((max(arg.shape, default=1) for arg in args if hasattr(arg, "shape")), default=1)
-    return sum(_elements(arg) for arg in args) * longest
+    """A call's work as a cubic kernel's: its array elements times its matrices' longest last axis.
+
+    That axis is a sentence's length: a batch float[B, N+1, N+1] is B cubes of N+1, not B**3.
+    """
+    sides = (arg.shape[-1] for arg in args if len(getattr(arg, "shape", ())) >= 2)
+    return sum(_elements(arg) for arg in args) * max(sides, default=1)
 
 
 _BUDGET = _Budget()

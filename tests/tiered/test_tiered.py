@@ -160,15 +160,23 @@ def test_a_call_too_large_to_interpret_waits_for_the_background_process(monkeypa
     slow = [sys.executable, "-c", "import time; time.sleep(0.5)"]
     monkeypatch.setattr(tiered, "_start", lambda request: subprocess.Popen(slow))
     monkeypatch.delenv("ROOTPARSE_COMPILE", raising=False)
-    monkeypatch.setattr(tiered, "LARGE_WORK", 10 * 10, raising=False)
+    monkeypatch.setattr(tiered, "LARGE_WORK", 10, raising=False)
     dispatcher = numba.njit(cache=True)(_sum_of_squares.py_func)
     entry = Tiered(dispatcher)
-    assert entry(np.arange(5.0)) == 30.0  # 5 elements x 5: interpreted while it compiles
+    assert entry(np.arange(5.0)) == 30.0  # 5 elements: interpreted while it compiles
     assert not entry.is_compiled
     assert dispatcher.signatures == []
-    assert entry(np.arange(11.0)) == 385.0  # 11 x 11: waits, then runs the machine code
+    assert entry(np.arange(11.0)) == 385.0  # 11: waits, then runs the machine code
     assert entry.is_compiled
     assert len(dispatcher.signatures) == 1
+
+
+def test_a_long_sentence_is_too_large_to_interpret_and_a_batch_of_short_ones_is_not():
+    # A batch's first axis counts its sentences, not their length: 250 sentences of 40 words
+    # run interpreted in about half a second (mst), where waiting for the compiler takes 20 s.
+    batch = (np.zeros((250, 41, 41)), np.zeros(250, dtype=np.int64), np.zeros((250, 41)))
+    assert tiered._work(batch) < tiered.LARGE_WORK
+    assert tiered._work((np.zeros((601, 601)), np.zeros(601))) > tiered.LARGE_WORK
 
 
 def test_no_background_process_or_the_foreground_setting_compiles_at_once(monkeypatch):
