@@ -771,6 +771,29 @@ def test_probabilities_in_a_shared_batch_are_those_of_the_request_alone(
         assert worker.run(tasks)[0] == worker.run(tasks[:1])[0]
 
 
+def test_probabilities_and_kbest_come_in_the_batches_predict_py_forms(
+    model_installed: None, ud_test: list[str], tmp_path: Path
+) -> None:
+    # The server cut them at its max_tokens (1,000), predict.py at 5,000: "HeadProb=0.6169" in
+    # predict.py's output was 0.6168 in the server's answer.
+    from biaffine import installed
+    from biaffine.predict_options import PredictOptions
+    from biaffine.predicting import predict
+
+    loaded = {MODEL: TorchServed(models.load(MODEL, threads=1))}
+    worker = Worker(loaded, Limits(), max_tokens=40)
+    data = "".join(ud_test[:6])
+    source, wanted = tmp_path / "in.conllu", tmp_path / "out.conllu"
+    source.write_text(data, encoding="utf-8")
+    for fields, options in (
+        ({"probabilities": "true"}, PredictOptions(probabilities=True)),
+        ({"kbest": "3"}, PredictOptions(kbest=3)),
+    ):
+        predict(installed.require(MODEL).parser, source, wanted, threads=1, options=options)
+        task = task_of({"data": data, "parser": "", **fields}, loaded, MODEL, Limits())
+        assert worker.run([task])[0].text == wanted.read_text(encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def ud_test() -> list[str]:
     """The sentences of EWT test, as CoNLL-U blocks; skips without UD_ROOT."""

@@ -51,9 +51,13 @@ class Served(Protocol):
         sentences: list[Sentence],
         decoder: DecoderSettings,
         options: PredictOptions,
-        max_tokens: int,
+        max_tokens: int | None,
     ) -> list[list[Sentence]]:
-        """Per input sentence, the sentences to write (several with k-best)."""
+        """Per input sentence, the sentences to write (several with k-best).
+
+        ``max_tokens``: words per batch of the network; None for ``predict.py``'s default in
+        this runtime.
+        """
         ...
 
 
@@ -91,13 +95,13 @@ class TorchServed:
         sentences: list[Sentence],
         decoder: DecoderSettings,
         options: PredictOptions,
-        max_tokens: int,
+        max_tokens: int | None,
     ) -> list[list[Sentence]]:
         """As ``predict.py`` parses one chunk (:func:`biaffine.predicting.chunk_parser`)."""
-        from biaffine.predicting import chunk_parser
+        from biaffine.predicting import MAX_TOKENS, chunk_parser
 
         parser = self.parser
-        how = {"max_tokens": max_tokens, "bf16": parser.bf16}
+        how = {"max_tokens": MAX_TOKENS if max_tokens is None else max_tokens, "bf16": parser.bf16}
         return chunk_parser(parser.model, parser.vocabs, decoder, options, **how)(sentences)
 
 
@@ -132,10 +136,13 @@ class OnnxServed:
         sentences: list[Sentence],
         decoder: DecoderSettings,
         options: PredictOptions,
-        max_tokens: int,
+        max_tokens: int | None,
     ) -> list[list[Sentence]]:
         """One sentence written per input sentence (no k-best in this runtime)."""
+        from biaffine.onnxrun import MAX_TOKENS
+
         request = self.parser.check(request_of(options, []), decoder)
+        max_tokens = MAX_TOKENS if max_tokens is None else max_tokens
         found = self.parser.results(sentences, request, decoder, max_tokens=max_tokens)
         return [
             list(with_result(sentence, result, request))
