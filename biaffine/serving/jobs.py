@@ -100,6 +100,13 @@ class Limits:
             sentence of n words: refused where ``(n + 1) ** 2 * K`` is above this (about 128
             bytes each: 2 ** 21 cells, 256 MiB; kbest=32 on 1000 words took 4.1 GB and held
             the server for minutes).
+        max_cubic_work: k-best (either decoder) and ``decoder=eisner`` with probabilities take
+            time cubic in a sentence's length: refused where ``K * (n + 1) ** 3`` summed over
+            the request's sentences of n words is above this (K = 1 for probabilities alone).
+            One sentence of 1,000 words held the worker for 73 s with kbest=32, 143 s with
+            kbest=2 decoder=eisner, 42 s with eisner's probabilities; 2 ** 27 allows kbest=32
+            on 160 words (0.15 s), kbest=2 decoder=eisner on 405 (6.3 s), eisner's
+            probabilities on 511 (7.5 s) on a 2-core AMD EPYC (docs/serving.md).
         max_beam_size: largest ``beam_size``.
         timeout_s: seconds a request may wait and be parsed (503 after).
         max_queued: requests waiting for the parser (503 above: the server is overloaded).
@@ -110,6 +117,7 @@ class Limits:
     max_sentence_words: int = 1000
     max_kbest: int = 32
     max_kbest_cells: int = 2**21
+    max_cubic_work: int = 2**27
     max_beam_size: int = 64
     timeout_s: float = 60.0
     max_queued: int = 256
@@ -348,6 +356,7 @@ class Worker:
         if words > self.limits.max_words:
             raise RequestError(413, f"{words} words: at most {self.limits.max_words} per request")
         self._check_kbest_chart(task, longest)
+        self._check_cubic_work(task, sentences)
         return sentences
 
     def _check_kbest_chart(self, task: Task, longest: int) -> None:
@@ -363,6 +372,21 @@ class Worker:
                 413,
                 f"kbest={k} with decoder=eisner on a sentence of {longest} words: a chart of "
                 f"{cells} cells, at most {self.limits.max_kbest_cells}; give {fits}",
+            )
+
+    def _check_cubic_work(self, task: Task, sentences: list[Sentence]) -> None:
+        """Refuse k-best, or Eisner's probabilities, over ``max_cubic_work`` (:class:`Limits`)."""
+        k, options = task.options.kbest, task.options
+        if k is None and not (options.probabilities and task.decoder.algorithm == "eisner"):
+            return
+        work = (k or 1) * sum((len(sentence) + 1) ** 3 for sentence in sentences)
+        if work > self.limits.max_cubic_work:
+            asked = f"kbest={k}" if k is not None else "probabilities with decoder=eisner"
+            fewer = f"fewer or shorter sentences{', or a smaller kbest' if k and k > 1 else ''}"
+            raise RequestError(
+                413,
+                f"{asked} on {len(sentences)} sentences: {work} units of work (K x (words + "
+                f"1)^3, summed), at most {self.limits.max_cubic_work}; send {fewer}",
             )
 
     def _check_pieces(self, text: str, pieces_per_word: int) -> None:
