@@ -11,8 +11,12 @@ folder ``DIR/NAME`` (``python -m biaffine.export model=NAME output=DIR/NAME``) i
 without importing torch, nor numba where the export compiled the decoders ahead of time.
 """
 
+import logging
+import os
+import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -28,6 +32,8 @@ from biaffine.cli import (
 )
 
 RUNTIMES = ("torch", "onnx")
+
+log = logging.getLogger(__name__)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="serve")
@@ -59,16 +65,37 @@ def _serve(cfg: DictConfig) -> None:
         max_batch_requests=cfg.max_batch_requests,
         max_tokens=cfg.max_tokens,
     )
-    uvicorn.run(
-        app,
-        host=cfg.host,
-        port=cfg.port,
-        timeout_graceful_shutdown=cfg.graceful_shutdown_s,
-        log_level="info",
-        # A GET query as long as a body may be, refused by the app (414) above that, not by a
-        # reset connection above h11's 16 KiB default.
-        h11_max_incomplete_event_size=cfg.limits.max_body_bytes + 65536,
-    )
+    try:
+        uvicorn.run(
+            app,
+            host=cfg.host,
+            port=cfg.port,
+            timeout_graceful_shutdown=cfg.graceful_shutdown_s,
+            log_level="info",
+            # A GET query as long as a body may be, refused by the app (414) above that, not by
+            # a reset connection above h11's 16 KiB default.
+            h11_max_incomplete_event_size=cfg.limits.max_body_bytes + 65536,
+        )
+    except KeyboardInterrupt:  # uvicorn raises the SIGINT it stopped for once it has stopped
+        _leave_abandoned_batch(app.state.batcher, 128 + signal.SIGINT)
+        raise
+    _leave_abandoned_batch(app.state.batcher, 0)
+
+
+def _leave_abandoned_batch(batcher: Any, status: int) -> None:
+    """Exit now, with ``status``, if the worker thread is still parsing a batch.
+
+    Its requests were answered 503 when ``graceful_shutdown_s`` ran out; Python would wait for
+    the thread at exit for as long as the parse takes (minutes for a large request). The
+    server writes nothing but its log, flushed first.
+    """
+    if not batcher.busy:
+        return
+    log.warning("stopping without the batch still being parsed (its requests got a 503)")
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def _load(cfg: DictConfig, names: list[str]) -> dict:

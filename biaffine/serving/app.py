@@ -133,6 +133,7 @@ def create_app(
     )
     # Starlette answers /process/ with a redirect to the Host header's site: a 404 instead.
     app.router.redirect_slashes = False
+    app.state.batcher = batcher  # serve.py asks it whether a batch is left running at the end
     return app
 
 

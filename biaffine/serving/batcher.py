@@ -59,6 +59,7 @@ class Batcher:
         """Batches handed to ``run`` so far."""
         self.batched = 0
         """Tasks in them (``batched / batches``: the mean batch)."""
+        self._running = 0  # batches the worker thread is in (0 or 1)
 
     def start(self) -> None:
         """Start the worker thread and the loop that feeds it."""
@@ -67,12 +68,23 @@ class Batcher:
         self._serving = asyncio.get_running_loop().create_task(self._serve())
 
     async def stop(self) -> None:
-        """Stop taking batches and end the worker thread (after its current batch)."""
+        """Stop taking batches; the worker thread ends after its current batch, not waited for.
+
+        uvicorn calls this once ``graceful_shutdown_s`` has run out: a batch still being parsed
+        then has no one to answer (its requests got a 503), and waiting for it held the
+        process for as long as the parse took (72 s after SIGTERM for kbest=32 on 1,000
+        words). ``serve.py`` exits without it (:attr:`busy`).
+        """
         if self._serving is not None:
             self._serving.cancel()
             await asyncio.gather(self._serving, return_exceptions=True)
         if self._executor is not None:
-            self._executor.shutdown(wait=True)
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def busy(self) -> bool:
+        """Whether the worker thread is parsing a batch."""
+        return self._running > 0
 
     @property
     def queued(self) -> int:
@@ -112,13 +124,22 @@ class Batcher:
             self.batches += 1
             self.batched += len(live)
             try:
-                answers = await self.call(functools.partial(self._run, [task for task, _ in live]))
+                tasks = [task for task, _ in live]
+                answers = await self.call(functools.partial(self._run_batch, tasks))
             except Exception:  # a bug: every task of the batch gets a 500, the server lives on
                 log.exception("parsing a batch of %d requests failed", len(live))
                 answers = [Answer(500, "internal error while parsing")] * len(live)
             for (_, future), answer in zip(live, answers, strict=True):
                 if not future.done():
                     future.set_result(answer)
+
+    def _run_batch(self, tasks: list[Task]) -> list[Answer]:
+        """``run`` on the worker thread, counted in :attr:`busy` while it runs."""
+        self._running += 1
+        try:
+            return self._run(tasks)
+        finally:
+            self._running -= 1
 
     async def _batch(
         self, queue: asyncio.Queue[tuple[Task, asyncio.Future[Answer]]]
