@@ -640,8 +640,27 @@ def test_a_client_gone_before_its_body_is_a_request_error_not_an_internal_one() 
 
     request = SimpleNamespace(headers={"content-length": "100"}, stream=stream)
     with pytest.raises(RequestError) as refused:
-        asyncio.run(app._body(request, 1000))
+        asyncio.run(app._body(request, 1000, 10))
     assert refused.value.status == 400
+
+
+def test_a_body_slower_than_its_timeout_is_refused_with_408() -> None:
+    # A client that declared 100 bytes and sent 5 held its connection for good.
+    from biaffine.serving import app
+    from biaffine.serving.jobs import RequestError
+
+    async def stream():
+        yield b"data="
+        await asyncio.sleep(60)
+        yield b"late"
+
+    request = SimpleNamespace(headers={"content-length": "100"}, stream=stream)
+    with pytest.raises(RequestError) as refused:
+        asyncio.run(app._body(request, 1000, 0.2))
+    assert (refused.value.status, str(refused.value)) == (
+        408,
+        "the body did not arrive within 0.2 s",
+    )
 
 
 def test_the_server_still_answers_after_the_errors(server: str) -> None:

@@ -95,7 +95,7 @@ def create_app(
 
     async def process(request: Request) -> JSONResponse:
         try:
-            fields = await _fields(request, limits.max_body_bytes)
+            fields = await _fields(request, limits)
             task = task_of(fields, models, default, limits)
         except RequestError as error:
             return _error(error.status, str(error))
@@ -162,20 +162,22 @@ async def _internal_error(request: Request, error: Exception) -> JSONResponse:
     return _error(500, "internal error")
 
 
-async def _fields(request: Request, max_bytes: int) -> dict[str, str]:
+async def _fields(request: Request, limits: Limits) -> dict[str, str]:
     """The query's fields, then the body's (form-encoded or multipart), later ones winning.
 
     Raises:
-        RequestError: 413 for a body over ``max_bytes``, 415 for another content type, 400
-            for a body or query that does not parse or is not UTF-8.
+        RequestError: 413 for a body over ``limits.max_body_bytes``, 408 for one that takes
+            longer than ``limits.body_timeout_s`` to arrive, 415 for another content type,
+            400 for a body or query that does not parse or is not UTF-8.
     """
+    max_bytes = limits.max_body_bytes
     query = request.scope["query_string"]
     if len(query) > max_bytes:
         raise RequestError(414, f"a query of {len(query)} bytes: at most {max_bytes}; POST it")
     fields = _pairs(query, "query string")
     if request.method != "POST":
         return fields
-    body = await _body(request, max_bytes)
+    body = await _body(request, max_bytes, limits.body_timeout_s)
     # On a thread: a large body takes a while to parse, and other requests (GET /health
     # too) must not wait for it.
     fields.update(await run_in_threadpool(_form, request.headers.get("content-type", ""), body))
@@ -194,11 +196,24 @@ def _form(content_type: str, body: bytes) -> dict[str, str]:
     return {}
 
 
-async def _body(request: Request, max_bytes: int) -> bytes:
-    """The request body, refused as soon as it passes ``max_bytes`` (before it is all read)."""
+async def _body(request: Request, max_bytes: int, timeout_s: float) -> bytes:
+    """The request body, refused as soon as it passes ``max_bytes`` (before it is all read).
+
+    Raises:
+        RequestError: 413 over ``max_bytes``; 408 where it has not all arrived within
+            ``timeout_s`` (a client that declared 100 bytes and sent 5 held its connection,
+            and the server's memory for it, for good); 400 for a client gone before it has.
+    """
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
         raise RequestError(413, f"a body of {declared} bytes: at most {max_bytes}")
+    try:
+        return await asyncio.wait_for(_read_body(request, max_bytes), timeout_s)
+    except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11
+        raise RequestError(408, f"the body did not arrive within {timeout_s:g} s") from None
+
+
+async def _read_body(request: Request, max_bytes: int) -> bytes:
     chunks, size = [], 0
     try:
         async for chunk in request.stream():

@@ -91,6 +91,7 @@ class Limits:
     Attributes:
         max_body_bytes: request body (413 above); the default stays under the 1 MiB at which
             multipart parsers spill to temporary files (this server never writes one).
+        body_timeout_s: seconds a request's body may take to arrive (408 after).
         max_words: words of one request, all sentences together (413 above); raw text is
             refused before it is segmented when it has more pieces between whitespace than
             that many words hold (:meth:`Worker._check_pieces`).
@@ -113,6 +114,7 @@ class Limits:
     """
 
     max_body_bytes: int = 1_000_000
+    body_timeout_s: float = 30.0
     max_words: int = 20_000
     max_sentence_words: int = 1000
     max_kbest: int = 32
