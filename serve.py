@@ -13,7 +13,6 @@ without importing torch, nor numba where the export compiled the decoders ahead 
 
 import logging
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,25 +64,23 @@ def _serve(cfg: DictConfig) -> None:
         max_batch_requests=cfg.max_batch_requests,
         max_tokens=cfg.max_tokens,
     )
-    try:
-        uvicorn.run(
-            app,
-            host=cfg.host,
-            port=cfg.port,
-            timeout_graceful_shutdown=cfg.graceful_shutdown_s,
-            log_level="info",
-            # A GET query as long as a body may be, refused by the app (414) above that, not by
-            # a reset connection above h11's 16 KiB default.
-            h11_max_incomplete_event_size=cfg.limits.max_body_bytes + 65536,
-        )
-    except KeyboardInterrupt:  # uvicorn raises the SIGINT it stopped for once it has stopped
-        _leave_abandoned_batch(app.state.batcher, 128 + signal.SIGINT)
-        raise
-    _leave_abandoned_batch(app.state.batcher, 0)
+    uvicorn.run(
+        app,
+        host=cfg.host,
+        port=cfg.port,
+        timeout_graceful_shutdown=cfg.graceful_shutdown_s,
+        log_level="info",
+        # A GET query as long as a body may be, refused by the app (414) above that, not by a
+        # reset connection above h11's 16 KiB default.
+        h11_max_incomplete_event_size=cfg.limits.max_body_bytes + 65536,
+    )
+    # SIGINT returns here (status 0, as uvicorn leaves it); SIGTERM, which uvicorn raises again
+    # with its default action once it has stopped, ends the process before it gets here.
+    _leave_abandoned_batch(app.state.batcher)
 
 
-def _leave_abandoned_batch(batcher: Any, status: int) -> None:
-    """Exit now, with ``status``, if the worker thread is still parsing a batch.
+def _leave_abandoned_batch(batcher: Any) -> None:
+    """Exit now, with status 0, if the worker thread is still parsing a batch.
 
     Its requests were answered 503 when ``graceful_shutdown_s`` ran out; Python would wait for
     the thread at exit for as long as the parse takes (minutes for a large request). The
@@ -95,7 +92,7 @@ def _leave_abandoned_batch(batcher: Any, status: int) -> None:
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(status)
+    os._exit(0)
 
 
 def _load(cfg: DictConfig, names: list[str]) -> dict:

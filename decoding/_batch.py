@@ -295,13 +295,13 @@ def _best_of_roots_blocks(
 # ahead of time, for a process that never imports numba.
 SINGLE = {
     MST: tiered(_mst_single),
-    EISNER: tiered(_eisner_single),
+    EISNER: tiered(_eisner_single, cubic=True),
     GREEDY: tiered(_greedy_single),
     BEST_OF_ROOTS: tiered(_best_of_roots_single),
 }
 BLOCKS = {
     MST: tiered(_mst_blocks),
-    EISNER: tiered(_eisner_blocks),
+    EISNER: tiered(_eisner_blocks, cubic=True),
     GREEDY: tiered(_greedy_blocks),
     BEST_OF_ROOTS: tiered(_best_of_roots_blocks),
 }

@@ -17,9 +17,11 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -211,16 +213,16 @@ def _sentence(
             than half of this machine's memory (a request for every tree of a long sentence).
     """
     if algorithm == "eisner":
-        trees = tiered(tree_count)(matrix, root_constraint, k)
-        needed = _CHART_BYTES * matrix.shape[0] ** 2 * trees
+        count = tiered(tree_count, cubic=True)(matrix, root_constraint, k)
+        needed = _CHART_BYTES * matrix.shape[0] ** 2 * count
         memory = _memory_bytes()
         if memory is not None and needed > memory // 2:
             raise ValueError(
-                f"sentence {b}: k={k} asks for {trees} projective trees, whose chart would take "
-                f"{needed / 2**30:.1f} GiB, more than half of this machine's "
-                f"{memory / 2**30:.1f} GiB; ask for fewer trees"
+                f"sentence {b}: k={k} asks for {count} projective trees, whose chart would take "
+                f"{needed / 2**30:.1f} GiB, more than half of the "
+                f"{memory / 2**30:.1f} GiB this process may use; ask for fewer trees"
             )
-        return tiered(kbest_eisner_kernel)(matrix, k, root_constraint)
+        return tiered(kbest_eisner_kernel, cubic=True)(matrix, count, root_constraint)
     trees, weights = _lawler(matrix, k, root_constraint)
     if not trees:
         return np.empty((0, matrix.shape[0]), dtype=np.int64), np.empty(0)
@@ -228,11 +230,27 @@ def _sentence(
 
 
 def _memory_bytes() -> int | None:
-    """This machine's physical memory in bytes, None where the system does not say."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):  # no sysconf (Windows) or no such name
-        return None
+    """The memory this process may use, in bytes; None where nothing says.
+
+    The machine's, or less where the process's cgroup (version 2: a container's limit) or its
+    address-space limit (``ulimit -v``) says so.
+    """
+    known = []
+    with contextlib.suppress(AttributeError, ValueError, OSError):  # no sysconf, or no name
+        known.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    with contextlib.suppress(OSError, StopIteration):  # no cgroup v2 here
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        group = next(line[3:] for line in lines if line.startswith("0::"))  # StopIteration: v1
+        limit = (Path("/sys/fs/cgroup") / group.lstrip("/") / "memory.max").read_text().strip()
+        if limit.isdigit():  # "max": none
+            known.append(int(limit))
+    with contextlib.suppress(ImportError, ValueError, OSError):  # resource: POSIX only
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            known.append(soft)
+    return min(known, default=None)
 
 
 def _no_tree(b: int, algorithm: str, root_constraint: bool) -> ValueError:

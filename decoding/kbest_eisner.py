@@ -250,15 +250,15 @@ def kbest_eisner_kernel(
     Args:
         scores: float64[n+1, n+1], C-contiguous; ``scores[d, h]`` scores h -> d, ``-inf``
             forbids it. No NaN; row 0 and the diagonal are never read.
-        k: how many trees to return, >= 1.
+        k: how many trees to return, >= 0 and at most the number of projective trees with
+            only finite arcs (:func:`tree_count` with ``k`` as its cap): the chart holds k
+            items per span.
         root_constraint: exactly one word attaches to ROOT if True.
 
     Returns:
-        heads int64[K', n+1] (``heads[:, 0] == -1``) and their scores float64[K'], K' <= k the
-        number of projective trees with only finite arcs (0 if there is none).
+        heads int64[k, n+1] (``heads[:, 0] == -1``) and their scores float64[k].
     """
     n = scores.shape[0] - 1
-    k = tree_count(scores, root_constraint, k)  # the chart holds no more items than trees exist
     if k == 0:
         return np.empty((0, n + 1), dtype=np.int64), np.empty(0)
     chart, back = _chart(scores, k)

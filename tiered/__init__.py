@@ -15,8 +15,9 @@ Python (the test suite also runs them without the JIT), so a process need not wa
 - otherwise that call and the next ones run interpreted, while one background process compiles
   the machine code into the cache; the first call after that process has ended loads it. (A
   process whose calls are all small starts none: the first one past its budget will.) A call
-  too large to run interpreted in less time than the compiler takes (:data:`LARGE_WORK`) waits
-  for that process instead, then runs the machine code.
+  of a kernel cubic in a sentence's length (``tiered(kernel, cubic=True)``: Eisner, the
+  matrix-tree theorem) too large to run interpreted in less time than the compiler takes
+  (:data:`LARGE_WORK`) waits for that process instead, then runs the machine code.
 
 A process that starts once and answers many calls (a server) calls :func:`prefer_machine_code`
 first, so none of its answers waits for the loading.
@@ -75,12 +76,12 @@ five of 25. At about that length (63 words) the interpreted kernels take 4 ms (`
 to the machine code at once."""
 
 LARGE_WORK = 1 << 26
-"""Work beyond which a call waits for the background compilation rather than run interpreted:
-its array elements times the longest last axis of its matrices (n**3 for one n x n matrix,
-B * n**3 for a batch of B). The cubic kernels take that long interpreted: ``eisner`` on one
-410-word sentence about 15 s (67 s at 600 words, about 40 minutes at 2,000), where the compiler
-takes 11-25 s. ``mst``, which is quadratic, would have run such a call interpreted in under a
-second; it waits the compiler's time instead, once, where the cache lacks its machine code."""
+"""Work beyond which a call of a cubic kernel waits for the background compilation rather than
+run interpreted: its array elements times the longest last axis of its matrices (n**3 for one
+n x n matrix, B * n**3 for a batch of B). ``eisner`` takes that long interpreted on one
+410-word sentence (about 15 s; 67 s at 600 words, about 40 minutes at 2,000), or on 1,000
+sentences of 40 words (37 ms each), where the compiler takes 11-25 s. Other kernels never wait:
+``mst`` (quadratic) runs a batch of 41 sentences of 120 words in 0.6 s interpreted."""
 
 COMPILE_MODES = ("background", "foreground")
 """The values of ``ROOTPARSE_COMPILE``; unset or empty is ``background``."""
@@ -306,9 +307,14 @@ class Tiered:
     the dispatcher returns, interpreted or compiled: both run the same code on the same types.
     """
 
-    def __init__(self, dispatcher: Dispatcher) -> None:
-        """Wrap ``dispatcher``; nothing is loaded or compiled before the first call."""
+    def __init__(self, dispatcher: Dispatcher, *, cubic: bool = False) -> None:
+        """Wrap ``dispatcher``; nothing is loaded or compiled before the first call.
+
+        ``cubic``: its work grows with the cube of a sentence's length, so that a large call
+        waits for the machine code (:data:`LARGE_WORK`) rather than run interpreted.
+        """
         self.dispatcher = dispatcher
+        self.cubic = cubic
         self._lock = threading.Lock()
         self._compiled = False  # machine code loaded (or numba will compile on the next call)
         self._job: subprocess.Popen[bytes] | None = None  # the background compilation
@@ -318,7 +324,7 @@ class Tiered:
         """``dispatcher(*args)``, compiled or interpreted."""
         if self._compiled or self._use_machine_code(args):
             return self.dispatcher(*args)
-        if _work(args) > LARGE_WORK:  # slower interpreted than the compiler: wait for it
+        if self.cubic and _work(args) > LARGE_WORK:  # slower interpreted than compiling
             self.wait()
             if self._use_machine_code(args):
                 return self.dispatcher(*args)
@@ -380,16 +386,22 @@ _ENTRIES: dict[Dispatcher, Tiered] = {}
 _TWINS: dict[int, Callable[..., Any]] = {}
 
 
-def tiered(function: Callable[..., Any]) -> Callable[..., Any]:
+def tiered(function: Callable[..., Any], *, cubic: bool = False) -> Callable[..., Any]:
     """``function`` (a numba dispatcher) as a :class:`Tiered` entry point, one per dispatcher.
 
     Python code calls kernels through it (``tiered(kernel)(*args)``); numba code calls them
     directly. Anything but a dispatcher (a plain function, as ``njit`` returns under
-    ``NUMBA_DISABLE_JIT=1``) is returned as it is.
+    ``NUMBA_DISABLE_JIT=1``) is returned as it is. ``cubic``: as :class:`Tiered` takes it, the
+    same at every call site of one kernel.
+
+    Raises:
+        ValueError: ``cubic`` other than the kernel's entry point was made with.
     """
     if not isinstance(function, Dispatcher):
         return function
     entry = _ENTRIES.get(function)
     if entry is None:
-        entry = _ENTRIES.setdefault(function, Tiered(function))
+        entry = _ENTRIES.setdefault(function, Tiered(function, cubic=cubic))
+    if entry.cubic != cubic:
+        raise ValueError(f"{function.py_func.__qualname__}: cubic={cubic}, made with {entry.cubic}")
     return entry

@@ -361,7 +361,7 @@ class _MatrixTreeCPU(torch.autograd.Function):
     def forward(
         ctx, scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool
     ) -> torch.Tensor:
-        log_z, probs, bad = tiered(_matrix_tree_batch)(
+        log_z, probs, bad = tiered(_matrix_tree_batch, cubic=True)(
             scores.detach().contiguous().numpy(), lengths.numpy().astype(np.int64), root_constraint
         )
         if bad[0] >= 0:

@@ -154,26 +154,35 @@ def test_calls_are_interpreted_until_the_background_process_ends(monkeypatch):
     assert len(dispatcher.signatures) == 1
 
 
-def test_a_call_too_large_to_interpret_waits_for_the_background_process(monkeypatch):
-    # An Eisner call on 600 words ran interpreted for 67 s, where compiling takes 11 s.
+@pytest.mark.parametrize("cubic", [True, False])
+def test_a_cubic_call_too_large_to_interpret_waits_for_the_background_process(monkeypatch, cubic):
+    # An Eisner call on 600 words ran interpreted for 67 s, where compiling takes 11 s; mst on
+    # 41 sentences of 120 words takes 0.6 s interpreted, and waited 14 s when every kernel did.
     monkeypatch.setattr(tiered, "_in_cache", _never_in_cache)
     slow = [sys.executable, "-c", "import time; time.sleep(0.5)"]
     monkeypatch.setattr(tiered, "_start", lambda request: subprocess.Popen(slow))
     monkeypatch.delenv("ROOTPARSE_COMPILE", raising=False)
     monkeypatch.setattr(tiered, "LARGE_WORK", 10, raising=False)
     dispatcher = numba.njit(cache=True)(_sum_of_squares.py_func)
-    entry = Tiered(dispatcher)
+    entry = Tiered(dispatcher, cubic=cubic)
     assert entry(np.arange(5.0)) == 30.0  # 5 elements: interpreted while it compiles
     assert not entry.is_compiled
     assert dispatcher.signatures == []
-    assert entry(np.arange(11.0)) == 385.0  # 11: waits, then runs the machine code
-    assert entry.is_compiled
-    assert len(dispatcher.signatures) == 1
+    assert entry(np.arange(11.0)) == 385.0  # 11: a cubic kernel waits, then runs machine code
+    assert entry.is_compiled == cubic
+    assert len(dispatcher.signatures) == cubic
+
+
+def test_a_kernel_is_cubic_at_every_call_site_or_none():
+    dispatcher = numba.njit(_sum_of_squares.py_func)
+    assert tiered.tiered(dispatcher, cubic=True).cubic
+    with pytest.raises(ValueError, match=r"_sum_of_squares: cubic=False, made with True"):
+        tiered.tiered(dispatcher)
 
 
 def test_a_long_sentence_is_too_large_to_interpret_and_a_batch_of_short_ones_is_not():
     # A batch's first axis counts its sentences, not their length: 250 sentences of 40 words
-    # run interpreted in about half a second (mst), where waiting for the compiler takes 20 s.
+    # run interpreted in 9 s (eisner), where waiting for the compiler takes 11-25 s.
     batch = (np.zeros((250, 41, 41)), np.zeros(250, dtype=np.int64), np.zeros((250, 41)))
     assert tiered._work(batch) < tiered.LARGE_WORK
     assert tiered._work((np.zeros((601, 601)), np.zeros(601))) > tiered.LARGE_WORK
