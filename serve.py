@@ -11,8 +11,10 @@ folder ``DIR/NAME`` (``python -m biaffine.export model=NAME output=DIR/NAME``) i
 without importing torch, nor numba where the export compiled the decoders ahead of time.
 """
 
+import dataclasses
 import logging
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,9 @@ from omegaconf import DictConfig, OmegaConf
 import decoding
 from biaffine import installed
 from biaffine.cli import (
+    check_positive,
+    check_threads,
+    check_types,
     freeze_loaded,
     refuse_missing,
     refuse_unknown_settings,
@@ -51,6 +56,7 @@ def _serve(cfg: DictConfig) -> None:
         raise ValueError(
             f"serve.py needs the serve extra ({error}): pip install '.[serve]'"
         ) from None
+    _check_settings(cfg, Limits)
 
     names = [cfg.models] if isinstance(cfg.models, str) else list(cfg.models)
     loaded = _load(cfg, names)
@@ -93,6 +99,56 @@ def _leave_abandoned_batch(batcher: Any) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+SETTING_TYPES = {
+    "host": str,
+    "port": int,
+    "max_tokens": int,
+    "max_batch_requests": int,
+    "batch_wait_ms": float,
+    "graceful_shutdown_s": float,
+}
+"""The settings checked before the models load: a wrong one failed after the loading (a
+traceback and status 1 for ``port=99999``, uvicorn's status 3 for ``port=abc``), or made a
+server that refused every request (``max_tokens=0``: 400s blaming the client)."""
+
+
+def _check_settings(cfg: DictConfig, limits: type) -> None:
+    """Refuse a setting of the wrong type or range, or a port this host cannot listen on.
+
+    Raises:
+        ValueError: naming the setting.
+    """
+    check_types(cfg, SETTING_TYPES, "", nullable=())
+    check_threads(cfg.threads)
+    kinds = {"int": int, "float": float}  # Limits' annotations, read as strings
+    fields = {field.name: kinds[field.type] for field in dataclasses.fields(limits)}
+    check_types(cfg.limits, fields, "limits", nullable=())
+    check_positive(cfg.limits, "limits")
+    for key, least in (("max_tokens", 1), ("max_batch_requests", 1), ("batch_wait_ms", 0)):
+        if cfg[key] < least:
+            raise ValueError(f"{key}={cfg[key]}: give {least} or more")
+    if cfg.graceful_shutdown_s < 0:
+        raise ValueError(f"graceful_shutdown_s={cfg.graceful_shutdown_s}: give 0 or more")
+    if not 0 <= cfg.port <= 65535:
+        raise ValueError(f"port={cfg.port}: give a port in 0..65535 (0: any free one)")
+    _check_listening(cfg.host, cfg.port)
+
+
+def _check_listening(host: str, port: int) -> None:
+    """Refuse a host this machine does not have, or a port already taken, before loading.
+
+    uvicorn found either only after the models had loaded, and exited with status 3.
+    """
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, protocol, _, address = found[0]
+        with socket.socket(family, kind, protocol) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            probe.bind(address)
+    except OSError as error:
+        raise ValueError(f"host={host} port={port}: cannot listen there ({error})") from None
 
 
 def _load(cfg: DictConfig, names: list[str]) -> dict:

@@ -950,6 +950,43 @@ def test_serve_py_refuses_an_unknown_model_in_one_line(model_installed: None) ->
     assert "/etc/passwd" in line
 
 
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        # A traceback and status 1 after the models had loaded.
+        ("port=99999", "port=99999: give a port in 0..65535"),
+        # uvicorn's own error, status 3, after the loading.
+        ("port=abc", "port='abc': expected an integer"),
+        # A traceback at startup (an int compared with a str), status 3.
+        ("limits.max_words=abc", "limits.max_words='abc': expected an integer"),
+        # A server that answered every request 400 or 503, blaming the client.
+        ("max_tokens=0", "max_tokens=0: give 1 or more"),
+        ("limits.timeout_s=-1", "limits.timeout_s=-1 must be above 0"),
+        ("port=TAKEN", "cannot listen there ([Errno 98] Address already in use)"),
+    ],
+)
+def test_serve_py_refuses_a_bad_setting_in_one_line_before_loading(
+    setting: str, message: str
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        setting = setting.replace("TAKEN", str(taken.getsockname()[1]))
+        done = subprocess.run(
+            [sys.executable, "serve.py", f"models={MODEL}", setting],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "ROOTPARSE_DEBUG": ""},
+            timeout=120,  # max_tokens=0 served for good: TimeoutExpired rather than a hang
+        )
+    assert done.returncode == 2, done.stderr[-2000:]
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: ")
+    assert message in line
+
+
 # --- runtime=onnx: the same answers without torch --------------------------------------------
 
 ONNX_CASES = ("raw", "horizontal", "conllu")  # SAME_AS_PREDICT's cases this runtime answers
