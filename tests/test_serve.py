@@ -409,8 +409,14 @@ ERRORS = {
             "decoder": "eisner",
         },
         413,
-        "kbest=4 with decoder=eisner on 3 sentences: 111132 units of work (K x (words + 1)^3, "
-        "summed), at most 100000; send fewer or shorter sentences, or a smaller kbest",
+        "kbest=4 with decoder=eisner on 3 sentences: 111132 units of work, at most 100000 "
+        "(docs/serving.md); send fewer or shorter sentences, or a smaller kbest",
+    ),
+    # kbest=32 on 512 words of "word" held the worker for 49 s.
+    "k-best work, mst": (
+        {"data": ("w " * 20 + "\n") * 2, "input": "horizontal", "parser": "", "kbest": "7"},
+        413,
+        "kbest=7 with decoder=mst on 2 sentences: 111132 units of work, at most 100000",
     ),
     "eisner probabilities work": (
         {

@@ -101,13 +101,14 @@ class Limits:
             sentence of n words: refused where ``(n + 1) ** 2 * K`` is above this (about 128
             bytes each: 2 ** 21 cells, 256 MiB; kbest=32 on 1000 words took 4.1 GB and held
             the server for minutes).
-        max_cubic_work: ``decoder=eisner`` with ``kbest=K`` or with probabilities takes time
-            cubic in a sentence's length: refused where ``K * (n + 1) ** 3`` summed over the
-            request's sentences of n words is above this (K = 1 for probabilities alone). One
-            sentence of 1,000 words held the worker for 42 s with kbest=2, 33 s with the
-            probabilities; 2 ** 27 allows kbest=2 on 405 words (6.3 s) and the probabilities
-            on 511 (7.5 s) on a 2-core AMD EPYC (docs/serving.md). Lawler's k-best over
-            ``mst`` is not limited so: kbest=32 on 1,000 words takes 0.8 s.
+        max_cubic_work: k-best and ``decoder=eisner`` with probabilities take time cubic in a
+            sentence's length: refused where their work, summed over the request's sentences
+            of n words, is above this: ``K * (n + 1) ** 3`` for Eisner's k-best (K = 1 for its
+            probabilities), ``(K - 1) * (n + 1) ** 3`` for Lawler's over ``mst`` (kbest=1 is
+            the best tree). One sentence of 1,000 words held the worker for 42 s with kbest=2
+            decoder=eisner, 33 s with Eisner's probabilities; 512 words of "word" for 49 s with
+            kbest=32. 2 ** 27 allows kbest=2 decoder=eisner on 405 words (6.3 s), Eisner's
+            probabilities on 511 (7.5 s), kbest=32 on 162 on a 2-core AMD EPYC.
         max_beam_size: largest ``beam_size``.
         timeout_s: seconds a request may wait and be parsed (503 after).
         max_queued: requests waiting for the parser (503 above: the server is overloaded).
@@ -377,19 +378,20 @@ class Worker:
             )
 
     def _check_cubic_work(self, task: Task, sentences: list[Sentence]) -> None:
-        """Refuse Eisner's k-best or probabilities over ``max_cubic_work`` (:class:`Limits`)."""
-        k, options = task.options.kbest, task.options
-        if task.decoder.algorithm != "eisner" or (k is None and not options.probabilities):
+        """Refuse k-best, or Eisner's probabilities, over ``max_cubic_work`` (:class:`Limits`)."""
+        k, eisner = task.options.kbest, task.decoder.algorithm == "eisner"
+        if k is None and not (eisner and task.options.probabilities):
             return
-        work = (k or 1) * sum((len(sentence) + 1) ** 3 for sentence in sentences)
+        cubes = sum((len(sentence) + 1) ** 3 for sentence in sentences)
+        work = (k or 1) * cubes if eisner else (k - 1) * cubes
         if work > self.limits.max_cubic_work:
             asked = f"kbest={k}" if k is not None else "probabilities"
-            asked += " with decoder=eisner"
+            asked += f" with decoder={task.decoder.algorithm}"
             fewer = f"fewer or shorter sentences{', or a smaller kbest' if k and k > 1 else ''}"
             raise RequestError(
                 413,
-                f"{asked} on {len(sentences)} sentences: {work} units of work (K x (words + "
-                f"1)^3, summed), at most {self.limits.max_cubic_work}; send {fewer}",
+                f"{asked} on {len(sentences)} sentences: {work} units of work, at most "
+                f"{self.limits.max_cubic_work} (docs/serving.md); send {fewer}",
             )
 
     def _check_pieces(self, text: str, pieces_per_word: int) -> None:
