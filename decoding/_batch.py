@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from tiered import tiered
+from tiered import cubic_work, tiered
 
 from ._codes import BEST_OF_ROOTS, BLOCK, EISNER, GREEDY, MST, Where
 from ._eisner import eisner_kernel
@@ -295,13 +295,13 @@ def _best_of_roots_blocks(
 # ahead of time, for a process that never imports numba.
 SINGLE = {
     MST: tiered(_mst_single),
-    EISNER: tiered(_eisner_single, cubic=True),
+    EISNER: tiered(_eisner_single, work=cubic_work),
     GREEDY: tiered(_greedy_single),
     BEST_OF_ROOTS: tiered(_best_of_roots_single),
 }
 BLOCKS = {
     MST: tiered(_mst_blocks),
-    EISNER: tiered(_eisner_blocks, cubic=True),
+    EISNER: tiered(_eisner_blocks, work=cubic_work),
     GREEDY: tiered(_greedy_blocks),
     BEST_OF_ROOTS: tiered(_best_of_roots_blocks),
 }

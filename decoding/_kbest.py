@@ -27,7 +27,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from tiered import tiered
+from tiered import cubic_work, tiered
 
 from . import _batch, status
 from ._constrained import check_sentence
@@ -213,7 +213,7 @@ def _sentence(
             than half of this machine's memory (a request for every tree of a long sentence).
     """
     if algorithm == "eisner":
-        count = tiered(tree_count, cubic=True)(matrix, root_constraint, k)
+        count = tiered(tree_count, work=cubic_work)(matrix, root_constraint, k)
         needed = _CHART_BYTES * matrix.shape[0] ** 2 * count
         memory = _memory_bytes()
         if memory is not None and needed > memory // 2:
@@ -222,35 +222,56 @@ def _sentence(
                 f"{needed / 2**30:.1f} GiB, more than half of the "
                 f"{memory / 2**30:.1f} GiB this process may use; ask for fewer trees"
             )
-        return tiered(kbest_eisner_kernel, cubic=True)(matrix, count, root_constraint)
+        try:
+            return tiered(kbest_eisner_kernel, work=_chart_work)(matrix, count, root_constraint)
+        except MemoryError:  # within the limits read, but not there to take
+            raise ValueError(
+                f"sentence {b}: k={k} asks for {count} projective trees, whose chart of "
+                f"{needed / 2**30:.1f} GiB did not fit in memory; ask for fewer trees"
+            ) from None
     trees, weights = _lawler(matrix, k, root_constraint)
     if not trees:
         return np.empty((0, matrix.shape[0]), dtype=np.int64), np.empty(0)
     return np.stack(trees), np.array(weights)
 
 
-def _memory_bytes() -> int | None:
-    """The memory this process may use, in bytes; None where nothing says.
+def _chart_work(args: tuple) -> int:
+    """A k-best Eisner call's work: Eisner's times the k items kept per span (``args[1]``)."""
+    return cubic_work(args) * max(args[1], 1)
 
-    The machine's, or less where the process's cgroup (version 2: a container's limit) or its
-    address-space limit (``ulimit -v``) says so.
+
+def _memory_bytes() -> int | None:
+    """The memory this process may still take, in bytes; None where nothing says.
+
+    The machine's, or less where the process's cgroup (version 2: a container's limit, less
+    what the group holds) or its address-space limit (``ulimit -v``, less what the process
+    maps already: a loaded parser maps about 1 GB) says so.
     """
     known = []
     with contextlib.suppress(AttributeError, ValueError, OSError):  # no sysconf, or no name
         known.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    with contextlib.suppress(OSError, StopIteration):  # no cgroup v2 here
+    with contextlib.suppress(OSError, StopIteration, ValueError):  # no cgroup v2 here
         lines = Path("/proc/self/cgroup").read_text().splitlines()
-        group = next(line[3:] for line in lines if line.startswith("0::"))  # StopIteration: v1
-        limit = (Path("/sys/fs/cgroup") / group.lstrip("/") / "memory.max").read_text().strip()
+        group = Path("/sys/fs/cgroup") / next(line[3:] for line in lines if line.startswith("0::"))
+        limit = (group / "memory.max").read_text().strip()
         if limit.isdigit():  # "max": none
-            known.append(int(limit))
+            known.append(int(limit) - int((group / "memory.current").read_text()))
     with contextlib.suppress(ImportError, ValueError, OSError):  # resource: POSIX only
         import resource
 
         soft, _ = resource.getrlimit(resource.RLIMIT_AS)
         if soft != resource.RLIM_INFINITY:
-            known.append(soft)
+            known.append(soft - _mapped_bytes())
     return min(known, default=None)
+
+
+def _mapped_bytes() -> int:
+    """The address space this process maps (``VmSize``), 0 where /proc does not say."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024  # in kB
+    return 0
 
 
 def _no_tree(b: int, algorithm: str, root_constraint: bool) -> ValueError:

@@ -15,9 +15,9 @@ Python (the test suite also runs them without the JIT), so a process need not wa
 - otherwise that call and the next ones run interpreted, while one background process compiles
   the machine code into the cache; the first call after that process has ended loads it. (A
   process whose calls are all small starts none: the first one past its budget will.) A call
-  of a kernel cubic in a sentence's length (``tiered(kernel, cubic=True)``: Eisner, the
-  matrix-tree theorem) too large to run interpreted in less time than the compiler takes
-  (:data:`LARGE_WORK`) waits for that process instead, then runs the machine code.
+  of a kernel cubic in a sentence's length (``tiered(kernel, work=cubic_work)``: Eisner, its
+  k-best, the matrix-tree theorem) too large to run interpreted in less time than the compiler
+  takes (:data:`LARGE_WORK`) waits for that process instead, then runs the machine code.
 
 A process that starts once and answers many calls (a server) calls :func:`prefer_machine_code`
 first, so none of its answers waits for the loading.
@@ -60,6 +60,8 @@ from tiered.lock import lock_folder
 
 # (module, name, signature): an entry point to compile, as the background process receives it.
 Request = tuple[str, str, tuple[Any, ...]]
+# A call's work from its arguments (Tiered's ``work``).
+Work = Callable[[tuple[Any, ...]], int]
 
 
 INTERPRETED_SECONDS = 0.1
@@ -77,11 +79,11 @@ to the machine code at once."""
 
 LARGE_WORK = 1 << 26
 """Work beyond which a call of a cubic kernel waits for the background compilation rather than
-run interpreted: its array elements times the longest last axis of its matrices (n**3 for one
-n x n matrix, B * n**3 for a batch of B). ``eisner`` takes that long interpreted on one
-410-word sentence (about 15 s; 67 s at 600 words, about 40 minutes at 2,000), or on 1,000
-sentences of 40 words (37 ms each), where the compiler takes 11-25 s. Other kernels never wait:
-``mst`` (quadratic) runs a batch of 41 sentences of 120 words in 0.6 s interpreted."""
+run interpreted, in steps of interpreted Eisner (:func:`cubic_work`: n**3 for one n x n matrix).
+``eisner`` takes that long interpreted on one 410-word sentence (about 15 s; 67 s at 600 words,
+about 40 minutes at 2,000), or on 1,000 sentences of 40 words (37 ms each), where the compiler
+takes 11-25 s. Kernels without a ``work`` never wait: ``mst`` (quadratic) runs a batch of 41
+sentences of 120 words in 1.9 s interpreted."""
 
 COMPILE_MODES = ("background", "foreground")
 """The values of ``ROOTPARSE_COMPILE``; unset or empty is ``background``."""
@@ -266,8 +268,8 @@ def _elements(arg: Any) -> int:
     return getattr(arg, "size", 0) if hasattr(arg, "shape") else 0
 
 
-def _work(args: tuple[Any, ...]) -> int:
-    """A call's work as a cubic kernel's: its array elements times its matrices' longest last axis.
+def cubic_work(args: tuple[Any, ...]) -> int:
+    """A call's work as Eisner's: its array elements times its matrices' longest last axis.
 
     That axis is a sentence's length: a batch float[B, N+1, N+1] is B cubes of N+1, not B**3.
     """
@@ -307,14 +309,16 @@ class Tiered:
     the dispatcher returns, interpreted or compiled: both run the same code on the same types.
     """
 
-    def __init__(self, dispatcher: Dispatcher, *, cubic: bool = False) -> None:
+    def __init__(self, dispatcher: Dispatcher, *, work: Work | None = None) -> None:
         """Wrap ``dispatcher``; nothing is loaded or compiled before the first call.
 
-        ``cubic``: its work grows with the cube of a sentence's length, so that a large call
-        waits for the machine code (:data:`LARGE_WORK`) rather than run interpreted.
+        ``work``: a call's work from its arguments, in steps of interpreted Eisner
+        (:func:`cubic_work` for a kernel as slow as Eisner); a call over :data:`LARGE_WORK`
+        waits for the machine code rather than run interpreted. None: every call may run
+        interpreted (a kernel that is at most quadratic).
         """
         self.dispatcher = dispatcher
-        self.cubic = cubic
+        self.work = work
         self._lock = threading.Lock()
         self._compiled = False  # machine code loaded (or numba will compile on the next call)
         self._job: subprocess.Popen[bytes] | None = None  # the background compilation
@@ -324,7 +328,7 @@ class Tiered:
         """``dispatcher(*args)``, compiled or interpreted."""
         if self._compiled or self._use_machine_code(args):
             return self.dispatcher(*args)
-        if self.cubic and _work(args) > LARGE_WORK:  # slower interpreted than compiling
+        if self.work is not None and self.work(args) > LARGE_WORK:  # slower than compiling
             self.wait()
             if self._use_machine_code(args):
                 return self.dispatcher(*args)
@@ -386,22 +390,23 @@ _ENTRIES: dict[Dispatcher, Tiered] = {}
 _TWINS: dict[int, Callable[..., Any]] = {}
 
 
-def tiered(function: Callable[..., Any], *, cubic: bool = False) -> Callable[..., Any]:
+def tiered(function: Callable[..., Any], *, work: Work | None = None) -> Callable[..., Any]:
     """``function`` (a numba dispatcher) as a :class:`Tiered` entry point, one per dispatcher.
 
     Python code calls kernels through it (``tiered(kernel)(*args)``); numba code calls them
     directly. Anything but a dispatcher (a plain function, as ``njit`` returns under
-    ``NUMBA_DISABLE_JIT=1``) is returned as it is. ``cubic``: as :class:`Tiered` takes it, the
-    same at every call site of one kernel.
+    ``NUMBA_DISABLE_JIT=1``) is returned as it is. ``work``: as :class:`Tiered` takes it, the
+    same function at every call site of one kernel.
 
     Raises:
-        ValueError: ``cubic`` other than the kernel's entry point was made with.
+        ValueError: another ``work`` than the kernel's entry point was made with.
     """
     if not isinstance(function, Dispatcher):
         return function
     entry = _ENTRIES.get(function)
     if entry is None:
-        entry = _ENTRIES.setdefault(function, Tiered(function, cubic=cubic))
-    if entry.cubic != cubic:
-        raise ValueError(f"{function.py_func.__qualname__}: cubic={cubic}, made with {entry.cubic}")
+        entry = _ENTRIES.setdefault(function, Tiered(function, work=work))
+    if entry.work is not work:
+        name = function.py_func.__qualname__
+        raise ValueError(f"{name}: work={work!r}, made with {entry.work!r}")
     return entry

@@ -31,7 +31,7 @@ import numba
 import numpy as np
 import torch
 
-from tiered import tiered
+from tiered import cubic_work, tiered
 
 __all__ = ["log_partition", "marginals", "tree_log_prob", "tree_score"]
 
@@ -361,7 +361,7 @@ class _MatrixTreeCPU(torch.autograd.Function):
     def forward(
         ctx, scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool
     ) -> torch.Tensor:
-        log_z, probs, bad = tiered(_matrix_tree_batch, cubic=True)(
+        log_z, probs, bad = tiered(_matrix_tree_batch, work=_matrix_tree_work)(
             scores.detach().contiguous().numpy(), lengths.numpy().astype(np.int64), root_constraint
         )
         if bad[0] >= 0:
@@ -373,6 +373,14 @@ class _MatrixTreeCPU(torch.autograd.Function):
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         (probs,) = ctx.saved_tensors
         return grad.view(-1, 1, 1) * probs, None, None
+
+
+def _matrix_tree_work(args: tuple) -> int:
+    """A call's work for :mod:`tiered`: Eisner's three times over.
+
+    Interpreted, 63 words take 112 ms here and 37 ms in Eisner (``tiered.SMALL_CALL``).
+    """
+    return 3 * cubic_work(args)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -124,6 +124,19 @@ def test_kbest_eisner_charts_take_at_most_half_of_the_machines_memory(monkeypatc
     assert len(decoding.kbest(scores, 21).scores) == 21  # Lawler's lists grow with the trees
 
 
+def test_kbest_eisner_reports_a_chart_that_did_not_fit_by_sentence_and_k(monkeypatch) -> None:
+    # Under ulimit -v the chart passed the guard (the limit less nothing already mapped) and
+    # numba's MemoryError was a traceback.
+    from decoding import _kbest
+
+    def no_memory(matrix, k, root_constraint):
+        raise MemoryError("Allocation failed (probably too large).")
+
+    monkeypatch.setattr(_kbest, "kbest_eisner_kernel", no_memory)
+    with pytest.raises(ValueError, match=r"^sentence 0: k=3 asks for 3 projective .* did not fit"):
+        decoding.kbest(np.zeros((5, 5)), 3, algorithm="eisner")
+
+
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 @given(scores=score_matrices(max_words=8, kinds=FEASIBLE_KINDS), root_constraint=st.booleans())
 def test_kbest_first_tree_is_the_one_best_decoder_tree(algorithm, scores, root_constraint):
