@@ -11,11 +11,11 @@ folder ``DIR/NAME`` (``python -m biaffine.export model=NAME output=DIR/NAME``) i
 without importing torch, nor numba where the export compiled the decoders ahead of time.
 """
 
-import dataclasses
 import logging
 import os
 import socket
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -122,9 +122,7 @@ def _check_settings(cfg: DictConfig, limits: type) -> None:
     """
     check_types(cfg, SETTING_TYPES, "", nullable=())
     check_threads(cfg.threads)
-    kinds = {"int": int, "float": float}  # Limits' annotations, read as strings
-    fields = {field.name: kinds[field.type] for field in dataclasses.fields(limits)}
-    check_types(cfg.limits, fields, "limits", nullable=())
+    check_types(cfg.limits, typing.get_type_hints(limits), "limits", nullable=())
     check_positive(cfg.limits, "limits")
     for key, least in (("max_tokens", 1), ("max_batch_requests", 1), ("batch_wait_ms", 0)):
         if cfg[key] < least:

@@ -204,35 +204,41 @@ each of 4 span kinds, so float64[4, n+1, n+1, k] and int64[4, n+1, n+1, k, 3] in
 
 
 def _sentence(
-    matrix: FloatArray, k: int, algorithm: str, root_constraint: bool, b: int = 0
+    matrix: FloatArray,
+    k: int,
+    algorithm: str,
+    root_constraint: bool,
+    b: int,
+    memory: int | None,
 ) -> tuple[IntArray, FloatArray]:
     """The k best trees int64[K', n+1] of sentence ``b``, checked, and their scores float64[K'].
 
     Raises:
         ValueError: ``eisner``'s chart of this sentence's trees, up to ``k``, would take more
-            than half of this machine's memory (a request for every tree of a long sentence).
+            than half of ``memory`` (:func:`_memory_bytes`; a request for every tree of a long
+            sentence), or did not fit.
     """
     if algorithm == "eisner":
         count = tiered(tree_count, work=cubic_work)(matrix, root_constraint, k)
         needed = _CHART_BYTES * matrix.shape[0] ** 2 * count
-        memory = _memory_bytes()
         if memory is not None and needed > memory // 2:
-            raise ValueError(
-                f"sentence {b}: k={k} asks for {count} projective trees, whose chart would take "
-                f"{needed / 2**30:.1f} GiB, more than half of the "
-                f"{memory / 2**30:.1f} GiB this process may use; ask for fewer trees"
-            )
+            why = f"more than half of the {memory / 2**30:.1f} GiB this process may use"
+            raise _chart_refused(b, k, count, needed, why)
         try:
             return tiered(kbest_eisner_kernel, work=_chart_work)(matrix, count, root_constraint)
         except MemoryError:  # within the limits read, but not there to take
-            raise ValueError(
-                f"sentence {b}: k={k} asks for {count} projective trees, whose chart of "
-                f"{needed / 2**30:.1f} GiB did not fit in memory; ask for fewer trees"
-            ) from None
+            raise _chart_refused(b, k, count, needed, "which did not fit in memory") from None
     trees, weights = _lawler(matrix, k, root_constraint)
     if not trees:
         return np.empty((0, matrix.shape[0]), dtype=np.int64), np.empty(0)
     return np.stack(trees), np.array(weights)
+
+
+def _chart_refused(b: int, k: int, count: int, needed: int, why: str) -> ValueError:
+    return ValueError(
+        f"sentence {b}: k={k} asks for {count} projective trees, whose chart would take "
+        f"{needed / 2**30:.1f} GiB, {why}; ask for fewer trees"
+    )
 
 
 def _chart_work(args: tuple) -> int:
@@ -320,8 +326,8 @@ def kbest(
     Raises:
         ValueError: on bad input, as :func:`decoding.mst`, a bad ``k`` or ``algorithm``, a
             sentence that has no tree at all, or ``eisner`` asked for more of a sentence's
-            trees than half of this machine's memory holds the chart of. The message names
-            the sentence.
+            trees than half of the memory this process may use holds the chart of. The message
+            names the sentence.
     """
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
@@ -333,19 +339,25 @@ def kbest(
         raise ValueError(f"algorithm must be one of {list(_ALGORITHMS)}, got {algorithm!r}")
     root_constraint = check_flag(root_constraint, "root_constraint")
     array = _as_scores(scores)
+    memory = _memory_bytes() if algorithm == "eisner" else None  # read once, not per sentence
     if array.ndim == 2:
         if lengths is not None:
             raise ValueError("lengths is only for batched scores float[B, N+1, N+1]")
-        heads, weights = _sentence(check_sentence(array), k, algorithm, root_constraint)
+        heads, weights = _sentence(check_sentence(array), k, algorithm, root_constraint, 0, memory)
         if not weights.size:
             raise _no_tree(0, algorithm, root_constraint)
         return KBest(heads, weights)
     sizes = _lengths(lengths, array.shape[0], array.shape[1] - 1)
-    return _batch_kbest(array, sizes, k, algorithm, root_constraint)
+    return _batch_kbest(array, sizes, k, algorithm, root_constraint, memory)
 
 
 def _batch_kbest(
-    array: FloatArray, sizes: IntArray, k: int, algorithm: str, root_constraint: bool
+    array: FloatArray,
+    sizes: IntArray,
+    k: int,
+    algorithm: str,
+    root_constraint: bool,
+    memory: int | None,
 ) -> KBest:
     """The k best trees of each sentence of a batch float64[B, N+1, N+1], one after another."""
     found = []
@@ -355,7 +367,7 @@ def _batch_kbest(
         matrix = copy(array[b], n, True, where)
         if where[0] != status.OK:
             raise _error(b, where, False, {})
-        trees, weights = _sentence(matrix, k, algorithm, root_constraint, b)
+        trees, weights = _sentence(matrix, k, algorithm, root_constraint, b, memory)
         if not weights.size:
             raise _no_tree(b, algorithm, root_constraint)
         found.append((trees, weights))
