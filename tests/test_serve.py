@@ -882,6 +882,24 @@ def ud_test() -> list[str]:
     return [block + "\n\n" for block in blocks if block.strip()]
 
 
+def posted(app: object, body: bytes) -> list[dict]:
+    """The ASGI messages ``app`` sends for a form-encoded POST of ``body`` to /process."""
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    headers = [(b"content-type", b"application/x-www-form-urlencoded")]
+    scope = {"type": "http", "method": "POST", "path": "/process", "raw_path": b"/process"}
+    scope |= {"query_string": b"", "headers": headers, "root_path": "", "scheme": "http"}
+    scope |= {"http_version": "1.1", "server": ("test", 80), "client": ("client", 1)}
+    asyncio.run(app(scope, receive, send))
+    return sent
+
+
 def test_a_request_cut_short_by_the_shutdown_gets_a_json_503(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -892,22 +910,42 @@ def test_a_request_cut_short_by_the_shutdown_gets_a_json_503(
 
     monkeypatch.setattr(Batcher, "submit", cancelled)
     served = {"m": SimpleNamespace(segmenter=None, tagged_columns=(), pieces_per_word=1)}
-    app = create_app(served)
-    sent: list[dict] = []
-
-    async def receive() -> dict:
-        return {"type": "http.request", "body": b"data=x", "more_body": False}
-
-    async def send(message: dict) -> None:
-        sent.append(message)
-
-    headers = [(b"content-type", b"application/x-www-form-urlencoded")]
-    scope = {"type": "http", "method": "POST", "path": "/process", "raw_path": b"/process"}
-    scope |= {"query_string": b"", "headers": headers, "root_path": "", "scheme": "http"}
-    scope |= {"http_version": "1.1", "server": ("test", 80), "client": ("client", 1)}
-    asyncio.run(app(scope, receive, send))
+    sent = posted(create_app(served), b"data=x&input=horizontal")
     assert sent[0]["status"] == 503
     assert json.loads(sent[1]["body"]) == {"error": "the server is stopping: try again"}
+
+
+def test_a_request_over_a_limit_is_refused_before_it_waits_for_the_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The checks ran on the worker thread: behind a long batch such a request waited, and got
+    # a 503 (try again later) where its answer is a 413 (never).
+    waited = []
+
+    async def busy(self: Batcher, task: object, timeout_s: float) -> Answer:
+        waited.append(task)
+        return Answer(503, "no answer within the time")
+
+    monkeypatch.setattr(Batcher, "submit", busy)
+    served = {"m": SimpleNamespace(segmenter=None, tagged_columns=(), pieces_per_word=1)}
+    app = create_app(served, limits=Limits(max_words=3, max_sentence_words=2))
+    statuses = {}
+    for body in (
+        b"data=a+b%0Ac+d&input=horizontal",  # 4 words
+        b"data=a+b+c&input=horizontal",  # a sentence of 3
+        b"data=1%09a&input=conllu",  # malformed
+        b"data=a+b%0Ac&input=horizontal",  # fits: waits
+    ):
+        sent = posted(app, body)
+        statuses[body] = (sent[0]["status"], json.loads(sent[1]["body"])["error"])
+    assert list(statuses.values())[:3] == [
+        (413, "4 words: at most 3 per request"),
+        (413, "a sentence of 3 words: at most 2 per sentence"),
+        (400, statuses[b"data=1%09a&input=conllu"][1]),
+    ]
+    assert "data:1:" in statuses[b"data=1%09a&input=conllu"][1]
+    assert [task.read for task in waited] == [waited[0].read]  # the one that fits, read once
+    assert [len(sentence) for sentence in waited[0].read] == [2, 1]
 
 
 def test_raw_text_over_the_word_limit_is_refused_before_it_is_segmented() -> None:
