@@ -249,19 +249,17 @@ def _chart_work(args: tuple) -> int:
 def _memory_bytes() -> int | None:
     """The memory this process may still take, in bytes; None where nothing says.
 
-    The machine's, or less where the process's cgroup (version 2: a container's limit, less
-    what the group holds) or its address-space limit (``ulimit -v``, less what the process
-    maps already: a loaded parser maps about 1 GB) says so.
+    The machine's, or less where the process's cgroups (:func:`_cgroup_free`: a container's
+    limit, less what the group holds) or its address-space limit (``ulimit -v``, less what the
+    process maps already: a loaded parser maps about 1 GB) say so.
     """
     known = []
     with contextlib.suppress(AttributeError, ValueError, OSError):  # no sysconf, or no name
         known.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    with contextlib.suppress(OSError, StopIteration, ValueError):  # no cgroup v2 here
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-        group = Path("/sys/fs/cgroup") / next(line[3:] for line in lines if line.startswith("0::"))
-        limit = (group / "memory.max").read_text().strip()
-        if limit.isdigit():  # "max": none
-            known.append(int(limit) - int((group / "memory.current").read_text()))
+    with contextlib.suppress(OSError, ValueError):  # no /proc: not Linux
+        free = _cgroup_free()
+        if free is not None:
+            known.append(free)
     with contextlib.suppress(ImportError, ValueError, OSError):  # resource: POSIX only
         import resource
 
@@ -269,6 +267,52 @@ def _memory_bytes() -> int | None:
         if soft != resource.RLIM_INFINITY:
             known.append(soft - _mapped_bytes())
     return min(known, default=None)
+
+
+CGROUP_NO_LIMIT = 2**62
+"""A cgroup v1 limit at or above this is none (v1 writes none as the largest int64 it keeps)."""
+
+
+def _cgroup_free(
+    proc: Path = Path("/proc/self/cgroup"), mount: Path = Path("/sys/fs/cgroup")
+) -> int | None:
+    """The memory this process's cgroups let it still take, in bytes; None where none is set.
+
+    Version 2 (the line ``0::PATH`` of ``proc``): ``memory.max`` less ``memory.current``;
+    version 1 (``N:memory:PATH``, mounted at ``mount``/memory): ``memory.limit_in_bytes`` less
+    ``memory.usage_in_bytes``. The group and every group above it count, as the kernel counts
+    them; a container that sees its own group at the mount's root, not at PATH, reads the root.
+    The chart's pages are taken as it is filled, so a chart over a group's limit ends in the
+    kernel killing the process, not in a MemoryError.
+
+    Raises:
+        OSError: ``proc`` cannot be read.
+    """
+    free: list[int] = []
+    for line in proc.read_text().splitlines():
+        hierarchy, controllers, path = line.split(":", 2)
+        if hierarchy == "0" and not controllers:
+            free += _groups_free(mount, path, "memory.max", "memory.current")
+        elif "memory" in controllers.split(","):
+            base = mount / "memory"
+            free += _groups_free(base, path, "memory.limit_in_bytes", "memory.usage_in_bytes")
+    return min(free, default=None)
+
+
+def _groups_free(base: Path, path: str, limit_file: str, usage_file: str) -> list[int]:
+    """Limit less usage of the group at ``base``/``path`` and of each group above it."""
+    group = base / path.lstrip("/")
+    if not group.is_dir():  # a container's own group, seen at the root
+        group = base
+    free = []
+    while True:
+        with contextlib.suppress(OSError, ValueError):  # a group without the files: no limit
+            limit = (group / limit_file).read_text().strip()
+            if limit != "max" and int(limit) < CGROUP_NO_LIMIT:
+                free.append(int(limit) - int((group / usage_file).read_text()))
+        if group == base or base not in group.parents:
+            return free
+        group = group.parent
 
 
 def _mapped_bytes() -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import all_trees
 import numpy as np
@@ -122,6 +123,72 @@ def test_kbest_eisner_charts_take_at_most_half_of_the_machines_memory(monkeypatc
     with pytest.raises(ValueError, match=r"^sentence 0: k=21 asks for 21 projective trees"):
         decoding.kbest(scores, 21, algorithm="eisner")
     assert len(decoding.kbest(scores, 21).scores) == 21  # Lawler's lists grow with the trees
+
+
+def write_files(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+V1_NONE = "9223372036854771712\n"  # what cgroup v1 writes for no limit
+
+
+@pytest.mark.parametrize(
+    ("proc", "files", "free"),
+    [
+        # cgroup v1 (only v2 was read: a v1 container's limit was never seen), its own group
+        (
+            "4:memory:/a/b\n0::/\n",
+            {
+                "memory/a/b/memory.limit_in_bytes": "1000\n",
+                "memory/a/b/memory.usage_in_bytes": "200\n",
+                "memory/memory.limit_in_bytes": V1_NONE,
+                "memory/memory.usage_in_bytes": "5000\n",
+            },
+            800,
+        ),
+        # ... and a group above it that holds less
+        (
+            "4:memory:/a/b\n",
+            {
+                "memory/a/b/memory.limit_in_bytes": V1_NONE,
+                "memory/a/b/memory.usage_in_bytes": "200\n",
+                "memory/a/memory.limit_in_bytes": "500\n",
+                "memory/a/memory.usage_in_bytes": "400\n",
+            },
+            100,
+        ),
+        # a container that sees its own group at the root of the mount
+        (
+            "9:cpu,memory:/docker/abc\n",
+            {"memory/memory.limit_in_bytes": "3000\n", "memory/memory.usage_in_bytes": "1000\n"},
+            2000,
+        ),
+        # cgroup v2: its group's limit, and a parent's ("max" is none)
+        (
+            "0::/x/y\n",
+            {
+                "x/y/memory.max": "max\n",
+                "x/y/memory.current": "10\n",
+                "x/memory.max": "3000\n",
+                "x/memory.current": "1000\n",
+            },
+            2000,
+        ),
+        ("0::/x\n", {"x/memory.max": "max\n", "x/memory.current": "10\n"}, None),
+        ("4:memory:/\n", {"memory/memory.limit_in_bytes": V1_NONE}, None),
+        ("1:cpu:/\n", {}, None),
+    ],
+)
+def test_kbest_eisner_reads_the_memory_left_under_cgroups_v1_and_v2(
+    tmp_path: Path, proc: str, files: dict[str, str], free: int | None
+) -> None:
+    from decoding import _kbest
+
+    write_files(tmp_path / "sys", files)
+    write_files(tmp_path, {"cgroup": proc})
+    assert _kbest._cgroup_free(tmp_path / "cgroup", tmp_path / "sys") == free
 
 
 def test_kbest_eisner_reports_a_chart_that_did_not_fit_by_sentence_and_k(monkeypatch) -> None:
