@@ -97,7 +97,7 @@ def create_app(
         try:
             fields = await _fields(request, limits)
             task = task_of(fields, models, default, limits)
-            task = await run_in_threadpool(worker.check, task)  # refused before it waits
+            await run_in_threadpool(worker.check, task)  # refused before it waits
         except RequestError as error:
             return _error(error.status, str(error))
         try:

@@ -9,7 +9,6 @@ so a request alone gets the bytes ``predict.py`` writes for the same input.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import itertools
 import re
@@ -140,8 +139,6 @@ class Task:
         decoder: how trees are found.
         options: what to write besides the tree, final (columns: UDPipe's ``tagger``; unlike
             ``predict.py format=raw``, raw text without ``tagger`` gets no columns).
-        read: the sentences of ``data`` where :meth:`Worker.check` has read them (every
-            format but raw, which the segmenter reads on the worker thread), else None.
     """
 
     model: str
@@ -150,7 +147,6 @@ class Task:
     parse: bool
     decoder: DecoderSettings
     options: PredictOptions
-    read: tuple[Sentence, ...] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def setup(self) -> tuple[str, bool, DecoderSettings, PredictOptions]:
         """What tasks share to be parsed in one call."""
@@ -348,13 +344,14 @@ class Worker:
             raise RuntimeError(f"tasks {missing} got no answer")  # a bug here, not the client's
         return answers  # type: ignore[return-value]  (none is None, checked above)
 
-    def check(self, task: Task) -> Task:
-        """``task`` with its sentences read and their sizes and work checked, on any thread.
+    def check(self, task: Task) -> None:
+        """Refuse ``task`` where its input is over a limit or malformed; on any thread.
 
         Run before a task waits for the worker thread, so that a request over a limit gets its
-        413, or malformed input its 400, at once rather than a 503 behind a long batch. It reads
-        nothing with a model: raw text is only counted in pieces here, and segmented and
-        checked again on the worker thread, on the model's threads.
+        413, or malformed input its 400, at once rather than a 503 behind a long batch. Raw
+        text is only counted in pieces here (segmenting it needs the model's threads); other
+        input is read, checked and dropped, and read again on the worker thread: the sentences
+        of a request take about four times its text, too much to keep for every waiting one.
 
         Raises:
             RequestError: 413 over a limit, 400 for input that cannot be read.
@@ -362,17 +359,15 @@ class Worker:
         if task.input_format == "raw":
             if task.data.strip():
                 self._check_pieces(task.data, self.models[task.model].pieces_per_word)
-            return task
+            return
         try:
-            return dataclasses.replace(task, read=tuple(self._read(task)))
+            self._read(task)
         except RequestError:
             raise
         except ValueError as error:
             raise RequestError(400, _as_fields(error)) from None
 
     def _read(self, task: Task) -> list[Sentence]:
-        if task.read is not None:
-            return list(task.read)
         if not task.data.strip():
             return []  # UDPipe 2 answers an empty text with an empty result, in every format
         served = self.models[task.model]
