@@ -47,6 +47,11 @@ _NOTES = (
     "CoNLL 2018 scores count punctuation always; CLAS, MLAS and BLEX count content words only:",
     "  predicted ones (by predicted DEPREL) for precision, gold ones for recall.",
 )
+_PUNCT_EXCLUDED_NOTES = (
+    "LAS (full DEPREL) counts nmod:poss != nmod; the CoNLL 2018 scorer's LAS strips subtypes and",
+    "  counts punctuation: its UAS and LAS are those of the CoNLL 2018 table here.",
+    *_NOTES[2:],
+)
 _ALIGNED_NOTES = (
     "The prediction's tokenization is not the gold one: words are aligned by characters",
     "  (whitespace removed), as the CoNLL 2018 scorer aligns them; a HEAD is right when it",
@@ -146,8 +151,10 @@ def format_table(evaluation: FileEvaluation, *, gold: str, pred: str, exclude_pu
     if scores is None:
         table = _conll18_table(end_to_end.scores, end_to_end.aligned.annotated)
         return _aligned_table(end_to_end, table, gold, pred, exclude_punct)
-    # UAS and LAS are in the attachment table already (the scorer's LAS is the universal one).
-    rows = {name: s for name, s in end_to_end.scores.items() if name not in ("UAS", "LAS")}
+    # UAS and LAS are in the attachment table already (the scorer's LAS is the universal one),
+    # unless it leaves punctuation out, which the scorer's never do.
+    kept = end_to_end.scores.items()
+    rows = {name: s for name, s in kept if exclude_punct or name not in ("UAS", "LAS")}
     table = _conll18_table(rows, end_to_end.aligned.annotated)
     punct = "excluded" if exclude_punct else "included"
     lines = [
@@ -160,7 +167,8 @@ def format_table(evaluation: FileEvaluation, *, gold: str, pred: str, exclude_pu
         f"{'-' * 24}{'-' * 8}",
     ]
     lines += [f"{label:<24}{getattr(scores, name):>8.2f}" for label, name in _ROWS]
-    return "\n".join([*lines, "", *table, "", *_NOTES])
+    notes = _PUNCT_EXCLUDED_NOTES if exclude_punct else _NOTES
+    return "\n".join([*lines, "", *table, "", *notes])
 
 
 def _aligned_table(

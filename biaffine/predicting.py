@@ -190,7 +190,7 @@ def predict(
     result.seconds = time.perf_counter() - started
     result = distributed.broadcast(result, here)
     if here.is_main:
-        _log_result(result, evaluate)
+        _log_result(result, evaluate, exclude_punct)
     return result
 
 
@@ -294,7 +294,7 @@ def _score_chunk(
     result.conll18 = scores.words + (result.conll18 or Conll18Scores())
 
 
-def _log_result(result: PredictResult, evaluate: bool) -> None:
+def _log_result(result: PredictResult, evaluate: bool, exclude_punct: bool) -> None:
     counts = (result.n_sentences, result.n_words, result.seconds, result.sentences_per_second)
     log.info("parsed %d sentences (%d words) in %.2fs: %.1f sentences/s", *counts)
     if evaluate and result.scores is None:
@@ -302,11 +302,15 @@ def _log_result(result: PredictResult, evaluate: bool) -> None:
     elif result.scores is not None:
         s = result.scores
         figures = (s.uas, s.las, s.las_universal, s.uem, s.lem, s.dependency_accuracy)
+        # the CoNLL 2018 scorer's LAS is the universal one, always counting punctuation
+        universal = "punctuation excluded" if exclude_punct else "as the CoNLL 2018 scorer"
         log.info(
-            "UAS %.2f, LAS %.2f (full DEPREL), LAS %.2f (universal DEPREL, as the CoNLL 2018 "
-            "scorer), UEM %.2f, LEM %.2f, dependency accuracy %.2f, root accuracy %.2f, "
-            "malformed %.2f (tree or root label)",
-            *figures,
+            "UAS %.2f, LAS %.2f (full DEPREL), LAS %.2f (universal DEPREL, %s), UEM %.2f, "
+            "LEM %.2f, dependency accuracy %.2f, root accuracy %.2f, malformed %.2f (tree or "
+            "root label)",
+            *figures[:3],
+            universal,
+            *figures[3:],
             s.root_accuracy,
             s.malformed_rate,
         )

@@ -94,6 +94,27 @@ def test_table_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "the CoNLL 2018 scorer's LAS strips subtypes" in out  # which LAS to compare with it
 
 
+def test_the_table_without_punctuation_keeps_the_conll18_uas_and_las_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The CoNLL 2018 table left its UAS and LAS to the attachment table, which
+    # --exclude-punct makes another figure: the scorer's LAS (with punctuation, 66.67) was
+    # nowhere, and the note still said to compare it with LAS (universal DEPREL), 80.00.
+    gold, pred = _write(tmp_path, "gold.conllu", GOLD), _write(tmp_path, "pred.conllu", PRED)
+    assert main([gold, pred, "--exclude-punct"]) == 0
+    out = capsys.readouterr().out
+    rows = [(line[:24].strip(), line[24:].split()) for line in out.splitlines()]
+    assert [cells for name, cells in rows if name == "LAS (universal DEPREL)"] == [["80.00"]]
+    # the attachment table's UAS, then the CoNLL 2018 table's P, R and F1
+    assert [cells for name, cells in rows if name == "UAS"] == [["100.00"], ["83.33"] * 3]
+    assert [cells for name, cells in rows if name == "LAS"] == [["66.67"] * 3]
+    assert "compare its LAS with LAS (universal DEPREL)" not in out
+    assert "its UAS and LAS are those of the CoNLL 2018 table here" in out
+    assert main([gold, pred]) == 0  # with punctuation: once, in the attachment table
+    rows = [(line[:24].strip(), line[24:].split()) for line in capsys.readouterr().out.splitlines()]
+    assert [cells for name, cells in rows if name in ("UAS", "LAS")] == [["83.33"]]
+
+
 def test_a_tree_breaking_the_root_label_rule_is_malformed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -516,6 +537,30 @@ def test_conll18_scores_of_the_small_pair(
     out = capsys.readouterr().out
     assert "CLAS                       75.00   75.00   75.00" in out
     assert "the gold file leaves XPOS, FEATS empty ('_')" in out
+
+
+@pytest.mark.parametrize(
+    ("exclude_punct", "named"),
+    [(False, "as the CoNLL 2018 scorer"), (True, "punctuation excluded")],
+)
+def test_predict_eval_names_its_universal_las_for_what_it_counts(
+    graph_checkpoint: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    exclude_punct: bool,
+    named: str,
+) -> None:
+    # Without punctuation the figure was still called the CoNLL 2018 scorer's LAS.
+    gold = REPO_ROOT / "tests" / "data" / "tiny.conllu"
+    with caplog.at_level("INFO", logger="biaffine.predicting"):
+        result = predict(
+            graph_checkpoint,
+            gold,
+            tmp_path / "out.conllu",
+            evaluate=True,
+            exclude_punct=exclude_punct,
+        )
+    assert f"LAS {result.scores.las_universal:.2f} (universal DEPREL, {named})" in caplog.text
 
 
 def test_predict_eval_logs_the_conll18_scores_of_what_it_wrote(
