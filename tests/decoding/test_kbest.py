@@ -125,6 +125,39 @@ def test_kbest_eisner_charts_take_at_most_half_of_the_machines_memory(monkeypatc
     assert len(decoding.kbest(scores, 21).scores) == 21  # Lawler's lists grow with the trees
 
 
+def test_kbest_mst_refuses_trees_beyond_the_memory_by_sentence_and_k(monkeypatch) -> None:
+    # Lawler's search had no guard: k = 10**9 on 15 words grew past 4 GB in minutes, until the
+    # process was killed, where Eisner's chart was refused at once.
+    from decoding import _kbest
+
+    batch = np.random.default_rng(0).normal(size=(2, 16, 16))
+    with pytest.raises(ValueError, match=r"^sentence 1: k=1000000000 asks for 1000000000 trees"):
+        decoding.kbest(batch, 10**9, lengths=[2, 15])
+    # A sentence with fewer trees than k is asked for those alone: 3 words have 9 trees with
+    # one root, 16 without.
+    assert len(decoding.kbest(batch[0, :4, :4], 10**18).scores) == 9
+    assert len(decoding.kbest(batch[0, :4, :4], 10**18, root_constraint=False).scores) == 16
+    per_tree = _kbest._LAWLER_TREE_BYTES + _kbest._LAWLER_WORD_BYTES * 16
+    monkeypatch.setattr(_kbest, "_memory_bytes", lambda: 2 * 50 * per_tree)
+    assert len(decoding.kbest(batch[1], 50).scores) == 50  # just fits
+    with pytest.raises(ValueError, match=r"^sentence 0: k=51 asks for 51 trees, whose search"):
+        decoding.kbest(batch[1], 51)
+
+
+@pytest.mark.parametrize("root_constraint", [True, False])
+def test_tree_count_is_the_number_of_trees_the_masks_leave(root_constraint: bool) -> None:
+    from decoding import _kbest
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(1, 6))
+        scores = rng.normal(size=(n + 1, n + 1))
+        scores[rng.random(scores.shape) < 0.3] = -np.inf
+        expected = len(all_trees.trees(scores, single_root=root_constraint))
+        found = _kbest._tree_count(scores, root_constraint)
+        assert found == pytest.approx(expected, abs=1e-6)
+
+
 def write_files(root: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
