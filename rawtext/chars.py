@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -90,13 +91,20 @@ FIRST_EXTENDER = 0x300
 """The lowest code point that may extend the character before it (U+0300, combining grave)."""
 
 
-def joins(before: str, after: str) -> bool:
+def joins(before: str, after: str, *, opens_flag: bool = True) -> bool:
     """Whether ``after`` belongs to the same user-perceived character as ``before``.
 
     An approximation of Unicode's extended grapheme clusters (UAX 29) that the standard
     library can tell: a combining mark (NFD's ``e`` + U+0301), a zero-width joiner and what
     follows it (the family emoji), a variation selector, a skin tone, a tag character, and the
     second regional indicator of a flag. A token never ends between two such code points.
+
+    Args:
+        before: a character.
+        after: the character after it.
+        opens_flag: where ``before`` is a regional indicator, whether it is the first of a
+            flag: an odd one of its run (:func:`flag_openers`). Two flags side by side are four
+            indicators, joined as two pairs, never as one character.
     """
     if after.isspace():
         return False
@@ -105,9 +113,23 @@ def joins(before: str, after: str) -> bool:
     code = ord(after)
     if any(low <= code <= high for low, high in _EXTENDERS):
         return True
-    if _REGIONAL[0] <= code <= _REGIONAL[1] and _REGIONAL[0] <= ord(before) <= _REGIONAL[1]:
-        return True
+    if _is_regional(code) and _is_regional(ord(before)):
+        return opens_flag
     return code >= FIRST_EXTENDER and unicodedata.category(after) in _MARKS
+
+
+def flag_openers(points: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
+    """bool[len(points)]: the regional indicators that open a flag, the odd ones of each run."""
+    regional = _is_regional(points)
+    index = np.arange(len(points))
+    starts = regional & ~np.concatenate([[False], regional[:-1]])  # a run's first indicator
+    run_start = np.maximum.accumulate(np.where(starts, index, 0))
+    return regional & ((index - run_start) % 2 == 0)
+
+
+def _is_regional(code: Any) -> Any:
+    """Whether a code point (int, or each of an array) is a regional indicator letter."""
+    return (code >= _REGIONAL[0]) & (code <= _REGIONAL[1])
 
 
 def writable(text: str) -> str:

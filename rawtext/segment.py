@@ -33,7 +33,15 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import numpy.typing as npt
 
-from .chars import FIRST_EXTENDER, codes, joins, paragraph_spans, space_mask, unwritable_mask
+from .chars import (
+    FIRST_EXTENDER,
+    codes,
+    flag_openers,
+    joins,
+    paragraph_spans,
+    space_mask,
+    unwritable_mask,
+)
 from .document import Document, Paragraph, Sentence, Token
 from .labels import (
     MWT_END,
@@ -177,13 +185,16 @@ def _whole_characters(text: str, classes: npt.NDArray[np.uint8]) -> npt.NDArray[
     if not candidates.size:
         return classes
     classes = classes.copy()
+    opens = flag_openers(points)  # [len(text)]
     last = -1  # the end of the joined run the previous candidate walked
     for i in candidates.tolist():
         # A candidate inside that run ends where it ends: each run is walked once (walking it
         # from every labelled code point of a chain of joiners took time quadratic in it).
         if i > last:
             last = i
-            while last + 1 < len(text) and joins(text[last], text[last + 1]):
+            while last + 1 < len(text) and joins(
+                text[last], text[last + 1], opens_flag=bool(opens[last])
+            ):
                 last += 1
         if last != i and classes[i] != NONE:
             classes[last] = _merged(int(classes[last]), int(classes[i]))

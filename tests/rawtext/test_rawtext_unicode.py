@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from rawtext_cases import labelled
 
 from rawtext import SENTENCE_END, TOKEN_END, segment, to_conllu
-from rawtext.chars import SPACE_CODES, as_line_feeds, joins, space_mask
+from rawtext.chars import SPACE_CODES, as_line_feeds, codes, flag_openers, joins, space_mask
 
 
 def forms(document) -> list[str]:
@@ -180,6 +180,7 @@ def test_line_feeds_leave_every_other_character_its_own_class(text: str) -> None
 
 FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # man ZWJ woman ZWJ girl: one emoji
 FLAG = "\U0001f1eb\U0001f1f7"  # regional indicators F and R
+GERMAN = "\U0001f1e9\U0001f1ea"  # D and E
 
 
 @pytest.mark.parametrize(
@@ -190,9 +191,19 @@ FLAG = "\U0001f1eb\U0001f1f7"  # regional indicators F and R
         ("cafe|\u0301 noir#", ["cafe\u0301", "noir"]),  # NFD: the accent is the e's
         ("cafe#\u0301 noir#", ["cafe\u0301", "noir"]),  # with the class it had
         (f"Go| {FLAG[0]}|{FLAG[1]} now#", ["Go", FLAG, "now"]),
+        # Two flags side by side are two characters: a token may end between them (a run of
+        # regional indicators was one character whatever its length).
+        (f"{FLAG}|{GERMAN}| {FLAG}{GERMAN[0]}|{GERMAN[1]}#", [FLAG, GERMAN, FLAG + GERMAN]),
         ("ok\u200d| x#", ["ok\u200d", "x"]),  # a joiner before a space joins nothing
     ],
-    ids=["family-emoji", "combining-accent", "sentence-end-moves", "flag", "joiner-at-the-end"],
+    ids=[
+        "family-emoji",
+        "combining-accent",
+        "sentence-end-moves",
+        "flag",
+        "two-flags",
+        "joiner-at-the-end",
+    ],
 )
 def test_a_token_never_ends_inside_a_character_of_several_code_points(
     marked: str, expected: list[str]
@@ -216,8 +227,10 @@ def test_no_token_ends_between_code_points_that_join(data: st.DataObject) -> Non
     document = segment(text, labels)
     tokens = list(document.tokens())
     assert "".join("".join(token.form.split()) for token in tokens) == "".join(text.split())
+    opens = flag_openers(codes(text)) if text else []
     for token in tokens:
-        assert token.end == len(text) or not joins(text[token.end - 1], text[token.end])
+        end = token.end
+        assert end == len(text) or not joins(text[end - 1], text[end], opens_flag=opens[end - 1])
 
 
 def test_a_chain_of_joined_code_points_is_walked_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -225,10 +238,10 @@ def test_a_chain_of_joined_code_points_is_walked_once(monkeypatch: pytest.Monkey
     # U+200D, every ")" labelled (as the shipped segmenters label them), took 59 s.
     calls = 0
 
-    def counted(before: str, after: str) -> bool:
+    def counted(before: str, after: str, **flags: bool) -> bool:
         nonlocal calls
         calls += 1
-        return joins(before, after)
+        return joins(before, after, **flags)
 
     # The module, which the package's segment() function hides by name.
     monkeypatch.setattr(importlib.import_module("rawtext.segment"), "joins", counted)
