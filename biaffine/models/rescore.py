@@ -131,6 +131,12 @@ def main(argv: list[str] | None = None) -> None:
         options.error(
             f"--float32 names a model not rescored: {sorted(set(float32) - set(args.names))}"
         )
+    # Refused here, not after the models before it were scored (minutes each) and written.
+    for name, path in float32.items():
+        if not Path(path).is_file():
+            options.error(f"--float32 {name}={path}: no such checkpoint file")
+    if args.speed is not None and args.speed < 1:
+        options.error(f"--speed {args.speed}: give a positive number of threads")
     report_user_errors(lambda: _rescore_all(args, float32))
 
 
@@ -146,21 +152,24 @@ def _rescore_all(args: argparse.Namespace, float32: dict[str, str]) -> None:
     page = Path(args.docs) if shipped else None
     if page is not None and not args.dry_run:
         check_output(page)  # refused once the cards were written, before
+    cards = {}  # every model scored before any card is written: a failure leaves them all
     for name in args.names:
-        old, new = rescore(
+        old, cards[name] = rescore(
             name,
             Path(args.root),
             float32.get(name),
             drop_float32=args.drop_float32,
             speed_threads=args.speed,
         )
-        print("\n".join(changes(name, old, new)) or f"{name}: no score changed")
-        if not args.dry_run:
-            with atomic_open(
-                installed.find(name).folder / installed.CARD, "w", encoding="utf-8"
-            ) as out:
-                out.write(write_json(new))
-    if page is not None and not args.dry_run:
+        print("\n".join(changes(name, old, cards[name])) or f"{name}: no score changed")
+    if args.dry_run:
+        return
+    for name, card in cards.items():
+        with atomic_open(
+            installed.find(name).folder / installed.CARD, "w", encoding="utf-8"
+        ) as out:
+            out.write(write_json(card))
+    if page is not None:
         write_docs(installed.SHIPPED, page)
 
 

@@ -55,6 +55,9 @@ def refusal(argv: list[str], capsys) -> str:
         (["en_ewt", "--float32", "en_ewt"], "--float32 en_ewt: give NAME=PATH"),
         # Refused once every card had been scored and written.
         (["en_ewt", "--docs", "/nonexistent/x/models.md"], "the folder /nonexistent/x does not"),
+        # Both refused once the models before them had been scored and their cards written.
+        (["en_ewt", "--float32", "en_ewt=/nonexistent.pt"], "en_ewt=/nonexistent.pt: no such"),
+        (["en_ewt", "--speed", "0"], "--speed 0: give a positive number of threads"),
     ],
 )
 def test_bad_arguments_are_refused_in_one_line_before_any_work(argv, words, capsys) -> None:
@@ -83,3 +86,28 @@ def test_a_model_outside_the_shipped_ones_leaves_their_page_alone(tmp_path, monk
     monkeypatch.setenv("ROOTPARSE_MODELS", str(tmp_path))
     err = refusal(["xx_bare", "--root", ".", "--docs", "/nonexistent/x/models.md"], capsys)
     assert "card.json: names no treebank.name to score on" in err
+
+
+def test_a_model_that_fails_leaves_every_card_as_it_was(tmp_path, monkeypatch, capsys) -> None:
+    # The cards were written model by model: a failure on the second left the first rewritten.
+    import json
+
+    from biaffine.models import rescore as module
+
+    for name in ("xx_one", "xx_two"):
+        (tmp_path / name).mkdir()
+        card = {"name": name, "files": {"parser": "parser.pt"}}
+        (tmp_path / name / "card.json").write_text(json.dumps(card))
+    monkeypatch.setenv("ROOTPARSE_MODELS", str(tmp_path))
+
+    def scored(name: str, *args, **kwargs) -> tuple[dict, dict]:
+        if name == "xx_two":
+            raise ValueError("xx_two: cannot be scored")
+        return {"name": name}, {"name": name, "files": {"parser": "parser.pt"}, "scores": {}}
+
+    monkeypatch.setattr(module, "rescore", scored)
+    assert "xx_two: cannot be scored" in refusal(["xx_one", "xx_two", "--root", "."], capsys)
+    assert json.loads((tmp_path / "xx_one" / "card.json").read_text()) == {
+        "name": "xx_one",
+        "files": {"parser": "parser.pt"},
+    }
