@@ -192,15 +192,23 @@ class Sentence:
         for name, attribute in zip((*COLUMNS[1:6], "DEPREL"), attributes, strict=True):
             # A copy: the caller's lists are theirs (filling them in place changed them).
             values = list(getattr(self, attribute)) or ["_"] * n
-            if len(values) != n or not all(_is_field(v) for v in values):
-                raise ConlluError(self.source, self.line, f"bad {name} column {values!r}")
+            if len(values) != n:  # the cells themselves are not echoed: a sentence may be long
+                problem = f"bad {name} column: {len(values)} values for {n} words"
+                raise ConlluError(self.source, self.line, problem)
+            if not all(_is_field(v) for v in values):
+                self._refuse_cells(name.lower(), values)
             setattr(self, attribute, values)
             columns.append(values)
         heads = ["_"] * n
         if self.heads is not None:
             self.heads = [operator.index(h) for h in self.heads]
-            if len(self.heads) != n or not all(0 <= h <= n for h in self.heads):
-                raise ConlluError(self.source, self.line, f"heads {self.heads} not in 0..{n}")
+            if len(self.heads) != n:
+                problem = f"bad HEAD column: {len(self.heads)} heads for {n} words"
+                raise ConlluError(self.source, self.line, problem)
+            for i, head in enumerate(self.heads, 1):
+                if not 0 <= head <= n:
+                    problem = f"head {head} of word {i} not in 0..{n}"
+                    raise ConlluError(self.source, self.line, problem)
             heads = [str(h) for h in self.heads]
         rows = zip(*columns[:5], heads, self.deprels, strict=True)
         words = ["\t".join((str(i), *row, "_", "_")) + "\n" for i, row in enumerate(rows, 1)]
