@@ -30,7 +30,7 @@ from __future__ import annotations
 import io
 import numbers
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import torch
 from torch import nn
@@ -260,7 +260,7 @@ class Parser:
             root_constraint=root_constraint,
             joint_labels=joint_labels,
         )
-        settings = DecoderSettings(
+        settings = _decoder_settings(
             decoder, root_constraint, search, beam_size, graph_weight, joint_labels
         )
         # Plain text has no column to keep: every column the model tags (none, tree-only).
@@ -279,6 +279,8 @@ class Parser:
         """
         if isinstance(trees, ParsedTree):
             raise TypeError("to_conllu takes a list of ParsedTree, not one: pass [tree]")
+        if not isinstance(trees, Iterable) or isinstance(trees, (str, bytes)):
+            raise TypeError(f"to_conllu takes a list of ParsedTree, not a {type(trees).__name__}")
         trees = list(trees)
         wrong = next((tree for tree in trees if not isinstance(tree, ParsedTree)), None)
         if wrong is not None:
@@ -335,7 +337,7 @@ class Parser:
             raise ValueError(f"k={k!r} must be an integer >= 1")
         k = int(k)
         check_flags(root_constraint=root_constraint, joint_labels=joint_labels, overwrite=overwrite)
-        settings = DecoderSettings(decoder, root_constraint, joint_labels=joint_labels)
+        settings = _decoder_settings(decoder, root_constraint, joint_labels=joint_labels)
         sentences = list(input_sentences(inputs, PLAIN_TEXT_HINT))
         request = Request(kbest=k, columns=asked_columns(columns), overwrite=overwrite)
         found = self._predict(sentences, request, settings, max_tokens)
@@ -375,7 +377,7 @@ class Parser:
                 ``columns`` as :meth:`kbest` refuses them, a yes/no option that is not a bool.
         """
         check_flags(root_constraint=root_constraint, joint_labels=joint_labels, overwrite=overwrite)
-        settings = DecoderSettings(decoder, root_constraint, joint_labels=joint_labels)
+        settings = _decoder_settings(decoder, root_constraint, joint_labels=joint_labels)
         fixed = head_lists(fixed_heads)
         asked = asked_columns(columns)
         request = Request(fixed_heads=fixed, columns=asked, overwrite=overwrite)
@@ -439,3 +441,14 @@ def _meant_as_name(path: object) -> bool:
     if installed.is_name(path):
         return True
     return isinstance(path, str) and not any(mark in path for mark in ("/", os.sep, "."))
+
+
+def _decoder_settings(decoder: object, *args: object, **kwargs: object) -> DecoderSettings:
+    """:class:`DecoderSettings` of the API's arguments; a refusal names ``decoder`` as they do.
+
+    The settings call the tree decoder ``algorithm``, which is no argument here.
+    """
+    try:
+        return DecoderSettings(decoder, *args, **kwargs)  # type: ignore[arg-type]
+    except ValueError as error:
+        raise ValueError(str(error).replace("algorithm=", "decoder=", 1)) from None

@@ -10,6 +10,7 @@ transition parsers, so that no family reads a field that is not its own.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -91,6 +92,11 @@ class DecoderSettings:
         decoding.check_algorithm(self.algorithm)
         if self.search not in SEARCHES:
             raise ValueError(f"search={self.search!r} is not one of {', '.join(SEARCHES)}")
+        # beam_size="x" or graph_weight=None were a TypeError of the comparison below.
+        if isinstance(self.beam_size, bool) or not isinstance(self.beam_size, numbers.Integral):
+            raise ValueError(f"beam_size={self.beam_size!r}: give a whole number")
+        if isinstance(self.graph_weight, bool) or not isinstance(self.graph_weight, numbers.Real):
+            raise ValueError(f"graph_weight={self.graph_weight!r}: give a number")
         # search=graph took a beam size and a graph weight and read neither.
         if self.beam_size < 1 or (self.search != "beam" and self.beam_size != 1):
             raise ValueError(f"beam_size={self.beam_size}: must be >= 1, and 1 unless search=beam")

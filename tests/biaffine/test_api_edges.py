@@ -324,3 +324,25 @@ def test_to_conllu_refuses_what_is_no_list_of_trees_naming_it(parser, given) -> 
         parser.to_conllu(trees)
     (trees,) = parser.kbest(WORDS, 2)
     assert parser.to_conllu(trees).count("\n\n") == len(trees) == 2  # one of its lists
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        # TypeErrors of a comparison deep in the settings, naming nothing
+        ({"beam_size": "x"}, "beam_size='x': give a whole number"),
+        ({"beam_size": True}, "beam_size=True: give a whole number"),
+        ({"graph_weight": None}, "graph_weight=None: give a number"),
+        # named 'algorithm', which is no argument of the API
+        ({"decoder": None}, "decoder=None; expected one of mst, eisner, greedy"),
+        ({"decoder": ["mst"]}, "decoder=['mst']; expected one of mst, eisner, greedy"),
+    ],
+)
+def test_a_setting_of_the_wrong_kind_is_refused_by_its_name(parser, setting, message) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        parser.parse([["The", "dog"]], **setting)
+
+
+def test_to_conllu_of_no_list_names_what_it_got(parser) -> None:
+    with pytest.raises(TypeError, match=r"^to_conllu takes a list of ParsedTree, not a NoneType$"):
+        parser.to_conllu(None)
