@@ -159,8 +159,10 @@ def models_in(root: Path) -> dict[str, InstalledModel]:
 
 def _read_card(path: Path) -> dict[str, Any]:
     try:
-        card = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        card = json.loads(path.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
+        # "\ud800" reads as a lone surrogate, which the listing then failed to print
+        json.dumps(card, ensure_ascii=False).encode("utf-8")
+    except ValueError as error:  # not UTF-8 or JSON, NaN, an integer of 5,000 digits
         raise ValueError(f"{path}: not a model card ({error})") from None
     except RecursionError:  # json nests one Python call per level
         raise ValueError(f"{path}: not a model card (nested too deeply)") from None
@@ -171,6 +173,11 @@ def _read_card(path: Path) -> dict[str, Any]:
     if problem is not None:
         raise ValueError(f"{path}: not a model card ({problem})")
     return card
+
+
+def _refuse_constant(name: str) -> None:
+    """``json.loads``' hook for NaN and Infinity, which are no JSON (the listing printed nan MB)."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _files_problem(files: dict[str, Any]) -> str | None:

@@ -101,7 +101,13 @@ def test_folders_under_the_environment_variable_come_first(tmp_path, monkeypatch
         ("{not json", r"\(Expecting"),
         ('{"files": {}}', r"\(no files\.parser\)"),
         ("[" * 5000 + "]" * 5000, r"\(nested too deeply\)"),  # a RecursionError traceback
+        # a traceback naming no file, "nan MB" and invalid JSON from the listing, a listing
+        # that failed to print
+        ('{"size_bytes": ' + "1" * 5000 + "}", r"\(Exceeds the limit"),
+        ('{"size_bytes": NaN}', r"\(NaN is not a JSON number\)"),
+        ('{"language": "\\ud800"}', r"\('utf-8' codec can't encode character '\\ud800'"),
     ],
+    ids=["not-json", "no-parser", "deep", "long-integer", "nan", "lone-surrogate"],
 )
 def test_a_broken_card_is_named_in_one_line(tmp_path, monkeypatch, text, problem) -> None:
     (tmp_path / "xx_broken").mkdir()
