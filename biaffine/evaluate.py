@@ -216,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         standard_output(_NO_OUTPUT, inputs=[args.gold, args.pred])
         evaluation = evaluate_files(args.gold, args.pred, exclude_punct=args.exclude_punct)
     except (OSError, ValueError) as error:  # ConlluError, EvaluationError, UnicodeDecodeError
-        print(f"error: {_describe(error)}", file=sys.stderr)
+        print(f"error: {cli.describe(error)}", file=sys.stderr)
         return 2
     if args.json:
         report = json.dumps(_json(evaluation, args), indent=2)
@@ -263,12 +263,6 @@ def _json(evaluation: FileEvaluation, args: argparse.Namespace) -> dict[str, obj
     if evaluation.attachment is not None and evaluation.words is not None:
         result |= evaluation.attachment.to_dict() | {"conll18": evaluation.words.to_dict()}
     return result | {"end_to_end": evaluation.end_to_end.to_dict()}
-
-
-def _describe(error: Exception) -> str:
-    if isinstance(error, OSError) and error.filename is not None:
-        return f"{error.filename}: {error.strerror or error}"
-    return str(error)
 
 
 if __name__ == "__main__":

@@ -880,18 +880,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (| head): nothing to tell it
         return silence_closed_stdout()
     except (OSError, ValueError) as error:  # ConlluError is a ValueError
-        print(f"error: {_describe(error)}", file=sys.stderr)
+        print(f"error: {cli.describe(error)}", file=sys.stderr)
         return 2
     # Not into the page when the page goes to standard output (-o /dev/stdout).
     report = sys.stderr if special_kind(output) else sys.stdout
     print(f"{args.output}: {count} sentence(s)", file=report)
     return 0
-
-
-def _describe(error: Exception) -> str:
-    if isinstance(error, OSError) and error.filename is not None:
-        return f"{error.filename}: {error.strerror or error}"
-    return str(error)
 
 
 if __name__ == "__main__":

@@ -165,3 +165,21 @@ def test_an_empty_sentence_cannot_be_built_or_read(tmp_path: Path) -> None:
     source = tmp_path / "in.conllu"
     source.write_text("# text = \n\n", encoding="utf-8")
     assert main([str(source), "-o", str(tmp_path / "out.html")]) == 2
+
+
+def test_a_file_whose_name_has_a_line_break_is_one_line_of_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The viewer and the evaluator printed such a file's error over two lines.
+    from biaffine import evaluate
+
+    source = tmp_path / "bad\nname.conllu"
+    source.write_text("1\tx\n", encoding="utf-8")
+    for run in (
+        lambda: main([str(source), "-o", str(tmp_path / "out.html")]),
+        lambda: evaluate.main([str(source), str(source)]),
+    ):
+        assert run() == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ")
+        assert err.count("\n") == 1, err
