@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import math
 import re
 import sys
 import unicodedata
@@ -422,7 +423,7 @@ def layout_sentence(
     bottom = y_end_below + depth if below else y_end_below
     placed_above = _place(above, levels_above, offsets[0], x, y_end_above, MARGIN + ROOT_ROOM, -1)
     placed_below = _place(below, levels_below, offsets[1], x, y_end_below, bottom - ROOT_ROOM, +1)
-    width = x[n] + column[n] / 2 + MARGIN
+    width = float(math.ceil(x[n] + column[n] / 2 + MARGIN))  # whole: mirrored x stay whole
     layout = SentenceLayout(
         width, bottom + MARGIN, x, column, placed_above, placed_below, y_form, y_tag, y_token
     )

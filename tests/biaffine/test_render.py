@@ -242,6 +242,8 @@ def test_a_right_to_left_layout_is_the_left_to_right_one_mirrored(sentence):
     rtl = layout_sentence(sentence.forms, sentence.upos, arcs, right_to_left=True)
     assert (rtl.width, rtl.height, rtl.column) == (ltr.width, ltr.height, ltr.column)
     assert rtl.x == [ltr.width - x for x in ltr.x]
+    # whole pixels both ways (a width of text widths put right-to-left words at x="152.6")
+    assert all(float(x).is_integer() for x in [rtl.width, *ltr.x, *rtl.x])
     for mirrored, placed in zip(rtl.above, ltr.above, strict=True):
         assert mirrored.x_head == ltr.width - placed.x_head
         assert mirrored.x_dependent == ltr.width - placed.x_dependent
