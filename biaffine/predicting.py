@@ -298,7 +298,10 @@ def _log_result(result: PredictResult, evaluate: bool, exclude_punct: bool) -> N
     counts = (result.n_sentences, result.n_words, result.seconds, result.sentences_per_second)
     log.info("parsed %d sentences (%d words) in %.2fs: %.1f sentences/s", *counts)
     if evaluate and result.scores is None:
-        log.warning("eval=true, but the input has no gold trees (HEAD '_'): nothing to score")
+        log.warning(
+            "eval=true, but not every sentence of the input has a gold tree (a HEAD '_'): "
+            "nothing scored"
+        )
     elif result.scores is not None:
         s = result.scores
         figures = (s.uas, s.las, s.las_universal, s.uem, s.lem, s.dependency_accuracy)
