@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import heapq
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,10 +201,14 @@ def _lawler(
 
 
 _LAWLER_TREE_BYTES = 2048
-_LAWLER_WORD_BYTES = 128
-"""Memory Lawler's search keeps per tree it returns, at most: the tree, the queue entries of its
-children (up to one per word) and the arrays of those solved, beside a fixed part
-(tracemalloc: 2.7-2.9 KB a tree for 15 words, 3.5-3.9 KB for 40, on random scores)."""
+_LAWLER_SOLVED_BYTES = 16
+"""Memory Lawler's search keeps per tree it returns: a fixed part, and 16 (n+1)^2 bytes for the
+arrays of its up to n children once solved (tracemalloc, n = 60 and 150: 30 KB and 212 KB a
+tree on tied scores, where every child is solved; a tenth of that on random scores)."""
+
+SMALLEST_REFUSED = 64 * 2**20
+"""A k-best search needing less than this (64 MiB) is never refused: a process at its cgroup's
+limit still has that much of its page cache to give back."""
 
 _CHART_BYTES = 128
 """Bytes per item of the k-best Eisner chart: a score (float64) and a back pointer (3 int64) in
@@ -231,11 +236,12 @@ def _sentence(
         needed = _CHART_BYTES * matrix.shape[0] ** 2 * count
         search = functools.partial(tiered(kbest_eisner_kernel, work=_chart_work), matrix, count)
     else:
-        count = int(min(k, _tree_count(matrix, root_constraint)))
+        trees = _tree_count(matrix, root_constraint)
+        count = k if trees >= k else round(trees)  # a float count may fall a hair short
         asked = f"{count} trees, whose search would keep"
-        needed = count * (_LAWLER_TREE_BYTES + _LAWLER_WORD_BYTES * matrix.shape[0])
+        needed = count * (_LAWLER_TREE_BYTES + _LAWLER_SOLVED_BYTES * matrix.shape[0] ** 2)
         search = functools.partial(_lawler_arrays, matrix, k)
-    if memory is not None and needed > memory // 2:
+    if memory is not None and needed > max(memory // 2, SMALLEST_REFUSED):
         why = f"more than half of the {memory / 2**30:.1f} GiB this process may use"
         raise _refused(b, k, asked, needed, why)
     try:
@@ -260,6 +266,9 @@ def _refused(b: int, k: int, asked: str, needed: int, why: str) -> ValueError:
     )
 
 
+_LOG_FLOAT_MAX = math.log(np.finfo(np.float64).max)
+
+
 def _tree_count(matrix: FloatArray, root_constraint: bool) -> float:
     """How many trees the ``-inf`` masks of a checked sentence float64[n+1, n+1] leave.
 
@@ -275,7 +284,9 @@ def _tree_count(matrix: FloatArray, root_constraint: bool) -> float:
     if root_constraint:
         laplacian[:, 0] = allowed[:, 0]  # one word on ROOT: the first column its arcs
     sign, log_count = np.linalg.slogdet(laplacian)
-    return float(np.exp(log_count)) if sign > 0 else 0.0
+    if sign <= 0:
+        return 0.0
+    return math.exp(log_count) if log_count < _LOG_FLOAT_MAX else math.inf
 
 
 def _chart_work(args: tuple) -> int:
@@ -317,10 +328,12 @@ def _cgroup_free(
 
     Version 2 (the line ``0::PATH`` of ``proc``): ``memory.max`` less ``memory.current``;
     version 1 (``N:memory:PATH``, mounted at ``mount``/memory): ``memory.limit_in_bytes`` less
-    ``memory.usage_in_bytes``. The group and every group above it count, as the kernel counts
-    them; a container that sees its own group at the mount's root, not at PATH, reads the root.
-    The chart's pages are taken as it is filled, so a chart over a group's limit ends in the
-    kernel killing the process, not in a MemoryError.
+    ``memory.usage_in_bytes``. Both usages count the page cache, of which the kernel gives back
+    the inactive part before it refuses memory: it counts as free (``memory.stat``). The group
+    and every group above it count, as the kernel counts them; a container that sees its own
+    group at the mount's root, not at PATH, reads the root. The chart's pages are taken as it is
+    filled, so a chart over a group's limit ends in the kernel killing the process, not in a
+    MemoryError.
 
     Raises:
         OSError: ``proc`` cannot be read.
@@ -329,15 +342,19 @@ def _cgroup_free(
     for line in proc.read_text().splitlines():
         hierarchy, controllers, path = line.split(":", 2)
         if hierarchy == "0" and not controllers:
-            free += _groups_free(mount, path, "memory.max", "memory.current")
+            files = ("memory.max", "memory.current", "inactive_file")
+            free += _groups_free(mount, path, *files)
         elif "memory" in controllers.split(","):
-            base = mount / "memory"
-            free += _groups_free(base, path, "memory.limit_in_bytes", "memory.usage_in_bytes")
+            files = ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+            free += _groups_free(mount / "memory", path, *files)
     return min(free, default=None)
 
 
-def _groups_free(base: Path, path: str, limit_file: str, usage_file: str) -> list[int]:
-    """Limit less usage of the group at ``base``/``path`` and of each group above it."""
+def _groups_free(base: Path, path: str, limit_file: str, usage_file: str, cache: str) -> list[int]:
+    """Each limit less usage, at least 0, of the group at ``base``/``path`` and those above it.
+
+    The usage is less the inactive page cache (``memory.stat``'s ``cache``) where it is said.
+    """
     group = base / path.lstrip("/")
     if not group.is_dir():  # a container's own group, seen at the root
         group = base
@@ -346,10 +363,21 @@ def _groups_free(base: Path, path: str, limit_file: str, usage_file: str) -> lis
         with contextlib.suppress(OSError, ValueError):  # a group without the files: no limit
             limit = (group / limit_file).read_text().strip()
             if limit != "max" and int(limit) < CGROUP_NO_LIMIT:
-                free.append(int(limit) - int((group / usage_file).read_text()))
+                used = int((group / usage_file).read_text()) - _stat(group, cache)
+                free.append(max(int(limit) - used, 0))
         if group == base or base not in group.parents:
             return free
         group = group.parent
+
+
+def _stat(group: Path, key: str) -> int:
+    """``key``'s value in the group's ``memory.stat``; 0 where it has none."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in (group / "memory.stat").read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    return 0
 
 
 def _mapped_bytes() -> int:
@@ -406,9 +434,9 @@ def kbest(
 
     Raises:
         ValueError: on bad input, as :func:`decoding.mst`, a bad ``k`` or ``algorithm``, a
-            sentence that has no tree at all, or ``eisner`` asked for more of a sentence's
-            trees than half of the memory this process may use holds the chart of. The message
-            names the sentence.
+            sentence that has no tree at all, or more of a sentence's trees than half of the
+            memory this process may use holds (Eisner's chart, or what Lawler's search keeps;
+            never under :data:`SMALLEST_REFUSED`). The message names the sentence.
     """
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")

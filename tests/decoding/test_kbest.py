@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import all_trees
@@ -118,6 +119,7 @@ def test_kbest_eisner_charts_take_at_most_half_of_the_machines_memory(monkeypatc
     from decoding import _kbest
 
     monkeypatch.setattr(_kbest, "_memory_bytes", lambda: 2 * 128 * 11 * 11 * 20)
+    monkeypatch.setattr(_kbest, "SMALLEST_REFUSED", 0)
     scores = np.random.default_rng(0).normal(size=(11, 11))
     assert len(decoding.kbest(scores, 20, algorithm="eisner").scores) == 20  # just fits
     with pytest.raises(ValueError, match=r"^sentence 0: k=21 asks for 21 projective trees"):
@@ -137,8 +139,17 @@ def test_kbest_mst_refuses_trees_beyond_the_memory_by_sentence_and_k(monkeypatch
     # one root, 16 without.
     assert len(decoding.kbest(batch[0, :4, :4], 10**18).scores) == 9
     assert len(decoding.kbest(batch[0, :4, :4], 10**18, root_constraint=False).scores) == 16
-    per_tree = _kbest._LAWLER_TREE_BYTES + _kbest._LAWLER_WORD_BYTES * 16
+    # The count is rounded, not cut: 9**7 trees of 8 words without the root constraint were
+    # named 4782968 (a float a hair short); and 200 words' count overflowed exp with a warning.
+    with pytest.raises(ValueError, match=r"^sentence 0: k=1000000000 asks for 4782969 trees"):
+        decoding.kbest(np.zeros((9, 9)), 10**9, root_constraint=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(decoding.kbest(np.zeros((201, 201)), 2).scores) == 2
+    per_tree = _kbest._LAWLER_TREE_BYTES + _kbest._LAWLER_SOLVED_BYTES * 16**2
     monkeypatch.setattr(_kbest, "_memory_bytes", lambda: 2 * 50 * per_tree)
+    assert len(decoding.kbest(batch[1], 51).scores) == 51  # a small search is never refused
+    monkeypatch.setattr(_kbest, "SMALLEST_REFUSED", 0)
     assert len(decoding.kbest(batch[1], 50).scores) == 50  # just fits
     with pytest.raises(ValueError, match=r"^sentence 0: k=51 asks for 51 trees, whose search"):
         decoding.kbest(batch[1], 51)
@@ -156,6 +167,7 @@ def test_tree_count_is_the_number_of_trees_the_masks_leave(root_constraint: bool
         expected = len(all_trees.trees(scores, single_root=root_constraint))
         found = _kbest._tree_count(scores, root_constraint)
         assert found == pytest.approx(expected, abs=1e-6)
+    assert _kbest._tree_count(np.zeros((400, 400)), root_constraint) == np.inf  # past float64
 
 
 def write_files(root: Path, files: dict[str, str]) -> None:
@@ -208,6 +220,25 @@ V1_NONE = "9223372036854771712\n"  # what cgroup v1 writes for no limit
                 "x/memory.current": "1000\n",
             },
             2000,
+        ),
+        # the inactive page cache is given back before memory is refused; never below 0
+        (
+            "0::/x\n",
+            {
+                "x/memory.max": "3000\n",
+                "x/memory.current": "2900\n",
+                "x/memory.stat": "anon 100\ninactive_file 1500\nactive_file 1300\n",
+            },
+            1600,
+        ),
+        (
+            "4:memory:/a\n",
+            {
+                "memory/a/memory.limit_in_bytes": "1000\n",
+                "memory/a/memory.usage_in_bytes": "1200\n",
+                "memory/a/memory.stat": "cache 900\ntotal_inactive_file 100\n",
+            },
+            0,
         ),
         ("0::/x\n", {"x/memory.max": "max\n", "x/memory.current": "10\n"}, None),
         ("4:memory:/\n", {"memory/memory.limit_in_bytes": V1_NONE}, None),
