@@ -451,4 +451,7 @@ def _decoder_settings(decoder: object, *args: object, **kwargs: object) -> Decod
     try:
         return DecoderSettings(decoder, *args, **kwargs)  # type: ignore[arg-type]
     except ValueError as error:
-        raise ValueError(str(error).replace("algorithm=", "decoder=", 1)) from None
+        message = str(error)
+        if message.startswith("algorithm="):  # not another setting's value that holds it
+            message = "decoder=" + message.removeprefix("algorithm=")
+        raise ValueError(message) from None

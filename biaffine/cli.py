@@ -212,8 +212,10 @@ def describe(error: BaseException) -> str:
     joined with ``; ``.
     """
     if isinstance(error, OSError) and error.filename is not None and error.strerror:
-        return f"{error.filename}: {error.strerror}"
-    return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        text = f"{error.filename}: {error.strerror}"  # a file's name may hold a line break
+    else:
+        text = str(error)
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def refuse_missing(keys: Iterable[str]) -> None:

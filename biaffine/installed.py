@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -159,7 +160,10 @@ def models_in(root: Path) -> dict[str, InstalledModel]:
 
 def _read_card(path: Path) -> dict[str, Any]:
     try:
-        card = json.loads(path.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
+        text = path.read_text(encoding="utf-8")
+        card = json.loads(
+            text, parse_constant=_refuse_constant, parse_float=_finite, parse_int=_int
+        )
         # "\ud800" reads as a lone surrogate, which the listing then failed to print
         json.dumps(card, ensure_ascii=False).encode("utf-8")
     except ValueError as error:  # not UTF-8 or JSON, NaN, an integer of 5,000 digits
@@ -178,6 +182,22 @@ def _read_card(path: Path) -> dict[str, Any]:
 def _refuse_constant(name: str) -> None:
     """``json.loads``' hook for NaN and Infinity, which are no JSON (the listing printed nan MB)."""
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    """``json.loads``' reading of a float: 1e400 was inf, printed as 'inf MB' and Infinity."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is beyond a float")
+    return value
+
+
+def _int(text: str) -> int:
+    """``json.loads``' reading of an integer: one no float holds failed the listing's sizes."""
+    value = int(text)
+    if abs(value) > 2**63:
+        raise ValueError(f"{text[:20]}... is beyond a 64-bit integer")
+    return value
 
 
 def _files_problem(files: dict[str, Any]) -> str | None:

@@ -32,6 +32,8 @@ _ATTRIBUTES = {"lemma": "lemmas", "deprel": "deprels"}
 _BOM = "\ufeff"
 MAX_LINE = 1 << 20
 """The longest line read, its line break included: bytes in a file, characters on a stream."""
+MAX_SHOWN = 60
+"""Characters of a refused cell an error message shows, at most."""
 # What only CoNLL-U starts with: a sentence's metadata comment, or a word line's ID and 9 TABs.
 _CONLLU_COMMENT = re.compile(r"#\s*(?:(?:sent_id|text)\s*=|new(?:doc|par)\b)")
 _CONLLU_ID = re.compile(r"\d+(?:[-.]\d+)?")
@@ -296,7 +298,10 @@ class Sentence:
         """Raise for the first of ``cells`` that column ``name`` cannot hold."""
         i, cell = next((i, c) for i, c in enumerate(cells, 1) if not _is_field(c))
         what = "label" if name == "deprel" else name.upper()
-        raise ConlluError(self.source, self.line, f"invalid {what} {cell!r} for word {i}")
+        shown = repr(cell)
+        if len(shown) > MAX_SHOWN:  # a cell of 100,000 characters was echoed whole
+            shown = shown[:MAX_SHOWN] + "..."
+        raise ConlluError(self.source, self.line, f"invalid {what} {shown} for word {i}")
 
     def given_heads(self) -> list[int | None]:
         """The HEAD column as given: the head of word i at index i - 1, None where it is ``_``.

@@ -122,6 +122,10 @@ def test_a_form_that_is_empty_or_blank_is_refused_and_underscore_is_a_word(parse
             parser.parse([["The", form]])
     with pytest.raises(ConlluError, match=r"invalid FORM '' for word 3001$"):
         parser.parse([["w"] * 3000 + [""]])
+    long = "b\t" + "x" * 100_000  # echoed whole
+    with pytest.raises(ConlluError, match=r"invalid FORM 'b\\txxx+\.\.\. for word 2$") as refused:
+        parser.parse([["a", long]])
+    assert len(str(refused.value)) < 100
     with pytest.raises(ConlluError, match="no words"):
         parser.parse([[]])
     [tree] = parser.parse([["_", "_"]])
@@ -336,6 +340,8 @@ def test_to_conllu_refuses_what_is_no_list_of_trees_naming_it(parser, given) -> 
         # named 'algorithm', which is no argument of the API
         ({"decoder": None}, "decoder=None; expected one of mst, eisner, greedy"),
         ({"decoder": ["mst"]}, "decoder=['mst']; expected one of mst, eisner, greedy"),
+        # another setting's value is not rewritten
+        ({"beam_size": "algorithm=2"}, "beam_size='algorithm=2': give a whole number"),
     ],
 )
 def test_a_setting_of_the_wrong_kind_is_refused_by_its_name(parser, setting, message) -> None:

@@ -175,9 +175,13 @@ def test_a_file_whose_name_has_a_line_break_is_one_line_of_error(
 
     source = tmp_path / "bad\nname.conllu"
     source.write_text("1\tx\n", encoding="utf-8")
+    good = tmp_path / "good.conllu"
+    good.write_text("1\tx\t_\t_\t_\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
+    missing = tmp_path / "no\nsuch" / "out.html"  # an OS error names it
     for run in (
         lambda: main([str(source), "-o", str(tmp_path / "out.html")]),
         lambda: evaluate.main([str(source), str(source)]),
+        lambda: main([str(good), "-o", str(missing)]),
     ):
         assert run() == 2
         err = capsys.readouterr().err

@@ -106,8 +106,19 @@ def test_folders_under_the_environment_variable_come_first(tmp_path, monkeypatch
         ('{"size_bytes": ' + "1" * 5000 + "}", r"\(Exceeds the limit"),
         ('{"size_bytes": NaN}', r"\(NaN is not a JSON number\)"),
         ('{"language": "\\ud800"}', r"\('utf-8' codec can't encode character '\\ud800'"),
+        ('{"size_bytes": 1e400}', r"\(1e400 is beyond a float\)"),  # inf MB, Infinity
+        ('{"size_bytes": 1' + "0" * 400 + "}", r"\(10000000000000000000\.\.\. is beyond a 64-bit"),
     ],
-    ids=["not-json", "no-parser", "deep", "long-integer", "nan", "lone-surrogate"],
+    ids=[
+        "not-json",
+        "no-parser",
+        "deep",
+        "long-integer",
+        "nan",
+        "lone-surrogate",
+        "float-overflow",
+        "int-beyond-float",
+    ],
 )
 def test_a_broken_card_is_named_in_one_line(tmp_path, monkeypatch, text, problem) -> None:
     (tmp_path / "xx_broken").mkdir()
