@@ -664,3 +664,19 @@ def test_a_name_no_listing_reads_is_refused_before_any_work(
     assert stopped.value.code == 2
     assert capsys.readouterr().err.startswith(f"error: {name!r} is no model name: ")
     assert not (tmp_path / "models").exists()
+
+
+def test_a_card_scores_a_column_the_model_does_not_tag_as_empty(tmp_path: Path, vocabs) -> None:
+    # The gold cells of a column without a tagger passed through: XPOS 100 from gold tokens on
+    # the card of a model trained without an XPOS tagger (0 from raw text).
+    from builders import tagging_model
+
+    from biaffine.api import Parser
+    from biaffine.models.scoring import GOLD, card_scores
+
+    parser = Parser.load(tagging_model(tmp_path, vocabs))
+    assert sorted(parser.model.tagged_columns) == ["feats", "lemma", "upos"]
+    tiny = Path(__file__).resolve().parents[1] / "data" / "tiny.conllu"
+    scores = card_scores(parser, tiny)[GOLD]
+    assert scores["XPOS"] == scores["AllTags"] == 0
+    assert scores["UPOS"] > 0
