@@ -130,6 +130,7 @@ def _packaged(
         segmenter_checkpoints.load(source_segmenter)  # refused by its own name: not a segmenter
         shutil.copyfile(source_segmenter, staging / SEGMENTER)
     folder = staging  # the model as it will be
+    _check_trained_on(folder, args.treebank)
     parser = Parser.load(folder / PARSER, threads=THREADS, segmenter=folder / SEGMENTER)
     if args.keep_parser:  # its float32 run checkpoint may be gone: the scores it had stay,
         # but for a generator's: they were the lemmas of the parser without it
@@ -158,6 +159,23 @@ def _packaged(
     with atomic_open(folder / CARD, "w", encoding="utf-8") as out:
         out.write(write_json(card))
     return card
+
+
+def _check_trained_on(folder: Path, treebank: str) -> None:
+    """Refuse a part trained on another treebank than ``--treebank``, which the card names.
+
+    A Wolof parser and segmenter built with ``--treebank UD_English-EWT`` made a card of an
+    English model, scored on EWT. A checkpoint that does not say its treebank passes.
+
+    Raises:
+        ValueError: naming the part, its treebank and ``--treebank``.
+    """
+    trained = {PARSER: checkpoint.load(folder / PARSER).metadata.get("treebank")}
+    if (folder / SEGMENTER).is_file():
+        trained[SEGMENTER] = segmenter_checkpoints.load(folder / SEGMENTER).treebank
+    for name, found in trained.items():
+        if found is not None and found != treebank:
+            raise ValueError(f"the {name} was trained on {found}, not on --treebank {treebank}")
 
 
 def _limits(args: argparse.Namespace, kept: dict[str, Any] | None) -> list[str]:

@@ -586,21 +586,25 @@ def test_the_lexicons_models_get_a_line_each_under_the_parser() -> None:
     assert _lexicon_model_lines({"recipe": "python train.py"}) == []
 
 
-def segmenter_run(root: Path) -> Path:
+def segmenter_run(root: Path, treebank: str = "UD_English-EWT") -> Path:
     """A segmenter run folder as Hydra leaves it, with a random segmenter's best checkpoint."""
     run = run_folder(root / "segmenter_run", ["data=ud_english_ewt"], "train_segmenter.log", 5)
     vocab = small_vocab()
-    checkpoint.save(run / "best.pt", random_model(vocab, rnn_hidden=6), vocab, treebank="UD_X")
+    checkpoint.save(run / "best.pt", random_model(vocab, rnn_hidden=6), vocab, treebank=treebank)
     return run / "best.pt"
 
 
-@pytest.mark.parametrize("wrong", ["segmenter is a parser", "parser without taggers"])
+@pytest.mark.parametrize(
+    "wrong", ["segmenter is a parser", "parser without taggers", "segmenter of another treebank"]
+)
 def test_a_refused_build_leaves_the_model_as_it_was(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], wrong: str
 ) -> None:
     # The parts were written into the model's folder before the checks: a parser given as the
     # segmenter replaced the model's segmenter.pt, and the error named that file.
-    parser, segmenter = parser_run(tmp_path), segmenter_run(tmp_path)
+    # A Wolof segmenter built as UD_English-EWT made an English model's card, scored on EWT.
+    trained_on = "UD_Wolof-WTB" if wrong == "segmenter of another treebank" else "UD_English-EWT"
+    parser, segmenter = parser_run(tmp_path), segmenter_run(tmp_path, trained_on)
     if wrong == "segmenter is a parser":
         segmenter = parser
     treebank = tmp_path / "UD_English-EWT"
@@ -619,8 +623,10 @@ def test_a_refused_build_leaves_the_model_as_it_was(
     error = capsys.readouterr().err
     if wrong == "segmenter is a parser":
         assert error.startswith(f"error: {parser}: ")
-    else:
+    elif wrong == "parser without taggers":
         assert "has no tagger" in error
+    else:
+        assert "segmenter.pt was trained on UD_Wolof-WTB, not on --treebank UD_English-EWT" in error
     assert {p.name: p.read_text() for p in model.iterdir()} == {
         name: f"the model's own {name}" for name in ("parser.pt", "segmenter.pt", CARD)
     }
