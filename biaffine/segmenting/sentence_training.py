@@ -81,7 +81,7 @@ class SentenceSettings:
 
     def __post_init__(self) -> None:
         """Refuse limits that train nothing (``max_epochs=0``)."""
-        names = ("max_epochs", "max_minutes", "patience", "batch_pieces", "piece")
+        names = ("max_epochs", "max_minutes", "patience", "batch_pieces", "piece", "lr", "clip")
         check_positive({name: getattr(self, name) for name in names}, "trainer")
 
     @classmethod

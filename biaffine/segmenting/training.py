@@ -96,9 +96,19 @@ class TrainSettings:
     cased_words: bool = False
 
     def __post_init__(self) -> None:
-        """Refuse limits that train nothing (``max_epochs=0`` failed once training ended)."""
-        names = ("max_epochs", "max_minutes", "patience", "window", "batch_windows")
+        """Refuse limits that train nothing, and rates that train backwards.
+
+        ``max_epochs=0`` failed once training ended; ``lr_decay=-1`` or ``clip=-1`` trained with
+        a rising loss, and the run ended with status 0.
+        """
+        names = ("max_epochs", "max_minutes", "patience", "window", "batch_windows", "lr")
+        names += ("clip", "sentence_weight", "min_char_count")
         check_positive({name: getattr(self, name) for name in names}, "trainer")
+        if not 0 < self.lr_decay <= 1:
+            raise ValueError(
+                f"trainer.lr_decay={self.lr_decay} must be in (0, 1]: the share of the learning "
+                "rate each epoch keeps"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,6 +92,33 @@ def test_unknown_trainer_settings_are_refused() -> None:
     assert settings_from({"window": 64}).window == 64
 
 
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        # each trained with a rising loss and ended with status 0
+        ({"lr_decay": -1.0}, r"trainer\.lr_decay=-1\.0 must be in \(0, 1\]"),
+        ({"lr_decay": 5.0}, r"trainer\.lr_decay=5\.0 must be in \(0, 1\]"),
+        ({"lr_decay": 0.0}, r"trainer\.lr_decay=0\.0 must be in \(0, 1\]"),
+        ({"clip": -1.0}, r"trainer\.clip=-1\.0 must be above 0"),
+        ({"sentence_weight": -3.0}, r"trainer\.sentence_weight=-3\.0 must be above 0"),
+        ({"lr": 0.0}, r"trainer\.lr=0\.0 must be above 0"),
+        ({"min_char_count": 0}, r"trainer\.min_char_count=0 must be above 0"),
+    ],
+)
+def test_rates_that_train_backwards_are_refused(setting: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{message}"):
+        settings_from(setting)
+    assert settings_from({"lr_decay": 1.0, "clip": None}).clip is None  # no clipping
+
+
+def test_the_sentence_models_rates_are_refused_below_0() -> None:
+    from biaffine.segmenting.sentence_training import SentenceSettings
+
+    for name in ("lr", "clip"):
+        with pytest.raises(ValueError, match=rf"^trainer\.{name}=-1\.0 must be above 0"):
+            SentenceSettings.from_mapping({name: -1.0})
+
+
 def run_entry_point(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "train_segmenter.py", f"hydra.run.dir={tmp_path}", *overrides]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
