@@ -169,6 +169,8 @@ def train(
                 stop = "max_minutes"
                 break
             losses.append(_step(model, gold, batch, optimizer, settings.clip))
+        if not losses and epoch > 1:  # the time ran out while the last epoch was scored
+            break  # (it recorded an epoch with no step)
         dev_f1, weight, bias = _tune(model, dev)
         line = {"epoch": epoch, "loss": float(np.mean(losses)) if losses else None}
         line |= {"dev_sentences_f1": dev_f1, "odds_weight": weight, "bias": bias}

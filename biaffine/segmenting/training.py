@@ -358,6 +358,8 @@ def train(
             if average is not None:
                 average.update_parameters(model)
             losses.append(loss.item())
+        if not losses and epoch > 1:  # the time ran out while the last epoch was scored
+            break  # (it recorded an epoch with no step, scored again, the rate decayed)
         scheduler.step()
         dev = evaluate(judged, vocab, data.dev).as_dict()
         line = {"epoch": epoch, "loss": float(np.mean(losses)) if losses else None, "dev": dev}

@@ -200,6 +200,33 @@ def test_ema_keeps_the_average_of_the_weights(tmp_path: Path) -> None:
     assert any(not torch.allclose(slow[k], v, atol=1e-4) for k, v in weights.items())
 
 
+def test_time_that_runs_out_while_dev_is_scored_ends_the_run_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The next epoch found the time gone before its first step, and was recorded all the same:
+    # loss null, dev scored again, the learning rate decayed.
+    from types import SimpleNamespace
+
+    from biaffine.segmenting import training
+
+    now = [0.0]
+    scored = training.evaluate
+
+    def slow_evaluate(*args, **kwargs):
+        now[0] += 120.0  # scoring dev takes two minutes of a one-minute budget
+        return scored(*args, **kwargs)
+
+    monkeypatch.setattr(training, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    monkeypatch.setattr(training, "evaluate", slow_evaluate)
+    settings = TrainSettings(
+        max_epochs=5, max_minutes=1.0, patience=None, window=32, batch_windows=2, threads=1,
+        tune_sentence_bias=False,
+    )  # fmt: skip
+    result = train(tiny_documents(), TINY_MODEL, settings, tmp_path)
+    assert (result.epochs, result.stop_reason) == (1, "max_minutes")
+    assert [line["loss"] is not None for line in result.history[:-1]] == [True]
+
+
 def test_an_ema_decay_outside_0_1_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"ema_decay=1\.0 must be in"):
         train(tiny_documents(), TINY_MODEL, TrainSettings(max_epochs=1, ema_decay=1.0), tmp_path)

@@ -246,10 +246,10 @@ def test_sentence_weights_that_do_not_fit_are_refused_in_one_line(
     assert "\n" not in str(caught.value)
 
 
-@pytest.mark.ud
-def test_a_tiny_run_writes_a_segmenter_whose_sentences_score_as_reported(
-    ewt_dir: Path, tiny_bert: Path, tmp_path: Path
-) -> None:
+def tiny_run(
+    ewt_dir: Path, tiny_bert: Path, tmp_path: Path, settings: SentenceSettings
+) -> tuple[Path, Path, dict]:
+    """A sentence model trained on 120 EWT train sentences: its treebank, run folder, result."""
     folder = tmp_path / "UD_Tiny"
     folder.mkdir()
     head(ewt_dir / "en_ewt-ud-train.conllu", folder / "train.conllu", 120)
@@ -263,9 +263,41 @@ def test_a_tiny_run_writes_a_segmenter_whose_sentences_score_as_reported(
     checkpoint.save(base, random_model(vocab, rnn_hidden=6), vocab, treebank="UD_Tiny")
     run = tmp_path / "run"
     run.mkdir()
-    settings = SentenceSettings(max_epochs=2, threads=1)
     model = {"transformer": {"model": str(tiny_bert)}, "hidden": 8}
-    result = train(data, base, model, settings, run)
+    return folder, run, train(data, base, model, settings, run)
+
+
+@pytest.mark.ud
+def test_time_that_runs_out_while_dev_is_scored_ends_the_run_there(
+    ewt_dir: Path, tiny_bert: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The next epoch found the time gone before its first step and was recorded all the same.
+    from types import SimpleNamespace
+
+    from biaffine.segmenting import sentence_training
+
+    now = [0.0]
+    tuned = sentence_training._tune
+
+    def slow_tune(*args, **kwargs):
+        now[0] += 120.0  # scoring dev takes two minutes of a one-minute budget
+        return tuned(*args, **kwargs)
+
+    monkeypatch.setattr(sentence_training, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    monkeypatch.setattr(sentence_training, "_tune", slow_tune)
+    settings = SentenceSettings(max_epochs=3, max_minutes=1.0, threads=1)
+    _, run, result = tiny_run(ewt_dir, tiny_bert, tmp_path, settings)
+    lines = [json.loads(line) for line in (run / METRICS).read_text().splitlines()]
+    assert [line["epoch"] for line in lines[1:-1]] == [1]
+    assert result["stop"] == "max_minutes"
+
+
+@pytest.mark.ud
+def test_a_tiny_run_writes_a_segmenter_whose_sentences_score_as_reported(
+    ewt_dir: Path, tiny_bert: Path, tmp_path: Path
+) -> None:
+    settings = SentenceSettings(max_epochs=2, threads=1)
+    folder, run, result = tiny_run(ewt_dir, tiny_bert, tmp_path, settings)
     lines = [json.loads(line) for line in (run / METRICS).read_text().splitlines()]
     assert [line["epoch"] for line in lines[1:-1]] == [1, 2]
     assert lines[-1] == result
