@@ -445,3 +445,17 @@ def test_a_resume_refuses_keys_its_command_line_adds_or_removes_but_not_new_defa
         "optimizer.lr removed (was 0.1); drop those overrides, or start a new run"
     )
     check_resume_config(saved | {"optimizer": {}}, now, given=["trainer.max_epochs"])
+
+
+def test_a_resume_refuses_a_start_given_anew_but_not_one_kept_or_dropped() -> None:
+    # trainer.init_from added to a resume was ignored in silence, and recorded in its config.
+    saved = {"trainer": {"init_from": "a.pt"}}
+    for start in ("a.pt", None):
+        check_resume_config(saved, OmegaConf.create({"trainer": {"init_from": start}}))
+    for before in ("a.pt", None):
+        now = OmegaConf.create({"trainer": {"init_from": "b.pt"}})
+        with pytest.raises(ValueError, match="cannot resume") as refused:
+            check_resume_config({"trainer": {"init_from": before}}, now)
+        assert f"trainer.init_from='b.pt' (was {before!r}; a resumed run continues from its " in (
+            str(refused.value)
+        )
