@@ -74,5 +74,7 @@ def _tagged(parser: Parser, gold: Sequence[Sentence]) -> list[Sentence]:
     """
     trees = parser.parse(gold, columns=["all"], overwrite=True)
     untagged = [name for name in TAGGED if name not in parser.model.tagged_columns]
+    if not untagged:
+        return [tree.sentence for tree in trees]
     blank = [{name: ["_"] * len(tree.sentence) for name in untagged} for tree in trees]
     return [tree.sentence.with_columns(cells) for tree, cells in zip(trees, blank, strict=True)]
