@@ -343,8 +343,8 @@ def add_to_lexicon(
             tagger), checked before the minutes of training.
 
     Raises:
-        ValueError: the checkpoint has no lexicon or lacks the tagger ``needs``, or the files
-            give nothing to learn from.
+        ValueError: the checkpoint has no lexicon or lacks the tagger ``needs``, ``train``
+            lacks forms its lexicon was built from, or the files give nothing to learn from.
     """
     loaded = checkpoint.load(source)
     lexicon = loaded.vocabs.lexicon
@@ -356,6 +356,13 @@ def add_to_lexicon(
             raise ValueError(f"{source}: {missing_taggers([needs], tagged)}")
     train_sentences, dev_sentences = list(read_conllu(train)), list(read_conllu(dev))
     seen = {form for sentence in train_sentences for form in sentence.forms}
+    # Another file trained a model for other words, judged unseen by that file, in silence.
+    missing = lexicon.seen - seen
+    if missing:
+        raise ValueError(
+            f"{train}: lacks {len(missing)} of the {len(lexicon.seen)} forms the model's lexicon "
+            f"was built from (such as {min(missing)!r}): give the file the model was trained on"
+        )
     if not any(form not in seen for form, _, _ in data_of(dev_sentences)):
         raise ValueError(f"{dev}: no word to learn from whose form {train} lacks")
     if not data_of(train_sentences):

@@ -231,6 +231,18 @@ def test_a_dev_file_without_unseen_words_is_refused_in_one_line(
     assert str(TINY_CONLLU) in done.stderr
 
 
+def test_a_training_file_that_is_not_the_models_is_refused_in_one_line(
+    lemma_model: Path, dev_file: Path, tmp_path: Path
+) -> None:
+    # Words were judged unseen by the file given, and a generator trained on it, in silence.
+    done = run_command(lemma_model, dev_file, TINY_CONLLU, tmp_path / "out.pt")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {dev_file}: lacks ")
+    assert "forms the model's lexicon was built from" in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert not (tmp_path / "out.pt").exists()
+
+
 def test_the_tiny_triples_are_distinct_sorted_and_annotated(sentences) -> None:
     data = triples(sentences)
     assert data == sorted(set(data))
