@@ -177,7 +177,7 @@ class Sentence:
         """
         if isinstance(forms, str):
             raise TypeError(
-                f"forms is a string ({forms!r}): pass a list of words, e.g. ['The', 'cat']"
+                f"forms is a string ({_shown(forms)}): pass a list of words, e.g. ['The', 'cat']"
             )
         forms = list(forms)
         for k, form in enumerate(forms, start=1):
@@ -298,10 +298,7 @@ class Sentence:
         """Raise for the first of ``cells`` that column ``name`` cannot hold."""
         i, cell = next((i, c) for i, c in enumerate(cells, 1) if not _is_field(c))
         what = "label" if name == "deprel" else name.upper()
-        shown = repr(cell)
-        if len(shown) > MAX_SHOWN:  # a cell of 100,000 characters was echoed whole
-            shown = shown[:MAX_SHOWN] + "..."
-        raise ConlluError(self.source, self.line, f"invalid {what} {shown} for word {i}")
+        raise ConlluError(self.source, self.line, f"invalid {what} {_shown(cell)} for word {i}")
 
     def given_heads(self) -> list[int | None]:
         """The HEAD column as given: the head of word i at index i - 1, None where it is ``_``.
@@ -369,7 +366,8 @@ class Sentence:
     def _check_item(self, key: str, value: str, banned: str) -> None:
         bad_key = not _is_field(key) or any(c in key for c in "=| ")
         if bad_key or not _is_field(value) or (banned and banned in value):
-            raise ConlluError(self.source, self.line, f"cannot write {key}={value!r} in CoNLL-U")
+            problem = f"cannot write {key}={_shown(value)} in CoNLL-U"
+            raise ConlluError(self.source, self.line, problem)
 
     def _with_lines(self, lines: list[str], word_lines: list[int]) -> Sentence:
         return Sentence(
@@ -385,6 +383,15 @@ class Sentence:
         if len(values) == n + 1:
             return values[1:]
         raise ConlluError(self.source, self.line, f"{name} has {len(values)} entries for {n} words")
+
+
+def _shown(value: object) -> str:
+    """``value``'s repr for an error message, cut to :data:`MAX_SHOWN` characters.
+
+    A cell of 100,000 characters was echoed whole, on one line of 100 KB.
+    """
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
 
 
 def refuse_surrogates(text: str, source: str, line: int, what: str) -> None:
@@ -757,7 +764,7 @@ def _is_word(field: str, n_before: int, name: str, lineno: int) -> bool:
     except ParseException:
         value = None
     if value is None:
-        raise ConlluError(name, lineno, f"invalid ID {field!r}")
+        raise ConlluError(name, lineno, f"invalid ID {_shown(field)}")
     if isinstance(value, int):
         if value != n_before + 1:
             problem = f"word ID {value} out of order: expected {n_before + 1} (IDs must run 1..n)"
@@ -813,7 +820,7 @@ def _parse_heads(
         try:
             head = _head_value(cols[_HEAD])
         except ParseException:
-            problem = f"HEAD {cols[_HEAD]!r} is not an integer"
+            problem = f"HEAD {_shown(cols[_HEAD])} is not an integer"
             raise ConlluError(name, line_of[i - 1], problem) from None
         if head is not None and not 0 <= head <= n:
             raise ConlluError(name, line_of[i - 1], f"HEAD {head} of word {i} not in 0..{n}")

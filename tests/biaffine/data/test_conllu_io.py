@@ -666,3 +666,20 @@ def test_empty_nodes_out_of_order_are_refused(
     path = write_bytes(tmp_path / "odd.conllu", "\n".join(rows) + "\n\n")
     with pytest.raises(ConlluError, match=rf"^{re.escape(f'{path}:{line}: {problem}')}$"):
         list(read_conllu(path))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "x" * 100_000 + "\tw\t_\t_\t_\t_\t0\troot\t_\t_\n\n",  # the ID
+        "1\tw\t_\t_\t_\t_\t" + "x" * 100_000 + "\troot\t_\t_\n\n",  # the HEAD
+    ],
+    ids=["id", "head"],
+)
+def test_a_refused_cell_is_shown_cut_short(tmp_path: Path, line: str) -> None:
+    # Echoed whole: an error line of 100 KB.
+    path = tmp_path / "long.conllu"
+    path.write_text(line, encoding="utf-8")
+    with pytest.raises(ConlluError, match=r"'xxx+\.\.\.") as refused:
+        list(read_conllu(path))
+    assert len(str(refused.value)) < 200
