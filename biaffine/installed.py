@@ -195,8 +195,9 @@ def _finite(text: str) -> float:
 def _int(text: str) -> int:
     """``json.loads``' reading of an integer: one no float holds failed the listing's sizes."""
     value = int(text)
-    if abs(value) > 2**63:
-        raise ValueError(f"{text[:20]}... is beyond a 64-bit integer")
+    if not -(2**63) <= value < 2**63:
+        cut = text if len(text) <= 20 else text[:20] + "..."
+        raise ValueError(f"{cut} is beyond a 64-bit integer")
     return value
 
 

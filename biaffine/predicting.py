@@ -299,8 +299,8 @@ def _log_result(result: PredictResult, evaluate: bool, exclude_punct: bool) -> N
     log.info("parsed %d sentences (%d words) in %.2fs: %.1f sentences/s", *counts)
     if evaluate and result.scores is None:
         log.warning(
-            "eval=true, but not every sentence of the input has a gold tree (a HEAD '_'): "
-            "nothing scored"
+            "eval=true, but not every sentence of the input has a gold tree (a HEAD '_', or "
+            "text, which has none): nothing scored"
         )
     elif result.scores is not None:
         s = result.scores

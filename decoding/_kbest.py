@@ -206,9 +206,10 @@ _LAWLER_SOLVED_BYTES = 16
 arrays of its up to n children once solved (tracemalloc, n = 60 and 150: 30 KB and 212 KB a
 tree on tied scores, where every child is solved; a tenth of that on random scores)."""
 
-SMALLEST_REFUSED = 64 * 2**20
-"""A k-best search needing less than this (64 MiB) is never refused: a process at its cgroup's
-limit still has that much of its page cache to give back."""
+SMALLEST_REFUSED = 2**20
+"""A k-best search needing less than this (1 MiB) is never refused, whatever memory is said to
+be left: it is noise beside what the interpreter takes anyway (k=2 on a sentence at a cgroup's
+limit was refused)."""
 
 _CHART_BYTES = 128
 """Bytes per item of the k-best Eisner chart: a score (float64) and a back pointer (3 int64) in

@@ -173,8 +173,8 @@ def _check_trained_on(folder: Path, treebank: str) -> None:
     trained = {PARSER: checkpoint.load(folder / PARSER).metadata.get("treebank")}
     if (folder / SEGMENTER).is_file():
         trained[SEGMENTER] = segmenter_checkpoints.load(folder / SEGMENTER).treebank
-    for name, found in trained.items():
-        if found is not None and found != treebank:
+    for name, found in trained.items():  # by folder name: --treebank UD_English-EWT/ is one
+        if found is not None and Path(found).name != Path(treebank).name:
             raise ValueError(f"the {name} was trained on {found}, not on --treebank {treebank}")
 
 

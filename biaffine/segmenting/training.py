@@ -102,8 +102,12 @@ class TrainSettings:
         a rising loss, and the run ended with status 0.
         """
         names = ("max_epochs", "max_minutes", "patience", "window", "batch_windows", "lr")
-        names += ("clip", "sentence_weight", "min_char_count")
-        check_positive({name: getattr(self, name) for name in names}, "trainer")
+        check_positive({name: getattr(self, name) for name in (*names, "clip")}, "trainer")
+        for name in ("lr", "clip"):  # inf trained into NaN
+            if getattr(self, name) is not None and not math.isfinite(getattr(self, name)):
+                raise ValueError(f"trainer.{name}={getattr(self, name)} must be finite")
+        if not self.sentence_weight >= 0:  # 0: tokens alone are learnt
+            raise ValueError(f"trainer.sentence_weight={self.sentence_weight} must be >= 0")
         if not 0 < self.lr_decay <= 1:
             raise ValueError(
                 f"trainer.lr_decay={self.lr_decay} must be in (0, 1]: the share of the learning "

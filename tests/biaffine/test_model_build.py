@@ -615,7 +615,8 @@ def test_a_refused_build_leaves_the_model_as_it_was(
     for name in ("parser.pt", "segmenter.pt", CARD):
         (model / name).write_text(f"the model's own {name}")
     argv = ["en_ewt", "--parser", str(parser), "--segmenter", str(segmenter)]
-    argv += ["--treebank", "UD_English-EWT", "--root", str(tmp_path), "--out", str(model.parent)]
+    # the folder's name, as a shell completes it, is the treebank's too
+    argv += ["--treebank", "UD_English-EWT/", "--root", str(tmp_path), "--out", str(model.parent)]
     argv += ["--docs", str(tmp_path / "models.md"), "--speed-threads", "1"]
     with pytest.raises(SystemExit) as stopped:
         main(argv)

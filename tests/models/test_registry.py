@@ -108,6 +108,7 @@ def test_folders_under_the_environment_variable_come_first(tmp_path, monkeypatch
         ('{"language": "\\ud800"}', r"\('utf-8' codec can't encode character '\\ud800'"),
         ('{"size_bytes": 1e400}', r"\(1e400 is beyond a float\)"),  # inf MB, Infinity
         ('{"size_bytes": 1' + "0" * 400 + "}", r"\(10000000000000000000\.\.\. is beyond a 64-bit"),
+        ('{"size_bytes": 9223372036854775808}', r"\(9223372036854775808 is beyond a 64-bit"),
     ],
     ids=[
         "not-json",
@@ -118,6 +119,7 @@ def test_folders_under_the_environment_variable_come_first(tmp_path, monkeypatch
         "lone-surrogate",
         "float-overflow",
         "int-beyond-float",
+        "int-beyond-int64",
     ],
 )
 def test_a_broken_card_is_named_in_one_line(tmp_path, monkeypatch, text, problem) -> None:

@@ -100,15 +100,16 @@ def test_unknown_trainer_settings_are_refused() -> None:
         ({"lr_decay": 5.0}, r"trainer\.lr_decay=5\.0 must be in \(0, 1\]"),
         ({"lr_decay": 0.0}, r"trainer\.lr_decay=0\.0 must be in \(0, 1\]"),
         ({"clip": -1.0}, r"trainer\.clip=-1\.0 must be above 0"),
-        ({"sentence_weight": -3.0}, r"trainer\.sentence_weight=-3\.0 must be above 0"),
+        ({"sentence_weight": -3.0}, r"trainer\.sentence_weight=-3\.0 must be >= 0"),
         ({"lr": 0.0}, r"trainer\.lr=0\.0 must be above 0"),
-        ({"min_char_count": 0}, r"trainer\.min_char_count=0 must be above 0"),
+        ({"lr": float("inf")}, r"trainer\.lr=inf must be finite"),
     ],
 )
 def test_rates_that_train_backwards_are_refused(setting: dict, message: str) -> None:
     with pytest.raises(ValueError, match=f"^{message}"):
         settings_from(setting)
     assert settings_from({"lr_decay": 1.0, "clip": None}).clip is None  # no clipping
+    assert settings_from({"sentence_weight": 0.0, "min_char_count": 0}).sentence_weight == 0
 
 
 def test_the_sentence_models_rates_are_refused_below_0() -> None:
