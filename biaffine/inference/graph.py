@@ -207,7 +207,7 @@ class GraphFamily(Family):
         """
         lengths = [len(sentence) for sentence in sentences]
         if request.kbest is not None:
-            return self._kbest(scores, lengths, request.kbest, decoder)
+            return self._kbest(scores, sentences, request.kbest, decoder)
         if fixed_heads is not None:
             return self._constrained(scores, sentences, fixed_heads, decoder)
         if decoder.joint_labels:
@@ -266,7 +266,7 @@ class GraphFamily(Family):
     def _kbest(
         self,
         scores: GraphScores,
-        lengths: list[int],
+        sentences: Sequence[Sentence],
         k: int,
         decoder: GraphDecoding,
     ) -> list[list[Tree]]:
@@ -277,8 +277,14 @@ class GraphFamily(Family):
             return decoding.kbest(row_scores, k, **options)
 
         found = []
-        for row, n in enumerate(lengths):
-            best, ids = self._row_search(scores, row, n, decoder, search, lambda b: b.heads)
+        for row, sentence in enumerate(sentences):
+            try:
+                best, ids = self._row_search(
+                    scores, row, len(sentence), decoder, search, lambda b: b.heads
+                )
+            except ValueError as error:  # each sentence is its own batch: "sentence 0" in all
+                problem = str(error).removeprefix("sentence 0: ")
+                raise ValueError(f"{sentence.source}:{sentence.line}: {problem}") from None
             found.append(
                 [
                     self._labelled(scores, row, heads, ids, log_prob=float(score))

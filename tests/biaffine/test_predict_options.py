@@ -423,3 +423,25 @@ def test_predict_py_ends_quietly_when_its_reader_closes_the_pipe(tmp_path) -> No
         child.stdout.close()
         assert child.wait(timeout=60) == 141
         assert child.stderr.read() == ""
+
+
+def test_a_refused_kbest_names_the_sentences_file_and_line(
+    graph_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each sentence is searched alone, so every refusal said "sentence 0", whichever it was.
+    from decoding import _kbest
+
+    tiny = Path(__file__).parents[1] / "data" / "tiny.conllu"
+    sentences = list(read_conllu(tiny))
+    # Lawler's search needs k (n+1)^2 bytes a sentence here: only the longest is refused.
+    monkeypatch.setattr(_kbest, "_LAWLER_TREE_BYTES", 0)
+    monkeypatch.setattr(_kbest, "_LAWLER_SOLVED_BYTES", 1)
+    monkeypatch.setattr(_kbest, "SMALLEST_REFUSED", 0)
+    needs = sorted(2 * (len(sentence) + 1) ** 2 for sentence in sentences)
+    assert needs[-1] > needs[-2]
+    monkeypatch.setattr(_kbest, "_memory_bytes", lambda: 2 * needs[-2])
+    longest = max(sentences, key=len)
+    assert longest is not sentences[0]
+    where = f"{longest.source}:{longest.line}"
+    with pytest.raises(ValueError, match=rf"^{where}: k=2 asks for 2 trees, whose search"):
+        Parser.load(graph_checkpoint).kbest(sentences, 2)
