@@ -514,16 +514,17 @@ def _restore(
 
 RESUMABLE_CHANGES = frozenset(
     {
-        *("trainer.resume", "trainer.resume_from", "trainer.overwrite", "trainer.init_from"),
+        *("trainer.resume", "trainer.resume_from", "trainer.overwrite"),
         *("trainer.max_epochs", "trainer.max_steps"),
         *("trainer.max_minutes", "trainer.patience", "trainer.eval_max_tokens"),
         *("trainer.progress_bar", "trainer.device", "trainer.threads"),
         *("data.root", "data.download", "data.base_url"),
     }
 )
-"""Config keys a resumed run may change: limits, where things run, where the data lies (and
-``trainer.init_from``, which a resumed run does not read: it continues from its own weights; it
-may be dropped, or kept as it was, but not given anew, :func:`check_resume_config`)."""
+"""Config keys a resumed run may change: limits, where things run, where the data lies. Not
+``trainer.init_from``, which a resumed run does not read (it continues from its own weights): a
+start given anew was ignored in silence, and one dropped was lost from the run's record, which
+the next leg, resumed with the first command, then contradicted."""
 
 
 def check_resume_config(
@@ -549,11 +550,6 @@ def check_resume_config(
     changes = [
         f"{key}={new[key]!r} (was {old[key]!r})" for key in sorted(shared) if old[key] != new[key]
     ]
-    # A start given anew was ignored in silence: the run continues from its own weights.
-    start = "trainer.init_from"
-    if new.get(start) is not None and new.get(start) != old.get(start):
-        changes.append(f"{start}={new[start]!r} (was {old.get(start)!r}; a resumed run continues "
-                       "from its own weights)")  # fmt: skip
     # Other keys only one side has are left alone: a newer release may add settings, whose
     # defaults the interrupted run cannot contradict. One the command line adds was not read:
     # the saved optimizer state kept its amsgrad, the saved weights lacked a projection.

@@ -447,15 +447,15 @@ def test_a_resume_refuses_keys_its_command_line_adds_or_removes_but_not_new_defa
     check_resume_config(saved | {"optimizer": {}}, now, given=["trainer.max_epochs"])
 
 
-def test_a_resume_refuses_a_start_given_anew_but_not_one_kept_or_dropped() -> None:
-    # trainer.init_from added to a resume was ignored in silence, and recorded in its config.
+def test_a_resume_keeps_its_start_as_it_was() -> None:
+    # trainer.init_from added to a resume was ignored in silence, and recorded in its config;
+    # one dropped was lost from the record, and the next leg, given the first command, refused.
     saved = {"trainer": {"init_from": "a.pt"}}
-    for start in ("a.pt", None):
-        check_resume_config(saved, OmegaConf.create({"trainer": {"init_from": start}}))
-    for before in ("a.pt", None):
-        now = OmegaConf.create({"trainer": {"init_from": "b.pt"}})
+    check_resume_config(saved, OmegaConf.create(saved))
+    for before, now in (("a.pt", None), ("a.pt", "b.pt"), (None, "b.pt")):
         with pytest.raises(ValueError, match="cannot resume") as refused:
-            check_resume_config({"trainer": {"init_from": before}}, now)
-        assert f"trainer.init_from='b.pt' (was {before!r}; a resumed run continues from its " in (
-            str(refused.value)
-        )
+            check_resume_config(
+                {"trainer": {"init_from": before}},
+                OmegaConf.create({"trainer": {"init_from": now}}),
+            )
+        assert f"trainer.init_from={now!r} (was {before!r})" in str(refused.value)
