@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
@@ -59,3 +60,19 @@ def exported_segmenter(path: Path, folder: Path) -> Any:
     manifest = export(parser, folder, about={}, segmenter=checkpoint.load(path))
     session = onnxruntime.InferenceSession(str(folder / "segmenter.onnx"))
     return OnnxSegmenter(session, manifest["segmenter"])
+
+
+def scoring_outlasts_the_budget(
+    monkeypatch: pytest.MonkeyPatch, module: ModuleType, scorer: str
+) -> None:
+    """``module``'s clock stands still but for its dev scorer ``scorer``, which takes two minutes
+    a call: a one-minute budget runs out while the first epoch is scored."""
+    now = [0.0]
+    scored = getattr(module, scorer)
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        now[0] += 120.0
+        return scored(*args, **kwargs)
+
+    monkeypatch.setattr(module, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    monkeypatch.setattr(module, scorer, slow)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from segmenter_builders import head
+from segmenter_builders import head, scoring_outlasts_the_budget
 
 from biaffine.segmenting import Segmenter, score_spans
 from biaffine.segmenting.features import FEATURES, SpacedWords
@@ -206,19 +206,9 @@ def test_time_that_runs_out_while_dev_is_scored_ends_the_run_there(
 ) -> None:
     # The next epoch found the time gone before its first step, and was recorded all the same:
     # loss null, dev scored again, the learning rate decayed.
-    from types import SimpleNamespace
-
     from biaffine.segmenting import training
 
-    now = [0.0]
-    scored = training.evaluate
-
-    def slow_evaluate(*args, **kwargs):
-        now[0] += 120.0  # scoring dev takes two minutes of a one-minute budget
-        return scored(*args, **kwargs)
-
-    monkeypatch.setattr(training, "time", SimpleNamespace(monotonic=lambda: now[0]))
-    monkeypatch.setattr(training, "evaluate", slow_evaluate)
+    scoring_outlasts_the_budget(monkeypatch, training, "evaluate")
     settings = TrainSettings(
         max_epochs=5, max_minutes=1.0, patience=None, window=32, batch_windows=2, threads=1,
         tune_sentence_bias=False,

@@ -13,7 +13,7 @@ import torch
 from builders import biaffine_parser, sized_vocabs
 from hypothesis import given
 from hypothesis import strategies as st
-from segmenter_builders import head, random_model, small_vocab
+from segmenter_builders import head, random_model, scoring_outlasts_the_budget, small_vocab
 
 from biaffine.export import export
 from biaffine.segmenting import (
@@ -272,19 +272,9 @@ def test_time_that_runs_out_while_dev_is_scored_ends_the_run_there(
     ewt_dir: Path, tiny_bert: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The next epoch found the time gone before its first step and was recorded all the same.
-    from types import SimpleNamespace
-
     from biaffine.segmenting import sentence_training
 
-    now = [0.0]
-    tuned = sentence_training._tune
-
-    def slow_tune(*args, **kwargs):
-        now[0] += 120.0  # scoring dev takes two minutes of a one-minute budget
-        return tuned(*args, **kwargs)
-
-    monkeypatch.setattr(sentence_training, "time", SimpleNamespace(monotonic=lambda: now[0]))
-    monkeypatch.setattr(sentence_training, "_tune", slow_tune)
+    scoring_outlasts_the_budget(monkeypatch, sentence_training, "_tune")
     settings = SentenceSettings(max_epochs=3, max_minutes=1.0, threads=1)
     _, run, result = tiny_run(ewt_dir, tiny_bert, tmp_path, settings)
     lines = [json.loads(line) for line in (run / METRICS).read_text().splitlines()]
