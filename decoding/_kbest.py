@@ -22,6 +22,7 @@ import functools
 import heapq
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -222,14 +223,15 @@ def _sentence(
     algorithm: str,
     root_constraint: bool,
     b: int,
-    memory: int | None,
+    memory: Callable[[], int | None],
 ) -> tuple[IntArray, FloatArray]:
     """The k best trees int64[K', n+1] of sentence ``b``, checked, and their scores float64[K'].
 
     Raises:
-        ValueError: the trees up to ``k`` would take more than half of ``memory``
-            (:func:`_memory_bytes`; a request for every tree of a long sentence): ``eisner``'s
-            chart, or what Lawler's search keeps; or they did not fit.
+        ValueError: the trees up to ``k`` would take more than half of ``memory()``
+            (:func:`_memory_bytes`, read only for a search over :data:`SMALLEST_REFUSED`; a
+            request for every tree of a long sentence): ``eisner``'s chart, or what Lawler's
+            search keeps; or they did not fit.
     """
     if algorithm == "eisner":
         count = tiered(tree_count, work=cubic_work)(matrix, root_constraint, k)
@@ -237,18 +239,26 @@ def _sentence(
         needed = _CHART_BYTES * matrix.shape[0] ** 2 * count
         search = functools.partial(tiered(kbest_eisner_kernel, work=_chart_work), matrix, count)
     else:
-        trees = _tree_count(matrix, root_constraint)
-        count = k if trees >= k else round(trees)  # a float count may fall a hair short
+        per_tree = _LAWLER_TREE_BYTES + _LAWLER_SOLVED_BYTES * matrix.shape[0] ** 2
+        count, needed = k, k * per_tree  # counted only where k trees may be too many
+        if needed > SMALLEST_REFUSED and _over_half(needed, memory()):
+            trees = _tree_count(matrix, root_constraint)
+            count = k if trees >= k else round(trees)  # a float count may fall a hair short
+            needed = count * per_tree
         asked = f"{count} trees, whose search would keep"
-        needed = count * (_LAWLER_TREE_BYTES + _LAWLER_SOLVED_BYTES * matrix.shape[0] ** 2)
         search = functools.partial(_lawler_arrays, matrix, k)
-    if memory is not None and needed > max(memory // 2, SMALLEST_REFUSED):
-        why = f"more than half of the {memory / 2**30:.1f} GiB this process may use"
+    if needed > SMALLEST_REFUSED and _over_half(needed, left := memory()):
+        why = f"more than half of the {left / 2**30:.1f} GiB this process may use"
         raise _refused(b, k, asked, needed, why)
     try:
         return search(root_constraint)
     except MemoryError:  # within the limits read, but not there to take
         raise _refused(b, k, asked, needed, "which did not fit in memory") from None
+
+
+def _over_half(needed: int, memory: int | None) -> bool:
+    """Whether ``needed`` bytes are more than half of ``memory`` (None: nothing says so)."""
+    return memory is not None and needed > memory // 2
 
 
 def _lawler_arrays(
@@ -449,7 +459,7 @@ def kbest(
         raise ValueError(f"algorithm must be one of {list(_ALGORITHMS)}, got {algorithm!r}")
     root_constraint = check_flag(root_constraint, "root_constraint")
     array = _as_scores(scores)
-    memory = _memory_bytes()  # read once, not per sentence
+    memory = functools.cache(_memory_bytes)  # read once, and only for a large search
     if array.ndim == 2:
         if lengths is not None:
             raise ValueError("lengths is only for batched scores float[B, N+1, N+1]")
@@ -467,7 +477,7 @@ def _batch_kbest(
     k: int,
     algorithm: str,
     root_constraint: bool,
-    memory: int | None,
+    memory: Callable[[], int | None],
 ) -> KBest:
     """The k best trees of each sentence of a batch float64[B, N+1, N+1], one after another."""
     found = []
