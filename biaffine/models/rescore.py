@@ -21,6 +21,7 @@ is printed as ``NAME: SET METRIC OLD -> NEW``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -164,11 +165,14 @@ def _rescore_all(args: argparse.Namespace, float32: dict[str, str]) -> None:
         print("\n".join(changes(name, old, cards[name])) or f"{name}: no score changed")
     if args.dry_run:
         return
-    for name, card in cards.items():
-        with atomic_open(
-            installed.find(name).folder / installed.CARD, "w", encoding="utf-8"
-        ) as out:
+    # Every card is written and flushed to its temporary file before any takes its place, so a
+    # card that cannot be written (a full disk) leaves the others as they were too.
+    with contextlib.ExitStack() as stack:
+        for name, card in cards.items():
+            path = installed.find(name).folder / installed.CARD
+            out = stack.enter_context(atomic_open(path, "w", encoding="utf-8"))
             out.write(write_json(card))
+            out.flush()
     if page is not None:
         write_docs(installed.SHIPPED, page)
 

@@ -111,3 +111,40 @@ def test_a_model_that_fails_leaves_every_card_as_it_was(tmp_path, monkeypatch, c
         "name": "xx_one",
         "files": {"parser": "parser.pt"},
     }
+
+
+def test_a_card_that_cannot_be_written_leaves_the_others_as_they_were(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    # The cards were written one by one: the second failing (a full disk) left the first new.
+    import json
+
+    from biaffine.models import rescore as module
+
+    for name in ("xx_one", "xx_two"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "card.json").write_text(
+            json.dumps({"name": name, "files": {"parser": "p.pt"}})
+        )
+    monkeypatch.setenv("ROOTPARSE_MODELS", str(tmp_path))
+
+    def scored(name: str, *args, **kwargs) -> tuple[dict, dict]:
+        return {"name": name}, {"name": name, "files": {"parser": "p.pt"}, "scores": {}}
+
+    def written(card: dict) -> str:
+        if card["name"] == "xx_two":
+            raise OSError(28, "No space left on device")
+        return json.dumps(card)
+
+    monkeypatch.setattr(module, "rescore", scored)
+    monkeypatch.setattr(module, "write_json", written)
+    assert "No space left on device" in refusal(["xx_one", "xx_two", "--root", "."], capsys)
+    for name in ("xx_one", "xx_two"):
+        card = json.loads((tmp_path / name / "card.json").read_text())
+        assert card == {"name": name, "files": {"parser": "p.pt"}}
+    assert sorted(p.name for p in tmp_path.rglob("*")) == [
+        "card.json",
+        "card.json",
+        "xx_one",
+        "xx_two",
+    ]
