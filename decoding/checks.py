@@ -21,9 +21,15 @@ def as_array(value: npt.ArrayLike, name: str) -> np.ndarray:
         name: the argument's name, for the message.
 
     Raises:
-        ValueError: for a tensor that requires grad, lives off the CPU or has a dtype numpy lacks
-            (bfloat16), and for anything else ``np.asarray`` cannot read (ragged lists).
+        ValueError: for a masked array with masked entries, a tensor that requires grad, lives
+            off the CPU or has a dtype numpy lacks (bfloat16), and for anything else
+            ``np.asarray`` cannot read (ragged lists).
     """
+    if np.ma.is_masked(value):  # np.asarray drops the mask: a masked arc was decoded as any
+        raise ValueError(
+            f"{name} is a masked array, whose mask would be ignored: pass "
+            f"{name}.filled(value) with the value its masked entries take (-inf forbids an arc)"
+        )
     if not isinstance(value, np.ndarray):
         if getattr(value, "requires_grad", False) is True and hasattr(value, "detach"):
             raise ValueError(f"{name} is a tensor that requires grad: pass {name}.detach()")
@@ -52,9 +58,19 @@ def check_float(array: np.ndarray, name: str) -> None:
 
 
 def check_integer(array: np.ndarray, name: str) -> None:
-    """Raise unless ``array`` holds integers (bool is not an integer here)."""
+    """Raise unless ``array`` holds integers that int64 holds (bool is not an integer here)."""
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
         raise ValueError(f"{name} must hold integers, got dtype {array.dtype}")
+    check_int64(array, name)
+
+
+def check_int64(array: np.ndarray, name: str) -> None:
+    """Raise if integer ``array`` holds a value beyond int64, which casting would wrap.
+
+    A uint64 2**64 - 1 became -1: ROOT's head, or "no label".
+    """
+    if array.dtype.kind == "u" and array.size and array.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} holds {array.max()}, beyond int64")
 
 
 def check_flag(value: object, name: str) -> bool:

@@ -183,6 +183,8 @@ def _as_heads(heads: npt.ArrayLike, lengths: npt.ArrayLike | None) -> tuple[IntA
             raise ValueError("lengths is only for a batch of head vectors (2-D heads)")
         return batch, np.array([batch.shape[1] - 1], dtype=np.int64)
     if lengths is None:
+        if batch.shape[1] == 1:  # no word at all (argmax of an empty row was numpy's error)
+            return batch, np.zeros(batch.shape[0], dtype=np.int64)
         present = batch[:, 1:] != -1  # [B, N]
         last = present.shape[1] - np.argmax(present[:, ::-1], axis=1)
         return batch, np.where(present.any(axis=1), last, 0).astype(np.int64)
@@ -304,7 +306,8 @@ def tree_score(
             raise ValueError(
                 f"sentence {b}: heads[{d}]={row[d]} is not a head in 0..{n} other than {d}"
             )
-        totals[b] = score(matrix[b], row, n)
+        with np.errstate(invalid="ignore"):  # +inf plus -inf, refused below (NUMBA_DISABLE_JIT)
+            totals[b] = score(matrix[b], row, n)
         if np.isnan(totals[b]):  # NaN is refused, as the decoders refuse it
             raise ValueError(
                 f"sentence {b}: the arcs of heads score NaN (a NaN among them, or +inf and -inf)"

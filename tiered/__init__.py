@@ -53,6 +53,7 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 from numba.core.caching import CacheImpl, NullCache, UserWideCacheLocator
 from numba.core.dispatcher import Dispatcher
 
@@ -306,7 +307,8 @@ class Tiered:
     the others, and every call after it, run the machine code once it is in numba's cache.
 
     Thread-safe: threads may call it at once (the batch drivers do). Calls return exactly what
-    the dispatcher returns, interpreted or compiled: both run the same code on the same types.
+    the dispatcher returns, interpreted or compiled: both run the same code on the same types,
+    and neither warns of a float exception.
     """
 
     def __init__(self, dispatcher: Dispatcher, *, work: Work | None = None) -> None:
@@ -334,7 +336,10 @@ class Tiered:
                 return self.dispatcher(*args)
         started = time.perf_counter()
         try:
-            return self._interpreted()(*args)
+            # Machine code never warns of a float exception (inf - inf is NaN without a word);
+            # interpreted, numpy's scalars printed a RuntimeWarning, raised under -W error.
+            with np.errstate(all="ignore"):
+                return self._interpreted()(*args)
         finally:
             _BUDGET.spend(time.perf_counter() - started)
 

@@ -123,7 +123,15 @@ class Configs:
         return out
 
     def describe(self, row: int) -> str:
-        """One line showing configuration ``row``: stack (top last), buffer (b0 first), arcs."""
+        """One line showing configuration ``row``: stack (top last), buffer (b0 first), arcs.
+
+        Raises:
+            ValueError: ``row`` is no row of the batch (5 of 2 was an IndexError, -1 the last).
+        """
+        if isinstance(row, bool) or not isinstance(row, (int, np.integer)):
+            raise ValueError(f"row must be an integer, got {row!r}")
+        if not 0 <= row < len(self):
+            raise ValueError(f"row={row} is not a row of the {len(self)} configurations")
         stack = self.stack[row, : self.stack_size[row]].tolist()
         buffer = self.buffer[row, : self.buffer_size[row]][::-1].tolist()
         arcs = [f"{h}->{d}" for d, h in enumerate(self.heads[row]) if h >= 0]

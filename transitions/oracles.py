@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from decoding.checks import as_array, check_count
+from decoding.checks import as_array, check_count, check_int64
 from tiered import tiered
 
 from . import _oracles
@@ -110,6 +110,7 @@ def _gold_labels(
         array = np.asarray(row)
         if array.shape != (lengths[s] + 1,) or array.dtype.kind not in "iu":
             raise ValueError(f"sentence {s}: labels must be int[{lengths[s] + 1}]")
+        check_int64(array, f"sentence {s}: labels")
         padded[s, : array.shape[0]] = array
     return padded
 

@@ -28,6 +28,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from decoding.checks import check_int64
 from decoding.trees import is_tree_kernel
 from decoding.types import BoolArray, IntArray
 from tiered import tiered
@@ -134,6 +135,7 @@ def _check_heads(heads: npt.ArrayLike) -> IntArray:
         raise ValueError(f"heads must be int[n+1] with n >= 1 words, got shape {array.shape}")
     if array.dtype.kind not in "iu":
         raise ValueError(f"heads must hold integers, got dtype {array.dtype}")
+    check_int64(array, "heads")
     tree = array.astype(np.int64)  # a copy: the kernels work in place
     n = tree.shape[0] - 1
     if tree[0] != -1:
@@ -164,8 +166,8 @@ def _check_labels(deprels: Sequence[str], n: int) -> tuple[list[str], bool]:
 def _check_options(encoding: str, separator: str) -> None:
     if encoding not in ENCODINGS:
         raise ValueError(f"encoding must be one of {ENCODINGS}, got {encoding!r}")
-    if not separator:
-        raise ValueError("separator must be a non-empty string")
+    if not isinstance(separator, str) or not separator:
+        raise ValueError(f"separator must be a non-empty string, got {separator!r}")
 
 
 def _layout(labels: list[str], with_root: bool, root_label: str) -> list[str]:

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from decoding.checks import as_array, check_count, check_flag
+from decoding.status import MAX_SCORE
 from decoding.types import BoolArray, FloatArray, IntArray
 
 from .configs import Configs
@@ -354,7 +355,11 @@ def _check_found(best_scores: FloatArray, lengths: IntArray, beam_size: int) -> 
 
 def _float64(raw: npt.ArrayLike, name: str = "the scorer's output") -> FloatArray:
     # as_array: a tensor that requires grad is one line naming it, not torch's RuntimeError.
-    return np.asarray(as_array(raw, name), dtype=np.float64)
+    array = as_array(raw, name)
+    # Complex scores lost their imaginary part with a warning, strings failed inside numpy.
+    if array.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must hold real numbers, got dtype {array.dtype}")
+    return np.asarray(array, dtype=np.float64)
 
 
 def _legal_log_softmax(raw: npt.ArrayLike, legal: BoolArray) -> FloatArray:
@@ -374,12 +379,13 @@ def _legal_log_softmax(raw: npt.ArrayLike, legal: BoolArray) -> FloatArray:
             f"score(rows, positions) returned shape {values.shape}, expected (C, A) = "
             f"{legal.shape}: a row per configuration, a column per transition"
         )
-    bad = legal & (np.isnan(values) | (values == np.inf))
+    bad = legal & ~((np.abs(values) <= MAX_SCORE) | (values == -np.inf))
     if bad.any():
         row, action = np.argwhere(bad)[0]
         raise ValueError(
             f"score(rows, positions) returned {values[row, action]} at row {row}, transition "
-            f"{action}: a legal transition's score must be a number or -inf"
+            f"{action}: a legal transition's score must be a number within "
+            f"+-{MAX_SCORE:g} (sums of larger ones overflow) or -inf"
         )
     scores = np.where(legal, values, -np.inf)
     top = scores.max(1, keepdims=True)
@@ -399,6 +405,10 @@ def _check_arc_scores(arc_scores: npt.ArrayLike | None, lengths: IntArray) -> Fl
     expected = (lengths.shape[0], width, width)
     if array.ndim != 3 or array.shape[0] != expected[0] or min(array.shape[1:]) < width:
         raise ValueError(f"arc_scores must be float[B, N+1, N+1] = {expected}, got {array.shape}")
-    if np.isnan(array).any() or (array > 0).any():
-        raise ValueError("arc_scores must be <= 0 (log-probabilities times a weight), no NaN")
+    # -1e308 passed, and two such arcs summed to -inf: "every item died on -inf scores".
+    if not ((array <= 0) & ((array >= -MAX_SCORE) | (array == -np.inf))).all():
+        raise ValueError(
+            f"arc_scores must be <= 0 (log-probabilities times a weight), -inf or at least "
+            f"-{MAX_SCORE:g} (sums of lower ones overflow), no NaN"
+        )
     return array

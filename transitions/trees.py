@@ -6,11 +6,12 @@ for a transition system.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from decoding.checks import check_int64
 from decoding.trees import CYCLE, OK, OUT_OF_RANGE, ROOTS, first_problem_kernel
 from decoding.types import IntArray
 from tiered import tiered
@@ -25,12 +26,15 @@ def pad_trees(trees: Sequence[npt.ArrayLike]) -> tuple[IntArray, IntArray]:
     Returns:
         (heads int64[S, N+1] padded with -1, lengths int64[S]).
     """
+    if isinstance(trees, (str, bytes)) or not isinstance(trees, Iterable):
+        raise ValueError(f"trees must be a sequence of head vectors, got {type(trees).__name__}")
     arrays = [np.asarray(t) for t in trees]
     for s, array in enumerate(arrays):
         if array.ndim != 1 or array.shape[0] < 2 or array.dtype.kind not in "iu":
             raise ValueError(
                 f"sentence {s}: heads must be int[n+1] with n >= 1, got {array.dtype} {array.shape}"
             )
+        check_int64(array, f"sentence {s}: heads")
     sizes = np.fromiter((a.shape[0] for a in arrays), dtype=np.int64, count=len(arrays))
     flat = np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
     starts = np.cumsum(sizes) - sizes

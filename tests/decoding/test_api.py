@@ -508,3 +508,25 @@ def test_tree_score_refuses_nan_on_an_arc_and_count_roots_a_head_out_of_range():
         decoding.tree_score(infinite, [-1, 0, 0])
     with pytest.raises(ValueError, match=r"heads\[1\]=5 is not a head in 0..2"):
         decoding.count_roots([-1, 5, 0])
+
+
+def test_a_batch_of_sentences_without_words_reads_as_one_sentence_without_words_does():
+    # A batch of width 1 was numpy's "attempt to get argmax of an empty sequence".
+    assert decoding.is_tree([-1]) is False
+    np.testing.assert_array_equal(decoding.is_tree(np.full((2, 1), -1)), [False, False])
+    assert decoding.tree_score(np.zeros((1, 1)), [-1]) == 0.0
+    np.testing.assert_array_equal(decoding.tree_score(np.zeros((1, 1, 1)), [[-1]]), [0.0])
+
+
+def test_a_masked_array_is_refused_rather_than_its_mask_ignored():
+    # np.asarray dropped the mask: the masked arc 0 -> 1 was decoded, and scored, as any other.
+    scores = np.array([[0, 0, 0], [5.0, 0, -1], [0, -1, 0]])
+    masked = np.ma.masked_array(scores, mask=[[0, 0, 0], [1, 0, 0], [0, 0, 0]])
+    for decode in DECODERS.values():
+        with pytest.raises(ValueError, match=r"^scores is a masked array.*scores\.filled"):
+            decode(masked)
+    with pytest.raises(ValueError, match=r"^scores is a masked array"):
+        decoding.tree_score(masked, [-1, 0, 1])
+    np.testing.assert_array_equal(decoding.mst(masked.filled(-np.inf)), [-1, 2, 0])
+    unmasked = np.ma.masked_array(scores)  # nothing masked: the values are all there is
+    np.testing.assert_array_equal(decoding.mst(unmasked), decoding.mst(scores))

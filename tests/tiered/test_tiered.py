@@ -323,3 +323,21 @@ def test_a_short_input_never_loads_the_machine_code_a_warm_cache_holds(tmp_path)
     assert first["single"] == warm["single"]
     [tree] = first["greedy"]  # padded to its own length, the batch's to its longest
     assert tree == warm["greedy"][0][: len(tree)]
+
+
+def _inf_minus_inf(value):
+    return value - value
+
+
+def test_an_interpreted_call_warns_of_no_float_exception_as_machine_code_does(monkeypatch):
+    # tree_score of +inf and -inf arcs printed numpy's RuntimeWarning interpreted, an exception
+    # under -W error, where the machine code gives its NaN in silence.
+    import warnings
+
+    monkeypatch.setattr(tiered, "_BUDGET", tiered._Budget())
+    monkeypatch.delenv("ROOTPARSE_COMPILE", raising=False)
+    entry = Tiered(numba.njit(cache=True)(_inf_minus_inf))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(entry(np.float64(np.inf)))
+    assert not entry.is_compiled

@@ -161,6 +161,43 @@ def test_nan_or_inf_at_a_legal_transition_is_refused_by_name(search: str, bad: f
         run[search](system, [3], scores)
 
 
+@pytest.mark.parametrize("normalized", [True, False])
+def test_a_score_too_large_to_sum_is_refused_by_name(normalized: bool) -> None:
+    # Raw scores of 1e308 summed to inf + -inf: a NaN candidate and a tree scoring inf.
+    system = transitions.get_system("arc_hybrid")
+
+    def scores(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        return np.full((len(rows), len(system.transitions)), 1e308) * [1, -1, 1]
+
+    with pytest.raises(ValueError, match=r"returned 1e\+308 at row 0, transition 0: .*1e\+300"):
+        transitions.beam_search(system, [3, 2], scores, beam_size=2, normalized=normalized)
+
+
+def test_arc_scores_too_low_to_sum_are_refused_not_blamed_on_inf() -> None:
+    # Two arcs of -1e308 summed to -inf: "every item died on -inf scores", none given.
+    system = transitions.get_system("arc_hybrid")
+    with pytest.raises(ValueError, match=r"arc_scores must be .*at least -1e\+300"):
+        transitions.beam_search(
+            system,
+            [3, 2],
+            table_scorer(0, 2, 3),
+            beam_size=2,
+            arc_scores=np.full((2, 4, 4), -1e308),
+        )
+
+
+@pytest.mark.parametrize("bad", [np.complex128(1 + 2j), "1.0"])
+def test_scores_that_are_no_real_numbers_are_refused(bad: object) -> None:
+    # A complex score lost its imaginary part with a ComplexWarning; a string failed in numpy.
+    system = transitions.get_system("arc_hybrid")
+
+    def scores(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        return np.full((len(rows), len(system.transitions)), bad)
+
+    with pytest.raises(ValueError, match="the scorer's output must hold real numbers, got dtype"):
+        greedy_search(system, [3], scores)
+
+
 @pytest.mark.parametrize("system", transitions.SYSTEM_NAMES)
 def test_observe_reads_the_legal_actions_and_positions_of_its_rows(system: str) -> None:
     transition_system = transitions.get_system(system)

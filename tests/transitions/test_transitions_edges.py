@@ -296,3 +296,50 @@ def test_the_projective_module_is_an_attribute_of_the_package() -> None:
     code = "import transitions; print(transitions.projective.projectivize.__name__)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout == "projectivize\n", done.stderr
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (  # word 1's label 2**64 - 1 became -1, "no label"
+            lambda: transitions.oracle_sequences(
+                get_system("swap"), [np.array([-1, 2, 0])], [np.array([0, 2**64 - 1, 3], "u8")]
+            ),
+            r"sentence 0: labels holds 18446744073709551615, beyond int64",
+        ),
+        (  # heads[0] = 2**64 - 1 was read as ROOT's -1
+            lambda: transitions.oracle_sequences(
+                get_system("swap"), [np.array([2**64 - 1, 2, 0], "u8")]
+            ),
+            r"sentence 0: heads holds 18446744073709551615, beyond int64",
+        ),
+        (
+            lambda: projectivize(np.array([2**64 - 1, 2, 0], "u8"), ["root", "a", "b"]),
+            r"^heads holds 18446744073709551615, beyond int64",
+        ),
+        (  # a TypeError that named no argument
+            lambda: transitions.oracle_sequences(get_system("swap"), None),
+            r"^trees must be a sequence of head vectors, got NoneType",
+        ),
+        (  # 'in <string>' requires string as left operand
+            lambda: projectivize(np.array([-1, 2, 0]), ["root", "a", "b"], separator=3),
+            r"^separator must be a non-empty string, got 3",
+        ),
+        (  # an IndexError; -1 described the last row
+            lambda: get_system("arc_hybrid").initial([2, 3]).describe(5),
+            r"^row=5 is not a row of the 2 configurations",
+        ),
+        (
+            lambda: get_system("arc_hybrid").initial([2, 3]).describe(-1),
+            r"^row=-1 is not a row of the 2 configurations",
+        ),
+    ],
+)
+def test_values_beyond_int64_and_misfit_arguments_are_one_value_error(call, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_describe_shows_the_row_asked_for() -> None:
+    configs = get_system("arc_hybrid").initial([2, 3])
+    assert configs.describe(1) == "stack=[0] buffer=[1, 2, 3] arcs=[]"
