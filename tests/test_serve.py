@@ -429,6 +429,13 @@ ERRORS = {
         413,
         "probabilities with decoder=eisner on 5 sentences: 1080000 units of work",
     ),
+    # Eisner's best tree was not counted: 20 sentences of 1000 words, four minutes of work.
+    "eisner work": (
+        {"data": ("w " * 45 + "\n") * 2, "input": "horizontal", "parser": "", "decoder": "eisner"},
+        413,
+        "decoder=eisner on 2 sentences: 194672 units of work, at most 100000 (docs/serving.md); "
+        "send fewer or shorter sentences",
+    ),
     "raw words per request": (
         {"data": TOO_MANY_WORDS, "tokenizer": ""},
         413,

@@ -101,14 +101,15 @@ class Limits:
             sentence of n words: refused where ``(n + 1) ** 2 * K`` is above this (about 128
             bytes each: 2 ** 21 cells, 256 MiB; kbest=32 on 1000 words took 4.1 GB and held
             the server for minutes).
-        max_cubic_work: k-best and ``decoder=eisner`` with probabilities take time cubic in a
-            sentence's length: refused where their work, summed over the request's sentences
-            of n words, is above this: ``K * (n + 1) ** 3`` for Eisner's k-best (K = 1 for its
-            probabilities), ``(K - 1) * (n + 1) ** 3`` for Lawler's over ``mst`` (kbest=1 is
-            the best tree). One sentence of 1,000 words held the worker for 42 s with kbest=2
-            decoder=eisner, 33 s with Eisner's probabilities; 512 words of "word" for 49 s with
-            kbest=32. 2 ** 27 allows kbest=2 decoder=eisner on 405 words (6.3 s), Eisner's
-            probabilities on 511 (7.5 s), kbest=32 on 162 on a 2-core AMD EPYC.
+        max_cubic_work: k-best and ``decoder=eisner`` take time cubic in a sentence's
+            length: refused where their work, summed over the request's sentences of n words,
+            is above this: ``K * (n + 1) ** 3`` for Eisner's k-best (K = 1 for its best tree
+            and its probabilities), ``(K - 1) * (n + 1) ** 3`` for Lawler's over ``mst``
+            (kbest=1 is the best tree). One sentence of 1,000 words held the worker for 42 s
+            with kbest=2 decoder=eisner, 33 s with Eisner's probabilities, 12 s with its best
+            tree (20 such sentences are within ``max_words``); 512 words of "word" for 49 s
+            with kbest=32. 2 ** 27 allows kbest=2 decoder=eisner on 405 words (6.3 s), Eisner's
+            probabilities or best tree on 511 (7.5 s), kbest=32 on 162 on a 2-core AMD EPYC.
         max_beam_size: largest ``beam_size``.
         timeout_s: seconds a request may wait and be parsed (503 after).
         max_queued: requests waiting for the parser (503 above: the server is overloaded).
@@ -401,15 +402,16 @@ class Worker:
             )
 
     def _check_cubic_work(self, task: Task, sentences: list[Sentence]) -> None:
-        """Refuse k-best, or Eisner's probabilities, over ``max_cubic_work`` (:class:`Limits`)."""
+        """Refuse k-best, or any Eisner, over ``max_cubic_work`` (:class:`Limits`)."""
         k, eisner = task.options.kbest, task.decoder.algorithm == "eisner"
-        if k is None and not (eisner and task.options.probabilities):
+        if k is None and not eisner:  # Eisner's best tree is cubic too: 12 s for 1000 words
             return
         cubes = sum((len(sentence) + 1) ** 3 for sentence in sentences)
         work = (k or 1) * cubes if eisner else (k - 1) * cubes
         if work > self.limits.max_cubic_work:
-            asked = f"kbest={k}" if k is not None else "probabilities"
-            asked += f" with decoder={task.decoder.algorithm}"
+            asked = f"kbest={k} with " if k is not None else ""
+            asked += "probabilities with " if k is None and task.options.probabilities else ""
+            asked += f"decoder={task.decoder.algorithm}"
             fewer = f"fewer or shorter sentences{', or a smaller kbest' if k and k > 1 else ''}"
             raise RequestError(
                 413,
