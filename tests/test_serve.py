@@ -7,6 +7,7 @@ Its answers are compared byte for byte with predict.py's output for the same mod
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import contextlib
 import email.mime.multipart
@@ -291,7 +292,7 @@ def test_crlf_and_cr_line_ends_are_read_as_lf(server: str) -> None:
         assert call(server, sent) == expected
 
 
-@pytest.mark.parametrize("data", ["", " \n\t\n"])
+@pytest.mark.parametrize("data", ["", " \n\t\n", "\ufeff", "\ufeff\n "])
 @pytest.mark.parametrize("steps", [{"tokenizer": ""}, {"input": "conllu"}, {"input": "horizontal"}])
 def test_empty_data_gets_an_empty_result_in_every_input_format(
     server: str, data: str, steps: dict[str, str]
@@ -523,6 +524,22 @@ NESTED = PART.replace(
         pytest.param(
             NESTED, MULTIPART, 400, "the field 'data' is multipart/mixed", id="nested multipart"
         ),
+        # Broken base64 was decoded to nothing: a 200 with an empty result, the text lost.
+        pytest.param(
+            PART.replace(b"\r\n\r\nx", b"\r\nContent-Transfer-Encoding: base64\r\n\r\n!!!"),
+            MULTIPART,
+            400,
+            "a part's base64 content does not decode (InvalidBase64CharactersDefect)",
+            id="broken base64",
+        ),
+        # A failed uudecode gave the encoded text as the field's value.
+        pytest.param(
+            PART.replace(b"\r\n\r\nx", b"\r\nContent-Transfer-Encoding: x-uuencode\r\n\r\nx"),
+            MULTIPART,
+            400,
+            "a part's Content-Transfer-Encoding 'x-uuencode'; known: 7bit, 8bit, base64",
+            id="uuencode",
+        ),
     ],
 )
 def test_bad_bodies_get_a_one_line_json_error(
@@ -531,6 +548,20 @@ def test_bad_bodies_get_a_one_line_json_error(
     got, answer = call(server, body=body, content_type=kind)
     assert (got, list(answer)) == (status, ["error"])
     assert words in answer["error"]
+
+
+def test_a_part_in_base64_or_quoted_printable_is_read_decoded(server: str) -> None:
+    # Missing padding loses nothing: read as the standard library decodes it.
+    expected = call(server, {"data": HORIZONTAL, "input": "horizontal", "parser": ""})
+    text = base64.b64encode(HORIZONTAL.encode()).rstrip(b"=")
+    for encoding, content in (("base64", text), ("quoted-printable", HORIZONTAL.encode())):
+        part = (
+            b'--x\r\nContent-Disposition: form-data; name="data"\r\n'
+            b"Content-Transfer-Encoding: " + encoding.encode() + b"\r\n\r\n" + content + b"\r\n"
+        )
+        fields = b'--x\r\nContent-Disposition: form-data; name="input"\r\n\r\nhorizontal\r\n'
+        fields += b'--x\r\nContent-Disposition: form-data; name="parser"\r\n\r\n\r\n--x--\r\n'
+        assert call(server, body=part + fields, content_type=MULTIPART) == expected
 
 
 def test_head_on_process_is_not_allowed_and_parses_nothing(server: str) -> None:

@@ -280,10 +280,29 @@ def _read_part(raw: bytes) -> tuple[str | None, str, bytes]:
     try:
         part = parser.parsebytes(raw, headersonly=True)
         name = part.get_param("name", header="content-disposition")
+        encoding = str(part.get("content-transfer-encoding", "7bit")).strip().lower()
         payload = part.get_payload(decode=True)  # its Content-Transfer-Encoding undone
-        return None if not name else str(name), part.get_content_type(), payload
+        content_type = part.get_content_type()
     except _HEADER_ERRORS:
         raise RequestError(400, "a part's headers do not parse") from None
+    # The standard library gives a payload it cannot decode as sent, or empty, without a word:
+    # a text in broken base64 was parsed as no text at all.
+    if encoding not in _TRANSFER_ENCODINGS:
+        known = ", ".join(sorted(_TRANSFER_ENCODINGS))
+        raise RequestError(400, f"a part's Content-Transfer-Encoding {encoding!r}; known: {known}")
+    lost = [type(d).__name__ for d in part.defects if isinstance(d, _LOSSY_DEFECTS)]
+    if lost:
+        raise RequestError(400, f"a part's {encoding} content does not decode ({lost[0]})")
+    return None if not name else str(name), content_type, payload
+
+
+_TRANSFER_ENCODINGS = {"7bit", "8bit", "binary", "base64", "quoted-printable"}
+"""The Content-Transfer-Encodings MIME defines, which a part may have (RFC 7578 deprecates them)."""
+_LOSSY_DEFECTS = (
+    email.errors.InvalidBase64CharactersDefect,
+    email.errors.InvalidBase64LengthDefect,
+)
+"""Defects of a part's decoding that lose some of its content (missing padding loses none)."""
 
 
 def _boundary(content_type: str) -> bytes:

@@ -358,7 +358,7 @@ class Worker:
             RequestError: 413 over a limit, 400 for input that cannot be read.
         """
         if task.input_format == "raw":
-            if task.data.strip():
+            if not _blank(task.data):
                 self._check_pieces(task.data, self.models[task.model].pieces_per_word)
             return
         try:
@@ -369,7 +369,7 @@ class Worker:
             raise RequestError(400, _as_fields(error)) from None
 
     def _read(self, task: Task) -> list[Sentence]:
-        if not task.data.strip():
+        if _blank(task.data):
             return []  # UDPipe 2 answers an empty text with an empty result, in every format
         served = self.models[task.model]
         if task.input_format == "raw":
@@ -469,6 +469,15 @@ class Worker:
         served = self.models[task.model]
         max_tokens = None if _parsed_alone(task.options) else self.max_tokens
         return served.parse(sentences, task.decoder, task.options, max_tokens)
+
+
+def _blank(data: str) -> bool:
+    """Whether ``data`` holds nothing but whitespace, after a byte order mark.
+
+    A text of only a BOM was "data:0: no sentences found" as CoNLL-U or tokenized text, and an
+    empty result as raw text.
+    """
+    return not data.removeprefix("\ufeff").strip()
 
 
 def _parsed_alone(options: PredictOptions) -> bool:
