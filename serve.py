@@ -168,7 +168,7 @@ def _load(cfg: DictConfig, names: list[str]) -> dict:
     for name in names:
         installed.require(name)  # a name, never a path: the same names as the torch runtime
     decoding.use_compiled()  # where built (python -m biaffine.export): about 130 MiB less
-    return {name: OnnxServed.load(Path(cfg.onnx_dir) / name, threads=cfg.threads) for name in names}
+    return {name: OnnxServed.load_model(name, cfg.onnx_dir, threads=cfg.threads) for name in names}
 
 
 def _acknowledgements(name: str) -> list[str]:

@@ -602,6 +602,40 @@ def _write(
     segmenter: segmenter_checkpoints.Stored | None,
     int8: bool,
 ) -> dict[str, Any]:
+    staging = _staging(folder)  # before the tracing: a place that takes no files fails at once
+    try:
+        manifest = _write_graphs(model, staging, about, segmenter, int8)
+        _replace(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return manifest
+
+
+def _staging(folder: Path) -> Path:
+    """A new hidden folder beside ``folder``, where the export is written before it is renamed.
+
+    Raises:
+        ValueError: no folder can be made there (``/proc``: the error named the hidden
+            folder, once every graph had been traced).
+    """
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    except OSError as error:
+        raise ValueError(f"output={folder}: cannot write there ({error.strerror})") from None
+    # mkdtemp's folder is private (0o700); the export is a folder like any other.
+    staging.chmod(umask_mode() | (umask_mode() & 0o444) >> 2)
+    return staging
+
+
+def _write_graphs(
+    model: nn.Module,
+    staging: Path,
+    about: Mapping[str, Any],
+    segmenter: segmenter_checkpoints.Stored | None,
+    int8: bool,
+) -> dict[str, Any]:
+    """Trace ``model`` (and ``segmenter``) into ``staging`` with the manifest; returns it."""
     found = graphs(model)
     manifest = {"format": FORMAT, "opset": OPSET, "family": model.family, **about}
     quantized = ("chars", "scores", "labels", "head_labels")
@@ -618,21 +652,13 @@ def _write(
         g.name: {"file": f"{g.name}.onnx", "inputs": list(g.inputs), "outputs": list(g.outputs)}
         for g in found
     }
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    # mkdtemp's folder is private (0o700); the export is a folder like any other.
-    staging.chmod(umask_mode() | (umask_mode() & 0o444) >> 2)
-    try:
-        for graph in found:
-            _export_graph(graph, staging / f"{graph.name}.onnx")
-        for name in manifest["int8"]:
-            _quantize(staging / f"{name}.onnx")
-        for name, graph in manifest["graphs"].items():  # ties the manifest to these very graphs
-            graph["sha256"] = file_digest(staging / f"{name}.onnx")
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-        _replace(staging, folder)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    for graph in found:
+        _export_graph(graph, staging / f"{graph.name}.onnx")
+    for name in manifest["int8"]:
+        _quantize(staging / f"{name}.onnx")
+    for name, graph in manifest["graphs"].items():  # ties the manifest to these very graphs
+        graph["sha256"] = file_digest(staging / f"{name}.onnx")
+    (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 
 
@@ -769,11 +795,25 @@ def _graph_files(manifest: Any) -> set[str] | None:
 
 
 def _replace(staging: Path, folder: Path) -> None:
-    """Rename ``staging`` to ``folder``; an old export there is moved aside first, then removed."""
+    """Rename ``staging`` to ``folder``; an old export there is moved aside first, then removed.
+
+    Raises:
+        ValueError: ``folder``, moved aside, is no export now (the graphs take seconds to
+            write: a folder made there meanwhile, or a file added to the old export, was
+            removed with it); it is put back as it was.
+    """
     old = None
-    if folder.exists():
+    if folder.exists() or folder.is_symlink():
         old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old.", dir=folder.parent))
         folder.rename(old / "export")
+        problem = _not_an_export(old / "export")
+        if problem is not None:
+            (old / "export").rename(folder)
+            old.rmdir()
+            raise ValueError(
+                f"output={folder}: came to be no export folder while the graphs were written "
+                f"({problem}); left as it is: give a new folder"
+            )
     staging.rename(folder)
     fsync_dir(folder.parent)
     if old is not None:
@@ -831,6 +871,12 @@ def run(settings: Mapping[str, str]) -> dict[str, Any]:
         "parser": loaded.parser,
         "model_config": loaded.model_config,
         "vocabs": loaded.vocabs.to_dict(),
+        # What the export was made from, so that a server can tell its model's export from a
+        # stale one or another model's (serve.py runtime=onnx).
+        "source": {
+            "parser_sha256": file_digest(checkpoint),
+            "segmenter_sha256": None if segmenter is None else file_digest(segmenter),
+        },
     }
     stored = None if segmenter is None else segmenter_checkpoints.load(segmenter)
     int8 = settings.get("int8") == "true"

@@ -25,7 +25,7 @@ from biaffine.data.encoding import char_ids
 from biaffine.data.vocab import ROOT, Vocab
 
 if TYPE_CHECKING:
-    import onnxruntime
+    from biaffine.onnxrun import LoadedGraph
 
 __all__ = ["MAX_FORMS", "CharVectors"]
 
@@ -42,9 +42,7 @@ class CharVectors:
     Thread-safe: one lock guards the table, so a parser may be shared by threads.
     """
 
-    def __init__(
-        self, session: onnxruntime.InferenceSession, chars: Vocab, *, limit: int = MAX_FORMS
-    ) -> None:
+    def __init__(self, session: LoadedGraph, chars: Vocab, *, limit: int = MAX_FORMS) -> None:
         """Open the table.
 
         Args:

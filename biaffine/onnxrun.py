@@ -56,7 +56,7 @@ from biaffine.inference.choices import (
     root_label_id,
     word_label_ids,
 )
-from biaffine.inference.request import Refused, Request, SentenceResult
+from biaffine.inference.request import Refused, Request, SentenceResult, check_wanted
 from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings, TransitionSearch
 from biaffine.inputs import asked_columns, check_flags, input_sentences
 from biaffine.onnx_chars import CharVectors
@@ -83,6 +83,7 @@ __all__ = [
     "SUPPORTED",
     "OnnxParser",
     "Searcher",
+    "check_exported_from",
     "check_supported",
     "predict_file",
 ]
@@ -210,7 +211,7 @@ class OnnxParser:
 
     vocabs: Vocabs
     tagged_columns: tuple[str, ...]
-    sessions: dict[str, onnxruntime.InferenceSession]
+    sessions: dict[str, LoadedGraph]
     upos_input: bool
     char_vectors: CharVectors
     vectors: VectorIndex | None = None
@@ -346,13 +347,19 @@ class OnnxParser:
         decoder: DecoderSettings = DEFAULT_DECODER,
         *,
         max_tokens: int = MAX_TOKENS,
+        abandoned: Callable[[], bool] | None = None,
     ) -> list[SentenceResult]:
-        """One result per sentence, in input order (see :meth:`check` for what is refused)."""
+        """One result per sentence, in input order (see :meth:`check` for what is refused).
+
+        ``abandoned``: asked before each batch whether the answer is still wanted (a
+        server's); :class:`~biaffine.inference.request.Abandoned` where it is not.
+        """
         request = self.check(request, decoder)
         encoded = encode(sentences, self.vocabs, columns=PARSING_COLUMNS, with_chars=False)
         found: list[SentenceResult | None] = [None] * len(sentences)
         plan = plan_batches([len(e) for e in encoded], max_tokens, shuffle=False)
         for index in plan:
+            check_wanted(abandoned)
             padded = pad([encoded[i] for i in index], index)
             rows = index.tolist()
             batch = [sentences[i] for i in rows]
@@ -406,7 +413,7 @@ class OnnxParser:
         columns: list[dict[str, list[str]]] = [{} for _ in sentences]
         if request.columns:
             tags = self.sessions["tags"]
-            outputs = [o.name for o in tags.get_outputs()]
+            outputs = tags.outputs
             tagged = tags.run(outputs, {"states": scores["states"], "lengths": padded.lengths})
             by_column = {o.removesuffix("_scores"): s for o, s in zip(outputs, tagged, strict=True)}
             relations = [tree.rels for tree in trees]
@@ -466,6 +473,39 @@ class OnnxParser:
             feed = {"label_dep": dep_vectors[arcs], "label_head": head_vectors[arcs]}
             parts.append(self.sessions["labels"].run(None, feed)[0])
         return np.concatenate(parts)
+
+
+def check_exported_from(
+    folder: str | os.PathLike[str], parser: Path, segmenter: Path | None, name: str
+) -> None:
+    """Refuse an export that was not made from the checkpoints ``parser`` and ``segmenter``.
+
+    A server serves ``onnx_dir/NAME`` as model NAME, with NAME's treebank and licence: another
+    model's export there (or one of an older NAME) was served in silence.
+
+    Args:
+        folder: the export.
+        parser: the parser checkpoint it must be made from.
+        segmenter: the segmenter checkpoint it must be made from, or None (none exported).
+        name: the model's name, for the message.
+
+    Raises:
+        ValueError: the export records other checkpoints, or none (an export made before
+            exports recorded them): one line, naming the folder and the fix.
+    """
+    path = Path(folder)
+    source = _manifest(path).get("source")
+    again = f"export it again (python -m biaffine.export model={name} output={path})"
+    if not isinstance(source, dict):
+        raise ValueError(f"onnx={path}: its export records no checkpoint to check: {again}")
+    expected = {
+        "parser_sha256": file_digest(parser),
+        "segmenter_sha256": None if segmenter is None else file_digest(segmenter),
+    }
+    for key, value in expected.items():
+        if source.get(key) != value:
+            what = key.removesuffix("_sha256")
+            raise ValueError(f"onnx={path}: not an export of model {name}'s {what}: {again}")
 
 
 def _manifest(folder: Path) -> dict[str, Any]:
@@ -566,9 +606,40 @@ def _vector_index(manifest: dict[str, Any]) -> VectorIndex:
     return VectorIndex.of(pretrained["vocabulary"], lowercase=pretrained["lowercase"])
 
 
-def _session(
-    folder: Path, graph: Mapping[str, Any], threads: int | None
-) -> onnxruntime.InferenceSession:
+class LoadedGraph:
+    """A graph of an export in onnxruntime, whose failures at run time name its file.
+
+    A graph that does not fit the others (one copied over another's in an export written
+    before the manifest kept digests) failed in onnxruntime's traceback (``InvalidArgument ...
+    idx=4359 must be within [-3642,3641]``), naming nothing.
+
+    Attributes:
+        session: the graph in onnxruntime.
+        path: its file.
+        outputs: the names of its outputs, in order.
+    """
+
+    def __init__(self, session: onnxruntime.InferenceSession, path: Path) -> None:
+        """Keep the loaded ``session`` of the graph file ``path``."""
+        self.session = session
+        self.path = path
+        self.outputs = [node.name for node in session.get_outputs()]
+
+    def run(self, outputs: Sequence[str] | None, feed: Mapping[str, np.ndarray]) -> list:
+        """``InferenceSession.run``.
+
+        Raises:
+            ValueError: onnxruntime refused the inputs or failed, naming the file.
+        """
+        try:
+            return self.session.run(outputs, feed)
+        except _RUN_ERRORS as error:
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            problem = f"the export's graphs do not fit together ({reason})"
+            raise ValueError(f"{self.path}: {problem}: {_EXPORT_AGAIN}") from None
+
+
+def _session(folder: Path, graph: Mapping[str, Any], threads: int | None) -> LoadedGraph:
     """The graph the manifest's entry ``graph`` names in ``folder``, loaded.
 
     Raises:
@@ -599,7 +670,7 @@ def _session(
         if names != list(graph[side]):
             problem = f"not the graph the manifest names ({side} {names}, expected {graph[side]})"
             raise ValueError(f"{path}: {problem}: {_EXPORT_AGAIN}")
-    return session
+    return LoadedGraph(session, path)
 
 
 def _check_digest(path: Path, graph: Mapping[str, Any]) -> None:
@@ -622,6 +693,11 @@ _LOAD_ERRORS = tuple(
     for name in ("Fail", "InvalidProtobuf", "InvalidGraph", "InvalidArgument", "NoSuchFile")
 )
 """What onnxruntime raises for a graph file it cannot read (truncated, not ONNX, ...)."""
+_RUN_ERRORS = tuple(
+    getattr(onnxruntime.capi.onnxruntime_pybind11_state, name)
+    for name in ("Fail", "InvalidArgument", "RuntimeException", "NotImplemented")
+)
+"""What onnxruntime raises for inputs a graph cannot take (another graph's shapes, ids)."""
 
 
 def check_supported(request: Request, decoder: DecoderSettings, family: str | None = None) -> None:

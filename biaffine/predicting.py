@@ -12,7 +12,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -344,6 +344,7 @@ def chunk_parser(
     *,
     max_tokens: int,
     bf16: bool,
+    abandoned: Callable[[], bool] | None = None,
 ) -> ChunkParser:
     """The function that parses one chunk of sentences as ``options`` ask.
 
@@ -354,11 +355,13 @@ def chunk_parser(
         options: checked with :func:`check_options` and :func:`check_model`.
         max_tokens: words per batch.
         bf16: run the network in bfloat16.
+        abandoned: asked before each batch whether the answer is still wanted (a server's);
+            :class:`~biaffine.inference.request.Abandoned` where it is not.
     """
 
     def parse_chunk(chunk: list[Sentence]) -> list[list[Sentence]]:
         request = request_of(options, chunk)
-        how = {"max_tokens": max_tokens, "bf16": bf16}
+        how = {"max_tokens": max_tokens, "bf16": bf16, "abandoned": abandoned}
         found = predict_trees(model, vocabs, chunk, request, {"": decoder}, **how)[""].results
         return [with_result(s, r, request) for s, r in zip(chunk, found, strict=True)]
 

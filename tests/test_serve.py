@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -38,7 +38,7 @@ import tiered
 from biaffine import models
 from biaffine.serving.app import create_app
 from biaffine.serving.batcher import Batcher
-from biaffine.serving.jobs import Answer, Limits, Worker, task_of
+from biaffine.serving.jobs import ABANDONED, Answer, Limits, Worker, task_of
 from biaffine.serving.served import TorchServed
 from decoding.trees import is_projective
 
@@ -745,7 +745,7 @@ def test_sigterm_lets_the_request_in_flight_finish(model_installed: None, tmp_pa
 def test_requests_that_arrive_together_share_one_call() -> None:
     calls = []
 
-    def run(tasks: list) -> list[Answer]:
+    def run(tasks: list, wanted: Callable[[int], bool]) -> list[Answer]:
         calls.append(list(tasks))
         return [Answer(200, str(task)) for task in tasks]
 
@@ -764,7 +764,7 @@ def test_requests_that_arrive_together_share_one_call() -> None:
 def test_a_request_out_of_time_or_beyond_the_queue_gets_503() -> None:
     release = threading.Event()
 
-    def run(tasks: list) -> list[Answer]:
+    def run(tasks: list, wanted: Callable[[int], bool]) -> list[Answer]:
         release.wait(timeout=60)
         return [Answer(200, "late") for _ in tasks]
 
@@ -792,7 +792,7 @@ def test_stopping_does_not_wait_for_the_batch_being_parsed() -> None:
     # to exit took 72 s for kbest=32 on 1,000 words. serve.py leaves it (busy).
     release, started = threading.Event(), threading.Event()
 
-    def run(tasks: list) -> list[Answer]:
+    def run(tasks: list, wanted: Callable[[int], bool]) -> list[Answer]:
         started.set()
         release.wait(timeout=60)
         return [Answer(200, "late") for _ in tasks]
@@ -817,7 +817,7 @@ def test_requests_that_ran_out_of_time_while_waiting_no_longer_count_as_queued()
     count them (both did: a burst of timeouts refused every request after it for as long)."""
     release = threading.Event()
 
-    def run(tasks: list) -> list[Answer]:
+    def run(tasks: list, wanted: Callable[[int], bool]) -> list[Answer]:
         release.wait(timeout=60)
         return [Answer(200, str(task)) for task in tasks]
 
@@ -842,6 +842,49 @@ def test_requests_that_ran_out_of_time_while_waiting_no_longer_count_as_queued()
     counts, held, after = asyncio.run(main())
     assert counts == [0, 0, 1, 0]
     assert (held, after) == (Answer(200, "held"), Answer(200, "after"))
+
+
+def test_a_batch_whose_client_has_had_its_503_can_be_given_up() -> None:
+    # The worker parsed on after the timeout's 503: every request behind it waited, and got its
+    # own 503, for as long as the parse took.
+    given_up = threading.Event()
+
+    def run(tasks: list, wanted: Callable[[int], bool]) -> list[Answer]:
+        if tasks == ["slow"]:
+            while wanted(0):  # as the worker asks between the network's batches
+                time.sleep(0.01)
+            given_up.set()
+        return [Answer(200, str(task)) for task in tasks]
+
+    async def main() -> tuple[Answer, Answer]:
+        batcher = Batcher(run, wait_s=0.0, max_tasks=1, max_queued=4)
+        batcher.start()
+        slow = await batcher.submit("slow", 0.2)
+        after = await batcher.submit("after", 5)
+        await batcher.stop()
+        return slow, after
+
+    slow, after = asyncio.run(main())
+    assert (slow.status, after) == (503, Answer(200, "after"))
+    assert given_up.is_set()
+
+
+def test_the_worker_stops_between_batches_once_no_client_waits(model_installed: None) -> None:
+    loaded = {MODEL: TorchServed(models.load(MODEL, threads=1))}
+    worker = Worker(loaded, Limits(), max_tokens=40)
+    data = "".join(f"The cat number {k} sat on the mat .\n" for k in range(20))
+    fields = {"data": data, "input": "horizontal", "parser": ""}
+    task = task_of(fields, loaded, MODEL, Limits())
+    asked = []
+
+    def wanted(index: int) -> bool:
+        asked.append(index)
+        return len(asked) <= 2  # the client's 503 comes during the second batch
+
+    assert worker.run([task], wanted) == [ABANDONED]
+    assert len(asked) == 3  # 20 sentences of 9 words in batches of 40: five batches
+    assert worker.run([task], lambda index: False) == [ABANDONED]  # not even read
+    assert worker.run([task])[0].status == 200
 
 
 def test_a_served_torch_model_has_its_machine_code_loaded_at_warm_up(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +23,7 @@ from biaffine.data.conllu import Sentence
 from biaffine.data.encoding import PARSING_COLUMNS
 from biaffine.data.vocab import Vocabs
 from biaffine.inference.base import FAMILIES, Family
-from biaffine.inference.request import Refused, Request, SentenceResult
+from biaffine.inference.request import Refused, Request, SentenceResult, check_wanted
 from biaffine.inference.settings import DEFAULT_DECODER, DecoderSettings
 from biaffine.runtime import check_bf16
 
@@ -91,6 +91,7 @@ def predict(
     *,
     max_tokens: int = 5000,
     bf16: bool = False,
+    abandoned: Callable[[], bool] | None = None,
 ) -> dict[str, Predicted]:
     """Answer ``request`` for every sentence with every decoder setting.
 
@@ -104,12 +105,14 @@ def predict(
         max_tokens: words per batch (memory vs speed).
         bf16: run the network in bfloat16 (``torch.autocast``): about 3x faster on CPUs with
             native bf16 (AVX512-BF16, AMX); decoders and probabilities stay float64.
+        abandoned: asked before each batch whether the answer is still wanted (None: it is).
 
     Returns:
         name -> :class:`Predicted`, results in input order.
 
     Raises:
         Refused: the model's family cannot answer the request with a setting (one line).
+        Abandoned: ``abandoned`` said so before a batch.
         ValueError: fixed heads that do not fit the sentences or admit no tree, NaN scores.
     """
     settings = settings if settings is not None else {"": DEFAULT_DECODER}
@@ -135,6 +138,7 @@ def predict(
         for batch in batches_by_tokens(
             encode(sentences, vocabs, columns=PARSING_COLUMNS), max_tokens, shuffle=False
         ):
+            check_wanted(abandoned)
             rows = batch.indices.tolist()
             fixed = request.fixed_heads
             batch_fixed = None if fixed is None else [fixed[i] for i in rows]

@@ -7,13 +7,21 @@ The Python API, ``predict.py``, training's dev scoring and the experiments all a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from numbers import Integral
 
 from biaffine.data.columns import TAGGED
 
-__all__ = ["ALL_COLUMNS", "Refused", "Request", "SentenceResult", "Tree"]
+__all__ = [
+    "ALL_COLUMNS",
+    "Abandoned",
+    "Refused",
+    "Request",
+    "SentenceResult",
+    "Tree",
+    "check_wanted",
+]
 
 ALL_COLUMNS = ("all",)
 """``Request.columns`` asking for every column the model's taggers predict."""
@@ -21,6 +29,20 @@ ALL_COLUMNS = ("all",)
 
 class Refused(ValueError):  # noqa: N818  (reads as what happened: "raise Refused")
     """A family or a model cannot answer a request (the message says what and why, in a line)."""
+
+
+class Abandoned(Exception):  # noqa: N818  (reads as what happened: "raise Abandoned")
+    """A parse stopped between batches: its caller no longer wants the answer.
+
+    A server's request whose client has had its 503 (``limits.timeout_s``): parsing it on
+    held the worker, and every request behind it, for as long as it took.
+    """
+
+
+def check_wanted(abandoned: Callable[[], bool] | None) -> None:
+    """Raise :class:`Abandoned` where ``abandoned`` (None: never) says so; between batches."""
+    if abandoned is not None and abandoned():
+        raise Abandoned("the answer is no longer wanted")
 
 
 @dataclass(frozen=True, slots=True)

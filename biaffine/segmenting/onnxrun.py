@@ -12,17 +12,19 @@ through the graph together, so no window is padded and the BiLSTM packs nothing.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime
 
 from biaffine.segmenting.features import CharVocab, window_bounds
 from rawtext.chars import as_line_feeds
 from rawtext.document import Document
 from rawtext.labels import MWT_SENTENCE_END, N_CLASSES, SENTENCE_END
 from rawtext.mwt import MwtExpander, segment_with
+
+if TYPE_CHECKING:
+    from biaffine.onnxrun import LoadedGraph
 
 __all__ = ["OnnxSegmenter"]
 
@@ -36,12 +38,21 @@ class OnnxSegmenter:
     """An exported segmenter: its session, characters, expander and decision rule.
 
     Args:
-        session: ``segmenter.onnx`` in onnxruntime.
+        session: ``segmenter.onnx``, loaded.
         about: the manifest's ``segmenter`` entry.
     """
 
-    def __init__(self, session: onnxruntime.InferenceSession, about: dict[str, Any]) -> None:
-        """Read the plain data the graph needs beside it."""
+    def __init__(self, session: LoadedGraph, about: dict[str, Any]) -> None:
+        """Read the plain data the graph needs beside it.
+
+        Raises:
+            TypeError: a window that is no positive integer, or a context no integer >= 0 (a
+                damaged manifest, which was a TypeError from inside the first text's windows).
+        """
+        for key, least in (("window", 1), ("context", 0)):
+            value = about[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise TypeError(f"segmenter.{key} is {value!r}, not an integer >= {least}")
         self.session = session
         self.vocab = CharVocab.from_data(about)
         self.treebank = about["treebank"]

@@ -29,7 +29,7 @@ class Batcher:
 
     def __init__(
         self,
-        run: Callable[[Sequence[Task]], list[Answer]],
+        run: Callable[[Sequence[Task], Callable[[int], bool]], list[Answer]],
         *,
         wait_s: float,
         max_tasks: int,
@@ -38,7 +38,9 @@ class Batcher:
         """Set up; :meth:`start` begins serving (inside the event loop).
 
         Args:
-            run: answers tasks, one answer each, in order.
+            run: answers tasks, one answer each, in order; its second argument says, from the
+                worker thread, whether task i of them still has a client waiting (one that
+                timed out has had its 503, and ``run`` may give it up).
             wait_s: how long the first task of a batch waits for others.
             max_tasks: tasks per batch.
             max_queued: tasks waiting at most (:meth:`submit` answers 503 above).
@@ -125,7 +127,8 @@ class Batcher:
             self.batched += len(live)
             try:
                 tasks = [task for task, _ in live]
-                answers = await self.call(functools.partial(self._run_batch, tasks))
+                wanted = functools.partial(_wanted, [future for _, future in live])
+                answers = await self.call(functools.partial(self._run_batch, tasks, wanted))
             except Exception:  # a bug: every task of the batch gets a 500, the server lives on
                 log.exception("parsing a batch of %d requests failed", len(live))
                 answers = [Answer(500, "internal error while parsing")] * len(live)
@@ -133,11 +136,11 @@ class Batcher:
                 if not future.done():
                     future.set_result(answer)
 
-    def _run_batch(self, tasks: list[Task]) -> list[Answer]:
+    def _run_batch(self, tasks: list[Task], wanted: Callable[[int], bool]) -> list[Answer]:
         """``run`` on the worker thread, counted in :attr:`busy` while it runs."""
         self._running += 1
         try:
-            return self._run(tasks)
+            return self._run(tasks, wanted)
         finally:
             self._running -= 1
 
@@ -160,3 +163,12 @@ class Batcher:
             except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11
                 break
         return batch
+
+
+def _wanted(futures: Sequence[asyncio.Future[Answer]], index: int) -> bool:
+    """Whether task ``index`` still waits for its answer; read from the worker thread.
+
+    A future is only set on the event loop (its answer, or the 503 of its timeout); reading
+    whether it is done from another thread at worst sees it a moment late.
+    """
+    return not futures[index].done()

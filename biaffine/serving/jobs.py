@@ -9,13 +9,15 @@ so a request alone gets the bytes ``predict.py`` writes for the same input.
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from biaffine.data.conllu import Sentence, write_conllu
+from biaffine.inference.request import Abandoned
 from biaffine.inference.settings import DecoderSettings
 from biaffine.pipeline import sentences_in
 from biaffine.predict_options import PredictOptions, check_options
@@ -160,6 +162,10 @@ class Answer:
 
     status: int
     text: str
+
+
+ABANDONED = Answer(503, "the request was given up: its client had its 503 already")
+"""The answer to a task no client waits for any more, which no one reads."""
 
 
 def components(served: Served) -> list[str]:
@@ -317,16 +323,24 @@ class Worker:
             formats = ["text", "raw"] if served.segmenter is not None else ["text"]
             self.run([Task(name, "Warm up.\n", fmt, True, decoder, options) for fmt in formats])
 
-    def run(self, tasks: Sequence[Task]) -> list[Answer]:
+    def run(
+        self, tasks: Sequence[Task], wanted: Callable[[int], bool] | None = None
+    ) -> list[Answer]:
         """Read every task, parse those that share a setup in one call, write each.
 
         A task whose input is malformed or too large fails alone; a call that fails for one
         of its tasks (given heads that admit no tree) is retried task by task, so only that
-        task fails.
+        task fails. ``wanted(i)`` (None: always) says whether task i still has a client
+        waiting: a task no one waits for is not read, and a call stops between its network's
+        batches once none of its tasks is wanted (:data:`ABANDONED` answers them).
         """
+        wanted = wanted or (lambda i: True)
         answers: list[Answer | None] = [None] * len(tasks)
         read: dict[int, list[Sentence]] = {}
         for i, task in enumerate(tasks):
+            if not wanted(i):  # segmenting raw text takes as long as parsing it
+                answers[i] = ABANDONED
+                continue
             try:
                 read[i] = self._read(task)
             except RequestError as error:
@@ -339,7 +353,13 @@ class Worker:
             alone = (i,) if _parsed_alone(options) else ()
             setups.setdefault((*tasks[i].setup(), *alone), []).append(i)
         for members in setups.values():
-            self._parse([tasks[i] for i in members], [read[i] for i in members], members, answers)
+            group = [tasks[i] for i in members]
+            abandoned = functools.partial(_none_wanted, wanted, members)
+            try:
+                self._parse(group, [read[i] for i in members], members, answers, abandoned)
+            except Abandoned:
+                for i in members:
+                    answers[i] = answers[i] or ABANDONED
         missing = [i for i, answer in enumerate(answers) if answer is None]
         if missing:
             raise RuntimeError(f"tasks {missing} got no answer")  # a bug here, not the client's
@@ -447,28 +467,44 @@ class Worker:
         inputs: list[list[Sentence]],
         where: list[int],
         answers: list[Answer | None],
+        abandoned: Callable[[], bool],
     ) -> None:
-        """Fill ``answers[where[j]]`` for ``tasks[j]`` (one setup) read as ``inputs[j]``."""
+        """Fill ``answers[where[j]]`` for ``tasks[j]`` (one setup) read as ``inputs[j]``.
+
+        Raises:
+            Abandoned: ``abandoned()`` said so between two of the network's batches.
+        """
+        sentences = list(itertools.chain.from_iterable(inputs))
         try:
-            written = self._written(tasks[0], list(itertools.chain.from_iterable(inputs)))
+            written = self._written(tasks[0], sentences, abandoned)
+        except Abandoned:
+            raise
         except ValueError as error:
             if len(tasks) == 1:
                 answers[where[0]] = Answer(400, _as_fields(error))
                 return
             for j in range(len(tasks)):
-                self._parse(tasks[j : j + 1], inputs[j : j + 1], where[j : j + 1], answers)
+                one = (tasks[j : j + 1], inputs[j : j + 1], where[j : j + 1])
+                self._parse(*one, answers, abandoned)
             return
         ends = itertools.accumulate(len(sentences) for sentences in inputs)
         for i, end, sentences in zip(where, ends, inputs, strict=True):
             answers[i] = Answer(200, _conllu(written[end - len(sentences) : end]))
 
-    def _written(self, task: Task, sentences: list[Sentence]) -> list[list[Sentence]]:
+    def _written(
+        self, task: Task, sentences: list[Sentence], abandoned: Callable[[], bool]
+    ) -> list[list[Sentence]]:
         """Per input sentence, the sentences to write (several with k-best)."""
         if not task.parse or not sentences:
             return [[sentence] for sentence in sentences]
         served = self.models[task.model]
         max_tokens = None if _parsed_alone(task.options) else self.max_tokens
-        return served.parse(sentences, task.decoder, task.options, max_tokens)
+        return served.parse(sentences, task.decoder, task.options, max_tokens, abandoned)
+
+
+def _none_wanted(wanted: Callable[[int], bool], tasks: Sequence[int]) -> bool:
+    """Whether no task of ``tasks`` is ``wanted`` any longer."""
+    return not any(wanted(i) for i in tasks)
 
 
 def _blank(data: str) -> bool:

@@ -12,6 +12,8 @@ is loaded with it, so a server of one runtime needs only that runtime installed.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from biaffine.data.conllu import Sentence
@@ -52,11 +54,13 @@ class Served(Protocol):
         decoder: DecoderSettings,
         options: PredictOptions,
         max_tokens: int | None,
+        abandoned: Callable[[], bool] | None = None,
     ) -> list[list[Sentence]]:
         """Per input sentence, the sentences to write (several with k-best).
 
         ``max_tokens``: words per batch of the network; None for ``predict.py``'s default in
-        this runtime.
+        this runtime. ``abandoned``: asked before each batch whether the answer is still
+        wanted; :class:`~biaffine.inference.request.Abandoned` where it is not.
         """
         ...
 
@@ -96,12 +100,17 @@ class TorchServed:
         decoder: DecoderSettings,
         options: PredictOptions,
         max_tokens: int | None,
+        abandoned: Callable[[], bool] | None = None,
     ) -> list[list[Sentence]]:
         """As ``predict.py`` parses one chunk (:func:`biaffine.predicting.chunk_parser`)."""
         from biaffine.predicting import MAX_TOKENS, chunk_parser
 
         parser = self.parser
-        how = {"max_tokens": MAX_TOKENS if max_tokens is None else max_tokens, "bf16": parser.bf16}
+        how = {
+            "max_tokens": MAX_TOKENS if max_tokens is None else max_tokens,
+            "bf16": parser.bf16,
+            "abandoned": abandoned,
+        }
         return chunk_parser(parser.model, parser.vocabs, decoder, options, **how)(sentences)
 
 
@@ -127,6 +136,24 @@ class OnnxServed:
         parser = OnnxParser.load(folder, threads=threads)
         return cls(parser, parser.segmenter)
 
+    @classmethod
+    def load_model(
+        cls, name: str, onnx_dir: str | os.PathLike[str], *, threads: int | None = None
+    ) -> OnnxServed:
+        """The installed model ``name`` from its export ``onnx_dir/name``.
+
+        Raises:
+            ValueError: no export there, or one not made from the model's checkpoints (a stale
+                export, or another model's: :func:`biaffine.onnxrun.check_exported_from`).
+        """
+        from biaffine import installed
+        from biaffine.onnxrun import check_exported_from
+
+        model, folder = installed.require(name), Path(onnx_dir) / name
+        served = cls.load(folder, threads=threads)
+        check_exported_from(folder, model.parser, model.segmenter, name)
+        return served
+
     def check(self, decoder: DecoderSettings, options: PredictOptions) -> None:
         """:meth:`biaffine.onnxrun.OnnxParser.check` (probabilities, k-best... are refused)."""
         self.parser.check(request_of(options, []), decoder)
@@ -137,13 +164,16 @@ class OnnxServed:
         decoder: DecoderSettings,
         options: PredictOptions,
         max_tokens: int | None,
+        abandoned: Callable[[], bool] | None = None,
     ) -> list[list[Sentence]]:
         """One sentence written per input sentence (no k-best in this runtime)."""
         from biaffine.onnxrun import MAX_TOKENS
 
         request = self.parser.check(request_of(options, []), decoder)
         max_tokens = MAX_TOKENS if max_tokens is None else max_tokens
-        found = self.parser.results(sentences, request, decoder, max_tokens=max_tokens)
+        found = self.parser.results(
+            sentences, request, decoder, max_tokens=max_tokens, abandoned=abandoned
+        )
         return [
             list(with_result(sentence, result, request))
             for sentence, result in zip(sentences, found, strict=True)

@@ -651,3 +651,45 @@ def test_the_command_refuses_a_users_folder_in_one_line_and_keeps_it(tmp_path: P
     assert done.stderr.count("\n") == 1
     assert done.stderr.startswith(f"error: output={folder}: exists and is not an export folder")
     assert _contents(folder) == before
+
+
+def test_files_that_come_into_the_destination_while_the_graphs_are_written_are_kept(
+    shipped: tuple[torch.nn.Module, Vocabs, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The destination was checked before the tracing only: a folder made there meanwhile (or a
+    # file added to an earlier export) was moved aside and removed with its files.
+    from biaffine import export as module
+
+    _, vocabs, _ = shipped
+    model, _ = transition_model_tiny(vocabs)
+    folder = tmp_path / "export"
+    traced = module._export_graph
+
+    def meanwhile(graph, path: Path) -> None:
+        folder.mkdir(exist_ok=True)
+        (folder / "thesis.txt").write_text("draft")
+        traced(graph, path)
+
+    monkeypatch.setattr(module, "_export_graph", meanwhile)
+    refused = r"came to be no export folder while the graphs were written \(no export\.json\)"
+    with pytest.raises(ValueError, match=refused):
+        export(model, folder, about={})
+    assert (folder / "thesis.txt").read_text() == "draft"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export"]  # no staging, nothing aside
+
+
+def test_a_destination_that_takes_no_folder_is_refused_before_the_tracing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # It failed once every graph was traced, naming the hidden staging folder.
+    from biaffine import export as module
+
+    if not Path("/proc/self").is_dir():
+        pytest.skip("needs Linux's /proc, where no folder can be made")
+
+    def traced(model: torch.nn.Module) -> list:
+        raise AssertionError("traced before the destination was tried")
+
+    monkeypatch.setattr(module, "graphs", traced)
+    with pytest.raises(ValueError, match=r"^output=/proc/rootparse-export: cannot write there"):
+        export(torch.nn.Linear(1, 1), Path("/proc/rootparse-export"), about={})

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from biaffine.api import Parser
-from biaffine.data.conllu import ConlluError, write_conllu
+from biaffine.data.conllu import ConlluError, Sentence, write_conllu
 from biaffine.predict_options import PredictOptions
 from biaffine.predicting import predict
 
@@ -386,3 +386,76 @@ def test_a_graph_weight_is_refused_by_its_own_name(onnx_parser) -> None:
 
     with pytest.raises(Refused, match=r"^search\.graph_weight=0\.5: runtime=onnx supports"):
         onnx_parser.parse([["The", "cat"]], graph_weight=0.5)
+
+
+def test_a_server_that_gives_up_a_request_stops_the_export_between_batches(onnx_parser) -> None:
+    # serve.py runtime=onnx parsed on after the client's 503, holding every request behind it.
+    from biaffine.inference.request import Abandoned, Request
+
+    sentences = [Sentence.from_forms(["The", "cat", "sat", str(k), "."]) for k in range(20)]
+    asked = []
+
+    def abandoned() -> bool:
+        asked.append(True)
+        return len(asked) > 2
+
+    with pytest.raises(Abandoned):
+        onnx_parser.results(sentences, Request(), max_tokens=12, abandoned=abandoned)
+    assert len(asked) == 3  # two batches of two sentences parsed, of ten
+    assert len(onnx_parser.results(sentences, Request(), max_tokens=12)) == 20
+
+
+def test_an_export_names_the_checkpoints_it_was_made_from(exported: Path, tmp_path: Path) -> None:
+    # serve.py runtime=onnx served another model's export under a model's name and licence.
+    import json
+    import shutil
+
+    from biaffine.onnxrun import check_exported_from
+
+    check_exported_from(exported, GRAPH, SEGMENTER, "golden")
+    other = ROOT / "tests" / "data" / "golden" / "arc_hybrid.pt"
+    with pytest.raises(ValueError, match=r"not an export of model golden's parser: export it"):
+        check_exported_from(exported, other, SEGMENTER, "golden")
+    with pytest.raises(ValueError, match=r"not an export of model golden's segmenter"):
+        check_exported_from(exported, GRAPH, None, "golden")
+    old = tmp_path / "old"
+    shutil.copytree(exported, old)
+    manifest = json.loads((old / "export.json").read_text())
+    del manifest["source"]  # as exports were made before they recorded it
+    (old / "export.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match=r"records no checkpoint to check: export it again"):
+        check_exported_from(old, GRAPH, SEGMENTER, "golden")
+
+
+def test_a_graph_that_refuses_its_inputs_names_its_file(exported: Path) -> None:
+    # A graph that did not fit the others (copied over another's in an export without digests)
+    # failed in onnxruntime's traceback: "InvalidArgument ... idx=4359 must be within ...".
+    import json
+
+    import numpy as np
+
+    from biaffine.onnxrun import _session
+
+    graph = json.loads((exported / "export.json").read_text())["graphs"]["chars"]
+    loaded = _session(exported, graph, 1)
+    with pytest.raises(ValueError, match=r"chars\.onnx: the export's graphs do not fit together"):
+        loaded.run(None, {"chars": np.zeros((2, 3), dtype=np.float32)})
+
+
+@pytest.mark.parametrize(("key", "value"), [("window", "x"), ("window", 0), ("context", -1)])
+def test_a_damaged_segmenter_entry_is_refused_naming_the_manifest(
+    exported: Path, tmp_path: Path, key: str, value: object
+) -> None:
+    # window="x" was a TypeError traceback from inside the first raw text's windows.
+    import json
+    import shutil
+
+    from biaffine.onnxrun import OnnxParser
+
+    folder = tmp_path / "export"
+    shutil.copytree(exported, folder)
+    manifest = json.loads((folder / "export.json").read_text(encoding="utf-8"))
+    manifest["segmenter"][key] = value
+    (folder / "export.json").write_text(json.dumps(_without_digests(manifest)), encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"export\.json: damaged .*segmenter\.{key} is"):
+        OnnxParser.load(folder)
