@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import io
 import os
 import secrets
 import stat
@@ -74,6 +75,9 @@ def standard_output(
             must not be: ``predict.py input=a.conllu >> a.conllu`` appended the parse to the
             user's file (``> a.conllu`` had emptied it before the command started).
 
+    Returns:
+        ``sys.stdout``, set to write UTF-8 without translating line ends.
+
     Raises:
         ValueError: ``refusal``, where the process has none (``>&-``: ``sys.stdout`` is None);
             naming the input where standard output is a regular file that is one of them.
@@ -87,6 +91,11 @@ def standard_output(
             if read == written:
                 name = "standard input" if str(source) == "-" else f"the input file {source}"
                 raise ValueError(f"standard output is {name}: redirect it to another file")
+    # In UTF-8 whatever the locale, as every file is written, and with no line-end translation
+    # (Windows' "\n" -> "\r\n" made CRLF input "\r\r\n"): under PYTHONIOENCODING=latin-1 an
+    # "à" of the input came out as one byte, and "ascii" stopped the output midway.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(encoding="utf-8", newline="")
     return sys.stdout
 
 

@@ -777,7 +777,7 @@ def predict_file(
                 f"onnx={folder}: format=raw needs a segmenter in the export (python -m "
                 "biaffine.export model=NAME output=..., or checkpoint=... segmenter=PATH)"
             )
-        if not options.columns:  # raw text has no column to keep: fill all, as torch's path
+        if options.columns is None:  # raw text has no column to keep: fill all, as torch's path
             options = dataclasses.replace(options, columns=parser.tagged_columns)
     request = parser.check(request_of(options, []), decoder)
     warm_up = [Sentence.from_forms(["warm", "up"])]

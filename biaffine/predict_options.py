@@ -61,14 +61,16 @@ class PredictOptions:
             comment (graph parsers).
         kbest: write the k best trees of each sentence, best first (None: one tree).
         keep_given_heads: keep the HEAD cells that the input fills, predict those that are ``_``.
-        columns: tagged columns to predict and write (``upos``, ``xpos``, ``feats``, ``lemma``).
+        columns: tagged columns to predict and write (``upos``, ``xpos``, ``feats``, ``lemma``);
+            None: what the input asks by default (raw text: every column the model tags; other
+            input: none), ``()``: none.
         overwrite_columns: write them over the input's values (default: fill ``_`` cells only).
     """
 
     probabilities: bool = False
     kbest: int | None = None
     keep_given_heads: bool = False
-    columns: tuple[str, ...] = ()
+    columns: tuple[str, ...] | None = None
     overwrite_columns: bool = False
 
     def names(self) -> list[str]:
@@ -111,18 +113,20 @@ def bracketed_lists(arguments: Sequence[str]) -> list[str]:
     return found
 
 
-def parse_columns(value: str | Sequence[str] | None) -> tuple[str, ...]:
+def parse_columns(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
     """``predict.py columns=upos,xpos`` (a list, one name, ``all``, or null) as column names.
 
     A comma list is one (:func:`bracketed_lists`), in brackets or not; a comma-separated string
-    (quoted on the command line) is read too.
+    (quoted on the command line) is read too. Null is None (the input's default: every column
+    for raw text), and ``[]`` no column (it was read as null: raw text got every column, where
+    the Python API's ``columns=[]`` gives none).
 
     Raises:
         ValueError: an unknown column (one line naming the known ones), or ``all`` beside
             others.
     """
     if value is None:
-        return ()
+        return None
     if not isinstance(value, (str, Sequence)) or any(not isinstance(v, str) for v in value):
         raise ValueError(f"columns={value!r}: give column names, [upos,lemma], or all")
     given = value.split(",") if isinstance(value, str) else list(value)
@@ -175,9 +179,8 @@ def check_options(options: PredictOptions, decoder: DecoderSettings, input_forma
 def request_of(options: PredictOptions, chunk: list[Sentence]) -> Request:
     """The request ``options`` make of ``chunk`` (its given heads, with ``keep_given_heads``)."""
     fixed = [s.given_heads() for s in chunk] if options.keep_given_heads else None
-    return Request(
-        options.probabilities, options.kbest, fixed, options.columns, options.overwrite_columns
-    )
+    columns = options.columns or ()
+    return Request(options.probabilities, options.kbest, fixed, columns, options.overwrite_columns)
 
 
 def check_arguments(

@@ -162,7 +162,7 @@ def predict(
     parser = _load_model(checkpoint_path, device, int8=int8, bf16=bf16)
     if partner is not None:
         parser.pair(partner)
-    if segments is not None and not options.columns:  # raw text: every column the model tags
+    if segments is not None and options.columns is None:  # raw text: every column the model tags
         # (none for a tree-only model, which "all" asked of explicitly refuses)
         options = dataclasses.replace(options, columns=tuple(parser.model.tagged_columns))
     check_model(parser.model, parser.vocabs, decoder, options)

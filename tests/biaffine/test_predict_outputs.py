@@ -237,3 +237,25 @@ def test_an_output_that_is_the_model_is_refused_before_the_model_loads(
         "choose another output path\n"
     )
     assert model.read_bytes() == graph_checkpoint.read_bytes()
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
+def test_standard_output_gets_utf_8_whatever_the_locale(
+    graph_checkpoint: Path, tmp_path: Path, encoding: str
+) -> None:
+    # Written in the locale's encoding: "à" came out as the one byte 0xE0 under latin-1, and
+    # "ascii" stopped the output midway with a UnicodeEncodeError naming no file.
+    source = tmp_path / "in.conllu"
+    text = TINY_CONLLU.read_text(encoding="utf-8")
+    first_form = text.split("\n1\t", 1)[1].split("\t", 1)[0]
+    source.write_text(text.replace(f"\t{first_form}\t", "\tà\t", 1), encoding="utf-8")
+    into_file = tmp_path / "out.conllu"
+    predict(graph_checkpoint, source, into_file, threads=1)
+    env = {**os.environ, "PYTHONIOENCODING": encoding, "NUMBA_DISABLE_JIT": "1"}
+    done = subprocess.run(
+        predict_py(graph_checkpoint, f"input={source}", "threads=1"),
+        capture_output=True, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "\tà\t".encode() in done.stdout
+    assert done.stdout == into_file.read_bytes()

@@ -98,6 +98,27 @@ def test_the_api_parses_text_with_every_column(segmenter_path, tagged_parser) ->
     assert all(set(t.sentence.upos) == {"_"} for t in only_trees)
 
 
+def test_predict_py_reads_an_empty_column_list_as_the_api_does(
+    segmenter_path, tagged_parser, tmp_path
+) -> None:
+    # predict.py format=raw 'columns=[]' tagged every column, as columns=null does; the API's
+    # columns=[] tags none.
+    from biaffine.predict_options import PredictOptions, parse_columns
+    from biaffine.predicting import predict
+
+    assert (parse_columns(None), parse_columns([]), parse_columns("")) == (None, (), ())
+    source = tmp_path / "in.txt"
+    source.write_text(TEXT, encoding="utf-8")
+    how = {"input_format": "raw", "segmenter": segmenter_path, "threads": 1}
+    for columns, out in ((None, "default"), ((), "none")):
+        options = PredictOptions(columns=columns)
+        predict(tagged_parser, source, tmp_path / out, options=options, **how)
+    parser = Parser.load(tagged_parser, threads=1, segmenter=segmenter_path)
+    for columns, out in ((None, "default"), ([], "none")):
+        written = parser.to_conllu(parser.parse(text=TEXT, columns=columns))
+        assert (tmp_path / out).read_text(encoding="utf-8") == written
+
+
 def test_the_api_refuses_text_without_a_segmenter_and_two_inputs(
     segmenter_path, tagged_parser
 ) -> None:
