@@ -108,6 +108,7 @@ __all__ = [
     "CHARACTER_MODELS",
     "DOUBTED",
     "GUESSED",
+    "MAX_READ",
     "MAX_SUFFIX",
     "MIN_ANALYSIS_SHARE",
     "MIN_FORM_SHARE",
@@ -211,6 +212,13 @@ def is_code(form: str) -> bool:
     return (
         any(c.isdigit() for c in form) and any(c.isalpha() for c in form) and not is_address(form)
     )
+
+
+MAX_READ = 64
+"""The longest form the lexicon's character models read, in characters. They read a word one
+character at a time in numpy: a run of 200,000 characters without a space took 102 s with every
+column (12 s for the tree alone); the longest word of the Turkish and Hungarian treebanks has 35.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,6 +331,14 @@ class Lexicon:
     def lacks(self, form: str) -> bool:
         """Whether no training word with a lemma was written ``form`` (case counts)."""
         return form not in self.seen
+
+    def reads(self, form: str) -> bool:
+        """Whether the character models (generator, guessers) read ``form``.
+
+        A word the lexicon :meth:`lacks`, of at most :data:`MAX_READ` characters; a longer one
+        keeps what the taggers and the lemmatizer give it.
+        """
+        return len(form) <= MAX_READ and self.lacks(form)
 
     def __len__(self) -> int:
         """Number of entries, every table counted."""

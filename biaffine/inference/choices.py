@@ -858,7 +858,7 @@ def guessed_upos(
     """
     guesser = lexicon.upos_guesser
     assert guesser is not None
-    rows = [k for k, form in enumerate(forms) if lexicon.lacks(form)]
+    rows = [k for k, form in enumerate(forms) if lexicon.reads(form)]
     if not rows or guesser.weight == 0:
         return scores
     guessed = guesser.log_probs([forms[k] for k in rows], workers)  # float32[R, G]
@@ -990,7 +990,7 @@ def _guess_feats(
         for sentence, _, upos, _, _ in rows
         for form, tag in zip(sentence.forms, upos, strict=True)
     ):
-        if lexicon.lacks(form):
+        if lexicon.reads(form):
             asked.append((form, tag))
             where.append(k)
     tagger = None
@@ -1001,7 +1001,7 @@ def _guess_feats(
     picked = iter(guesser.feats(asked, tagger, workers))
     for sentence, classes, _, _, _ in rows:
         classes["feats"] = [
-            next(picked) if lexicon.lacks(form) else feats
+            next(picked) if lexicon.reads(form) else feats
             for form, feats in zip(sentence.forms, classes["feats"], strict=True)
         ]
 
@@ -1026,10 +1026,10 @@ def _written(
         (form, upos)
         for forms, tags in rows
         for form, upos in zip(forms, tags, strict=True)
-        if lexicon.lacks(form)
+        if lexicon.reads(form)
     ]
     lemmas = iter(generator.lemmas(asked, workers))
-    return [[next(lemmas) if lexicon.lacks(form) else None for form in forms] for forms, _ in rows]
+    return [[next(lemmas) if lexicon.reads(form) else None for form in forms] for forms, _ in rows]
 
 
 def word_slice(values: np.ndarray, row: int, n: int) -> list:

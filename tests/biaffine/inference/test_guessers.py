@@ -175,3 +175,42 @@ def test_the_character_models_threads_change_no_column() -> None:
     assert predicted_columns(scores, columns, vocabs, sentences, workers=3) == alone
     written = {lemma for row in alone for lemma in row["lemma"]}
     assert written - {form.lower() for form in forms}  # the generator wrote some lemmas
+
+
+def test_a_form_too_long_for_the_character_models_keeps_the_taggers_columns() -> None:
+    # They read one character at a time: a word of 200,000 characters took 102 s.
+    from biaffine.data.lexicon import MAX_READ
+
+    rng = np.random.default_rng(6)
+    upos = Vocab([*SPECIALS, "NOUN", "VERB", "ADJ"])
+    feats = Vocab([*SPECIALS, "_", "Case=Loc", "Mood=Ind"])
+    lemma = Vocab([*SPECIALS, "L-0+|-0+", "L-0+|-3+"])
+    vocabs = Vocabs(
+        words=Vocab([*SPECIALS, "w"]),
+        chars=Vocab([*SPECIALS, "c"]),
+        rels=Vocab(["root"], specials=False),
+        columns={"upos": upos, "feats": feats, "lemma": lemma},
+    )
+    forms = ["ab" * (MAX_READ // 2) + "k", "ab" * (MAX_READ // 2), "kediler"]
+    sentences = [Sentence(forms)]
+    scores = {
+        name: rng.normal(scale=2.0, size=(len(forms), len(vocab))).astype(np.float32)
+        for name, vocab in vocabs.columns.items()
+    }
+    models = Lexicon(
+        tagged=SEEN,
+        generator=random_generator(scale=1.5),
+        feats_guesser=random_guesser(scale=2.0),
+        upos_guesser=random_upos_guesser(scale=1.5, weight=10.0),
+    )
+    assert (models.reads(forms[0]), models.reads(forms[1])) == (False, True)
+    columns = ["upos", "feats", "lemma"]
+    with_models = predicted_columns(
+        scores, columns, dataclasses.replace(vocabs, lexicon=models), sentences
+    )
+    without = predicted_columns(
+        scores, columns, dataclasses.replace(vocabs, lexicon=Lexicon(tagged=SEEN)), sentences
+    )
+    for column in columns:
+        assert with_models[0][column][0] == without[0][column][0]
+    assert any(with_models[0][c][1:] != without[0][c][1:] for c in columns)  # read: changed
