@@ -117,16 +117,16 @@ def parse_columns(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
     """``predict.py columns=upos,xpos`` (a list, one name, ``all``, or null) as column names.
 
     A comma list is one (:func:`bracketed_lists`), in brackets or not; a comma-separated string
-    (quoted on the command line) is read too. Null is None (the input's default: every column
-    for raw text), and ``[]`` no column (it was read as null: raw text got every column, where
-    the Python API's ``columns=[]`` gives none).
+    (quoted on the command line) is read too. Null, and an empty ``columns=``, are None (the
+    input's default: every column for raw text); ``[]`` is no column (it was read as null: raw
+    text got every column, where the Python API's ``columns=[]`` gives none).
 
     Raises:
         ValueError: an unknown column (one line naming the known ones), or ``all`` beside
             others.
     """
-    if value is None:
-        return None
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None  # columns=$COLUMNS with nothing in it keeps the default, as it always did
     if not isinstance(value, (str, Sequence)) or any(not isinstance(v, str) for v in value):
         raise ValueError(f"columns={value!r}: give column names, [upos,lemma], or all")
     given = value.split(",") if isinstance(value, str) else list(value)

@@ -28,7 +28,7 @@ def as_array(value: npt.ArrayLike, name: str) -> np.ndarray:
     if np.ma.is_masked(value):  # np.asarray drops the mask: a masked arc was decoded as any
         raise ValueError(
             f"{name} is a masked array, whose mask would be ignored: pass "
-            f"{name}.filled(value) with the value its masked entries take (-inf forbids an arc)"
+            f"{name}.filled(value) with the value its masked entries take"
         )
     if not isinstance(value, np.ndarray):
         if getattr(value, "requires_grad", False) is True and hasattr(value, "detach"):

@@ -107,7 +107,7 @@ def _gold_labels(
     if len(labels) != len(lengths):
         raise ValueError(f"{len(labels)} label vectors for {len(lengths)} trees")
     for s, row in enumerate(labels):
-        array = np.asarray(row)
+        array = as_array(row, f"sentence {s}: labels")
         if array.shape != (lengths[s] + 1,) or array.dtype.kind not in "iu":
             raise ValueError(f"sentence {s}: labels must be int[{lengths[s] + 1}]")
         check_int64(array, f"sentence {s}: labels")

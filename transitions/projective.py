@@ -28,7 +28,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from decoding.checks import check_int64
+from decoding.checks import as_array, check_int64
 from decoding.trees import is_tree_kernel
 from decoding.types import BoolArray, IntArray
 from tiered import tiered
@@ -130,7 +130,7 @@ class Lifted:
 
 def _check_heads(heads: npt.ArrayLike) -> IntArray:
     """A copy of one tree as int64[n+1] with ``heads[0] == -1``; ValueError naming the problem."""
-    array = np.asarray(heads)
+    array = as_array(heads, "heads")
     if array.ndim != 1 or array.shape[0] < 2:
         raise ValueError(f"heads must be int[n+1] with n >= 1 words, got shape {array.shape}")
     if array.dtype.kind not in "iu":

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from decoding.checks import check_count
+from decoding.checks import as_array, check_count, check_int64
 from tiered import tiered
 
 from . import _kernels as k
@@ -240,12 +240,13 @@ class TransitionSystem:
 
     def _check_actions(self, rows: IntArray, actions: npt.ArrayLike) -> IntArray:
         """``actions`` as int64[R], checked against ``rows`` [R] and the system's action ids."""
-        array = np.asarray(actions)
+        array = as_array(actions, "actions")
         n_actions = self.table.shape[0]
         if array.shape != rows.shape or not np.issubdtype(array.dtype, np.integer):
             raise ValueError(
                 f"actions must be int[{rows.shape[0]}], got {array.dtype} {array.shape}"
             )
+        check_int64(array, "actions")
         # The kernel indexes the action table with them unchecked (a negative id wraps around).
         unknown = np.flatnonzero((array < 0) | (array >= n_actions))
         if unknown.size:
@@ -294,11 +295,9 @@ class TransitionSystem:
             ValueError: ``legal`` not bool[C, T].
         """
         shape = (len(configs), self.table.shape[0])
-        if legal is None:
-            legal = np.ones(shape, dtype=np.bool_)
-        elif np.shape(legal) != shape or np.asarray(legal).dtype != np.bool_:
-            given = np.asarray(legal)
-            raise ValueError(f"legal must be bool{list(shape)}, got {given.dtype} {given.shape}")
+        legal = np.ones(shape, dtype=np.bool_) if legal is None else as_array(legal, "legal")
+        if legal.shape != shape or legal.dtype != np.bool_:
+            raise ValueError(f"legal must be bool{list(shape)}, got {legal.dtype} {legal.shape}")
         out = np.empty((*shape, 2), dtype=np.int64)
         tiered(k.arcs_of_all_batch)(self.code, self.table, legal, configs.kernel_state(), out)
         return out
@@ -327,12 +326,13 @@ class TransitionSystem:
         actions = self._check(configs, actions, active)
         arc_labels = np.full(len(configs), -1, dtype=np.int64)
         if labels is not None:
-            given = np.asarray(labels)
+            given = as_array(labels, "labels")
             # Checked, not cast: a float label id (1.7) would be truncated into another label.
             if given.shape != (len(configs),) or not np.issubdtype(given.dtype, np.integer):
                 raise ValueError(
                     f"labels must be int[{len(configs)}], got {given.dtype} {given.shape}"
                 )
+            check_int64(given, "labels")  # 2**64 - 1 became -1, "no label"
             arc_labels[:] = given
         tiered(k.apply_batch)(
             self.code,
@@ -370,7 +370,7 @@ class TransitionSystem:
     def _active(self, configs: Configs, active: npt.ArrayLike | None) -> BoolArray:
         if active is None:
             return np.ones(len(configs), dtype=np.bool_)
-        array = np.asarray(active)
+        array = as_array(active, "active")
         if array.shape != (len(configs),) or array.dtype != np.bool_:
             raise ValueError(
                 f"active must be bool[{len(configs)}], got {array.dtype} {array.shape}"
@@ -378,11 +378,12 @@ class TransitionSystem:
         return array
 
     def _check(self, configs: Configs, actions: npt.ArrayLike, active: BoolArray) -> IntArray:
-        array = np.asarray(actions)
+        array = as_array(actions, "actions")
         if array.shape != (len(configs),) or not np.issubdtype(array.dtype, np.integer):
             raise ValueError(
                 f"actions must be int[{len(configs)}], got {array.dtype} {array.shape}"
             )
+        check_int64(array, "actions")
         array = np.where(active, array, 0).astype(np.int64)
         unknown = np.flatnonzero((array < 0) | (array >= self.table.shape[0]))
         if unknown.size:
@@ -404,9 +405,10 @@ def as_lengths(lengths: npt.ArrayLike) -> IntArray:
 
     Refuses floats rather than rounding them: 2.7 words is a caller's bug, not 2 words.
     """
-    array = np.asarray(lengths)
+    array = as_array(lengths, "lengths")
     if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):
         raise ValueError(f"lengths must be int[C], got {array.dtype} {array.shape}")
+    check_int64(array, "lengths")
     return array.astype(np.int64, copy=False)
 
 

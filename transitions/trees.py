@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from decoding.checks import check_int64
+from decoding.checks import as_array, check_int64
 from decoding.trees import CYCLE, OK, OUT_OF_RANGE, ROOTS, first_problem_kernel
 from decoding.types import IntArray
 from tiered import tiered
@@ -28,7 +28,7 @@ def pad_trees(trees: Sequence[npt.ArrayLike]) -> tuple[IntArray, IntArray]:
     """
     if isinstance(trees, (str, bytes)) or not isinstance(trees, Iterable):
         raise ValueError(f"trees must be a sequence of head vectors, got {type(trees).__name__}")
-    arrays = [np.asarray(t) for t in trees]
+    arrays = [as_array(t, f"sentence {s}: heads") for s, t in enumerate(trees)]
     for s, array in enumerate(arrays):
         if array.ndim != 1 or array.shape[0] < 2 or array.dtype.kind not in "iu":
             raise ValueError(

@@ -340,6 +340,45 @@ def test_values_beyond_int64_and_misfit_arguments_are_one_value_error(call, mess
         call()
 
 
+def _arc_standard_after_two_shifts() -> tuple[TransitionSystem, Configs]:
+    system = get_system("arc_standard")
+    configs = system.initial([2])
+    system.apply(configs, [0])
+    system.apply(configs, [0])
+    return system, configs
+
+
+def test_a_label_beyond_int64_given_to_apply_is_refused_not_wrapped() -> None:
+    # 2**64 - 1 became -1, "no label", on the arc it made (the round-2 review's sibling).
+    system, configs = _arc_standard_after_two_shifts()
+    with pytest.raises(ValueError, match=r"^labels holds 18446744073709551615, beyond int64"):
+        system.apply(configs, [1], labels=np.array([2**64 - 1], dtype=np.uint64))
+    with pytest.raises(ValueError, match=r"^actions holds 18446744073709551615, beyond int64"):
+        system.apply(configs, np.array([2**64 - 1], dtype=np.uint64))
+    assert configs.heads.tolist() == [[-1, -1, -1]]  # nothing applied
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: transitions.oracle_sequences(
+            get_system("arc_standard"), [np.ma.masked_array([-1, 2, 0, 2], mask=[0, 0, 0, 1])]
+        ),
+        lambda: get_system("arc_standard").initial(np.ma.masked_array([3, 2], mask=[0, 1])),
+        lambda: projectivize(np.ma.masked_array([-1, 2, 0], mask=[0, 1, 0]), ["root", "a", "b"]),
+        lambda: transitions.oracle_sequences(
+            get_system("arc_standard"),
+            [np.array([-1, 2, 0])],
+            [np.ma.masked_array([0, 1, 2], mask=[0, 1, 0])],
+        ),
+    ],
+)
+def test_a_masked_array_is_refused_rather_than_its_mask_ignored(call) -> None:
+    # The masked values were read as any others: an oracle of a masked head, lengths [3, 2].
+    with pytest.raises(ValueError, match="is a masked array, whose mask would be ignored"):
+        call()
+
+
 def test_describe_shows_the_row_asked_for() -> None:
     configs = get_system("arc_hybrid").initial([2, 3])
     assert configs.describe(1) == "stack=[0] buffer=[1, 2, 3] arcs=[]"

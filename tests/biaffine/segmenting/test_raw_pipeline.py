@@ -106,7 +106,7 @@ def test_predict_py_reads_an_empty_column_list_as_the_api_does(
     from biaffine.predict_options import PredictOptions, parse_columns
     from biaffine.predicting import predict
 
-    assert (parse_columns(None), parse_columns([]), parse_columns("")) == (None, (), ())
+    assert (parse_columns(None), parse_columns(""), parse_columns([])) == (None, None, ())
     source = tmp_path / "in.txt"
     source.write_text(TEXT, encoding="utf-8")
     how = {"input_format": "raw", "segmenter": segmenter_path, "threads": 1}
