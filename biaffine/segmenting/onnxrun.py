@@ -12,7 +12,8 @@ through the graph together, so no window is padded and the BiLSTM packs nothing.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -23,10 +24,16 @@ from rawtext.document import Document
 from rawtext.labels import MWT_SENTENCE_END, N_CLASSES, SENTENCE_END
 from rawtext.mwt import MwtExpander, segment_with
 
-if TYPE_CHECKING:
-    from biaffine.onnxrun import LoadedGraph
-
 __all__ = ["OnnxSegmenter"]
+
+
+class Graph(Protocol):
+    """A loaded graph (:class:`biaffine.onnxrun.LoadedGraph`, which imports this module)."""
+
+    def run(self, outputs: Sequence[str] | None, feed: Mapping[str, np.ndarray]) -> list:
+        """The graph's outputs for ``feed``."""
+        ...
+
 
 # Windows per run of the graph (torch's path batches 32; each window is scored alone, so the
 # classes are the same). ONNX Runtime keeps the memory of its largest run: 32 windows of EWT
@@ -42,7 +49,7 @@ class OnnxSegmenter:
         about: the manifest's ``segmenter`` entry.
     """
 
-    def __init__(self, session: LoadedGraph, about: dict[str, Any]) -> None:
+    def __init__(self, session: Graph, about: dict[str, Any]) -> None:
         """Read the plain data the graph needs beside it.
 
         Raises:
