@@ -142,27 +142,37 @@ def test_the_feats_guesser_weighs_the_taggers_log_probabilities_where_it_has_a_w
     assert picks[0] != picks[1]  # the case tells the weights apart
 
 
-def test_the_character_models_threads_change_no_column() -> None:
-    """Every column with all three character models, on one thread and on three: the words
-    the lexicon lacks are enough for three batches of :data:`LEAST_SHARED`."""
-    rng = np.random.default_rng(5)
+def every_column_vocabs() -> Vocabs:
+    """Vocabularies of UPOS, FEATS and two lemma scripts (lower-cased; the last 3 letters cut)."""
     upos = Vocab([*SPECIALS, "NOUN", "VERB", "ADJ"])
     feats = Vocab([*SPECIALS, "_", "Case=Loc", "Mood=Ind"])
-    lemma = Vocab([*SPECIALS, "L-0+|-0+", "L-0+|-3+"])  # lower-cased; the last 3 letters cut
-    vocabs = Vocabs(
+    lemma = Vocab([*SPECIALS, "L-0+|-0+", "L-0+|-3+"])
+    return Vocabs(
         words=Vocab([*SPECIALS, "w"]),
         chars=Vocab([*SPECIALS, "c"]),
         rels=Vocab(["root"], specials=False),
         columns={"upos": upos, "feats": feats, "lemma": lemma},
     )
+
+
+def random_scores(rng: np.random.Generator, vocabs: Vocabs, words: int) -> dict[str, np.ndarray]:
+    """float32[words, classes] scores of each column of ``vocabs``."""
+    return {
+        name: rng.normal(scale=2.0, size=(words, len(vocab))).astype(np.float32)
+        for name, vocab in vocabs.columns.items()
+    }
+
+
+def test_the_character_models_threads_change_no_column() -> None:
+    """Every column with all three character models, on one thread and on three: the words
+    the lexicon lacks are enough for three batches of :data:`LEAST_SHARED`."""
+    rng = np.random.default_rng(5)
+    vocabs = every_column_vocabs()
     letters = list("abcdeklmnrsz")
     forms = ["".join(rng.choice(letters, size=rng.integers(1, 9))) for _ in range(4 * LEAST_SHARED)]
     assert len(set(forms) - {form for form, _ in SEEN}) >= 3 * LEAST_SHARED
     sentences = [Sentence(forms[k : k + 16]) for k in range(0, len(forms), 16)]
-    scores = {
-        name: rng.normal(scale=2.0, size=(len(forms), len(vocab))).astype(np.float32)
-        for name, vocab in vocabs.columns.items()
-    }
+    scores = random_scores(rng, vocabs, len(forms))
     lexicon = Lexicon(
         tagged=SEEN,
         generator=random_generator(scale=1.5),
@@ -182,21 +192,10 @@ def test_a_form_too_long_for_the_character_models_keeps_the_taggers_columns() ->
     from biaffine.data.lexicon import MAX_READ
 
     rng = np.random.default_rng(6)
-    upos = Vocab([*SPECIALS, "NOUN", "VERB", "ADJ"])
-    feats = Vocab([*SPECIALS, "_", "Case=Loc", "Mood=Ind"])
-    lemma = Vocab([*SPECIALS, "L-0+|-0+", "L-0+|-3+"])
-    vocabs = Vocabs(
-        words=Vocab([*SPECIALS, "w"]),
-        chars=Vocab([*SPECIALS, "c"]),
-        rels=Vocab(["root"], specials=False),
-        columns={"upos": upos, "feats": feats, "lemma": lemma},
-    )
+    vocabs = every_column_vocabs()
     forms = ["ab" * (MAX_READ // 2) + "k", "ab" * (MAX_READ // 2), "kediler"]
     sentences = [Sentence(forms)]
-    scores = {
-        name: rng.normal(scale=2.0, size=(len(forms), len(vocab))).astype(np.float32)
-        for name, vocab in vocabs.columns.items()
-    }
+    scores = random_scores(rng, vocabs, len(forms))
     models = Lexicon(
         tagged=SEEN,
         generator=random_generator(scale=1.5),
