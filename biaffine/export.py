@@ -79,7 +79,7 @@ from biaffine import checkpoint as checkpoints
 from biaffine import installed
 from biaffine.cli import exit_on_termination, refuse_missing, report_user_errors
 from biaffine.data.batching import Batch
-from biaffine.files import file_digest, fsync_dir, is_plain_name, umask_mode
+from biaffine.files import checkpoint_digests, file_digest, fsync_dir, is_plain_name, umask_mode
 from biaffine.nn import Encoder
 from biaffine.parsers.ensemble import TAG_DTYPE, EnsembleParser, mean_log_softmax
 from biaffine.parsers.heads import LabelScorer, LabelVectors
@@ -871,12 +871,7 @@ def run(settings: Mapping[str, str]) -> dict[str, Any]:
         "parser": loaded.parser,
         "model_config": loaded.model_config,
         "vocabs": loaded.vocabs.to_dict(),
-        # What the export was made from, so that a server can tell its model's export from a
-        # stale one or another model's (serve.py runtime=onnx).
-        "source": {
-            "parser_sha256": file_digest(checkpoint),
-            "segmenter_sha256": None if segmenter is None else file_digest(segmenter),
-        },
+        "source": checkpoint_digests(checkpoint, segmenter),  # serve.py runtime=onnx checks it
     }
     stored = None if segmenter is None else segmenter_checkpoints.load(segmenter)
     int8 = settings.get("int8") == "true"

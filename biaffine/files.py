@@ -34,6 +34,7 @@ __all__ = [
     "NO_SPACE",
     "atomic_open",
     "check_output",
+    "checkpoint_digests",
     "file_digest",
     "fsync_dir",
     "is_plain_name",
@@ -124,6 +125,20 @@ def file_digest(path: str | os.PathLike[str]) -> str:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def checkpoint_digests(
+    parser: str | os.PathLike[str], segmenter: str | os.PathLike[str] | None
+) -> dict[str, str | None]:
+    """The SHA-256 of a parser checkpoint and of a segmenter's (None without one).
+
+    What an ONNX export records it was made from (``source`` in ``export.json``), by which a
+    server tells its model's export from a stale one or another model's.
+    """
+    return {
+        "parser_sha256": file_digest(parser),
+        "segmenter_sha256": None if segmenter is None else file_digest(segmenter),
+    }
 
 
 def is_plain_name(value: object, suffix: str) -> bool:

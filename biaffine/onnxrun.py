@@ -42,7 +42,7 @@ from biaffine.data.encoding import (
     plan_batches,
 )
 from biaffine.data.vocab import Vocabs
-from biaffine.files import file_digest, is_plain_name
+from biaffine.files import checkpoint_digests, file_digest, is_plain_name
 from biaffine.inference.choices import (
     MST,
     best_head_labels,
@@ -498,11 +498,7 @@ def check_exported_from(
     again = f"export it again (python -m biaffine.export model={name} output={path})"
     if not isinstance(source, dict):
         raise ValueError(f"onnx={path}: its export records no checkpoint to check: {again}")
-    expected = {
-        "parser_sha256": file_digest(parser),
-        "segmenter_sha256": None if segmenter is None else file_digest(segmenter),
-    }
-    for key, value in expected.items():
+    for key, value in checkpoint_digests(parser, segmenter).items():
         if source.get(key) != value:
             what = key.removesuffix("_sha256")
             raise ValueError(f"onnx={path}: not an export of model {name}'s {what}: {again}")

@@ -475,10 +475,8 @@ class Worker:
             Abandoned: ``abandoned()`` said so between two of the network's batches.
         """
         sentences = list(itertools.chain.from_iterable(inputs))
-        try:
+        try:  # Abandoned is no ValueError: it leaves for run() to answer the whole call
             written = self._written(tasks[0], sentences, abandoned)
-        except Abandoned:
-            raise
         except ValueError as error:
             if len(tasks) == 1:
                 answers[where[0]] = Answer(400, _as_fields(error))

@@ -150,9 +150,8 @@ class OnnxServed:
         from biaffine.onnxrun import check_exported_from
 
         model, folder = installed.require(name), Path(onnx_dir) / name
-        served = cls.load(folder, threads=threads)
-        check_exported_from(folder, model.parser, model.segmenter, name)
-        return served
+        check_exported_from(folder, model.parser, model.segmenter, name)  # before its graphs load
+        return cls.load(folder, threads=threads)
 
     def check(self, decoder: DecoderSettings, options: PredictOptions) -> None:
         """:meth:`biaffine.onnxrun.OnnxParser.check` (probabilities, k-best... are refused)."""
