@@ -10,10 +10,11 @@ other: one path into the parser, whatever the input was.
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
-from pathlib import Path
-from typing import Protocol
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO, Protocol
 
 import rawtext
 from biaffine.data.conllu import Sentence, conllu_of_lines, read_conllu, read_text
@@ -25,6 +26,7 @@ __all__ = [
     "TextSegmenter",
     "read_raw",
     "segmented",
+    "segmented_stream",
     "sentences_in",
 ]
 
@@ -44,8 +46,8 @@ CoNLL-U or ``text`` input is refused (:func:`biaffine.predict_options.read_sente
 class TextSegmenter(Protocol):
     """What this module reads of a segmenter (torch's or ONNX Runtime's): no torch here."""
 
-    def segment(self, text: str) -> rawtext.Document:
-        """``text`` as documents of paragraphs, sentences, tokens and words."""
+    def segment_stream(self, chunks: Iterable[str]) -> Iterator[rawtext.Document]:
+        """The text of ``chunks`` as documents of whole paragraphs, a piece at a time."""
         ...
 
 
@@ -58,35 +60,111 @@ def segmented(segmenter: TextSegmenter, text: str, *, doc_id: str | None = None)
         doc_id: written as ``# newdoc id = ...`` (``# newdoc`` alone when None).
 
     Returns:
+        As :func:`segmented_stream`, in a list.
+    """
+    return list(segmented_stream(segmenter, [text], doc_id=doc_id))
+
+
+def segmented_stream(
+    segmenter: TextSegmenter,
+    chunks: Iterable[str],
+    *,
+    doc_id: str | None = None,
+    name: str = "<segmented text>",
+) -> Iterator[Sentence]:
+    """The sentences of a text given in chunks, as the segmenter finds them, as they are found.
+
+    The text is segmented in pieces of whole paragraphs (:func:`rawtext.stream.paragraph_pieces`:
+    whole up to 262,144 characters), so memory holds a piece or two however long it is.
+
+    Args:
+        segmenter: a trained segmenter.
+        chunks: the raw text in consecutive parts of any size; a byte order mark at its start
+            is dropped (it is no text).
+        doc_id: written as ``# newdoc id = ...`` (``# newdoc`` alone when None).
+        name: the text's name in an error's message.
+
+    Returns:
         One sentence per sentence found, numbered from 1 in ``# sent_id``, a sentence of more
         than :data:`MAX_SENTENCE_WORDS` words cut into pieces
         (:func:`rawtext.split_long`); none for a text with no characters other than whitespace.
     """
-    found = segmenter.segment(text.removeprefix("\ufeff"))  # a byte order mark is no text
-    document = rawtext.split_long(found, MAX_SENTENCE_WORDS)
-    lines = list(rawtext.to_conllu(document, doc_id=doc_id))
-    # The CoNLL-U reader refuses a file without sentences, which here is a valid empty text.
-    return list(conllu_of_lines(lines, "<segmented text>")) if lines else []
+    written = 0
+    for found in segmenter.segment_stream(_without_bom(chunks)):
+        document = rawtext.split_long(found, MAX_SENTENCE_WORDS)
+        lines = list(rawtext.to_conllu(document, doc_id=doc_id, first=written + 1))
+        # The CoNLL-U reader refuses a text without sentences, which here is a valid piece.
+        if lines:
+            sentences = list(conllu_of_lines(lines, name))
+            written += len(sentences)
+            yield from sentences
 
 
-def read_raw(source: str | os.PathLike[str], segmenter: TextSegmenter) -> list[Sentence]:
-    """The sentences of a UTF-8 text file (``-``: standard input), segmented.
+def _without_bom(chunks: Iterable[str]) -> Iterator[str]:
+    """``chunks`` without the byte order mark at their start, if any (a second one is text)."""
+    started = False
+    for chunk in chunks:
+        if not started and chunk:
+            chunk, started = chunk.removeprefix("\ufeff"), True
+        yield chunk
+
+
+READ_BYTES = 1 << 20
+"""Bytes of raw text read at a time (standard input gives what it has, up to this)."""
+
+
+def read_raw(source: str | os.PathLike[str], segmenter: TextSegmenter) -> Iterator[Sentence]:
+    """The sentences of a UTF-8 text file (``-``: standard input), segmented as they are read.
 
     Raises:
-        ValueError: the file is not UTF-8 (one line naming the file, the line and the byte).
+        ValueError: the file is not UTF-8 (one line naming the file, the line and the byte),
+            when the reading reaches it; the sentences before it have been given.
     """
     name = "<stdin>" if str(source) == "-" else str(source)
-    data = standard_input().read() if name == "<stdin>" else Path(source).read_bytes()
-    try:
-        # Not utf-8-sig: segmented() drops the one byte order mark, and a second one is text.
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        before = data[: error.start]
-        # Lines end at CRLF, CR or LF, as the segmenter reads them (rawtext.chars.as_line_feeds).
-        line = before.count(b"\n") + before.count(b"\r") - before.count(b"\r\n") + 1
-        problem = f"not UTF-8 text (byte {error.start}: {error.reason})"
-        raise ValueError(f"{name}:{line}: {problem}") from None
-    return segmented(segmenter, text)
+    if name == "<stdin>":
+        yield from segmented_stream(segmenter, _decoded(standard_input(), name))
+        return
+    with open(source, "rb") as file:
+        yield from segmented_stream(segmenter, _decoded(file, name))
+
+
+def _decoded(file: BinaryIO, name: str) -> Iterator[str]:
+    """The text of a UTF-8 file, a block at a time.
+
+    Not utf-8-sig: :func:`segmented_stream` drops the one byte order mark, and a second one is
+    text.
+
+    Raises:
+        ValueError: ``NAME:LINE: not UTF-8 text (byte N: reason)``.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    read = getattr(file, "read1", file.read)  # a pipe's bytes as they come
+    seen, lines, after_cr = 0, 0, False  # bytes decoded; line breaks in them; ends in a CR
+    while True:
+        block = read(READ_BYTES)
+        held = len(decoder.getstate()[0])  # the end of the block before: part of a character
+        try:
+            yield decoder.decode(block, final=not block)
+        except UnicodeDecodeError as error:
+            # error.start counts from the held bytes, which hold no line break (all >= 0x80).
+            before = block[: max(0, error.start - held)]
+            line = lines + _line_breaks(before, after_cr) + 1
+            problem = f"not UTF-8 text (byte {seen - held + error.start}: {error.reason})"
+            raise ValueError(f"{name}:{line}: {problem}") from None
+        if not block:
+            return
+        lines += _line_breaks(block, after_cr)
+        seen, after_cr = seen + len(block), block.endswith(b"\r")
+
+
+def _line_breaks(data: bytes, after_cr: bool) -> int:
+    """Line breaks that end in ``data``: CRLF, CR or LF, as the segmenter reads them.
+
+    ``after_cr``: the bytes before ``data`` end in a CR, whose LF (if ``data`` starts with
+    one) ends no line of its own.
+    """
+    count = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    return count - (after_cr and data.startswith(b"\n"))
 
 
 def sentences_in(

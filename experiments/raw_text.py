@@ -23,6 +23,7 @@ import argparse
 import io
 import json
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +99,10 @@ class GoldSentenceEnds:
             raise ValueError("GoldSentenceEnds segments its gold file's corpus text only")
         classes = with_sentence_ends(self.segmenter.classes(text), self.labels)
         return segment_with(text, classes, self.mwt)
+
+    def segment_stream(self, chunks: Iterable[str]) -> Iterator[Document]:
+        """:meth:`segment` of the whole text (the gold file's): one document."""
+        yield self.segment("".join(chunks))
 
 
 def _token(offset: int, token: object) -> Token:

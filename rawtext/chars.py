@@ -61,17 +61,32 @@ def as_line_feeds(
     """uint8[len(text)]: ``classify``'s classes of ``text`` read with every line break a LF.
 
     Segmenters learn from UD's text, whose line breaks are LFs; a CR would be a character
-    they never saw, and a CRLF two breaks. So ``classify`` reads ``text`` with each CRLF and
-    each lone CR as one LF, and each character of ``text`` gets the class of the character it
-    became: a CRLF's LF the LF's, its CR none (:data:`rawtext.labels.NONE`, 0). Text
-    without a CR is classified as it is.
+    they never saw, and a CRLF two breaks. So ``classify`` reads :func:`line_feed_text` of
+    ``text``, and :func:`classes_of_line_feeds` gives its classes back to ``text``.
+    """
+    return classes_of_line_feeds(text, classify(line_feed_text(text)))
+
+
+def line_feed_text(text: str) -> str:
+    """``text`` with each CRLF and each lone CR one LF (a text without a CR as it is)."""
+    return _CR.sub("\n", text) if "\r" in text else text
+
+
+def classes_of_line_feeds(text: str, classes: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """uint8[len(text)]: the classes of :func:`line_feed_text` of ``text``, given to ``text``.
+
+    Each character gets the class of the character it became: a CRLF's LF the LF's, its CR
+    none (:data:`rawtext.labels.NONE`, 0).
+
+    Args:
+        text: the text as given.
+        classes: uint8[len(line_feed_text(text))].
     """
     if "\r" not in text:
-        return classify(text)
+        return classes
     points = codes(text)
     kept = ~((points[:-1] == ord("\r")) & (points[1:] == ord("\n")))  # [len - 1]: no CRLF's CR
     kept = np.append(kept, True)
-    classes = classify(_CR.sub("\n", text))
     out = np.zeros(len(text), dtype=classes.dtype)
     out[kept] = classes
     return out

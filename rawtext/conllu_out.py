@@ -21,7 +21,7 @@ _EMPTY = "\t".join(["_"] * 7)
 
 
 def to_conllu(
-    document: Document, *, doc_id: str | None = None, sent_id_prefix: str = ""
+    document: Document, *, doc_id: str | None = None, sent_id_prefix: str = "", first: int = 1
 ) -> Iterator[str]:
     """The document as CoNLL-U, one line at a time, each ending with a line break.
 
@@ -33,12 +33,15 @@ def to_conllu(
             alone when None).
         sent_id_prefix: sentence *k* (from 1, counted over the document) gets
             ``# sent_id = {sent_id_prefix}{k}``.
+        first: the number of the document's first sentence: a later piece of a text
+            (:func:`rawtext.stream.paragraph_pieces`) numbers on from the pieces before it,
+            and only sentence 1 opens the document with ``# newdoc``.
 
     Returns:
         A lazy iterator of lines; sentences are each followed by a blank line.
     """
     text = document.text
-    number = 0
+    number = first - 1
     for paragraph in document.paragraphs:
         for k, sentence in enumerate(paragraph.sentences):
             number += 1

@@ -73,6 +73,9 @@ class _NoSentenceEnds:
 
         return segment_with(text, self.classes(text), None)
 
+    def segment_stream(self, chunks):
+        yield self.segment("".join(chunks))
+
 
 def test_gold_sentence_ends_keep_the_tokens_and_take_the_gold_sentences(tmp_path: Path) -> None:
     from biaffine.pipeline import segmented

@@ -1042,9 +1042,10 @@ def test_raw_text_over_the_word_limit_is_refused_before_it_is_segmented() -> Non
     segmented = []
 
     class Segmenter:
-        def segment(self, text: str) -> rawtext.Document:
+        def segment_stream(self, chunks: list[str]) -> Iterator[rawtext.Document]:
+            text = "".join(chunks)
             segmented.append(text)
-            return rawtext.Document(text, ())
+            yield rawtext.Document(text, ())
 
     limits = Limits(max_words=10)
     fields = {"data": "w " * 11, "tokenizer": ""}

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import numpy.typing as npt
+import torch
 
-from biaffine.runtime import one_thread
 from biaffine.segmenting import checkpoint
-from biaffine.segmenting.windows import DEFAULT_CONTEXT, DEFAULT_WINDOW, log_probs
+from biaffine.segmenting.streaming import ScoreStream, segment_pieces
+from biaffine.segmenting.windows import DEFAULT_CONTEXT, DEFAULT_WINDOW, score_stream
 from rawtext.chars import as_line_feeds
 from rawtext.document import Document
 from rawtext.mwt import segment_with
+from rawtext.stream import PIECE_CHARACTERS
 
 __all__ = ["Segmenter"]
 
@@ -59,29 +62,34 @@ class Segmenter:
         return as_line_feeds(text, self._classes)
 
     def _classes(self, text: str) -> npt.NDArray[np.uint8]:
-        """uint8[len(text)]: :meth:`classes` of a text as the network reads it.
+        """uint8[len(text)]: :meth:`classes` of a text as the network reads it."""
+        return self._decide(text, self._stream().push(text, final=True))
+
+    def _stream(self) -> ScoreStream:
+        """A new stream of the network's log-probabilities.
 
         Each operation runs on one CPU thread, since the network's matrices are too small to
         share (EWT test on the 2-core AMD EPYC: 361,000 characters/s on one thread, 152,000
         on two); instead, as many batches of windows as torch has threads run side by side,
         with the same classes as one at a time (:func:`~biaffine.segmenting.windows.log_probs`).
-        A sentence model, where the checkpoint has one, then chooses the sentence ends inside
+        """
+        return score_stream(
+            self.model, self.vocab, window=self.window, context=self.context, workers=None
+        )
+
+    def _decide(self, text: str, scores: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
+        """uint8[len(text)]: the classes of whole paragraphs (LF line breaks) from their scores.
+
+        A sentence model, where the checkpoint has one, chooses the sentence ends inside
         paragraphs again from the words (:mod:`biaffine.segmenting.sentences`), on torch's
         threads.
         """
-        with one_thread() as workers:
-            scores = log_probs(
-                self.model,
-                self.vocab,
-                text,
-                window=self.window,
-                context=self.context,
-                workers=workers,
-            )
-            classes = self.model.decide(scores).cpu().numpy()
+        log_probs = torch.from_numpy(scores)
+        with torch.inference_mode():
+            classes = self.model.decide(log_probs).numpy()
         if self.sentences is None:
             return classes
-        return self.sentences.resplit(text, classes, scores)
+        return self.sentences.resplit(text, classes, log_probs)
 
     def segment(self, text: str) -> Document:
         """``text`` as documents' paragraphs, sentences, tokens and words (``rawtext.segment``).
@@ -90,3 +98,15 @@ class Segmenter:
         one). An empty or all-whitespace text gives a document without sentences.
         """
         return segment_with(text, self.classes(text), self.mwt)
+
+    def segment_stream(
+        self, chunks: Iterable[str], piece_characters: int = PIECE_CHARACTERS
+    ) -> Iterator[Document]:
+        """The text of ``chunks`` (concatenated), segmented a piece of whole paragraphs at a time.
+
+        Each document is a piece of :func:`rawtext.stream.paragraph_pieces` (its own text), and
+        is as :meth:`segment` of the whole text finds those paragraphs: the same windows and
+        batches, so the same scores; a sentence model reads each piece's paragraphs in batches
+        of their own. A text shorter than ``piece_characters`` is one piece.
+        """
+        return segment_pieces(chunks, self._stream(), self._decide, self.mwt, piece_characters)

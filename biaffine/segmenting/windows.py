@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from biaffine.runtime import one_thread
 from biaffine.segmenting.features import (
     DEFAULT_CONTEXT,
     DEFAULT_WINDOW,
@@ -23,9 +24,16 @@ from biaffine.segmenting.features import (
     window_bounds,
 )
 from biaffine.segmenting.model import SegmenterModel
-from rawtext.labels import N_CLASSES
+from biaffine.segmenting.streaming import Bounds, ScoreStream
 
-__all__ = ["DEFAULT_CONTEXT", "DEFAULT_WINDOW", "classify", "log_probs", "window_bounds"]
+__all__ = [
+    "DEFAULT_CONTEXT",
+    "DEFAULT_WINDOW",
+    "classify",
+    "log_probs",
+    "score_stream",
+    "window_bounds",
+]
 
 
 def classify(
@@ -73,32 +81,76 @@ def log_probs(
     one torch thread per operation (the caller's setting) two workers read EWT test at 1.3
     to 1.7 times one's speed on 2 cores (``python -m benchmarks.segmenter_speed``).
     """
-    model.eval()
     device = next(model.parameters()).device
-    ids, features = vocab.ids(text), vocab.features(text)
-    out = torch.zeros(len(text), N_CLASSES, device=device)
-    bounds = window_bounds(len(text), window, context)
-    batches = [bounds[first : first + batch_size] for first in range(0, len(bounds), batch_size)]
+    stream = score_stream(
+        model, vocab, window=window, context=context, batch_size=batch_size, workers=workers
+    )
+    return torch.from_numpy(stream.push(text, final=True)).to(device)
 
-    def score(batch: list[tuple[int, int, int, int]]) -> None:
+
+def score_stream(
+    model: SegmenterModel,
+    vocab: CharVocab,
+    *,
+    window: int = DEFAULT_WINDOW,
+    context: int = DEFAULT_CONTEXT,
+    batch_size: int = 32,
+    workers: int | None = 1,
+) -> ScoreStream:
+    """A :class:`ScoreStream` of ``model``'s log-probabilities (arguments as :func:`log_probs`'s).
+
+    ``workers=None`` scores each batch on one torch thread, as many side by side as torch has
+    threads (:func:`biaffine.runtime.one_thread`), and gives the threads back in between.
+    """
+    model.eval()
+
+    def score(
+        ids: npt.NDArray[np.int64],
+        features: npt.NDArray[np.float32],
+        batches: list[list[Bounds]],
+        out: npt.NDArray[np.float32],
+        first: int,
+    ) -> None:
+        if workers is None:
+            with one_thread() as threads:
+                _score_batches(model, ids, features, batches, out, first, threads)
+        else:
+            _score_batches(model, ids, features, batches, out, first, workers)
+
+    return ScoreStream(vocab, score, window=window, context=context, batch_size=batch_size)
+
+
+def _score_batches(
+    model: SegmenterModel,
+    ids: npt.NDArray[np.int64],
+    features: npt.NDArray[np.float32],
+    batches: list[list[Bounds]],
+    out: npt.NDArray[np.float32],
+    first: int,
+    workers: int,
+) -> None:
+    """:class:`ScoreWindows` of ``model``, its batches run ``workers`` at a time."""
+    rows = torch.from_numpy(out)  # shares out's memory: each batch writes its own rows
+
+    def one(batch: list[Bounds]) -> None:
         with torch.inference_mode():  # per thread: a worker does not inherit the caller's mode
-            _score_batch(model, ids, features, batch, out)
+            _score_batch(model, ids, features, batch, rows, first)
 
     if workers > 1 and len(batches) > 1:
         with ThreadPoolExecutor(min(workers, len(batches))) as pool:
-            list(pool.map(score, batches))  # each writes its own windows' rows of ``out``
+            list(pool.map(one, batches))
     else:
         for batch in batches:
-            score(batch)
-    return out
+            one(batch)
 
 
 def _score_batch(
     model: SegmenterModel,
     ids: npt.NDArray[np.int64],
     features: npt.NDArray[np.float32],
-    batch: list[tuple[int, int, int, int]],
+    batch: list[Bounds],
     out: torch.Tensor,
+    first: int,
 ) -> None:
     """Write the log-probabilities of the windows of ``batch`` into their rows of ``out``.
 
@@ -107,7 +159,9 @@ def _score_batch(
         ids: int64[T] the text's character ids.
         features: float32[T, F] their features.
         batch: windows as (read start, keep start, keep end, read end) character offsets.
-        out: float32[T, N_CLASSES], written at each window's kept characters only.
+        out: float32[K, N_CLASSES], row ``r`` the character ``first + r``, written at each
+            window's kept characters only (on the CPU).
+        first: the offset of ``out``'s first row.
     """
     device = out.device
     width = max(end - start for start, _, _, end in batch)
@@ -119,5 +173,7 @@ def _score_batch(
     scores = model(
         torch.from_numpy(batch_ids).to(device), torch.from_numpy(batch_features).to(device)
     ).log_softmax(-1)
+    scores = scores.float().cpu()
     for row, (start, keep_start, keep_end, _) in enumerate(batch):
-        out[keep_start:keep_end] = scores[row, keep_start - start : keep_end - start]
+        kept = scores[row, keep_start - start : keep_end - start]
+        out[keep_start - first : keep_end - first] = kept

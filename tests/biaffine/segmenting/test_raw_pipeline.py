@@ -223,7 +223,7 @@ def test_text_that_is_not_utf8_is_named_by_its_line_and_byte(
     source = tmp_path / "doc.txt"
     source.write_bytes(data)
     with pytest.raises(ValueError, match=rf"^{source}:{line}: not UTF-8 text \(byte {byte}: "):
-        pipeline.read_raw(source, Segmenter.load(segmenter_path))
+        list(pipeline.read_raw(source, Segmenter.load(segmenter_path)))
 
 
 def test_a_byte_order_mark_is_no_text(segmenter_path: Path, tmp_path: Path) -> None:
@@ -233,10 +233,11 @@ def test_a_byte_order_mark_is_no_text(segmenter_path: Path, tmp_path: Path) -> N
     assert [s.lines for s in with_mark] == [s.lines for s in segmented(segmenter, TEXT)]
     source = tmp_path / "marked.txt"
     source.write_bytes(b"\xef\xbb\xbf" + TEXT.encode())
-    assert [s.lines for s in pipeline.read_raw(source, segmenter)] == [s.lines for s in with_mark]
+    read = pipeline.read_raw(source, segmenter)
+    assert [s.lines for s in read] == [s.lines for s in with_mark]
     # A second mark is text (U+FEFF, a zero-width no-break space): it was dropped too.
     source.write_bytes(b"\xef\xbb\xbf" * 2 + TEXT.encode())
-    first = pipeline.read_raw(source, segmenter)[0]
+    first = next(pipeline.read_raw(source, segmenter))
     assert first.metadata["text"].startswith("\ufeff")
     assert first.forms[0].startswith("\ufeff")
 

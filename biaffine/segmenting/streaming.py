@@ -1,0 +1,221 @@
+"""A text segmented piece by piece as it arrives, with the classes of one pass over the whole.
+
+The network reads windows of ``window`` characters, each with ``context`` more on either side,
+in batches of ``batch_size`` windows (:mod:`biaffine.segmenting.windows`). Those windows and
+batches are fixed by their place in the whole text, so a text given in pieces is scored batch
+by batch as soon as the characters a batch reads are known, with the very windows, batches,
+and so scores, of the whole text. The characters' features are line-local (a spaced word never
+crosses a line break, a cased word is one chunk between spaces), so they are computed on runs
+of whole lines that hold what a batch reads. :func:`segment_pieces` then decodes each piece of
+whole paragraphs (:class:`rawtext.stream.ParagraphCutter`) once its scores are known: memory
+holds a piece or two, however long the text. No torch here: the network's scoring is the
+caller's (:class:`ScoreWindows`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from biaffine.segmenting.features import CharVocab
+from rawtext.chars import classes_of_line_feeds, line_feed_text
+from rawtext.document import Document
+from rawtext.labels import N_CLASSES
+from rawtext.mwt import MwtExpander, segment_with
+from rawtext.stream import PIECE_CHARACTERS, LineFeeds, ParagraphCutter
+
+__all__ = ["Bounds", "ScoreStream", "ScoreWindows", "segment_pieces"]
+
+Bounds = tuple[int, int, int, int]
+"""A window's ``(read_start, keep_start, keep_end, read_end)`` character offsets."""
+
+
+class ScoreWindows(Protocol):
+    """The network's scoring of batches of windows (torch's, or ONNX Runtime's)."""
+
+    def __call__(
+        self,
+        ids: npt.NDArray[np.int64],
+        features: npt.NDArray[np.float32],
+        batches: list[list[Bounds]],
+        out: npt.NDArray[np.float32],
+        first: int,
+    ) -> None:
+        """Write the log-probabilities of batches of windows into ``out``.
+
+        Args:
+            ids: int64[T] character ids of a run of the text.
+            features: float32[T, F] their features.
+            batches: windows, as offsets into ``ids``, in the batches the network reads.
+            out: float32[K, N_CLASSES]: row ``r`` is character ``first + r`` of ``ids``;
+                each window's kept characters are written.
+            first: the offset of ``out``'s first row.
+        """
+        ...
+
+
+class ScoreStream:
+    """Log-probabilities of the characters of a text given in parts, those of the whole text.
+
+    Args:
+        vocab: the character vocabulary (ids and features).
+        score: the network's scoring of batches of windows.
+        window: characters whose classes one window gives.
+        context: characters read on each side of a window besides its own.
+        batch_size: windows per batch.
+    """
+
+    def __init__(
+        self, vocab: CharVocab, score: ScoreWindows, *, window: int, context: int, batch_size: int
+    ) -> None:
+        """Start at the text's first character."""
+        if window < 1 or context < 0 or batch_size < 1:
+            raise ValueError(
+                f"window={window} and batch_size={batch_size} must be positive,"
+                f" context={context} not negative"
+            )
+        self.vocab, self.score = vocab, score
+        self.window, self.context, self.batch_size = window, context, batch_size
+        self.text = ""  # the text from self.base on
+        self.base = 0  # a line's start, at most self.done - context
+        self.done = 0  # the characters before it are scored
+
+    def push(self, text: str, *, final: bool) -> npt.NDArray[np.float32]:
+        """float32[k, N_CLASSES]: the scores of the next ``k`` characters, now known.
+
+        Args:
+            text: the text's next part (line breaks as LFs: a CR would end no line here).
+            final: whether the text ends with it: every character left is scored.
+        """
+        self.text += text
+        end = self.base + len(self.text)
+        if final:
+            known = stop = end
+        else:
+            newline = self.text.rfind("\n")
+            known = self.base + newline + 1  # whole lines only: the features are line-local
+            span = self.window * self.batch_size
+            stop = max(self.done, (known - self.context) // span * span)
+        if stop == self.done:
+            return np.zeros((0, N_CLASSES), dtype=np.float32)
+        out = self._scores(self.text[: known - self.base], stop, known)
+        self._forget(stop)
+        return out
+
+    def _scores(self, lines: str, stop: int, known: int) -> npt.NDArray[np.float32]:
+        """float32[stop - done, N_CLASSES]: the scores of the batches that keep them.
+
+        ``lines`` is the text from ``base`` to ``known``, which every window of those batches
+        reads within: a window reads to ``known`` at most (the whole text's end, or at least
+        ``context`` characters after ``stop``).
+        """
+        base, window, context = self.base, self.window, self.context
+        bounds = [
+            (
+                max(0, start - context) - base,
+                start - base,
+                min(known, start + window) - base,
+                min(known, start + window + context) - base,
+            )
+            for start in range(self.done, stop, window)
+        ]
+        batches = [
+            bounds[first : first + self.batch_size]
+            for first in range(0, len(bounds), self.batch_size)
+        ]
+        out = np.zeros((stop - self.done, N_CLASSES), dtype=np.float32)
+        ids, features = self.vocab.ids(lines), self.vocab.features(lines)
+        self.score(ids, features, batches, out, self.done - base)
+        return out
+
+    def _forget(self, stop: int) -> None:
+        """Keep the text from the start of the line that the next batch reads from."""
+        reads_from = max(0, stop - self.context) - self.base
+        line_start = self.text.rfind("\n", 0, reads_from) + 1
+        self.text = self.text[line_start:]
+        self.base += line_start
+        self.done = stop
+
+
+Decide = Callable[[str, npt.NDArray[np.float32]], npt.NDArray[np.uint8]]
+"""The classes of a text of whole paragraphs (line breaks as LFs) from its characters' scores."""
+
+
+def segment_pieces(
+    chunks: Iterable[str],
+    stream: ScoreStream,
+    decide: Decide,
+    expander: MwtExpander | None,
+    min_characters: int = PIECE_CHARACTERS,
+) -> Iterator[Document]:
+    """The text of ``chunks``, one document of whole paragraphs per piece, as its whole text.
+
+    The text goes to ``stream`` as it comes, and is cut into pieces of whole paragraphs
+    (:class:`rawtext.stream.ParagraphCutter`); a piece is decoded once the stream has scored
+    it, which needs the text to go on a batch of windows (and its context) past its end.
+
+    Args:
+        chunks: the text in consecutive parts of any size.
+        stream: a new :class:`ScoreStream`.
+        decide: the classes of a piece (read with its line breaks as LFs) from its scores.
+        expander: the treebank's multi-word token expander (None: one word a token).
+        min_characters: the fewest characters of a piece but the last.
+
+    Returns:
+        Each piece's document (``document.text`` is the piece as given; a piece of only
+        whitespace has no paragraphs).
+    """
+    cutter, feeds = ParagraphCutter(min_characters), LineFeeds()
+    waiting: deque[tuple[str, str]] = deque()  # pieces as given, and with LFs, not yet scored
+    scores = _Rows()
+    for chunk in chunks:
+        scores.add(stream.push(feeds.add(chunk), final=False))
+        waiting.extend((piece, line_feed_text(piece)) for piece in cutter.add(chunk))
+        while waiting and len(scores) >= len(waiting[0][1]):
+            yield _document(*waiting.popleft(), scores, decide, expander)
+    scores.add(stream.push(feeds.end(), final=True))
+    waiting.extend((piece, line_feed_text(piece)) for piece in cutter.end())
+    while waiting:
+        yield _document(*waiting.popleft(), scores, decide, expander)
+
+
+def _document(
+    piece: str, read: str, scores: _Rows, decide: Decide, expander: MwtExpander | None
+) -> Document:
+    classes = classes_of_line_feeds(piece, decide(read, scores.take(len(read))))
+    return segment_with(piece, classes, expander)
+
+
+class _Rows:
+    """Rows of scores in text order: added at the end, taken from the front."""
+
+    def __init__(self) -> None:
+        self.parts: deque[npt.NDArray[np.float32]] = deque()
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def add(self, rows: npt.NDArray[np.float32]) -> None:
+        if len(rows):
+            self.parts.append(rows)
+            self.count += len(rows)
+
+    def take(self, count: int) -> npt.NDArray[np.float32]:
+        """float32[count, N_CLASSES]: the first ``count`` rows, removed."""
+        taken: list[npt.NDArray[np.float32]] = []
+        needed = count
+        while needed:
+            part = self.parts.popleft()
+            taken.append(part[:needed])
+            if len(part) > needed:
+                self.parts.appendleft(part[needed:])
+            needed -= len(taken[-1])
+        self.count -= count
+        if len(taken) == 1:
+            return taken[0]
+        return np.concatenate(taken) if taken else np.zeros((0, N_CLASSES), dtype=np.float32)

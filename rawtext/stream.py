@@ -1,0 +1,107 @@
+"""A long text in pieces of whole paragraphs, so that it is segmented without being held whole.
+
+Paragraphs are independent in :func:`rawtext.segment` (a class never moves across a paragraph
+break, and a break ends the sentence), so a text cut just after paragraph breaks segments
+piece by piece into the paragraphs of the whole. :func:`paragraph_pieces` makes those cuts
+from text arriving in chunks of any size (a file read block by block, standard input), and
+:func:`to_conllu` numbers the sentences of later pieces on from the earlier ones'.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+from .chars import PARAGRAPH_BREAK, line_feed_text
+
+__all__ = ["PIECE_CHARACTERS", "LineFeeds", "ParagraphCutter", "paragraph_pieces"]
+
+PIECE_CHARACTERS = 1 << 18
+"""Characters a piece holds at least (the last excepted), 262,144: raw text is segmented whole
+up to this length (EWT's test text is 125,537 characters), and beyond it in pieces of this
+size or a little more, at the first paragraph break after it."""
+
+
+def paragraph_pieces(
+    chunks: Iterable[str], min_characters: int = PIECE_CHARACTERS
+) -> Iterator[str]:
+    """The text of ``chunks`` (concatenated) cut just after paragraph breaks.
+
+    Every piece but the last holds at least ``min_characters`` characters and ends at the end
+    of a paragraph break (:data:`rawtext.chars.PARAGRAPH_BREAK`) that the text goes on after
+    with a character other than whitespace: the break is whole (a CRLF is never cut, and the
+    break could not go on in a later chunk), and the next piece starts with its paragraph.
+    The pieces, joined, are the text exactly; a text with no such break after
+    ``min_characters`` is one piece, however long (a paragraph is never cut).
+
+    Args:
+        chunks: the text in consecutive parts of any size (empty ones included).
+        min_characters: the fewest characters of a piece before it may be cut (at least 1).
+    """
+    cutter = ParagraphCutter(min_characters)
+    for chunk in chunks:
+        yield from cutter.add(chunk)
+    yield from cutter.end()
+
+
+class ParagraphCutter:
+    """:func:`paragraph_pieces` a chunk at a time: the pieces each chunk completes."""
+
+    def __init__(self, min_characters: int = PIECE_CHARACTERS) -> None:
+        """Start with no text."""
+        if min_characters < 1:
+            raise ValueError(f"min_characters={min_characters}: must be at least 1")
+        self.min_characters = min_characters
+        self.text = ""  # not yet given as a piece
+        self.searched = 0  # no break of the text to come starts before it
+
+    def add(self, chunk: str) -> list[str]:
+        """The pieces that end in the text so far, now that ``chunk`` follows it."""
+        self.text += chunk
+        pieces = []
+        while True:
+            # Searched from a piece's least end: a match starting inside a longer break still
+            # ends where the whole break ends (the pattern is greedy), so every end found is a
+            # true one; a break ending past the least end but starting before it may be
+            # passed over for a later one, which only makes the piece longer.
+            start = max(self.searched, self.min_characters - 1)
+            found = PARAGRAPH_BREAK.search(self.text, start)
+            if found is None or _NONSPACE.search(self.text, found.end()) is None:
+                # No break, or only whitespace after it so far (the break may go on): a break
+                # of the text to come starts in the whitespace that ends this text, or later.
+                self.searched = _TRAILING_SPACE.search(self.text, self.searched).start()
+                return pieces
+            pieces.append(self.text[: found.end()])
+            self.text, self.searched = self.text[found.end() :], 0
+
+    def end(self) -> list[str]:
+        """The last piece (none if no text is left): the text has ended."""
+        last, self.text, self.searched = self.text, "", 0
+        return [last] if last else []
+
+
+class LineFeeds:
+    """:func:`rawtext.chars.line_feed_text` of a text given in chunks, a chunk at a time.
+
+    A CR that ends a chunk is held back until the next shows whether a LF follows it (a CRLF
+    is one LF), so the parts given, joined, are ``line_feed_text`` of the whole text.
+    """
+
+    def __init__(self) -> None:
+        """Start with no text."""
+        self.held = ""
+
+    def add(self, chunk: str) -> str:
+        """The next part of the text with LF line breaks, now that ``chunk`` follows."""
+        text = self.held + chunk
+        self.held = "\r" if text.endswith("\r") else ""
+        return line_feed_text(text[: len(text) - len(self.held)])
+
+    def end(self) -> str:
+        """The last part: the text has ended."""
+        last, self.held = line_feed_text(self.held), ""
+        return last
+
+
+_NONSPACE = re.compile(r"\S")
+_TRAILING_SPACE = re.compile(r"\s*\Z")
