@@ -172,7 +172,7 @@ def segment_pieces(
     cutter, feeds = ParagraphCutter(min_characters), LineFeeds()
     waiting: deque[tuple[str, str]] = deque()  # pieces as given, and with LFs, not yet scored
     scores = _Rows()
-    for chunk in chunks:
+    for chunk in _parts(chunks):
         scores.add(stream.push(feeds.add(chunk), final=False))
         waiting.extend((piece, line_feed_text(piece)) for piece in cutter.add(chunk))
         while waiting and len(scores) >= len(waiting[0][1]):
@@ -181,6 +181,18 @@ def segment_pieces(
     waiting.extend((piece, line_feed_text(piece)) for piece in cutter.end())
     while waiting:
         yield _document(*waiting.popleft(), scores, decide, expander)
+
+
+PART_CHARACTERS = 1 << 16
+"""The most characters pushed to the stream at a time: its features and scores (about 70 bytes
+a character) are held for no more, however large the chunks a reader gives."""
+
+
+def _parts(chunks: Iterable[str]) -> Iterator[str]:
+    """``chunks`` cut into parts of at most :data:`PART_CHARACTERS` characters."""
+    for chunk in chunks:
+        for start in range(0, len(chunk), PART_CHARACTERS):
+            yield chunk[start : start + PART_CHARACTERS]
 
 
 def _document(
