@@ -9,7 +9,6 @@ from text arriving in chunks of any size (a file read block by block, standard i
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 
 from .chars import PARAGRAPH_BREAK, line_feed_text
@@ -45,19 +44,32 @@ def paragraph_pieces(
 
 
 class ParagraphCutter:
-    """:func:`paragraph_pieces` a chunk at a time: the pieces each chunk completes."""
+    """:func:`paragraph_pieces` a chunk at a time: the pieces each chunk completes.
+
+    Time is linear in the text whatever its chunks: held chunks are joined only to give a
+    piece, and a search reads only what follows the last one's least end or the text's last
+    character other than whitespace (a run of spaces or blank lines is read once).
+    """
 
     def __init__(self, min_characters: int = PIECE_CHARACTERS) -> None:
         """Start with no text."""
         if min_characters < 1:
             raise ValueError(f"min_characters={min_characters}: must be at least 1")
         self.min_characters = min_characters
-        self.text = ""  # not yet given as a piece
+        self.parts: list[str] = []  # the text not yet given as a piece
+        self.length = 0  # its characters
+        self.trailing = 0  # where the whitespace that ends it starts
         self.searched = 0  # no break of the text to come starts before it
 
     def add(self, chunk: str) -> list[str]:
         """The pieces that end in the text so far, now that ``chunk`` follows it."""
-        self.text += chunk
+        if not chunk:
+            return []
+        self.parts.append(chunk)
+        self.length += len(chunk)
+        if chunk.isspace():
+            return []  # no cut: a break may end a piece only once text follows it
+        self.trailing = self.length - (len(chunk) - len(chunk.rstrip()))
         pieces = []
         while True:
             # Searched from a piece's least end: a match starting inside a longer break still
@@ -65,19 +77,35 @@ class ParagraphCutter:
             # true one; a break ending past the least end but starting before it may be
             # passed over for a later one, which only makes the piece longer.
             start = max(self.searched, self.min_characters - 1)
-            found = PARAGRAPH_BREAK.search(self.text, start)
-            if found is None or _NONSPACE.search(self.text, found.end()) is None:
+            offset, tail = self._tail(start)
+            found = PARAGRAPH_BREAK.search(tail, start - offset)
+            if found is None or offset + found.end() >= self.trailing:
                 # No break, or only whitespace after it so far (the break may go on): a break
                 # of the text to come starts in the whitespace that ends this text, or later.
-                self.searched = _TRAILING_SPACE.search(self.text, self.searched).start()
+                self.searched = self.trailing
                 return pieces
-            pieces.append(self.text[: found.end()])
-            self.text, self.searched = self.text[found.end() :], 0
+            pieces.append(self._take(offset + found.end()))
 
     def end(self) -> list[str]:
         """The last piece (none if no text is left): the text has ended."""
-        last, self.text, self.searched = self.text, "", 0
+        last = self._take(self.length)
         return [last] if last else []
+
+    def _tail(self, start: int) -> tuple[int, str]:
+        """The held text from the start of the chunk that holds character ``start`` on."""
+        offset, first = self.length, len(self.parts)
+        while first > 0 and offset > start:
+            first -= 1
+            offset -= len(self.parts[first])
+        return offset, "".join(self.parts[first:])
+
+    def _take(self, end: int) -> str:
+        """The held text's first ``end`` characters, no longer held."""
+        text = "".join(self.parts)
+        rest = text[end:]
+        self.parts, self.length = ([rest] if rest else []), len(rest)
+        self.trailing, self.searched = max(0, self.trailing - end), 0
+        return text[:end]
 
 
 class LineFeeds:
@@ -101,7 +129,3 @@ class LineFeeds:
         """The last part: the text has ended."""
         last, self.held = line_feed_text(self.held), ""
         return last
-
-
-_NONSPACE = re.compile(r"\S")
-_TRAILING_SPACE = re.compile(r"\s*\Z")

@@ -50,8 +50,10 @@ LINE_BREAKS = "\n\r\u2028\u2029\x0b\x0c\x85"
 """Line-breaking characters: the ``newline`` flag marks them, and no spaced word crosses one."""
 
 
-def code_points(text: str) -> np.ndarray:
+def code_points(text: str, offset: int = 0) -> np.ndarray:
     """int64[len(text)]: the code point of each character.
+
+    ``offset``: where ``text`` starts in the text a lone surrogate's message counts from.
 
     Raises:
         ValueError: ``text`` holds a lone surrogate (U+D800..U+DFFF), which is no character
@@ -61,7 +63,7 @@ def code_points(text: str) -> np.ndarray:
     try:
         encoded = text.encode("utf-32-le")
     except UnicodeEncodeError as error:
-        found = f"U+{ord(text[error.start]):04X} at character {error.start}"
+        found = f"U+{ord(text[error.start]):04X} at character {offset + error.start}"
         raise ValueError(f"the text holds a lone surrogate ({found}), not Unicode text") from None
     return np.frombuffer(encoded, dtype=np.uint32).astype(np.int64)
 

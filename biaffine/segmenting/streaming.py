@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from biaffine.segmenting.features import CharVocab
+from biaffine.segmenting.features import CharVocab, code_points
 from rawtext.chars import classes_of_line_feeds, line_feed_text
 from rawtext.document import Document
 from rawtext.labels import N_CLASSES
@@ -128,7 +128,11 @@ class ScoreStream:
             for first in range(0, len(bounds), self.batch_size)
         ]
         out = np.zeros((stop - self.done, N_CLASSES), dtype=np.float32)
-        ids, features = self.vocab.ids(lines), self.vocab.features(lines)
+        try:
+            ids, features = self.vocab.ids(lines), self.vocab.features(lines)
+        except ValueError:
+            code_points(lines, offset=base)  # the lone surrogate, counted from the text's start
+            raise
         self.score(ids, features, batches, out, self.done - base)
         return out
 
@@ -186,13 +190,25 @@ def segment_pieces(
 PART_CHARACTERS = 1 << 16
 """The most characters pushed to the stream at a time: its features and scores (about 70 bytes
 a character) are held for no more, however large the chunks a reader gives."""
+LEAST_PART_CHARACTERS = 1 << 12
+"""The fewest characters pushed at a time but the last: a pipe that delivers a byte at a time
+would otherwise have the stream copy the lines it holds for each."""
 
 
 def _parts(chunks: Iterable[str]) -> Iterator[str]:
-    """``chunks`` cut into parts of at most :data:`PART_CHARACTERS` characters."""
+    """``chunks`` as parts of :data:`LEAST_PART_CHARACTERS` to :data:`PART_CHARACTERS`."""
+    held: list[str] = []
+    size = 0
     for chunk in chunks:
-        for start in range(0, len(chunk), PART_CHARACTERS):
-            yield chunk[start : start + PART_CHARACTERS]
+        held.append(chunk)
+        size += len(chunk)
+        if size >= LEAST_PART_CHARACTERS:
+            text = "".join(held)
+            held, size = [], 0
+            for start in range(0, len(text), PART_CHARACTERS):
+                yield text[start : start + PART_CHARACTERS]
+    if size:
+        yield "".join(held)
 
 
 def _document(

@@ -163,7 +163,7 @@ def _score_batch(
             window's kept characters only (on the CPU).
         first: the offset of ``out``'s first row.
     """
-    device = out.device
+    device = next(model.parameters()).device
     width = max(end - start for start, _, _, end in batch)
     batch_ids = np.zeros((len(batch), width), dtype=np.int64)
     batch_features = np.zeros((len(batch), width, features.shape[1]), dtype=np.float32)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from rawtext import N_CLASSES, segment, to_conllu
 from rawtext.chars import PARAGRAPH_BREAK, line_feed_text
-from rawtext.stream import LineFeeds, paragraph_pieces
+from rawtext.stream import LineFeeds, ParagraphCutter, paragraph_pieces
 
 # Letters, spaces, every kind of line break, and a CR whose LF may come in the next chunk.
 ALPHABET = ["a", "b", ".", " ", "\t", "\u00a0", "\n", "\r", "\r\n", "\u2028", "\n\n", "\r\n\r\n"]
@@ -113,3 +113,36 @@ def test_a_cr_ending_a_chunk_waits_for_the_next() -> None:
         "\nc",
         "\n",
     ]
+
+
+class _CountingBreaks:
+    """PARAGRAPH_BREAK, counting the characters its searches are given to read."""
+
+    def __init__(self) -> None:
+        self.read = 0
+
+    def search(self, text: str, pos: int = 0):
+        self.read += max(0, len(text) - pos)
+        return PARAGRAPH_BREAK.search(text, pos)
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    ["   ", "\n \n\t ", "\n \n\t x", "word ", "\r\n"],
+    ids=["spaces", "blank-lines", "short-paragraphs", "no-break", "line-breaks"],
+)
+def test_the_cutter_reads_each_character_a_bounded_number_of_times(
+    chunk: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run of 60,000 spaces before a word took 23 s (a search from each of its characters);
+    # a text in small chunks must not be searched again from its start for each.
+    import rawtext.stream
+
+    counting = _CountingBreaks()
+    monkeypatch.setattr(rawtext.stream, "PARAGRAPH_BREAK", counting)
+    cutter = ParagraphCutter(1000)
+    pieces = [piece for _ in range(20_000) for piece in cutter.add(chunk)]
+    pieces += cutter.add("end.") + cutter.end()
+    text = chunk * 20_000 + "end."
+    assert "".join(pieces) == text
+    assert counting.read <= 3 * len(text)

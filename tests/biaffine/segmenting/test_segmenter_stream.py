@@ -207,3 +207,15 @@ def test_predict_py_writes_raw_texts_sentences_before_the_input_ends(
         assert running.wait(timeout=600) == 0, running.stderr.read().decode()
     assert first == b"# newdoc\n"
     assert rest.count(b"# newpar\n") == copies
+
+
+def test_a_lone_surrogate_is_named_by_its_place_in_the_whole_text(segmenter_path: Path) -> None:
+    # Past the stream's first lines its features are read from a later line on: the place
+    # was counted from there ("at character 6309" for 39,004).
+    segmenter = Segmenter.load(segmenter_path)
+    text = "Hello there.\n" * 3000 + "bad \ud800 here."
+    message = r"lone surrogate \(U\+D800 at character 39004\)"
+    with pytest.raises(ValueError, match=message):
+        segmenter.segment(text)
+    with pytest.raises(ValueError, match=message):
+        pipeline.segmented(segmenter, text)
