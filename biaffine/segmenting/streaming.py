@@ -102,6 +102,9 @@ class ScoreStream:
             stop = max(self.done, (known - self.context) // span * span)
         if stop == self.done:
             return np.zeros((0, N_CLASSES), dtype=np.float32)
+        if not final:  # the lines the windows read: to the end of the one they read last
+            last = stop + self.context - 1 - self.base
+            known = self.base + self.text.find("\n", last) + 1
         out = self._scores(self.text[: known - self.base], stop, known)
         self._forget(stop)
         return out
