@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import io
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO, Protocol
 
@@ -46,7 +47,9 @@ CoNLL-U or ``text`` input is refused (:func:`biaffine.predict_options.read_sente
 class TextSegmenter(Protocol):
     """What this module reads of a segmenter (torch's or ONNX Runtime's): no torch here."""
 
-    def segment_stream(self, chunks: Iterable[str]) -> Iterator[rawtext.Document]:
+    def segment_stream(
+        self, chunks: Iterable[str], *, interactive: bool = False
+    ) -> Iterator[rawtext.Document]:
         """The text of ``chunks`` as documents of whole paragraphs, a piece at a time."""
         ...
 
@@ -71,6 +74,7 @@ def segmented_stream(
     *,
     doc_id: str | None = None,
     name: str = "<segmented text>",
+    interactive: bool = False,
 ) -> Iterator[Sentence]:
     """The sentences of a text given in chunks, as the segmenter finds them, as they are found.
 
@@ -83,6 +87,8 @@ def segmented_stream(
             is dropped (it is no text).
         doc_id: written as ``# newdoc id = ...`` (``# newdoc`` alone when None).
         name: the text's name in an error's message.
+        interactive: the chunks come as a pipe delivers them, each to be segmented at once
+            (otherwise one is read ahead: :meth:`Segmenter.segment_stream`).
 
     Returns:
         One sentence per sentence found, numbered from 1 in ``# sent_id``, a sentence of more
@@ -90,7 +96,7 @@ def segmented_stream(
         (:func:`rawtext.split_long`); none for a text with no characters other than whitespace.
     """
     written = 0
-    for found in segmenter.segment_stream(_without_bom(chunks)):
+    for found in segmenter.segment_stream(_without_bom(chunks), interactive=interactive):
         document = rawtext.split_long(found, MAX_SENTENCE_WORDS)
         lines = list(rawtext.to_conllu(document, doc_id=doc_id, first=written + 1))
         # The CoNLL-U reader refuses a text without sentences, which here is a valid piece.
@@ -122,10 +128,11 @@ def read_raw(source: str | os.PathLike[str], segmenter: TextSegmenter) -> Iterat
     """
     name = "<stdin>" if str(source) == "-" else str(source)
     if name == "<stdin>":
-        yield from segmented_stream(segmenter, _decoded(standard_input(), name))
+        yield from segmented_stream(segmenter, _decoded(standard_input(), name), interactive=True)
         return
     with open(source, "rb") as file:
-        yield from segmented_stream(segmenter, _decoded(file, name))
+        interactive = not stat.S_ISREG(os.fstat(file.fileno()).st_mode)  # a named pipe, a device
+        yield from segmented_stream(segmenter, _decoded(file, name), interactive=interactive)
 
 
 def _decoded(file: BinaryIO, name: str) -> Iterator[str]:

@@ -100,7 +100,9 @@ class GoldSentenceEnds:
         classes = with_sentence_ends(self.segmenter.classes(text), self.labels)
         return segment_with(text, classes, self.mwt)
 
-    def segment_stream(self, chunks: Iterable[str]) -> Iterator[Document]:
+    def segment_stream(
+        self, chunks: Iterable[str], *, interactive: bool = False
+    ) -> Iterator[Document]:
         """:meth:`segment` of the whole text (the gold file's): one document."""
         yield self.segment("".join(chunks))
 

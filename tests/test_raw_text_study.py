@@ -73,7 +73,7 @@ class _NoSentenceEnds:
 
         return segment_with(text, self.classes(text), None)
 
-    def segment_stream(self, chunks):
+    def segment_stream(self, chunks, *, interactive=False):
         yield self.segment("".join(chunks))
 
 

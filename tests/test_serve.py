@@ -1042,7 +1042,9 @@ def test_raw_text_over_the_word_limit_is_refused_before_it_is_segmented() -> Non
     segmented = []
 
     class Segmenter:
-        def segment_stream(self, chunks: list[str]) -> Iterator[rawtext.Document]:
+        def segment_stream(
+            self, chunks: list[str], *, interactive: bool = False
+        ) -> Iterator[rawtext.Document]:
             text = "".join(chunks)
             segmented.append(text)
             yield rawtext.Document(text, ())

@@ -130,7 +130,14 @@ class OnnxSegmenter:
         return segment_with(text, self.classes(text), self.mwt)
 
     def segment_stream(
-        self, chunks: Iterable[str], piece_characters: int = PIECE_CHARACTERS
+        self,
+        chunks: Iterable[str],
+        piece_characters: int = PIECE_CHARACTERS,
+        *,
+        interactive: bool = False,
     ) -> Iterator[Document]:
         """As :meth:`biaffine.segmenting.Segmenter.segment_stream`: a piece at a time."""
-        return segment_pieces(chunks, self._stream(), self._decide, self.mwt, piece_characters)
+        stream, least = self._stream(), piece_characters
+        return segment_pieces(
+            chunks, stream, self._decide, self.mwt, least, interactive=interactive
+        )

@@ -100,13 +100,21 @@ class Segmenter:
         return segment_with(text, self.classes(text), self.mwt)
 
     def segment_stream(
-        self, chunks: Iterable[str], piece_characters: int = PIECE_CHARACTERS
+        self,
+        chunks: Iterable[str],
+        piece_characters: int = PIECE_CHARACTERS,
+        *,
+        interactive: bool = False,
     ) -> Iterator[Document]:
         """The text of ``chunks`` (concatenated), segmented a piece of whole paragraphs at a time.
 
         Each document is a piece of :func:`rawtext.stream.paragraph_pieces` (its own text), and
         is as :meth:`segment` of the whole text finds those paragraphs: the same windows and
         batches, so the same scores; a sentence model reads each piece's paragraphs in batches
-        of their own. A text shorter than ``piece_characters`` is one piece.
+        of their own. A text shorter than ``piece_characters`` is one piece. ``interactive``:
+        the chunks come from a pipe (:func:`~biaffine.segmenting.streaming.segment_pieces`).
         """
-        return segment_pieces(chunks, self._stream(), self._decide, self.mwt, piece_characters)
+        stream, least = self._stream(), piece_characters
+        return segment_pieces(
+            chunks, stream, self._decide, self.mwt, least, interactive=interactive
+        )

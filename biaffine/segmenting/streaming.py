@@ -158,6 +158,8 @@ def segment_pieces(
     decide: Decide,
     expander: MwtExpander | None,
     min_characters: int = PIECE_CHARACTERS,
+    *,
+    interactive: bool = False,
 ) -> Iterator[Document]:
     """The text of ``chunks``, one document of whole paragraphs per piece, as its whole text.
 
@@ -171,6 +173,10 @@ def segment_pieces(
         decide: the classes of a piece (read with its line breaks as LFs) from its scores.
         expander: the treebank's multi-word token expander (None: one word a token).
         min_characters: the fewest characters of a piece but the last.
+        interactive: whether a chunk may be long in coming (a pipe): each is then pushed as
+            it comes. Otherwise one part is read ahead, so that the last goes to the stream
+            as the text's end: a text of one part (up to :data:`PART_CHARACTERS`) is scored
+            in one pass, all its batches side by side, as it was before the stream.
 
     Returns:
         Each piece's document (``document.text`` is the piece as given; a piece of only
@@ -179,18 +185,22 @@ def segment_pieces(
     cutter, feeds = ParagraphCutter(min_characters), LineFeeds()
     waiting: deque[tuple[str, str]] = deque()  # pieces as given, and with LFs, not yet scored
     scores = _Rows()
-    for chunk in _parts(chunks):
-        scores.add(stream.push(feeds.add(chunk), final=False))
-        waiting.extend((piece, line_feed_text(piece)) for piece in cutter.add(chunk))
+    for part, last in _parts(chunks, ahead=not interactive):
+        read = feeds.add(part) + (feeds.end() if last else "")
+        scores.add(stream.push(read, final=last))
+        waiting.extend((piece, line_feed_text(piece)) for piece in cutter.add(part))
+        if last:
+            break
         while waiting and len(scores) >= len(waiting[0][1]):
             yield _document(*waiting.popleft(), scores, decide, expander)
-    scores.add(stream.push(feeds.end(), final=True))
+    else:
+        scores.add(stream.push(feeds.end(), final=True))
     waiting.extend((piece, line_feed_text(piece)) for piece in cutter.end())
     while waiting:
         yield _document(*waiting.popleft(), scores, decide, expander)
 
 
-PART_CHARACTERS = 1 << 16
+PART_CHARACTERS = PIECE_CHARACTERS
 """The most characters pushed to the stream at a time: its features and scores (about 70 bytes
 a character) are held for no more, however large the chunks a reader gives."""
 LEAST_PART_CHARACTERS = 1 << 12
@@ -198,8 +208,25 @@ LEAST_PART_CHARACTERS = 1 << 12
 would otherwise have the stream copy the lines it holds for each."""
 
 
-def _parts(chunks: Iterable[str]) -> Iterator[str]:
-    """``chunks`` as parts of :data:`LEAST_PART_CHARACTERS` to :data:`PART_CHARACTERS`."""
+def _parts(chunks: Iterable[str], *, ahead: bool) -> Iterator[tuple[str, bool]]:
+    """``chunks`` as parts of :data:`LEAST_PART_CHARACTERS` to :data:`PART_CHARACTERS`.
+
+    Each with whether it is known to be the text's last: with ``ahead``, one part is held
+    until the next is known (or the text ends); without, no part is known to be the last.
+    """
+    held: str | None = None
+    for part in _sized(chunks):
+        if held is not None:
+            yield held, False
+        if ahead:
+            held = part
+        else:
+            yield part, False
+    if held is not None:
+        yield held, True
+
+
+def _sized(chunks: Iterable[str]) -> Iterator[str]:
     held: list[str] = []
     size = 0
     for chunk in chunks:

@@ -105,9 +105,10 @@ def test_scores_are_given_as_soon_as_the_lines_they_read_are_known() -> None:
     assert stream.text == "ice cream in New York and more.\na"  # its line start kept
 
 
+@pytest.mark.parametrize("interactive", [False, True])
 @pytest.mark.parametrize("crlf", [False, True])
 def test_the_segmenter_segments_a_text_in_pieces_as_the_whole(
-    segmenter_path: Path, crlf: bool
+    segmenter_path: Path, crlf: bool, interactive: bool
 ) -> None:
     segmenter = Segmenter.load(segmenter_path, window=16, context=4)
     text = "\n\n".join(" ".join(random.Random(k).sample(LINES, 4)) for k in range(60))
@@ -116,7 +117,8 @@ def test_the_segmenter_segments_a_text_in_pieces_as_the_whole(
     for least in (1, 50, 333, len(text)):
         pieces, found, written = [], [], 0
         cuts = random.Random(least).sample(range(len(text)), 30)
-        for document in segmenter.segment_stream(chunked(text, cuts), least):
+        chunks = chunked(text, cuts)
+        for document in segmenter.segment_stream(chunks, least, interactive=interactive):
             pieces.append(document.text)
             lines = list(rawtext.to_conllu(document, first=written + 1))
             written += sum(line.startswith("# sent_id") for line in lines)
