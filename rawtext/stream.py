@@ -30,12 +30,8 @@ def paragraph_pieces(
     of a paragraph break (:data:`rawtext.chars.PARAGRAPH_BREAK`) that the text goes on after
     with a character other than whitespace: the break is whole (a CRLF is never cut, and the
     break could not go on in a later chunk), and the next piece starts with its paragraph.
-    Or, inside a run of whitespace of at least ``min_characters`` (megabytes of blank lines),
-    a piece ends after the run's last LF so far, once a paragraph break lies between the
-    text before the run and that LF: the paragraph before has ended, and the next piece's
-    leading whitespace is read as the whole text's is (a paragraph's leading whitespace is
-    none of its tokens). The pieces, joined, are the text exactly; a text with no such place
-    after ``min_characters`` is one piece, however long (a paragraph is never cut).
+    The pieces, joined, are the text exactly; a text with no such break after
+    ``min_characters`` is one piece, however long (a paragraph is never cut).
 
     Args:
         chunks: the text in consecutive parts of any size (empty ones included).
@@ -63,24 +59,17 @@ class ParagraphCutter:
         self.parts: list[str] = []  # the text not yet given as a piece
         self.length = 0  # its characters
         self.trailing = 0  # where the whitespace that ends it starts
-        self.blank_lfs = 0  # the LFs in that whitespace
-        self.after_lf = 0  # just after its last LF (0: none)
         self.searched = 0  # no break of the text to come starts before it
 
     def add(self, chunk: str) -> list[str]:
         """The pieces that end in the text so far, now that ``chunk`` follows it."""
         if not chunk:
             return []
-        if "\n" in chunk:
-            self.after_lf = self.length + chunk.rfind("\n") + 1
         self.parts.append(chunk)
         self.length += len(chunk)
-        if chunk.isspace():  # a break may end a piece only once text follows it
-            self.blank_lfs += chunk.count("\n")
-            return self._cut_blank()
-        stripped = chunk.rstrip()
-        self.trailing = self.length - (len(chunk) - len(stripped))
-        self.blank_lfs = chunk.count("\n", len(stripped))
+        if chunk.isspace():
+            return []  # no cut: a break may end a piece only once text follows it
+        self.trailing = self.length - (len(chunk) - len(chunk.rstrip()))
         pieces = []
         while True:
             # Searched from a piece's least end: a match starting inside a longer break still
@@ -102,18 +91,6 @@ class ParagraphCutter:
         last = self._take(self.length)
         return [last] if last else []
 
-    def _cut_blank(self) -> list[str]:
-        """The text up to the last LF of its trailing whitespace, if a piece may end there.
-
-        It may where that whitespace is at least ``min_characters`` long and holds two LFs
-        (with only whitespace between, two LFs are a paragraph break), and the piece holds at
-        least ``min_characters``.
-        """
-        blank = self.length - self.trailing
-        if blank < self.min_characters or self.blank_lfs < 2 or self.after_lf < self.min_characters:
-            return []
-        return [self._take(self.after_lf)]
-
     def _tail(self, start: int) -> tuple[int, str]:
         """The held text from the start of the chunk that holds character ``start`` on."""
         offset, first = self.length, len(self.parts)
@@ -128,10 +105,6 @@ class ParagraphCutter:
         rest = text[end:]
         self.parts, self.length = ([rest] if rest else []), len(rest)
         self.trailing, self.searched = max(0, self.trailing - end), 0
-        if self.after_lf <= end:  # its last LF is given: the rest holds none
-            self.after_lf = self.blank_lfs = 0
-        else:
-            self.after_lf -= end
         return text[:end]
 
 
