@@ -11,11 +11,12 @@ other: one path into the parser, whatever the input was.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import io
 import os
 import stat
 from collections.abc import Iterable, Iterator
-from typing import BinaryIO, Protocol
+from typing import IO, Protocol
 
 import rawtext
 from biaffine.data.conllu import Sentence, conllu_of_lines, read_conllu, read_text
@@ -127,15 +128,21 @@ def read_raw(source: str | os.PathLike[str], segmenter: TextSegmenter) -> Iterat
             when the reading reaches it; the sentences before it have been given.
     """
     name = "<stdin>" if str(source) == "-" else str(source)
-    if name == "<stdin>":
-        yield from segmented_stream(segmenter, _decoded(standard_input(), name), interactive=True)
-        return
-    with open(source, "rb") as file:
-        interactive = not stat.S_ISREG(os.fstat(file.fileno()).st_mode)  # a named pipe, a device
-        yield from segmented_stream(segmenter, _decoded(file, name), interactive=interactive)
+    with contextlib.ExitStack() as stack:
+        file = standard_input() if name == "<stdin>" else stack.enter_context(open(source, "rb"))
+        chunks = _decoded(file, name)
+        yield from segmented_stream(segmenter, chunks, interactive=_is_pipe(file))
 
 
-def _decoded(file: BinaryIO, name: str) -> Iterator[str]:
+def _is_pipe(file: IO[bytes]) -> bool:
+    """Whether ``file`` may keep its reader waiting (a pipe, a terminal): not a regular file."""
+    try:
+        return not stat.S_ISREG(os.fstat(file.fileno()).st_mode)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return True  # no file descriptor: read as it comes
+
+
+def _decoded(file: IO[bytes], name: str) -> Iterator[str]:
     """The text of a UTF-8 file, a block at a time.
 
     Not utf-8-sig: :func:`segmented_stream` drops the one byte order mark, and a second one is

@@ -21,6 +21,10 @@ up to this length (EWT's test text is 125,537 characters), and beyond it in piec
 size or a little more, at the first paragraph break after it."""
 
 
+_MOST_ADDED = 1 << 16
+"""The most characters :meth:`ParagraphCutter.add` takes in at a time (a larger chunk in parts)."""
+
+
 def paragraph_pieces(
     chunks: Iterable[str], min_characters: int = PIECE_CHARACTERS
 ) -> Iterator[str]:
@@ -28,8 +32,9 @@ def paragraph_pieces(
 
     Every piece but the last holds at least ``min_characters`` characters and ends at the end
     of a paragraph break (:data:`rawtext.chars.PARAGRAPH_BREAK`) that the text goes on after
-    with a character other than whitespace: the break is whole (a CRLF is never cut, and the
-    break could not go on in a later chunk), and the next piece starts with its paragraph.
+    with a character other than whitespace (perhaps after spaces): the break is whole (a CRLF
+    is never cut, and the break could not go on in a later chunk), and the next piece starts
+    with its paragraph. A run of blank lines is held, as a paragraph is, until text follows.
     The pieces, joined, are the text exactly; a text with no such break after
     ``min_characters`` is one piece, however long (a paragraph is never cut).
 
@@ -47,8 +52,9 @@ class ParagraphCutter:
     """:func:`paragraph_pieces` a chunk at a time: the pieces each chunk completes.
 
     Time is linear in the text whatever its chunks: held chunks are joined only to give a
-    piece, and a search reads only what follows the last one's least end or the text's last
-    character other than whitespace (a run of spaces or blank lines is read once).
+    piece (a large chunk is taken in parts, so what follows the piece, copied, is short), and
+    a search reads only what follows the last one's least end or the text's last character
+    other than whitespace (a run of spaces or blank lines is read once).
     """
 
     def __init__(self, min_characters: int = PIECE_CHARACTERS) -> None:
@@ -63,6 +69,9 @@ class ParagraphCutter:
 
     def add(self, chunk: str) -> list[str]:
         """The pieces that end in the text so far, now that ``chunk`` follows it."""
+        if len(chunk) > _MOST_ADDED:  # each piece given copies the text held after it
+            step = range(0, len(chunk), _MOST_ADDED)
+            return [piece for at in step for piece in self.add(chunk[at : at + _MOST_ADDED])]
         if not chunk:
             return []
         self.parts.append(chunk)

@@ -331,11 +331,15 @@ DEFAULT_CONTEXT = 64
 """Characters read on each side of a window besides its own."""
 
 
-def window_bounds(length: int, window: int, context: int) -> list[tuple[int, int, int, int]]:
+def window_bounds(
+    length: int, window: int, context: int, *, first: int = 0, stop: int | None = None
+) -> list[tuple[int, int, int, int]]:
     """``(read_start, keep_start, keep_end, read_end)`` of each window over ``length`` characters.
 
     The kept ranges ``[keep_start, keep_end)`` tile the text; each is read from ``read_start``
-    to ``read_end`` (up to ``context`` more characters on each side, within the text).
+    to ``read_end`` (up to ``context`` more characters on each side, within the text). Only the
+    windows whose ``keep_start`` lies in ``[first, stop)`` (``first`` a multiple of
+    ``window``; ``stop`` None: the text's end) are listed.
     """
     if window < 1 or context < 0:
         raise ValueError(f"window={window} must be positive and context={context} not negative")
@@ -346,5 +350,5 @@ def window_bounds(length: int, window: int, context: int) -> list[tuple[int, int
             min(length, start + window),
             min(length, start + window + context),
         )
-        for start in range(0, length, window)
+        for start in range(first, length if stop is None else stop, window)
     ]

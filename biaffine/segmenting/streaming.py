@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from biaffine.segmenting.features import CharVocab, code_points
+from biaffine.segmenting.features import CharVocab, code_points, window_bounds
 from rawtext.chars import classes_of_line_feeds, line_feed_text
 from rawtext.document import Document
 from rawtext.labels import N_CLASSES
@@ -81,7 +81,8 @@ class ScoreStream:
         self.vocab, self.score = vocab, score
         self.window, self.context, self.batch_size = window, context, batch_size
         self.text = ""  # the text from self.base on
-        self.base = 0  # a line's start, at most self.done - context
+        self.pending: list[str] = []  # the text after it, given since its last LF
+        self.base = 0  # a line's start, at most max(0, self.done - context)
         self.done = 0  # the characters before it are scored
 
     def push(self, text: str, *, final: bool) -> npt.NDArray[np.float32]:
@@ -91,7 +92,11 @@ class ScoreStream:
             text: the text's next part (line breaks as LFs: a CR would end no line here).
             final: whether the text ends with it: every character left is scored.
         """
-        self.text += text
+        if not final and "\n" not in text:  # no line is whole yet: nothing to score
+            self.pending.append(text)
+            return np.zeros((0, N_CLASSES), dtype=np.float32)
+        self.text += "".join(self.pending) + text  # one copy for a long line, not one a push
+        self.pending = []
         end = self.base + len(self.text)
         if final:
             known = stop = end
@@ -116,15 +121,12 @@ class ScoreStream:
         reads within: a window reads to ``known`` at most (the whole text's end, or at least
         ``context`` characters after ``stop``).
         """
-        base, window, context = self.base, self.window, self.context
+        base = self.base
         bounds = [
-            (
-                max(0, start - context) - base,
-                start - base,
-                min(known, start + window) - base,
-                min(known, start + window + context) - base,
+            (read_start - base, keep_start - base, keep_end - base, read_end - base)
+            for read_start, keep_start, keep_end, read_end in window_bounds(
+                known, self.window, self.context, first=self.done, stop=stop
             )
-            for start in range(self.done, stop, window)
         ]
         batches = [
             bounds[first : first + self.batch_size]
@@ -173,10 +175,11 @@ def segment_pieces(
         decide: the classes of a piece (read with its line breaks as LFs) from its scores.
         expander: the treebank's multi-word token expander (None: one word a token).
         min_characters: the fewest characters of a piece but the last.
-        interactive: whether a chunk may be long in coming (a pipe): each is then pushed as
-            it comes. Otherwise one part is read ahead, so that the last goes to the stream
-            as the text's end: a text of one part (up to :data:`PART_CHARACTERS`) is scored
-            in one pass, all its batches side by side, as it was before the stream.
+        interactive: whether a chunk may be long in coming (a pipe): the text is then pushed
+            as soon as 4,096 characters of it have come. Otherwise one part is read ahead, so
+            that the last goes to the stream as the text's end: a text of one part (up to
+            :data:`PART_CHARACTERS`) is scored in one pass, all its batches side by side, as
+            it was before the stream.
 
     Returns:
         Each piece's document (``document.text`` is the piece as given; a piece of only
@@ -202,7 +205,8 @@ def segment_pieces(
 
 PART_CHARACTERS = PIECE_CHARACTERS
 """The most characters pushed to the stream at a time: its features and scores (about 70 bytes
-a character) are held for no more, however large the chunks a reader gives."""
+a character) are held for no more and the lines they read, however large the chunks a reader
+gives (a line is read whole)."""
 LEAST_PART_CHARACTERS = 1 << 12
 """The fewest characters pushed at a time but the last: a pipe that delivers a byte at a time
 would otherwise have the stream copy the lines it holds for each."""
