@@ -12,19 +12,18 @@ a batch go through the graph together, so no window is padded and the BiLSTM pac
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from biaffine.segmenting.features import CharVocab
-from biaffine.segmenting.streaming import Bounds, ScoreStream, segment_pieces
+from biaffine.segmenting.streaming import Bounds, ScoreStream, StreamSegmenting
 from rawtext.chars import as_line_feeds
 from rawtext.document import Document
 from rawtext.labels import MWT_SENTENCE_END, N_CLASSES, SENTENCE_END
 from rawtext.mwt import MwtExpander, segment_with
-from rawtext.stream import PIECE_CHARACTERS
 
 __all__ = ["OnnxSegmenter"]
 
@@ -44,7 +43,7 @@ WINDOWS_PER_BATCH = 32
 WINDOWS_PER_RUN = 8
 
 
-class OnnxSegmenter:
+class OnnxSegmenter(StreamSegmenting):
     """An exported segmenter: its session, characters, expander and decision rule.
 
     Args:
@@ -128,16 +127,3 @@ class OnnxSegmenter:
     def segment(self, text: str) -> Document:
         """``text`` as documents' paragraphs, sentences, tokens and words (``rawtext.segment``)."""
         return segment_with(text, self.classes(text), self.mwt)
-
-    def segment_stream(
-        self,
-        chunks: Iterable[str],
-        piece_characters: int = PIECE_CHARACTERS,
-        *,
-        interactive: bool = False,
-    ) -> Iterator[Document]:
-        """As :meth:`biaffine.segmenting.Segmenter.segment_stream`: a piece at a time."""
-        stream, least = self._stream(), piece_characters
-        return segment_pieces(
-            chunks, stream, self._decide, self.mwt, least, interactive=interactive
-        )

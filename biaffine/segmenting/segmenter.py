@@ -3,24 +3,22 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
 
 import numpy as np
 import numpy.typing as npt
 import torch
 
 from biaffine.segmenting import checkpoint
-from biaffine.segmenting.streaming import ScoreStream, segment_pieces
+from biaffine.segmenting.streaming import ScoreStream, StreamSegmenting
 from biaffine.segmenting.windows import DEFAULT_CONTEXT, DEFAULT_WINDOW, score_stream
 from rawtext.chars import as_line_feeds
 from rawtext.document import Document
 from rawtext.mwt import segment_with
-from rawtext.stream import PIECE_CHARACTERS
 
 __all__ = ["Segmenter"]
 
 
-class Segmenter:
+class Segmenter(StreamSegmenting):
     """A trained segmenter, as :func:`checkpoint.load` reads it.
 
     Args:
@@ -98,23 +96,3 @@ class Segmenter:
         one). An empty or all-whitespace text gives a document without sentences.
         """
         return segment_with(text, self.classes(text), self.mwt)
-
-    def segment_stream(
-        self,
-        chunks: Iterable[str],
-        piece_characters: int = PIECE_CHARACTERS,
-        *,
-        interactive: bool = False,
-    ) -> Iterator[Document]:
-        """The text of ``chunks`` (concatenated), segmented a piece of whole paragraphs at a time.
-
-        Each document is a piece of :func:`rawtext.stream.paragraph_pieces` (its own text), and
-        is as :meth:`segment` of the whole text finds those paragraphs: the same windows and
-        batches, so the same scores; a sentence model reads each piece's paragraphs in batches
-        of their own. A text shorter than ``piece_characters`` is one piece. ``interactive``:
-        the chunks come from a pipe (:func:`~biaffine.segmenting.streaming.segment_pieces`).
-        """
-        stream, least = self._stream(), piece_characters
-        return segment_pieces(
-            chunks, stream, self._decide, self.mwt, least, interactive=interactive
-        )

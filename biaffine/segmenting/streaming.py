@@ -14,6 +14,7 @@ caller's (:class:`ScoreWindows`).
 
 from __future__ import annotations
 
+import abc
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
@@ -28,7 +29,7 @@ from rawtext.labels import N_CLASSES
 from rawtext.mwt import MwtExpander, segment_with
 from rawtext.stream import PIECE_CHARACTERS, LineFeeds, ParagraphCutter
 
-__all__ = ["Bounds", "ScoreStream", "ScoreWindows", "segment_pieces"]
+__all__ = ["Bounds", "ScoreStream", "ScoreWindows", "StreamSegmenting", "segment_pieces"]
 
 Bounds = tuple[int, int, int, int]
 """A window's ``(read_start, keep_start, keep_end, read_end)`` character offsets."""
@@ -148,6 +149,40 @@ class ScoreStream:
         self.text = self.text[line_start:]
         self.base += line_start
         self.done = stop
+
+
+class StreamSegmenting(abc.ABC):
+    """``segment_stream`` for a segmenter (torch's or ONNX Runtime's) that has the parts."""
+
+    mwt: MwtExpander | None
+
+    @abc.abstractmethod
+    def _stream(self) -> ScoreStream:
+        """A new stream of the network's log-probabilities."""
+
+    @abc.abstractmethod
+    def _decide(self, text: str, scores: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
+        """uint8[len(text)]: the classes of whole paragraphs (LF line breaks) from their scores."""
+
+    def segment_stream(
+        self,
+        chunks: Iterable[str],
+        piece_characters: int = PIECE_CHARACTERS,
+        *,
+        interactive: bool = False,
+    ) -> Iterator[Document]:
+        """The text of ``chunks`` (concatenated), segmented a piece of whole paragraphs at a time.
+
+        Each document is a piece of :func:`rawtext.stream.paragraph_pieces` (its own text), and
+        is as ``segment`` of the whole text finds those paragraphs: the same windows and
+        batches, so the same scores; a sentence model reads each piece's paragraphs in batches
+        of their own. A text shorter than ``piece_characters`` is one piece. ``interactive``:
+        the chunks come from a pipe (:func:`segment_pieces`).
+        """
+        stream, least = self._stream(), piece_characters
+        return segment_pieces(
+            chunks, stream, self._decide, self.mwt, least, interactive=interactive
+        )
 
 
 Decide = Callable[[str, npt.NDArray[np.float32]], npt.NDArray[np.uint8]]
