@@ -10,6 +10,7 @@ whole text.
 
 from __future__ import annotations
 
+import functools
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -103,33 +104,27 @@ def score_stream(
     threads (:func:`biaffine.runtime.one_thread`), and gives the threads back in between.
     """
     model.eval()
-
-    def score(
-        ids: npt.NDArray[np.int64],
-        features: npt.NDArray[np.float32],
-        batches: list[list[Bounds]],
-        out: npt.NDArray[np.float32],
-        first: int,
-    ) -> None:
-        if workers is None:
-            with one_thread() as threads:
-                _score_batches(model, ids, features, batches, out, first, threads)
-        else:
-            _score_batches(model, ids, features, batches, out, first, workers)
-
+    score = functools.partial(_score_batches, model, workers)
     return ScoreStream(vocab, score, window=window, context=context, batch_size=batch_size)
 
 
 def _score_batches(
     model: SegmenterModel,
+    workers: int | None,
     ids: npt.NDArray[np.int64],
     features: npt.NDArray[np.float32],
     batches: list[list[Bounds]],
     out: npt.NDArray[np.float32],
     first: int,
-    workers: int,
 ) -> None:
-    """:class:`ScoreWindows` of ``model``, its batches run ``workers`` at a time."""
+    """:class:`ScoreWindows` of ``model``, its batches run ``workers`` at a time.
+
+    ``workers=None``: one torch thread each, as many as torch has threads (:func:`score_stream`).
+    """
+    if workers is None:
+        with one_thread() as threads:
+            _score_batches(model, threads, ids, features, batches, out, first)
+        return
     rows = torch.from_numpy(out)  # shares out's memory: each batch writes its own rows
 
     def one(batch: list[Bounds]) -> None:
