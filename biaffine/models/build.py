@@ -324,6 +324,8 @@ def _training(
             run = Path(args.parser).parent
             parser |= resumed_command(run_facts(run, "train.py"), args.command, run, "--command")
             parser["epochs"] = metadata.get("progress", {}).get("best_epoch")
+        if "retagged" in metadata:  # python -m biaffine.training.retag's record
+            parser["retag"] = metadata["retagged"]
     if args.keep_segmenter:
         segmenter = dict(kept["training"]["segmenter"])
         if args.sentences:

@@ -381,11 +381,13 @@ def _section(card: Mapping[str, Any]) -> list[str]:
                 f"(the longest {run['minutes']} min), their probabilities averaged:"
             )
             lines += _member_lines(run)
+            lines += _retag_lines(run)
             lines += _lexicon_model_lines(run)
         elif part in training:
             run = training[part]
             lines.append(_run_line(part, run))
             lines += _branch_lines(run)
+            lines += _retag_lines(run)
             lines += _lexicon_model_lines(run)
             if "sentences" in run:
                 lines.append(_sentence_line(run["sentences"]))
@@ -402,6 +404,23 @@ def _section(card: Mapping[str, Any]) -> list[str]:
     )
     lines += ["", "Known limits:", "", *(f"- {limit}" for limit in card["limits"])]
     return lines
+
+
+def _retag_lines(run: Mapping[str, Any]) -> list[str]:
+    """The line of a parser's taggers trained again on its frozen network, if they were.
+
+    ``run["retag"]`` is the record :mod:`biaffine.training.retag` writes in the checkpoint's
+    metadata (``retagged``).
+    """
+    if (retag := run.get("retag")) is None:
+        return []
+    best = " and ".join(f"{m['best_epoch']} of {m['epochs']}" for m in retag["members"])
+    networks = "networks" if len(retag["members"]) > 1 else "network"
+    return [
+        f"  - then its taggers trained again on the frozen {networks}, reading the states the "
+        f"tree computes: `{retag['command']}` ({retag['minutes']} min, "
+        f"best epoch {best})."
+    ]
 
 
 def _lexicon_model_lines(run: Mapping[str, Any]) -> list[str]:
