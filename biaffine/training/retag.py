@@ -209,16 +209,24 @@ def write_retagged(
     patience: int = 10,
     seed: int = 1,
     stored_as: str | None = None,
+    threads: int | None = None,
     report: Callable[[str], None] = print,
 ) -> list[Retagged]:
     """Write to ``out`` the checkpoint ``source`` with every member's taggers trained again.
 
+    ``threads``: torch's threads (None: as they are).
+
     Raises:
-        ValueError: ``out`` one of the inputs, a parser that is no graph parser or ensemble
-            of them, or one whose taggers have no level of their own.
+        ValueError: ``epochs`` or ``patience`` below 1, a thread count torch refuses, ``out``
+            one of the inputs, a parser that is no graph parser or ensemble of them, or one
+            whose taggers have no level of their own.
         biaffine.checkpoint.CheckpointError: an input that is no readable checkpoint.
     """
+    for name, value in (("--epochs", epochs), ("--patience", patience)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} {value!r} must be a whole number >= 1")
     refuse_input_as_output(out, [source, train_file, dev_file])
+    set_threads(threads)
     started = time.monotonic()
     loaded = checkpoint.load(source)
     model = checkpoint.build_model(loaded)
@@ -286,7 +294,6 @@ def main() -> None:
     )
     options.add_argument("--threads", type=int, default=1)
     args = options.parse_args()
-    set_threads(args.threads)
     report_user_errors(
         lambda: write_retagged(
             args.checkpoint,
@@ -297,6 +304,7 @@ def main() -> None:
             patience=args.patience,
             seed=args.seed,
             stored_as=args.stored_as,
+            threads=args.threads,
             report=lambda line: print(line, flush=True),
         )
     )

@@ -178,3 +178,21 @@ def test_a_transition_parser_is_refused(tmp_path: Path, sentences: list[Sentence
     with pytest.raises(ValueError, match="graph parsers and their ensembles only"):
         write_retagged(source, TINY_CONLLU, TINY_CONLLU, tmp_path / "out.pt", report=str)
     assert not (tmp_path / "out.pt").exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ({"epochs": 0}, "--epochs 0 must be a whole number >= 1"),
+        ({"patience": 0}, "--patience 0 must be a whole number >= 1"),
+        ({"threads": 0}, "threads"),
+    ],
+)
+def test_counts_below_one_are_refused_before_anything_is_read(
+    tmp_path: Path, option: dict, message: str
+) -> None:
+    """An epoch count of 0 left no epoch to keep (a NameError after the data was read)."""
+    with pytest.raises(ValueError, match=message):
+        write_retagged(
+            tmp_path / "none.pt", TINY_CONLLU, TINY_CONLLU, tmp_path / "out.pt", **option
+        )
