@@ -93,6 +93,25 @@ def test_a_kept_part_keeps_the_cards_limits_and_note_unless_given(tmp_path: Path
     assert _limits(arguments(None), None) == []  # a whole build: those given alone
 
 
+def test_a_retagged_parser_brings_its_record_to_the_card(tmp_path: Path) -> None:
+    """``python -m biaffine.training.retag``'s record in the checkpoint becomes the card's
+    ``training.parser.retag`` (which docs/models.md renders under the parser's lines)."""
+    folder = tmp_path / "en_ewt"
+    folder.mkdir()
+    (folder / SEGMENTER).write_bytes(b"weights")
+    (folder / CARD).write_text(json.dumps({"training": {"segmenter": SEGMENTER_FACTS}}))
+    best = parser_run(tmp_path)
+    record = {"command": "python -m biaffine.training.retag ...", "minutes": 1.5, "members": []}
+    loaded = parser_checkpoints.load(best)
+    parser_checkpoints.rewrite(loaded, best, vocabs=loaded.vocabs, metadata={"retagged": record})
+    args = arguments(best, keep_segmenter=True)
+    training = _training(args, folder, _kept_card(args, folder))
+    assert training["parser"]["retag"] == record
+    assert training["parser"]["recipe"] == "python train.py experiment=en_ewt"
+    plain = arguments(parser_run(tmp_path / "b"), keep_segmenter=True)
+    assert "retag" not in _training(plain, folder, _kept_card(plain, folder))["parser"]
+
+
 RESUMED_LOG = """\
 [2026-12-05 18:42:44,514][biaffine.training.compose][INFO] - train: 12 sentences, 204 words
 [2026-12-05 18:45:26,071][biaffine.training.loop][INFO] - epoch 1: loss 11.8473
