@@ -20,6 +20,9 @@ member in turn). ``OUT`` is written atomically with the lexicon, vocabularies an
 the input, ``retagged`` added: the command, its minutes, and per member the epochs trained, the
 best and its dev accuracies (a model card's ``training.parser.retag``). The taggers' shares of
 doubt were chosen for the old taggers: choose them again (:mod:`biaffine.training.doubt`).
+``python -m biaffine.models.build --parser OUT`` reads a single run's facts in the folder of the
+file it is given: write ``OUT`` of one parser in its run's folder (an ensemble's facts are its
+members', recorded in the file).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from biaffine.data.batching import Batch, batches_by_tokens
 from biaffine.data.conllu import read_conllu
 from biaffine.data.encoding import encode
 from biaffine.data.vocab import Vocabs
-from biaffine.files import refuse_input_as_output
+from biaffine.files import check_output, refuse_input_as_output
 from biaffine.parsers import BiaffineParser, build_parser
 from biaffine.parsers.ensemble import EnsembleParser
 from biaffine.runtime import set_threads
@@ -189,6 +192,36 @@ def _dev_accuracy(
     return {column: 100 * right[column] / max(total[column], 1) for column in right}
 
 
+def _check_members(members: Sequence[nn.Module], source: str | Path, kind: str) -> None:
+    """Refuse, before any data is read, a parser or member this cannot train taggers for."""
+    for i, member in enumerate(members, 1):
+        where = f"{source}: member {i}" if len(members) > 1 else str(source)
+        if member.kind != BiaffineParser.kind:
+            raise ValueError(f"{source}: a {kind} parser; graph parsers and their ensembles only")
+        if not member.tagged_columns:
+            raise ValueError(f"{where}: the parser has no taggers to train again")
+        try:
+            retagged_config(member.config())
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+
+
+def _refuse_missing_gold(
+    path: str | Path, batches: Sequence[Batch], columns: Sequence[str]
+) -> None:
+    """Refuse a file that gives a tagged column no gold class at all.
+
+    The old tagger cannot be kept (the new one reads other states), and a new one with nothing
+    to learn from would be written with its random weights.
+    """
+    for column in columns:
+        if not any((batch.columns[column][batch.mask] >= 0).any() for batch in batches):
+            raise ValueError(
+                f"{path}: no gold {column.upper()} for the parser's {column} tagger to learn "
+                "from or be chosen by"
+            )
+
+
 def _rounded(accuracies: Mapping[str, float]) -> dict[str, float]:
     """Percentages to two decimals, as the model cards show them."""
     return {column: round(value, 2) for column, value in accuracies.items()}
@@ -218,24 +251,26 @@ def write_retagged(
 
     Raises:
         ValueError: ``epochs`` or ``patience`` below 1, a thread count torch refuses, ``out``
-            one of the inputs, a parser that is no graph parser or ensemble of them, or one
-            whose taggers have no level of their own.
+            one of the inputs, a parser that is no graph parser or ensemble of them, one
+            without taggers or whose taggers have no level of their own, or a file that gives
+            a tagged column no gold class.
+        OSError: ``out`` cannot be written (its folder is missing, it is a folder).
         biaffine.checkpoint.CheckpointError: an input that is no readable checkpoint.
     """
     for name, value in (("--epochs", epochs), ("--patience", patience)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} {value!r} must be a whole number >= 1")
     refuse_input_as_output(out, [source, train_file, dev_file])
+    check_output(out)  # before the minutes of training, not after
     set_threads(threads)
     started = time.monotonic()
     loaded = checkpoint.load(source)
     model = checkpoint.build_model(loaded)
     members = list(model.members) if isinstance(model, EnsembleParser) else [model]
-    if any(member.kind != BiaffineParser.kind for member in members):
-        raise ValueError(
-            f"{source}: a {loaded.parser} parser; graph parsers and their ensembles only"
-        )
+    _check_members(members, source, loaded.parser)
     train, dev = _batches(train_file, loaded.vocabs), _batches(dev_file, loaded.vocabs)
+    for path, batches in ((train_file, train), (dev_file, dev)):
+        _refuse_missing_gold(path, batches, members[0].tagged_columns)
     done = []
     for i, member in enumerate(members, 1):
         report(f"member {i} of {len(members)}")
@@ -252,9 +287,11 @@ def write_retagged(
             )
         )
     new = EnsembleParser([d.model for d in done]) if len(done) > 1 else done[0].model
+    options = f"--epochs {epochs} --patience {patience} --seed {seed}"
+    options += "" if threads is None else f" --threads {threads}"
+    options += "" if stored_as is None else f" --stored-as {stored_as}"
     record = {
-        "command": "python -m biaffine.training.retag parser.pt TRAIN DEV OUT "
-        f"--epochs {epochs} --patience {patience} --seed {seed}",
+        "command": f"python -m biaffine.training.retag parser.pt TRAIN DEV OUT {options}",
         "minutes": round((time.monotonic() - started) / 60, 1),
         "members": [
             {

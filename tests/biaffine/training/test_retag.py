@@ -39,6 +39,7 @@ WEIGHTS = {"tag_loss_weight": 1.0, "xpos_loss_weight": 1.0, "feats_loss_weight":
 OWN_LEVEL = {**TINY_PARSER, "lstm_layers": 2, "tag_layer": 1, "tag_hidden": 6, **WEIGHTS}
 OWN_LEVEL |= {"lemma_loss_weight": 1.0}
 COLUMNS = {"upos", "xpos", "feats", "lemma"}
+NO_TAGGERS = {f"{column}_loss_weight": 0.0 for column in ("tag", "xpos", "feats", "lemma")}
 
 
 def own_level_parser(vocabs: Vocabs, seed: int) -> torch.nn.Module:
@@ -143,7 +144,7 @@ def test_the_command_refuses_a_parser_without_the_taggers_level(
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "error: the taggers have no BiLSTM level of their own (encoder tag_hidden)"
+        f"error: {source}: the taggers have no BiLSTM level of their own (encoder tag_hidden)"
     ]
     assert not (tmp_path / "out.pt").exists()
     refused = run_module("biaffine.training.retag", source, TINY_CONLLU, TINY_CONLLU, source)
@@ -196,3 +197,65 @@ def test_counts_below_one_are_refused_before_anything_is_read(
         write_retagged(
             tmp_path / "none.pt", TINY_CONLLU, TINY_CONLLU, tmp_path / "out.pt", **option
         )
+
+
+def blanked(folder: Path, column: int) -> Path:
+    """tiny.conllu with the cells of CoNLL-U field ``column`` (0-based) of every word ``_``."""
+    lines = []
+    for line in TINY_CONLLU.read_text(encoding="utf-8").splitlines():
+        cells = line.split("\t")
+        if len(cells) == 10 and cells[0].isdigit():
+            cells[column] = "_"
+        lines.append("\t".join(cells))
+    path = folder / f"no_{column}.conllu"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_refusals_come_before_any_training(
+    tmp_path: Path, vocabs: Vocabs, sentences: list[Sentence]
+) -> None:
+    """Each was found after minutes of training, or not at all (a lemma tagger with no gold
+    lemma to learn from was written with its random weights, status 0)."""
+    one = save_model(tmp_path / "one.pt", own_level_parser(vocabs, 7), vocabs)
+    retagged = tmp_path / "retagged.pt"
+    write_retagged(one, TINY_CONLLU, TINY_CONLLU, retagged, epochs=1, report=str)
+    mixed = save_model(
+        tmp_path / "mixed.pt",
+        EnsembleParser([own_level_parser(vocabs, 7), Parser.load(retagged).model]),
+        vocabs,
+    )
+    torch.manual_seed(0)
+    untagged = save_model(
+        tmp_path / "untagged.pt", biaffine_parser(vocabs, **OWN_LEVEL | NO_TAGGERS), vocabs
+    )
+    no_lemmas = blanked(tmp_path, 2)
+    cases = [
+        (one, no_lemmas, TINY_CONLLU, tmp_path / "a.pt", f"{no_lemmas}: no gold LEMMA"),
+        (one, TINY_CONLLU, no_lemmas, tmp_path / "a.pt", f"{no_lemmas}: no gold LEMMA"),
+        (one, TINY_CONLLU, TINY_CONLLU, tmp_path / "none" / "a.pt", "does not exist"),
+        (one, TINY_CONLLU, TINY_CONLLU, tmp_path, "folder|directory"),
+        (mixed, TINY_CONLLU, TINY_CONLLU, tmp_path / "a.pt", "member 2: the taggers have no"),
+        (untagged, TINY_CONLLU, TINY_CONLLU, tmp_path / "a.pt", "has no taggers to train again"),
+    ]
+    for source, train, dev, out, message in cases:
+        lines: list[str] = []
+        with pytest.raises((ValueError, OSError), match=message):
+            write_retagged(source, train, dev, out, epochs=1, report=lines.append)
+        assert lines == []  # nothing trained
+        assert not (tmp_path / "a.pt").exists()
+
+
+def test_the_record_names_the_threads_and_storage_it_ran_with(
+    tmp_path: Path, vocabs: Vocabs
+) -> None:
+    source = save_model(tmp_path / "one.pt", own_level_parser(vocabs, 8), vocabs)
+    out = tmp_path / "out.pt"
+    write_retagged(
+        source, TINY_CONLLU, TINY_CONLLU, out, epochs=1, threads=1, stored_as="int8", report=str
+    )
+    assert (
+        checkpoint.load(out)
+        .metadata["retagged"]["command"]
+        .endswith("--epochs 1 --patience 10 --seed 1 --threads 1 --stored-as int8")
+    )
