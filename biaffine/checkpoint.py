@@ -26,6 +26,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 import biaffine
+from biaffine.cli import signals_held
 from biaffine.data.vocab import Vocabs
 from biaffine.files import atomic_open
 from biaffine.nn.modules import loading_weights
@@ -353,8 +354,9 @@ def _base_scalar(value: bool | int | float | str) -> bool | int | float | str:
 
 
 def _atomic_torch_save(payload: dict[str, Any], path: Path) -> None:
-    # The temporary file lives in the destination folder so the rename stays on one disk.
-    with atomic_open(path, "wb") as handle:
+    # The temporary file lives in the destination folder so the rename stays on one disk; a
+    # kill's exit waits for the file to be whole (cli.signals_held).
+    with signals_held(), atomic_open(path, "wb") as handle:
         torch.save(payload, handle)
 
 

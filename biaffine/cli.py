@@ -19,6 +19,7 @@ will compose it (:func:`check_composition`: ``trainer.foo=1``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import re
@@ -51,6 +52,7 @@ __all__ = [
     "report_user_errors",
     "setting_types",
     "settings_of",
+    "signals_held",
     "silence_closed_stdout",
 ]
 
@@ -141,11 +143,13 @@ def exit_on_termination() -> None:
 
     def leave(number: int, _frame: object) -> None:
         _SIGNALLED.append(number)
-        sys.exit(128 + number)
+        if not _HELD:
+            sys.exit(128 + number)
 
     def interrupt(number: int, _frame: object) -> None:
         _SIGNALLED.append(number)
-        raise KeyboardInterrupt
+        if not _HELD:
+            raise KeyboardInterrupt
 
     previous = sys.unraisablehook
 
@@ -166,6 +170,32 @@ def exit_on_termination() -> None:
 
 _SIGNALLED: list[int] = []
 """The signals :func:`exit_on_termination`'s handlers have raised for, first first."""
+_HELD: list[None] = []
+"""One entry per :func:`signals_held` block open: its handlers then note a signal, no more."""
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Raise a termination signal's exception when the block ends, not inside it.
+
+    ``torch.save`` writes through a C++ writer that calls the file's ``write``: SIGTERM's
+    exception raised in such a call left the writer mid-record, and its clean-up then failed
+    with a RuntimeError in place of the exit (status 1 and a traceback; a training killed as it
+    wrote ``last.pt``), or aborted the process later. A block that ends by an exception of its
+    own raises that one.
+
+    Raises:
+        KeyboardInterrupt: after SIGINT in the block.
+        SystemExit: 128 + the signal, after SIGTERM or SIGHUP in the block.
+    """
+    before = len(_SIGNALLED)
+    _HELD.append(None)
+    try:
+        yield
+    finally:
+        _HELD.pop()
+    if len(_SIGNALLED) > before and not _HELD:
+        _raise_for(_SIGNALLED[before])
 
 
 def stop_if_terminated() -> None:
@@ -180,11 +210,15 @@ def stop_if_terminated() -> None:
         KeyboardInterrupt: after SIGINT.
         SystemExit: 128 + the signal, after SIGTERM or SIGHUP.
     """
-    if not _SIGNALLED:
-        return
-    if _SIGNALLED[0] == signal.SIGINT:
+    if _SIGNALLED:
+        _raise_for(_SIGNALLED[0])
+
+
+def _raise_for(number: int) -> NoReturn:
+    """Raise what :func:`exit_on_termination`'s handler raises for signal ``number``."""
+    if number == signal.SIGINT:
         raise KeyboardInterrupt
-    sys.exit(128 + _SIGNALLED[0])
+    sys.exit(128 + number)
 
 
 def silence_closed_stdout() -> int:

@@ -309,6 +309,6 @@ def test_a_training_killed_by_sigterm_leaves_no_temporary_file_and_resumes(tmp_p
     threading.Event().wait(1.0)  # a few epochs more, each writing last.pt and curves.png
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=300)
-    assert process.returncode == 128 + signal.SIGTERM
+    assert process.returncode == 128 + signal.SIGTERM, err[-2000:]
     assert "Traceback" not in err
     assert [p.name for p in run.iterdir() if p.name.endswith(".tmp")] == []

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from biaffine.cli import signals_held
 from biaffine.files import atomic_open
 from biaffine.segmenting.features import CharVocab
 from biaffine.segmenting.model import SegmenterModel
@@ -79,7 +80,7 @@ def save(
         # float16 halves the file (EWT's: 0.6 MB against 1.3); it loads into float32 weights.
         weights = {k: v.detach().cpu().half() for k, v in sentences.state_dict().items()}
         payload["sentences"] = {"config": sentences.config(), "weights": weights}
-    with atomic_open(path, "wb") as handle:
+    with signals_held(), atomic_open(path, "wb") as handle:  # a kill waits for a whole file
         torch.save(payload, handle)
 
 
