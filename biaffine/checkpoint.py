@@ -26,9 +26,8 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 import biaffine
-from biaffine.cli import signals_held
+from biaffine.cli import written_whole
 from biaffine.data.vocab import Vocabs
-from biaffine.files import atomic_open
 from biaffine.nn.modules import loading_weights
 from biaffine.parsers import build_parser
 from biaffine.runtime import check_device
@@ -171,7 +170,8 @@ def save(
     }
     if stored_as is not None:
         payload["stored_as"] = stored_as
-    _atomic_torch_save(_plain(payload, "checkpoint"), Path(path))
+    with written_whole(path) as handle:  # a kill waits for the whole file
+        torch.save(_plain(payload, "checkpoint"), handle)
 
 
 def _json_text(value: Any, where: str) -> str:
@@ -351,13 +351,6 @@ def _base_scalar(value: bool | int | float | str) -> bool | int | float | str:
         if isinstance(value, kind):
             return kind(value)
     raise TypeError(f"not a scalar: {value!r}")
-
-
-def _atomic_torch_save(payload: dict[str, Any], path: Path) -> None:
-    # The temporary file lives in the destination folder so the rename stays on one disk; a
-    # kill's exit waits for the file to be whole (cli.signals_held).
-    with signals_held(), atomic_open(path, "wb") as handle:
-        torch.save(payload, handle)
 
 
 def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu") -> Checkpoint:

@@ -28,7 +28,9 @@ import sys
 import textwrap
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
+
+from biaffine.files import atomic_open
 
 if TYPE_CHECKING:
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -54,6 +56,7 @@ __all__ = [
     "settings_of",
     "signals_held",
     "silence_closed_stdout",
+    "written_whole",
 ]
 
 T = TypeVar("T")
@@ -196,6 +199,18 @@ def signals_held() -> Iterator[None]:
         _HELD.pop()
     if len(_SIGNALLED) > before and not _HELD:
         _raise_for(_SIGNALLED[before])
+
+
+@contextlib.contextmanager
+def written_whole(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """A binary file written atomically (:func:`biaffine.files.atomic_open`), kills held off.
+
+    For ``torch.save``: a termination signal during the block ends the process once the file is
+    whole and in place (:func:`signals_held`), never with a half-written record's error; an
+    exception of the block leaves ``path`` as it was.
+    """
+    with signals_held(), atomic_open(path, "wb") as handle:
+        yield handle
 
 
 def stop_if_terminated() -> None:

@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from biaffine.cli import signals_held
-from biaffine.files import atomic_open
+from biaffine.cli import written_whole
 from biaffine.segmenting.features import CharVocab
 from biaffine.segmenting.model import SegmenterModel
 from rawtext.mwt import MwtExpander
@@ -80,7 +79,7 @@ def save(
         # float16 halves the file (EWT's: 0.6 MB against 1.3); it loads into float32 weights.
         weights = {k: v.detach().cpu().half() for k, v in sentences.state_dict().items()}
         payload["sentences"] = {"config": sentences.config(), "weights": weights}
-    with signals_held(), atomic_open(path, "wb") as handle:  # a kill waits for a whole file
+    with written_whole(path) as handle:  # a kill waits for the whole file
         torch.save(payload, handle)
 
 

@@ -759,9 +759,9 @@ INTERRUPTED_SAVE = """
 import contextlib, os, signal, sys
 from pathlib import Path
 import torch
-from biaffine import checkpoint, cli
+from biaffine import cli
 cli.exit_on_termination()
-opened = checkpoint.atomic_open
+opened = cli.atomic_open
 class Tripwire:  # a file whose third write is interrupted by the signal, as a kill's can be
     def __init__(self, handle):
         self.handle, self.calls = handle, 0
@@ -776,10 +776,11 @@ class Tripwire:  # a file whose third write is interrupted by the signal, as a k
 def tripped(path, mode):
     with opened(path, mode) as handle:
         yield Tripwire(handle)
-checkpoint.atomic_open = tripped
+cli.atomic_open = tripped
 weights = {{f"w{{i}}": torch.full((64, 64), i) for i in range(8)}}
 try:
-    checkpoint._atomic_torch_save(weights, Path(sys.argv[1]))
+    with cli.written_whole(sys.argv[1]) as handle:  # as both kinds of checkpoint are saved
+        torch.save(weights, handle)
 finally:
     print("whole" if Path(sys.argv[1]).exists() else "none", flush=True)
 """
