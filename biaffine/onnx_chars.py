@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 
 from biaffine.data.encoding import char_ids
 from biaffine.data.vocab import ROOT, Vocab
-
-if TYPE_CHECKING:
-    from biaffine.onnxrun import LoadedGraph
 
 __all__ = ["MAX_FORMS", "CharVectors"]
 
@@ -36,13 +33,21 @@ for months holds bounded memory (40 MB of vectors of 100 floats, resident only a
 _PADDING_ROW, _ROOT_ROW, _FIRST_FORM_ROW = 0, 1, 2
 
 
+class Graph(Protocol):
+    """What is run here of a loaded graph (:class:`biaffine.onnxrun.LoadedGraph`)."""
+
+    def run(self, outputs: Sequence[str] | None, feed: Mapping[str, np.ndarray]) -> list:
+        """The graph's ``outputs`` (None: all) for the inputs in ``feed``."""
+        ...
+
+
 class CharVectors:
     """The vector of every word form ``chars.onnx`` has encoded, by form.
 
     Thread-safe: one lock guards the table, so a parser may be shared by threads.
     """
 
-    def __init__(self, session: LoadedGraph, chars: Vocab, *, limit: int = MAX_FORMS) -> None:
+    def __init__(self, session: Graph, chars: Vocab, *, limit: int = MAX_FORMS) -> None:
         """Open the table.
 
         Args:
