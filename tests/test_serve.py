@@ -539,6 +539,43 @@ NESTED = PART.replace(
             "a part's base64 content does not decode as base64",
             id="base64 cut short",
         ),
+        # Padding in the middle (two chunks encoded apart): the first chunk alone, a 200.
+        pytest.param(
+            PART.replace(
+                b"\r\n\r\nx",
+                b"\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+                b"VGhlIGNhdCBzYXQgLgo=\r\nSXQgc2xlcHQgLgo=",
+            ),
+            MULTIPART,
+            400,
+            "a part's base64 content does not decode as base64",
+            id="base64 padded in its middle",
+        ),
+        pytest.param(  # "QQ=QUJD" was decoded to four wrong bytes
+            PART.replace(b"\r\n\r\nx", b"\r\nContent-Transfer-Encoding: base64\r\n\r\nQQ=QUJD"),
+            MULTIPART,
+            400,
+            "a part's base64 content does not decode as base64",
+            id="base64 with a lone pad",
+        ),
+        pytest.param(  # "=ZZ" stayed in the text as written
+            PART.replace(
+                b"\r\n\r\nx", b"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\ncaf=ZZ"
+            ),
+            MULTIPART,
+            400,
+            "a part's quoted-printable content does not decode as quoted-printable",
+            id="broken quoted-printable",
+        ),
+        # The standard library started the content at a line that is no header field, so it
+        # was parsed as the text's first sentence.
+        pytest.param(
+            PART.replace(b"\r\n\r\n", b"\r\nX-Broken header line\r\n\r\n", 1),
+            MULTIPART,
+            400,
+            "a part's headers hold a line that is no header field",
+            id="a part's header line without a colon",
+        ),
         # A failed uudecode gave the encoded text as the field's value.
         pytest.param(
             PART.replace(b"\r\n\r\nx", b"\r\nContent-Transfer-Encoding: x-uuencode\r\n\r\nx"),
@@ -563,7 +600,14 @@ def test_a_part_in_base64_or_quoted_printable_is_read_decoded(server: str) -> No
     expected = call(server, {"data": HORIZONTAL, "input": "horizontal", "parser": ""})
     unpadded = base64.b64encode(HORIZONTAL.encode()).rstrip(b"=")
     spaced = base64.encodebytes(HORIZONTAL.encode()).replace(b"\n", b" \r\n")
-    sent = [("base64", unpadded), ("base64", spaced), ("quoted-printable", HORIZONTAL.encode())]
+    # Soft line breaks, one with the whitespace transport may add, and escapes in either case.
+    quoted = HORIZONTAL.encode().replace(b"cat", b"c=\r\na=  \r\nt").replace(b"sat", b"=73a=74")
+    sent = [
+        ("base64", unpadded),
+        ("base64", spaced),
+        ("quoted-printable", HORIZONTAL.encode()),
+        ("quoted-printable", quoted),
+    ]
     for encoding, content in sent:
         part = (
             b'--x\r\nContent-Disposition: form-data; name="data"\r\n'

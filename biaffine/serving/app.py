@@ -12,6 +12,8 @@ overloaded or out of time).
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import email.errors
 import email.parser
@@ -269,46 +271,90 @@ _HEADER_ERRORS = (email.errors.MessageError, IndexError, KeyError, TypeError, Va
 def _read_part(raw: bytes) -> tuple[str | None, str, bytes]:
     """A part's field name (None for none), content type and decoded content.
 
-    Its headers are checked (:func:`_check_header`), then parsed; its content is kept as sent.
+    Its headers are checked (:func:`_check_header`, :func:`_check_header_lines`), then
+    parsed; its content is undone from its Content-Transfer-Encoding, wholly or not at all.
 
     Raises:
-        RequestError: 400 for headers the standard library cannot read.
+        RequestError: 400 for headers the standard library cannot read, an unknown transfer
+            encoding, or content that does not decode in it.
     """
     blank = _BLANK_LINE.search(raw)
-    _check_header(raw[: blank.start()] if blank else raw, "a part's headers")
+    header, content = (raw[: blank.start()], raw[blank.end() :]) if blank else (raw, b"")
+    _check_header(header, "a part's headers")
+    _check_header_lines(header)
     parser = email.parser.BytesParser(policy=email.policy.HTTP)
     try:
         part = parser.parsebytes(raw, headersonly=True)
         name = part.get_param("name", header="content-disposition")
         encoding = str(part.get("content-transfer-encoding", "7bit")).strip().lower()
-        payload = part.get_payload(decode=True)  # its Content-Transfer-Encoding undone
         content_type = part.get_content_type()
     except _HEADER_ERRORS:
         raise RequestError(400, "a part's headers do not parse") from None
-    # The standard library gives a payload it cannot decode as sent, or empty, without a word:
-    # a text in broken base64 was parsed as no text at all.
     if encoding not in _TRANSFER_ENCODINGS:
         known = ", ".join(sorted(_TRANSFER_ENCODINGS))
         raise RequestError(400, f"a part's Content-Transfer-Encoding {encoding!r}; known: {known}")
-    if encoding == "base64" and _lossy_base64(raw[blank.end() :] if blank else b""):
-        raise RequestError(400, f"a part's {encoding} content does not decode as base64")
+    # The standard library decodes leniently: broken base64 gave no text, base64 padded in
+    # its middle ("...Lgo=\r\nSXQ...") gave its first half or wrong bytes, and a broken
+    # quoted-printable escape ("=ZZ") stayed in the text, each with a 200.
+    decode = _DECODERS.get(encoding)
+    payload = content if decode is None else decode(content)
+    if payload is None:
+        raise RequestError(400, f"a part's {encoding} content does not decode as {encoding}")
     return None if not name else str(name), content_type, payload
+
+
+_HEADER_LINE = re.compile(rb"[!-9;-~]+:|[ \t]")
+"""A header field's first line (a name of visible characters but ':', then ':'), or a folded
+line's continuation (RFC 5322 2.2, 3.2.2)."""
+
+
+def _check_header_lines(header: bytes) -> None:
+    """Refuse a part's header block with a line that is no header field.
+
+    The standard library starts the content at such a line, so "X-Broken header line" was
+    parsed as the first sentence of the text.
+    """
+    lines = re.split(rb"\r?\n", header) if header else []
+    if lines and lines[0][:1] in (b" ", b"\t"):
+        raise RequestError(400, "a part's headers begin with a folded line")
+    if any(not _HEADER_LINE.match(line) for line in lines):
+        raise RequestError(400, "a part's headers hold a line that is no header field")
 
 
 _TRANSFER_ENCODINGS = {"7bit", "8bit", "binary", "base64", "quoted-printable"}
 """The Content-Transfer-Encodings MIME defines, which a part may have (RFC 7578 deprecates them)."""
-_NOT_BASE64 = re.compile(rb"[^A-Za-z0-9+/=\s]")
+_BASE64 = re.compile(rb"[A-Za-z0-9+/]*(={1,2})?")
+_SOFT_BREAK = re.compile(rb"=[ \t]*(?:\r?\n|\Z)")
+_BAD_ESCAPE = re.compile(rb"=(?![0-9A-Fa-f]{2})")
 
 
-def _lossy_base64(content: bytes) -> bool:
-    """Whether the standard library's decoding of base64 ``content`` drops some of it.
+def _base64(content: bytes) -> bytes | None:
+    """base64 ``content`` decoded, or None where some of it would be lost (RFC 2045 6.8).
 
-    It skips characters outside the alphabet (RFC 2045 says to), so broken base64 ("!!!") was
-    decoded to nothing; whitespace is skipped with no loss, and so is missing padding, which it
-    restores. A length no padding can mend (5 characters) loses the last.
+    Whitespace (its lines) is skipped, and missing padding restored; any other character
+    outside the alphabet, padding before the end, or a length no padding mends (5 letters)
+    is refused.
     """
-    letters = len(re.sub(rb"[\s=]", b"", content))
-    return _NOT_BASE64.search(content) is not None or letters % 4 == 1
+    compact = re.sub(rb"\s", b"", content)
+    found = _BASE64.fullmatch(compact)
+    if found is None:
+        return None
+    letters = len(compact) - len(found.group(1) or b"")
+    if letters % 4 == 1 or (found.group(1) and len(compact) % 4):
+        return None
+    return base64.b64decode(compact[:letters] + b"=" * (-letters % 4))
+
+
+def _quoted_printable(content: bytes) -> bytes | None:
+    """Quoted-printable ``content`` decoded, or None where an ``=`` starts no escape or break.
+
+    RFC 2045 6.7: ``=`` is followed by two hexadecimal digits or ends the line (a soft break).
+    """
+    joined = _SOFT_BREAK.sub(b"", content)  # with the whitespace transport may add before it
+    return None if _BAD_ESCAPE.search(joined) else binascii.a2b_qp(joined)
+
+
+_DECODERS = {"base64": _base64, "quoted-printable": _quoted_printable}
 
 
 def _boundary(content_type: str) -> bytes:
