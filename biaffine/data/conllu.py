@@ -754,6 +754,10 @@ def _split_columns(text: str, name: str, lineno: int) -> list[str]:
         raise ConlluError(name, lineno, problem)
     if "" in cols:
         raise ConlluError(name, lineno, f"empty {COLUMNS[cols.index('')]} column (use '_')")
+    if any(map(str.isspace, cols)):  # read, it was written back refused ("invalid LEMMA ' '")
+        k = next(k for k, cell in enumerate(cols) if cell.isspace())
+        problem = f"{COLUMNS[k]} {_shown(cols[k])} is only whitespace: a field must not be empty"
+        raise ConlluError(name, lineno, problem)
     return cols
 
 

@@ -285,6 +285,18 @@ MALFORMED = {
     "too-many-columns": (f"{word_line(1)}\textra\n\n", 1, "found 11"),
     "spaces-not-tabs": (word_line(1).replace("\t", "  ") + "\n\n", 1, "found 1"),
     "empty-column": (word_line(1).replace("\tX\t", "\t\t") + "\n\n", 1, "empty UPOS column"),
+    # Read, a cell of spaces was written back refused: "invalid LEMMA ' '" at the sentence's
+    # first line, once the model's lemma of a FORM ' ' or a kept LEMMA ' ' was written.
+    "space-form": (
+        f"{word_line(1)}\n" + word_line(2).replace("\tw2\t", "\t \t", 1) + "\n\n",
+        2,
+        "FORM ' ' is only whitespace: a field must not be empty",
+    ),
+    "no-break-space-lemma": (
+        word_line(1).replace("\t_\t", "\t\u00a0\t", 1) + "\n\n",
+        1,
+        "LEMMA '\\\\xa0' is only whitespace",
+    ),
     "head-not-integer": (f"{word_line(1, 'x')}\n\n", 1, "HEAD 'x' is not an integer"),
     "head-leading-zero": (f"{word_line(1)}\n{word_line(2, '01')}\n\n", 2, "not an integer"),
     "head-out-of-range": (f"{word_line(1)}\n{word_line(2, 3)}\n\n", 2, "HEAD 3 of word 2 not in"),
