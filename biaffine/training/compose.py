@@ -145,7 +145,8 @@ class _Prepared:
 
     sentences: list[Sentence]  # the training sentences as the parser learns from them
     vocabs: Vocabs
-    model: nn.Module | None  # built with trainer.init_from's weights; None: built once seeded
+    model: nn.Module | None  # built (from the seed, or with trainer.init_from's weights)
+    seeded: torch.Tensor | None = None  # torch's RNG state right after the seed built it
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,13 +164,21 @@ def _checked_start(cfg: DictConfig, inputs: _Inputs) -> _Inputs:
 
     Before the run folder is touched: ``trainer.overwrite=true`` removed the earlier run's
     best.pt, last.pt and metrics, then ``trainer.init_from`` (relations it lacks, another kind
-    of parser or config) or ``trainer.distill_from`` (a teacher missing or of another kind, a
-    negative weight) refused the run.
+    of parser or config), ``trainer.distill_from`` (a teacher missing or of another kind, a
+    negative weight) or a model setting that builds no network (``lstm_hidden=-3``, a missing
+    vectors file) refused the run. The model is built here, from the seed as the training
+    would build it once the folder is ready, and the training goes on from the random state
+    its building left (:attr:`_Prepared.seeded`): the same weights as when it was built there.
 
     Raises:
         ValueError: naming the setting (one line).
     """
     prepared = _prepare(cfg, inputs.splits, inputs.initial, inputs.initial, inputs.teachers)
+    if prepared.model is None:  # a model setting that builds none refused the run, once cleared
+        seed_everything(cfg.trainer.seed)  # as _train_in seeds: the same first weights
+        set_threads(cfg.trainer.threads)
+        model = build_model(cfg.model, prepared.vocabs)
+        prepared = replace(prepared, model=model, seeded=torch.get_rng_state())
     return replace(inputs, prepared=prepared)
 
 
@@ -328,10 +337,12 @@ def _train_in(
     if here.size > 1:
         log.info("training on %d processes (%s)", here.size, device.type)
     splits = inputs.splits
-    # A resume has its own weights; a run from init_from starts from that checkpoint's.
+    # A resume has its own weights; a new run starts from the model _checked_start built.
     prepared = inputs.prepared if resumed is None else None
     if prepared is None:  # resumed, or resume=true found no run: init_from is not read
         prepared = _prepare(cfg, splits, resumed, None, inputs.teachers)
+    if prepared.seeded is not None:  # the training's draws follow the model's, as they did
+        torch.set_rng_state(prepared.seeded)
     train_sentences, vocabs = prepared.sentences, prepared.vocabs
     _log_data(splits, vocabs)  # here, in the run's log: its "train:" line starts a leg
     trainee = _trainee(cfg, vocabs, device, prepared.model)
@@ -405,12 +416,13 @@ def _trainee(
 ) -> _Trainee:
     """The configured model on ``device``, with its optimizer, schedule and weight average.
 
-    ``model``: the one ``trainer.init_from`` loaded; None builds it (after the seed is set).
+    ``model``: the one built before the run folder was touched (from the seed, or with
+    ``trainer.init_from``'s weights); None builds it (after the seed is set).
     """
     t = cfg.trainer
     if model is None:
         model = build_model(cfg.model, vocabs)
-    else:  # here, in the run's log, where a run's start is read: it was loaded before
+    elif t.get("init_from"):  # here, in the run's log, where a run's start is read
         log.info("weights from %s", t.init_from)
     log.info("model: %s parameters", f"{sum(p.numel() for p in model.parameters()):,}")
     log.debug("%s", model)

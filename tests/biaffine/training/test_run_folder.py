@@ -115,6 +115,28 @@ def test_an_overwrite_refused_for_what_it_starts_from_leaves_the_earlier_run(
     assert snapshot(run_dir) == before
 
 
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("model.encoder.lstm_hidden=-3", "lstm_hidden"),
+        ("model.arc_mlp=0", "arc_mlp"),
+        ("+model.encoder.pretrained={path:MISSING,format:text}", "MISSING: no such file"),
+    ],
+    ids=["lstm-hidden", "arc-mlp", "missing-vectors"],
+)
+def test_an_overwrite_refused_for_its_model_settings_leaves_the_earlier_run(
+    finished: Path, tmp_path: Path, override: str, message: str
+) -> None:
+    # The model was built once the folder was cleared: best.pt, last.pt and metrics.jsonl gone.
+    run_dir = copy_run(finished, tmp_path / "run")
+    before = snapshot(run_dir)
+    missing = str(tmp_path / "missing.txt")
+    overrides = ["trainer.overwrite=true", override.replace("MISSING", missing)]
+    with pytest.raises(ValueError, match=re.escape(message.replace("MISSING", missing))):
+        train(tiny_config(*overrides), run_dir)
+    assert snapshot(run_dir) == before
+
+
 SHIPPED_PARSER = Path(__file__).parents[3] / "models" / "en_ewt_small" / "parser.pt"
 
 
