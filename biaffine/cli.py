@@ -113,7 +113,8 @@ def report_user_errors(
 
     Raises:
         SystemExit: with status 2 after a user error (unless ``ROOTPARSE_DEBUG`` is set, which
-            re-raises the error itself).
+            re-raises the error itself); with 128 + the signal after any error that followed
+            a termination signal (:func:`exit_on_termination`).
     """
     try:
         return task()
@@ -131,6 +132,15 @@ def report_user_errors(
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
             raise
         _exit(error, where)
+    except Exception:
+        if not _SIGNALLED:
+            raise
+        # A signal's exit raised inside compiled code came back wrapped in another error
+        # (numba's "SystemError: CPUDispatcher(...) returned a result with an exception set"
+        # during a long k-best search): a traceback and status 1 in place of 143.
+        if on_error is not None:
+            on_error()
+        sys.exit(128 + _SIGNALLED[0])
 
 
 def exit_on_termination() -> None:

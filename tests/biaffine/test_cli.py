@@ -711,6 +711,31 @@ def test_a_signal_whose_exception_a_callback_dropped_stops_the_next_step(
     assert done.stderr.count("Traceback") == (name == "SIGINT")  # the one raised again
 
 
+WRAPPED = """
+import os, signal
+from biaffine.cli import exit_on_termination, report_user_errors
+exit_on_termination()
+def search():  # compiled code: the handler's exit comes back wrapped, as numba's k-best did
+    try:
+        os.kill(os.getpid(), signal.{name})
+    except BaseException as error:
+        raise SystemError("returned a result with an exception set") from error
+report_user_errors(search, on_error=lambda: print("cleaned up", flush=True))
+"""
+
+
+@pytest.mark.parametrize(("name", "status"), [("SIGTERM", 143), ("SIGHUP", 129), ("SIGINT", 130)])
+def test_a_signal_wrapped_in_another_error_ends_with_its_status_and_no_traceback(
+    name: str, status: int
+) -> None:
+    # SIGTERM during predict.py's k-best search: numba's SystemError, a traceback, status 1.
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPED.replace("{name}", name)], cwd=ROOT, capture_output=True,
+        text=True, check=False, preexec_fn=default_signals,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (status, "cleaned up\n", "")
+
+
 BETWEEN_JOBS = """
 import runpy, sys
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
