@@ -264,7 +264,8 @@ class Parser:
             decoder, root_constraint, search, beam_size, graph_weight, joint_labels
         )
         # Plain text has no column to keep: every column the model tags (none, tree-only).
-        asked = asked_columns(columns, () if text is None else tuple(self.model.tagged_columns))
+        default = () if text is None else tuple(self.model.tagged_columns)
+        asked = asked_columns(columns, default, overwrite=overwrite)
         request = Request(probabilities, columns=asked, overwrite=overwrite)
         sentences = self._sentences_of(inputs, text)
         found = self._predict(sentences, request, settings, max_tokens)
@@ -339,7 +340,8 @@ class Parser:
         check_flags(root_constraint=root_constraint, joint_labels=joint_labels, overwrite=overwrite)
         settings = _decoder_settings(decoder, root_constraint, joint_labels=joint_labels)
         sentences = list(input_sentences(inputs, PLAIN_TEXT_HINT))
-        request = Request(kbest=k, columns=asked_columns(columns), overwrite=overwrite)
+        asked = asked_columns(columns, overwrite=overwrite)
+        request = Request(kbest=k, columns=asked, overwrite=overwrite)
         found = self._predict(sentences, request, settings, max_tokens)
         return [parsed_trees(s, r, request) for s, r in zip(sentences, found, strict=True)]
 
@@ -379,7 +381,7 @@ class Parser:
         check_flags(root_constraint=root_constraint, joint_labels=joint_labels, overwrite=overwrite)
         settings = _decoder_settings(decoder, root_constraint, joint_labels=joint_labels)
         fixed = head_lists(fixed_heads)
-        asked = asked_columns(columns)
+        asked = asked_columns(columns, overwrite=overwrite)
         request = Request(fixed_heads=fixed, columns=asked, overwrite=overwrite)
         sentences = list(input_sentences(inputs, PLAIN_TEXT_HINT))
         _check_head_range(sentences, fixed)

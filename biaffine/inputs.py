@@ -95,12 +95,21 @@ def head_lists(fixed_heads: Iterable[Sequence[int | None]]) -> list[list[int | N
     return lists
 
 
-def asked_columns(columns: Sequence[str] | None, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+def asked_columns(
+    columns: Sequence[str] | None, default: tuple[str, ...] = (), *, overwrite: bool = False
+) -> tuple[str, ...]:
     """The ``columns=`` of a call as a tuple; ``default`` for None.
 
     Raises:
         TypeError: one str: ``tuple("upos")`` would ask for columns u, p, o and s.
+        ValueError: ``overwrite`` with no column asked for: it did nothing, and the input's
+            gold tags scored against themselves looked like a perfect tagger.
     """
+    if overwrite and not columns:
+        raise ValueError(
+            "overwrite=True writes over the cells of the columns asked for, and none is: "
+            "give columns= too (['all']: every column the model tags)"
+        )
     if columns is None:
         return default
     if isinstance(columns, str):

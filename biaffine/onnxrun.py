@@ -313,7 +313,7 @@ class OnnxParser:
                 with a tab), named ``<input>:k`` for the k-th list of words.
         """
         check_flags(joint_labels=joint_labels, overwrite=overwrite)
-        columns = asked_columns(columns)
+        columns = asked_columns(columns, overwrite=overwrite)
         sentences = list(input_sentences(inputs))
         decoder = DecoderSettings(
             search=search,

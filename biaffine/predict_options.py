@@ -160,6 +160,11 @@ def check_options(options: PredictOptions, decoder: DecoderSettings, input_forma
     for name, value in switches.items():
         if not isinstance(value, bool):
             raise ValueError(f"{name}={value!r} must be true or false")
+    if options.overwrite_columns and not options.columns:  # the gold tags scored themselves
+        raise ValueError(
+            "overwrite_columns=true writes over the cells of the columns= asked for, and none "
+            "is: give columns= too (columns=all for every column the model tags)"
+        )
     names = options.names()
     if len(names) > 1:
         pair = tuple(name.split("=")[0] for name in names[:2])

@@ -384,6 +384,27 @@ def test_predict_py_streams_kbest_and_refuses_bad_options(graph_checkpoint, tmp_
     assert len(sentences) == 13
 
 
+def test_overwrite_without_columns_is_refused_not_ignored(graph_checkpoint, tmp_path) -> None:
+    # It did nothing: eval=true then scored the input's gold tags against themselves, 100.00.
+    args = [f"checkpoint={graph_checkpoint}", "input=-", "threads=1", "overwrite_columns=true"]
+    refused = run(args, tmp_path, TINY_CONLLU.read_text(), status=2)
+    assert refused.stderr == (
+        "error: overwrite_columns=true writes over the cells of the columns= asked for, and "
+        "none is: give columns= too (columns=all for every column the model tags)\n"
+    )
+    parser = Parser.load(graph_checkpoint, threads=1)
+    words = [["The", "cat", "sat"]]
+    calls = [
+        lambda: parser.parse(words, overwrite=True),
+        lambda: parser.kbest(words, 2, overwrite=True),
+        lambda: parser.parse_constrained(words, [[2, 0, None]], overwrite=True),
+        lambda: parser.parse(words, columns=[], overwrite=True),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"^overwrite=True writes over the cells of the"):
+            call()
+
+
 def test_a_comma_list_of_columns_is_read_as_a_list_not_a_sweep(graph_checkpoint, tmp_path) -> None:
     # Hydra stopped at columns=upos,xpos with its five-line "Ambiguous value" message, exit 1.
     args = [f"checkpoint={graph_checkpoint}", "input=-", "threads=1"]
