@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 import decoding
 from biaffine import installed
 from biaffine.cli import (
+    check_groups,
     check_types,
     config_options,
     exit_on_termination,
@@ -101,10 +102,7 @@ def check_settings(cfg: DictConfig) -> None:
         if cfg.get(key) == "":  # partner= was read as "." and named so: "is not a file"
             instead = "" if key == "input" else f", or leave {key}= out"
             raise ValueError(f"{key}= is empty: give a path{instead}")
-    for group in GROUPS:
-        options = sorted((PREDICT_CONF / group).glob("*.yaml"))
-        nullable = null_settings(*options)
-        check_types(cfg.get(group) or {}, setting_types(*options), group, nullable=nullable)
+    check_groups(cfg, PREDICT_CONF, GROUPS)
 
 
 def _options(cfg: DictConfig) -> PredictOptions:

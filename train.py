@@ -22,6 +22,7 @@ from biaffine import distributed
 from biaffine.cli import (
     NULL_MEANS_NONE,
     check_composition,
+    check_groups,
     check_threads,
     check_types,
     config_options,
@@ -84,6 +85,8 @@ def check_settings(cfg: DictConfig) -> None:
     refuse_missing(OmegaConf.missing_keys(cfg))
     nullable = null_settings(TRAINER_DEFAULTS) | NULL_MEANS_NONE
     check_types(cfg.trainer, trainer_types(), "trainer", nullable=nullable)
+    # decoder.root_constraint=null was taken as false, =abc as true, for dev's trees
+    check_groups(cfg, CONF, ("decoder", "search"))
     check_types(cfg.optimizer, setting_types(*OPTIMIZERS), "optimizer")  # lr=abc: a TypeError
     # +optimizer.amsgrad=abc was taken as true: keys no config file has, by the class's defaults
     types, nullable = optimizer_types(cfg.optimizer.get("_target_"))

@@ -42,6 +42,7 @@ __all__ = [
     "USER_ERROR_STATUS",
     "ArgumentParser",
     "check_composition",
+    "check_groups",
     "check_positive",
     "check_threads",
     "check_types",
@@ -331,6 +332,22 @@ def setting_types(*files: Path, section: str | None = None) -> dict[str, type]:
         scalars = (bool, int, float, str)
         types |= {key: type(value) for key, value in defaults.items() if isinstance(value, scalars)}
     return types
+
+
+def check_groups(cfg: Mapping[str, Any], conf: Path, groups: Iterable[str]) -> None:
+    """Refuse a setting of a config group (``decoder``, ``search``) of the wrong type or null.
+
+    Each group's settings are typed by its options' files under ``conf`` (``conf/decoder/*.yaml``),
+    so ``decoder.root_constraint=abc`` or ``=null``, read with ``bool()``, cannot pass for a
+    setting.
+
+    Raises:
+        ValueError: naming the setting.
+    """
+    for group in groups:
+        options = sorted((conf / group).glob("*.yaml"))
+        nullable = null_settings(*options)
+        check_types(cfg.get(group) or {}, setting_types(*options), group, nullable=nullable)
 
 
 def null_settings(*files: Path, section: str | None = None) -> set[str]:

@@ -211,6 +211,25 @@ def test_user_errors_are_one_line_on_stderr_and_exit_2(tmp_path: Path) -> None:
     assert "Traceback" in debug.stderr
 
 
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        # null was read with bool(): dev's trees decoded with several words on ROOT.
+        ("decoder.root_constraint=null", "decoder.root_constraint=null: expected true or false"),
+        ("decoder.joint_labels=abc", "decoder.joint_labels='abc': expected true or false"),
+        ("search.beam_size=abc", "search.beam_size='abc': expected an integer"),
+    ],
+)
+def test_train_py_refuses_decoder_and_search_settings_of_the_wrong_type(
+    tmp_path: Path, setting: str, message: str
+) -> None:
+    run_dir = tmp_path / "run"
+    args = [str(ROOT / "train.py"), "experiment=smoke", "model=arc_hybrid", "search=beam"]
+    refused = run([*args, setting, f"hydra.run.dir={run_dir}"], tmp_path, status=2)
+    assert refused.stderr.splitlines()[-1] == f"error: {message}"
+    assert not run_dir.exists()
+
+
 def test_command_line_multirun_train_then_predict_to_stdout(tmp_path: Path) -> None:
     cwd = tmp_path / "cwd"
     cwd.mkdir()
