@@ -125,19 +125,43 @@ class _System:
         )
 
 
+def prepare(
+    segmenter: str | Path, model_config: Mapping[str, Any], settings: SentenceSettings
+) -> tuple[checkpoint.Stored, SentenceModel]:
+    """The segmenter read and a new sentence model built, from the seed, for :func:`train`.
+
+    Before the run folder is touched: a segmenter that cannot be read or a transformer
+    setting that builds no model refused the run once its ``.hydra/`` record was written.
+
+    Args:
+        segmenter: the character segmenter's checkpoint.
+        model_config: :class:`SentenceModel`'s arguments.
+        settings: the trainer settings (threads, seed).
+
+    Raises:
+        ValueError: naming the file or the setting (one line).
+    """
+    set_threads(settings.threads)
+    seed_everything(settings.seed)
+    stored = checkpoint.load(segmenter)
+    transformer = {**model_config["transformer"], "cache": True}  # states kept after epoch 1
+    return stored, SentenceModel.from_config({**model_config, "transformer": transformer})
+
+
 def train(
     data: SegmenterData,
-    segmenter: str | Path,
-    model_config: Mapping[str, Any],
+    stored: checkpoint.Stored,
+    model: SentenceModel,
     settings: SentenceSettings,
     run_dir: Path,
 ) -> dict[str, Any]:
-    """Train a sentence model for ``segmenter``; write the two together as ``run_dir/best.pt``.
+    """Train ``model`` for the segmenter; write the two together as ``run_dir/best.pt``.
 
     Args:
         data: the treebank's labelled documents.
-        segmenter: the character segmenter's checkpoint.
-        model_config: :class:`SentenceModel`'s arguments.
+        stored: the character segmenter, as :func:`prepare` read it.
+        model: the new sentence model :func:`prepare` built (training goes on from the random
+            state its building left).
         settings: the trainer settings.
         run_dir: where ``best.pt`` and ``metrics.jsonl`` go (it must exist).
 
@@ -145,11 +169,6 @@ def train(
         The last line of ``metrics.jsonl``: the best epoch, its dev scores (and the segmenter's
         alone), test scores with and without the model, why training stopped.
     """
-    set_threads(settings.threads)
-    seed_everything(settings.seed)
-    stored = checkpoint.load(segmenter)
-    transformer = {**model_config["transformer"], "cache": True}  # states kept after epoch 1
-    model = SentenceModel.from_config({**model_config, "transformer": transformer})
     gold = [paragraph for d in data.train for paragraph in _gold_paragraphs(d)]
     dev = [_system(stored, document) for document in data.dev]
     pieces = _pieces([len(paragraph.forms) for paragraph in gold], settings.piece)

@@ -308,6 +308,34 @@ def test_the_segmenters_trainers_refuse_unknown_data_in_one_line(script: str) ->
     assert_one_line_refusal(done, r"data=ud_nowhere: unknown data; choose one of .*")
 
 
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("segmenter=MISSING", "MISSING: no such segmenter checkpoint file"),
+        ("segmenter=", "segmenter= is empty: give the segmenter's best.pt"),  # "error: .: no such"
+        ("model.transformer.model=MISSING", ".*MISSING.*"),
+    ],
+)
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_train_sentences_refused_for_what_it_reads_leaves_the_folder_as_it_was(
+    tmp_path: Path, given: str, message: str, overwrite: bool
+) -> None:
+    # .hydra/ and .lock were written into the folder first; with overwrite=true an earlier
+    # run's .hydra/overrides.yaml was replaced by the refused run's.
+    run_dir = tmp_path / "run"
+    (run_dir / ".hydra").mkdir(parents=True)
+    (run_dir / ".hydra" / "overrides.yaml").write_text("- earlier=run\n")
+    (run_dir / "notes.txt").write_text("mine\n")
+    before = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    missing = str(tmp_path / "missing")
+    args = ["data=tiny", given.replace("MISSING", missing), f"hydra.run.dir={run_dir}"]
+    if "transformer" in given:
+        args.append(f"segmenter={ROOT / 'models' / 'en_ewt_small' / 'segmenter.pt'}")
+    done = run("train_sentences.py", *args, f"trainer.overwrite={str(overwrite).lower()}")
+    assert_one_line_refusal(done, message.replace("MISSING", re.escape(missing)))
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before
+
+
 @pytest.mark.parametrize("script", ["train.py", "train_segmenter.py", "train_sentences.py"])
 def test_an_unknown_setting_in_a_sweep_is_one_line(script: str, tmp_path: Path) -> None:
     # Hydra printed six lines and exited with status 1, for the first job of the sweep.

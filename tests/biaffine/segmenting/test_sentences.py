@@ -32,6 +32,7 @@ from biaffine.segmenting.sentence_training import (
     METRICS,
     SentenceSettings,
     choose_context,
+    prepare,
     train,
 )
 from biaffine.segmenting.sentences import (
@@ -264,7 +265,7 @@ def tiny_run(
     run = tmp_path / "run"
     run.mkdir()
     model = {"transformer": {"model": str(tiny_bert)}, "hidden": 8}
-    return folder, run, train(data, base, model, settings, run)
+    return folder, run, train(data, *prepare(base, model, settings), settings, run)
 
 
 @pytest.mark.ud
