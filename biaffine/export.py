@@ -801,11 +801,19 @@ def _replace(staging: Path, folder: Path) -> None:
         ValueError: ``folder``, moved aside, is no export now (the graphs take seconds to
             write: a folder made there meanwhile, or a file added to the old export, was
             removed with it); it is put back as it was.
+        OSError: the old export cannot be moved aside (an immutable folder), naming
+            ``output=``; nothing is left beside it.
     """
     old = None
     if folder.exists() or folder.is_symlink():
         old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old.", dir=folder.parent))
-        folder.rename(old / "export")
+        try:
+            folder.rename(old / "export")
+        except OSError as error:  # it said "FOLDER: Operation not permitted", left .NAME.old.X/
+            old.rmdir()
+            reason = error.strerror or type(error).__name__
+            replaced = f"the earlier export there cannot be replaced ({reason})"
+            raise OSError(error.errno, replaced, f"output={folder}") from None
         problem = _not_an_export(old / "export")
         if problem is not None:
             (old / "export").rename(folder)

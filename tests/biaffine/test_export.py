@@ -10,6 +10,7 @@ magnitude 100 are 7.6e-6 apart at the closest.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
@@ -26,6 +27,7 @@ from builders import ENCODER, HEADS, TINY_PARSER, biaffine_parser, randomized, t
 
 import transitions
 from biaffine import checkpoint
+from biaffine.cli import describe
 from biaffine.data.batching import Batch, collate, encode
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.vocab import Vocabs
@@ -34,6 +36,7 @@ from biaffine.export import (
     MANIFEST,
     OPSET,
     _not_an_export,
+    _replace,
     export,
     exported_width,
     parse_settings,
@@ -629,6 +632,32 @@ def test_export_refuses_a_folder_that_is_not_only_an_earlier_export_and_keeps_it
         export(torch.nn.Linear(1, 1), folder, about={})
     assert _contents(folder) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["proj"]
+
+
+def test_an_earlier_export_that_cannot_be_moved_aside_is_named_and_nothing_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An immutable earlier export: "error: FOLDER: Operation not permitted", naming no
+    # setting, and a .FOLDER.old.XXXX/ folder left beside it.
+    folder = tmp_path / "old"
+    before = _earlier_export(folder)
+    staging = tmp_path / ".new"
+    staging.mkdir()
+    renamed = Path.rename
+
+    def refused(self: Path, target: Path) -> Path:
+        if self == folder:
+            raise PermissionError(errno.EPERM, "Operation not permitted", str(self))
+        return renamed(self, target)
+
+    monkeypatch.setattr(Path, "rename", refused)
+    with pytest.raises(PermissionError) as caught:
+        _replace(staging, folder)
+    assert describe(caught.value) == (
+        f"output={folder}: the earlier export there cannot be replaced (Operation not permitted)"
+    )
+    assert _contents(folder) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".new", "old"]
 
 
 def test_an_earlier_export_alone_is_taken_for_one(tmp_path: Path) -> None:
