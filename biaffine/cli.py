@@ -334,20 +334,25 @@ def setting_types(*files: Path, section: str | None = None) -> dict[str, type]:
     return types
 
 
-def check_groups(cfg: Mapping[str, Any], conf: Path, groups: Iterable[str]) -> None:
+def check_groups(
+    cfg: Mapping[str, Any], conf: Path, groups: Iterable[str], where: str = ""
+) -> None:
     """Refuse a setting of a config group (``decoder``, ``search``) of the wrong type or null.
 
     Each group's settings are typed by its options' files under ``conf`` (``conf/decoder/*.yaml``),
     so ``decoder.root_constraint=abc`` or ``=null``, read with ``bool()``, cannot pass for a
-    setting.
+    setting; a ``cfg`` without the group, or a setting only other options have, is let be.
+    ``where``: the section ``cfg`` is (``model.``), named before the group.
 
     Raises:
         ValueError: naming the setting.
     """
     for group in groups:
         options = sorted((conf / group).glob("*.yaml"))
-        nullable = null_settings(*options)
-        check_types(cfg.get(group) or {}, setting_types(*options), group, nullable=nullable)
+        settings = cfg.get(group) or {}
+        # the settings of the option chosen: another option's (search.beam_size) are absent
+        types = {key: kind for key, kind in setting_types(*options).items() if key in settings}
+        check_types(settings, types, where + group, nullable=null_settings(*options))
 
 
 def null_settings(*files: Path, section: str | None = None) -> set[str]:

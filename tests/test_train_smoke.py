@@ -218,9 +218,12 @@ def test_user_errors_are_one_line_on_stderr_and_exit_2(tmp_path: Path) -> None:
         ("decoder.root_constraint=null", "decoder.root_constraint=null: expected true or false"),
         ("decoder.joint_labels=abc", "decoder.joint_labels='abc': expected true or false"),
         ("search.beam_size=abc", "search.beam_size='abc': expected an integer"),
+        # "'<' not supported between instances of 'str' and 'int'", naming nothing
+        ("model.arc_mlp=abc", "model.arc_mlp='abc': expected an integer"),
+        ("model.encoder.lstm_hidden=abc", "model.encoder.lstm_hidden='abc': expected an integer"),
     ],
 )
-def test_train_py_refuses_decoder_and_search_settings_of_the_wrong_type(
+def test_train_py_refuses_model_decoder_and_search_settings_of_the_wrong_type(
     tmp_path: Path, setting: str, message: str
 ) -> None:
     run_dir = tmp_path / "run"
