@@ -98,6 +98,11 @@ def check_settings(cfg: DictConfig) -> None:
     check_optimizer(cfg.optimizer)
     fit_settings(cfg)  # limits that train nothing: trainer.max_steps=0
     check_threads(cfg.trainer.threads, "trainer.threads")
+    if cfg.trainer.resume_from is not None and not cfg.trainer.resume:  # a new run, silently
+        raise ValueError(
+            f"trainer.resume_from={cfg.trainer.resume_from} is read with trainer.resume=true: "
+            "add it to continue that run, or leave resume_from out"
+        )
     distill_from = cfg.trainer.get("distill_from")
     if distill_from is not None and not OmegaConf.is_list(distill_from):
         # a string was read as a list of one-letter paths: "a: no such checkpoint file"

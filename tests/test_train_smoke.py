@@ -221,6 +221,12 @@ def test_user_errors_are_one_line_on_stderr_and_exit_2(tmp_path: Path) -> None:
         # "'<' not supported between instances of 'str' and 'int'", naming nothing
         ("model.arc_mlp=abc", "model.arc_mlp='abc': expected an integer"),
         ("model.encoder.lstm_hidden=abc", "model.encoder.lstm_hidden='abc': expected an integer"),
+        # A new run started, resume_from unread.
+        (
+            "trainer.resume_from=x/last.pt",
+            "trainer.resume_from=x/last.pt is read with trainer.resume=true: add it to continue "
+            "that run, or leave resume_from out",
+        ),
     ],
 )
 def test_train_py_refuses_model_decoder_and_search_settings_of_the_wrong_type(
