@@ -91,8 +91,10 @@ def read_sentences(source: str | Path | TextIO) -> Iterator[TreebankSentence]:
 
 
 def _read_path(path: Path) -> Iterator[TreebankSentence]:
-    if not path.is_file():
+    if not path.exists():
         raise TreebankError(str(path), 0, "no such file")
+    if path.is_dir():
+        raise TreebankError(str(path), 0, "is a directory, not a file")
     with open(path, "rb") as file:
         yield from _read_lines(str(path), _decoded(str(path), file))
 

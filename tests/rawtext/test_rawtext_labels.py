@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import numpy as np
@@ -152,6 +153,10 @@ def test_invalid_utf8_and_a_missing_file_name_file_and_line(tmp_path: Path) -> N
         labelled_documents(path)
     with pytest.raises(TreebankError, match=r"missing\.conllu:0: no such file$"):
         labelled_documents(tmp_path / "missing.conllu")
+    with pytest.raises(TreebankError, match=r":0: is a directory, not a file$"):
+        labelled_documents(tmp_path)
+    # A device or pipe is read as a file is ("/dev/null:0: no such file" was said of it).
+    assert list(labelled_documents(Path(os.devnull))) == []
 
 
 def test_crlf_files_read_like_lf_files() -> None:
