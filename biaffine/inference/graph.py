@@ -137,10 +137,12 @@ class GraphFamily(Family):
 
     def refusal(self, request: Request, settings: DecoderSettings) -> str | None:
         """Searches are the transition family's; k-best and fixed heads need a tree decoder."""
-        if settings.asks_search:
+        if settings.asks_search:  # named as asked: graph_weight=0.0 was named, never given
+            asked = [f"search={settings.search}"] if settings.search != "greedy" else []
+            asked += [f"graph_weight={settings.graph_weight}"] if settings.graph_weight else []
             return (
-                f"search={settings.search} with graph_weight={settings.graph_weight} is for "
-                "transition parsers; a graph parser decodes with decoder=mst|eisner|greedy"
+                f"{' with '.join(asked)} is for transition parsers; a graph parser decodes "
+                "with decoder=mst|eisner|greedy"
             )
         exact = request.kbest is not None or request.fixed_heads is not None
         if exact and settings.algorithm not in ("mst", "eisner"):

@@ -35,12 +35,17 @@ def test_each_family_reads_only_its_own_fields(graph, transition, joint_labels: 
 
 
 @pytest.mark.parametrize(
-    "settings",
-    [DecoderSettings(search="beam", beam_size=2), DecoderSettings(graph_weight=0.5)],
+    ("settings", "asked"),
+    [
+        # graph_weight=0.0 was named too, a setting the user never gave
+        (DecoderSettings(search="beam", beam_size=2), "search=beam"),
+        (DecoderSettings(graph_weight=0.5), "graph_weight=0.5"),
+        (DecoderSettings(search="beam", graph_weight=0.5), "search=beam with graph_weight=0.5"),
+    ],
 )
-def test_a_graph_parser_refuses_a_search(graph, settings) -> None:
-    assert graph.refusal(Request(), settings).endswith(
-        "is for transition parsers; a graph parser decodes with decoder=mst|eisner|greedy"
+def test_a_graph_parser_refuses_a_search(graph, settings, asked: str) -> None:
+    assert graph.refusal(Request(), settings) == (
+        f"{asked} is for transition parsers; a graph parser decodes with decoder=mst|eisner|greedy"
     )
 
 
