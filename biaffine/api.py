@@ -121,7 +121,9 @@ class Parser:
             kind = type(path).__name__
             raise TypeError(f"path is a {kind}: give a model name or a checkpoint file")
         options = {"device": device, "threads": threads, "bf16": bf16, "segmenter": segmenter}
-        if _meant_as_name(path) and not os.path.exists(path):
+        # A file of that name wins; a folder of that name (models/en_ewt_small, where the
+        # shipped models lie) was read as a checkpoint: "is not a file, so not a checkpoint".
+        if _meant_as_name(path) and not os.path.isfile(path):
             parser = cls.named(str(path), **options)
         else:
             parser = cls._load(path, **options)

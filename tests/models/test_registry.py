@@ -81,6 +81,14 @@ def test_a_model_name_is_never_read_as_a_path(name: str) -> None:
         Parser.named(name)
 
 
+def test_a_name_is_loaded_by_name_beside_a_folder_of_that_name(tmp_path, monkeypatch) -> None:
+    # Run from models/ (or beside any folder en_ewt_small/), the folder was read as the
+    # checkpoint: "en_ewt_small: is not a file, so not a checkpoint".
+    (tmp_path / "en_ewt_small").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert Parser.load("en_ewt_small", threads=1).model.kind == "biaffine"
+
+
 def test_folders_under_the_environment_variable_come_first(tmp_path, monkeypatch) -> None:
     mine = tmp_path / "en_ewt"
     mine.mkdir()
