@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import itertools
 import math
 import re
 import sys
@@ -697,13 +698,18 @@ figcaption .note { color: #777; margin-left: 8px; }
 
 
 def render_page(
-    pairs: Iterable[tuple[Sentence, Sentence | None]], *, title: str = "Dependency trees"
+    pairs: Iterable[tuple[Sentence, Sentence | None]],
+    *,
+    title: str = "Dependency trees",
+    numbers: Iterable[int] | None = None,
 ) -> str:
     """A self-contained HTML page: one captioned figure per sentence.
 
     Args:
         pairs: (sentence, gold sentence or None) in page order.
         title: the page title and heading.
+        numbers: each sentence's number in its file, for its caption (where it has no
+            ``sent_id``) and its figure's id; None: 1, 2, ... in page order.
 
     Returns:
         The HTML text (no script, no external resources).
@@ -712,7 +718,8 @@ def render_page(
         ValueError: a sentence and its gold differ in words, or a tree is missing.
     """
     figures, with_gold = [], False
-    for number, (sentence, gold) in enumerate(pairs, 1):
+    numbered = zip(itertools.count(1) if numbers is None else numbers, pairs, strict=False)
+    for number, (sentence, gold) in numbered:
         figures.append(_figure(number, sentence, gold))
         with_gold |= gold is not None
     head = [
@@ -821,10 +828,12 @@ def render_file(
         OSError: the output cannot be written.
     """
     refuse_input_as_output(output, [source] if gold is None else [source, gold])
-    pairs = list(_pairs(source, gold, ranges))
-    if not pairs:
+    numbered = list(_pairs(source, gold, ranges))
+    if not numbered:
         raise ValueError(f"{source}: no sentence in the selected range {_ranges_text(ranges)}")
-    page = render_page(pairs, title=f"Dependency trees of {Path(source).name}")
+    # numbered as in the file: --sentences 5-7 captioned them #1 to #3
+    numbers, pairs = [n for n, *_ in numbered], [(s, g) for _, s, g in numbered]
+    page = render_page(pairs, title=f"Dependency trees of {Path(source).name}", numbers=numbers)
     with open_output(output, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(page)
     return len(pairs)
@@ -832,11 +841,11 @@ def render_file(
 
 def _pairs(
     source: str | Path, gold: str | Path | None, ranges: Sequence[tuple[int, int]] | None
-) -> Iterator[tuple[Sentence, Sentence | None]]:
-    """The selected sentences of ``source``, each with its gold sentence (same number) or None."""
+) -> Iterator[tuple[int, Sentence, Sentence | None]]:
+    """The selected sentences of ``source``: (number in the file, sentence, gold or None)."""
     chosen = _selected(read_conllu(source), ranges)
     if gold is None:
-        yield from ((sentence, None) for _, sentence in chosen)
+        yield from ((number, sentence, None) for number, sentence in chosen)
         return
     golds = enumerate(read_conllu(gold, require_trees=True), 1)
     for number, sentence in chosen:
@@ -846,7 +855,7 @@ def _pairs(
             raise ValueError(
                 f"{gold}: no sentence {number} (the gold file is shorter than {source})"
             )
-        yield sentence, gold_sentence
+        yield number, sentence, gold_sentence
 
 
 def _ranges_text(ranges: Sequence[tuple[int, int]] | None) -> str:

@@ -495,6 +495,18 @@ def test_cli_writes_the_chosen_sentences(tmp_path: Path, capsys: pytest.CaptureF
     assert [p.name for p in tmp_path.iterdir()] == ["trees.html"]  # no temporary file left
 
 
+def test_chosen_sentences_keep_their_numbers_in_the_file(tmp_path: Path) -> None:
+    # Without a sent_id, --sentences 2-3,7 captioned them #1 to #3 and linked #sentence-1..3.
+    source = tmp_path / "plain.conllu"
+    text = TINY_CONLLU.read_text(encoding="utf-8")
+    source.write_text(re.sub(r"# sent_id = .*\n", "", text), encoding="utf-8")
+    out = tmp_path / "trees.html"
+    assert main([str(source), "-o", str(out), "--sentences", "2-3,7"]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert re.findall(r'<span class="id">([^<]*)</span>', page) == ["#2", "#3", "#7"]
+    assert re.findall(r'<figure id="([^"]*)"', page) == ["sentence-2", "sentence-3", "sentence-7"]
+
+
 def test_cli_with_gold_counts_the_errors(tmp_path: Path):
     sentences = list(read_conllu(TINY_CONLLU))
     sentences[0] = sentences[0].with_tree([2, 3, 0, 2], ["det", "obj", "root", "punct"])
