@@ -17,14 +17,11 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import heapq
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numba
 import numpy as np
@@ -37,6 +34,8 @@ from ._constrained import check_sentence
 from .api import _as_scores, _error, _lengths
 from .checks import check_flag
 from .kbest_eisner import kbest_eisner_kernel, tree_count
+from .memory import available as _memory_bytes
+from .memory import over_half
 from .tarjan import mst_kernel
 from .trees import tree_score_kernel
 from .types import FloatArray, IntArray
@@ -229,9 +228,9 @@ def _sentence(
 
     Raises:
         ValueError: the trees up to ``k`` would take more than half of ``memory()``
-            (:func:`_memory_bytes`, read only for a search over :data:`SMALLEST_REFUSED`; a
-            request for every tree of a long sentence): ``eisner``'s chart, or what Lawler's
-            search keeps; or they did not fit.
+            (:func:`decoding.memory.available`, read only for a search over
+            :data:`SMALLEST_REFUSED`; a request for every tree of a long sentence):
+            ``eisner``'s chart, or what Lawler's search keeps; or they did not fit.
     """
     if algorithm == "eisner":
         count = tiered(tree_count, work=cubic_work)(matrix, root_constraint, k)
@@ -241,24 +240,19 @@ def _sentence(
     else:
         per_tree = _LAWLER_TREE_BYTES + _LAWLER_SOLVED_BYTES * matrix.shape[0] ** 2
         count, needed = k, k * per_tree  # counted only where k trees may be too many
-        if needed > SMALLEST_REFUSED and _over_half(needed, memory()):
+        if needed > SMALLEST_REFUSED and over_half(needed, memory()):
             trees = _tree_count(matrix, root_constraint)
             count = k if trees >= k else round(trees)  # a float count may fall a hair short
             needed = count * per_tree
         asked = f"{count} trees, whose search would keep"
         search = functools.partial(_lawler_arrays, matrix, k)
-    if needed > SMALLEST_REFUSED and _over_half(needed, left := memory()):
+    if needed > SMALLEST_REFUSED and over_half(needed, left := memory()):
         why = f"more than half of the {left / 2**30:.1f} GiB this process may use"
         raise _refused(b, k, asked, needed, why)
     try:
         return search(root_constraint)
     except MemoryError:  # within the limits read, but not there to take
         raise _refused(b, k, asked, needed, "which did not fit in memory") from None
-
-
-def _over_half(needed: int, memory: int | None) -> bool:
-    """Whether ``needed`` bytes are more than half of ``memory`` (None: nothing says so)."""
-    return memory is not None and needed > memory // 2
 
 
 def _lawler_arrays(
@@ -303,101 +297,6 @@ def _tree_count(matrix: FloatArray, root_constraint: bool) -> float:
 def _chart_work(args: tuple) -> int:
     """A k-best Eisner call's work: Eisner's times the k items kept per span (``args[1]``)."""
     return cubic_work(args) * max(args[1], 1)
-
-
-def _memory_bytes() -> int | None:
-    """The memory this process may still take, in bytes; None where nothing says.
-
-    The machine's, or less where the process's cgroups (:func:`_cgroup_free`: a container's
-    limit, less what the group holds) or its address-space limit (``ulimit -v``, less what the
-    process maps already: a loaded parser maps about 1 GB) say so.
-    """
-    known = []
-    with contextlib.suppress(AttributeError, ValueError, OSError):  # no sysconf, or no name
-        known.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    with contextlib.suppress(OSError, ValueError):  # no /proc: not Linux
-        free = _cgroup_free()
-        if free is not None:
-            known.append(free)
-    with contextlib.suppress(ImportError, ValueError, OSError):  # resource: POSIX only
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-        if soft != resource.RLIM_INFINITY:
-            known.append(soft - _mapped_bytes())
-    return min(known, default=None)
-
-
-CGROUP_NO_LIMIT = 2**62
-"""A cgroup v1 limit at or above this is none (v1 writes none as the largest int64 it keeps)."""
-
-
-def _cgroup_free(
-    proc: Path = Path("/proc/self/cgroup"), mount: Path = Path("/sys/fs/cgroup")
-) -> int | None:
-    """The memory this process's cgroups let it still take, in bytes; None where none is set.
-
-    Version 2 (the line ``0::PATH`` of ``proc``): ``memory.max`` less ``memory.current``;
-    version 1 (``N:memory:PATH``, mounted at ``mount``/memory): ``memory.limit_in_bytes`` less
-    ``memory.usage_in_bytes``. Both usages count the page cache, of which the kernel gives back
-    the inactive part before it refuses memory: it counts as free (``memory.stat``). The group
-    and every group above it count, as the kernel counts them; a container that sees its own
-    group at the mount's root, not at PATH, reads the root. The chart's pages are taken as it is
-    filled, so a chart over a group's limit ends in the kernel killing the process, not in a
-    MemoryError.
-
-    Raises:
-        OSError: ``proc`` cannot be read.
-    """
-    free: list[int] = []
-    for line in proc.read_text().splitlines():
-        hierarchy, controllers, path = line.split(":", 2)
-        if hierarchy == "0" and not controllers:
-            files = ("memory.max", "memory.current", "inactive_file")
-            free += _groups_free(mount, path, *files)
-        elif "memory" in controllers.split(","):
-            files = ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
-            free += _groups_free(mount / "memory", path, *files)
-    return min(free, default=None)
-
-
-def _groups_free(base: Path, path: str, limit_file: str, usage_file: str, cache: str) -> list[int]:
-    """Each limit less usage, at least 0, of the group at ``base``/``path`` and those above it.
-
-    The usage is less the inactive page cache (``memory.stat``'s ``cache``) where it is said.
-    """
-    group = base / path.lstrip("/")
-    if not group.is_dir():  # a container's own group, seen at the root
-        group = base
-    free = []
-    while True:
-        with contextlib.suppress(OSError, ValueError):  # a group without the files: no limit
-            limit = (group / limit_file).read_text().strip()
-            if limit != "max" and int(limit) < CGROUP_NO_LIMIT:
-                used = int((group / usage_file).read_text()) - _stat(group, cache)
-                free.append(max(int(limit) - used, 0))
-        if group == base or base not in group.parents:
-            return free
-        group = group.parent
-
-
-def _stat(group: Path, key: str) -> int:
-    """``key``'s value in the group's ``memory.stat``; 0 where it has none."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in (group / "memory.stat").read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == key:
-                return int(value)
-    return 0
-
-
-def _mapped_bytes() -> int:
-    """The address space this process maps (``VmSize``), 0 where /proc does not say."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024  # in kB
-    return 0
 
 
 def _no_tree(b: int, algorithm: str, root_constraint: bool) -> ValueError:

@@ -146,13 +146,27 @@ def check_rows(configs: Configs, rows: npt.ArrayLike, name: str = "rows") -> Int
         ValueError: not a one-dimensional array of integers (floats were truncated), or a row
             outside the batch; named ``name``.
     """
-    array = as_array(rows, name)
+    return check_indices(rows, len(configs), name, "a row of the {} configurations")
+
+
+def check_indices(values: npt.ArrayLike, count: int, name: str, what: str) -> IntArray:
+    """``values`` as int64[R], each in ``0 .. count - 1`` (a negative one would wrap around).
+
+    Args:
+        values: the indices given.
+        count: how many things they index.
+        name: the argument's name, for the message.
+        what: what an index names, with ``{}`` for ``count`` ("a row of the {} configurations").
+
+    Raises:
+        ValueError: not a one-dimensional array of integers (floats were truncated), or an
+            index outside ``0 .. count - 1``.
+    """
+    array = as_array(values, name)
     if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):
         raise ValueError(f"{name} must be int[R], got {array.dtype} {array.shape}")
-    outside = np.flatnonzero((array < 0) | (array >= len(configs)))
+    outside = np.flatnonzero((array < 0) | (array >= count))
     if outside.size:
         i = int(outside[0])
-        raise ValueError(
-            f"{name}[{i}]={array[i]} is not a row of the {len(configs)} configurations"
-        )
+        raise ValueError(f"{name}[{i}]={array[i]} is not {what.format(count)}")
     return array.astype(np.int64, copy=False)

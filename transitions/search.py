@@ -23,10 +23,11 @@ import numpy as np
 import numpy.typing as npt
 
 from decoding.checks import as_array, check_count, check_flag
+from decoding.memory import available, over_half
 from decoding.status import MAX_SCORE
 from decoding.types import BoolArray, FloatArray, IntArray
 
-from .configs import Configs
+from .configs import Configs, check_indices
 from .slots import SlotScorer
 from .systems import TransitionSystem, as_lengths
 
@@ -200,6 +201,33 @@ def beam_search(
     return SearchResult(beam.best_heads, beam.best_log_probs, beam.best_scores, beam.best_steps)
 
 
+_ITEM_BYTES = 2 * 4 * 8
+"""Bytes a beam item takes per word it may hold: a configuration's four int64 rows (stack,
+buffer, heads, labels), kept and expanded (twice)."""
+
+_SMALLEST_REFUSED = 2**20
+"""A beam needing less than this (1 MiB) is never refused, whatever memory is said to be left."""
+
+
+def _check_beam(lengths: IntArray, k: int) -> None:
+    """Refuse lengths below 1, and a beam whose items would take more than half the memory left.
+
+    Raises:
+        ValueError: naming the sentence (its place in ``lengths``: the rows of a beam of k
+            items per sentence were named, sentence 8 of 2), or ``beam_size`` and what it
+            would take (``beam_size=10**8`` was a MemoryError, or the kernel's kill).
+    """
+    short = np.flatnonzero(lengths < 1)
+    if short.size:
+        raise ValueError(f"sentence {short[0]}: length {lengths[short[0]]} is below 1")
+    needed = lengths.shape[0] * k * _ITEM_BYTES * (int(lengths.max(initial=1)) + 1)
+    if needed > _SMALLEST_REFUSED and over_half(needed, left := available()):
+        raise ValueError(
+            f"beam_size={k}: {lengths.shape[0] * k:,} items would take {needed / 2**30:.1f} GiB, "
+            f"more than half of the {left / 2**30:.1f} GiB this process may use"
+        )
+
+
 class Beam:
     """The live items of every sentence (rows ``b*k .. b*k+k-1``) and the best finished one.
 
@@ -239,6 +267,7 @@ class Beam:
         normalized = check_flag(normalized, "normalized")  # "no" was read as True
         lengths = as_lengths(lengths)
         n, k = lengths.shape[0], beam_size
+        _check_beam(lengths, k)
         self.system, self.k = system, k  # k: items kept per sentence
         self.arc_scores = _check_arc_scores(arc_scores, lengths)
         self.normalized = normalized
@@ -294,8 +323,15 @@ class Beam:
             self._stop_settled_sentences()
 
     def drop(self, sentences: npt.ArrayLike) -> None:
-        """End the search of ``sentences`` (int[S]): their live items die."""
-        rows = (np.asarray(sentences, dtype=np.int64)[:, None] * self.k + np.arange(self.k)).ravel()
+        """End the search of ``sentences`` (int[S]): their live items die.
+
+        Raises:
+            ValueError: ``sentences`` not int[S] of the beam's sentences (-1 ended the last,
+                1.7 the second, 5 was an IndexError of row 10).
+        """
+        count = self.best_scores.shape[0]
+        chosen = check_indices(sentences, count, "sentences", "one of the {} sentences")
+        rows = (chosen[:, None] * self.k + np.arange(self.k)).ravel()
         self.live[rows] = False
         self.item_scores[rows] = -np.inf
 

@@ -248,11 +248,11 @@ V1_NONE = "9223372036854771712\n"  # what cgroup v1 writes for no limit
 def test_kbest_eisner_reads_the_memory_left_under_cgroups_v1_and_v2(
     tmp_path: Path, proc: str, files: dict[str, str], free: int | None
 ) -> None:
-    from decoding import _kbest
+    from decoding import memory
 
     write_files(tmp_path / "sys", files)
     write_files(tmp_path, {"cgroup": proc})
-    assert _kbest._cgroup_free(tmp_path / "cgroup", tmp_path / "sys") == free
+    assert memory.cgroup_free(tmp_path / "cgroup", tmp_path / "sys") == free
 
 
 def test_kbest_eisner_reports_a_chart_that_did_not_fit_by_sentence_and_k(monkeypatch) -> None:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import transitions
 from decoding.trees import is_tree
+from transitions import search
 from transitions.search import beam_search, greedy_search
 
 N_STACK, N_BUFFER = 3, 2
@@ -330,6 +331,35 @@ def test_bad_arguments_are_refused() -> None:
         beam_search(system, [3], score, beam_size=2, arc_scores=np.ones((1, 4, 4)))
     with pytest.raises(ValueError, match="float\\[B, N\\+1, N\\+1\\]"):
         beam_search(system, [3], score, beam_size=2, arc_scores=np.zeros((1, 3, 3)))
+    # The beam's rows were checked: "sentence 8" of a batch of two.
+    with pytest.raises(ValueError, match=r"^sentence 1: length 0 is below 1$"):
+        beam_search(system, [3, 0], score, beam_size=8)
+
+
+def test_a_beam_wider_than_memory_is_refused_before_it_is_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # beam_size=10**8 was a MemoryError of 5.96 GiB, or the kernel's kill without a limit.
+    monkeypatch.setattr(search, "available", lambda: 2**30)
+    system = transitions.get_system("arc_hybrid")
+    with pytest.raises(ValueError, match=r"^beam_size=100000000: 200,000,000 items would take"):
+        beam_search(system, [3, 2], table_scorer(0, 2, 3), beam_size=10**8)
+    beam_search(system, [3, 2], table_scorer(0, 2, 3), beam_size=1000)  # 0.4 MiB: never refused
+
+
+@pytest.mark.parametrize(
+    ("sentences", "problem"),
+    [
+        ([-1], r"sentences\[0\]=-1 is not one of the 2 sentences"),  # it ended the last
+        ([2], r"sentences\[0\]=2 is not one of the 2 sentences"),  # an IndexError of row 4
+        ([1.7], r"sentences must be int\[R\], got float64"),  # it ended sentence 1
+    ],
+)
+def test_a_beam_drops_only_its_own_sentences(sentences: list, problem: str) -> None:
+    beam = search.Beam(transitions.get_system("arc_hybrid"), [3, 2], 2)
+    with pytest.raises(ValueError, match=problem):
+        beam.drop(sentences)
+    assert beam.live.tolist() == [True, False, True, False]
 
 
 @settings(max_examples=40, deadline=None)
