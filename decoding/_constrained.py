@@ -25,7 +25,7 @@ from tiered import tiered
 
 from . import _batch, status
 from ._eisner import eisner_kernel
-from .api import _as_scores, _error
+from .api import _as_scores, _cut_off, _error
 from .checks import as_array, check_flag
 from .tarjan import mst_kernel
 from .types import BoolArray, FloatArray, IntArray
@@ -222,6 +222,8 @@ def constrained(
         raise ValueError(f"{_NO_TREE}: every head of word {no_head[0] + 1} is forbidden")
     heads = np.full(n + 1, -1, dtype=np.int64)
     if _ALGORITHMS[algorithm](matrix, root_constraint, heads) != 0:
+        if _cut_off(matrix):  # not the single-root rule's doing
+            raise ValueError(f"{_NO_TREE}: the masks cut some word off from ROOT")
         kind = "projective " if algorithm == "eisner" else ""
         single = " with a single root" if root_constraint else ""
         raise ValueError(f"{_NO_TREE}: the masks leave no {kind}tree{single}")

@@ -31,7 +31,7 @@ from tiered import cubic_work, tiered
 
 from . import _batch, status
 from ._constrained import check_sentence
-from .api import _as_scores, _error, _lengths
+from .api import _NO_TREE, _as_scores, _cut_off, _error, _lengths
 from .checks import check_flag
 from .kbest_eisner import kbest_eisner_kernel, tree_count
 from .memory import available as _memory_bytes
@@ -299,7 +299,13 @@ def _chart_work(args: tuple) -> int:
     return cubic_work(args) * max(args[1], 1)
 
 
-def _no_tree(b: int, algorithm: str, root_constraint: bool) -> ValueError:
+def _no_tree(b: int, matrix: FloatArray, algorithm: str, root_constraint: bool) -> ValueError:
+    """Why sentence ``b`` has no tree: a word cut off from ROOT, or no tree of the kind asked.
+
+    The single-root rule was blamed where the masks allowed no tree at all.
+    """
+    if _cut_off(matrix):
+        return ValueError(f"sentence {b}: {_NO_TREE}")
     kind = "projective " if algorithm == "eisner" else ""
     single = " with a single root" if root_constraint else ""
     return ValueError(f"sentence {b}: no {kind}tree{single} exists under the -inf masks")
@@ -364,7 +370,7 @@ def kbest(
             raise ValueError("lengths is only for batched scores float[B, N+1, N+1]")
         heads, weights = _sentence(check_sentence(array), k, algorithm, root_constraint, 0, memory)
         if not weights.size:
-            raise _no_tree(0, algorithm, root_constraint)
+            raise _no_tree(0, array, algorithm, root_constraint)
         return KBest(heads, weights)
     sizes = _lengths(lengths, array.shape[0], array.shape[1] - 1)
     return _batch_kbest(array, sizes, k, algorithm, root_constraint, memory)
@@ -388,7 +394,7 @@ def _batch_kbest(
             raise _error(b, where, False, {})
         trees, weights = _sentence(matrix, k, algorithm, root_constraint, b, memory)
         if not weights.size:
-            raise _no_tree(b, algorithm, root_constraint)
+            raise _no_tree(b, matrix, algorithm, root_constraint)
         found.append((trees, weights))
     # As many rows as the sentence with the most trees has, not k: k may be far beyond that.
     # An empty batch has no trees at all, so zero rows: heads int64[0, 0, N+1].

@@ -106,6 +106,24 @@ def _run(
 
 
 _NO_TREE = "no spanning tree exists: the -inf masks cut some word off from ROOT"
+
+
+def _cut_off(matrix: FloatArray) -> bool:
+    """Whether the ``-inf`` masks of ``matrix`` float[n+1, n+1] cut some word off from ROOT.
+
+    A word no path of allowed arcs (``matrix[dependent, head] > -inf``) reaches from ROOT has
+    no tree at all, single-rooted or not, projective or not.
+    """
+    allowed = matrix > -np.inf
+    reached = np.zeros(matrix.shape[0], dtype=np.bool_)
+    reached[0], frontier = True, [0]
+    while frontier:
+        found = allowed[:, frontier.pop()] & ~reached
+        reached |= found
+        frontier.extend(np.flatnonzero(found).tolist())
+    return not reached.all()
+
+
 _NO_SINGLE_ROOT = "no tree with a single root exists under the -inf masks"
 
 

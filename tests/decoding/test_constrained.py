@@ -149,6 +149,25 @@ def test_constrained_two_roots_are_fine_without_the_root_constraint():
     assert decoding.is_tree(heads, root_constraint=False)
 
 
+def cut_off_scores() -> np.ndarray:
+    """Words 3 and 4 may take only each other as head: no tree at all, single-rooted or not."""
+    scores = np.full((5, 5), -np.inf)
+    scores[1:, 0] = 0
+    scores[3, :] = scores[4, :] = -np.inf
+    scores[3, 4] = scores[4, 3] = 0
+    return scores
+
+
+@pytest.mark.parametrize("root_constraint", [True, False])
+def test_masks_that_cut_a_word_off_from_root_are_named_so_not_the_root_rule(root_constraint):
+    # "the masks leave no tree with a single root", where none existed with several roots
+    with pytest.raises(ValueError, match=r"the masks cut some word off from ROOT$"):
+        decoding.constrained(cut_off_scores(), root_constraint=root_constraint)
+    for algorithm in ("mst", "eisner"):
+        with pytest.raises(ValueError, match=r"^sentence 0: no spanning tree exists: the -inf"):
+            decoding.kbest(cut_off_scores(), 2, algorithm=algorithm, root_constraint=True)
+
+
 def test_constrained_with_two_words_that_must_both_hang_from_root_has_no_single_rooted_tree():
     forbidden = np.zeros((3, 3), dtype=bool)
     forbidden[1, 2] = forbidden[2, 1] = True
