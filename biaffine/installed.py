@@ -124,9 +124,10 @@ def installed() -> dict[str, InstalledModel]:
     """Every installed model by name, sorted by name.
 
     Raises:
-        ValueError: a folder of ``ROOTPARSE_MODELS`` that is missing or a file, or a model
-            folder whose ``card.json`` is not a JSON object naming its files in that folder
-            (one line naming the path).
+        ValueError: a folder of ``ROOTPARSE_MODELS`` that is missing, a file or a model's
+            own folder (its models are the folders in it), or a model folder whose
+            ``card.json`` is not a JSON object naming its files in that folder (one line
+            naming the path).
     """
     found: dict[str, InstalledModel] = {}
     for root in search_path():
@@ -138,6 +139,11 @@ def installed() -> dict[str, InstalledModel]:
             raise ValueError(
                 f"{ENVIRONMENT} names {root}, which is not a folder: give existing folders "
                 f"of models, separated by {os.pathsep!r}"
+            )
+        if root != SHIPPED and (root / CARD).is_file():  # it found none, and fell back silently
+            raise ValueError(
+                f"{ENVIRONMENT} names {root}, a model's own folder: give the folder that holds "
+                f"it ({root.parent})"
             )
         for name, model in models_in(root).items():
             found.setdefault(name, model)

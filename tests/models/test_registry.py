@@ -89,6 +89,17 @@ def test_a_name_is_loaded_by_name_beside_a_folder_of_that_name(tmp_path, monkeyp
     assert Parser.load("en_ewt_small", threads=1).model.kind == "biaffine"
 
 
+def test_a_models_own_folder_in_the_environment_variable_is_refused(tmp_path, monkeypatch):
+    # Its models are the folders in it: it found none, and the shipped en_ewt_small was loaded
+    # where the user meant their own copy.
+    mine = tmp_path / "en_ewt_small"
+    mine.mkdir()
+    (mine / "card.json").write_text((installed.SHIPPED / "en_ewt_small" / "card.json").read_text())
+    monkeypatch.setenv(installed.ENVIRONMENT, str(mine))
+    with pytest.raises(ValueError, match="a model's own folder: give the folder that holds it"):
+        models.names()
+
+
 def test_folders_under_the_environment_variable_come_first(tmp_path, monkeypatch) -> None:
     mine = tmp_path / "en_ewt"
     mine.mkdir()
