@@ -60,14 +60,19 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
         raise ValueError("segmenter= is empty: give the segmenter's best.pt")
     d = OmegaConf.to_container(cfg.data, resolve=True)
     inputs = training.input_files(d) | {"segmenter": cfg.segmenter}
+
+    def refuse_the_folder() -> None:
+        training.refuse_earlier_run(run_dir, overwrite)
+        training.refuse_overwriting_inputs(run_dir, inputs)
+
+    refuse_the_folder()  # at once, before the minutes of reading; again once it is held
     # Read and built before the folder is touched: a segmenter that cannot be read, or a
     # transformer setting that builds no model, refused the run once .hydra/ was written there.
     data = training.load_documents(d)
     stored, network = sentence_training.prepare(cfg.segmenter, model, settings)
     # Held for the whole run: two runs given one folder mixed their logs and checkpoints.
     with locked_run_dir(run_dir):
-        training.refuse_earlier_run(run_dir, overwrite)
-        training.refuse_overwriting_inputs(run_dir, inputs)
+        refuse_the_folder()
         held.start(cfg)  # its .hydra/ record and log, once nothing refuses the run
         result = sentence_training.train(data, stored, network, settings, run_dir)
         return result["dev"]["sentences_f1"]
