@@ -20,7 +20,9 @@ import decoding
 
 ALGORITHMS = ["mst", "eisner"]
 # The messages of a sentence without any tree: from the value checks, or from the search.
-NO_TREE = r"sentence 0: (no (projective )?tree|word \d+ has no finite head|no word can attach)"
+NO_TREE = (
+    r"sentence 0: (no (projective |spanning )?tree|word \d+ has no finite head|no word can attach)"
+)
 
 
 def _check_against_brute_force(scores, k, algorithm, root_constraint):
