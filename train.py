@@ -85,10 +85,9 @@ def check_settings(cfg: DictConfig) -> None:
     refuse_missing(OmegaConf.missing_keys(cfg))
     nullable = null_settings(TRAINER_DEFAULTS) | NULL_MEANS_NONE
     check_types(cfg.trainer, trainer_types(), "trainer", nullable=nullable)
-    # decoder.root_constraint=null was taken as false, =abc as true, for dev's trees
-    check_groups(cfg, CONF, ("decoder", "search"))
+    # decoder.root_constraint=null was taken as false, =abc as true, for dev's trees;
     # model.arc_mlp=abc was "'<' not supported between instances of 'str' and 'int'"
-    check_groups(cfg, CONF, ("model",))
+    check_groups(cfg, CONF, ("decoder", "search", "model"))
     check_groups(cfg.model, CONF / "model", ("encoder",), where="model.")
     check_types(cfg.optimizer, setting_types(*OPTIMIZERS), "optimizer")  # lr=abc: a TypeError
     # +optimizer.amsgrad=abc was taken as true: keys no config file has, by the class's defaults
