@@ -16,6 +16,7 @@ from biaffine.data.conllu import Sentence, read_conllu, universal_relation
 from biaffine.data.lemmas import digit_shape
 from biaffine.data.lexicon import (
     MIN_ADDRESSES,
+    MIN_CASED_PAIRS,
     MIN_CODES,
     MIN_FORM_SHARE,
     MIN_RELATION_COUNT,
@@ -450,6 +451,68 @@ def test_the_shapes_of_ewt_lemmatize_its_unseen_numbers_and_codes(ewt_dir) -> No
     assert len(shaped) > 0.6 * len(unseen)
     assert right > 0.95 * len(shaped)
     assert right > as_form + 5
+
+
+def cased_pairs(upos: str, kept: int, lowered: int) -> dict[tuple[str, str], str]:
+    """(form, UPOS) -> lemma pairs with a capital: ``kept`` keep the form, ``lowered`` do not."""
+    return {
+        **{(f"Kept{i}", upos): f"Kept{i}" for i in range(kept)},
+        **{(f"Low{i}", upos): f"low{i}" for i in range(lowered)},
+    }
+
+
+def test_cased_upos_are_those_whose_capitalized_words_keep_their_form_as_lemma() -> None:
+    tagged = {
+        **cased_pairs("PROPN", 9 * MIN_CASED_PAIRS, MIN_CASED_PAIRS),  # 90%: kept
+        **cased_pairs("ADJ", MIN_CASED_PAIRS, MIN_CASED_PAIRS),  # 50%
+        **cased_pairs("X", MIN_CASED_PAIRS - 1, 0),  # too few to judge
+        **{(f"low{i}", "NOUN"): f"low{i}" for i in range(100)},  # lower-case: no evidence
+        **{(f"Went{i}", "VERB"): "go" for i in range(100)},  # not the form up to casing
+    }
+    lexicon = Lexicon(tagged=tagged)
+    assert lexicon.cased_upos == frozenset({"PROPN"})
+    assert Lexicon.from_dict(lexicon.to_dict()).cased_upos == frozenset({"PROPN"})
+    assert "cased_upos" not in lexicon.to_dict()  # derived: nothing new in checkpoints
+    fewer = cased_pairs("PROPN", 9 * MIN_CASED_PAIRS, MIN_CASED_PAIRS + 1)
+    assert Lexicon(tagged=fewer).cased_upos == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("form", "upos", "lemma"),
+    [
+        ("Electric", "PROPN", "Electric"),  # the form alone, for a UPOS that keeps the casing
+        ("Electric", "ADJ", "electric"),  # ... not for another
+        ("Electric", None, "electric"),  # ... nor without a UPOS
+        ("Kept0", "PROPN", "Kept0"),  # the (form, UPOS) pair first, as before
+        ("Gone", "PROPN", "go"),  # a lemma that is not the form up to casing stays
+    ],
+)
+def test_a_form_looked_up_alone_keeps_its_casing_where_its_upos_does(form, upos, lemma) -> None:
+    tagged = cased_pairs("PROPN", MIN_CASED_PAIRS, 0)
+    lexicon = Lexicon(tagged=tagged, forms={"Electric": "electric", "Gone": "go"})
+    assert lexicon.lemma(form, upos) == lemma
+
+
+def test_ewt_names_looked_up_by_their_form_alone_keep_its_casing(ewt_dir) -> None:
+    """EWT dev and test, gold UPOS: the PROPN words that only the form alone finds, with a
+    lemma differing from the form in casing only ("Electric" -> "electric" from the adjective):
+    their gold lemma is the form (77 of 78), which the lookup gives now."""
+    lexicon = build_lexicon(read_conllu(ewt_dir / "en_ewt-ud-train.conllu"))
+    assert lexicon.cased_upos == frozenset({"PROPN"})
+    found = [
+        (form, lemma, lexicon.lemma(form, upos))
+        for split in ("dev", "test")
+        for s in read_conllu(ewt_dir / f"en_ewt-ud-{split}.conllu")
+        for form, lemma, upos in zip(s.forms, s.lemmas, s.upos, strict=True)
+        if upos == "PROPN"
+        and (form, upos) not in lexicon.tagged
+        and (alone := lexicon.forms.get(form)) is not None
+        and alone != form
+        and alone.lower() == form.lower()
+    ]
+    assert len(found) > 50
+    assert all(looked_up == form for form, _, looked_up in found)
+    assert sum(lemma == form for form, lemma, _ in found) > 0.95 * len(found)
 
 
 def test_lemma_scripts_of_word_endings_guess_the_lemmas_of_unseen_words() -> None:
