@@ -502,11 +502,24 @@ def _read(path: Path, map_location: str | torch.device) -> Any:
         ) from None
     except Exception as error:
         # Unpickling arbitrary bytes fails in many ways (RuntimeError from the zip reader,
-        # EOFError, KeyError, struct.error, ...): all mean the file is damaged.
+        # EOFError, KeyError, struct.error, ...): all mean the file is damaged, or is some
+        # other file altogether where it does not begin as torch.save's archives do.
+        if not _begins_as_saved(path):
+            raise CheckpointError(
+                f"{path}: truncated or corrupt checkpoint, or not a checkpoint at all (it does "
+                "not begin as the zip archive torch.save writes)"
+            ) from None
         detail = _torch_detail(error)
         raise CheckpointError(
             f"{path}: truncated or corrupt checkpoint (the write may have been interrupted){detail}"
         ) from (error if detail else None)
+
+
+def _begins_as_saved(path: Path) -> bool:
+    """Whether ``path`` begins as a zip archive or a pickle, the two formats of torch.save."""
+    with open(path, "rb") as file:
+        head = file.read(2)
+    return head == b"PK" or head[:1] == b"\x80"
 
 
 def _torch_detail(error: Exception) -> str:

@@ -311,6 +311,18 @@ def test_unknown_config_key(saved) -> None:
         build_model(load(saved))
 
 
+@pytest.mark.parametrize("text", ["root:x:0:0:root:/root:/bin/bash\n", "", "P"])
+def test_a_file_that_is_no_archive_is_called_perhaps_no_checkpoint(tmp_path, text: str) -> None:
+    """/etc/passwd was "truncated or corrupt checkpoint (the write may have been interrupted):
+    IndexError: list index out of range"."""
+    path = tmp_path / "passwd"
+    path.write_text(text)
+    with pytest.raises(CheckpointError, match="or not a checkpoint at all") as caught:
+        load(path)
+    assert "interrupted" not in str(caught.value)
+    assert caught.value.__cause__ is None
+
+
 def test_random_bytes_are_corrupt_not_pickled_objects(tmp_path) -> None:
     path = tmp_path / "best.pt"
     path.write_bytes(np.random.default_rng(0).bytes(4000))
