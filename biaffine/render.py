@@ -777,7 +777,7 @@ def parse_selection(spec: str) -> list[tuple[int, int]]:
     """
     ranges = []
     for part in spec.split(","):
-        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", part)  # no "٣": ASCII
         if not match:
             raise ValueError(f"--sentences {spec!r}: {part!r} is not N or N-M")
         first = int(match.group(1))
@@ -871,7 +871,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Draw the dependency trees of a CoNLL-U file as a self-contained HTML page "
         "(inline SVG). With --gold, errors are coloured: wrong head, or right head wrong label.",
     )
-    parser.add_argument("input", help="CoNLL-U file to draw (the predictions, with --gold)")
+    parser.add_argument(
+        "input", help="CoNLL-U file to draw (the predictions, with --gold; - for stdin)"
+    )
     parser.add_argument("-o", "--output", required=True, help="HTML file to write (- for stdout)")
     parser.add_argument("--gold", help="gold CoNLL-U file of the same sentences")
     parser.add_argument(
@@ -884,9 +886,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the renderer; returns the exit status (0 ok, 2 on bad input or an unwritable output)."""
     args = build_parser().parse_args(argv)
     output = "/dev/stdout" if args.output == "-" else args.output  # not a file named "-"
+    source = "/dev/stdin" if args.input == "-" else args.input
     try:
-        ranges = parse_selection(args.sentences) if args.sentences else None
-        count = render_file(args.input, output, gold=args.gold, ranges=ranges)
+        if args.gold == "-":
+            raise ValueError("--gold -: the gold file cannot be read from stdin")
+        ranges = None if args.sentences is None else parse_selection(args.sentences)
+        count = render_file(source, output, gold=args.gold, ranges=ranges)
     except BrokenPipeError:  # the reader went away (| head): nothing to tell it
         return silence_closed_stdout()
     except (OSError, ValueError) as error:  # ConlluError is a ValueError

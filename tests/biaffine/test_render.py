@@ -474,9 +474,18 @@ def test_a_selection_does_not_read_the_sentence_after_its_last(tmp_path: Path) -
 def test_parse_selection():
     assert parse_selection("1-20") == [(1, 20)]
     assert parse_selection("3, 7-9") == [(3, 3), (7, 9)]
-    for bad in ("0", "5-3", "a", "1-", ""):
+    for bad in ("0", "5-3", "a", "1-", "", "\u0663", "1-\u0663"):  # Arabic-Indic 3: not N
         with pytest.raises(ValueError, match="--sentences"):
             parse_selection(bad)
+
+
+def test_cli_refuses_an_empty_selection_rather_than_drawing_every_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    out = tmp_path / "trees.html"
+    assert main([str(TINY_CONLLU), "-o", str(out), "--sentences", ""]) == 2
+    assert "--sentences ''" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_cli_writes_the_chosen_sentences(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
@@ -555,6 +564,29 @@ def test_cli_reports_a_short_gold_file_a_missing_file_and_an_empty_selection(
     assert main([str(TINY_CONLLU), "-o", str(tmp_path / "no" / "dir.html")]) == 2
     assert "error: " in capsys.readouterr().err
     assert not (tmp_path / "trees.html").exists()
+
+
+def test_cli_reads_standard_input_for_a_dash(tmp_path: Path):
+    """``render - -o OUT`` said "-:0: no such file"."""
+    out = tmp_path / "trees.html"
+    result = subprocess.run(
+        [sys.executable, "-m", "biaffine.render", "-", "-o", str(out), "--sentences", "2"],
+        input=TINY_CONLLU.read_bytes(),
+        capture_output=True,
+        check=False,
+        cwd=Path(__file__).parents[2],
+    )
+    assert result.returncode == 0, result.stderr
+    assert out.read_text(encoding="utf-8").count("<svg") == 1
+    refused = subprocess.run(
+        [sys.executable, "-m", "biaffine.render", str(TINY_CONLLU), "-o", str(out), "--gold", "-"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parents[2],
+    )
+    assert refused.returncode == 2
+    assert refused.stderr == "error: --gold -: the gold file cannot be read from stdin\n"
 
 
 def test_cli_runs_as_a_module(tmp_path: Path):
