@@ -67,11 +67,11 @@ def _row(model: InstalledModel) -> tuple[str, ...]:
     scores = _dict(card.get("scores"))
     size = card.get("size_bytes")
     size = f"{size / 1e6:.1f} MB" if isinstance(size, int | float) else "?"
-    release = f"{tree['ud_release']}+" if "ud_release" in tree else "?"
+    release = f"{_text(tree['ud_release'])}+" if "ud_release" in tree else "?"
     raw = _text(_dict(scores.get(RAW)).get("LAS"), missing="-" if scores else "?")
     gold = _text(_dict(scores.get(GOLD)).get("LAS"))
-    return (model.name, _text(card.get("language")), _text(tree.get("name")), release, licence,
-            size, raw, gold, str(model.folder))  # fmt: skip
+    return (_text(model.name), _text(card.get("language")), _text(tree.get("name")), release,
+            licence, size, raw, gold, _text(model.folder))  # fmt: skip
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -80,8 +80,17 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def _text(value: Any, missing: str = "?") -> str:
-    """A fact of the card as its cell, ``missing`` where the card lacks it."""
-    return missing if value is None else str(value)
+    """A fact of the card as its cell, ``missing`` where the card lacks it.
+
+    A character that is not printable (a newline, a tab, a terminal escape) is written as its
+    Python escape: a card of one's own must not break the table's rows or the terminal.
+    """
+    if value is None:
+        return missing
+    return "".join(
+        char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
+        for char in str(value)
+    )
 
 
 if __name__ == "__main__":

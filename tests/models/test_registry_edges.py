@@ -109,6 +109,19 @@ def test_a_card_with_only_its_files_is_listed_with_unknown_facts(
     assert rows["xx_plain"].split()[:-1] == ["xx_plain", *["?"] * 7]
 
 
+def test_a_cards_unprintable_characters_are_escaped_in_its_row(
+    registry: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newline in a card's language broke its row in two; an escape reached the terminal."""
+    card = {"files": {"parser": "parser.pt"}, "language": "Eng\nlish\x1b[2J", "treebank": {}}
+    model_folder(registry, "xx_odd", card)
+    assert listing([]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    (row,) = [line for line in out.splitlines() if line.startswith("xx_odd")]
+    assert row.split()[1] == "Eng\\nlish\\x1b[2J"
+
+
 @pytest.mark.parametrize(
     ("files", "problem"),
     [
