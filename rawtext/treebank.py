@@ -15,7 +15,9 @@ from typing import TextIO
 _NEWDOC = re.compile(r"#\s*newdoc(\s|$)", re.IGNORECASE)
 _NEWPAR = re.compile(r"#\s*newpar(\s|$)", re.IGNORECASE)
 _TEXT = re.compile(r"#\s*text\s*=\s*(.*)")
-_RANGE = re.compile(r"(\d+)-(\d+)")
+_RANGE = re.compile(r"([0-9]+)-([0-9]+)")  # ASCII: "\d" also takes "²" and Arabic-Indic digits
+_WORD = re.compile(r"[1-9][0-9]*")
+_EMPTY = re.compile(r"[0-9]+\.[1-9][0-9]*")
 _BOM = "\ufeff"
 
 
@@ -138,6 +140,7 @@ def _parse_block(name: str, block: list[tuple[int, str]]) -> TreebankSentence:
     text = None
     tokens: list[TreebankToken] = []
     open_range: _Range | None = None
+    next_id = 1  # the words are numbered 1, 2, ... as the parser's reader requires
     for lineno, line in block:
         if line.startswith("#"):
             new_doc = new_doc or bool(_NEWDOC.match(line))
@@ -153,14 +156,19 @@ def _parse_block(name: str, block: list[tuple[int, str]]) -> TreebankSentence:
         if found := _RANGE.fullmatch(word_id):
             _close(name, open_range, tokens)
             open_range = _Range(int(found.group(1)), int(found.group(2)), cells, [], lineno)
-        elif word_id.isdigit():
-            if open_range is not None and int(word_id) <= open_range.last:
+            _check_start(name, open_range, next_id)
+        elif _WORD.fullmatch(word_id):
+            if open_range is None or int(word_id) > open_range.last:
+                _close(name, open_range, tokens)  # a range short of its words is named first
+                open_range = None
+            if int(word_id) != next_id:
+                raise TreebankError(name, lineno, f"word ID {word_id} where {next_id} comes next")
+            next_id += 1
+            if open_range is not None:
                 open_range.words.append(cells[1])
-                continue
-            _close(name, open_range, tokens)
-            open_range = None
-            tokens.append(_token(cells, (cells[1],)))
-        elif "." not in word_id:
+            else:
+                tokens.append(_token(cells, (cells[1],)))
+        elif not _EMPTY.fullmatch(word_id):
             raise TreebankError(name, lineno, f"invalid ID {word_id!r}")
     _close(name, open_range, tokens)
     return TreebankSentence(tuple(tokens), new_doc, new_par, text, block[0][0])
@@ -177,6 +185,15 @@ class _Range:
     lineno: int
 
 
+def _check_start(name: str, found: _Range, next_id: int) -> None:
+    """Refuses a range that runs backwards or does not start at the next word's ID."""
+    span = f"multi-word token {found.first}-{found.last}"
+    if found.last < found.first:
+        raise TreebankError(name, found.lineno, f"{span} ends before it starts")
+    if found.first != next_id:
+        raise TreebankError(name, found.lineno, f"{span} must start at the next word ID {next_id}")
+
+
 def _close(name: str, open_range: _Range | None, tokens: list[TreebankToken]) -> None:
     """Appends the multi-word token being read, if any.
 
@@ -189,8 +206,6 @@ def _close(name: str, open_range: _Range | None, tokens: list[TreebankToken]) ->
         return
     span = f"multi-word token {open_range.first}-{open_range.last}"
     expected = open_range.last - open_range.first + 1
-    if expected < 1:
-        raise TreebankError(name, open_range.lineno, f"{span} ends before it starts")
     if len(open_range.words) != expected:
         problem = f"{span} covers {expected} words, but {len(open_range.words)} follow it"
         raise TreebankError(name, open_range.lineno, problem)

@@ -123,15 +123,49 @@ def test_a_line_without_ten_columns_names_file_and_line() -> None:
         (["1-2\tab"], r"multi-word token 1-2 covers 2 words, but 0 follow it"),
         (["1-2\tab", "1\ta", "3\tc"], r"multi-word token 1-2 covers 2 words, but 1 follow it"),
         (["2-1\tab", "1\ta"], r"multi-word token 2-1 ends before it starts"),
+        # Read as words before, the parser's reader refusing the same files:
+        (["3-4\tab", "1\ta", "2\tb"], r"multi-word token 3-4 must start at the next word ID 1"),
+        (["\u00b2\ta"], r"invalid ID '\u00b2'"),
+        (["\u0661\ta"], r"invalid ID '\u0661'"),
+        (["\u0661-\u0662\tab", "1\ta", "2\tb"], r"invalid ID '\u0661-\u0662'"),
+        (["0\ta"], r"invalid ID '0'"),
+        (["1.0\ta"], r"invalid ID '1.0'"),
     ],
 )
-def test_a_multiword_range_without_its_words_names_its_line(lines, problem) -> None:
+def test_a_bad_range_or_id_names_its_line(lines, problem) -> None:
     # It was read as a token of no (or too few) words: a multi-word token to learn.
     rows = [line + "\t_" * 8 for line in lines]
     stream = io.StringIO("# text = ab\n" + "\n".join(rows) + "\n\n")
     stream.name = "bad.conllu"
     with pytest.raises(TreebankError, match=rf"^bad\.conllu:2: {problem}$"):
         labelled_documents(stream)
+
+
+@pytest.mark.parametrize(
+    ("ids", "line", "problem"),
+    [
+        (["1", "1"], 3, "word ID 1 where 2 comes next"),
+        (["1", "3"], 3, "word ID 3 where 2 comes next"),
+        (["2", "1"], 2, "word ID 2 where 1 comes next"),
+        (["1-2", "1", "3"], 2, "multi-word token 1-2 covers 2 words, but 1 follow it"),
+        (["1-2", "1", "1"], 4, "word ID 1 where 2 comes next"),
+    ],
+)
+def test_words_must_be_numbered_one_two_three(ids, line: int, problem: str) -> None:
+    """Duplicate, skipped and reversed IDs were read as they came, into training's tokens."""
+    rows = [f"{word_id}\tw{i}" + "\t_" * 8 for i, word_id in enumerate(ids)]
+    stream = io.StringIO("# text = w\n" + "\n".join(rows) + "\n\n")
+    stream.name = "bad.conllu"
+    with pytest.raises(TreebankError, match=rf"^bad\.conllu:{line}: {problem}$"):
+        labelled_documents(stream)
+
+
+def test_empty_nodes_are_skipped_wherever_they_stand() -> None:
+    rows = [f"{word_id}\t{form}" + "\t_" * 8 for word_id, form in
+            [("0.1", "e"), ("1", "a"), ("1.1", "e"), ("1.2", "e"), ("2", "b")]]  # fmt: skip
+    stream = io.StringIO("# text = a b\n" + "\n".join(rows) + "\n\n")
+    (sentence,) = read_sentences(stream)
+    assert [token.form for token in sentence.tokens] == ["a", "b"]
 
 
 @pytest.mark.parametrize("odd", ["\f", "\u00a0", "\v"])
