@@ -39,7 +39,22 @@ def to_conllu(
 
     Returns:
         A lazy iterator of lines; sentences are each followed by a blank line.
+
+    Raises:
+        ValueError: ``first`` is no whole number of at least 1 (``# sent_id = 0`` and no
+            ``# newdoc`` were written), or ``doc_id`` is empty (``# newdoc id =`` with no id).
     """
+    if isinstance(first, bool) or not isinstance(first, int) or first < 1:
+        raise ValueError(f"first={first!r} must be a whole number >= 1")
+    if doc_id is not None and not doc_id.strip():
+        raise ValueError(f"doc_id={doc_id!r} is empty: give None for '# newdoc' alone")
+    return _lines(document, doc_id, sent_id_prefix, first)
+
+
+def _lines(
+    document: Document, doc_id: str | None, sent_id_prefix: str, first: int
+) -> Iterator[str]:
+    """:func:`to_conllu`'s lines, its arguments checked."""
     text = document.text
     number = first - 1
     for paragraph in document.paragraphs:

@@ -270,10 +270,11 @@ def split_long(document: Document, max_words: int) -> Document:
     token is never cut, so a multi-word token of more words stays one piece).
 
     Raises:
-        ValueError: ``max_words`` below 1.
+        ValueError: ``max_words`` is no whole number of at least 1 (1.5 was read as 1, "2" was
+            a TypeError of comparison).
     """
-    if max_words < 1:
-        raise ValueError(f"max_words={max_words} must be >= 1")
+    if isinstance(max_words, bool) or not isinstance(max_words, int) or max_words < 1:
+        raise ValueError(f"max_words={max_words!r} must be a whole number >= 1")
     paragraphs = (
         Paragraph(tuple(piece for s in p.sentences for piece in _pieces(s, max_words)))
         for p in document.paragraphs

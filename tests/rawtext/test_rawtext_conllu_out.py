@@ -146,3 +146,19 @@ def test_treebanks_round_trip_through_segmentation_and_conllu(
         assert [(t.form, t.words) for t in back] == [(t.form, t.words) for t in gold], treebank
         differ = sum(b.space_after != g.space_after for b, g in zip(back, gold, strict=True))
         assert differ == 0, treebank
+
+
+@pytest.mark.parametrize("first", [0, -1, 1.0, True, "1"])
+def test_a_first_number_below_one_or_not_whole_is_refused_at_once(first) -> None:
+    """first=0 wrote "# sent_id = 0" and no "# newdoc"; nothing was checked until iterated."""
+    text, labels = labelled("Hi#")
+    with pytest.raises(ValueError, match=rf"first={first!r} must be a whole number >= 1"):
+        to_conllu(segment(text, labels), first=first)
+
+
+@pytest.mark.parametrize("doc_id", ["", " ", "\t"])
+def test_an_empty_document_id_is_refused_rather_than_written_as_no_id(doc_id: str) -> None:
+    text, labels = labelled("Hi#")
+    with pytest.raises(ValueError, match="is empty: give None"):
+        to_conllu(segment(text, labels), doc_id=doc_id)
+    assert next(to_conllu(segment(text, labels), doc_id="d1")) == "# newdoc id = d1\n"

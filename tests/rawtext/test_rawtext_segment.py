@@ -219,10 +219,12 @@ def test_pieces_count_the_words_of_multi_word_tokens_and_keep_paragraphs() -> No
     assert shape(document) == [[["du", "vin"], ["au", "lit"]], [["Oui"]]]
 
 
-def test_a_limit_below_one_word_is_refused() -> None:
+@pytest.mark.parametrize("limit", [0, -3, 1.5, "2", True, None])
+def test_a_limit_that_is_no_whole_number_of_words_is_refused(limit) -> None:
+    """1.5 was read as 1 and "2" was a TypeError of comparison."""
     text, labels = labelled(TEN_WORDS)
-    with pytest.raises(ValueError, match="max_words=0 must be >= 1"):
-        split_long(segment(text, labels), 0)
+    with pytest.raises(ValueError, match=rf"max_words={limit!r} must be a whole number >= 1"):
+        split_long(segment(text, labels), limit)
 
 
 @given(texts_and_labels(), st.integers(1, 4))
