@@ -348,7 +348,8 @@ def _lexicon_model_facts(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
     ``lemma_generator`` and, where they were trained on top of it, ``feats_guesser`` and
     ``upos_guesser`` (:data:`biaffine.data.lexicon.CHARACTER_MODELS`), each by its metadata
-    key.
+    key. Each recipe reads the checkpoint the one before it wrote (the first reads
+    ``parser.pt``) and writes ``KEY.pt``: the commands refuse an output that is their input.
     """
     loaded = checkpoint.load(args.lemma_generator)
     lexicon = loaded.vocabs.lexicon
@@ -357,10 +358,12 @@ def _lexicon_model_facts(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     files = [f"{folder}/{test.replace('-test.', f'-{part}.')}" for part in ("train", "dev")]
     found = {}
     trained = [key for kind, (key, _) in CHARACTER_MODELS.items() if getattr(lexicon, kind)]
+    read = "parser.pt"
     for key in trained:
         facts = dict(loaded.metadata.get(key, {}))
         options = facts.pop("options", {})
-        recipe = [f"python -m biaffine.training.{key} parser.pt", *files, "parser.pt"]
+        recipe = [f"python -m biaffine.training.{key} {read}", *files, f"{key}.pt"]
+        read = f"{key}.pt"
         for option in ("minutes", "seed", "max_epochs", "dim", "hidden", "stored_as"):
             if options.get(option) is not None:
                 recipe.append(f"--{option.replace('_', '-')} {options[option]}")

@@ -525,7 +525,9 @@ def test_a_lemma_generator_on_the_kept_parser_adds_its_runs_facts(tmp_path: Path
     files = " ".join(
         f"$UD_ROOT/UD_Turkish-IMST/tr_imst-ud-{part}.conllu" for part in ("train", "dev")
     )
-    recipe = f"python -m biaffine.training.lemma_generator parser.pt {files} parser.pt"
+    # Each reads what the one before wrote: "parser.pt ... parser.pt" was refused by the
+    # command (its output is its input).
+    recipe = f"python -m biaffine.training.lemma_generator parser.pt {files} lemma_generator.pt"
     recipe += " --minutes 18.0 --seed 1 --hidden 64 --stored-as int8"
     assert training["parser"] == PARSER_FACTS | {"lemma_generator": {"recipe": recipe, **facts}}
     assert training["segmenter"] == SEGMENTER_FACTS
@@ -542,7 +544,8 @@ def test_a_lemma_generator_on_the_kept_parser_adds_its_runs_facts(tmp_path: Path
     args.lemma_generator = str(both)
     parser = _training(args, folder, _kept_card(args, folder))["parser"]
     assert parser["lemma_generator"] == {"recipe": recipe, **facts}
-    guessing = f"python -m biaffine.training.feats_guesser parser.pt {files} parser.pt"
+    guessing = f"python -m biaffine.training.feats_guesser lemma_generator.pt {files}"
+    guessing += " feats_guesser.pt"
     guessing += " --minutes 12.0 --seed 1 --stored-as int8"
     assert parser["feats_guesser"] == {"recipe": guessing, **guesser_facts}
     models = _lexicon_models(both)
@@ -559,7 +562,8 @@ def test_a_lemma_generator_on_the_kept_parser_adds_its_runs_facts(tmp_path: Path
     args.lemma_generator = str(three)
     parser = _training(args, folder, _kept_card(args, folder))["parser"]
     assert parser["feats_guesser"] == {"recipe": guessing, **guesser_facts}
-    weighing = guessing.replace("feats_guesser", "upos_guesser")
+    weighing = f"python -m biaffine.training.upos_guesser feats_guesser.pt {files}"
+    weighing += " upos_guesser.pt --minutes 12.0 --seed 1 --stored-as int8"
     assert parser["upos_guesser"] == {"recipe": weighing, **upos_facts}
     models = _lexicon_models(three)
     assert models == ["lemma generator", "FEATS guesser", "UPOS guesser"]
