@@ -175,6 +175,24 @@ def check_output(path: str | os.PathLike[str]) -> None:
         raise IsADirectoryError(f"output {path} is a folder: give the path of a file to write")
 
 
+def check_file_output(path: str | os.PathLike[str]) -> None:
+    """:func:`check_output` for a file written whole and renamed into place (a checkpoint).
+
+    Raises:
+        as :func:`check_output`, and ValueError for a special file (:func:`special_kind`):
+        :func:`atomic_open` refuses it, and did so only once the work was done.
+    """
+    check_output(path)
+    _refuse_special(path)
+
+
+def _refuse_special(path: str | os.PathLike[str]) -> None:
+    """Raise ValueError where ``path`` names a special file, which a rename would replace."""
+    kind = special_kind(path)
+    if kind is not None:
+        raise ValueError(f"{path} is a {kind}, not a regular file: give a file path")
+
+
 def _refuse_folder_syntax(path: str | os.PathLike[str]) -> None:
     """Raise for a path that cannot name a file to write: empty, or ending in a slash.
 
@@ -354,9 +372,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **options: Any) -
             replace with a regular file.
     """
     _refuse_folder_syntax(path)
-    kind = special_kind(path)
-    if kind is not None:
-        raise ValueError(f"{path} is a {kind}, not a regular file: give a file path")
+    _refuse_special(path)
     target = Path(os.path.realpath(path))
     temp_name = None
     with _naming(path, None):

@@ -41,7 +41,7 @@ from biaffine.data.batching import plan_batches
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lexicon import DOUBTED, Lexicon
 from biaffine.data.vocab import Vocabs
-from biaffine.files import refuse_input_as_output
+from biaffine.files import check_file_output, refuse_input_as_output
 from biaffine.inference import choices
 from biaffine.metrics import evaluate_corpus
 from biaffine.runtime import set_threads
@@ -272,6 +272,7 @@ def write_doubt(
         OSError: a file cannot be read or written.
     """
     refuse_input_as_output(out, (source, dev))
+    check_file_output(out)  # before the minutes of scoring dev
     set_threads(threads)
     loaded = checkpoint.load(source)  # read once: parsed with, then written again
     parser = Parser(checkpoint.build_model(loaded), loaded.vocabs, device=torch.device("cpu"))

@@ -42,7 +42,7 @@ from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemma_generator import BOS, PAD, SPECIAL_SYMBOLS, LemmaGenerator
 from biaffine.data.lemmas import is_annotated
 from biaffine.data.lexicon import CHARACTER_MODELS
-from biaffine.files import check_output, refuse_input_as_output
+from biaffine.files import check_file_output, refuse_input_as_output
 from biaffine.inference.choices import missing_taggers
 
 __all__ = [
@@ -419,7 +419,7 @@ def adder(
         stored_as: str | None = None,
         report: Callable[[str], None] = print,
     ) -> Trained:
-        check_output(out)  # before the training: minutes lost to a mistyped folder
+        check_file_output(out)  # before the training: minutes lost to a mistyped folder
         refuse_input_as_output(out, (source, train, dev))
         _check_budget(minutes, max_epochs)
         _check_sizes(dim=dim, hidden=hidden, seed=seed)

@@ -17,6 +17,7 @@ import pytest
 
 from biaffine.files import (
     atomic_open,
+    check_file_output,
     check_output,
     is_plain_name,
     open_output,
@@ -252,6 +253,20 @@ def test_atomic_open_refuses_a_special_file_in_one_line(tmp_path: Path) -> None:
     with refused, atomic_open(stdout):
         pass
     assert stdout.is_symlink()
+
+
+def test_check_file_output_refuses_a_special_file_where_check_output_takes_it(
+    tmp_path: Path,
+) -> None:
+    """The tools that write checkpoints refused /dev/stdout only in atomic_open, at the end."""
+    fifo = tmp_path / "best.pt"
+    os.mkfifo(fifo)
+    check_output(fifo)  # predict.py writes CoNLL-U into a pipe in place
+    with pytest.raises(ValueError, match=r"best.pt is a named pipe, not a regular file"):
+        check_file_output(fifo)
+    check_file_output(tmp_path / "new.pt")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        check_file_output(tmp_path / "none" / "new.pt")
 
 
 def private_stdout(folder: Path) -> Path:

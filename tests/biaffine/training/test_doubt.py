@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from biaffine.data.vocab import SPECIALS, Vocab, Vocabs
 from biaffine.inference.choices import TAGGER_DOUBT, predicted_columns
 from biaffine.nn import Encoder
 from biaffine.parsers import TransitionParser
+from biaffine.training import doubt
 from biaffine.training.doubt import (
     MIN_GAIN,
     RUNNER_UP_SHARES,
@@ -267,6 +269,21 @@ def test_an_output_that_is_an_input_is_refused_and_kept(
     with pytest.raises(ValueError, match="is the input file"):
         write_doubt(files["checkpoint"], files["dev"], files[clash])
     assert files[clash].read_bytes() == before
+
+
+def test_a_special_file_as_output_is_refused_before_dev_is_scored(
+    tmp_path, tagging_checkpoint, monkeypatch
+) -> None:
+    """/dev/stdout was refused by the write, once every share had been tried on dev."""
+    fifo = tmp_path / "out.pt"
+    os.mkfifo(fifo)
+
+    def scored(*args, **kwargs):
+        raise AssertionError("dev was scored")
+
+    monkeypatch.setattr(doubt, "dev_scores", scored)
+    with pytest.raises(ValueError, match=r"out\.pt is a named pipe, not a regular file"):
+        write_doubt(tagging_checkpoint, TINY_CONLLU, fifo)
 
 
 def _blanked(columns: set[int]) -> str:

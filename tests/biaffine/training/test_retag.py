@@ -3,6 +3,7 @@ goes, the best dev epoch's taggers are the ones kept, and the command writes a l
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -235,6 +236,7 @@ def test_refusals_come_before_any_training(
         (one, TINY_CONLLU, no_lemmas, tmp_path / "a.pt", f"{no_lemmas}: no gold LEMMA"),
         (one, TINY_CONLLU, TINY_CONLLU, tmp_path / "none" / "a.pt", "does not exist"),
         (one, TINY_CONLLU, TINY_CONLLU, tmp_path, "folder|directory"),
+        (one, TINY_CONLLU, TINY_CONLLU, Path(os.devnull), "character device, not a regular"),
         (mixed, TINY_CONLLU, TINY_CONLLU, tmp_path / "a.pt", "member 2: the taggers have no"),
         (untagged, TINY_CONLLU, TINY_CONLLU, tmp_path / "a.pt", "has no taggers to train again"),
     ]
