@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -460,6 +461,8 @@ def _check_budget(minutes: float, max_epochs: int | None) -> None:
     """Refuse a budget that trains no epoch (no best epoch to keep) or no cap at all."""
     if not minutes > 0:
         raise ValueError(f"--minutes {minutes}: give a positive number of minutes")
+    if minutes == math.inf and max_epochs is None:  # trained on and on (epoch 564 after 60 s)
+        raise ValueError("--minutes inf: give a finite number of minutes, or --max-epochs")
     if max_epochs is not None and max_epochs < 1:
         raise ValueError(f"--max-epochs {max_epochs}: give a positive number of epochs")
 

@@ -207,6 +207,7 @@ def test_an_output_that_is_an_input_is_refused_before_training(
     [
         (["--max-epochs", "0"], "--max-epochs 0: give a positive"),
         (["--minutes", "-1"], "--minutes"),
+        (["--minutes", "inf"], "--minutes inf: give a finite number of minutes, or --max-epochs"),
         (["--dim", "0"], "--dim 0: give a positive size"),  # torch's message from training
         (["--hidden", "-2"], "--hidden -2: give a positive size"),
         (["--seed", str(10**23)], f"--seed {10**23}: give a seed in 0..2**63-1"),
