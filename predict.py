@@ -34,6 +34,7 @@ from biaffine.cli import (
     setting_types,
     settings_of,
 )
+from biaffine.files import refuse_input_as_output
 from biaffine.inference.settings import DecoderSettings
 from biaffine.predict_options import PredictOptions, bracketed_lists, parse_columns
 
@@ -162,6 +163,10 @@ def _model_files(cfg: DictConfig) -> tuple[str, str | None]:
     if cfg.checkpoint is not None:
         return cfg.checkpoint, cfg.segmenter
     model = installed.require(cfg.model)
+    if cfg.output != "-":  # the model's own files, whatever this parse reads of them
+        # (output=.../segmenter.pt of a CoNLL-U parse, or card.json, wrote over them)
+        files = [path for path in model.folder.iterdir() if path.is_file()]
+        refuse_input_as_output(cfg.output, files)
     own = model.segmenter if cfg.format == "raw" else None
     return str(model.parser), cfg.segmenter if cfg.segmenter is not None else own
 

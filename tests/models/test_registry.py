@@ -249,6 +249,28 @@ def test_predict_refuses_an_unknown_model_in_one_line() -> None:
     )
 
 
+@pytest.mark.parametrize("written", ["segmenter.pt", "card.json", "parser.pt"])
+def test_predict_refuses_to_write_over_a_file_of_the_named_model(
+    tmp_path, monkeypatch, written: str
+) -> None:
+    """output=.../segmenter.pt of a CoNLL-U parse, or card.json, wrote the parse over them."""
+    mine = tmp_path / "my_small"
+    mine.mkdir()
+    card = (installed.SHIPPED / "en_ewt_small" / "card.json").read_bytes()
+    (mine / "card.json").write_bytes(card)
+    for name in ("parser.pt", "segmenter.pt"):  # never read: the refusal comes first
+        (mine / name).write_bytes(b"weights of " + name.encode())
+    before = {path.name: path.read_bytes() for path in mine.iterdir()}
+    monkeypatch.setenv(installed.ENVIRONMENT, str(tmp_path))
+    done = run("predict.py", "model=my_small", "input=-", f"output={mine / written}", stdin=FOX)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: output {mine / written} is the input file {mine / written}: choose another "
+        "output path"
+    )
+    assert {path.name: path.read_bytes() for path in mine.iterdir()} == before
+
+
 def test_the_listing_names_each_model_with_its_licence_size_and_scores() -> None:
     done = run("-m", "biaffine.models")
     assert done.returncode == 0, done.stderr
