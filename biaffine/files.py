@@ -379,7 +379,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **options: Any) -
         fd = _unnamed_file(target.parent)
         if fd is None:
             fd, temp_name = tempfile.mkstemp(
-                prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+                prefix=f".{_temp_stem(target.name)}.", suffix=".tmp", dir=target.parent
             )
     try:
         with _naming(path, temp_name):
@@ -433,7 +433,7 @@ def _name_unnamed(fd: int, target: Path) -> None:
     folder = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         while True:
-            temp_name = f".{target.name}.{secrets.token_hex(4)}.tmp"
+            temp_name = f".{_temp_stem(target.name)}.{secrets.token_hex(4)}.tmp"
             try:
                 # A folder's descriptor makes os.link call linkat(), which follows the /proc
                 # link to the file (AT_SYMLINK_FOLLOW); link() would link the link itself.
@@ -449,6 +449,25 @@ def _name_unnamed(fd: int, target: Path) -> None:
             raise
     finally:
         os.close(folder)
+
+
+NAME_MAX = 255
+"""The longest file name in bytes that Linux's file systems take."""
+
+_TEMP_EXTRA = len(".") + len(".") + 8 + len(".tmp")
+"""What a hidden temporary name adds to its stem: ``.{stem}.{8 random characters}.tmp``."""
+
+
+def _temp_stem(name: str) -> str:
+    """``name`` cut short enough for its hidden temporary name to be a legal file name.
+
+    An output name of 242 to 255 bytes is legal, but ``.NAME.XXXXXXXX.tmp`` was not: the write
+    failed with "File name too long" once the whole input had been parsed.
+    """
+    stem = name
+    while len(os.fsencode(stem)) > NAME_MAX - _TEMP_EXTRA:
+        stem = stem[:-1]
+    return stem
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from biaffine import files
 from biaffine.files import (
     atomic_open,
     check_file_output,
@@ -48,6 +49,27 @@ def test_the_file_appears_whole_at_the_end(tmp_path: Path) -> None:
         assert path.read_text() == "old\n"  # a reader still sees the old file
     assert path.read_text() == "new\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]  # no temporary file left
+
+
+@pytest.mark.parametrize("named", [False, True])  # O_TMPFILE, or mkstemp's named file
+@pytest.mark.parametrize(
+    "name",
+    ["o" * 247 + ".conllu", "é" * 121 + ".conllu", "x" * 241],
+    ids=["254-bytes", "249-bytes-utf8", "241-bytes"],
+)
+def test_a_name_of_up_to_255_bytes_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, named: bool, name: str
+) -> None:
+    """A legal name of 242-255 bytes failed with "File name too long": the hidden temporary
+    name beside it adds 14 bytes."""
+    if named:
+        monkeypatch.setattr(files, "_unnamed_file", lambda folder: None)
+    path = tmp_path / name
+    path.write_text("old\n")
+    with atomic_open(path, "w", encoding="utf-8") as out:
+        out.write("new\n")
+    assert path.read_text() == "new\n"
+    assert [p.name for p in tmp_path.iterdir()] == [name]
 
 
 def test_a_failure_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
