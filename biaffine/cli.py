@@ -49,6 +49,7 @@ __all__ = [
     "config_options",
     "describe",
     "exit_on_termination",
+    "print_error",
     "refuse_missing",
     "refuse_unknown_options",
     "refuse_unknown_settings",
@@ -86,7 +87,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """Print ``error: PROG: message (see --help)`` and exit with status 2."""
-        print(f"error: {self.prog}: {message} (see --help)", file=sys.stderr)
+        print_error(f"error: {self.prog}: {message} (see --help)")
         sys.exit(USER_ERROR_STATUS)
 
 
@@ -261,8 +262,18 @@ def silence_closed_stdout() -> int:
 
 
 def _exit(error: BaseException, where: str = "") -> NoReturn:
-    print(f"error: {where}{': ' if where else ''}{describe(error)}", file=sys.stderr)
+    print_error(f"error: {where}{': ' if where else ''}{describe(error)}")
     sys.exit(USER_ERROR_STATUS)
+
+
+def print_error(line: str) -> None:
+    """Print ``line`` on standard error; nothing where it is closed (``2>&-``).
+
+    Python's ``sys.stderr`` is then None, and ``print(file=None)`` writes to standard output:
+    the error became the last line of the CoNLL-U a parse wrote there.
+    """
+    if sys.stderr is not None:
+        print(line, file=sys.stderr)
 
 
 def describe(error: BaseException) -> str:

@@ -216,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         standard_output(_NO_OUTPUT, inputs=[args.gold, args.pred])
         evaluation = evaluate_files(args.gold, args.pred, exclude_punct=args.exclude_punct)
     except (OSError, ValueError) as error:  # ConlluError, EvaluationError, UnicodeDecodeError
-        print(f"error: {cli.describe(error)}", file=sys.stderr)
+        cli.print_error(f"error: {cli.describe(error)}")
         return 2
     if args.json:
         report = json.dumps(_json(evaluation, args), indent=2)
@@ -242,7 +242,7 @@ def _print_report(report: str) -> int:
     except BrokenPipeError:
         return silence_closed_stdout()
     except OSError as error:  # > /dev/full, a full disk: the scores did not reach the output
-        print(f"error: standard output: {error.strerror}", file=sys.stderr)
+        cli.print_error(f"error: standard output: {error.strerror}")
         return 2
     return 0
 

@@ -262,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             print(plot_run(run_dir))
         except (OSError, ValueError, ImportError) as error:
-            print(f"error: {error}", file=sys.stderr)  # the messages name the file
+            cli.print_error(f"error: {error}")  # the messages name the file
             status = 2
     return status
 

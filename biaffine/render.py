@@ -895,11 +895,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (| head): nothing to tell it
         return silence_closed_stdout()
     except (OSError, ValueError) as error:  # ConlluError is a ValueError
-        print(f"error: {cli.describe(error)}", file=sys.stderr)
+        cli.print_error(f"error: {cli.describe(error)}")
         return 2
     # Not into the page when the page goes to standard output (-o /dev/stdout).
-    report = sys.stderr if special_kind(output) else sys.stdout
-    print(f"{args.output}: {count} sentence(s)", file=report)
+    if special_kind(output):
+        cli.print_error(f"{args.output}: {count} sentence(s)")
+    else:
+        print(f"{args.output}: {count} sentence(s)")
     return 0
 
 

@@ -27,7 +27,7 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel
 
 from biaffine import checkpoint, distributed
-from biaffine.cli import USER_ERROR_STATUS, report_user_errors
+from biaffine.cli import USER_ERROR_STATUS, print_error, report_user_errors
 from biaffine.data import treebanks
 from biaffine.data.batching import encode
 from biaffine.data.conllu import Sentence
@@ -828,7 +828,7 @@ def exit_if_jobs_refused() -> None:
     if _REFUSED_JOBS:
         jobs = ", ".join(map(str, _REFUSED_JOBS))
         others = "none ran" if _every_job_refused() else "the others ran"
-        print(f"error: the sweep's job(s) {jobs} refused (above); {others}", file=sys.stderr)
+        print_error(f"error: the sweep's job(s) {jobs} refused (above); {others}")
         sys.exit(USER_ERROR_STATUS)
 
 

@@ -944,3 +944,28 @@ def test_a_sweep_under_torchrun_is_refused_before_any_job(tmp_path: Path) -> Non
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=environment)
     assert_one_line_refusal(done, "-m under torchrun: .*")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["predict.py", "model=en_gum", "input=-"],  # report_user_errors
+        ["-m", "biaffine.evaluate", "missing.conllu", "missing.conllu"],
+        ["-m", "biaffine.render", "missing.conllu", "-o", "-"],
+        ["-m", "biaffine.models", "--no-such-option"],  # the one-line argparse error
+    ],
+)
+def test_an_error_with_standard_error_closed_never_reaches_standard_output(command) -> None:
+    """``predict.py ... 2>&- > out.conllu``: Python's sys.stderr is then None, and the error
+    line was printed into the CoNLL-U (``print(file=None)`` writes to standard output)."""
+    done = subprocess.run(
+        [sys.executable, *command],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        preexec_fn=lambda: os.close(2),
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
