@@ -178,12 +178,15 @@ def choose_doubt(
     A column's share is chosen with those of the columns before it fixed (UPOS keys the
     lexicon's XPOS and FEATS): the default, :data:`~biaffine.inference.choices.TAGGER_DOUBT`,
     unless another share gains at least :data:`MIN_GAIN` over it; among equal scores, the
-    share nearest the default. ``shares`` must hold the default.
+    share nearest the default. ``shares`` must hold the default. A column dev leaves blank
+    is not scored and keeps the share the model has (it was reset to the default: Sequoia's
+    FEATS share 0.95 was lost to a dev file without FEATS).
 
     Returns:
-        The shares by column, and every share's dev F1 by column.
+        The shares by column (those kept too), and every share's dev F1 by scored column.
     """
-    chosen: dict[str, float] = {}
+    own = vocabs.lexicon.doubt if vocabs.lexicon is not None else {}
+    chosen = {column: share for column, share in own.items() if column not in scored.doubted}
     tried: dict[str, dict[float, float]] = {}
     for column in scored.doubted:
         tried[column] = {
@@ -280,6 +283,10 @@ def write_doubt(
     chosen, tried = choose_doubt(scored, parser.vocabs)
     (share, case), lemmas = choose_lemmas(scored, _with_lexicon(parser.vocabs, doubt=chosen))
     own = None if share == choices.LEMMA_RUNNER_UP else share  # the default: none of its own
+    kept = loaded.vocabs.lexicon
+    if not lemmas and kept is not None:  # dev chose nothing (no lemmas): the model's rules stay
+        own, case = kept.runner_up, kept.exact_case
+        share = own if own is not None else choices.LEMMA_RUNNER_UP
     vocabs = _with_lexicon(loaded.vocabs, doubt=chosen, runner_up=own, exact_case=case)
     checkpoint.rewrite(loaded, out, vocabs=vocabs, stored_as=stored_as)
     return DevChoices(chosen, tried, share, case, lemmas)

@@ -212,6 +212,24 @@ def tagging_checkpoint(tmp_path_factory: pytest.TempPathFactory, vocabs: Vocabs,
     return save_model(tmp_path_factory.mktemp("doubt") / "best.pt", model, told)
 
 
+def test_what_dev_cannot_choose_is_kept_as_the_model_had_it(tmp_path, tagging_checkpoint) -> None:
+    """Without gold lemmas and FEATS on dev, the model's lemma rules and FEATS share were reset
+    to the defaults (Sequoia's FEATS share 0.95 lost)."""
+    loaded = checkpoint.load(tagging_checkpoint)
+    rules = {"doubt": {"feats": 0.95}, "runner_up": 0.5, "exact_case": True}
+    own = dataclasses.replace(loaded.vocabs.lexicon, **rules)
+    source = tmp_path / "own.pt"
+    checkpoint.rewrite(loaded, source, vocabs=dataclasses.replace(loaded.vocabs, lexicon=own))
+    dev = tmp_path / "dev.conllu"
+    dev.write_text(_blanked({2, 5}), encoding="utf-8")  # LEMMA and FEATS blank
+    choices = write_doubt(source, dev, tmp_path / "out.pt")
+    after = checkpoint.load(tmp_path / "out.pt").vocabs.lexicon
+    assert after.doubt["feats"] == 0.95
+    assert "feats" not in choices.tried
+    assert (after.runner_up, after.exact_case) == (0.5, True)
+    assert (choices.runner_up, choices.exact_case, choices.lemmas) == (0.5, True, {})
+
+
 def test_the_checkpoint_written_has_the_shares_and_everything_else_as_it_was(
     tmp_path, tagging_checkpoint, sentences
 ) -> None:
@@ -326,3 +344,8 @@ def test_a_column_dev_leaves_blank_is_not_scored_and_keeps_the_default() -> None
     blank = gold_sentence(sentence.forms, sentence.upos, ["_"] * len(sentence))
     chosen, tried = choose_doubt(dataclasses.replace(scored, sentences=[blank]), vocabs)
     assert set(tried) == set(chosen) == {"upos"}
+    # A share the model has for the column dev leaves blank is kept, not reset to the default.
+    own = dataclasses.replace(vocabs, lexicon=dataclasses.replace(lexicon, doubt={"xpos": 0.95}))
+    chosen, tried = choose_doubt(dataclasses.replace(scored, sentences=[blank]), own)
+    assert set(tried) == {"upos"}
+    assert chosen == {"xpos": 0.95, "upos": chosen["upos"]}
