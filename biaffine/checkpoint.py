@@ -289,7 +289,7 @@ def upgrade(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Non
         CheckpointError: ``source`` is not a readable checkpoint.
     """
     loaded = load(source)
-    rewrite(loaded, dest, vocabs=loaded.vocabs, stored_as=loaded.stored_as)
+    rewrite(loaded, dest, vocabs=loaded.vocabs)
 
 
 def rewrite(
@@ -303,8 +303,10 @@ def rewrite(
     """Write ``loaded`` to ``dest`` (atomically) with ``vocabs``, all else as it was.
 
     Weights, config, training state and metadata (with ``metadata``'s keys added or replaced)
-    are copied; ``stored_as`` as :func:`save` takes it (a shipped model's int8 or float16
-    weights, widened on load, are compacted again to the same bits).
+    are copied; ``stored_as`` as :func:`save` takes it, or where None the storage ``loaded``
+    was read from: a shipped model's int8 or float16 weights, widened on load, are compacted
+    again to the same bits (without ``--stored-as``, the tools that add to a shipped model
+    wrote its int8 weights as float32, 17.9 MB becoming 31.3 MB).
     """
     save(
         dest,
@@ -314,7 +316,7 @@ def rewrite(
         state_dict=loaded.state_dict,
         metadata={**loaded.metadata, **(metadata or {})},
         training_state=loaded.training_state,
-        stored_as=stored_as,
+        stored_as=stored_as if stored_as is not None else loaded.stored_as,
     )
 
 

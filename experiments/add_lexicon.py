@@ -82,7 +82,9 @@ def main() -> None:
     parser.add_argument("train", type=Path, help="the training file of the model (CoNLL-U)")
     parser.add_argument("out", type=Path)
     parser.add_argument(
-        "--stored-as", choices=checkpoint.STORAGES, help="store the weights so (shipped models)"
+        "--stored-as",
+        choices=checkpoint.STORAGES,
+        help="store the weights so (default: as the input stores them)",
     )
     parser.add_argument(
         "--only", action="append", choices=TABLES, default=[], help="add only this table"

@@ -301,7 +301,9 @@ def main() -> None:
     options.add_argument("dev", type=Path, help="the model's dev file (CoNLL-U, gold columns)")
     options.add_argument("out", type=Path)
     options.add_argument(
-        "--stored-as", choices=checkpoint.STORAGES, help="store the weights so (shipped models)"
+        "--stored-as",
+        choices=checkpoint.STORAGES,
+        help="store the weights so (default: as the input stores them)",
     )
     options.add_argument("--threads", type=int, default=1)
     args = options.parse_args()

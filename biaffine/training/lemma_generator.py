@@ -17,9 +17,10 @@ Usage::
 
 ``OUT`` is ``CHECKPOINT`` with the generator in its lexicon, the facts of its training in its
 metadata (``lemma_generator``: :meth:`Trained.facts`, with the options given), and
-everything else as it was (weights, config; ``--stored-as`` stores the weights as a shipped model's
-``parser.pt`` does, see :func:`biaffine.checkpoint.rewrite`). The model must have a lexicon:
-the generator only writes the lemmas of words the lexicon lacks.
+everything else as it was (weights, config; ``--stored-as`` stores the weights as a shipped
+model's ``parser.pt`` does, and without it they are stored as in ``CHECKPOINT``: see
+:func:`biaffine.checkpoint.rewrite`). The model must have a lexicon: the generator only writes
+the lemmas of words the lexicon lacks.
 """
 
 from __future__ import annotations

@@ -762,6 +762,22 @@ def test_int8_storage_keeps_each_row_within_half_a_step(saved, tmp_path, monkeyp
     build_model(loaded)
 
 
+def test_a_rewrite_keeps_the_compact_storage_it_read(saved, tmp_path, monkeypatch) -> None:
+    """Without stored_as, a shipped model's int8 weights were written again as float32."""
+    monkeypatch.setattr(checkpoint, "INT8_MIN_ELEMENTS", 64)
+    small, again = tmp_path / "int8.pt", tmp_path / "again.pt"
+    checkpoint.compact(saved, small, stored_as="int8")
+    loaded = load(small)
+    checkpoint.rewrite(loaded, again, vocabs=loaded.vocabs)
+    assert torch.load(again, weights_only=True)["stored_as"] == "int8"
+    assert again.stat().st_size == small.stat().st_size
+    assert checkpoint.weights_sha256(load(again).state_dict) == checkpoint.weights_sha256(
+        loaded.state_dict
+    )
+    checkpoint.rewrite(load(saved), again, vocabs=loaded.vocabs)  # float32 stays float32
+    assert "stored_as" not in torch.load(again, weights_only=True)
+
+
 @pytest.mark.parametrize(
     ("damage", "problem"),
     [("scale", "int8 weight {} has no float32 scale per row"), ("weight", "{}:int8_scale scales")],
