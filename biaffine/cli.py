@@ -44,6 +44,7 @@ __all__ = [
     "check_composition",
     "check_groups",
     "check_positive",
+    "check_seed",
     "check_threads",
     "check_types",
     "config_options",
@@ -326,6 +327,22 @@ def check_threads(threads: object, setting: str = "threads", default: str = "tor
             f"{setting}={threads!r}: give a positive number of CPU threads, or null for "
             f"{default} default"
         )
+    if threads > MAX_THREADS:  # torch's own: "Overflow when unpacking long", no setting named
+        raise ValueError(f"{setting}={threads}: give at most {MAX_THREADS} CPU threads")
+
+
+MAX_THREADS = 4096
+"""The most CPU threads a setting may ask for (torch takes a C int; no machine has more)."""
+
+
+def check_seed(seed: object, setting: str = "--seed") -> None:
+    """Refuse a random seed torch cannot take: a whole number in 0..2**63-1.
+
+    Raises:
+        ValueError: naming ``setting`` (torch's own: "Overflow when unpacking long long").
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"{setting} {seed!r}: give a seed in 0..2**63-1")
 
 
 def setting_types(*files: Path, section: str | None = None) -> dict[str, type]:

@@ -39,7 +39,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from biaffine import checkpoint, cli
-from biaffine.cli import check_threads, exit_on_termination, report_user_errors
+from biaffine.cli import check_seed, check_threads, exit_on_termination, report_user_errors
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemma_generator import BOS, PAD, SPECIAL_SYMBOLS, LemmaGenerator
 from biaffine.data.lemmas import is_annotated
@@ -454,8 +454,7 @@ def _check_sizes(*, dim: int, hidden: int, seed: int) -> None:
     for name, value in (("--dim", dim), ("--hidden", hidden)):
         if value < 1:
             raise ValueError(f"{name} {value}: give a positive size")
-    if not 0 <= seed < 2**63:
-        raise ValueError(f"--seed {seed}: give a seed in 0..2**63-1")
+    check_seed(seed)
 
 
 def _check_budget(minutes: float, max_epochs: int | None) -> None:

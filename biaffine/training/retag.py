@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from biaffine import checkpoint, cli
-from biaffine.cli import exit_on_termination, report_user_errors
+from biaffine.cli import check_seed, check_threads, exit_on_termination, report_user_errors
 from biaffine.data.batching import Batch, batches_by_tokens
 from biaffine.data.conllu import read_conllu
 from biaffine.data.encoding import encode
@@ -260,6 +260,8 @@ def write_retagged(
     for name, value in (("--epochs", epochs), ("--patience", patience)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} {value!r} must be a whole number >= 1")
+    check_seed(seed)
+    check_threads(threads, "--threads")
     refuse_input_as_output(out, [source, train_file, dev_file])
     check_file_output(out)  # before the minutes of training, not after
     set_threads(threads)

@@ -70,6 +70,12 @@ def test_a_thread_count_that_is_no_positive_integer_is_refused(threads) -> None:
     assert torch.get_num_threads() == before
 
 
+def test_a_thread_count_torch_cannot_take_is_refused_naming_the_setting() -> None:
+    with pytest.raises(ValueError, match=r"^threads=99999999999999: give at most 4096 CPU"):
+        set_threads(99999999999999)
+    check_threads(4096)
+
+
 @pytest.mark.parametrize("threads", [None, 1])
 def test_a_positive_thread_count_or_none_is_taken(threads) -> None:
     before = torch.get_num_threads()

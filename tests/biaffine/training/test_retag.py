@@ -188,6 +188,10 @@ def test_a_transition_parser_is_refused(tmp_path: Path, sentences: list[Sentence
         ({"epochs": 0}, "--epochs 0 must be a whole number >= 1"),
         ({"patience": 0}, "--patience 0 must be a whole number >= 1"),
         ({"threads": 0}, "threads"),
+        # torch's "Overflow when unpacking long (long)", naming no option:
+        ({"threads": 99999999999999}, "--threads=99999999999999: give at most 4096"),
+        ({"seed": 10**23}, f"--seed {10**23}: give a seed in 0..2"),
+        ({"seed": -1}, "--seed -1: give a seed in 0..2"),
     ],
 )
 def test_counts_below_one_are_refused_before_anything_is_read(
