@@ -23,12 +23,11 @@ measured for it and gets the one added since.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from biaffine import checkpoint
+from biaffine import checkpoint, cli
 from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import Lexicon, build_lexicon
@@ -77,7 +76,9 @@ def add_lexicon(
 
 def main() -> None:
     """The command line: CHECKPOINT TRAIN_CONLLU OUT."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(  # a usage error in one line, as every command's
+        prog="experiments/add_lexicon.py", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("train", type=Path, help="the training file of the model (CoNLL-U)")
     parser.add_argument("out", type=Path)

@@ -124,9 +124,14 @@ def annotated(sentences: Sequence[Sentence], column: str) -> bool:
 
 @torch.inference_mode()
 def dev_scores(
-    parser: Parser, sentences: Sequence[Sentence], source: str = "the dev file"
+    parser: Parser,
+    sentences: Sequence[Sentence],
+    source: str = "the dev file",
+    model: str = "the model",
 ) -> DevScores:
     """Run ``parser``'s networks over ``sentences`` once: its trees, and its taggers' scores.
+
+    ``source`` and ``model`` name the dev file and the checkpoint in the errors.
 
     Raises:
         ValueError: the parser is not a graph parser (nor an ensemble of them), or tags none
@@ -134,10 +139,10 @@ def dev_scores(
             the columns it tags (no sentence, or ``_`` in every cell).
     """
     if parser.model.family != "graph":
-        raise ValueError("tagger doubt is chosen for graph parsers and their ensembles only")
+        raise ValueError(f"{model}: tagger doubt is chosen for graph parsers and ensembles only")
     tagged = set(METRICS) & set(parser.model.tagged_columns)
     if parser.vocabs.lexicon is None or not tagged:
-        raise ValueError("the model has no lexicon or tags none of UPOS, XPOS, FEATS and LEMMA")
+        raise ValueError(f"{model}: no lexicon, or tags none of UPOS, XPOS, FEATS and LEMMA")
     if not any(annotated(sentences, column) for column in tagged):
         names = ", ".join(METRICS[column] for column in METRICS if column in tagged)
         raise ValueError(f"{source} gives no gold {names} to choose the shares by")
@@ -279,7 +284,7 @@ def write_doubt(
     set_threads(threads)
     loaded = checkpoint.load(source)  # read once: parsed with, then written again
     parser = Parser(checkpoint.build_model(loaded), loaded.vocabs, device=torch.device("cpu"))
-    scored = dev_scores(parser, list(read_conllu(dev)), str(dev))
+    scored = dev_scores(parser, list(read_conllu(dev)), str(dev), str(source))
     chosen, tried = choose_doubt(scored, parser.vocabs)
     (share, case), lemmas = choose_lemmas(scored, _with_lexicon(parser.vocabs, doubt=chosen))
     own = None if share == choices.LEMMA_RUNNER_UP else share  # the default: none of its own

@@ -272,6 +272,7 @@ def test_a_transition_checkpoint_is_refused_in_one_line(tmp_path, vocabs: Vocabs
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1
     assert done.stderr.startswith("error: ")
+    assert done.stderr.startswith(f"error: {path}: ")  # the file was not named
     assert "graph parsers" in done.stderr
     assert not (tmp_path / "out.pt").exists()
 
