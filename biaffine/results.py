@@ -71,7 +71,7 @@ def with_result(sentence: Sentence, result: SentenceResult, request: Request) ->
     if request.kbest is not None:
         return [
             with_tree(sentence, tree, result.columns, overwrite=request.overwrite).with_comments(
-                [(KBEST_RANK, str(rank)), (KBEST_SCORE, f"{tree.log_prob:.4f}")],
+                [(KBEST_RANK, str(rank)), (KBEST_SCORE, _fixed(tree.log_prob))],
                 drop=() if rank == 1 else _BOUNDARIES,
             )
             for rank, tree in enumerate(result.trees, 1)
@@ -90,14 +90,21 @@ def _with_probabilities(sentence: Sentence, tree: Tree) -> Sentence:
     parsers, which define no distribution over trees: label probabilities, and the
     log-probability of the transition path their search took.
     """
-    labels = [[(DEPREL_PROB, f"{p:.4f}")] for p in tree.label_probs or []]
+    labels = [[(DEPREL_PROB, _fixed(p))] for p in tree.label_probs or []]
     if tree.head_probs is None:
-        misc, comment = labels, (PATH_LOG_PROB, f"{tree.path_log_prob:.4f}")
+        misc, comment = labels, (PATH_LOG_PROB, _fixed(tree.path_log_prob))
     else:
-        heads = [[(HEAD_PROB, f"{p:.4f}")] for p in tree.head_probs]
+        heads = [[(HEAD_PROB, _fixed(p))] for p in tree.head_probs]
         misc = [h + rel for h, rel in zip(heads, labels, strict=True)]
-        comment = (TREE_LOG_PROB, f"{tree.log_prob:.4f}")
+        comment = (TREE_LOG_PROB, _fixed(tree.log_prob))
     return sentence.with_misc(misc).with_comments([comment])
+
+
+def _fixed(value: float) -> str:
+    """``value`` with 4 decimals; never ``-0.0000`` (a log-probability of -0.00001) beside the
+    ``0.0000`` of other trees."""
+    text = f"{value:.4f}"
+    return text[1:] if text == "-0.0000" else text
 
 
 @dataclass(frozen=True, slots=True)
