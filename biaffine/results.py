@@ -101,8 +101,10 @@ def _with_probabilities(sentence: Sentence, tree: Tree) -> Sentence:
 
 
 def _fixed(value: float) -> str:
-    """``value`` with 4 decimals; never ``-0.0000`` (a log-probability of -0.00001) beside the
-    ``0.0000`` of other trees."""
+    """``value`` with 4 decimals, never ``-0.0000``.
+
+    A log-probability of -0.00001 was written so, beside the ``0.0000`` of other trees.
+    """
     text = f"{value:.4f}"
     return text[1:] if text == "-0.0000" else text
 

@@ -577,23 +577,29 @@ def write_conllu(dest: str | Path | TextIO, sentences: Iterable[Sentence]) -> No
 
 
 def _write_sentences(file: TextIO, sentences: Iterable[Sentence]) -> None:
-    pending: Sentence | None = None
+    # Each sentence is written as soon as it comes (holding one back until the next came
+    # delayed a pipe's answers by a sentence); one read without its closing blank line owes
+    # the sentence after it the line ends it lacks, in its own terminator.
+    owed = ""
     for sentence in sentences:
-        if pending is not None:
-            file.write(_sentence_text(pending, last=False))
-        pending = sentence
-    if pending is not None:
-        file.write(_sentence_text(pending, last=True))
+        file.write(owed + "".join(sentence.lines))
+        owed = _separator_owed(sentence)
 
 
-def _sentence_text(sentence: Sentence, *, last: bool) -> str:
-    text = "".join(sentence.lines)
+def _separator_owed(sentence: Sentence) -> str:
+    r"""What must come between ``sentence`` and a next one.
+
+    Nothing where it ends in a blank line, else the terminators that end its last line and
+    add a blank one, in the sentence's own (``\r\n`` in a file of them: a bare ``\n`` was
+    written between k-best copies of a CRLF sentence).
+    """
     final = sentence.lines[-1]
-    if last or (final.endswith("\n") and final.isspace()):
-        return text
-    if not text.endswith("\n"):
-        text += "\n"
-    return text if final.isspace() else text + "\n"
+    if final.endswith("\n") and final.isspace():
+        return ""
+    ended = next((line for line in sentence.lines if line.endswith("\n")), "\n")
+    newline = "\r\n" if ended.endswith("\r\n") else "\n"
+    owed = "" if final.endswith("\n") else newline
+    return owed if final.isspace() else owed + newline
 
 
 def _open_lines(source: str | Path | TextIO | BinaryIO) -> tuple[str, Iterator[str]]:

@@ -206,6 +206,34 @@ def test_writer_separates_a_sentence_read_without_closing_blank_line(tmp_path: P
     assert len(list(read_conllu(io.StringIO(text)))) == 2
 
 
+@pytest.mark.parametrize("ending", ["", "\r\n"])
+def test_a_crlf_sentence_without_its_blank_line_is_separated_in_crlf(
+    tmp_path: Path, ending: str
+) -> None:
+    """A bare LF was written between k-best copies of the last sentence of a CRLF file."""
+    line = word_line(1) + "\r\n" + word_line(2)
+    last = next(read_conllu(write_bytes(tmp_path / "a.conllu", line + ending)))
+    text = to_text([last, last])
+    assert text == f"{line}\r\n\r\n{line}{ending}"
+    assert "\n" not in text.replace("\r\n", "")
+    assert len(list(read_conllu(io.StringIO(text, newline="")))) == 2
+
+
+def test_each_sentence_is_written_before_the_next_is_asked_for() -> None:
+    """One was held back until the next came: a pipe's client waited a sentence for each."""
+    out = io.StringIO()
+    sentences = list(read_conllu(io.StringIO(f"{word_line(1)}\n\n{word_line(1)}\n\n")))
+    written = []
+
+    def given() -> Iterator[Sentence]:
+        for sentence in sentences:
+            yield sentence
+            written.append(out.getvalue())
+
+    write_conllu(out, given())
+    assert written == [f"{word_line(1)}\n\n", f"{word_line(1)}\n\n" * 2]
+
+
 def test_leading_bom_is_dropped_the_one_byte_sequence_not_written_back(tmp_path: Path) -> None:
     text = "# x = y\n" + word_line(1) + "\n\n"
     path = write_bytes(tmp_path / "bom.conllu", "\ufeff" + text)
