@@ -15,6 +15,7 @@ from biaffine import cli
 from biaffine.cli import report_user_errors
 from biaffine.files import standard_output
 from biaffine.installed import InstalledModel, installed, search_path
+from biaffine.models.card import score
 from biaffine.models.scoring import GOLD, RAW
 
 _HEADER = ("name", "language", "treebank", "UD", "licence", "size", "LAS raw", "LAS gold", "folder")
@@ -68,8 +69,8 @@ def _row(model: InstalledModel) -> tuple[str, ...]:
     size = card.get("size_bytes")
     size = f"{size / 1e6:.1f} MB" if isinstance(size, int | float) else "?"
     release = f"{_text(tree['ud_release'])}+" if "ud_release" in tree else "?"
-    raw = _text(_dict(scores.get(RAW)).get("LAS"), missing="-" if scores else "?")
-    gold = _text(_dict(scores.get(GOLD)).get("LAS"))
+    raw = _score(_dict(scores.get(RAW)).get("LAS"), missing="-" if scores else "?")
+    gold = _score(_dict(scores.get(GOLD)).get("LAS"))
     return (_text(model.name), _text(card.get("language")), _text(tree.get("name")), release,
             licence, size, raw, gold, _text(model.folder))  # fmt: skip
 
@@ -77,6 +78,11 @@ def _row(model: InstalledModel) -> tuple[str, ...]:
 def _dict(value: Any) -> dict[str, Any]:
     """``value`` where it is an object of the card, else an empty one."""
     return value if isinstance(value, dict) else {}
+
+
+def _score(value: Any, missing: str = "?") -> str:
+    """A score of the card as its cell: two decimals, as the docs show it."""
+    return missing if value is None else _text(score(value))
 
 
 def _text(value: Any, missing: str = "?") -> str:

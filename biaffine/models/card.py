@@ -42,6 +42,7 @@ __all__ = [
     "render_page",
     "resumed_command",
     "run_facts",
+    "score",
     "treebank_facts",
     "write_json",
 ]
@@ -313,8 +314,15 @@ def _summary_row(card: Mapping[str, Any]) -> str:
     gold = scores[GOLD]
     licence = tree["licence"] + (" (non-commercial)" if tree["non_commercial"] else "")
     cells = [f"`{card['name']}`", tree["name"], licence, _megabytes(card["size_bytes"])]
-    cells += [raw, gold["LAS"], gold.get("UPOS", "-"), gold.get("Lemmas", "-")]
-    return "| " + " | ".join(str(c) for c in cells) + " |"
+    cells += [score(value) for value in (raw, gold["LAS"], gold.get("UPOS"), gold.get("Lemmas"))]
+    return "| " + " | ".join(cells) + " |"
+
+
+def score(value: Any) -> str:
+    """A card's score as shown: two decimals (``90.80``, not ``90.8``), ``-`` where none."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:.2f}"
+    return "-" if value is None else str(value)
 
 
 def _megabytes(size: int) -> str:
@@ -466,7 +474,7 @@ def _score_table(card: Mapping[str, Any]) -> list[str]:
     lines = ["| " + " | ".join(["input", *_METRICS]) + " |", "|---" + "|---:" * len(_METRICS) + "|"]
     for label, scores in rows:
         if scores:
-            cells = [label, *(str(scores.get(metric, "-")) for metric in _METRICS)]
+            cells = [label, *(score(scores.get(metric)) for metric in _METRICS)]
             lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -333,7 +333,7 @@ def test_the_readmes_table_shows_what_each_card_says() -> None:
         card = installed.find(name).card
         raw, gold = card["scores"]["raw_text"], card["scores"]["gold_tokenization"]
         figures = [raw["LAS"], gold["LAS"], gold["UPOS"], gold["Lemmas"]]
-        assert cells[2:6] == [str(f) for f in figures], name
+        assert cells[2:6] == [f"{f:.2f}" for f in figures], name
         assert cells[6] == f"{card['size_bytes'] / 1e6:.1f} MB", name
 
 
