@@ -27,6 +27,7 @@ ROOT = "root"
 __all__ = [
     "ALIGNED_METRICS",
     "ATTACHMENT_METRICS",
+    "COLUMNS_OF",
     "CONTENT_RELATIONS",
     "FUNCTIONAL_RELATIONS",
     "GOLD_COLUMNS",
@@ -453,7 +454,8 @@ With gold tokenization their F1 equals :attr:`AttachmentScores.uas` and
 ALIGNED_METRICS: tuple[Metric, ...] = (*_TAG_METRICS, *ATTACHMENT_METRICS, *_CONTENT_METRICS)
 """Every score the CoNLL 2018 scorer computes over aligned words, in its order."""
 
-_COLUMNS_OF = {metric.name: metric.columns for metric in ALIGNED_METRICS}
+COLUMNS_OF = {metric.name: metric.columns for metric in ALIGNED_METRICS}
+"""The gold columns each CoNLL 2018 metric reads besides the tree (``lemmas`` for LEMMA)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -550,7 +552,7 @@ class Conll18Scores:
         return {
             name: score
             for name, score in self.scores.items()
-            if set(_COLUMNS_OF[name]) <= self.annotated
+            if set(COLUMNS_OF[name]) <= self.annotated
         }
 
     def to_dict(self) -> dict[str, Any]:

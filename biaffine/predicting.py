@@ -12,7 +12,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -26,7 +26,8 @@ from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, family_of, warm_up
 from biaffine.inference import predict as predict_trees
-from biaffine.metrics import AttachmentScores, Conll18Scores, evaluate_corpus
+from biaffine.inference.request import ALL_COLUMNS
+from biaffine.metrics import COLUMNS_OF, AttachmentScores, Conll18Scores, evaluate_corpus
 from biaffine.pipeline import INPUT_FORMATS, read_raw
 from biaffine.predict_options import (
     STDIO,
@@ -190,8 +191,19 @@ def predict(
     result.seconds = time.perf_counter() - started
     result = distributed.broadcast(result, here)
     if here.is_main:
-        _log_result(result, evaluate, exclude_punct)
+        _log_result(result, evaluate, exclude_punct, _scored_columns(options, parser.model))
     return result
+
+
+def _scored_columns(options: PredictOptions, model: nn.Module) -> tuple[str, ...]:
+    """The tagged columns whose every value the output predicts (asked for, and overwritten).
+
+    Elsewhere a cell the input fills keeps its value: scored against the input's gold
+    columns, UPOS and Lemmas came out 100.00.
+    """
+    if options.columns is None or not options.overwrite_columns:
+        return ()
+    return tuple(model.tagged_columns) if options.columns == ALL_COLUMNS else options.columns
 
 
 def _load_model(
@@ -294,7 +306,10 @@ def _score_chunk(
     result.conll18 = scores.words + (result.conll18 or Conll18Scores())
 
 
-def _log_result(result: PredictResult, evaluate: bool, exclude_punct: bool) -> None:
+def _log_result(
+    result: PredictResult, evaluate: bool, exclude_punct: bool, predicted: Sequence[str]
+) -> None:
+    """Log the counts and, with ``evaluate``, the scores of the trees and ``predicted`` columns."""
     counts = (result.n_sentences, result.n_words, result.seconds, result.sentences_per_second)
     log.info("parsed %d sentences (%d words) in %.2fs: %.1f sentences/s", *counts)
     if evaluate and result.scores is None:
@@ -317,8 +332,21 @@ def _log_result(result: PredictResult, evaluate: bool, exclude_punct: bool) -> N
             s.root_accuracy,
             s.malformed_rate,
         )
-        reported = result.conll18.reported().items() if result.conll18 else ()
-        log.info("CoNLL 2018 F1: %s", ", ".join(f"{k} {v.f1:.2f}" for k, v in reported))
+        reported = result.conll18.reported() if result.conll18 else {}
+        scored = {name: f1 for name, f1 in reported.items() if _predicts(name, predicted)}
+        log.info("CoNLL 2018 F1: %s", ", ".join(f"{k} {v.f1:.2f}" for k, v in scored.items()))
+        if len(scored) < len(reported):
+            log.info(
+                "not scored: %s (the output keeps the input's; columns=... with "
+                "overwrite_columns=true predicts them)",
+                ", ".join(name for name in reported if name not in scored),
+            )
+
+
+def _predicts(metric: str, predicted: Sequence[str]) -> bool:
+    """Whether the output predicts every tagged column CoNLL 2018's ``metric`` reads."""
+    wanted = {"lemma" if column == "lemmas" else column for column in COLUMNS_OF.get(metric, ())}
+    return wanted <= set(predicted)
 
 
 def check_model(

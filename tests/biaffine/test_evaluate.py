@@ -7,12 +7,15 @@ import os
 import random
 import subprocess
 import sys
+import types
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from biaffine import predicting
 from biaffine.evaluate import evaluate_files, main
+from biaffine.predict_options import PredictOptions
 from biaffine.predicting import predict
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -573,7 +576,30 @@ def test_predict_eval_logs_the_conll18_scores_of_what_it_wrote(
         result = predict(graph_checkpoint, gold, out, evaluate=True, chunk_sentences=3)
     expected = evaluate_files(str(gold), str(out))
     assert (result.scores, result.conll18) == (expected.attachment, expected.words)
-    figures = ", ".join(f"{k} {v.f1:.2f}" for k, v in expected.words.reported().items())
-    assert f"CoNLL 2018 F1: {figures}" in caplog.text
-    assert figures.startswith("UPOS 100.00, XPOS 100.00, UFeats 100.00, AllTags 100.00")
-    assert "MLAS" in figures
+    # The tags and lemmas it wrote are the input's: scored, they were 100.00, as if predicted.
+    tagged = ("UPOS", "XPOS", "UFeats", "AllTags", "Lemmas", "MLAS", "BLEX")
+    reported = expected.words.reported().items()
+    figures = ", ".join(f"{k} {v.f1:.2f}" for k, v in reported if k not in tagged)
+    assert f"CoNLL 2018 F1: {figures}\n" in caplog.text
+    assert f"not scored: {', '.join(tagged)} (the output keeps the input's" in caplog.text
+    assert figures.startswith("CLAS ")  # UAS and LAS: the line before, of every word
+
+
+@pytest.mark.parametrize(
+    ("columns", "overwrite", "scored"),
+    [
+        (None, False, ["CLAS"]),
+        (("upos",), False, ["CLAS"]),  # filled only where the input has "_": the input's
+        (("upos",), True, ["UPOS", "CLAS"]),
+        (("upos", "feats"), True, ["UPOS", "UFeats", "CLAS", "MLAS"]),
+        (("all",), True, ["UPOS", "XPOS", "UFeats", "AllTags", "Lemmas", "CLAS", "MLAS", "BLEX"]),
+    ],
+)
+def test_predict_eval_scores_the_columns_it_predicted_over_the_input(
+    columns, overwrite: bool, scored: list[str]
+) -> None:
+    model = types.SimpleNamespace(tagged_columns=("upos", "xpos", "feats", "lemma"))
+    options = PredictOptions(columns=columns, overwrite_columns=overwrite)
+    predicted = predicting._scored_columns(options, model)
+    metrics = ("UPOS", "XPOS", "UFeats", "AllTags", "Lemmas", "CLAS", "MLAS", "BLEX")
+    assert [m for m in metrics if predicting._predicts(m, predicted)] == scored
