@@ -23,6 +23,7 @@ from biaffine.cli import (
     NULL_MEANS_NONE,
     check_composition,
     check_groups,
+    check_seed,
     check_threads,
     check_types,
     config_options,
@@ -97,6 +98,7 @@ def check_settings(cfg: DictConfig) -> None:
     check_optimizer(cfg.optimizer)
     fit_settings(cfg)  # limits that train nothing: trainer.max_steps=0
     check_threads(cfg.trainer.threads, "trainer.threads")
+    check_seed(cfg.trainer.seed, "trainer.seed", bits=32)  # numpy's words, after the data
     if cfg.trainer.resume_from is not None and not cfg.trainer.resume:  # a new run, silently
         raise ValueError(
             f"trainer.resume_from={cfg.trainer.resume_from} is read with trainer.resume=true: "

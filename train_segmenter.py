@@ -14,6 +14,7 @@ from biaffine.cli import (
     NULL_MEANS_NONE,
     check_composition,
     check_ranges,
+    check_rate,
     check_threads,
     check_types,
     exit_on_termination,
@@ -64,6 +65,7 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
         fractions=["dropout"],
         size_lists=["dilations"],
     )
+    check_rate(model["sentence_bias"], "model.sentence_bias")  # NaN: every character an end
     d = OmegaConf.to_container(cfg.data, resolve=True)
     # Held for the whole run: two runs given one folder mixed their logs and checkpoints.
     with locked_run_dir(run_dir):

@@ -69,6 +69,7 @@ def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
     # Read and built before the folder is touched: a segmenter that cannot be read, or a
     # transformer setting that builds no model, refused the run once .hydra/ was written there.
     data = training.load_documents(d)
+    sentence_training.refuse_no_paragraphs(data)
     stored, network = sentence_training.prepare(cfg.segmenter, model, settings)
     # Held for the whole run: two runs given one folder mixed their logs and checkpoints.
     with locked_run_dir(run_dir):

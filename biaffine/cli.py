@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import math
 import os
 import re
 import signal
@@ -44,6 +45,7 @@ __all__ = [
     "check_composition",
     "check_groups",
     "check_positive",
+    "check_rate",
     "check_seed",
     "check_threads",
     "check_types",
@@ -335,14 +337,33 @@ MAX_THREADS = 4096
 """The most CPU threads a setting may ask for (torch takes a C int; no machine has more)."""
 
 
-def check_seed(seed: object, setting: str = "--seed") -> None:
-    """Refuse a random seed torch cannot take: a whole number in 0..2**63-1.
+def check_seed(seed: object, setting: str = "--seed", bits: int = 63) -> None:
+    """Refuse a random seed the generators cannot take: a whole number in 0..2**bits-1.
+
+    Torch's takes 63 bits ("Overflow when unpacking long long" past them), numpy's legacy
+    global one, which :func:`biaffine.runtime.seed_everything` seeds too, 32 ("Seed must be
+    between 0 and 2**32 - 1", naming no setting, once the data was read).
 
     Raises:
-        ValueError: naming ``setting`` (torch's own: "Overflow when unpacking long long").
+        ValueError: naming ``setting`` (``--seed`` or ``trainer.seed``).
     """
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise ValueError(f"{setting} {seed!r}: give a seed in 0..2**63-1")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**bits:
+        given = f"{setting} {seed!r}" if setting.startswith("--") else f"{setting}={seed!r}"
+        raise ValueError(f"{given}: give a seed in 0..2**{bits}-1")
+
+
+def check_rate(value: float | None, setting: str) -> None:
+    """Refuse a learning rate, clip or weight that is not finite or float32 cannot hold.
+
+    ``inf`` trained into NaN weights, and ``1e39`` was torch's "value cannot be converted to
+    type float without overflow" from inside the optimizer.
+    """
+    if value is not None and not (math.isfinite(value) and abs(value) <= FLOAT32_MAX):
+        raise ValueError(f"{setting}={value} must be finite and at most {FLOAT32_MAX:.4g}")
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32: a rate or weight the networks' float32 tensors can hold."""
 
 
 def setting_types(*files: Path, section: str | None = None) -> dict[str, type]:

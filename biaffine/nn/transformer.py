@@ -485,6 +485,11 @@ def _load(folder: Any, layers: Sequence[int] | None) -> tuple[Any, nn.Module, li
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
     config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
     n_states = config.num_hidden_layers + 1
+    if layers is not None and not layers:  # max(1, *[]) was a TypeError traceback
+        raise ValueError(
+            f"transformer {folder.name}: layers [] mixes no state: give some of 0 (the "
+            f"embeddings) to {n_states - 1}, or null for all"
+        )
     if layers is not None and not all(-n_states <= k < n_states for k in layers):
         raise ValueError(
             f"transformer {folder.name}: layers {list(layers)} must be in [{-n_states}, "

@@ -10,6 +10,7 @@ text does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,11 +58,14 @@ class SegmenterModel(nn.Module):
         """Create the layers (fresh weights).
 
         Raises:
-            ValueError: for an even ``kernel``.
+            ValueError: for an even ``kernel``, or a ``sentence_bias`` that is not finite (NaN
+                made every character a sentence end).
         """
         super().__init__()
         if kernel % 2 != 1:
             raise ValueError(f"kernel={kernel}: the convolution width must be odd")
+        if not math.isfinite(sentence_bias):
+            raise ValueError(f"sentence_bias={sentence_bias} must be finite")
         self.settings = {
             "n_chars": n_chars,
             "embed_dim": embed_dim,

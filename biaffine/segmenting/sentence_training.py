@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from biaffine.cli import check_positive, stop_if_terminated
+from biaffine.cli import check_positive, check_rate, check_seed, stop_if_terminated
 from biaffine.runtime import seed_everything, set_threads
 from biaffine.segmenting import checkpoint
 from biaffine.segmenting.sentences import SentenceModel, paragraph_tokens, token_flags
@@ -80,9 +80,12 @@ class SentenceSettings:
     seed: int = 1
 
     def __post_init__(self) -> None:
-        """Refuse limits that train nothing (``max_epochs=0``)."""
+        """Refuse limits that train nothing (``max_epochs=0``), rates that overflow, bad seeds."""
         names = ("max_epochs", "max_minutes", "patience", "batch_pieces", "piece", "lr", "clip")
         check_positive({name: getattr(self, name) for name in names}, "trainer")
+        for name in ("lr", "clip"):  # inf trained into NaN weights, 1e39 overflowed in Adam
+            check_rate(getattr(self, name), f"trainer.{name}")
+        check_seed(self.seed, "trainer.seed", bits=32)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> SentenceSettings:
@@ -188,6 +191,8 @@ def train(
                 stop = "max_minutes"
                 break
             losses.append(_step(model, gold, batch, optimizer, settings.clip))
+            if not math.isfinite(losses[-1]):  # NaN weights were written as best.pt, status 0
+                raise FloatingPointError(f"loss is {losses[-1]} at epoch {epoch}")
         if not losses and epoch > 1:  # the time ran out while the last epoch was scored
             break  # (it recorded an epoch with no step)
         dev_f1, weight, bias = _tune(model, dev)
@@ -279,6 +284,21 @@ def _gated(model: SentenceModel, d: _System, logits: list[torch.Tensor]) -> list
         torch.where(model.unsure(d.log_probs, tokens), z, 0.0)
         for z, tokens in zip(logits, d.paragraphs, strict=True)
     ]
+
+
+def refuse_no_paragraphs(data: SegmenterData) -> None:
+    """Refuse training data without a paragraph of two or more tokens: nothing to learn.
+
+    Such a treebank (every sentence a paragraph of one token) trained no step, logged a
+    null loss and wrote an untrained model with status 0.
+    """
+    for document in data.train:
+        if any(len(tokens) > 1 for tokens in paragraph_tokens(document.text, document.labels)):
+            return
+    raise ValueError(
+        f"{data.treebank}: no training paragraph has two tokens or more: a sentence model "
+        "learns where sentences end inside paragraphs, and would learn nothing"
+    )
 
 
 def _gold_paragraphs(document: LabelledText) -> list[_Gold]:

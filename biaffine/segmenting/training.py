@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from biaffine.cli import check_positive, stop_if_terminated
+from biaffine.cli import check_positive, check_rate, check_seed, stop_if_terminated
 from biaffine.data import treebanks
 from biaffine.data.conllu import ConlluError
 from biaffine.files import atomic_open
@@ -103,11 +103,11 @@ class TrainSettings:
         """
         names = ("max_epochs", "max_minutes", "patience", "window", "batch_windows", "lr")
         check_positive({name: getattr(self, name) for name in (*names, "clip")}, "trainer")
-        for name in ("lr", "clip"):  # inf trained into NaN
-            if getattr(self, name) is not None and not math.isfinite(getattr(self, name)):
-                raise ValueError(f"trainer.{name}={getattr(self, name)} must be finite")
+        for name in ("lr", "clip", "sentence_weight"):  # inf trained into NaN
+            check_rate(getattr(self, name), f"trainer.{name}")
         if not self.sentence_weight >= 0:  # 0: tokens alone are learnt
             raise ValueError(f"trainer.sentence_weight={self.sentence_weight} must be >= 0")
+        check_seed(self.seed, "trainer.seed", bits=32)
         if not 0 < self.lr_decay <= 1:
             raise ValueError(
                 f"trainer.lr_decay={self.lr_decay} must be in (0, 1]: the share of the learning "
@@ -362,6 +362,8 @@ def train(
             if average is not None:
                 average.update_parameters(model)
             losses.append(loss.item())
+            if not math.isfinite(losses[-1]):  # NaN weights were written as best.pt, status 0
+                raise FloatingPointError(f"loss is {losses[-1]} at epoch {epoch}")
         if not losses and epoch > 1:  # the time ran out while the last epoch was scored
             break  # (it recorded an epoch with no step, scored again, the rate decayed)
         scheduler.step()

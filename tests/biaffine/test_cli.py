@@ -511,6 +511,8 @@ def test_predict_blames_a_bad_checkpoint_in_one_line(change: str, pattern: str, 
         ("trainer.max_epochs=null", r"trainer\.max_epochs=null: expected an integer"),
         ("trainer.device=null", r"trainer\.device=null: expected a string"),
         ("trainer.threads=0", r"trainer\.threads=0: give a positive number .*"),
+        # numpy's "Seed must be between 0 and 2**32 - 1", naming no setting, after the data.
+        ("trainer.seed=-1", r"trainer\.seed=-1: give a seed in 0\.\.2\*\*32-1"),
         ("data=ud", r"missing setting data\.treebank \(give data\.treebank=\.\.\.\)"),
         # Before Hydra composes the config, which would print a dozen lines.
         ("experiment=foo", r"experiment=foo: unknown experiment; choose one of .*smoke.*"),

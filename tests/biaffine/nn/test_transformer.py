@@ -290,3 +290,5 @@ def test_bad_options_are_named(tiny_bert: Path, tmp_path: Path) -> None:
         TransformerEmbedding(str(tiny_bert), window=39)
     with pytest.raises(ValueError, match=r"layers \[0, 3\] must be in \[-3, 2\]"):
         TransformerEmbedding(str(tiny_bert), layers=[0, 3])  # state 3 once read state 0
+    with pytest.raises(ValueError, match=r"layers \[\] mixes no state: give some of 0"):
+        TransformerEmbedding(str(tiny_bert), layers=[])  # max(1, *[]): a TypeError

@@ -103,6 +103,11 @@ def test_unknown_trainer_settings_are_refused() -> None:
         ({"sentence_weight": -3.0}, r"trainer\.sentence_weight=-3\.0 must be >= 0"),
         ({"lr": 0.0}, r"trainer\.lr=0\.0 must be above 0"),
         ({"lr": float("inf")}, r"trainer\.lr=inf must be finite"),
+        # torch's overflow from inside Adam; NaN weights written with status 0; numpy's words
+        ({"lr": 1e39}, r"trainer\.lr=1e\+39 must be finite and at most 3\.403e\+38"),
+        ({"sentence_weight": float("inf")}, r"trainer\.sentence_weight=inf must be finite"),
+        ({"seed": -1}, r"trainer\.seed=-1: give a seed in 0\.\.2\*\*32-1"),
+        ({"seed": 2**32}, r"trainer\.seed=4294967296: give a seed in 0\.\.2\*\*32-1"),
     ],
 )
 def test_rates_that_train_backwards_are_refused(setting: dict, message: str) -> None:
@@ -118,6 +123,45 @@ def test_the_sentence_models_rates_are_refused_below_0() -> None:
     for name in ("lr", "clip"):
         with pytest.raises(ValueError, match=rf"^trainer\.{name}=-1\.0 must be above 0"):
             SentenceSettings.from_mapping({name: -1.0})
+        with pytest.raises(ValueError, match=rf"^trainer\.{name}=1e\+39 must be finite"):
+            SentenceSettings.from_mapping({name: 1e39})
+    with pytest.raises(ValueError, match=r"^trainer\.seed=-1: give a seed in 0\.\.2\*\*32-1"):
+        SentenceSettings.from_mapping({"seed": -1})
+
+
+def test_training_data_without_a_paragraph_of_two_tokens_is_refused() -> None:
+    """The sentence model trained no step and was written untrained, with status 0."""
+    from biaffine.segmenting.sentence_training import refuse_no_paragraphs
+    from biaffine.segmenting.training import SegmenterData
+
+    ends = np.array([SENTENCE_END, 0, 0, SENTENCE_END], dtype=np.uint8)
+    alone = SegmenterData("one_token", [LabelledText("a\n\nb", ends)], [], None)
+    with pytest.raises(ValueError, match=r"^one_token: no training paragraph has two tokens"):
+        refuse_no_paragraphs(alone)
+    two = np.array([TOKEN_END, 0, SENTENCE_END], dtype=np.uint8)
+    refuse_no_paragraphs(SegmenterData("two", [LabelledText("a b", two)], [], None))
+
+
+def test_a_diverging_training_stops_rather_than_write_nan_weights(tmp_path: Path) -> None:
+    done = run_entry_point(
+        tmp_path, "data=tiny", "trainer.max_epochs=2", "trainer.threads=1", "trainer.lr=1e10"
+    )
+    assert done.returncode != 0
+    assert "FloatingPointError: loss is nan at epoch " in done.stderr
+    if (tmp_path / BEST).exists():  # an epoch before it, whose weights were finite
+        weights = torch.load(tmp_path / BEST, weights_only=True)["weights"]
+        assert all(bool(torch.isfinite(w).all()) for w in weights.values())
+
+
+def test_a_sentence_bias_that_is_not_finite_is_refused_before_the_folder(tmp_path: Path) -> None:
+    """NaN made every character a sentence end: 23 sentences of "Hello world. This is a test."."""
+    run = tmp_path / "run"
+    done = run_entry_point(run, "data=tiny", "model.sentence_bias=nan", "trainer.threads=1")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "error: model.sentence_bias=nan must be finite and at most 3.403e+38"
+    )
+    assert not run.exists()
 
 
 def run_entry_point(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
