@@ -34,7 +34,6 @@ from biaffine.cli import (
     setting_types,
     settings_of,
 )
-from biaffine.files import refuse_input_as_output
 from biaffine.inference.settings import DecoderSettings
 from biaffine.predict_options import PredictOptions, bracketed_lists, parse_columns
 
@@ -152,8 +151,11 @@ def _predict_onnx(cfg: DictConfig, decoder: DecoderSettings) -> None:
     log.info("parsed %d sentences in %.2fs with %s (onnxruntime)", sentences, seconds, cfg.onnx)
 
 
-def _model_files(cfg: DictConfig) -> tuple[str, str | None]:
-    """The checkpoint and the segmenter (raw text only) that ``model=`` or ``checkpoint=`` name."""
+def _model_files(cfg: DictConfig) -> tuple[str, str | None, list[Path]]:
+    """The checkpoint and the segmenter (raw text only) that ``model=`` or ``checkpoint=`` name.
+
+    And an installed model's files, which the output must not be whatever the parse reads.
+    """
     if (cfg.model is None) == (cfg.checkpoint is None):
         given = "both" if cfg.model is not None else "neither"
         raise ValueError(
@@ -161,20 +163,16 @@ def _model_files(cfg: DictConfig) -> tuple[str, str | None]:
             "python -m biaffine.models lists them) or checkpoint=PATH (a best.pt of train.py)"
         )
     if cfg.checkpoint is not None:
-        return cfg.checkpoint, cfg.segmenter
+        return cfg.checkpoint, cfg.segmenter, []
     model = installed.require(cfg.model)
-    if cfg.output != "-":  # the model's own files, whatever this parse reads of them
-        # (output=.../segmenter.pt of a CoNLL-U parse, or card.json, wrote over them)
-        files = [path for path in model.folder.iterdir() if path.is_file()]
-        refuse_input_as_output(cfg.output, files)
     own = model.segmenter if cfg.format == "raw" else None
-    return str(model.parser), cfg.segmenter if cfg.segmenter is not None else own
+    return str(model.parser), cfg.segmenter if cfg.segmenter is not None else own, model.files()
 
 
 def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
     from biaffine.predicting import MAX_TOKENS, predict  # torch, on this path only
 
-    checkpoint, segmenter = _model_files(cfg)
+    checkpoint, segmenter, protected = _model_files(cfg)
     predict(
         checkpoint,
         cfg.input,
@@ -193,6 +191,7 @@ def _predict_in(cfg: DictConfig, decoder: DecoderSettings) -> None:
         segmenter=segmenter,
         partner=cfg.partner,
         freeze=True,  # this process ends with the parse
+        protected=protected,
     )
 
 

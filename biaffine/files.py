@@ -175,13 +175,18 @@ def check_output(path: str | os.PathLike[str]) -> None:
         raise IsADirectoryError(f"output {path} is a folder: give the path of a file to write")
 
 
-def check_file_output(path: str | os.PathLike[str]) -> None:
-    """:func:`check_output` for a file written whole and renamed into place (a checkpoint).
+def check_file_output(
+    path: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]] = ()
+) -> None:
+    """Refuse, before any work, an output written whole and renamed into place (a checkpoint).
+
+    :func:`refuse_input_as_output` of ``inputs``, then :func:`check_output`, and a special
+    file (:func:`special_kind`), which :func:`atomic_open` refuses only once the work is done.
 
     Raises:
-        as :func:`check_output`, and ValueError for a special file (:func:`special_kind`):
-        :func:`atomic_open` refuses it, and did so only once the work was done.
+        as those two, and ValueError for a special file.
     """
+    refuse_input_as_output(path, inputs)
     check_output(path)
     _refuse_special(path)
 

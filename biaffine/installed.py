@@ -82,6 +82,10 @@ class InstalledModel:
         """What the card requires (``rootparse[transformer]``) and this Python lacks."""
         return [r for r in self.card.get("requires", []) if not _satisfied(r)]
 
+    def files(self) -> list[Path]:
+        """Every file of the model's folder: its card, its checkpoints and whatever else."""
+        return [path for path in self.folder.iterdir() if path.is_file()]
+
     @property
     def segmenter(self) -> Path | None:
         """The segmenter checkpoint, or None for a model that reads pre-tokenized input only."""

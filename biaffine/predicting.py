@@ -26,7 +26,6 @@ from biaffine.data.conllu import Sentence
 from biaffine.data.vocab import Vocabs
 from biaffine.inference import DecoderSettings, family_of, warm_up
 from biaffine.inference import predict as predict_trees
-from biaffine.inference.request import ALL_COLUMNS
 from biaffine.metrics import COLUMNS_OF, AttachmentScores, Conll18Scores, evaluate_corpus
 from biaffine.pipeline import INPUT_FORMATS, read_raw
 from biaffine.predict_options import (
@@ -95,6 +94,7 @@ def predict(
     segmenter: str | os.PathLike[str] | None = None,
     partner: str | os.PathLike[str] | None = None,
     freeze: bool = False,
+    protected: Sequence[str | os.PathLike[str]] = (),
 ) -> PredictResult:
     """Parse ``source`` with the model in ``checkpoint_path`` and write CoNLL-U to ``dest``.
 
@@ -137,6 +137,8 @@ def predict(
             adds with ``decoder.graph_weight`` (:meth:`biaffine.api.Parser.pair`).
         freeze: once the models are loaded, put them out of the garbage collector's reach
             (:func:`biaffine.cli.freeze_loaded`): for a process that ends with the parse.
+        protected: more files ``dest`` must not be, as the models' (an installed model's
+            files, whatever the parse reads of them: ``output=.../card.json`` wrote over it).
 
     Returns:
         Counts, time, and the scores if ``evaluate`` found gold trees.
@@ -155,6 +157,7 @@ def predict(
     decoder = decoder if decoder is not None else DecoderSettings()
     options = options if options is not None else PredictOptions()
     models = [path for path in (checkpoint_path, segmenter, partner) if path is not None]
+    models += protected
     check_arguments(source, dest, input_format, chunk_sentences, decoder, options, FORMATS, models)
     if here.size > 1 and str(source) == STDIO:
         raise ValueError(f"input '-' (stdin) with {here.size} processes: give the input file")
@@ -201,9 +204,9 @@ def _scored_columns(options: PredictOptions, model: nn.Module) -> tuple[str, ...
     Elsewhere a cell the input fills keeps its value: scored against the input's gold
     columns, UPOS and Lemmas came out 100.00.
     """
-    if options.columns is None or not options.overwrite_columns:
+    if not options.overwrite_columns:
         return ()
-    return tuple(model.tagged_columns) if options.columns == ALL_COLUMNS else options.columns
+    return request_of(options, []).for_model(model.tagged_columns).columns
 
 
 def _load_model(

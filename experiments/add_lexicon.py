@@ -31,7 +31,7 @@ from biaffine import checkpoint, cli
 from biaffine.cli import report_user_errors
 from biaffine.data.conllu import read_conllu
 from biaffine.data.lexicon import Lexicon, build_lexicon
-from biaffine.files import check_file_output, refuse_input_as_output
+from biaffine.files import check_file_output
 
 _KEPT = ("generator", "feats_guesser", "upos_guesser", "doubt", "exact_case", "runner_up")
 TABLES = tuple(f.name for f in dataclasses.fields(Lexicon) if f.init and f.name not in _KEPT)
@@ -62,8 +62,7 @@ def add_lexicon(
         ValueError: ``out`` is ``source`` or ``train``.
         OSError: a file cannot be read or written.
     """
-    refuse_input_as_output(out, (source, train))
-    check_file_output(out)  # before reading the training file
+    check_file_output(out, (source, train))  # before reading the training file
     loaded = checkpoint.load(source)
     lexicon = build_lexicon(read_conllu(train))
     if only:  # a checkpoint from before lexicons gets the tables named alone

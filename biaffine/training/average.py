@@ -24,7 +24,7 @@ import torch
 
 from biaffine import checkpoint, cli
 from biaffine.cli import report_user_errors
-from biaffine.files import check_file_output, refuse_input_as_output
+from biaffine.files import check_file_output
 
 __all__ = ["average_checkpoints", "main"]
 
@@ -46,8 +46,7 @@ def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> checkpo
     """
     if len(paths) < 2:
         raise ValueError("averaging needs at least two checkpoints")
-    refuse_input_as_output(out, paths)  # the average was written over the input
-    check_file_output(out)
+    check_file_output(out, paths)  # the average was written over the input
     loaded = [checkpoint.load(path) for path in paths]
     first = loaded[0]
     for other in loaded[1:]:

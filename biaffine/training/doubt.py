@@ -41,7 +41,7 @@ from biaffine.data.batching import plan_batches
 from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lexicon import DOUBTED, Lexicon
 from biaffine.data.vocab import Vocabs
-from biaffine.files import check_file_output, refuse_input_as_output
+from biaffine.files import check_file_output
 from biaffine.inference import choices
 from biaffine.metrics import evaluate_corpus
 from biaffine.runtime import set_threads
@@ -218,12 +218,15 @@ def choose_lemmas(scored: DevScores, vocabs: Vocabs) -> tuple[Rules, dict[Rules,
     then the share nearest the default (by ratio).
 
     Returns:
-        The pair chosen, and every pair's dev Lemmas F1 (empty, and the default, where the
-        model has no lemmatizer or dev no lemmas).
+        The pair chosen, and every pair's dev Lemmas F1 (empty, and the lexicon's own pair,
+        where the model has no lemmatizer or dev no lemmas: it was reset to the default).
     """
     default = (choices.LEMMA_RUNNER_UP, False)
     if not scored.lemmatized:
-        return default, {}
+        own = vocabs.lexicon
+        if own is None:
+            return default, {}
+        return (own.runner_up or choices.LEMMA_RUNNER_UP, own.exact_case), {}
     tried = {
         (share, case): accuracy(
             scored, _with_lexicon(vocabs, runner_up=share, exact_case=case), "lemma"
@@ -279,8 +282,7 @@ def write_doubt(
         ValueError: a model :func:`dev_scores` refuses, or ``out`` is ``source`` or ``dev``.
         OSError: a file cannot be read or written.
     """
-    refuse_input_as_output(out, (source, dev))
-    check_file_output(out)  # before the minutes of scoring dev
+    check_file_output(out, (source, dev))  # before the minutes of scoring dev
     set_threads(threads)
     loaded = checkpoint.load(source)  # read once: parsed with, then written again
     parser = Parser(checkpoint.build_model(loaded), loaded.vocabs, device=torch.device("cpu"))
@@ -288,10 +290,6 @@ def write_doubt(
     chosen, tried = choose_doubt(scored, parser.vocabs)
     (share, case), lemmas = choose_lemmas(scored, _with_lexicon(parser.vocabs, doubt=chosen))
     own = None if share == choices.LEMMA_RUNNER_UP else share  # the default: none of its own
-    kept = loaded.vocabs.lexicon
-    if not lemmas and kept is not None:  # dev chose nothing (no lemmas): the model's rules stay
-        own, case = kept.runner_up, kept.exact_case
-        share = own if own is not None else choices.LEMMA_RUNNER_UP
     vocabs = _with_lexicon(loaded.vocabs, doubt=chosen, runner_up=own, exact_case=case)
     checkpoint.rewrite(loaded, out, vocabs=vocabs, stored_as=stored_as)
     return DevChoices(chosen, tried, share, case, lemmas)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from biaffine import checkpoint, cli
 from biaffine.cli import report_user_errors
-from biaffine.files import check_file_output, refuse_input_as_output
+from biaffine.files import check_file_output
 from biaffine.parsers.ensemble import EnsembleParser
 
 __all__ = ["ensemble_checkpoints", "main"]
@@ -50,8 +50,7 @@ def ensemble_checkpoints(
     """
     if len(paths) < 2:
         raise ValueError("an ensemble needs at least two checkpoints")
-    refuse_input_as_output(out, paths)
-    check_file_output(out)
+    check_file_output(out, paths)
     loaded = [checkpoint.load(path) for path in paths]
     first = loaded[0]
     for other in loaded[1:]:

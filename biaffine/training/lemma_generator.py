@@ -44,7 +44,7 @@ from biaffine.data.conllu import Sentence, read_conllu
 from biaffine.data.lemma_generator import BOS, PAD, SPECIAL_SYMBOLS, LemmaGenerator
 from biaffine.data.lemmas import is_annotated
 from biaffine.data.lexicon import CHARACTER_MODELS
-from biaffine.files import check_file_output, refuse_input_as_output
+from biaffine.files import check_file_output
 from biaffine.inference.choices import missing_taggers
 
 __all__ = [
@@ -421,8 +421,7 @@ def adder(
         stored_as: str | None = None,
         report: Callable[[str], None] = print,
     ) -> Trained:
-        check_file_output(out)  # before the training: minutes lost to a mistyped folder
-        refuse_input_as_output(out, (source, train, dev))
+        check_file_output(out, (source, train, dev))  # before the minutes of training
         _check_budget(minutes, max_epochs)
         _check_sizes(dim=dim, hidden=hidden, seed=seed)
         options = {"minutes": minutes, "seed": seed, "max_epochs": max_epochs}

@@ -43,7 +43,7 @@ from biaffine.data.batching import Batch, batches_by_tokens
 from biaffine.data.conllu import read_conllu
 from biaffine.data.encoding import encode
 from biaffine.data.vocab import Vocabs
-from biaffine.files import check_file_output, refuse_input_as_output
+from biaffine.files import check_file_output
 from biaffine.parsers import BiaffineParser, build_parser
 from biaffine.parsers.ensemble import EnsembleParser
 from biaffine.runtime import set_threads
@@ -262,8 +262,7 @@ def write_retagged(
             raise ValueError(f"{name} {value!r} must be a whole number >= 1")
     check_seed(seed)
     check_threads(threads, "--threads")
-    refuse_input_as_output(out, [source, train_file, dev_file])
-    check_file_output(out)  # before the minutes of training, not after
+    check_file_output(out, [source, train_file, dev_file])  # before the minutes of training
     set_threads(threads)
     started = time.monotonic()
     loaded = checkpoint.load(source)
