@@ -11,14 +11,13 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from biaffine.cli import (
-    NULL_MEANS_NONE,
     check_composition,
     check_ranges,
     check_rate,
     check_threads,
     check_types,
+    checked_trainer,
     exit_on_termination,
-    null_settings,
     refuse_missing,
     refuse_unknown_options,
     report_user_errors,
@@ -46,12 +45,7 @@ def main(cfg: DictConfig) -> float:
 def _train(cfg: DictConfig, held: HeldRunFolder) -> float:
     run_dir = held.run_dir
     refuse_missing(OmegaConf.missing_keys(cfg))
-    trainer = OmegaConf.to_container(cfg.trainer)
-    # trainer.max_epochs=abc was a TypeError traceback from inside the training
-    nullable = null_settings(CONFIG, section="trainer") | NULL_MEANS_NONE
-    types = setting_types(CONFIG, section="trainer") | NULLABLE
-    check_types(trainer, types, "trainer", nullable=nullable)
-    overwrite = trainer.pop("overwrite", False)  # the run folder's, not the training's
+    trainer, overwrite = checked_trainer(OmegaConf.to_container(cfg.trainer), CONFIG, NULLABLE)
     settings = training.settings_from(trainer)
     check_threads(settings.threads, "trainer.threads")
     # model.embed_dim=abc was torch's TypeError traceback, model.dilations=abc its message

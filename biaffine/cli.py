@@ -404,6 +404,31 @@ def check_groups(
         check_types(settings, types, where + group, nullable=null_settings(*options))
 
 
+def checked_trainer(
+    trainer: Mapping[str, Any], config: Path, nullable: Mapping[str, type]
+) -> tuple[dict[str, Any], bool]:
+    """A training command's ``trainer`` settings, typed by ``config``'s, and its ``overwrite``.
+
+    Settings whose default is null take their type from ``nullable``; ``patience`` and ``clip``
+    may be null too (:data:`NULL_MEANS_NONE`). ``overwrite`` belongs to the run folder, not the
+    training, so it is taken out.
+
+    Raises:
+        ValueError: naming a setting of the wrong type (``trainer.max_epochs=abc`` was a
+            TypeError traceback from inside the training).
+    """
+    settings = dict(trainer)
+    types = setting_types(config, section="trainer") | dict(nullable)
+    check_types(
+        settings,
+        types,
+        "trainer",
+        nullable=null_settings(config, section="trainer") | NULL_MEANS_NONE,
+    )
+    overwrite = settings.pop("overwrite", False)
+    return settings, overwrite
+
+
 def null_settings(*files: Path, section: str | None = None) -> set[str]:
     """The settings of config ``files`` whose default is null (:func:`setting_types`' args)."""
     return {
