@@ -28,7 +28,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnxruntime
+
+from biaffine.installed import MissingRequirementError
+
+try:
+    import onnxruntime
+except ImportError:  # the export extra's: predict.py and serve.py then fail in one line
+    raise MissingRequirementError(
+        "runtime=onnx needs onnxruntime: pip install 'rootparse[export]'"
+    ) from None
 
 from biaffine.cli import check_threads, stop_if_terminated
 from biaffine.data.columns import LOSS_WEIGHTS

@@ -212,7 +212,7 @@ async def _body(request: Request, max_bytes: int, timeout_s: float) -> bytes:
         raise RequestError(413, f"a body of {declared} bytes: at most {max_bytes}")
     try:
         return await asyncio.wait_for(_read_body(request, max_bytes), timeout_s)
-    except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11
+    except TimeoutError:
         raise RequestError(408, f"the body did not arrive within {timeout_s:g} s") from None
 
 

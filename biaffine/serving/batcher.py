@@ -109,7 +109,7 @@ class Batcher:
         try:
             self._queue.put_nowait((task, future))
             return await asyncio.wait_for(future, timeout_s)
-        except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11
+        except TimeoutError:
             return Answer(503, f"no answer within {timeout_s:g} s: the server is busy, try again")
         finally:
             self._waiting.discard(future)
@@ -160,7 +160,7 @@ class Batcher:
                 break
             try:
                 batch.append(await asyncio.wait_for(queue.get(), remaining))
-            except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11
+            except TimeoutError:
                 break
         return batch
 

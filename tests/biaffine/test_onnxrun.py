@@ -36,18 +36,21 @@ NO_ONNX = "onnx is not installed, which torch writes ONNX files with (the export
 
 WITHOUT_TORCH = """
 import json, runpy, sys
-sys.modules["torch"] = None  # any import of torch now fails
-sys.argv = ["predict.py", *json.loads(sys.argv[1])]
+for name in ["torch", *sys.argv[3:]]:
+    sys.modules[name] = None  # any import of it now fails
+script = sys.argv[1]
+sys.argv = [script, *json.loads(sys.argv[2])]
 try:
-    runpy.run_path("predict.py", run_name="__main__")
+    runpy.run_path(script, run_name="__main__")
 except SystemExit as exit:
     print(json.dumps({"exit": exit.code}))
 torch = [m for m, module in sys.modules.items() if m.split(".")[0] == "torch" and module]
 numba = [m for m in sys.modules if m.split(".")[0] in ("numba", "llvmlite")]
 print(json.dumps({"torch": sorted(torch), "numba": sorted(numba)}))
 """
-"""predict.py's main with the arguments given as JSON; prints the exit code and the modules of
-torch (the None that blocks it is no module) and of numba imported."""
+"""A script's main (predict.py, serve.py) with the arguments given as JSON, torch and any
+modules named after them blocked; prints the exit code and the modules of torch (the None that
+blocks it is no module) and of numba imported."""
 
 API_WITHOUT_TORCH = """
 import io, json, sys
@@ -123,7 +126,7 @@ def without_torch(script: str, *arguments: str) -> dict:
 
 
 def predict_without_torch(*arguments: str) -> dict:
-    return without_torch(WITHOUT_TORCH, json.dumps(arguments))
+    return without_torch(WITHOUT_TORCH, "predict.py", json.dumps(arguments))
 
 
 @pytest.mark.parametrize(("fmt", "columns"), [("conllu", None), ("conllu", "all"), ("text", "all")])
@@ -247,6 +250,25 @@ def test_the_runtime_settings_are_checked_before_anything_loads(
     assert found["exit"] == 2
     assert found["torch"] == []
     assert named in found["stderr"]
+
+
+@pytest.mark.parametrize("script", ["predict.py", "serve.py"])
+def test_runtime_onnx_without_onnxruntime_is_one_line_and_status_2(
+    script: str, tmp_path: Path
+) -> None:
+    # It was Hydra's traceback of the ModuleNotFoundError, and status 1.
+    source = tmp_path / "in.txt"
+    source.write_text("The cat sat .\n", encoding="utf-8")
+    arguments = {
+        "predict.py": ["runtime=onnx", f"onnx={tmp_path}", f"input={source}", "format=text"],
+        "serve.py": ["models=en_ewt_small", "runtime=onnx", f"onnx_dir={tmp_path}", "port=0"],
+    }[script]
+    found = without_torch(WITHOUT_TORCH, script, json.dumps(arguments), "onnxruntime")
+    assert found["exit"] == 2
+    assert (
+        found["stderr"]
+        == "error: runtime=onnx needs onnxruntime: pip install 'rootparse[export]'\n"
+    )
 
 
 def test_an_export_of_another_family_is_refused(tmp_path: Path) -> None:
