@@ -679,6 +679,16 @@ _CR_INSIDE = (
 """Read whole, such a file was one comment line and said "sentence has no words"."""
 
 
+def _cr_inside(text: str) -> bool:
+    """Whether a line holds a CR other than its CRLF ending.
+
+    The last line of a file may lack its LF: a CR there ends nothing (a CRLF file cut before
+    its last LF was read, and its output then refused by this reader).
+    """
+    cr = text.find("\r")
+    return cr != -1 and not (cr == len(text) - 2 and text.endswith("\n"))
+
+
 def _read_sentences(name: str, lines: Iterator[str], require_trees: bool) -> Iterator[Sentence]:
     raw: list[str] = []
     start = 0  # line number of the current sentence's first non-blank line; 0 before it
@@ -693,7 +703,7 @@ def _read_sentences(name: str, lines: Iterator[str], require_trees: bool) -> Ite
             raw.append(text)
             closed = start > 0
             continue
-        if -1 < text.find("\r") < len(text) - 2:  # a CR before the line's end (CRLF is fine)
+        if _cr_inside(text):
             raise ConlluError(name, lineno, _CR_INSIDE)
         if closed:
             yield _parse_block(raw, start, name, require_trees)

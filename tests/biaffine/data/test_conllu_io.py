@@ -574,6 +574,22 @@ def test_lines_ended_by_cr_alone_are_named_as_such(tmp_path) -> None:
     assert [s.forms for s in read_conllu(path)] == [["A", "b"]]
 
 
+@pytest.mark.parametrize(
+    "last", ["1\tHi\t_\t_\t_\t_\t_\t_\t_\t_\r", "1\tHi\t_\t_\t_\t_\t_\t_\t_\t_\rx"]
+)
+def test_a_cr_on_a_last_line_without_its_lf_is_refused_as_anywhere_else(
+    tmp_path, last: str
+) -> None:
+    # A CRLF file cut before its last LF was read, and its probabilities=true or kbest output
+    # (a comment or separator taking that CR as the line's end) then refused by this reader.
+    path = tmp_path / "cut.conllu"
+    path.write_bytes(("# sent_id = 1\r\n" + last).encode())
+    with pytest.raises(ConlluError, match=r":2: a carriage return \(CR\) inside the line"):
+        list(read_conllu(path))
+    path.write_bytes(("# sent_id = 1\r\n" + last.split("\r")[0] + "\r\n").encode())
+    assert [s.forms for s in read_conllu(path)] == [["Hi"]]
+
+
 def test_a_hand_built_sentence_leaves_the_callers_lists_as_they_were() -> None:
     # The empty columns were filled in place: the caller's list of UPOS became ["_", "_"].
     forms, upos, heads = ["Dogs", "bark"], [], [2, 0]
