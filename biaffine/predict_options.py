@@ -108,7 +108,10 @@ def bracketed_lists(arguments: Sequence[str]) -> list[str]:
         key, equals, value = argument.partition("=")
         plain = value and value[0] not in "[('\"" and "${" not in value
         if equals and key in LIST_OPTIONS and plain and "," in value:
-            argument = f"{key}=[{value}]"
+            # An empty item (upos,) read in brackets was Hydra's grammar error; as a string,
+            # the option's own check names it.
+            empty = "" in value.split(",") and "'" not in value
+            argument = f"{key}='{value}'" if empty else f"{key}=[{value}]"
         found.append(argument)
     return found
 
@@ -130,17 +133,19 @@ def parse_columns(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
     if not isinstance(value, (str, Sequence)) or any(not isinstance(v, str) for v in value):
         raise ValueError(f"columns={value!r}: give column names, [upos,lemma], or all")
     given = value.split(",") if isinstance(value, str) else list(value)
-    names = [name.strip().lower() for name in given if name.strip()]
-    if names == ["all"]:
-        return ALL_COLUMNS
     spelled = ",".join(given) if isinstance(value, str) else f"[{','.join(given)}]"
+    if not all(name.strip() for name in given):  # upos, (a trailing comma) was Hydra's message
+        raise ValueError(f"columns={spelled}: an empty column name")
+    names = list(dict.fromkeys(name.strip().lower() for name in given))
+    if names == ["all"]:  # all,all too, as upos,upos is upos
+        return ALL_COLUMNS
     if "all" in names:
         raise ValueError(f"columns={spelled}: all stands alone (every column), or name each")
     unknown = [name for name in names if name not in TAGGED]
     if unknown:
         known = ", ".join(CONLLU_NAMES[name].lower() for name in TAGGED)
         raise ValueError(f"columns={spelled}: unknown {', '.join(unknown)}; known: {known}, all")
-    return tuple(dict.fromkeys(names))
+    return tuple(names)
 
 
 def check_options(options: PredictOptions, decoder: DecoderSettings, input_format: str) -> None:

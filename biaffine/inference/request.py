@@ -77,7 +77,10 @@ class Request:
             raise ValueError(f"columns {list(self.columns)}: 'all' stands alone, or name each")
         unknown = [c for c in self.columns if c not in TAGGED and self.columns != ALL_COLUMNS]
         if unknown:
-            raise ValueError(f"columns {unknown}: predictable columns are {', '.join(TAGGED)}")
+            raise ValueError(
+                f"columns {unknown}: predictable columns are {', '.join(TAGGED)} (lower case), "
+                "or 'all' alone"
+            )
         if self.fixed_heads is not None:
             for k, heads in enumerate(self.fixed_heads):
                 _check_heads(heads, k)

@@ -427,6 +427,20 @@ def test_a_comma_list_of_columns_is_read_as_a_list_not_a_sweep(graph_checkpoint,
         parse_columns(["all", "upos"])
 
 
+def test_column_lists_with_an_empty_name_or_repeats_are_read_alike() -> None:
+    # columns=upos, was Hydra's grammar error quoting brackets nobody typed; all,all was refused
+    # where upos,upos is upos.
+    assert bracketed_lists(["columns=upos,", "columns=,upos,,x"]) == [
+        "columns='upos,'",
+        "columns=',upos,,x'",
+    ]
+    for spelled in ["upos,", ",upos", "upos,,lemma"]:
+        with pytest.raises(ValueError, match=rf"^columns={spelled}: an empty column name$"):
+            parse_columns(spelled)
+    assert parse_columns(["all", "ALL"]) == parse_columns("all")
+    assert parse_columns("upos, UPOS,lemma") == ("upos", "lemma")
+
+
 def test_predict_py_ends_quietly_when_its_reader_closes_the_pipe(tmp_path) -> None:
     # It printed "error: [Errno 32] Broken pipe" and exited 2 under `predict.py ... | head`.
     flood = (
