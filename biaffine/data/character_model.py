@@ -15,15 +15,17 @@ its batch.
 from __future__ import annotations
 
 import base64
+import contextlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from threadpoolctl import threadpool_limits
+from threadpoolctl import OpenBLASController, threadpool_limits
 
 __all__ = [
     "LEAST_SHARED",
@@ -36,6 +38,7 @@ __all__ = [
     "encoder_shapes",
     "gate_scaled",
     "lstm_cell",
+    "one_blas_thread",
     "read_distinct",
 ]
 
@@ -89,7 +92,7 @@ def read_distinct(
     # One BLAS thread per batch: the products are small, and where another process shares
     # the cores OpenBLAS's threads wait on each other (IMST test's 2,949 unseen words through
     # the lemma generator: 1.6-3.5 s on one thread, 5.8-8.4 s on two, 2-core AMD EPYC at load 4).
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         if len(batches) > 1 and workers > 1:
             with ThreadPoolExecutor(min(workers, len(batches))) as pool:
                 found = list(pool.map(read, batches))
@@ -101,6 +104,49 @@ def read_distinct(
         for word, item in zip(chosen, items, strict=True)
     }
     return [each[word] for word in words]
+
+
+_blas_lock = threading.Lock()
+_blas_blocks = 0  # open one_blas_thread blocks, over every thread
+_blas_limits: threadpool_limits | None = None  # what the first of them found, to restore
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """One thread for numpy's BLAS in the block; the count it had comes back after it.
+
+    The count is the process's, and calls of a parser from several threads overlap these
+    blocks: each restoring what it found on entry left the last one out at 1 for good (a
+    second block finds the first's 1). The first of overlapping blocks limits, the last to end
+    restores.
+    """
+    global _blas_blocks, _blas_limits
+    with _blas_lock:
+        if _blas_blocks == 0:
+            _blas_limits = _as_any_thread(lambda: threadpool_limits(limits=1, user_api="blas"))
+        _blas_blocks += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_blocks -= 1
+            if _blas_blocks == 0 and _blas_limits is not None:
+                _as_any_thread(_blas_limits.restore_original_limits)
+                _blas_limits = None
+
+
+def _as_any_thread(change: Callable[[], Found]) -> Found:
+    """``change`` of OpenBLAS's thread count, made from whichever thread calls.
+
+    threadpoolctl lets one thread at a time set a pthreads OpenBLAS's count and silently
+    ignores the others until that one lets go, which a limit set and restored from different
+    threads never does; :func:`one_blas_thread`'s lock orders the changes instead.
+    """
+    OpenBLASController.clear_controlling_thread(force=True)
+    try:
+        return change()
+    finally:
+        OpenBLASController.clear_controlling_thread(force=True)
 
 
 def encoder_shapes(symbols: int, dim: int, hidden: int) -> dict[str, tuple[int, ...]]:

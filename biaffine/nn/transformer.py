@@ -24,6 +24,7 @@ from biaffine.nn.pretrained import file_sha256, resolve_path
 
 __all__ = [
     "CHUNK_TOKENS",
+    "MAX_CACHED_FORMS",
     "POOLINGS",
     "ROOTS",
     "ScalarMix",
@@ -59,6 +60,10 @@ CHUNK_TOKENS = 1024
 length, so a batch's one long window does not pad hundreds of short ones to its width: on EWT
 test (batches of 5000 words) 11% of the positions run were real subwords when each batch ran as
 one call, 89% in chunks of 1024 (94% at 512, 68% at 4096)."""
+
+MAX_CACHED_FORMS = 200_000
+"""Distinct forms whose subword ids a transformer input keeps (about 50 MB); past it the cache
+starts again. EWT train has 20,000."""
 
 
 class SharedStates:
@@ -356,7 +361,13 @@ class TransformerEmbedding(nn.Module):
         ids = self._subwords.get(form)
         if ids is None:
             ids = self.tokenizer(form, add_special_tokens=False)["input_ids"]
-            ids = self._subwords[form] = ids or [self.tokenizer.unk_token_id]
+            ids = ids or [self.tokenizer.unk_token_id]
+            if len(self._subwords) >= MAX_CACHED_FORMS:
+                # A parser kept loaded by a service meets new numbers, names and typos without
+                # end: the cache grew by ~250 bytes a form for good. A fresh dict, not clear():
+                # a thread parsing beside this one may be writing to the old one.
+                self._subwords = {}
+            self._subwords[form] = ids
         return ids
 
     def _plan(self, forms: Sequence[Sequence[str]], positions: int) -> _Plan:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -352,3 +353,18 @@ def test_a_setting_of_the_wrong_kind_is_refused_by_its_name(parser, setting, mes
 def test_to_conllu_of_no_list_names_what_it_got(parser) -> None:
     with pytest.raises(TypeError, match=r"^to_conllu takes a list of ParsedTree, not a NoneType$"):
         parser.to_conllu(None)
+
+
+def test_calls_from_several_threads_give_what_each_gives_alone(shipped) -> None:
+    # Services keep one Parser loaded and call it from their request threads.
+    text = "The cat sat on the mat. It slept.\n\nDogs bark at night."
+    calls = [
+        lambda: shipped.to_conllu(shipped.parse(text=text, columns=["all"])),
+        lambda: shipped.to_conllu(shipped.parse([["Dogs", "bark", "."]], probabilities=True)),
+        lambda: shipped.to_conllu(shipped.kbest([["It", "rained", "all", "day", "."]], 3)[0]),
+        lambda: shipped.to_conllu(shipped.parse([["Birds", "sing", "."]], columns=["lemma"])),
+    ]
+    alone = [call() for call in calls]
+    with ThreadPoolExecutor(4) as pool:
+        together = [pool.submit(calls[k % 4]) for k in range(24)]
+        assert [future.result(timeout=120) for future in together] == alone * 6

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from threadpoolctl import OpenBLASController, threadpool_info, threadpool_limits
 
 from biaffine.data.character_model import LEAST_SHARED, read_distinct
 
@@ -59,3 +61,45 @@ def test_words_are_shared_out_over_threads_only_in_batches_worth_a_thread() -> N
     sizes.clear()
     read_distinct([*words, ("w-last", "NOUN")], read, batch=1024, workers=2)
     assert sizes == [LEAST_SHARED, LEAST_SHARED]
+
+
+def blas_threads() -> list[int]:
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def test_overlapping_reads_from_two_threads_give_blas_its_thread_count_back() -> None:
+    # A parser called from several threads left numpy's BLAS on one thread for good: the second
+    # read found the first's limit of 1 and, ending last, restored that.
+    before = blas_threads()
+    if not before or min(before) < 2:
+        pytest.skip(f"numpy's BLAS runs on {before or 'no'} threads here: nothing to give back")
+    first_inside, second_inside, first_done = (threading.Event() for _ in range(3))
+
+    def first(chosen: list[tuple[str, str]]) -> list[int]:
+        first_inside.set()
+        assert second_inside.wait(10)
+        return [0] * len(chosen)
+
+    def second(chosen: list[tuple[str, str]]) -> list[int]:
+        second_inside.set()
+        assert first_done.wait(10)
+        return [0] * len(chosen)
+
+    def read_second() -> None:
+        assert first_inside.wait(10)
+        read_distinct([("b", "X")], second, batch=8)
+
+    later = threading.Thread(target=read_second)
+    later.start()
+    try:
+        read_distinct([("a", "X")], first, batch=8)  # in, then out while the second is in
+    finally:
+        first_done.set()
+        later.join(10)
+    assert not later.is_alive()
+    left = blas_threads()
+    if left != before:  # given back for the tests that follow
+        OpenBLASController.clear_controlling_thread(force=True)
+        threadpool_limits(limits=min(before), user_api="blas")
+        OpenBLASController.clear_controlling_thread(force=True)
+    assert left == before

@@ -190,6 +190,22 @@ def test_cached_states_match_fresh_ones_and_skip_the_model(tiny_bert: Path) -> N
         TransformerEmbedding(str(tiny_bert), cache=True, finetune=True)
 
 
+def test_the_subword_cache_of_a_loaded_parser_is_bounded(
+    tiny_bert: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A service parsing new forms without end kept every one's subword ids (~250 bytes each).
+    monkeypatch.setattr(transformer, "MAX_CACHED_FORMS", 3)
+    embed = TransformerEmbedding(str(tiny_bert))
+    forms = ["cat", "dogs", "sat", "mat", "cat", "zebra"]
+    fresh = TransformerEmbedding(str(tiny_bert))
+    for form in forms:
+        assert embed.subwords(form) == fresh.tokenizer(form, add_special_tokens=False)["input_ids"]
+        assert len(embed._subwords) <= 3
+    assert embed(  # the same states however often the cache started again
+        [forms], len(forms) + 1
+    ).equal(fresh([forms], len(forms) + 1))
+
+
 def test_frozen_transformer_gets_no_gradient_and_stays_out_of_the_state_dict(
     tiny_bert: Path, sentences: list[Sentence], vocabs: Vocabs
 ) -> None:
