@@ -18,11 +18,12 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from biaffine import distributed
+from biaffine import checkpoint, distributed
 from biaffine.cli import (
     NULL_MEANS_NONE,
     check_composition,
     check_groups,
+    check_rate,
     check_seed,
     check_threads,
     check_types,
@@ -35,9 +36,11 @@ from biaffine.cli import (
     report_user_errors,
     setting_types,
 )
+from biaffine.nn.averaging import check_ema_decay
 from biaffine.runtime import select_device
 from biaffine.training import train
 from biaffine.training.compose import exit_if_jobs_refused, fit_settings, in_held_run_folder
+from biaffine.training.optim import check_schedule
 
 TRAINER_DEFAULTS = Path(__file__).parent / "conf" / "trainer" / "default.yaml"
 OPTIMIZERS = sorted((Path(__file__).parent / "conf" / "optimizer").glob("*.yaml"))
@@ -96,6 +99,17 @@ def check_settings(cfg: DictConfig) -> None:
     given = {key: kind for key, kind in types.items() if key in cfg.optimizer}
     check_types(cfg.optimizer, given, "optimizer", nullable=nullable)
     check_optimizer(cfg.optimizer)
+    # lr=inf passed the optimizer's one step and trained NaN; the schedule's and the average's
+    # settings were refused only once trainer.overwrite=true had removed the earlier run.
+    check_rate(cfg.optimizer.get("lr"), "optimizer.lr")
+    t = cfg.trainer
+    check_rate(t.transformer_lr, "trainer.transformer_lr")
+    check_schedule(t.lr_decay, t.lr_decay_steps, t.warmup_steps)
+    if t.ema_decay is not None:
+        check_ema_decay(t.ema_decay)
+    # model.encoder.lstm_hidden=100000 was torch's "can't allocate memory" traceback
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    checkpoint.check_sizes(model, "model", why="a checkpoint of it would not load")
     fit_settings(cfg)  # limits that train nothing: trainer.max_steps=0
     check_threads(cfg.trainer.threads, "trainer.threads")
     check_seed(cfg.trainer.seed, "trainer.seed", bits=32)  # numpy's words, after the data

@@ -43,6 +43,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "build_model",
+    "check_sizes",
     "compact",
     "find",
     "load",
@@ -387,7 +388,7 @@ def load(path: str | os.PathLike[str], map_location: str | torch.device = "cpu")
     if payload["version"] >= 5:
         _read_json_fields(payload, path)
     _check_weights(payload, path)
-    _check_sizes(payload["model_config"], f"{path}: model_config")
+    check_sizes(payload["model_config"], f"{path}: model_config")
     if payload["version"] == 2:
         payload = _migrate_v2(payload)
     if payload["version"] in (2, 3):
@@ -604,25 +605,30 @@ def _finite(tensor: torch.Tensor) -> bool:
     return bool(torch.isfinite(tensor).all())
 
 
-def _check_sizes(config: Any, where: str) -> None:
+def check_sizes(
+    config: Any, where: str, why: str = "the config was altered or is not a model's"
+) -> None:
     """Refuse any integer above :data:`MAX_SIZE` in a model config, before a layer is built.
 
     Args:
         config: the model config, or a part of it (dicts and lists are searched).
         where: the field, named in the error (``<file>: model_config.encoder``).
+        why: what the error says such a size means.
+
+    Raises:
+        CheckpointError: naming the field.
     """
     if isinstance(config, dict):
         for key, value in config.items():
             if key not in _FILE_COUNTS:
-                _check_sizes(value, f"{where}.{key}")
+                check_sizes(value, f"{where}.{key}", why)
     elif isinstance(config, (list, tuple)):
         for i, value in enumerate(config):
             if not isinstance(value, str):  # skipped cheaply: a GloVe config's 50,000 words
-                _check_sizes(value, f"{where}[{i}]")
+                check_sizes(value, f"{where}[{i}]", why)
     elif isinstance(config, int) and not isinstance(config, bool) and abs(config) > MAX_SIZE:
         raise CheckpointError(
-            f"{where}={config} is above {MAX_SIZE}, the largest size rootparse builds: the "
-            "config was altered or is not a model's"
+            f"{where}={config} is above {MAX_SIZE}, the largest size rootparse builds: {why}"
         )
 
 

@@ -547,7 +547,9 @@ def refuse_unknown_options(
 ) -> None:
     """Refuse a command-line option of a config group that has no file (``decoder=foo``).
 
-    Called before Hydra composes the config, whose error for it is a dozen lines.
+    Called before Hydra composes the config, whose error for it is a dozen lines. A deletion
+    (``'~trainer.clip'``) is refused too: the commands read every setting they compose, so one
+    taken away was omegaconf's traceback where it was read.
 
     Args:
         overrides: the command line's arguments (``sys.argv[1:]``).
@@ -559,6 +561,9 @@ def refuse_unknown_options(
         ValueError: naming the option and the group's options (:func:`config_options`).
     """
     for override in overrides:
+        if override.startswith("~"):
+            key = override[1:].partition("=")[0]
+            raise ValueError(f"{override}: a setting cannot be taken away; give {key} a value")
         group, _, given = override.lstrip("+").partition("=")
         options = given.split(",")  # a sweep's, -m decoder=mst,foo: each of them
         if group not in groups or not all(map(_OPTION_NAME.fullmatch, options)):

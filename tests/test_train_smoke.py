@@ -302,11 +302,35 @@ def test_a_refused_run_leaves_its_folder_as_it_was_and_overwrite_starts_afresh(
         "overrides, or start a new run\n"
     )
     assert snapshot(run_dir) == before
+    # Settings refused only once overwrite had removed the run, or never (lr=inf trained NaN;
+    # a deletion and a size past what loads were tracebacks): refused before the folder.
+    refused = {
+        "trainer.lr_decay=0": "error: trainer.lr_decay=0 must be in (0, 1]\n",
+        "trainer.ema_decay=2": "error: trainer.ema_decay=2 must be in (0, 1), or null to score",
+        "optimizer.lr=inf": "error: optimizer.lr=inf must be finite and at most 3.403e+38\n",
+        "~trainer.clip": "error: ~trainer.clip: a setting cannot be taken away; give trainer",
+        "model.encoder.lstm_hidden=100000": "error: model.encoder.lstm_hidden=100000 is above",
+    }
+    for setting, said in refused.items():
+        answer = run([*args, "trainer.overwrite=true", setting], tmp_path, status=2)
+        assert answer.stderr.startswith(said)
+        assert answer.stderr.count("\n") == 1
+        assert snapshot(run_dir) == before
     run([*args, "trainer.overwrite=true", "trainer.seed=2"], tmp_path)
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["event"] for r in records] == ["epoch", "test"]
     assert "trainer.seed=2" in (run_dir / ".hydra" / "overrides.yaml").read_text()
     assert (run_dir / "train.log").read_text().count("stopped (max_epochs)") == 1
+
+
+def test_accumulating_more_batches_than_an_epoch_has_takes_one_step_an_epoch(
+    tmp_path: Path,
+) -> None:
+    # Each step went through all 10**12 batches it would add up, present or not: no end.
+    huge = [*smoke_run(tmp_path / "run", epochs=1), "trainer.accumulate=1000000000000"]
+    run(huge, tmp_path)
+    records = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert json.loads(records[0])["step"] == 1
 
 
 def test_a_resumed_runs_log_shows_its_two_legs_as_the_model_builder_reads_them(

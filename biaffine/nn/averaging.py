@@ -6,7 +6,19 @@ import torch
 from torch import nn
 from torch.optim.swa_utils import AveragedModel
 
-__all__ = ["weight_average"]
+__all__ = ["check_ema_decay", "weight_average"]
+
+
+def check_ema_decay(decay: float) -> None:
+    """Refuse a decay :func:`weight_average` cannot take.
+
+    Raises:
+        ValueError: if ``decay`` is not in (0, 1), naming the trainer setting.
+    """
+    if not 0.0 < decay < 1.0:
+        raise ValueError(
+            f"trainer.ema_decay={decay} must be in (0, 1), or null to score the weights"
+        )
 
 
 def weight_average(model: nn.Module, decay: float) -> AveragedModel:
@@ -20,8 +32,7 @@ def weight_average(model: nn.Module, decay: float) -> AveragedModel:
     Raises:
         ValueError: if ``decay`` is not in (0, 1).
     """
-    if not 0.0 < decay < 1.0:
-        raise ValueError(f"ema_decay={decay} must be in (0, 1), or null to score the weights")
+    check_ema_decay(decay)
 
     def update(averaged: list[torch.Tensor], current: list[torch.Tensor], k: torch.Tensor) -> None:
         weight = 1.0 - min(decay, (1.0 + float(k)) / (10.0 + float(k)))

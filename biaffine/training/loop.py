@@ -386,7 +386,9 @@ def _train_step(
     """One optimizer step on this rank's share of ``step``; returns its (loss * words, words)."""
     optimizer.zero_grad(set_to_none=True)
     total, words = 0.0, 0
-    for j in range(settings.accumulate):
+    # Past the step's last batch no rank has one: trainer.accumulate=10**8 stepped through
+    # 10**8 absent batches a step (one step of a short epoch took 24 s, 2**63 never ended).
+    for j in range(min(settings.accumulate, -(-step.n_batches // here.size))):
         index = step.first + j * here.size + here.rank
         present = index - step.first < step.n_batches
         if not present and here.size == 1:

@@ -15,7 +15,7 @@ from torch import nn
 
 from biaffine.nn.transformer import TransformerEmbedding
 
-__all__ = ["load_schedule", "lr_decay_scheduler", "parameter_groups"]
+__all__ = ["check_schedule", "load_schedule", "lr_decay_scheduler", "parameter_groups"]
 
 _LAYER = re.compile(r"(?:^|\.)layer\.(\d+)\.")
 
@@ -67,6 +67,20 @@ def _depth(name: str, n_layers: int) -> int:
     return int(found.group(1)) + 1 if found else n_layers
 
 
+def check_schedule(rate: float, steps: int, warmup: int) -> None:
+    """Refuse a decay schedule :func:`lr_decay_scheduler` cannot follow.
+
+    Raises:
+        ValueError: naming the trainer setting.
+    """
+    if not 0.0 < rate <= 1.0:
+        raise ValueError(f"trainer.lr_decay={rate} must be in (0, 1]")
+    if steps < 1:
+        raise ValueError(f"trainer.lr_decay_steps={steps} must be >= 1")
+    if warmup < 0:
+        raise ValueError(f"trainer.warmup_steps={warmup} must be >= 0")
+
+
 def lr_decay_scheduler(
     optimizer: torch.optim.Optimizer, *, rate: float, steps: int, warmup: int = 0
 ) -> torch.optim.lr_scheduler.LambdaLR:
@@ -76,10 +90,7 @@ def lr_decay_scheduler(
     first ``warmup`` steps keeps the first updates of a fine-tuned transformer from wiping out
     what it learned in pretraining (Devlin et al., 2019).
     """
-    if not 0.0 < rate <= 1.0 or steps < 1:
-        raise ValueError(f"lr_decay={rate} must be in (0, 1] and lr_decay_steps={steps} >= 1")
-    if warmup < 0:
-        raise ValueError(f"trainer.warmup_steps={warmup} must be >= 0")
+    check_schedule(rate, steps, warmup)
 
     def factor(step: int) -> float:
         return rate ** (step / steps) * min(1.0, (step + 1) / warmup if warmup else 1.0)
