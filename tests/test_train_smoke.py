@@ -323,6 +323,17 @@ def test_a_refused_run_leaves_its_folder_as_it_was_and_overwrite_starts_afresh(
     assert (run_dir / "train.log").read_text().count("stopped (max_epochs)") == 1
 
 
+def test_a_users_own_files_of_a_runs_names_are_kept_without_overwrite(tmp_path: Path) -> None:
+    # A folder without a run's record but with the user's config.yaml: replaced by the new
+    # run's, status 0.
+    run_dir = tmp_path / "mine"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("my: settings\n")
+    refused = run(smoke_run(run_dir, epochs=1), tmp_path, status=2)
+    assert refused.stderr.startswith(f"error: {run_dir} holds config.yaml, which no run there")
+    assert (run_dir / "config.yaml").read_text() == "my: settings\n"
+
+
 def test_accumulating_more_batches_than_an_epoch_has_takes_one_step_an_epoch(
     tmp_path: Path,
 ) -> None:

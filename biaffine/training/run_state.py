@@ -383,10 +383,22 @@ def start_afresh(run_dir: Path, *, overwrite: bool) -> None:
     else in the folder is kept. Call it holding :func:`locked_run_dir`.
 
     Raises:
-        RunFolderError: the folder holds an earlier run's checkpoints or metrics and
+        RunFolderError: the folder holds an earlier run's checkpoints or metrics, or files of
+            a run's names without a run's record (``.hydra/config.yaml``: the user's own
+            ``config.yaml`` or ``curves.png``), and
             ``overwrite`` is False.
     """
     results = [name for name in _RESULTS if os.path.lexists(run_dir / name)]
+    if not overwrite and not (run_dir / HYDRA_RECORD / "config.yaml").exists():
+        # Without a run's record, a config.yaml or curves.png there is the user's own (not
+        # train.log: Hydra's logging has opened it by now).
+        others = [name for name in (CONFIG, CURVES) if os.path.lexists(run_dir / name)]
+        if others and not results:
+            raise RunFolderError(
+                f"{run_dir} holds {', '.join(others)}, which no run there wrote: replace them "
+                "with trainer.overwrite=true, or choose another run folder (hydra.run.dir; "
+                "hydra.sweep.dir in a sweep)"
+            )
     if results and not overwrite:
         # Without last.pt (a run stopped in its first epoch) there is nothing to continue.
         go_on = "continue it with trainer.resume=true, " if LAST in results else ""
