@@ -310,6 +310,7 @@ def test_a_refused_run_leaves_its_folder_as_it_was_and_overwrite_starts_afresh(
         "optimizer.lr=inf": "error: optimizer.lr=inf must be finite and at most 3.403e+38\n",
         "~trainer.clip": "error: ~trainer.clip: a setting cannot be taken away; give trainer",
         "model.encoder.lstm_hidden=100000": "error: model.encoder.lstm_hidden=100000 is above",
+        "trainer.min_word_count=0": "error: trainer.min_word_count=0 must be >= 1\n",
     }
     for setting, said in refused.items():
         answer = run([*args, "trainer.overwrite=true", setting], tmp_path, status=2)

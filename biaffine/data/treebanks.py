@@ -264,7 +264,7 @@ def load_splits(
         biaffine.data.conllu.ConlluError: on malformed files or missing trees.
     """
     if names.get("train") is None:
-        raise ValueError(f"{treebank} has no train split (test only): it cannot be trained on")
+        raise ValueError(f"{treebank!r} has no train split: it cannot be trained on")
     files = locate_treebank(root, treebank, names, download=download, base_url=base_url)
     train, test = _read(files.train), _read(files.test)
     if files.dev is not None:

@@ -155,7 +155,7 @@ def load_documents(d: Mapping[str, Any]) -> SegmenterData:
     """
     folder, names = treebanks.configured_names(d)
     if names.get("train") is None:
-        raise ValueError(f"{d['treebank']} has no train split (test only): it cannot be trained on")
+        raise ValueError(f"{d['treebank']!r} has no train split: it cannot be trained on")
     files = treebanks.locate_treebank(
         folder, d["treebank"], names, download=d["download"], base_url=d["base_url"]
     )
