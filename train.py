@@ -107,12 +107,8 @@ def check_settings(cfg: DictConfig) -> None:
     check_schedule(t.lr_decay, t.lr_decay_steps, t.warmup_steps)
     if t.ema_decay is not None:
         check_ema_decay(t.ema_decay)
-    # Both were refused after the treebank was read, and the first as "min_count".
-    if t.min_word_count < 1:
+    if t.min_word_count < 1:  # refused after the treebank was read, and as "min_count"
         raise ValueError(f"trainer.min_word_count={t.min_word_count} must be >= 1")
-    fraction = cfg.data.get("dev_fraction")
-    if fraction is not None and not 0.0 < fraction < 1.0:
-        raise ValueError(f"data.dev_fraction={fraction} must lie strictly between 0 and 1")
     # model.encoder.lstm_hidden=100000 was torch's "can't allocate memory" traceback
     model = OmegaConf.to_container(cfg.model, resolve=True)
     checkpoint.check_sizes(model, "model", why="a checkpoint of it would not load")

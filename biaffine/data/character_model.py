@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,7 +26,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from threadpoolctl import OpenBLASController, threadpool_limits
+from threadpoolctl import OpenBLASController, ThreadpoolController, threadpool_limits
 
 __all__ = [
     "LEAST_SHARED",
@@ -115,12 +116,17 @@ _blas_limits: threadpool_limits | None = None  # what the first of them found, t
 def one_blas_thread() -> Iterator[None]:
     """One thread for numpy's BLAS in the block; the count it had comes back after it.
 
-    The count is the process's, and calls of a parser from several threads overlap these
-    blocks: each restoring what it found on entry left the last one out at 1 for good (a
-    second block finds the first's 1). The first of overlapping blocks limits, the last to end
-    restores.
+    A pthreads OpenBLAS's count is the process's, and calls of a parser from several threads
+    overlap these blocks: each restoring what it found on entry left the last one out at 1 for
+    good (a second block finds the first's 1). The first of overlapping blocks limits, the last
+    to end restores. Where the count is each thread's own (:func:`_per_thread_blas`), each block
+    limits its own.
     """
     global _blas_blocks, _blas_limits
+    if _per_thread_blas():
+        with threadpool_limits(limits=1, user_api="blas"):  # this thread's alone
+            yield
+        return
     with _blas_lock:
         if _blas_blocks == 0:
             _blas_limits = _as_any_thread(lambda: threadpool_limits(limits=1, user_api="blas"))
@@ -133,6 +139,19 @@ def one_blas_thread() -> Iterator[None]:
             if _blas_blocks == 0 and _blas_limits is not None:
                 _as_any_thread(_blas_limits.restore_original_limits)
                 _blas_limits = None
+
+
+@functools.cache
+def _per_thread_blas() -> bool:
+    """Whether numpy's BLAS counts threads per calling thread (OpenBLAS on OpenMP).
+
+    Each block then limits and restores its own thread's count, and sharing one limit among
+    overlapping blocks would leave the later ones unlimited and the first at 1 for good.
+    """
+    return any(
+        getattr(controller, "threading_layer", None) == "openmp"
+        for controller in ThreadpoolController().select(user_api="blas").lib_controllers
+    )
 
 
 def _as_any_thread(change: Callable[[], Found]) -> Found:

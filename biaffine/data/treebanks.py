@@ -379,7 +379,7 @@ def split_off_dev(items: Sequence[T], fraction: float, *, seed: int) -> tuple[li
         ValueError: if ``fraction`` is outside (0, 1) or there are fewer than two items.
     """
     if not 0.0 < fraction < 1.0:
-        raise ValueError(f"dev_fraction={fraction} must lie strictly between 0 and 1")
+        raise ValueError(f"data.dev_fraction={fraction} must lie strictly between 0 and 1")
     if len(items) < 2:
         raise ValueError(f"cannot hold out a dev set from {len(items)} training sentence(s)")
     n_dev = min(max(1, round(fraction * len(items))), len(items) - 1)

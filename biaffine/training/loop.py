@@ -388,7 +388,9 @@ def _train_step(
     total, words = 0.0, 0
     # Past the step's last batch no rank has one: trainer.accumulate=10**8 stepped through
     # 10**8 absent batches a step (one step of a short epoch took 24 s, 2**63 never ended).
-    for j in range(min(settings.accumulate, -(-step.n_batches // here.size))):
+    # Every rank counts the same rounds, and the last one's backward all-reduces.
+    rounds = min(settings.accumulate, -(-step.n_batches // here.size))
+    for j in range(rounds):
         index = step.first + j * here.size + here.rank
         present = index - step.first < step.n_batches
         if not present and here.size == 1:
@@ -400,7 +402,7 @@ def _train_step(
         # batches: sum_ranks sum_j (size / n) * grad_j / size.
         weight = here.size / step.n_batches if present else 0.0
         torch.manual_seed(batch_seed(settings.seed, step.epoch, index))
-        last = j == settings.accumulate - 1
+        last = j == rounds - 1
         sync = contextlib.nullcontext() if last or here.size == 1 else loss_module.no_sync()
         with sync:
             # The backward pass runs outside autocast, in the dtypes the forward recorded.

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from threadpoolctl import OpenBLASController, threadpool_info, threadpool_limits
 
+from biaffine.data import character_model
 from biaffine.data.character_model import LEAST_SHARED, read_distinct
 
 WORDS = st.lists(
@@ -103,3 +104,58 @@ def test_overlapping_reads_from_two_threads_give_blas_its_thread_count_back() ->
         threadpool_limits(limits=min(before), user_api="blas")
         OpenBLASController.clear_controlling_thread(force=True)
     assert left == before
+
+
+class PerThreadLimits:
+    """What threadpool_limits does with an OpenBLAS on OpenMP: it sets the calling thread's."""
+
+    count = threading.local()
+
+    def __init__(self, limits: int, user_api: str) -> None:
+        self.original = PerThreadLimits.threads()
+        PerThreadLimits.count.n = limits
+
+    @staticmethod
+    def threads() -> int:
+        return getattr(PerThreadLimits.count, "n", 2)
+
+    def restore_original_limits(self) -> None:
+        PerThreadLimits.count.n = self.original
+
+    def __enter__(self) -> PerThreadLimits:
+        return self
+
+    def __exit__(self, *error: object) -> None:
+        self.restore_original_limits()
+
+
+def test_where_blas_counts_threads_per_thread_each_block_limits_its_own(monkeypatch) -> None:
+    # One limit shared by overlapping blocks left the later block unlimited and the first
+    # thread at 1 for good where each thread has its own count.
+    monkeypatch.setattr(character_model, "threadpool_limits", PerThreadLimits)
+    monkeypatch.setattr(character_model, "_per_thread_blas", lambda: True)
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def first() -> None:
+        with character_model.one_blas_thread():
+            a_in.set()
+            assert b_in.wait(10)
+            seen["first inside"] = PerThreadLimits.threads()
+        a_out.set()
+        seen["first after"] = PerThreadLimits.threads()
+
+    def second() -> None:
+        assert a_in.wait(10)
+        with character_model.one_blas_thread():
+            b_in.set()
+            seen["second inside"] = PerThreadLimits.threads()
+            assert a_out.wait(10)
+        seen["second after"] = PerThreadLimits.threads()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert seen == {"first inside": 1, "second inside": 1, "first after": 2, "second after": 2}

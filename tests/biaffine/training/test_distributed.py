@@ -99,6 +99,23 @@ def test_two_processes_equal_one_accumulating_two_and_only_rank_0_writes(
 
 
 @pytest.mark.slow
+def test_two_processes_accumulating_two_equal_one_accumulating_four(
+    one_torch_thread, tmp_path: Path
+) -> None:
+    # An epoch's last step of one batch ran no synchronised backward once the rounds were cut
+    # to the batches there are: each rank stepped on its own gradient, the weights drifted.
+    run, elsewhere = tmp_path / "two", tmp_path / "rank1"
+    run_processes(
+        train_job, [run, elsewhere], ["trainer.max_epochs=2", "trainer.accumulate=2"], None
+    )
+    one = train(tiny_config("trainer.max_epochs=2", "trainer.accumulate=4"), tmp_path / "one")
+    # 5 batches an epoch, 4 per step: 2 steps, the last of one batch.
+    assert [r["step"] for r in epoch_records(run)[:2]] == [2, 4]
+    assert one.steps == 4
+    assert_close(weights(run), weights(tmp_path / "one"))
+
+
+@pytest.mark.slow
 def test_a_rank_killed_mid_epoch_resumes_to_the_uninterrupted_model(
     one_torch_thread, tmp_path: Path
 ) -> None:
