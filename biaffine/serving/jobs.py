@@ -111,7 +111,7 @@ class Limits:
             with kbest=2 decoder=eisner, 33 s with Eisner's probabilities, 12 s with its best
             tree (20 such sentences are within ``max_words``); 512 words of "word" for 49 s
             with kbest=32. 2 ** 27 allows kbest=2 decoder=eisner on 405 words (6.3 s), Eisner's
-            probabilities or best tree on 511 (7.5 s), kbest=32 on 162 on a 2-core AMD EPYC.
+            probabilities or best tree on 511 (7.5 s), kbest=32 on 161 on a 2-core AMD EPYC.
         max_beam_size: largest ``beam_size``.
         timeout_s: seconds a request may wait and be parsed (503 after).
         max_queued: requests waiting for the parser (503 above: the server is overloaded).
@@ -276,7 +276,7 @@ def _boolean(fields: Mapping[str, str], name: str, default: bool) -> bool:
         return default
     value = _BOOLEANS.get(fields[name].strip().lower())
     if value is None:
-        raise RequestError(400, f"{name}={fields[name]!r} must be true or false")
+        raise RequestError(400, f"{name}={fields[name]!r} must be true or false (yes/no, 1/0)")
     return value
 
 
