@@ -405,67 +405,24 @@ def _probabilities(
     }
 
 
-EISNER_MARGINAL_CELLS = 2**27
-"""The most (n + 1)³ cells, summed over sentences of n words, whose Eisner marginals are found
-in one call. They are the gradient of the inside pass, whose every span slice autograd keeps:
-about 4.2 bytes a cell, 4.7 GB for one sentence of 1,000 words, and 21 GB for the five of them
-one batch of 5,000 words held. Sentences go in groups under this, each group cut to its longest
-(a sentence over it alone)."""
-
-
 def _arc_probabilities(
     arc_scores: torch.Tensor, heads: IntArray, lengths: torch.Tensor, decoder: GraphDecoding
 ) -> np.ndarray:
     """float64[B, N+1]: the marginal probability of each chosen arc (0 at ROOT and padding)."""
     root = decoder.root_constraint and decoder.algorithm != "greedy"
-    if decoder.algorithm == "eisner":
-        mu = _eisner_marginals(arc_scores.double(), lengths, root)
-    else:
-        mu = marginals(arc_scores.double(), lengths, root_constraint=root, projective=False)
+    projective = decoder.algorithm == "eisner"
+    # On a CPU both are numba kernels that keep (n + 1)² floats a sentence; elsewhere autograd
+    # through the inside pass would keep (n + 1)³ (4.7 GB for 1,000 words): Eisner's on the CPU.
+    device = torch.device("cpu") if projective else arc_scores.device
+    mu = marginals(
+        arc_scores.double().to(device),
+        lengths.to(device),
+        root_constraint=root,
+        projective=projective,
+    )
     index = torch.from_numpy(heads).to(mu.device)
     chosen = mu.gather(2, index.clamp(min=0).unsqueeze(-1)).squeeze(-1)
     return chosen.masked_fill(index < 0, 0.0).cpu().numpy()
-
-
-def _eisner_marginals(
-    arc_scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool
-) -> torch.Tensor:
-    """:func:`marginals` over projective trees, in groups of :data:`EISNER_MARGINAL_CELLS`.
-
-    Args:
-        arc_scores: float64[B, N+1, N+1].
-        lengths: int[B], words per sentence.
-        root_constraint: only single-rooted trees.
-
-    Returns:
-        float64[B, N+1, N+1], as :func:`marginals` gives it for the whole batch.
-    """
-    found = torch.zeros_like(arc_scores)
-    for rows in _cubic_groups(lengths.tolist(), EISNER_MARGINAL_CELLS):
-        index = torch.tensor(rows, device=arc_scores.device)
-        width = int(lengths[index].max()) + 1
-        found[index, :width, :width] = marginals(
-            arc_scores[index, :width, :width],
-            lengths[index],
-            root_constraint=root_constraint,
-            projective=True,
-        )
-    return found
-
-
-def _cubic_groups(sizes: Sequence[int], cells: int) -> list[list[int]]:
-    """Rows in order, grouped while each group's size times its longest (n + 1)³ fits ``cells``."""
-    groups: list[list[int]] = []
-    longest = 0
-    for row, n in enumerate(sizes):
-        wider = max(longest, n)
-        if groups and (len(groups[-1]) + 1) * (wider + 1) ** 3 <= cells:
-            groups[-1].append(row)
-            longest = wider
-        else:
-            groups.append([row])
-            longest = n
-    return groups
 
 
 def _tree_log_probs(

@@ -17,10 +17,12 @@ torch route used on other devices can be silently inexact there. A parser traine
 loss gets there: the CRF ignores arcs no likely tree uses, so a word and its dependent can come
 to prefer each other by tens of nats (seen in a tiny overfit after ~25 steps).
 
-Speed: on CPU the Matrix-Tree log Z and its marginals come from one numba kernel per sentence
-(its own n x n Laplacian, one Gauss-Jordan inverse that also gives the determinant), since
-torch's batched float64 linear algebra costs milliseconds per small CPU matrix; other devices
-use torch's batched ``slogdet``. See benchmarks/treecrf.py.
+Speed and memory: on CPU the Matrix-Tree log Z and its marginals come from one numba kernel per
+sentence (its own n x n Laplacian, one Gauss-Jordan inverse that also gives the determinant),
+since torch's batched float64 linear algebra costs milliseconds per small CPU matrix; other
+devices use torch's batched ``slogdet``. See benchmarks/treecrf.py. The projective ones come
+from one kernel per sentence too (the inside and outside passes, (n + 1)² floats per chart),
+where autograd through the batched inside pass, still used on other devices, keeps (n + 1)³.
 """
 
 from __future__ import annotations
@@ -220,8 +222,15 @@ def _log_partition64(
     scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool, projective: bool
 ) -> torch.Tensor:
     """Log Z float64[B] of float64 scores (validated here: NaN or +inf on a scored arc)."""
-    if not projective and scores.device.type == "cpu":
-        return _MatrixTreeCPU.apply(scores, lengths, root_constraint)
+    if scores.device.type == "cpu":
+        return _TreeKernelCPU.apply(scores, lengths, root_constraint, projective)
+    return _batched_log_partition64(scores, lengths, root_constraint, projective)
+
+
+def _batched_log_partition64(
+    scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool, projective: bool
+) -> torch.Tensor:
+    """:func:`_log_partition64` as batched torch operations, for accelerators."""
     allowed = _allowed(scores, lengths)
     if projective:
         masked = torch.where(allowed, scores, torch.full_like(scores, _NEG))
@@ -240,7 +249,7 @@ def _matrix_tree(
 ) -> torch.Tensor:
     """Log det of the (root-replaced) Laplacian over words 1..N, float64[B]; -inf without tree.
 
-    Batched torch operations, for accelerators; :class:`_MatrixTreeCPU` computes the same on CPU.
+    Batched torch operations, for accelerators; :class:`_TreeKernelCPU` computes the same on CPU.
     """
     batch, size = scores.shape[0], scores.shape[-1]
     rows = torch.where(allowed, scores, torch.full_like(scores, -math.inf))[:, 1:]  # [B, N, N+1]
@@ -346,22 +355,26 @@ def _inside(scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool) 
     return total.logsumexp(-1)
 
 
-class _MatrixTreeCPU(torch.autograd.Function):
-    """Log Z of :func:`_matrix_tree` by a numba kernel per sentence, marginals kept for backward.
+class _TreeKernelCPU(torch.autograd.Function):
+    """Log Z by a numba kernel per sentence, its arc marginals kept for the backward.
 
-    On CPU, torch's batched float64 linear algebra costs milliseconds per small matrix
-    (``lu_solve`` against the identity took ~0.5 s for 100 EWT sentences) and the Laplacian's
-    construction as whole-batch tensor operations pads every sentence to the longest. Here
-    each sentence's own n x n Laplacian is built, inverted once (Gauss-Jordan, which also gives
-    the determinant) and turned into the arc marginals (Koo et al., 2007) in the forward, so
+    Non-projective trees (:func:`_matrix_tree_batch`): torch's batched float64 linear algebra
+    costs milliseconds per small CPU matrix (``lu_solve`` against the identity took ~0.5 s for
+    100 EWT sentences) and the Laplacian's construction as whole-batch tensor operations pads
+    every sentence to the longest; here each sentence's own n x n Laplacian is built and
+    inverted once (Gauss-Jordan, which also gives the determinant). Projective trees
+    (:func:`_eisner_batch`): autograd through :func:`_inside` keeps every width's slices,
+    (n + 1)³ floats for a sentence of n words (4.7 GB at 1,000 words); the kernel's inside and
+    outside passes keep nine (n + 1)² charts. Either way the forward finds the marginals, so
     the backward is one product.
     """
 
     @staticmethod
     def forward(
-        ctx, scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool
+        ctx, scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool, projective: bool
     ) -> torch.Tensor:
-        log_z, probs, bad = tiered(_matrix_tree_batch, work=_matrix_tree_work)(
+        kernel = _eisner_batch if projective else _matrix_tree_batch
+        log_z, probs, bad = tiered(kernel, work=_kernel_work)(
             scores.detach().contiguous().numpy(), lengths.numpy().astype(np.int64), root_constraint
         )
         if bad[0] >= 0:
@@ -370,15 +383,16 @@ class _MatrixTreeCPU(torch.autograd.Function):
         return torch.from_numpy(log_z)
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
         (probs,) = ctx.saved_tensors
-        return grad.view(-1, 1, 1) * probs, None, None
+        return grad.view(-1, 1, 1) * probs, None, None, None
 
 
-def _matrix_tree_work(args: tuple) -> int:
+def _kernel_work(args: tuple) -> int:
     """A call's work for :mod:`tiered`: Eisner's three times over.
 
-    Interpreted, 63 words take 112 ms here and 37 ms in Eisner (``tiered.SMALL_CALL``).
+    Interpreted, 63 words take 112 ms here and 37 ms in Eisner (``tiered.SMALL_CALL``); the
+    inside and outside passes with their marginals are about as slow.
     """
     return 3 * cubic_work(args)
 
@@ -400,18 +414,35 @@ def _matrix_tree_batch(
     bad = np.full(3, -1)
     for b in range(batch):
         n = lengths[b]
-        masked = False
-        for d in range(1, n + 1):
-            for h in range(n + 1):
-                value = scores[b, d, h]
-                if h != d and (np.isnan(value) or value == np.inf):
-                    bad[:] = (b, d, h)
-                    return log_z, probs, bad
-                masked |= h != d and value == -np.inf
+        d, h = _bad_arc(scores[b], n)
+        if d >= 0:
+            bad[:] = (b, d, h)
+            return log_z, probs, bad
         # Parser scores never forbid an arc inside a sentence: no reachability test for them.
-        if not masked or _has_tree_one(scores[b], n, root_constraint):
+        if not _masked(scores[b], n) or _has_tree_one(scores[b], n, root_constraint):
             log_z[b] = _matrix_tree_one(scores[b], n, root_constraint, probs[b])
     return log_z, probs, bad
+
+
+@numba.njit(cache=True, nogil=True)
+def _bad_arc(scores: np.ndarray, n: int) -> tuple[int, int]:
+    """The first arc (d, h) of one sentence that scores NaN or +inf, (-1, -1) if none."""
+    for d in range(1, n + 1):
+        for h in range(n + 1):
+            value = scores[d, h]
+            if h != d and (np.isnan(value) or value == np.inf):
+                return d, h
+    return -1, -1
+
+
+@numba.njit(cache=True, nogil=True)
+def _masked(scores: np.ndarray, n: int) -> bool:
+    """Whether one sentence forbids (scores ``-inf``) any arc between its words or from ROOT."""
+    for d in range(1, n + 1):
+        for h in range(n + 1):
+            if h != d and scores[d, h] == -np.inf:
+                return True
+    return False
 
 
 @numba.njit(cache=True, nogil=True)
@@ -557,3 +588,121 @@ def _gauss_jordan(work: np.ndarray, inverse: np.ndarray) -> tuple[float, float]:
             for j in range(n):
                 inverse[i, j] -= factor * inverse[k, j]
     return sign, logdet
+
+
+@numba.njit(cache=True, nogil=True)
+def _eisner_batch(
+    scores: np.ndarray, lengths: np.ndarray, root_constraint: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Log Z float64[B] over projective trees, arc marginals float64[B, N+1, N+1], first bad arc.
+
+    As :func:`_matrix_tree_batch` reads and answers, by Eisner's inside pass and its outside
+    pass (:func:`_eisner_one`) in place of the determinant: sentences without a projective
+    tree get -inf and zero marginals; the bad arc (b, d, h) is the first that scores NaN or
+    +inf, (-1, -1, -1) if none, and the results are not filled in then.
+    """
+    batch = scores.shape[0]
+    log_z = np.full(batch, -np.inf)
+    probs = np.zeros(scores.shape)
+    bad = np.full(3, -1)
+    for b in range(batch):
+        d, h = _bad_arc(scores[b], lengths[b])
+        if d >= 0:
+            bad[:] = (b, d, h)
+            return log_z, probs, bad
+    for b in range(batch):
+        log_z[b] = _eisner_one(scores[b], lengths[b], root_constraint, probs[b])
+    return log_z, probs, bad
+
+
+@numba.njit(cache=True, nogil=True)
+def _eisner_one(scores: np.ndarray, n: int, root_constraint: bool, probs: np.ndarray) -> float:
+    """Log Z of one sentence over projective trees; its marginals into ``probs`` (zeros on entry).
+
+    The charts of :func:`_inside` indexed by span (s, t), s < t: ``inner`` holds C_right(s, r) +
+    C_left(r + 1, t) summed over the splits r, the incomplete spans add the arc between s and t
+    to it, and the complete spans sum over their splits. The outside pass walks the spans from
+    the widest down and gives each chart cell d log Z / d cell (the weight of the cell's
+    derivations in the trees, as autograd would through the inside pass): a split of a cell
+    whose log-value is v passes on exp(its two parts' sum - v) of the cell's weight to each
+    part. An arc's marginal is the weight of the incomplete span it closes. Everything is in
+    log space with _NEG for a forbidden arc, so no magnitude overflows; -inf, and zero
+    marginals, where no projective tree is left.
+    """
+    size = n + 1
+    arc = np.full((size, size), _NEG)  # [h, d]: the arc h -> d
+    for d in range(1, size):
+        for h in range(size):
+            if h != d and scores[d, h] > -np.inf:
+                arc[h, d] = scores[d, h]
+    charts = np.full((5, size, size), _NEG)
+    inner, right_i, left_i, right_c, left_c = charts[0], charts[1], charts[2], charts[3], charts[4]
+    for s in range(size):
+        right_c[s, s] = left_c[s, s] = 0.0
+    parts = np.empty(size)
+    for w in range(1, size):
+        for s in range(size - w):
+            t = s + w
+            for r in range(s, t):
+                parts[r - s] = right_c[s, r] + left_c[r + 1, t]
+            inner[s, t] = _log_sum_exp(parts[:w])
+            right_i[s, t] = inner[s, t] + arc[s, t]
+            left_i[s, t] = inner[s, t] + arc[t, s]
+            for r in range(s + 1, t + 1):
+                parts[r - s - 1] = right_i[s, r] + right_c[r, t]
+            right_c[s, t] = _log_sum_exp(parts[:w])
+            for r in range(s, t):
+                parts[r - s] = left_c[s, r] + left_i[r, t]
+            left_c[s, t] = _log_sum_exp(parts[:w])
+    weights = np.zeros((4, size, size))  # d log Z / d cell of each chart but inner
+    right_ig, left_ig, right_cg, left_cg = weights[0], weights[1], weights[2], weights[3]
+    if root_constraint:  # one word r on ROOT: C_left(1, r) + C_right(r, n) + arc 0 -> r
+        for r in range(1, size):
+            parts[r - 1] = left_c[1, r] + right_c[r, n] + arc[0, r]
+        log_z = _log_sum_exp(parts[:n])
+        if log_z <= _NEG / 2:
+            return -np.inf
+        for r in range(1, size):
+            weight = np.exp(parts[r - 1] - log_z)
+            probs[r, 0] = weight
+            left_cg[1, r] += weight
+            right_cg[r, n] += weight
+    else:  # ROOT heads the whole sentence, any fan-out
+        log_z = right_c[0, n]
+        if log_z <= _NEG / 2:
+            return -np.inf
+        right_cg[0, n] = 1.0
+    for w in range(n, 0, -1):
+        for s in range(size - w):
+            t = s + w
+            weight = right_cg[s, t]
+            if weight > 0.0:
+                for r in range(s + 1, t + 1):
+                    share = weight * np.exp(right_i[s, r] + right_c[r, t] - right_c[s, t])
+                    right_ig[s, r] += share
+                    right_cg[r, t] += share
+            weight = left_cg[s, t]
+            if weight > 0.0:
+                for r in range(s, t):
+                    share = weight * np.exp(left_c[s, r] + left_i[r, t] - left_c[s, t])
+                    left_cg[s, r] += share
+                    left_ig[r, t] += share
+            probs[t, s] += right_ig[s, t]  # s -> t (ROOT -> t with one root: set above)
+            probs[s, t] += left_ig[s, t]  # t -> s
+            weight = right_ig[s, t] + left_ig[s, t]
+            if weight > 0.0:
+                for r in range(s, t):
+                    share = weight * np.exp(right_c[s, r] + left_c[r + 1, t] - inner[s, t])
+                    right_cg[s, r] += share
+                    left_cg[r + 1, t] += share
+    return log_z
+
+
+@numba.njit(cache=True, nogil=True)
+def _log_sum_exp(values: np.ndarray) -> float:
+    """log(sum(exp(values))) of a non-empty float64[K], shifted by its max (exact for _NEG)."""
+    top = values.max()
+    total = 0.0
+    for value in values:
+        total += np.exp(value - top)
+    return top + np.log(total)

@@ -188,7 +188,7 @@ def test_the_work_of_a_k_best_chart_and_of_the_matrix_tree_theorem_is_eisners_ti
     matrix = np.zeros((406, 406))
     assert tiered.cubic_work((matrix, False, 2)) == 406**3 < tiered.LARGE_WORK
     assert _kbest._chart_work((matrix, 2, False)) == 2 * 406**3 > tiered.LARGE_WORK
-    assert treecrf._matrix_tree_work((matrix[None], np.array([405]), True)) > tiered.LARGE_WORK
+    assert treecrf._kernel_work((matrix[None], np.array([405]), True)) > tiered.LARGE_WORK
 
 
 def test_a_long_sentence_is_too_large_to_interpret_and_a_batch_of_short_ones_is_not():

@@ -4,8 +4,6 @@ import numpy as np
 import pytest
 import torch
 from builders import biaffine_parser
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import decoding
 import tiered
@@ -221,27 +219,3 @@ def test_labels_are_scored_at_the_words_only(vocabs, sentences, monkeypatch) -> 
         rels = choose_labels(model.labels, scores.labels, heads, root_label=None)
     assert pairs == [int(batch.lengths.sum())] < [batch.mask.numel()]
     assert np.array_equal(rels >= 0, batch.mask.numpy())
-
-
-@settings(max_examples=30, deadline=None)
-@given(st.lists(st.integers(1, 9), min_size=1, max_size=8), st.integers(1, 3000), st.booleans())
-def test_eisner_marginals_in_groups_are_those_of_the_whole_batch(sizes, cells, root) -> None:
-    # The whole batch at once kept every span's slice for autograd: 21 GB for five sentences
-    # of 1,000 words. Groups under a budget of cells must give the same marginals.
-    from biaffine.inference import graph
-    from biaffine.nn.treecrf import marginals
-
-    groups = graph._cubic_groups(sizes, cells)
-    assert [row for group in groups for row in group] == list(range(len(sizes)))
-    for group in groups:
-        longest = max(sizes[row] for row in group)
-        assert len(group) == 1 or len(group) * (longest + 1) ** 3 <= cells
-    generator = torch.Generator().manual_seed(sum(sizes) + cells)
-    width = max(sizes) + 1
-    scores = torch.randn(len(sizes), width, width, generator=generator, dtype=torch.float64)
-    lengths = torch.tensor(sizes)
-    whole = marginals(scores, lengths, root_constraint=root, projective=True)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(graph, "EISNER_MARGINAL_CELLS", cells)
-        grouped = graph._eisner_marginals(scores, lengths, root)
-    torch.testing.assert_close(grouped, whole, rtol=0, atol=1e-12)

@@ -6,6 +6,8 @@ import functools
 import importlib.util
 import itertools
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -357,30 +359,31 @@ def test_a_cycle_of_best_heads_far_above_every_tree_is_nan_not_wrong_for_the_det
     assert math.isnan(float(log_partition(scores, lengths, root_constraint=False)[0]))
 
 
-def _torch_matrix_tree(scores: torch.Tensor, lengths: torch.Tensor, root_constraint: bool):
-    """The batched torch route (used off CPU), run on CPU: log Z and its gradient."""
+def _batched_route(scores: torch.Tensor, lengths: torch.Tensor, *, root_constraint, projective):
+    """The batched torch route (used off CPU), run on CPU: log Z and its gradient by autograd."""
     scores = scores.detach().clone().requires_grad_(True)
-    allowed = treecrf._allowed(scores, lengths)
-    feasible = treecrf._has_tree(allowed, lengths, root_constraint)
-    log_z = treecrf._matrix_tree(scores, allowed, lengths, feasible, root_constraint)
+    log_z = treecrf._batched_log_partition64(scores, lengths, root_constraint, projective)
     (grad,) = torch.autograd.grad(log_z[torch.isfinite(log_z)].sum(), scores)
     return log_z.detach(), grad
 
 
-@pytest.mark.parametrize("root_constraint", [True, False])
+@pytest.mark.parametrize(("root_constraint", "projective"), VARIANTS)
 @pytest.mark.parametrize("forbidden", [0.0, 0.3, 0.7])
-def test_cpu_kernel_equals_the_batched_torch_route(root_constraint, forbidden):
+def test_cpu_kernel_equals_the_batched_torch_route(root_constraint, projective, forbidden):
     # Long sentences with parser-like scores, and masks that leave some sentences without trees:
-    # the kernel's Gauss-Jordan inverse, shifts and reachability test against LU and closures.
-    generator = torch.Generator().manual_seed(int(forbidden * 10) + root_constraint)
+    # the kernel's Gauss-Jordan inverse, shifts and reachability test against LU and closures;
+    # its inside and outside passes against autograd through the batched inside pass.
+    generator = torch.Generator().manual_seed(
+        int(forbidden * 100) + 2 * root_constraint + projective
+    )
     lengths = torch.tensor([60, 1, 2, 7, 33, 12, 5, 3])
     scores = torch.randn(8, 61, 61, dtype=torch.float64, generator=generator) * 5
     scores[torch.rand(8, 61, 61, generator=generator) < forbidden] = -math.inf
-    expected_z, expected_grad = _torch_matrix_tree(scores, lengths, root_constraint)
+    options = {"root_constraint": root_constraint, "projective": projective}
+    expected_z, expected_grad = _batched_route(scores, lengths, **options)
     if forbidden > 0.5:
         assert (expected_z == -math.inf).any()
         assert torch.isfinite(expected_z).any()
-    options = {"root_constraint": root_constraint}
     torch.testing.assert_close(
         log_partition(scores, lengths, **options), expected_z, rtol=1e-10, atol=0
     )
@@ -407,3 +410,26 @@ def test_scores_spread_over_thousands_give_the_exact_log_z_or_nan(root_constrain
         else:
             assert not probs.any()
     assert 0 < sum(outcomes) < len(outcomes)
+
+
+_PEAK_MEMORY = """
+import resource, sys, torch
+from biaffine.nn.treecrf import marginals
+n = int(sys.argv[1])
+seeded = torch.Generator().manual_seed(0)
+scores = torch.randn(1, n + 1, n + 1, dtype=torch.float64, generator=seeded)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+probs = marginals(scores, torch.tensor([n]), projective=True)
+assert abs(float(probs[0, 1:].sum()) - n) < 1e-6
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+@pytest.mark.slow
+def test_eisner_marginals_of_a_long_sentence_need_memory_quadratic_in_its_length():
+    # Autograd through the inside pass kept every span's slice: (n + 1)³ floats, 1.4 GB more at
+    # 700 words. The kernel's charts: nine of (n + 1)², 35 MB.
+    found = subprocess.run(
+        [sys.executable, "-c", _PEAK_MEMORY, "700"], capture_output=True, text=True, check=True
+    )
+    assert int(found.stdout) < 300_000  # KiB
