@@ -22,7 +22,8 @@ def input_sentences(inputs: Inputs, hint: str = "") -> Iterator[Sentence]:
     """The sentences of ``inputs``: CoNLL-U text read, lists of words made sentences.
 
     Args:
-        inputs: lists of word forms, :class:`Sentence` objects, or CoNLL-U text (one string).
+        inputs: lists of word forms, :class:`Sentence` objects, or CoNLL-U text (one string;
+            an empty or blank one holds no sentence).
         hint: added to the refusal of a string without word lines (``", or plain text as
             parse(text=...)"`` where the caller reads plain text too).
 
@@ -35,7 +36,9 @@ def input_sentences(inputs: Inputs, hint: str = "") -> Iterator[Sentence]:
             (``<input>:k`` for the k-th list).
     """
     if isinstance(inputs, str):
-        if inputs.strip() and "\t" not in inputs:
+        if not inputs.strip():  # no sentence, as [] and parse(text="") have none
+            return
+        if "\t" not in inputs:
             raise ValueError(
                 "a string is read as CoNLL-U text, and this one has no tab-separated word "
                 "lines: pass pre-tokenized sentences as lists of words, e.g. "

@@ -498,18 +498,23 @@ def check_exported_from(
         name: the model's name, for the message.
 
     Raises:
-        ValueError: the export records other checkpoints, or none (an export made before
-            exports recorded them): one line, naming the folder and the fix.
+        ValueError: no export in ``folder``, or one that records other checkpoints, or none
+            (an export made before exports recorded them): one line, naming the folder and
+            the fix.
     """
     path = Path(folder)
+    export = f"python -m biaffine.export model={name} output={path}"
+    if not (path / MANIFEST).is_file():  # the server's setting is onnx_dir=, not predict.py's onnx=
+        problem = f"no export of model {name} ({path / MANIFEST} is missing)"
+        raise ValueError(f"onnx_dir={path.parent}: {problem}: write it with {export}")
     source = _manifest(path).get("source")
-    again = f"export it again (python -m biaffine.export model={name} output={path})"
+    again = f"export it again ({export})"
     if not isinstance(source, dict):
-        raise ValueError(f"onnx={path}: its export records no checkpoint to check: {again}")
+        raise ValueError(f"{path}: its export records no checkpoint to check: {again}")
     for key, value in checkpoint_digests(parser, segmenter).items():
         if source.get(key) != value:
             what = key.removesuffix("_sha256")
-            raise ValueError(f"onnx={path}: not an export of model {name}'s {what}: {again}")
+            raise ValueError(f"{path}: not an export of model {name}'s {what}: {again}")
 
 
 def _manifest(folder: Path) -> dict[str, Any]:

@@ -115,6 +115,13 @@ def test_conllu_text_errors_name_the_text_not_stdin(parser) -> None:
         parser.parse("1\tThe\t_\t_\t_\t_\t_\t_\t_\t_\n3\tcat\t_\t_\t_\t_\t_\t_\t_\t_\n")
 
 
+@pytest.mark.parametrize("text", ["", "\n", "\n\n  \n"])
+def test_empty_or_blank_conllu_text_holds_no_sentence_as_an_empty_list(parser, text) -> None:
+    # parse([]) was [] and parse(text="") [], but parse("") said "<input>:0: no sentences found".
+    assert parser.parse(text) == []
+    assert parser.parse([]) == []
+
+
 def test_a_form_that_is_empty_or_blank_is_refused_and_underscore_is_a_word(parser) -> None:
     for form in ("", " ", "a\tb"):
         # The message echoed the whole sentence (15,000 characters for 3,000 words), no word

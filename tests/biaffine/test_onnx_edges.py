@@ -425,6 +425,10 @@ def test_an_export_names_the_checkpoints_it_was_made_from(exported: Path, tmp_pa
     (old / "export.json").write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match=r"records no checkpoint to check: export it again"):
         check_exported_from(old, GRAPH, SEGMENTER, "golden")
+    # The server's setting named, not predict.py's onnx= (serve.py onnx_dir=DIR with no DIR/NAME)
+    none = f"onnx_dir={tmp_path}: no export of model golden .*: write it with python -m"
+    with pytest.raises(ValueError, match=none):
+        check_exported_from(tmp_path / "golden", GRAPH, SEGMENTER, "golden")
 
 
 def test_a_graph_that_refuses_its_inputs_names_its_file(exported: Path) -> None:
