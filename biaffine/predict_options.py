@@ -108,9 +108,9 @@ def bracketed_lists(arguments: Sequence[str]) -> list[str]:
         key, equals, value = argument.partition("=")
         plain = value and value[0] not in "[('\"" and "${" not in value
         if equals and key in LIST_OPTIONS and plain and "," in value:
-            # An empty item (upos,) read in brackets was Hydra's grammar error; as a string,
+            # An empty item (upos, or "upos, ") in brackets was Hydra's grammar error; as a string,
             # the option's own check names it.
-            empty = "" in value.split(",") and "'" not in value
+            empty = any(not item.strip() for item in value.split(",")) and "'" not in value
             argument = f"{key}='{value}'" if empty else f"{key}=[{value}]"
         found.append(argument)
     return found

@@ -430,11 +430,12 @@ def test_a_comma_list_of_columns_is_read_as_a_list_not_a_sweep(graph_checkpoint,
 def test_column_lists_with_an_empty_name_or_repeats_are_read_alike() -> None:
     # columns=upos, was Hydra's grammar error quoting brackets nobody typed; all,all was refused
     # where upos,upos is upos.
-    assert bracketed_lists(["columns=upos,", "columns=,upos,,x"]) == [
+    assert bracketed_lists(["columns=upos,", "columns=,upos,,x", "columns=upos, "]) == [
         "columns='upos,'",
         "columns=',upos,,x'",
+        "columns='upos, '",  # an item of spaces: it was Hydra's message on brackets too
     ]
-    for spelled in ["upos,", ",upos", "upos,,lemma"]:
+    for spelled in ["upos,", ",upos", "upos,,lemma", "upos, "]:
         with pytest.raises(ValueError, match=rf"^columns={spelled}: an empty column name$"):
             parse_columns(spelled)
     assert parse_columns(["all", "ALL"]) == parse_columns("all")
