@@ -5,11 +5,14 @@ inside algorithm, each with or without the single-root constraint. Scores follow
 convention: ``arc_scores[b, d, h]`` scores the arc h -> d, position 0 is ROOT, row 0 and the
 diagonal are ignored, ``-inf`` forbids an arc, and ``lengths[b]`` counts the words of sentence b.
 
-Precision: the projective inside pass is in log space and exact at any magnitude. The
-determinant is not: when the words' best heads form a cycle that every tree must break at a
-cost of G nats, the Laplacian is singular up to exp(-G), so float64 loses log Z for G beyond
-about 35 (both variants; the single-root one shifts its ROOT column, which saves the commonest
-case, a word cycle above every ROOT arc). Such a sentence gives NaN where the sign reveals it.
+Precision: the projective inside and outside passes are in log space, so no magnitude
+overflows, and their error is float64's at the scores' magnitude (scores near 1e12 keep about
+1e-4 of log Z); a forbidden arc is a stand-in of -1e30 there, so scores must stay far inside
++-1e29 (a forbidden arc's marginal is 0 whatever they are). The determinant is not so kind:
+when the words' best heads form a cycle that every tree must break at a cost of G nats, the
+Laplacian is singular up to exp(-G), so float64 loses log Z for G beyond about 35 (both
+variants; the single-root one shifts its ROOT column, which saves the commonest case, a word
+cycle above every ROOT arc). Such a sentence gives NaN where the sign reveals it.
 On CPU it also gives NaN (and zero marginals) when the marginals miss their identities (each
 word one head, ROOT one dependent) by over 1e-6, which catches the rest (scores uniform over
 +-1e3: about a quarter of 2-5 word sentences, never a wrong value in the tests); the batched
@@ -37,6 +40,11 @@ from tiered import cubic_work, tiered
 
 __all__ = ["log_partition", "marginals", "tree_log_prob", "tree_score"]
 
+SECOND_DERIVATIVE = (
+    "the tree CRF's log Z on CPU is differentiable once (its kernels give the marginals as "
+    "constants): no second derivative"
+)
+
 # Stand-in for -inf in the inside chart: a logsumexp over -inf alone has a NaN gradient, while
 # exp(_NEG + any real score) is an exact 0 in float64. Tree scores must stay far above _NEG / 2.
 _NEG = -1e30
@@ -52,7 +60,8 @@ def log_partition(
     """Log of the summed exp-scores of all trees of each sentence (Koo et al., 2007; Eisner, 1996).
 
     Computed in float64 whatever the input dtype; differentiable (its gradient is the arc
-    marginals). Non-projective single-root trees use Koo et al.'s Laplacian whose first row is
+    marginals), once on CPU (a second derivative raises; elsewhere autograd runs through
+    every operation). Non-projective single-root trees use Koo et al.'s Laplacian whose first row is
     replaced by the root weights (see also Zmigrod, Vieira & Cotterell, 2020).
 
     Args:
@@ -384,6 +393,8 @@ class _TreeKernelCPU(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
+        if torch.is_grad_enabled():  # create_graph: the marginals are constants here
+            raise RuntimeError(SECOND_DERIVATIVE)
         (probs,) = ctx.saved_tensors
         return grad.view(-1, 1, 1) * probs, None, None, None
 
@@ -664,7 +675,7 @@ def _eisner_one(scores: np.ndarray, n: int, root_constraint: bool, probs: np.nda
             return -np.inf
         for r in range(1, size):
             weight = np.exp(parts[r - 1] - log_z)
-            probs[r, 0] = weight
+            probs[r, 0] = weight if scores[r, 0] > -np.inf else 0.0
             left_cg[1, r] += weight
             right_cg[r, n] += weight
     else:  # ROOT heads the whole sentence, any fan-out
@@ -687,8 +698,10 @@ def _eisner_one(scores: np.ndarray, n: int, root_constraint: bool, probs: np.nda
                     share = weight * np.exp(left_c[s, r] + left_i[r, t] - left_c[s, t])
                     left_cg[s, r] += share
                     left_ig[r, t] += share
-            probs[t, s] += right_ig[s, t]  # s -> t (ROOT -> t with one root: set above)
-            probs[s, t] += left_ig[s, t]  # t -> s
+            if scores[t, s] > -np.inf:  # s -> t (ROOT -> t with one root: set above)
+                probs[t, s] += right_ig[s, t]
+            if s > 0 and scores[s, t] > -np.inf:  # t -> s
+                probs[s, t] += left_ig[s, t]
             weight = right_ig[s, t] + left_ig[s, t]
             if weight > 0.0:
                 for r in range(s, t):

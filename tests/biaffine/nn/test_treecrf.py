@@ -6,6 +6,7 @@ import functools
 import importlib.util
 import itertools
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -410,6 +411,26 @@ def test_scores_spread_over_thousands_give_the_exact_log_z_or_nan(root_constrain
         else:
             assert not probs.any()
     assert 0 < sum(outcomes) < len(outcomes)
+
+
+@pytest.mark.parametrize(("root_constraint", "projective"), VARIANTS)
+def test_a_second_derivative_on_cpu_is_refused_not_zero(root_constraint, projective):
+    # The kernels keep the marginals as constants: a Hessian through them came out all zeros.
+    scores = torch.randn(1, 4, 4, dtype=torch.float64, requires_grad=True)
+    options = {"root_constraint": root_constraint, "projective": projective}
+    with pytest.raises(RuntimeError, match=re.escape(treecrf.SECOND_DERIVATIVE)):
+        torch.autograd.grad(
+            log_partition(scores, torch.tensor([3]), **options).sum(), scores, create_graph=True
+        )
+
+
+@pytest.mark.parametrize("root_constraint", [True, False])
+def test_a_forbidden_arc_keeps_a_zero_marginal_beside_huge_scores(root_constraint):
+    # Forbidden arcs are -1e30 inside the kernel: beside a score of 1e31 one got marginal 1.
+    inf = math.inf
+    scores = torch.tensor([[[0.0, 0.0, 0.0], [1e31, 0.0, -inf], [-inf, -inf, 0.0]]])
+    probs = marginals(scores, torch.tensor([2]), root_constraint=root_constraint, projective=True)
+    assert not probs[scores == -inf].any()
 
 
 _PEAK_MEMORY = """
