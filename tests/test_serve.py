@@ -1220,3 +1220,27 @@ def test_the_onnx_runtime_refuses_what_it_cannot_do_and_never_imports_torch_or_n
     process.wait(timeout=60)
     imported = json.loads(log.read_text().strip().splitlines()[-1])
     assert imported == {"torch": [], "numba": []}  # decoders compiled ahead of time
+
+
+@pytest.mark.parametrize(
+    ("fields", "refusal"),
+    [
+        ({"kbest": "32"}, None),
+        ({"kbest": "33"}, "kbest=33: give 1 to 32"),
+        ({"kbest": "0"}, "kbest=0: give 1 to 32"),
+        ({"search": "beam", "beam_size": "64"}, None),
+        ({"search": "beam", "beam_size": "65"}, "beam_size=65: at most 64"),
+    ],
+)
+def test_kbest_and_beam_size_are_bounded_by_the_limits(fields, refusal) -> None:
+    # Nothing tested max_beam_size: an unbounded beam on a transition model was one mutation away.
+    from biaffine.serving import jobs
+
+    limits = Limits(max_kbest=32, max_beam_size=64)
+    if refusal is None:
+        decoder, _ = jobs._settings(fields, limits)
+        assert decoder.beam_size == int(fields.get("beam_size", 1))
+        return
+    with pytest.raises(jobs.RequestError, match=f"^{refusal}$") as refused:
+        jobs._settings(fields, limits)
+    assert refused.value.status == 400

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rawtext import MwtExpander
-from rawtext.mwt import lowered
+from rawtext.mwt import _cased, lowered
 
 
 def conllu(*tokens: tuple[str, ...]) -> io.StringIO:
@@ -52,6 +52,8 @@ def test_casing_is_copied_while_the_words_spell_the_token() -> None:
     assert expander("McDonalds") == ["McDonald", "s"]
     assert expander("DONt") == ["DONt"]  # unseen, no rule: one word
     assert expander("Au") == ["À", "le"]
+    # One capital letter is no shouting: "À" (Portuguese à = a a) is "A a", not "A A".
+    assert _cased("À", ["a", "a"]) == ["A", "a"]
 
 
 TURKISH = [("içindeydi", "içinde", "ydi"), ("evdeki", "evde", "ki"), ("okuldaki", "okulda", "ki")]

@@ -93,6 +93,14 @@ def test_a_moved_class_keeps_the_characters_own_multi_word_token() -> None:
     assert [len(s.tokens) for s in segment(text, labels).sentences()] == [1, 1, 1]
 
 
+def test_a_class_on_the_next_paragraphs_leading_space_stays_out_of_the_paragraph_before() -> None:
+    # The multi-word class on paragraph 2's leading space moved back onto paragraph 1's last
+    # token, "du", which became "de le" (a mutation no test saw).
+    text, labels = labelled("Hi| du\n\n +Next one#")
+    tokens = list(segment(text, labels, expand=lambda form: ["de", "le"]).tokens())
+    assert [t.words for t in tokens] == [("Hi",), ("du",), ("Next one",)]
+
+
 @pytest.mark.parametrize("unwritable", [*"\t\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029"])
 def test_a_tab_or_line_break_ends_a_token(unwritable: str) -> None:
     text, labels = labelled(f"The cat{unwritable}sat#")
