@@ -33,6 +33,10 @@ This package is the one way Python calls the numba kernels of ``decoding``, ``tr
 on the first call); so does anything that keeps the background process from starting or from
 finishing its work (the first call after it ends then compiles whatever the cache still lacks).
 
+numba keys a cached kernel on its own file alone, though its machine code holds every kernel it
+calls: an entry point's cache is emptied, and compiled again, where the Python files of its
+package or of a package whose kernels it calls changed since (:func:`_forget_if_edited`).
+
 Where numba finds no folder to cache in (a read-only install, an unwritable home, no
 ``NUMBA_CACHE_DIR``), its ``njit(cache=True)`` refused to define a kernel at all; importing this
 package adds a last folder for it to try, ``numba/`` in this user's private lock folder
@@ -43,6 +47,8 @@ as a miss and is emptied, so it is compiled again rather than raised on every ca
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
 import pickle
 import subprocess
@@ -395,6 +401,73 @@ _ENTRIES: dict[Dispatcher, Tiered] = {}
 _TWINS: dict[int, Callable[..., Any]] = {}
 
 
+def _forget_if_edited(dispatcher: Dispatcher) -> None:
+    """Empty ``dispatcher``'s cache where its package's sources changed since it was written.
+
+    numba keys a cached kernel on its own file alone, yet the machine code holds every kernel
+    it calls: after an edit of ``decoding/tarjan.py`` (a ``git pull`` into an editable
+    install), ``decoding.mst`` ran the old Tarjan from ``_batch.py``'s cache. Beside each
+    entry point's cache index lies a digest of the Python files (paths and bytes) of its
+    package and of the packages of every kernel it calls (:func:`_package_roots`); another
+    digest empties the index, so the kernel is compiled again, and the new digest is written.
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    folder = getattr(cache, "_cache_path", None)
+    base = getattr(getattr(cache, "_impl", None), "filename_base", None)
+    if folder is None or base is None or isinstance(cache, NullCache):
+        return
+    roots = sorted(_package_roots(dispatcher, set()))
+    digest = hashlib.sha256("".join(map(_tree_digest, roots)).encode()).hexdigest()
+    marker = os.path.join(folder, f"{base}.sources")
+    with contextlib.suppress(OSError, UnicodeDecodeError), open(marker, encoding="utf-8") as file:
+        if file.read() == digest:
+            return
+    with contextlib.suppress(OSError):  # an unwritable cache: numba's own rule, as before
+        cache.flush()
+        partial = f"{marker}.{os.getpid()}"
+        with open(partial, "w", encoding="utf-8") as file:
+            file.write(digest)
+        os.replace(partial, marker)
+
+
+def _package_roots(dispatcher: Dispatcher, seen: set[int]) -> set[str]:
+    """The top folders of the packages holding ``dispatcher`` and every kernel it calls.
+
+    ``transitions``' kernels call ``decoding``'s: an edit there is theirs too.
+    """
+    python = dispatcher.py_func
+    if id(python) in seen:
+        return set()
+    seen.add(id(python))
+    roots = set()
+    source = python.__code__.co_filename
+    if os.path.isfile(source):
+        root = os.path.dirname(os.path.abspath(source))
+        while os.path.isfile(os.path.join(os.path.dirname(root), "__init__.py")):
+            root = os.path.dirname(root)
+        roots.add(root)
+    for name in set(_names(python.__code__)):
+        callee = python.__globals__.get(name)
+        if isinstance(callee, Dispatcher):
+            roots |= _package_roots(callee, seen)
+    return roots
+
+
+@functools.cache
+def _tree_digest(root: str) -> str:
+    """SHA-256 of the path and bytes of each Python file under ``root``."""
+    digest = hashlib.sha256()
+    for folder, folders, files in os.walk(root):
+        folders.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                digest.update(os.path.relpath(path, root).encode("utf-8", "surrogateescape"))
+                with open(path, "rb") as file:
+                    digest.update(hashlib.sha256(file.read()).digest())
+    return digest.hexdigest()
+
+
 def tiered(function: Callable[..., Any], *, work: Work | None = None) -> Callable[..., Any]:
     """``function`` (a numba dispatcher) as a :class:`Tiered` entry point, one per dispatcher.
 
@@ -410,6 +483,7 @@ def tiered(function: Callable[..., Any], *, work: Work | None = None) -> Callabl
         return function
     entry = _ENTRIES.get(function)
     if entry is None:
+        _forget_if_edited(function)
         entry = _ENTRIES.setdefault(function, Tiered(function, work=work))
     if entry.work is not work:
         name = function.py_func.__qualname__

@@ -341,3 +341,36 @@ def test_an_interpreted_call_warns_of_no_float_exception_as_machine_code_does(mo
         warnings.simplefilter("error")
         assert np.isnan(entry(np.float64(np.inf)))
     assert not entry.is_compiled
+
+
+_CALLEE = "import numba\n\n\n@numba.njit(cache=True)\ndef value():\n    return {}\n"
+_ENTRY = (
+    "import numba\nfrom kernels.callee import value\n\n\n"
+    "@numba.njit(cache=True)\ndef entry(x):\n    return value() + x\n"
+)
+
+
+def test_an_edit_of_a_kernel_that_a_cached_kernel_calls_is_compiled_again(tmp_path: Path) -> None:
+    # numba keys a cache on the entry's own file: an edit of decoding/tarjan.py alone left
+    # decoding.mst running the old Tarjan from _batch.py's cache (a git pull into an install).
+    package = tmp_path / "kernels"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "entry.py").write_text(_ENTRY)
+    script = "import tiered\nfrom kernels.entry import entry\nprint(tiered.tiered(entry)(0))"
+    root = Path(tiered.__file__).parents[1]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(root)]),
+        "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+        "ROOTPARSE_COMPILE": "foreground",
+    }
+    found = []
+    for value in ("1", "1", "22"):
+        (package / "callee.py").write_text(_CALLEE.format(value))
+        run = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True
+        )
+        found.append(run.stdout.strip() or run.stderr)
+    assert found == ["1", "1", "22"]
+    assert any((tmp_path / "cache").rglob("*.nbc"))  # compiled into the cache, read from it
