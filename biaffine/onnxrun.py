@@ -18,7 +18,6 @@ parsers decode with ``mst`` and one word on ROOT, transition parsers search with
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import os
 import time
@@ -71,8 +70,10 @@ from biaffine.onnx_chars import CharVectors
 from biaffine.pipeline import read_raw
 from biaffine.predict_options import (
     STDIO,
+    InputSentences,
     PredictOptions,
     check_arguments,
+    next_chunk,
     read_sentences,
     request_of,
     write_sentences,
@@ -791,20 +792,19 @@ def predict_file(
     parser.results(warm_up, request, decoder)  # kernels loaded: part of start-up
     started, counted = time.perf_counter(), [0]
     if input_format == "raw":
-        sentences = iter(read_raw(source, parser.segmenter))
+        sentences = InputSentences(iter(read_raw(source, parser.segmenter)))
     else:
         sentences = read_sentences(source, input_format)
     chunks = _chunks(sentences, chunk_sentences)
     parsed = _parsed(parser, chunks, request, decoder, max_tokens, counted)
-    write_sentences(dest, parsed)
+    write_sentences(dest, parsed, sentences.trailer)
     return counted[0], time.perf_counter() - started
 
 
-def _chunks(sentences: Iterable[Sentence], size: int) -> Iterator[list[Sentence]]:
-    iterator = iter(sentences)
+def _chunks(sentences: InputSentences, size: int) -> Iterator[list[Sentence]]:
     while True:
         stop_if_terminated()  # before a read that may wait on a pipe for good
-        chunk = list(itertools.islice(iterator, size))
+        chunk = next_chunk(sentences, size)
         if not chunk:
             return
         yield chunk

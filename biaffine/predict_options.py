@@ -10,6 +10,7 @@ sentence is :func:`biaffine.results.with_result`. Torch-free, for both.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from biaffine.data.columns import CONLLU_NAMES, TAGGED
 from biaffine.data.conllu import ConlluError, Sentence, read_conllu, read_text, write_conllu
+from biaffine.data.pipes import PipeReader, is_special
 from biaffine.files import (
     check_output,
     named_when_full,
@@ -33,11 +35,13 @@ __all__ = [
     "LIST_OPTIONS",
     "STDIO",
     "ChunkParser",
+    "InputSentences",
     "PredictOptions",
     "bracketed_lists",
     "check_arguments",
     "check_options",
     "check_source",
+    "next_chunk",
     "parse_columns",
     "read_sentences",
     "request_of",
@@ -244,18 +248,91 @@ def check_source(source: str | os.PathLike[str]) -> None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(source))
 
 
-def read_sentences(source: str | os.PathLike[str], fmt: str) -> Iterator[Sentence]:
+class InputSentences(Iterator[Sentence]):
+    """The sentences of ``predict.py``'s input, lazily, and what its writer needs of the input.
+
+    Attributes:
+        trailer: blank lines after the last sentence that no sentence holds, to be written
+            after it (:func:`biaffine.data.conllu.read_conllu`, from a pipe).
+    """
+
+    def __init__(
+        self,
+        sentences: Iterator[Sentence],
+        pipe: PipeReader | None = None,
+        trailer: list[str] | None = None,
+    ) -> None:
+        """``sentences`` as they are read from ``pipe``, where the input is a pipe."""
+        self._sentences = sentences
+        self._pipe = pipe
+        self.trailer = trailer if trailer is not None else []
+
+    def __next__(self) -> Sentence:
+        """The next sentence (ConlluError where the input is malformed)."""
+        return next(self._sentences)
+
+    def waiting(self) -> bool:
+        """Whether the next sentence has yet to come: never from a file, which is all there."""
+        return self._pipe is not None and self._pipe.waiting()
+
+
+def read_sentences(source: str | os.PathLike[str], fmt: str) -> InputSentences:
     """The sentences of ``source`` (``-``: stdin), CoNLL-U or ``text`` (one per line), lazily.
 
     Standard input is read as bytes and decoded as a file is, so that invalid UTF-8 is an
-    error naming ``<stdin>`` and the line, whatever the locale's encoding.
+    error naming ``<stdin>`` and the line, whatever the locale's encoding. A pipe or a
+    terminal (standard input, a named pipe, ``/dev/stdin``) is read as it comes
+    (:mod:`biaffine.data.pipes`): each sentence is given as soon as it has come.
 
     Raises:
         biaffine.data.conllu.ConlluError: while iterating, malformed input or a sentence of
             more than :data:`~biaffine.pipeline.MAX_SENTENCE_WORDS` words.
     """
-    stream = standard_input() if str(source) == STDIO else source
-    return _refuse_long(read_text(stream) if fmt == "text" else read_conllu(stream))
+    pipe = _pipe_of(source)
+    stream = pipe if pipe is not None else standard_input() if str(source) == STDIO else source
+    trailer: list[str] = []
+    sentences = read_text(stream) if fmt == "text" else read_conllu(stream, trailer=trailer)
+    return InputSentences(_refuse_long(_closing(sentences, pipe)), pipe, trailer)
+
+
+def next_chunk(sentences: Iterator[Sentence], size: int) -> list[Sentence]:
+    """Up to ``size`` sentences, read for one parse; none at the input's end.
+
+    From :class:`InputSentences` of a pipe, no more than have come (but at least one): a
+    writer that waits for its answers gets them rather than wait on the parser for good.
+    """
+    waiting = sentences.waiting if isinstance(sentences, InputSentences) else None
+    if waiting is None:
+        return list(itertools.islice(sentences, size))
+    chunk = list(itertools.islice(sentences, 1))
+    while chunk and len(chunk) < size and not waiting():
+        following = next(sentences, None)
+        if following is None:
+            break
+        chunk.append(following)
+    return chunk
+
+
+def _pipe_of(source: str | os.PathLike[str]) -> PipeReader | None:
+    """A reader of ``source`` as it comes where it is a pipe or a terminal, else None."""
+    if str(source) == STDIO:
+        try:
+            fd = standard_input().fileno()
+        except (OSError, ValueError):  # io.UnsupportedOperation too: no descriptor
+            return None
+        return PipeReader(fd, "<stdin>") if is_special(fd) else None
+    path = Path(source)
+    if not path.exists() or path.is_dir() or path.is_file():
+        return None  # the reader names what is wrong, or reads a file as a file
+    return PipeReader(os.open(path, os.O_RDONLY), str(source), owned=True)
+
+
+def _closing(sentences: Iterator[Sentence], pipe: PipeReader | None) -> Iterator[Sentence]:
+    try:
+        yield from sentences
+    finally:
+        if pipe is not None:
+            pipe.close()
 
 
 def _refuse_long(sentences: Iterator[Sentence]) -> Iterator[Sentence]:
@@ -269,11 +346,14 @@ def _refuse_long(sentences: Iterator[Sentence]) -> Iterator[Sentence]:
         yield sentence
 
 
-def write_sentences(dest: str | os.PathLike[str], sentences: Iterable[Sentence]) -> None:
-    """Write CoNLL-U to ``dest`` (``-``: stdout).
+def write_sentences(
+    dest: str | os.PathLike[str], sentences: Iterable[Sentence], trailer: Sequence[str] = ()
+) -> None:
+    """Write CoNLL-U to ``dest`` (``-``: stdout), then the lines of ``trailer``.
 
     A file is written atomically, special files (pipes, devices) in place
-    (:func:`biaffine.files.open_output`).
+    (:func:`biaffine.files.open_output`). ``trailer`` is read once every sentence is written
+    (:attr:`InputSentences.trailer`, filled at the input's end).
 
     Raises:
         OSError: a write failed for want of space, naming ``dest`` (Python's does not).
@@ -281,6 +361,9 @@ def write_sentences(dest: str | os.PathLike[str], sentences: Iterable[Sentence])
     if str(dest) != STDIO:
         with open_output(dest, "w", encoding="utf-8", newline="") as out:
             write_conllu(out, sentences)
+            out.write("".join(trailer))
         return
     with named_when_full("<stdout>"):
-        write_conllu(standard_output(), sentences)
+        out = standard_output()
+        write_conllu(out, sentences)
+        out.write("".join(trailer))

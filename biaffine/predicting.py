@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import itertools
 import logging
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -31,8 +30,10 @@ from biaffine.pipeline import INPUT_FORMATS, read_raw
 from biaffine.predict_options import (
     STDIO,
     ChunkParser,
+    InputSentences,
     PredictOptions,
     check_arguments,
+    next_chunk,
     read_sentences,
     request_of,
     write_sentences,
@@ -190,7 +191,7 @@ def predict(
     if not here.is_main:
         collections.deque(parsed, maxlen=0)  # this rank's share goes to rank 0, which writes
     else:
-        write_sentences(dest, parsed)
+        write_sentences(dest, parsed, sentences.trailer)
     result.seconds = time.perf_counter() - started
     result = distributed.broadcast(result, here)
     if here.is_main:
@@ -252,17 +253,15 @@ def _load_segmenter(fmt: str, path: str | os.PathLike[str] | None) -> Segmenter 
     return Segmenter.load(path)
 
 
-def _read(
-    source: str | os.PathLike[str], fmt: str, segmenter: Segmenter | None
-) -> Iterator[Sentence]:
+def _read(source: str | os.PathLike[str], fmt: str, segmenter: Segmenter | None) -> InputSentences:
     if segmenter is not None:
-        return iter(read_raw(source, segmenter))
+        return InputSentences(iter(read_raw(source, segmenter)))
     return read_sentences(source, fmt)
 
 
 def _parse_chunks(
     parse_chunk: ChunkParser,
-    sentences: Iterable[Sentence],
+    sentences: InputSentences,
     chunk_sentences: int,
     result: PredictResult,
     *,
@@ -275,8 +274,7 @@ def _parse_chunks(
     ``parse_chunk`` gives one list per input sentence; its first sentence is the one scored.
     """
     here = distributed.world()
-    iterator = iter(sentences)
-    while chunks := _next_round(iterator, chunk_sentences, here.size):
+    while chunks := _next_round(sentences, chunk_sentences, here.size):
         mine = chunks[here.rank] if here.rank < len(chunks) else []
         parsed = parse_chunk(mine) if mine else []
         gathered = distributed.gather(parsed, here)
@@ -291,11 +289,18 @@ def _parse_chunks(
                 yield from written
 
 
-def _next_round(iterator: Iterator[Sentence], size: int, n: int) -> list[list[Sentence]]:
-    """Up to ``n`` non-empty chunks of ``size`` sentences from ``iterator``."""
+def _next_round(iterator: InputSentences, size: int, n: int) -> list[list[Sentence]]:
+    """Up to ``n`` non-empty chunks of up to ``size`` sentences (:func:`next_chunk`).
+
+    Fewer where the next sentence has yet to come from a pipe.
+    """
     stop_if_terminated()  # before a read that may wait on a pipe for good
-    chunks = (list(itertools.islice(iterator, size)) for _ in range(n))
-    return list(itertools.takewhile(bool, chunks))
+    chunks: list[list[Sentence]] = []
+    while len(chunks) < n and (chunk := next_chunk(iterator, size)):
+        chunks.append(chunk)
+        if iterator.waiting():
+            break
+    return chunks
 
 
 def _score_chunk(

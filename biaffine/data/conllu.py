@@ -23,6 +23,8 @@ from typing import AnyStr, BinaryIO, NoReturn, TextIO, cast
 from conllu.exceptions import ParseException
 from conllu.parser import parse_comment_line, parse_id_value, parse_int_value
 
+from biaffine.data.pipes import PipeReader
+
 COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
 _HEAD, _DEPREL, _MISC = 6, 7, 9
 _WRITABLE = {"lemma": 2, "upos": 3, "xpos": 4, "feats": 5, "head": _HEAD, "deprel": _DEPREL}
@@ -500,15 +502,25 @@ def universal_relation(deprel: str) -> str:
 
 
 def read_conllu(
-    source: str | Path | TextIO | BinaryIO, *, require_trees: bool = False
+    source: str | Path | TextIO | BinaryIO,
+    *,
+    require_trees: bool = False,
+    trailer: list[str] | None = None,
 ) -> Iterator[Sentence]:
     """Streams the sentences of a CoNLL-U file, one at a time (memory bounded by one sentence).
+
+    A sentence's blank lines belong to it, so a sentence is given when the next one begins;
+    from a :class:`~biaffine.data.pipes.PipeReader`, as soon as its closing blank line has come
+    where nothing more has (a writer may be waiting for its answer), and the blank lines that
+    come after it then open the next sentence, or go to ``trailer`` after the last.
 
     Args:
         source: a path, or an open text or binary file (read from its current position, not
             closed; a binary one, such as ``sys.stdin.buffer``, is decoded as a path is).
         require_trees: training mode: every HEAD must be an integer in 0..n and every DEPREL
             set. Otherwise HEAD may be ``_`` (the sentence then has ``heads=None``).
+        trailer: gets the blank lines after the last sentence that no sentence holds (only
+            from a pipe, as above), for a writer to write after it.
 
     Returns:
         A lazy iterator of Sentences in file order.
@@ -520,7 +532,8 @@ def read_conllu(
             while iterating.
     """
     name, lines = _open_lines(source)
-    return _read_sentences(name, lines, require_trees)
+    waiting = source.waiting if isinstance(source, PipeReader) else None
+    return _read_sentences(name, lines, require_trees, waiting, trailer)
 
 
 def conllu_of_lines(lines: Iterable[str], name: str) -> Iterator[Sentence]:
@@ -689,10 +702,21 @@ def _cr_inside(text: str) -> bool:
     return cr != -1 and not (cr == len(text) - 2 and text.endswith("\n"))
 
 
-def _read_sentences(name: str, lines: Iterator[str], require_trees: bool) -> Iterator[Sentence]:
+def _read_sentences(
+    name: str,
+    lines: Iterator[str],
+    require_trees: bool,
+    waiting: Callable[[], bool] | None = None,
+    trailer: list[str] | None = None,
+) -> Iterator[Sentence]:
+    """:func:`read_conllu`'s sentences of ``lines``.
+
+    ``waiting``: whether the next line has yet to come (None: it never has to).
+    """
     raw: list[str] = []
     start = 0  # line number of the current sentence's first non-blank line; 0 before it
     closed = False  # a blank line followed the current sentence
+    given = False  # a sentence was given at its closing blank line (see read_conllu)
     lineno = 0
     for lineno, text in enumerate(lines, 1):
         if not text:  # a byte order mark alone, without a line end: nothing is left of it
@@ -702,6 +726,9 @@ def _read_sentences(name: str, lines: Iterator[str], require_trees: bool) -> Ite
                 raise ConlluError(name, lineno, _odd_whitespace(text))
             raw.append(text)
             closed = start > 0
+            if closed and waiting is not None and waiting():
+                yield _parse_block(raw, start, name, require_trees)
+                raw, start, closed, given = [], 0, False, True
             continue
         if _cr_inside(text):
             raise ConlluError(name, lineno, _CR_INSIDE)
@@ -710,9 +737,12 @@ def _read_sentences(name: str, lines: Iterator[str], require_trees: bool) -> Ite
             raw, start, closed = [], 0, False
         start = start or lineno
         raw.append(text)
-    if not start:
+    if start:
+        yield _parse_block(raw, start, name, require_trees)
+    elif not given:
         raise ConlluError(name, 0, f"no sentences found ({lineno} lines, all blank)")
-    yield _parse_block(raw, start, name, require_trees)
+    elif trailer is not None:
+        trailer.extend(raw)
 
 
 def _first_filled(lines: Sequence[str]) -> int:
