@@ -452,3 +452,19 @@ def test_the_command_line_adds_segmentation_rows_with_gold_tokenization(
     out = capsys.readouterr().out
     assert "Tokens                    100.00  100.00  100.00" in out
     assert out.count("\nUAS ") == 1  # the attachment table's; the CoNLL 2018 table skips it
+
+
+def test_align_words_breaks_ties_inside_multiword_tokens_as_the_scorer_does() -> None:
+    # conll18_ud_eval.py walks the region from its start, matching equal forms and otherwise
+    # skipping a gold word where the longest common subsequence allows it; its region takes
+    # one system word before a gold multiword token at most. Mutations of either tie went
+    # unseen (worked by hand through the scorer's find_multiword_span and compute_lcs).
+    def word(span: tuple[int, int], form: str, multiword: bool = False) -> SpannedWord:
+        return SpannedWord(span, multiword, form)
+
+    gold = [word((0, 2), "de", True), word((0, 2), "le", True)]
+    system = [word((0, 2), "le", True), word((0, 2), "de", True)]
+    assert align_words(gold, system) == [(1, 0)]
+    gold = [word((0, 5), "abcde"), word((5, 7), "fg", True), word((5, 7), "fg", True)]
+    system = [word((0, 1), "a"), word((1, 5), "bcde"), word((5, 7), "fg")]
+    assert align_words(gold, system) == [(2, 2)]
