@@ -276,22 +276,29 @@ class InputSentences(Iterator[Sentence]):
         return self._pipe is not None and self._pipe.waiting()
 
 
-def read_sentences(source: str | os.PathLike[str], fmt: str) -> InputSentences:
+def read_sentences(
+    source: str | os.PathLike[str], fmt: str, *, early: bool = True
+) -> InputSentences:
     """The sentences of ``source`` (``-``: stdin), CoNLL-U or ``text`` (one per line), lazily.
 
     Standard input is read as bytes and decoded as a file is, so that invalid UTF-8 is an
     error naming ``<stdin>`` and the line, whatever the locale's encoding. A pipe or a
     terminal (standard input, a named pipe, ``/dev/stdin``) is read as it comes
-    (:mod:`biaffine.data.pipes`): each sentence is given as soon as it has come.
+    (:mod:`biaffine.data.pipes`): each sentence is given as soon as it has come (a CoNLL-U
+    one at its closing blank line where ``early``: not for k-best output, see
+    :func:`~biaffine.data.conllu.read_conllu`).
 
     Raises:
         biaffine.data.conllu.ConlluError: while iterating, malformed input or a sentence of
             more than :data:`~biaffine.pipeline.MAX_SENTENCE_WORDS` words.
     """
-    pipe = _pipe_of(source)
+    pipe = _pipe_of(source, _has_words if fmt == "text" else None)
     stream = pipe if pipe is not None else standard_input() if str(source) == STDIO else source
     trailer: list[str] = []
-    sentences = read_text(stream) if fmt == "text" else read_conllu(stream, trailer=trailer)
+    if fmt == "text":
+        sentences = read_text(stream)
+    else:
+        sentences = read_conllu(stream, trailer=trailer, early=early)
     return InputSentences(_refuse_long(_closing(sentences, pipe)), pipe, trailer)
 
 
@@ -313,18 +320,25 @@ def next_chunk(sentences: Iterator[Sentence], size: int) -> list[Sentence]:
     return chunk
 
 
-def _pipe_of(source: str | os.PathLike[str]) -> PipeReader | None:
+def _pipe_of(
+    source: str | os.PathLike[str], counts: Callable[[bytes], bool] | None
+) -> PipeReader | None:
     """A reader of ``source`` as it comes where it is a pipe or a terminal, else None."""
     if str(source) == STDIO:
         try:
             fd = standard_input().fileno()
         except (OSError, ValueError):  # io.UnsupportedOperation too: no descriptor
             return None
-        return PipeReader(fd, "<stdin>") if is_special(fd) else None
+        return PipeReader(fd, "<stdin>", counts=counts) if is_special(fd) else None
     path = Path(source)
     if not path.exists() or path.is_dir() or path.is_file():
         return None  # the reader names what is wrong, or reads a file as a file
-    return PipeReader(os.open(path, os.O_RDONLY), str(source), owned=True)
+    return PipeReader(os.open(path, os.O_RDONLY), str(source), owned=True, counts=counts)
+
+
+def _has_words(line: bytes) -> bool:
+    """Whether a line of plain text is a sentence: its blank lines are skipped."""
+    return bool(line.decode("utf-8", "replace").split())
 
 
 def _closing(sentences: Iterator[Sentence], pipe: PipeReader | None) -> Iterator[Sentence]:

@@ -185,7 +185,7 @@ def predict(
     if freeze:
         freeze_loaded()
     result, started = PredictResult(), time.perf_counter()
-    sentences = _read(source, input_format, segments)
+    sentences = _read(source, input_format, segments, early=options.kbest is None)
     scoring = {"evaluate": evaluate, "exclude_punct": exclude_punct}
     parsed = _parse_chunks(parse_chunk, sentences, chunk_sentences, result, **scoring)
     if not here.is_main:
@@ -253,10 +253,12 @@ def _load_segmenter(fmt: str, path: str | os.PathLike[str] | None) -> Segmenter 
     return Segmenter.load(path)
 
 
-def _read(source: str | os.PathLike[str], fmt: str, segmenter: Segmenter | None) -> InputSentences:
+def _read(
+    source: str | os.PathLike[str], fmt: str, segmenter: Segmenter | None, *, early: bool
+) -> InputSentences:
     if segmenter is not None:
         return InputSentences(iter(read_raw(source, segmenter)))
-    return read_sentences(source, fmt)
+    return read_sentences(source, fmt, early=early)
 
 
 def _parse_chunks(

@@ -506,13 +506,16 @@ def read_conllu(
     *,
     require_trees: bool = False,
     trailer: list[str] | None = None,
+    early: bool = True,
 ) -> Iterator[Sentence]:
     """Streams the sentences of a CoNLL-U file, one at a time (memory bounded by one sentence).
 
     A sentence's blank lines belong to it, so a sentence is given when the next one begins;
-    from a :class:`~biaffine.data.pipes.PipeReader`, as soon as its closing blank line has come
-    where nothing more has (a writer may be waiting for its answer), and the blank lines that
-    come after it then open the next sentence, or go to ``trailer`` after the last.
+    from a :class:`~biaffine.data.pipes.PipeReader` where ``early``, as soon as its closing
+    blank line has come where nothing more has (a writer may be waiting for its answer), and
+    the blank lines that come after it then open the next sentence, or go to ``trailer`` after
+    the last. (Not for k-best output, which repeats a sentence's every line in each copy: its
+    bytes would depend on the writer's pauses.)
 
     Args:
         source: a path, or an open text or binary file (read from its current position, not
@@ -521,6 +524,7 @@ def read_conllu(
             set. Otherwise HEAD may be ``_`` (the sentence then has ``heads=None``).
         trailer: gets the blank lines after the last sentence that no sentence holds (only
             from a pipe, as above), for a writer to write after it.
+        early: from a pipe, give a sentence at its closing blank line (above).
 
     Returns:
         A lazy iterator of Sentences in file order.
@@ -532,7 +536,7 @@ def read_conllu(
             while iterating.
     """
     name, lines = _open_lines(source)
-    waiting = source.waiting if isinstance(source, PipeReader) else None
+    waiting = source.waiting if early and isinstance(source, PipeReader) else None
     return _read_sentences(name, lines, require_trees, waiting, trailer)
 
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from biaffine.data.conllu import read_conllu
-from biaffine.data.pipes import PipeReader
+from biaffine.data.pipes import PAUSE_SECONDS, PipeReader
 
 ROOT = Path(__file__).parents[3]
 SENTENCE = "1\tThe\t_\t_\t_\t_\t_\t_\t_\t_\n2\tcat\t_\t_\t_\t_\t_\t_\t_\t_\n"
@@ -101,6 +101,48 @@ def test_a_sentence_is_given_at_its_closing_blank_line_and_no_byte_is_lost() -> 
     assert written == "".join(sent)
 
 
+def test_a_descriptor_in_non_blocking_mode_is_waited_on_all_the_same() -> None:
+    # A non-blocking stdin ended the input at its first pause (EAGAIN), dropping the rest.
+    feed = Feed()
+    os.set_blocking(feed.reader.fileno(), False)
+    sender = threading.Timer(0.2, feed.send, [b"late\n"])
+    sender.start()
+    assert _within_seconds(feed.reader.readline, 30) == b"late\n"
+    sender.join()
+    feed.close()
+    assert feed.reader.readline() == b""
+    feed.reader.close()
+
+
+def test_k_best_copies_from_a_pipe_are_the_bytes_of_a_file_whatever_the_pauses(
+    graph_checkpoint: Path, tmp_path: Path
+) -> None:
+    # Each k-best copy repeats its sentence's blank lines: given at its first blank line, a
+    # sentence left its others to the next one's copies, and the bytes hung on the pauses.
+    from biaffine.predict_options import PredictOptions
+    from biaffine.predicting import predict
+
+    parts = [f"{SENTENCE}\n", f"\n\n{SENTENCE}\n\n"]
+    source, fifo = tmp_path / "in.conllu", tmp_path / "in.fifo"
+    source.write_text("".join(parts), encoding="utf-8")
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "w", encoding="utf-8") as feed:
+            for part in parts:
+                feed.write(part)
+                feed.flush()
+                threading.Event().wait(3 * PAUSE_SECONDS)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    options = PredictOptions(kbest=2)
+    for path in (fifo, source):
+        predict(graph_checkpoint, path, tmp_path / f"{path.name}.out", threads=1, options=options)
+    writer.join()
+    assert (tmp_path / "in.fifo.out").read_bytes() == (tmp_path / "in.conllu.out").read_bytes()
+
+
 def _within_seconds(call, seconds: float):
     """``call()``, which must end within ``seconds`` (a test that would hang fails instead)."""
     found: list = []
@@ -118,8 +160,9 @@ def test_predict_py_answers_each_sentence_while_its_writer_waits(
     # predict.py read 10,000 sentences (chunk_sentences) from a pipe before parsing any, and
     # a CoNLL-U sentence only once the next began: a program sending a sentence and reading
     # its parse before the next one waited for good. Files read as they did.
-    text = "The cat sat .\n" if fmt == "text" else f"{SENTENCE}\n"
-    given = [text, text, "\n\n" if fmt == "conllu" else "\n"]
+    # A blank line after a line of text was read as the next line's start, and waited on.
+    text = "The cat sat .\n\n" if fmt == "text" else f"{SENTENCE}\n"
+    given = [text, text, "\n\n"]
     source = tmp_path / f"in.{fmt}"
     source.write_text("".join(given), encoding="utf-8")
     command = [sys.executable, str(ROOT / "predict.py"), f"checkpoint={graph_checkpoint}"]
