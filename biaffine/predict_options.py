@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from biaffine.data.columns import CONLLU_NAMES, TAGGED
 from biaffine.data.conllu import ConlluError, Sentence, read_conllu, read_text, write_conllu
@@ -302,17 +303,14 @@ def read_sentences(
     return InputSentences(_refuse_long(_closing(sentences, pipe)), pipe, trailer)
 
 
-def next_chunk(sentences: Iterator[Sentence], size: int) -> list[Sentence]:
+def next_chunk(sentences: InputSentences, size: int) -> list[Sentence]:
     """Up to ``size`` sentences, read for one parse; none at the input's end.
 
-    From :class:`InputSentences` of a pipe, no more than have come (but at least one): a
-    writer that waits for its answers gets them rather than wait on the parser for good.
+    From a pipe, no more than have come (but at least one): a writer that waits for its
+    answers gets them rather than wait on the parser for good.
     """
-    waiting = sentences.waiting if isinstance(sentences, InputSentences) else None
-    if waiting is None:
-        return list(itertools.islice(sentences, size))
     chunk = list(itertools.islice(sentences, 1))
-    while chunk and len(chunk) < size and not waiting():
+    while chunk and len(chunk) < size and not sentences.waiting():
         following = next(sentences, None)
         if following is None:
             break
@@ -372,12 +370,14 @@ def write_sentences(
     Raises:
         OSError: a write failed for want of space, naming ``dest`` (Python's does not).
     """
-    if str(dest) != STDIO:
-        with open_output(dest, "w", encoding="utf-8", newline="") as out:
-            write_conllu(out, sentences)
-            out.write("".join(trailer))
-        return
-    with named_when_full("<stdout>"):
-        out = standard_output()
+
+    def write(out: TextIO) -> None:
         write_conllu(out, sentences)
         out.write("".join(trailer))
+
+    if str(dest) != STDIO:
+        with open_output(dest, "w", encoding="utf-8", newline="") as out:
+            write(out)
+        return
+    with named_when_full("<stdout>"):
+        write(standard_output())

@@ -300,7 +300,7 @@ def _next_round(iterator: InputSentences, size: int, n: int) -> list[list[Senten
     chunks: list[list[Sentence]] = []
     while len(chunks) < n and (chunk := next_chunk(iterator, size)):
         chunks.append(chunk)
-        if iterator.waiting():
+        if len(chunks) < n and iterator.waiting():
             break
     return chunks
 

@@ -180,10 +180,8 @@ def _heal(dispatcher: Dispatcher, seen: set[int]) -> None:
         except Exception:  # as in _in_cache: whatever unpickling raises
             with contextlib.suppress(OSError):  # an unwritable cache stays as numba left it
                 cache.flush()
-    for name in set(_names(python.__code__)):
-        callee = python.__globals__.get(name)
-        if isinstance(callee, Dispatcher):
-            _heal(callee, seen)
+    for callee in _callees(python):
+        _heal(callee, seen)
 
 
 def _names(code: types.CodeType) -> Iterator[str]:
@@ -446,11 +444,17 @@ def _package_roots(dispatcher: Dispatcher, seen: set[int]) -> set[str]:
         while os.path.isfile(os.path.join(os.path.dirname(root), "__init__.py")):
             root = os.path.dirname(root)
         roots.add(root)
+    for callee in _callees(python):
+        roots |= _package_roots(callee, seen)
+    return roots
+
+
+def _callees(python: Callable[..., Any]) -> Iterator[Dispatcher]:
+    """The kernels (numba dispatchers) a kernel's Python function calls by a global name."""
     for name in set(_names(python.__code__)):
         callee = python.__globals__.get(name)
         if isinstance(callee, Dispatcher):
-            roots |= _package_roots(callee, seen)
-    return roots
+            yield callee
 
 
 @functools.cache

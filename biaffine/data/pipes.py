@@ -27,7 +27,7 @@ PAUSE_SECONDS = 0.05
 """How long the writer may pause before what has come is parsed. A writer of 4 KiB pieces a
 millisecond apart left chunks of 30 to 170 EWT sentences when any pause counted, and EWT dev
 took 1.8 times as long to parse as from a file; a writer waiting for its answer waits this
-long more (twice, where a CoNLL-U sentence's closing blank line asks too)."""
+long more."""
 
 
 class PipeReader(io.RawIOBase):
@@ -57,6 +57,7 @@ class PipeReader(io.RawIOBase):
         self._counts = counts
         self._buffer = bytearray()
         self._ended = False
+        self._paused = False  # the last waiting() found nothing, and nothing was read since
 
     def close(self) -> None:
         """Closes the descriptor where it is this reader's own."""
@@ -101,10 +102,13 @@ class PipeReader(io.RawIOBase):
 
         What the writer sends meanwhile is read into the buffer.
         """
-        deadline = time.monotonic() + PAUSE_SECONDS
+        # Asked again with nothing read since the last pause (the CoNLL-U reader at a closing
+        # blank line, then the chunking), the writer has had its pause: no second one.
+        deadline = time.monotonic() + (0.0 if self._paused else PAUSE_SECONDS)
         while not self._ended and not self._holds_line():
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._fd], [], [], left)[0]:
+            if not select.select([self._fd], [], [], max(left, 0.0))[0]:
+                self._paused = True
                 return True
             self._fill()
         return False
@@ -127,6 +131,7 @@ class PipeReader(io.RawIOBase):
                 select.select([self._fd], [], [])
         self._ended = not block
         self._buffer += block
+        self._paused = False
 
 
 def is_special(fd: int) -> bool:
