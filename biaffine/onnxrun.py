@@ -792,7 +792,8 @@ def predict_file(
     parser.results(warm_up, request, decoder)  # kernels loaded: part of start-up
     started, counted = time.perf_counter(), [0]
     if input_format == "raw":
-        sentences = InputSentences(iter(read_raw(source, parser.segmenter)))
+        raw = read_raw(source, parser.segmenter)
+        sentences = InputSentences(raw, raw)
     else:
         sentences = read_sentences(source, input_format)
     chunks = _chunks(sentences, chunk_sentences)

@@ -15,16 +15,19 @@ import contextlib
 import io
 import os
 import stat
+from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import IO, Protocol
 
 import rawtext
 from biaffine.data.conllu import Sentence, conllu_of_lines, read_conllu, read_text
+from biaffine.data.pipes import PipeReader, open_pipe
 from biaffine.files import standard_input
 
 __all__ = [
     "INPUT_FORMATS",
     "MAX_SENTENCE_WORDS",
+    "RawSentences",
     "TextSegmenter",
     "read_raw",
     "segmented",
@@ -88,14 +91,27 @@ def segmented_stream(
             is dropped (it is no text).
         doc_id: written as ``# newdoc id = ...`` (``# newdoc`` alone when None).
         name: the text's name in an error's message.
-        interactive: the chunks come as a pipe delivers them, each to be segmented at once
-            (otherwise one is read ahead: :meth:`Segmenter.segment_stream`).
+        interactive: the chunks come as a pipe delivers them, each to be segmented at once,
+            and an empty one says that the writer paused: the paragraphs that have ended are
+            segmented then (otherwise one is read ahead: :meth:`Segmenter.segment_stream`).
 
     Returns:
         One sentence per sentence found, numbered from 1 in ``# sent_id``, a sentence of more
         than :data:`MAX_SENTENCE_WORDS` words cut into pieces
         (:func:`rawtext.split_long`); none for a text with no characters other than whitespace.
     """
+    for sentences in _segmented_pieces(segmenter, chunks, doc_id, name, interactive):
+        yield from sentences
+
+
+def _segmented_pieces(
+    segmenter: TextSegmenter,
+    chunks: Iterable[str],
+    doc_id: str | None,
+    name: str,
+    interactive: bool,
+) -> Iterator[list[Sentence]]:
+    """:func:`segmented_stream`'s sentences, a list for each piece the segmenter gives."""
     written = 0
     for found in segmenter.segment_stream(_without_bom(chunks), interactive=interactive):
         document = rawtext.split_long(found, MAX_SENTENCE_WORDS)
@@ -104,7 +120,7 @@ def segmented_stream(
         if lines:
             sentences = list(conllu_of_lines(lines, name))
             written += len(sentences)
-            yield from sentences
+            yield sentences
 
 
 def _without_bom(chunks: Iterable[str]) -> Iterator[str]:
@@ -120,18 +136,54 @@ READ_BYTES = 1 << 20
 """Bytes of raw text read at a time (standard input gives what it has, up to this)."""
 
 
-def read_raw(source: str | os.PathLike[str], segmenter: TextSegmenter) -> Iterator[Sentence]:
+class RawSentences(Iterator[Sentence]):
     """The sentences of a UTF-8 text file (``-``: standard input), segmented as they are read.
 
-    Raises:
-        ValueError: the file is not UTF-8 (one line naming the file, the line and the byte),
-            when the reading reaches it; the sentences before it have been given.
+    A pipe, a named pipe or a terminal is read as it comes: where its writer pauses after a
+    paragraph break, the paragraphs before it are segmented at once (a program that sends a
+    paragraph and waits for its parse gets it), and :meth:`waiting` says whether the next
+    sentence has yet to come. Iterating raises ValueError where the file is not UTF-8 (one
+    line naming the file, the line and the byte), when the reading reaches it; the sentences
+    before it have been given.
     """
-    name = "<stdin>" if str(source) == "-" else str(source)
-    with contextlib.ExitStack() as stack:
-        file = standard_input() if name == "<stdin>" else stack.enter_context(open(source, "rb"))
-        chunks = _decoded(file, name)
-        yield from segmented_stream(segmenter, chunks, interactive=_is_pipe(file))
+
+    def __init__(self, source: str | os.PathLike[str], segmenter: TextSegmenter) -> None:
+        """Nothing is opened before the first sentence is asked for."""
+        self._source, self._segmenter = source, segmenter
+        self._pipe: PipeReader | None = None
+        self._held: deque[Sentence] = deque()  # the rest of the piece segmented last
+        self._pieces = self._read()
+
+    def __next__(self) -> Sentence:
+        """The next sentence."""
+        while not self._held:
+            self._held.extend(next(self._pieces))
+        return self._held.popleft()
+
+    def waiting(self) -> bool:
+        """Whether the next sentence has yet to come: never from a file, which is all there."""
+        return not self._held and self._pipe is not None and self._pipe.waiting()
+
+    def _read(self) -> Iterator[list[Sentence]]:
+        source = self._source
+        name = "<stdin>" if str(source) == "-" else str(source)
+        with contextlib.ExitStack() as stack:
+            self._pipe = open_pipe(source)
+            file: IO[bytes]
+            if self._pipe is not None:
+                file = stack.enter_context(self._pipe)  # closes the descriptor it opened
+            elif name == "<stdin>":
+                file = standard_input()
+            else:
+                file = stack.enter_context(open(source, "rb"))
+            chunks = _decoded(file, name, self._pipe)
+            interactive = self._pipe is not None or _is_pipe(file)
+            yield from _segmented_pieces(self._segmenter, chunks, None, name, interactive)
+
+
+def read_raw(source: str | os.PathLike[str], segmenter: TextSegmenter) -> RawSentences:
+    """The sentences of a UTF-8 text file (``-``: standard input), as :class:`RawSentences`."""
+    return RawSentences(source, segmenter)
 
 
 def _is_pipe(file: IO[bytes]) -> bool:
@@ -142,8 +194,8 @@ def _is_pipe(file: IO[bytes]) -> bool:
         return True  # no file descriptor: read as it comes
 
 
-def _decoded(file: IO[bytes], name: str) -> Iterator[str]:
-    """The text of a UTF-8 file, a block at a time.
+def _decoded(file: IO[bytes], name: str, pipe: PipeReader | None = None) -> Iterator[str]:
+    """The text of a UTF-8 file, a block at a time; from ``pipe``, ``""`` where it paused.
 
     Not utf-8-sig: :func:`segmented_stream` drops the one byte order mark, and a second one is
     text.
@@ -158,17 +210,21 @@ def _decoded(file: IO[bytes], name: str) -> Iterator[str]:
         block = read(READ_BYTES)
         held = len(decoder.getstate()[0])  # the end of the block before: part of a character
         try:
-            yield decoder.decode(block, final=not block)
+            text = decoder.decode(block, final=not block)
         except UnicodeDecodeError as error:
             # error.start counts from the held bytes, which hold no line break (all >= 0x80).
             before = block[: max(0, error.start - held)]
             line = lines + _line_breaks(before, after_cr) + 1
             problem = f"not UTF-8 text (byte {seen - held + error.start}: {error.reason})"
             raise ValueError(f"{name}:{line}: {problem}") from None
+        if text:  # an empty chunk is a pause
+            yield text
         if not block:
             return
         lines += _line_breaks(block, after_cr)
         seen, after_cr = seen + len(block), block.endswith(b"\r")
+        if pipe is not None and pipe.waiting():
+            yield ""
 
 
 def _line_breaks(data: bytes, after_cr: bool) -> int:

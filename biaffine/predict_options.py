@@ -19,7 +19,7 @@ from typing import TextIO
 
 from biaffine.data.columns import CONLLU_NAMES, TAGGED
 from biaffine.data.conllu import ConlluError, Sentence, read_conllu, read_text, write_conllu
-from biaffine.data.pipes import PipeReader, is_special
+from biaffine.data.pipes import PipeReader, Waits, open_pipe
 from biaffine.files import (
     check_output,
     named_when_full,
@@ -260,10 +260,14 @@ class InputSentences(Iterator[Sentence]):
     def __init__(
         self,
         sentences: Iterator[Sentence],
-        pipe: PipeReader | None = None,
+        pipe: Waits | None = None,
         trailer: list[str] | None = None,
     ) -> None:
-        """``sentences`` as they are read from ``pipe``, where the input is a pipe."""
+        """``sentences`` as they are read from ``pipe``, where the input is a pipe.
+
+        ``pipe``: what tells whether the next sentence has yet to come (a :class:`PipeReader`,
+        or raw text's :class:`biaffine.pipeline.RawSentences`).
+        """
         self._sentences = sentences
         self._pipe = pipe
         self.trailer = trailer if trailer is not None else []
@@ -293,7 +297,7 @@ def read_sentences(
         biaffine.data.conllu.ConlluError: while iterating, malformed input or a sentence of
             more than :data:`~biaffine.pipeline.MAX_SENTENCE_WORDS` words.
     """
-    pipe = _pipe_of(source, _has_words if fmt == "text" else None)
+    pipe = open_pipe(source, _has_words if fmt == "text" else None)
     stream = pipe if pipe is not None else standard_input() if str(source) == STDIO else source
     trailer: list[str] = []
     if fmt == "text":
@@ -316,22 +320,6 @@ def next_chunk(sentences: InputSentences, size: int) -> list[Sentence]:
             break
         chunk.append(following)
     return chunk
-
-
-def _pipe_of(
-    source: str | os.PathLike[str], counts: Callable[[bytes], bool] | None
-) -> PipeReader | None:
-    """A reader of ``source`` as it comes where it is a pipe or a terminal, else None."""
-    if str(source) == STDIO:
-        try:
-            fd = standard_input().fileno()
-        except (OSError, ValueError):  # io.UnsupportedOperation too: no descriptor
-            return None
-        return PipeReader(fd, "<stdin>", counts=counts) if is_special(fd) else None
-    path = Path(source)
-    if not path.exists() or path.is_dir() or path.is_file():
-        return None  # the reader names what is wrong, or reads a file as a file
-    return PipeReader(os.open(path, os.O_RDONLY), str(source), owned=True, counts=counts)
 
 
 def _has_words(line: bytes) -> bool:

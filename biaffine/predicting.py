@@ -257,7 +257,8 @@ def _read(
     source: str | os.PathLike[str], fmt: str, segmenter: Segmenter | None, *, early: bool
 ) -> InputSentences:
     if segmenter is not None:
-        return InputSentences(iter(read_raw(source, segmenter)))
+        raw = read_raw(source, segmenter)
+        return InputSentences(raw, raw)
     return read_sentences(source, fmt, early=early)
 
 

@@ -95,6 +95,21 @@ class ParagraphCutter:
                 return pieces
             pieces.append(self._take(offset + found.end()))
 
+    def flush(self) -> list[str]:
+        """The held text to the end of its last paragraph break, as a piece (or none).
+
+        For a writer that paused: the paragraphs before the break have ended, whatever its
+        length, and the text to come starts a paragraph of its own. None where the held text
+        holds no break after text. A CR that ends it stays held (its LF may follow).
+        """
+        text = "".join(self.parts)
+        known = len(text) - text.endswith("\r")
+        breaks = PARAGRAPH_BREAK.finditer(text, 0, known)
+        end = max((found.end() for found in breaks), default=0)
+        if not text[:end].strip():
+            return []
+        return [self._take(end)]
+
     def end(self) -> list[str]:
         """The last piece (none if no text is left): the text has ended."""
         last = self._take(self.length)

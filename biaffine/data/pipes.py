@@ -17,8 +17,12 @@ import select
 import stat
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
 
-__all__ = ["PAUSE_SECONDS", "READ_BYTES", "PipeReader", "is_special"]
+from biaffine.files import standard_input
+
+__all__ = ["PAUSE_SECONDS", "READ_BYTES", "PipeReader", "Waits", "is_special", "open_pipe"]
 
 READ_BYTES = 1 << 16
 """The most bytes one read of the descriptor takes (what a pipe holds is 64 KiB on Linux)."""
@@ -28,6 +32,14 @@ PAUSE_SECONDS = 0.05
 millisecond apart left chunks of 30 to 170 EWT sentences when any pause counted, and EWT dev
 took 1.8 times as long to parse as from a file; a writer waiting for its answer waits this
 long more."""
+
+
+class Waits(Protocol):
+    """What may keep its reader waiting, and says so."""
+
+    def waiting(self) -> bool:
+        """Whether what the reader reads next has yet to come."""
+        ...
 
 
 class PipeReader(io.RawIOBase):
@@ -132,6 +144,26 @@ class PipeReader(io.RawIOBase):
         self._ended = not block
         self._buffer += block
         self._paused = False
+
+
+def open_pipe(
+    source: str | os.PathLike[str], counts: Callable[[bytes], bool] | None = None
+) -> PipeReader | None:
+    """A reader of ``source`` (``-``: standard input) as it comes, where it is no regular file.
+
+    None for a regular file, a path that is missing or a folder (its reader names what is
+    wrong), and a standard input without a descriptor. ``counts``: as :class:`PipeReader`'s.
+    """
+    if str(source) == "-":
+        try:
+            fd = standard_input().fileno()
+        except (OSError, ValueError):  # io.UnsupportedOperation too: no descriptor
+            return None
+        return PipeReader(fd, "<stdin>", counts=counts) if is_special(fd) else None
+    path = Path(source)
+    if not path.exists() or path.is_dir() or path.is_file():
+        return None
+    return PipeReader(os.open(path, os.O_RDONLY), str(source), owned=True, counts=counts)
 
 
 def is_special(fd: int) -> bool:

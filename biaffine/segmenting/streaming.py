@@ -85,6 +85,7 @@ class ScoreStream:
         self.pending: list[str] = []  # the text after it, given since its last LF
         self.base = 0  # a line's start, at most max(0, self.done - context)
         self.done = 0  # the characters before it are scored
+        self.given = 0  # the characters before it have rows given (past done: by peek)
 
     def push(self, text: str, *, final: bool) -> npt.NDArray[np.float32]:
         """float32[k, N_CLASSES]: the scores of the next ``k`` characters, now known.
@@ -112,8 +113,28 @@ class ScoreStream:
             last = stop + self.context - 1 - self.base
             known = self.base + self.text.find("\n", last) + 1
         out = self._scores(self.text[: known - self.base], stop, known)
+        out = out[max(0, self.given - self.done) :]  # rows peeked at are not given again
         self._forget(stop)
+        self.given = max(self.given, stop)
         return out
+
+    def peek(self, count: int) -> npt.NDArray[np.float32]:
+        """float32[count, N_CLASSES]: the next ``count`` characters' scores, as if the text ended.
+
+        For a writer that paused (:func:`segment_pieces`): the windows read the text up to the
+        end of its last whole line, which must hold the characters, and no further, so a
+        window whose context reaches past it may score otherwise than the whole text's. Later
+        pushes do not give these characters' rows again.
+        """
+        known = self.base + self.text.rfind("\n") + 1
+        stop = self.given + count
+        if count < 1 or stop > known:
+            raise ValueError(f"count={count}: {known - self.given} characters can be peeked at")
+        # Every window to the last whole line, as a final push scores them: a window keeps
+        # whole ``window`` characters but the text's last.
+        out = self._scores(self.text[: known - self.base], known, known)
+        start, self.given = self.given, stop
+        return out[start - self.done : stop - self.done]
 
     def _scores(self, lines: str, stop: int, known: int) -> npt.NDArray[np.float32]:
         """float32[stop - done, N_CLASSES]: the scores of the batches that keep them.
@@ -211,10 +232,13 @@ def segment_pieces(
         expander: the treebank's multi-word token expander (None: one word a token).
         min_characters: the fewest characters of a piece but the last.
         interactive: whether a chunk may be long in coming (a pipe): the text is then pushed
-            as soon as 4,096 characters of it have come. Otherwise one part is read ahead, so
-            that the last goes to the stream as the text's end: a text of one part (up to
-            :data:`PART_CHARACTERS`) is scored in one pass, all its batches side by side, as
-            it was before the stream.
+            as soon as 4,096 characters of it have come, and an empty chunk says that the
+            writer paused: the paragraphs that have ended by then are segmented at once,
+            their last characters scored as if the text ended after them
+            (:meth:`ScoreStream.peek`), so that a writer that waits for their answer gets it.
+            Otherwise one part is read ahead, so that the last goes to the stream as the
+            text's end: a text of one part (up to :data:`PART_CHARACTERS`) is scored in one
+            pass, all its batches side by side, as it was before the stream.
 
     Returns:
         Each piece's document (``document.text`` is the piece as given; a piece of only
@@ -224,6 +248,13 @@ def segment_pieces(
     waiting: deque[tuple[str, str]] = deque()  # pieces as given, and with LFs, not yet scored
     scores = _Rows()
     for part, last in _parts(chunks, ahead=not interactive):
+        if not part and not last:  # the writer paused
+            waiting.extend((piece, line_feed_text(piece)) for piece in cutter.flush())
+            if (short := sum(len(read) for _, read in waiting) - len(scores)) > 0:
+                scores.add(stream.peek(short))
+            while waiting:
+                yield _document(*waiting.popleft(), scores, decide, expander)
+            continue
         read = feeds.add(part) + (feeds.end() if last else "")
         scores.add(stream.push(read, final=last))
         waiting.extend((piece, line_feed_text(piece)) for piece in cutter.add(part))
@@ -251,10 +282,11 @@ def _parts(chunks: Iterable[str], *, ahead: bool) -> Iterator[tuple[str, bool]]:
     """``chunks`` as parts of :data:`LEAST_PART_CHARACTERS` to :data:`PART_CHARACTERS`.
 
     Each with whether it is known to be the text's last: with ``ahead``, one part is held
-    until the next is known (or the text ends); without, no part is known to be the last.
+    until the next is known (or the text ends); without, no part is known to be the last,
+    and an empty chunk (a pause) gives the characters held, if any, then itself.
     """
     held: str | None = None
-    for part in _sized(chunks):
+    for part in _sized(chunks, pauses=not ahead):
         if held is not None:
             yield held, False
         if ahead:
@@ -265,10 +297,16 @@ def _parts(chunks: Iterable[str], *, ahead: bool) -> Iterator[tuple[str, bool]]:
         yield held, True
 
 
-def _sized(chunks: Iterable[str]) -> Iterator[str]:
+def _sized(chunks: Iterable[str], *, pauses: bool) -> Iterator[str]:
     held: list[str] = []
     size = 0
     for chunk in chunks:
+        if pauses and not chunk:
+            if size:
+                yield "".join(held)
+                held, size = [], 0
+            yield chunk
+            continue
         held.append(chunk)
         size += len(chunk)
         if size >= LEAST_PART_CHARACTERS:

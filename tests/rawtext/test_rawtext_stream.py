@@ -146,3 +146,38 @@ def test_the_cutter_reads_each_character_a_bounded_number_of_times(
     text = chunk * 20_000 + "end."
     assert "".join(pieces) == text
     assert counting.read <= 3 * len(text)
+
+
+@given(chunked_texts(), st.lists(st.booleans(), min_size=7, max_size=7), st.integers(1, 25))
+@settings(max_examples=400, deadline=None)
+def test_a_pause_gives_the_text_to_its_last_paragraph_break(chunked, pauses, least: int) -> None:
+    text, chunks = chunked
+    cutter, pieces, flushed = ParagraphCutter(least), [], set()
+    for chunk, pause in zip(chunks, pauses, strict=False):
+        pieces += cutter.add(chunk)
+        if pause:
+            given = cutter.flush()
+            flushed.update(len(pieces) + k for k in range(len(given)))
+            pieces += given
+    pieces += cutter.end()
+    assert "".join(pieces) == text
+    offset = 0
+    for k, piece in enumerate(pieces):
+        offset += len(piece)
+        if k in flushed:  # text, ending with a whole break, never inside a CRLF
+            assert piece.strip()
+            assert any(PARAGRAPH_BREAK.fullmatch(piece, start) for start in range(len(piece)))
+            assert not (piece.endswith("\r") and text[offset:].startswith("\n"))
+
+
+def test_a_pause_gives_what_has_ended_whatever_its_length() -> None:
+    cutter = ParagraphCutter(1000)
+    assert cutter.add("one.\n\ntwo") == []
+    assert cutter.flush() == ["one.\n\n"]
+    assert cutter.flush() == []  # "two" may go on
+    assert cutter.add(".\n\n\r") == []
+    assert cutter.flush() == ["two.\n\n"]  # the CR's LF may follow: held
+    assert cutter.add("\n") == []
+    assert cutter.flush() == []  # whitespace alone is no piece
+    assert cutter.end() == ["\r\n"]
+    assert ParagraphCutter(1).flush() == []

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import random
+import select
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -221,3 +223,127 @@ def test_a_lone_surrogate_is_named_by_its_place_in_the_whole_text(segmenter_path
         segmenter.segment(text)
     with pytest.raises(ValueError, match=message):
         pipeline.segmented(segmenter, text)
+
+
+def test_peeked_rows_are_those_of_the_text_ending_there_and_are_not_given_again() -> None:
+    words = vocab()
+    model = random_model(words, rnn_hidden=4, n_features=words.n_features)
+    how = {"window": 5, "context": 2, "batch_size": 2}
+    head, tail = "I ate ice cream.\n\n", "New York and ice cream!\nHà Nội.\n"
+    whole = log_probs(model, words, head + tail, **how).numpy()
+    stream = score_stream(model, words, **how)
+    given = [stream.push(head[:3], final=False), stream.push(head[3:], final=False)]
+    given.append(stream.peek(len(head) - sum(map(len, given))))
+    np.testing.assert_array_equal(np.concatenate(given), log_probs(model, words, head, **how))
+    rest = [stream.push(tail, final=False), stream.push("", final=True)]
+    assert sum(map(len, rest)) == len(tail)  # each character's row given once
+    np.testing.assert_array_equal(np.concatenate(rest), whole[len(head) :])
+    with pytest.raises(ValueError, match="characters can be peeked at"):
+        stream.peek(1)
+
+
+def _pieces_as_they_come(segmenter: Segmenter, chunks: list[str]) -> list[tuple[int, str]]:
+    """Each piece's text, with how many chunks the segmenter had taken when it was given."""
+    taken = 0
+
+    def chunks_taken():
+        nonlocal taken
+        for chunk in chunks:
+            taken += 1
+            yield chunk
+
+    return [
+        (taken, document.text)
+        for document in segmenter.segment_stream(chunks_taken(), interactive=True)
+    ]
+
+
+def test_paragraphs_that_have_ended_are_segmented_when_the_writer_pauses(
+    segmenter_path: Path,
+) -> None:
+    # From a pipe, a piece waited for 262,144 characters (or the input's end): a program that
+    # sent a paragraph and waited for its parse waited for good. An empty chunk is a pause.
+    segmenter = Segmenter.load(segmenter_path, window=16, context=4)
+    first, second = "I ate ice cream. In New York.\r\n\r\nDr. Smith", " arrived du village.\n"
+    third = "\nHà Nội, HÀ NỘI; new york.\n\n"
+    chunks = [first, "", second, "", third, ""]
+    found = _pieces_as_they_come(segmenter, chunks)
+    # The ended paragraph given at the first pause, before the next chunk is taken; at the
+    # second, "Dr. Smith arrived du village.\n" has no paragraph break after it, and waits.
+    ended = first.index("Dr.")
+    assert found == [(2, first[:ended]), (6, first[ended:] + second + third)]
+    # The first piece is scored as a text ending with it: as that text alone. The later
+    # pieces read the scores of the whole text, the first piece's context included.
+    alone = list(rawtext.to_conllu(segmenter.segment(first[:ended])))
+    paused = next(segmenter.segment_stream([first[:ended], ""], interactive=True))
+    assert list(rawtext.to_conllu(paused)) == alone
+    whole = segmenter.segment(first + second + third)
+    later = list(segmenter.segment_stream(chunks, interactive=True))[1]
+    assert _sentences(later, ended) == [s for s in _sentences(whole, 0) if s[0] >= ended]
+
+
+def _sentences(document: rawtext.Document, offset: int) -> list[tuple]:
+    """Each sentence's span and tokens (span, form, words), ``offset`` added to the spans."""
+    return [
+        (
+            sentence.start + offset,
+            sentence.end + offset,
+            [(t.start + offset, t.end + offset, t.form, t.words) for t in sentence.tokens],
+        )
+        for paragraph in document.paragraphs
+        for sentence in paragraph.sentences
+    ]
+
+
+def test_predict_py_answers_each_paragraph_while_its_writer_waits(
+    segmenter_path: Path, graph_checkpoint: Path, tmp_path: Path
+) -> None:
+    # A paragraph from a pipe waited for 262,144 characters, or the input's end.
+    first, second = "I ate ice cream in New York.\n\n", "Dr. Smith left du village.\n"
+    command = [sys.executable, str(REPO / "predict.py"), f"checkpoint={graph_checkpoint}"]
+    command += [f"segmenter={segmenter_path}", "format=raw", "threads=1", "output=-"]
+    from_files = []
+    for k, text in enumerate([first, first + second]):
+        (tmp_path / f"{k}.txt").write_text(text, encoding="utf-8")
+        run = subprocess.run([*command, f"input={tmp_path / f'{k}.txt'}"], capture_output=True)
+        from_files.append(run.stdout.decode())
+    process = subprocess.Popen([*command, "input=-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        process.stdin.write(first.encode())
+        process.stdin.flush()
+        answer = _output_until_quiet(process.stdout, 120)
+        process.stdin.write(second.encode())
+        process.stdin.close()
+        rest = process.stdout.read().decode()
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+        process.wait()
+        process.stdout.close()
+    # The first paragraph as a text of its own (scored as a text ending with it), and the
+    # second as from the whole file.
+    assert answer == from_files[0]
+    assert answer.startswith("# newdoc\n")
+    assert _second_paragraph(answer + rest) == _second_paragraph(from_files[1])
+
+
+def _output_until_quiet(stdout, seconds: float) -> str:
+    """What ``stdout`` gives up to a blank line and a second with nothing more, or fails."""
+    found, deadline = b"", time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        waited = 1.0 if found.endswith(b"\n\n") else deadline - time.monotonic()
+        if not select.select([stdout], [], [], max(waited, 0))[0]:
+            if found.endswith(b"\n\n"):
+                return found.decode()
+            break
+        data = os.read(stdout.fileno(), 1 << 16)
+        assert data, "the output ended"
+        found += data
+    raise AssertionError(f"no whole answer after {seconds} s: {found!r}")
+
+
+def _second_paragraph(conllu: str) -> list[str]:
+    """The lines from the second ``# newpar`` on, but the sentence numbers."""
+    lines = conllu.splitlines()
+    start = [k for k, line in enumerate(lines) if line == "# newpar"][1]
+    return [line for line in lines[start:] if not line.startswith("# sent_id")]
