@@ -150,3 +150,47 @@ def test_mst_decodes_1000_words(kind):
     assert decoding.tree_score(scores, single) <= decoding.tree_score(scores, multi) + 1e-9
     upper_bound = decoding.tree_score(scores, decoding.greedy(scores))  # best head of every word
     assert decoding.tree_score(scores, multi) <= upper_bound + 1e-9
+
+
+def _greedy_heads(scores: np.ndarray) -> list[int]:
+    """Each word's best head, ties to the lowest (ROOT first): float[n+1, n+1] -> int[n]."""
+    n = scores.shape[0] - 1
+    found = []
+    for d in range(1, n + 1):
+        candidates = [h for h in range(n + 1) if h != d]
+        found.append(max(candidates, key=lambda h: (scores[d, h], -h)))
+    return found
+
+
+def _acyclic(heads: list[int]) -> bool:
+    for start in range(1, len(heads) + 1):
+        seen, word = set(), start
+        while word != 0:
+            if word in seen:
+                return False
+            seen.add(word)
+            word = heads[word - 1]
+    return True
+
+
+TIED = st.integers(1, 6).flatmap(
+    lambda n: st.lists(st.integers(0, 2), min_size=n * (n + 1), max_size=n * (n + 1)).map(
+        lambda values: (n, values)
+    )
+)
+"""A sentence length n and n * (n + 1) scores from {0, 1, 2}: ties everywhere."""
+
+
+@given(TIED)
+def test_tied_scores_keep_each_words_lowest_best_head_where_those_make_a_tree(drawn) -> None:
+    # Ties are broken the same way every time, toward the lowest head: where the best heads so
+    # chosen already make a tree, it is the tree given (a tie rule that let another head
+    # beat ROOT on equal scores gave other trees and went unseen).
+    n, values = drawn
+    scores = np.full((n + 1, n + 1), -np.inf)
+    scores[1:, :] = np.array(values, dtype=np.float64).reshape(n, n + 1)
+    np.fill_diagonal(scores, -np.inf)
+    greedy = _greedy_heads(scores)
+    if _acyclic(greedy):
+        assert decoding.mst(scores, root_constraint=False)[1:].tolist() == greedy
+    assert decoding.mst(np.zeros((n + 1, n + 1)), root_constraint=False)[1:].tolist() == [0] * n
