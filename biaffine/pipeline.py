@@ -150,7 +150,7 @@ class RawSentences(Iterator[Sentence]):
     def __init__(self, source: str | os.PathLike[str], segmenter: TextSegmenter) -> None:
         """Nothing is opened before the first sentence is asked for."""
         self._source, self._segmenter = source, segmenter
-        self._pipe: PipeReader | None = None
+        self._interactive = False  # read as it comes (a pipe)
         self._held: deque[Sentence] = deque()  # the rest of the piece segmented last
         self._pieces = self._read()
 
@@ -161,24 +161,28 @@ class RawSentences(Iterator[Sentence]):
         return self._held.popleft()
 
     def waiting(self) -> bool:
-        """Whether the next sentence has yet to come: never from a file, which is all there."""
-        return not self._held and self._pipe is not None and self._pipe.waiting()
+        """Whether the next sentence has yet to come: never from a file, which is all there.
+
+        From a pipe, once the sentences of the piece segmented last are given: the next piece
+        ends where the writer pauses after a paragraph break, or a piece's length later.
+        """
+        return not self._held and self._interactive
 
     def _read(self) -> Iterator[list[Sentence]]:
         source = self._source
         name = "<stdin>" if str(source) == "-" else str(source)
         with contextlib.ExitStack() as stack:
-            self._pipe = open_pipe(source)
+            pipe = open_pipe(source)
             file: IO[bytes]
-            if self._pipe is not None:
-                file = stack.enter_context(self._pipe)  # closes the descriptor it opened
+            if pipe is not None:
+                file = stack.enter_context(pipe)  # closes the descriptor it opened
             elif name == "<stdin>":
                 file = standard_input()
             else:
                 file = stack.enter_context(open(source, "rb"))
-            chunks = _decoded(file, name, self._pipe)
-            interactive = self._pipe is not None or _is_pipe(file)
-            yield from _segmented_pieces(self._segmenter, chunks, None, name, interactive)
+            chunks = _decoded(file, name, pipe)
+            self._interactive = pipe is not None or _is_pipe(file)
+            yield from _segmented_pieces(self._segmenter, chunks, None, name, self._interactive)
 
 
 def read_raw(source: str | os.PathLike[str], segmenter: TextSegmenter) -> RawSentences:
@@ -223,7 +227,7 @@ def _decoded(file: IO[bytes], name: str, pipe: PipeReader | None = None) -> Iter
             return
         lines += _line_breaks(block, after_cr)
         seen, after_cr = seen + len(block), block.endswith(b"\r")
-        if pipe is not None and pipe.waiting():
+        if pipe is not None and pipe.paused():
             yield ""
 
 

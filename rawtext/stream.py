@@ -100,12 +100,11 @@ class ParagraphCutter:
 
         For a writer that paused: the paragraphs before the break have ended, whatever its
         length, and the text to come starts a paragraph of its own. None where the held text
-        holds no break after text. A CR that ends it stays held (its LF may follow).
+        holds no break after text. A CR that ends it is a line break of its own: an LF
+        after the pause is another, at the next piece's start.
         """
         text = "".join(self.parts)
-        known = len(text) - text.endswith("\r")
-        breaks = PARAGRAPH_BREAK.finditer(text, 0, known)
-        end = max((found.end() for found in breaks), default=0)
+        end = max((found.end() for found in PARAGRAPH_BREAK.finditer(text)), default=0)
         if not text[:end].strip():
             return []
         return [self._take(end)]
@@ -150,6 +149,6 @@ class LineFeeds:
         return line_feed_text(text[: len(text) - len(self.held)])
 
     def end(self) -> str:
-        """The last part: the text has ended."""
+        """The last part: the text has ended (or its writer paused: a held CR ends its line)."""
         last, self.held = line_feed_text(self.held), ""
         return last

@@ -125,6 +125,21 @@ class PipeReader(io.RawIOBase):
             self._fill()
         return False
 
+    def paused(self) -> bool:
+        """Whether nothing more comes within :data:`PAUSE_SECONDS` of now, nor has come unread.
+
+        Raw text's pause (:func:`biaffine.pipeline.RawSentences`): any byte, a line end or
+        not, says the writer goes on. What comes meanwhile is read into the buffer.
+        """
+        if self._buffer or self._ended:
+            return False
+        wait = 0.0 if self._paused else PAUSE_SECONDS  # asked again with nothing read since
+        if select.select([self._fd], [], [], wait)[0]:
+            self._fill()
+            return False
+        self._paused = True
+        return True
+
     def _holds_line(self) -> bool:
         """Whether the buffer holds a whole line that counts."""
         start = 0

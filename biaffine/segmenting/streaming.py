@@ -121,20 +121,18 @@ class ScoreStream:
     def peek(self, count: int) -> npt.NDArray[np.float32]:
         """float32[count, N_CLASSES]: the next ``count`` characters' scores, as if the text ended.
 
-        For a writer that paused (:func:`segment_pieces`): the windows read the text up to the
-        end of its last whole line, which must hold the characters, and no further, so a
-        window whose context reaches past it may score otherwise than the whole text's. Later
-        pushes do not give these characters' rows again.
+        For a writer that paused (:func:`segment_pieces`): the windows read the text up to
+        the last of these characters, which must end a line, and no further, as a final push
+        of the text to there would; a window whose context reaches past it may score otherwise
+        than the whole text's. Later pushes do not give these characters' rows again.
         """
-        known = self.base + self.text.rfind("\n") + 1
+        lines = self.base + self.text.rfind("\n") + 1
         stop = self.given + count
-        if count < 1 or stop > known:
-            raise ValueError(f"count={count}: {known - self.given} characters can be peeked at")
-        # Every window to the last whole line, as a final push scores them: a window keeps
-        # whole ``window`` characters but the text's last.
-        out = self._scores(self.text[: known - self.base], known, known)
+        if count < 1 or stop > lines or self.text[stop - self.base - 1] != "\n":
+            raise ValueError(f"count={count}: the characters peeked at must end a line")
+        out = self._scores(self.text[: stop - self.base], stop, stop)
         start, self.given = self.given, stop
-        return out[start - self.done : stop - self.done]
+        return out[start - self.done :]
 
     def _scores(self, lines: str, stop: int, known: int) -> npt.NDArray[np.float32]:
         """float32[stop - done, N_CLASSES]: the scores of the batches that keep them.
@@ -249,6 +247,9 @@ def segment_pieces(
     scores = _Rows()
     for part, last in _parts(chunks, ahead=not interactive):
         if not part and not last:  # the writer paused
+            # A CR held for its LF ends its line now: an LF after the pause ends one more.
+            if read := feeds.end():
+                scores.add(stream.push(read, final=False))
             waiting.extend((piece, line_feed_text(piece)) for piece in cutter.flush())
             if (short := sum(len(read) for _, read in waiting) - len(scores)) > 0:
                 scores.add(stream.peek(short))

@@ -197,3 +197,26 @@ def _answer(stdout) -> str:
     while lines[-1] not in ("\n", ""):
         lines.append(stdout.readline())
     return "".join(lines)
+
+
+def test_a_pause_is_no_byte_for_a_while_a_line_end_or_not() -> None:
+    # Raw text's pause: bytes coming without a line end (a long line, lone CRs) were read as
+    # a pause, and paragraphs were cut where a file is not.
+    feed = Feed()
+    try:
+        assert feed.reader.paused()  # nothing has come
+        feed.send(b"no line end")
+        assert not feed.reader.paused()  # it came meanwhile
+        assert not feed.reader.paused()  # unread: the writer went on
+        assert feed.reader.read(100) == b"no line end"
+        writer = threading.Timer(PAUSE_SECONDS / 5, feed.send, args=(b"\r",))
+        writer.start()
+        assert not feed.reader.paused()  # a CR within the pause
+        writer.join()
+        assert feed.reader.read(100) == b"\r"
+        assert feed.reader.paused()
+        feed.close()
+        assert feed.reader.read(100) == b""
+        assert not feed.reader.paused()  # the end is no pause
+    finally:
+        feed.reader.close()

@@ -228,17 +228,19 @@ def test_a_lone_surrogate_is_named_by_its_place_in_the_whole_text(segmenter_path
 def test_peeked_rows_are_those_of_the_text_ending_there_and_are_not_given_again() -> None:
     words = vocab()
     model = random_model(words, rnn_hidden=4, n_features=words.n_features)
-    how = {"window": 5, "context": 2, "batch_size": 2}
+    how = {"window": 5, "context": 2, "batch_size": 16}  # nothing scored before the peek
     head, tail = "I ate ice cream.\n\n", "New York and ice cream!\nHà Nội.\n"
     whole = log_probs(model, words, head + tail, **how).numpy()
     stream = score_stream(model, words, **how)
-    given = [stream.push(head[:3], final=False), stream.push(head[3:], final=False)]
+    # The next paragraph's first line has come too: the windows must not read it (they did).
+    line = tail.index("\n") + 1
+    given = [stream.push(head[:3], final=False), stream.push(head[3:] + tail[:line], final=False)]
     given.append(stream.peek(len(head) - sum(map(len, given))))
     np.testing.assert_array_equal(np.concatenate(given), log_probs(model, words, head, **how))
-    rest = [stream.push(tail, final=False), stream.push("", final=True)]
+    rest = [stream.push(tail[line:], final=False), stream.push("", final=True)]
     assert sum(map(len, rest)) == len(tail)  # each character's row given once
     np.testing.assert_array_equal(np.concatenate(rest), whole[len(head) :])
-    with pytest.raises(ValueError, match="characters can be peeked at"):
+    with pytest.raises(ValueError, match="must end a line"):
         stream.peek(1)
 
 
@@ -277,6 +279,9 @@ def test_paragraphs_that_have_ended_are_segmented_when_the_writer_pauses(
     alone = list(rawtext.to_conllu(segmenter.segment(first[:ended])))
     paused = next(segmenter.segment_stream([first[:ended], ""], interactive=True))
     assert list(rawtext.to_conllu(paused)) == alone
+    # Lone CRs: a paragraph and its blank line, then the LF of what might have been a CRLF.
+    crs = ["Hello there.\r\r", "", "\nDr. Smith.\r", ""]
+    assert _pieces_as_they_come(segmenter, crs) == [(2, crs[0]), (4, crs[2])]
     whole = segmenter.segment(first + second + third)
     later = list(segmenter.segment_stream(chunks, interactive=True))[1]
     assert _sentences(later, ended) == [s for s in _sentences(whole, 0) if s[0] >= ended]
