@@ -169,8 +169,9 @@ def train(
         run_dir: where ``best.pt`` and ``metrics.jsonl`` go (it must exist).
 
     Returns:
-        The last line of ``metrics.jsonl``: the best epoch, its dev scores (and the segmenter's
-        alone), test scores with and without the model, why training stopped.
+        The last line of ``metrics.jsonl``: the best epoch, its dev scores, whether they beat
+        the segmenter's alone (``beats_segmenter``: if not, a warning says so), test scores
+        with and without the model, why training stopped.
     """
     gold = [paragraph for d in data.train for paragraph in _gold_paragraphs(d)]
     dev = [_system(stored, document) for document in data.dev]
@@ -218,6 +219,14 @@ def train(
     result: dict[str, Any] = {"best_epoch": best_epoch, "stop": stop}
     result |= {"margin": final.sentences.margin, "context": final.sentences.context}
     result["dev"] = _score(dev, final.sentences).as_dict()
+    alone = history[0]["segmenter_dev"]["sentences_f1"]
+    result["beats_segmenter"] = result["dev"]["sentences_f1"] > alone
+    if not result["beats_segmenter"]:  # a user would ship best.pt none the wiser
+        log.warning(
+            "dev sentences F1 %.2f with the sentence model, %.2f for the segmenter alone: "
+            "%s segments worse than the segmenter it was trained on; keep that one",
+            result["dev"]["sentences_f1"], alone, run_dir / BEST,
+        )  # fmt: skip
     if data.test:
         test = [_system(stored, document) for document in data.test]
         result["test"] = _score(test, final.sentences).as_dict()

@@ -285,13 +285,20 @@ def test_time_that_runs_out_while_dev_is_scored_ends_the_run_there(
 
 @pytest.mark.ud
 def test_a_tiny_run_writes_a_segmenter_whose_sentences_score_as_reported(
-    ewt_dir: Path, tiny_bert: Path, tmp_path: Path
+    ewt_dir: Path, tiny_bert: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings = SentenceSettings(max_epochs=2, threads=1)
     folder, run, result = tiny_run(ewt_dir, tiny_bert, tmp_path, settings)
     lines = [json.loads(line) for line in (run / METRICS).read_text().splitlines()]
     assert [line["epoch"] for line in lines[1:-1]] == [1, 2]
     assert lines[-1] == result
+    # A model no better than the segmenter alone on dev was written without a word.
+    alone = lines[0]["segmenter_dev"]["sentences_f1"]
+    assert result["beats_segmenter"] == (result["dev"]["sentences_f1"] > alone)
+    warned = [r.message for r in caplog.records if r.levelname == "WARNING"]
+    assert (
+        any("segments worse than the segmenter" in m for m in warned) != result["beats_segmenter"]
+    )
     assert result["test"] == result["dev"]
     segmenter = Segmenter.load(run / "best.pt")
     assert segmenter.sentences is not None
@@ -303,6 +310,29 @@ def test_a_tiny_run_writes_a_segmenter_whose_sentences_score_as_reported(
     for document in labelled_documents(folder / "dev.conllu"):
         total += score_spans(document.text, document.labels, segmenter.classes(document.text))
     assert result["dev"] == total.as_dict()  # what a user of best.pt gets
+
+
+@pytest.mark.ud
+def test_a_model_no_better_than_the_segmenter_alone_is_reported(
+    ewt_dir: Path,
+    tiny_bert: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    scored = sentence_training._score
+    perfect = {"tokens_f1": 100.0, "sentences_f1": 100.0}
+
+    def segmenter_perfect(documents, model):  # the segmenter alone scores 100 on dev
+        found = scored(documents, model)
+        return found if model is not None else SimpleNamespace(as_dict=lambda: perfect)
+
+    monkeypatch.setattr(sentence_training, "_score", segmenter_perfect)
+    _, run, result = tiny_run(ewt_dir, tiny_bert, tmp_path, SentenceSettings(max_epochs=1))
+    assert result["beats_segmenter"] is False
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(f"{run / 'best.pt'} segments worse than the segmenter" in m for m in warned)
+    assert Segmenter.load(run / "best.pt").sentences is not None  # written all the same
 
 
 def test_the_onnx_export_refuses_a_segmenter_with_a_sentence_model(
