@@ -100,8 +100,8 @@ class ParagraphCutter:
 
         For a writer that paused: the paragraphs before the break have ended, whatever its
         length, and the text to come starts a paragraph of its own. None where the held text
-        holds no break after text. A CR that ends it is a line break of its own: an LF
-        after the pause is another, at the next piece's start.
+        holds no break after text. A CR that ends the piece and the held text is a line
+        break of its own: an LF after the pause is another, at the next piece's start.
         """
         text = "".join(self.parts)
         end = max((found.end() for found in PARAGRAPH_BREAK.finditer(text)), default=0)

@@ -247,10 +247,12 @@ def segment_pieces(
     scores = _Rows()
     for part, last in _parts(chunks, ahead=not interactive):
         if not part and not last:  # the writer paused
-            # A CR held for its LF ends its line now: an LF after the pause ends one more.
-            if read := feeds.end():
+            flushed = cutter.flush()
+            # A piece that ends with the text's last CR ends its line with it (an LF after the
+            # pause is a line break of the next piece); a CR the cutter holds waits for its LF.
+            if flushed and not cutter.length and (read := feeds.end()):
                 scores.add(stream.push(read, final=False))
-            waiting.extend((piece, line_feed_text(piece)) for piece in cutter.flush())
+            waiting.extend((piece, line_feed_text(piece)) for piece in flushed)
             if (short := sum(len(read) for _, read in waiting) - len(scores)) > 0:
                 scores.add(stream.peek(short))
             while waiting:

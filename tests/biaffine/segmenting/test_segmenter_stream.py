@@ -282,6 +282,14 @@ def test_paragraphs_that_have_ended_are_segmented_when_the_writer_pauses(
     # Lone CRs: a paragraph and its blank line, then the LF of what might have been a CRLF.
     crs = ["Hello there.\r\r", "", "\nDr. Smith.\r", ""]
     assert _pieces_as_they_come(segmenter, crs) == [(2, crs[0]), (4, crs[2])]
+    # A pause between the CR and the LF of a line break that ends no paragraph: the stream
+    # took the CR for a line break of its own and the cutter for a CRLF, and every later
+    # row slipped by one (two such pauses: "the characters peeked at must end a line").
+    split = ["Hello there.\r", "", "\nSecond line of it.\r", "", "\nDr. Smith came.\r\n\r\n", ""]
+    text = "".join(split)
+    found = list(segmenter.segment_stream(split, interactive=True))
+    assert [document.text for document in found] == [text]
+    assert _sentences(found[0], 0) == _sentences(segmenter.segment(text), 0)
     whole = segmenter.segment(first + second + third)
     later = list(segmenter.segment_stream(chunks, interactive=True))[1]
     assert _sentences(later, ended) == [s for s in _sentences(whole, 0) if s[0] >= ended]
