@@ -68,6 +68,11 @@ T = TypeVar("T")
 
 DEBUG_ENV = "ROOTPARSE_DEBUG"
 USER_ERRORS = (ValueError, OSError)
+NO_TORCH = (
+    "this needs torch, which is not installed: pip install torch==2.13.0 --index-url "
+    "https://download.pytorch.org/whl/cpu (the CPU build), or pip install 'rootparse[torch]'"
+)
+"""The one line where a torch path finds no torch (``runtime=onnx`` needs none)."""
 USER_ERROR_STATUS = 2
 # A group option as a plain name; anything else (a sweep a,b, an interpolation) is Hydra's to read.
 _OPTION_NAME = re.compile(r"[\w-]+")
@@ -137,6 +142,12 @@ def report_user_errors(
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
             raise
         _exit(error, where)
+    except ModuleNotFoundError as error:  # torch is an extra: the torch-free paths run without
+        if error.name != "torch":
+            raise
+        if on_error is not None:
+            on_error()
+        _exit(ModuleNotFoundError(NO_TORCH), where)
     except Exception:
         if not _SIGNALLED:
             raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,31 @@ def test_torch_free_packages_import_without_torch(package: str) -> None:
 def test_what_the_onnx_runtime_shares_imports_without_torch(module: str) -> None:
     done = run_python(f"import sys; sys.modules['torch'] = None; import {module}")
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["predict.py", "model=en_ewt_small", "input=-"],
+        ["serve.py", "models=en_ewt_small", "port=0"],
+    ],
+)
+def test_a_torch_path_without_torch_says_what_to_install_in_one_line(argv: list[str]) -> None:
+    # torch is an extra; a torch path without it ended in a traceback.
+    run = f"import runpy, sys; sys.modules['torch'] = None; sys.argv = {argv!r}; "
+    done = run_python(run + f"runpy.run_path({argv[0]!r}, run_name='__main__')")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("error: this needs torch, which is not installed: pip install")
+
+
+def test_the_base_install_leaves_torch_to_an_extra() -> None:
+    # Whoever imports only the decoders or the ONNX runtime was given torch, and on Linux a
+    # plain pip install of it is gigabytes of CUDA wheels.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert not any(d.startswith("torch") for d in project["dependencies"])
+    assert project["optional-dependencies"]["torch"] == ["torch>=2.13,<2.14"]
+    assert "torch" in project["optional-dependencies"]["all"][0]
 
 
 def test_the_lemma_edit_scripts_import_without_torch() -> None:
