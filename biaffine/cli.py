@@ -70,7 +70,7 @@ DEBUG_ENV = "ROOTPARSE_DEBUG"
 USER_ERRORS = (ValueError, OSError)
 NO_TORCH = (
     "this needs torch, which is not installed: pip install torch==2.13.0 --index-url "
-    "https://download.pytorch.org/whl/cpu (the CPU build), or pip install 'rootparse[torch]'"
+    "https://download.pytorch.org/whl/cpu (the CPU build; any torch 2.13 build works)"
 )
 """The one line where a torch path finds no torch (``runtime=onnx`` needs none)."""
 USER_ERROR_STATUS = 2
@@ -147,6 +147,8 @@ def report_user_errors(
             raise
         if on_error is not None:
             on_error()
+        if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            raise
         _exit(ModuleNotFoundError(NO_TORCH), where)
     except Exception:
         if not _SIGNALLED:

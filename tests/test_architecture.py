@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 import tomllib
@@ -126,6 +127,24 @@ def test_a_torch_path_without_torch_says_what_to_install_in_one_line(argv: list[
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("error: this needs torch, which is not installed: pip install")
+    assert "download.pytorch.org/whl/cpu" in done.stderr  # the CPU build, not CUDA's gigabytes
+    debug = {**os.environ, "ROOTPARSE_DEBUG": "1"}  # the traceback, as for any user error
+    code = run + f"runpy.run_path({argv[0]!r}, run_name='__main__')"
+    traced = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=debug
+    )
+    assert "Traceback" in traced.stderr
+
+
+def test_the_installed_models_are_listed_without_torch() -> None:
+    # python -m biaffine.models read the cards through the torch API: runtime=onnx users, who
+    # need the names, got a traceback.
+    done = run_python(
+        "import runpy, sys; sys.modules['torch'] = None; sys.argv = ['biaffine.models']; "
+        "runpy.run_module('biaffine.models', run_name='__main__')"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "en_ewt_small" in done.stdout
 
 
 def test_the_base_install_leaves_torch_to_an_extra() -> None:
@@ -134,6 +153,8 @@ def test_the_base_install_leaves_torch_to_an_extra() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert not any(d.startswith("torch") for d in project["dependencies"])
     assert project["optional-dependencies"]["torch"] == ["torch>=2.13,<2.14"]
+    # MiniLM's wheel pulls an unpinned torch (sentence-transformers): held to the same pin.
+    assert "torch>=2.13,<2.14" in project["optional-dependencies"]["transformer"]
     assert "torch" in project["optional-dependencies"]["all"][0]
 
 

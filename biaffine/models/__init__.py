@@ -16,7 +16,8 @@ say how it was trained and what it scores. Where models are looked for:
 
 from __future__ import annotations
 
-from biaffine.api import Parser
+from typing import TYPE_CHECKING
+
 from biaffine.installed import (
     InstalledModel,
     MissingRequirementError,
@@ -24,6 +25,9 @@ from biaffine.installed import (
     find,
     installed,
 )
+
+if TYPE_CHECKING:
+    from biaffine.api import Parser
 
 __all__ = [
     "InstalledModel",
@@ -49,4 +53,6 @@ def load(
     Raises:
         UnknownModelError: no model of that name (the message lists the installed ones).
     """
+    from biaffine.api import Parser  # torch: listing the models (python -m) needs none
+
     return Parser.named(name, device=device, threads=threads, bf16=bf16)

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from biaffine.alignment import EndToEndScores, evaluate_end_to_end
-from biaffine.api import Parser
 from biaffine.data.conllu import Sentence, read_conllu
 from rawtext import corpus_text
+
+if TYPE_CHECKING:
+    from biaffine.api import Parser
 
 __all__ = ["GOLD", "PRECISION", "RAW", "THREADS", "card_scores", "f1_table", "ud_test_file"]
 
