@@ -136,20 +136,17 @@ def report_user_errors(
         if on_error is not None:
             on_error()
         sys.exit(128 + int(signal.SIGINT))
-    except USER_ERRORS as error:
-        if on_error is not None:
-            on_error()
-        if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
-            raise
-        _exit(error, where)
-    except ModuleNotFoundError as error:  # torch is an extra: the torch-free paths run without
-        if error.name != "torch":
+    except (*USER_ERRORS, ModuleNotFoundError) as error:
+        # torch is an extra: a torch path without it is the user's to mend; any other missing
+        # module is this project's fault.
+        no_torch = isinstance(error, ModuleNotFoundError)
+        if no_torch and error.name != "torch":
             raise
         if on_error is not None:
             on_error()
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
             raise
-        _exit(ModuleNotFoundError(NO_TORCH), where)
+        _exit(ModuleNotFoundError(NO_TORCH) if no_torch else error, where)
     except Exception:
         if not _SIGNALLED:
             raise

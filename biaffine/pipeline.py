@@ -181,7 +181,7 @@ class RawSentences(Iterator[Sentence]):
             else:
                 file = stack.enter_context(open(source, "rb"))
             chunks = _decoded(file, name, pipe)
-            self._interactive = pipe is not None or _is_pipe(file)
+            self._interactive = _is_pipe(file)  # a PipeReader's descriptor is no regular file
             yield from _segmented_pieces(self._segmenter, chunks, None, name, self._interactive)
 
 

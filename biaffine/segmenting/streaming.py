@@ -126,9 +126,12 @@ class ScoreStream:
         of the text to there would; a window whose context reaches past it may score otherwise
         than the whole text's. Later pushes do not give these characters' rows again.
         """
-        lines = self.base + self.text.rfind("\n") + 1
         stop = self.given + count
-        if count < 1 or stop > lines or self.text[stop - self.base - 1] != "\n":
+        if (
+            count < 1
+            or stop - self.base > len(self.text)
+            or self.text[stop - self.base - 1] != "\n"
+        ):
             raise ValueError(f"count={count}: the characters peeked at must end a line")
         out = self._scores(self.text[: stop - self.base], stop, stop)
         start, self.given = self.given, stop
